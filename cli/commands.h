@@ -1,0 +1,11 @@
+// Each `fastnn` subcommand lives in its own cli/cmd_*.cpp and registers itself here, in the explicit
+// list in main.cpp. A command's callback throws fastnn::Error on failure; main() prints it and exits 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fastnn::cli {
+
+void add_inspect_command(CLI::App& app);
+
+}  // namespace fastnn::cli

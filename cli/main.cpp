@@ -1,0 +1,25 @@
+// The `fastnn` executable: parses arguments, runs one subcommand, maps errors to exit codes.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/check.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
+  app.set_version_flag("--version", std::string("fastnn ") + FASTNN_VERSION);
+  app.require_subcommand(1);
+  fastnn::cli::add_inspect_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const fastnn::Error& e) {
+    std::fprintf(stderr, "fastnn: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fastnn: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
