@@ -1,0 +1,111 @@
+#include "trainer/ops/avg_pool2d.h"
+
+#include <algorithm>
+
+#include "trainer/ops/cpu_kernel.h"
+
+namespace fastnn::ops {
+namespace cpu {
+
+namespace {
+// The in-image part [hb, he) x [wb, we) of window (op, oq) and its divisor.
+struct Span2 {
+  int64_t hb, he, wb, we;
+  double divisor;
+};
+inline Span2 window(const Pool2dParams& p, int64_t op, int64_t oq) {
+  const Window2d& g = p.win;
+  const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
+  Span2 s{std::max<int64_t>(h0, 0), std::min(h0 + g.r, p.h), std::max<int64_t>(w0, 0), std::min(w0 + g.s, p.w), 0};
+  const int64_t inside = std::max<int64_t>(s.he - s.hb, 0) * std::max<int64_t>(s.we - s.wb, 0);
+  s.divisor = static_cast<double>(p.count_include_pad ? g.r * g.s : std::max<int64_t>(inside, 1));
+  return s;
+}
+}  // namespace
+
+template <typename T>
+void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t hw = p.h * p.w, pq = p.win.p * p.win.q;
+  tbb::parallel_for<int64_t>(0, p.n * p.c, [&](int64_t nc) {
+    const T* plane = x + nc * hw;
+    T* out = y + nc * pq;
+    for (int64_t op = 0; op < p.win.p; ++op)
+      for (int64_t oq = 0; oq < p.win.q; ++oq) {
+        const Span2 s = window(p, op, oq);
+        double acc = 0;
+        for (int64_t ih = s.hb; ih < s.he; ++ih)
+          for (int64_t iw = s.wb; iw < s.we; ++iw) acc += plane[ih * p.w + iw];
+        out[op * p.win.q + oq] = static_cast<T>(acc / s.divisor);
+      }
+  });
+}
+
+template <typename T>
+void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx) {
+  const int64_t hw = p.h * p.w, pq = p.win.p * p.win.q;
+  tbb::parallel_for<int64_t>(0, p.n * p.c, [&](int64_t nc) {
+    const T* d = dy + nc * pq;
+    T* out = dx + nc * hw;
+    std::fill(out, out + hw, T(0));
+    for (int64_t op = 0; op < p.win.p; ++op)
+      for (int64_t oq = 0; oq < p.win.q; ++oq) {
+        const Span2 s = window(p, op, oq);
+        const T g = static_cast<T>(d[op * p.win.q + oq] / s.divisor);
+        for (int64_t ih = s.hb; ih < s.he; ++ih)
+          for (int64_t iw = s.wb; iw < s.we; ++iw) out[ih * p.w + iw] += g;
+      }
+  });
+}
+
+template void avg_pool2d_forward<float>(const Pool2dParams&, const float*, float*);
+template void avg_pool2d_forward<double>(const Pool2dParams&, const double*, double*);
+template void avg_pool2d_backward<float>(const Pool2dParams&, const float*, float*);
+template void avg_pool2d_backward<double>(const Pool2dParams&, const double*, double*);
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class AvgPool2dCpu final : public OpKernel {
+ public:
+  AvgPool2dCpu(const Pool2dParams& p, DType dt) : OpKernel("avg_pool2d", Device::kCpu), p_(p) {
+    sig_ = pool2d_signature(p, dt);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cpu::avg_pool2d_forward<T>(p_, a.inputs[0].data<T>(), a.outputs[0].data<T>());
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (a.d_inputs[0].defined()) cpu::avg_pool2d_backward<T>(p_, a.d_outputs[0].data<T>(), a.d_inputs[0].data<T>());
+  }
+
+ private:
+  Pool2dParams p_;
+};
+
+}  // namespace
+
+void register_avg_pool2d(OpRegistry& r) {
+  r.add(OpDef{
+      .name = "avg_pool2d",
+      .summary = "2-D average pooling, NCHW; count_include_pad selects the divisor at the border",
+      .kernels = {{Device::kCpu,
+                   [](const Attrs& a, std::span<const TensorSpec> in) {
+                     const Pool2dParams p = pool2d_params("avg_pool2d", a, in, true);
+                     const DType dt = compute_dtype("avg_pool2d", in);
+                     return make_cpu_kernel<AvgPool2dCpu>("avg_pool2d", dt, p, dt);
+                   }}},
+      .test_cases = [] {
+        return std::vector<OpCase>{
+            {"k2", {{"kernel", 2}}, {{{2, 2, 4, 4}}}},
+            {"k3_s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{1, 2, 7, 6}}}},
+            {"k3_s1_pad1_incl", {{"kernel", 3}, {"stride", 1}, {"padding", 1}, {"count_include_pad", true}},
+             {{{2, 1, 4, 5}}}},
+        };
+      },
+  });
+}
+
+}  // namespace fastnn::ops

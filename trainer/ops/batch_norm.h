@@ -1,0 +1,52 @@
+// batch_norm: per-channel normalisation over the batch (and H, W), NCHW.
+//
+//   inputs   x [N, C] or [N, C, H, W]
+//   params   gamma [C] (init ones), beta [C] (init zeros)
+//   state    running_mean [C] (zeros), running_var [C] (ones)
+//   outputs  y, same shape as x
+//   saved    mean [C], invstd [C]: the statistics forward normalised with
+// Attributes: momentum (default 0.9), epsilon (default 1e-5).
+//
+// Training (M = N*H*W values per channel):
+//   mean = sum(x)/M, var = sum((x-mean)^2)/M (biased), invstd = 1/sqrt(var + epsilon)
+//   y = gamma * (x - mean) * invstd + beta
+//   running_mean = momentum * running_mean + (1 - momentum) * mean
+//   running_var  = momentum * running_var  + (1 - momentum) * var * M/(M-1)   (unbiased; M = 1: var)
+// ("momentum" is the weight of the old value, as in Keras / tf.layers, not PyTorch's.)
+// Eval: mean = running_mean, invstd = 1/sqrt(running_var + epsilon); state is not touched.
+// Backward, training: dbeta = sum(dy), dgamma = sum(dy * xhat),
+//   dx = gamma * invstd * (dy - dbeta/M - xhat * dgamma/M), xhat = (x - mean) * invstd.
+// Backward, eval (frozen statistics): dx = gamma * invstd * dy; dgamma, dbeta as above.
+// CPU: channels in parallel; sums in double, in a fixed order.
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/ops/op.h"
+
+namespace fastnn::ops {
+
+struct BatchNormParams {
+  int64_t n = 0, c = 0, hw = 1;  // hw = H*W (1 for rank-2 inputs)
+  double momentum = 0.9, epsilon = 1e-5;
+};
+
+BatchNormParams batch_norm_params(const Attrs& attrs, std::span<const TensorSpec> inputs);
+OpSignature batch_norm_signature(const BatchNormParams& p, const Shape& x_shape, DType dtype);
+void register_batch_norm(OpRegistry& registry);
+
+namespace cpu {
+template <typename T>
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd);
+// Writes save_mean / save_invstd from the running statistics too, for the eval-mode backward.
+template <typename T>
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
+                                  T* save_invstd);
+// dx, dgamma, dbeta may each be null (not wanted).
+template <typename T>
+void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma,
+                         const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta);
+}  // namespace cpu
+}  // namespace fastnn::ops

@@ -1,0 +1,196 @@
+#include <cmath>
+
+#include <tbb/parallel_for.h>
+
+#include "trainer/ops/batch_norm.h"
+#include "trainer/ops/cpu_kernel.h"
+
+namespace fastnn::ops {
+
+BatchNormParams batch_norm_params(const Attrs& a, std::span<const TensorSpec> inputs) {
+  constexpr std::string_view op = "batch_norm";
+  a.check_known(op, {"momentum", "epsilon"});
+  expect_inputs(op, inputs, 1);
+  expect_rank(op, inputs, 0, {2, 4});
+  const Shape& s = inputs[0].shape;
+  BatchNormParams p;
+  p.n = s[0];
+  p.c = s[1];
+  p.hw = s.size() == 4 ? s[2] * s[3] : 1;
+  p.momentum = a.get_float(op, "momentum", 0.9);
+  p.epsilon = a.get_float(op, "epsilon", 1e-5);
+  if (!(p.momentum >= 0 && p.momentum <= 1)) throw ConfigError(str(op, ": momentum must be in [0, 1]"));
+  if (!(p.epsilon > 0)) throw ConfigError(str(op, ": epsilon must be > 0"));
+  return p;
+}
+
+OpSignature batch_norm_signature(const BatchNormParams& p, const Shape& x_shape, DType dt) {
+  OpSignature sig;
+  sig.inputs = {TensorSpec{.name = "x", .shape = x_shape, .dtype = dt}};
+  sig.input_has_grad = {true};
+  auto vec = [&](const char* name, Init init) { return TensorSpec{.name = name, .shape = {p.c}, .dtype = dt, .init = init}; };
+  sig.params = {vec("gamma", Init::kOnes), vec("beta", Init::kZeros)};
+  sig.state = {vec("running_mean", Init::kZeros), vec("running_var", Init::kOnes)};
+  sig.outputs = {TensorSpec{.name = "y", .shape = x_shape, .dtype = dt}};
+  sig.saved = {vec("mean", Init::kNone), vec("invstd", Init::kNone)};
+  return sig;
+}
+
+namespace cpu {
+
+namespace {
+// Calls f(v) for every value of channel c, plane by plane.
+template <typename T, typename F>
+inline void each_in_channel(const BatchNormParams& p, const T* x, int64_t c, F&& f) {
+  for (int64_t n = 0; n < p.n; ++n) {
+    const T* plane = x + (n * p.c + c) * p.hw;
+    for (int64_t i = 0; i < p.hw; ++i) f(plane[i]);
+  }
+}
+
+template <typename T>
+void normalize(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, const T* mean,
+               const T* invstd, T* y) {
+  tbb::parallel_for<int64_t>(0, p.n * p.c, [&](int64_t nc) {
+    const int64_t c = nc % p.c;
+    const T scale = gamma[c] * invstd[c], shift = beta[c] - mean[c] * scale;
+    const T* in = x + nc * p.hw;
+    T* out = y + nc * p.hw;
+    for (int64_t i = 0; i < p.hw; ++i) out[i] = in[i] * scale + shift;
+  });
+}
+}  // namespace
+
+template <typename T>
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd) {
+  const int64_t m = p.n * p.hw;
+  tbb::parallel_for<int64_t>(0, p.c, [&](int64_t c) {
+    double sum = 0;
+    each_in_channel(p, x, c, [&](T v) { sum += v; });
+    const double mean = sum / static_cast<double>(m);
+    double ss = 0;
+    each_in_channel(p, x, c, [&](T v) { ss += (v - mean) * (v - mean); });
+    const double var = ss / static_cast<double>(m);
+    save_mean[c] = static_cast<T>(mean);
+    save_invstd[c] = static_cast<T>(1.0 / std::sqrt(var + p.epsilon));
+    const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
+    running_mean[c] = static_cast<T>(p.momentum * running_mean[c] + (1 - p.momentum) * mean);
+    running_var[c] = static_cast<T>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
+  });
+  normalize(p, x, gamma, beta, save_mean, save_invstd, y);
+}
+
+template <typename T>
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
+                                  T* save_invstd) {
+  for (int64_t c = 0; c < p.c; ++c) {
+    save_mean[c] = running_mean[c];
+    save_invstd[c] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(running_var[c]) + p.epsilon));
+  }
+  normalize(p, x, gamma, beta, save_mean, save_invstd, y);
+}
+
+template <typename T>
+void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma,
+                         const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta) {
+  const double m = static_cast<double>(p.n * p.hw);
+  tbb::parallel_for<int64_t>(0, p.c, [&](int64_t c) {
+    const double mean = save_mean[c], invstd = save_invstd[c];
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t n = 0; n < p.n; ++n) {
+      const T* xp = x + (n * p.c + c) * p.hw;
+      const T* dyp = dy + (n * p.c + c) * p.hw;
+      for (int64_t i = 0; i < p.hw; ++i) {
+        sum_dy += dyp[i];
+        sum_dy_xhat += dyp[i] * (xp[i] - mean) * invstd;
+      }
+    }
+    if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
+    if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
+    if (!dx) return;
+    const double k = gamma[c] * invstd;
+    const double a = training ? sum_dy / m : 0.0, b = training ? sum_dy_xhat / m : 0.0;
+    for (int64_t n = 0; n < p.n; ++n) {
+      const T* xp = x + (n * p.c + c) * p.hw;
+      const T* dyp = dy + (n * p.c + c) * p.hw;
+      T* dxp = dx + (n * p.c + c) * p.hw;
+      for (int64_t i = 0; i < p.hw; ++i)
+        dxp[i] = static_cast<T>(k * (dyp[i] - a - (xp[i] - mean) * invstd * b));
+    }
+  });
+}
+
+#define FASTNN_BN_INSTANTIATE(T)                                                                            \
+  template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, \
+                                               T*, T*, T*);                                                 \
+  template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const T*, const T*,       \
+                                                const T*, const T*, T*, T*, T*);                            \
+  template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*, \
+                                       const T*, T*, T*, T*);
+FASTNN_BN_INSTANTIATE(float)
+FASTNN_BN_INSTANTIATE(double)
+#undef FASTNN_BN_INSTANTIATE
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class BatchNormCpu final : public OpKernel {
+ public:
+  BatchNormCpu(const BatchNormParams& p, const Shape& x_shape, DType dt)
+      : OpKernel("batch_norm", Device::kCpu), p_(p) {
+    sig_ = batch_norm_signature(p, x_shape, dt);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const T* x = a.inputs[0].data<T>();
+    const T *gamma = a.params[0].data<T>(), *beta = a.params[1].data<T>();
+    T* y = a.outputs[0].data<T>();
+    T *mean = a.saved[0].data<T>(), *invstd = a.saved[1].data<T>();
+    if (a.training)
+      cpu::batch_norm_forward_training<T>(p_, x, gamma, beta, a.state[0].data<T>(), a.state[1].data<T>(), y,
+                                          mean, invstd);
+    else
+      cpu::batch_norm_forward_inference<T>(p_, x, gamma, beta, a.state[0].data<T>(), a.state[1].data<T>(), y,
+                                           mean, invstd);
+  }
+  void run_backward(const BackwardArgs& a) override {
+    auto opt = [](Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    cpu::batch_norm_backward<T>(p_, a.training, a.inputs[0].data<T>(), a.params[0].data<T>(), a.saved[0].data<T>(),
+                                a.saved[1].data<T>(), a.d_outputs[0].data<T>(), opt(a.d_inputs[0]),
+                                opt(a.d_params[0]), opt(a.d_params[1]));
+  }
+
+ private:
+  BatchNormParams p_;
+};
+
+std::vector<OpCase> batch_norm_cases() {
+  return {
+      {"nchw_train", {}, {{{4, 3, 2, 3}}}, true},
+      {"nc_train", {{"momentum", 0.5}, {"epsilon", 1e-3}}, {{{6, 5}}}, true},
+      {"nchw_eval", {}, {{{2, 2, 3, 3}}}, false},
+  };
+}
+
+}  // namespace
+
+void register_batch_norm(OpRegistry& r) {
+  r.add(OpDef{
+      .name = "batch_norm",
+      .summary = "batch normalisation over N(,H,W) per channel; running statistics in state",
+      .kernels = {{Device::kCpu,
+                   [](const Attrs& a, std::span<const TensorSpec> in) {
+                     const BatchNormParams p = batch_norm_params(a, in);
+                     const DType dt = compute_dtype("batch_norm", in);
+                     return make_cpu_kernel<BatchNormCpu>("batch_norm", dt, p, in[0].shape, dt);
+                   }}},
+      .test_cases = batch_norm_cases,
+  });
+}
+
+}  // namespace fastnn::ops

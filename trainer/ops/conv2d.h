@@ -1,0 +1,65 @@
+// conv2d: 2-D convolution (cross-correlation, as in every framework), NCHW.
+//
+//   inputs   x [N, C, H, W]
+//   params   weight [K, C/groups, R, S] (He-normal init, fan_in = C/groups*R*S), bias [K] if `bias`
+//   outputs  y [N, K, P, Q]
+//   y[n,k,p,q] = bias[k] + sum_{c in group(k), r, s} w[k, c - c0(k), r, s] *
+//                          x[n, c, p*stride_h - pad_top + r*dil_h, q*stride_w - pad_left + s*dil_w]
+//   (x outside the image reads as 0).
+// Attributes: filters (K, required), kernel, stride, dilation, padding (see window2d.h: "same",
+// "valid", asymmetric [t,b,l,r]), groups (default 1; C and K divisible by it), bias (default true).
+//
+// CPU: per sample, im2col into a [C*R*S, P*Q] column buffer, then one GEMM per group
+// (weight_g [K/G, C/G*R*S] x col_g). Samples run in parallel on oneTBB, each worker slot with its own
+// column buffer; the workspace holds `slots` of them (slots = min(N, TBB concurrency) when the kernel
+// is created). A 1x1, stride-1, unpadded convolution skips im2col. Filter gradients accumulate one
+// partial per slot (slot 0 accumulates straight into dw) and add them up in slot order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "trainer/ops/op.h"
+#include "trainer/ops/window2d.h"
+
+namespace fastnn::ops {
+
+struct Conv2dParams {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t k = 0;                        // output channels
+  int64_t groups = 1;
+  bool bias = true;
+  Window2d win;  // kernel R x S, stride, dilation, padding, output P x Q
+
+  int64_t col_rows() const { return c * win.r * win.s; }  // C*R*S
+  int64_t col_cols() const { return win.p * win.q; }      // P*Q
+  int64_t weight_numel() const { return k * (c / groups) * win.r * win.s; }
+  bool is_pointwise() const;  // 1x1, stride 1, no padding: x is its own column buffer
+};
+
+// Parses attributes for input x; throws ConfigError.
+Conv2dParams conv2d_params(const Attrs& attrs, std::span<const TensorSpec> inputs);
+// Device-independent part of the signature (workspace_bytes left 0).
+OpSignature conv2d_signature(const Conv2dParams& p, DType dtype);
+
+void register_conv2d(OpRegistry& registry);
+
+namespace cpu {
+
+// Scalars of workspace for `slots` parallel slots (all three passes fit in it).
+int64_t conv2d_workspace_elems(const Conv2dParams& p, int64_t slots);
+// The number of slots a workspace of ws_elems scalars provides (>= 1; throws if too small for one).
+int64_t conv2d_slots(const Conv2dParams& p, int64_t ws_elems);
+
+// b may be null when !p.bias.
+template <typename T>
+void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y, std::span<T> ws);
+// dx = conv_transpose(dy, w); overwrites dx.
+template <typename T>
+void conv2d_backward_data(const Conv2dParams& p, const T* w, const T* dy, T* dx, std::span<T> ws);
+// dw (may be null: skipped) and db (may be null) from x and dy; overwrites both.
+template <typename T>
+void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db, std::span<T> ws);
+
+}  // namespace cpu
+}  // namespace fastnn::ops

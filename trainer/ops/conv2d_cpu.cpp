@@ -1,0 +1,294 @@
+#include <algorithm>
+#include <cstring>
+
+#include <tbb/parallel_for.h>
+
+#include "trainer/ops/conv2d.h"
+#include "trainer/ops/cpu_kernel.h"
+
+namespace fastnn::ops {
+
+bool Conv2dParams::is_pointwise() const {
+  return win.r == 1 && win.s == 1 && win.stride_h == 1 && win.stride_w == 1 && win.pad_top == 0 &&
+         win.pad_bottom == 0 && win.pad_left == 0 && win.pad_right == 0;
+}
+
+Conv2dParams conv2d_params(const Attrs& a, std::span<const TensorSpec> inputs) {
+  constexpr std::string_view op = "conv2d";
+  a.check_known(op, {"filters", "kernel", "stride", "dilation", "padding", "groups", "bias"});
+  expect_inputs(op, inputs, 1);
+  expect_rank(op, inputs, 0, {4});
+  Conv2dParams p;
+  const Shape& s = inputs[0].shape;
+  p.n = s[0], p.c = s[1], p.h = s[2], p.w = s[3];
+  p.k = a.get_int(op, "filters");
+  p.groups = a.get_int(op, "groups", 1);
+  p.bias = a.get_bool(op, "bias", true);
+  if (p.k < 1 || p.k > (1 << 20)) throw ConfigError(str(op, ": filters must be in [1, 2^20], got ", p.k));
+  if (p.groups < 1 || p.c % p.groups != 0 || p.k % p.groups != 0)
+    throw ConfigError(str(op, ": groups ", p.groups, " must divide channels ", p.c, " and filters ", p.k));
+  p.win = parse_window2d(op, a, p.h, p.w, /*with_dilation=*/true, /*stride_defaults_to_kernel=*/false);
+  shape_numel({p.k, p.c / p.groups, p.win.r, p.win.s});
+  shape_numel({p.c, p.win.r, p.win.s, p.win.p, p.win.q});  // bounds the column buffer
+  return p;
+}
+
+OpSignature conv2d_signature(const Conv2dParams& p, DType dt) {
+  OpSignature sig;
+  sig.inputs = {TensorSpec{.name = "x", .shape = {p.n, p.c, p.h, p.w}, .dtype = dt}};
+  sig.input_has_grad = {true};
+  const int64_t cg = p.c / p.groups, kg = p.k / p.groups, rs = p.win.r * p.win.s;
+  sig.params.push_back(TensorSpec{.name = "weight", .shape = {p.k, cg, p.win.r, p.win.s}, .dtype = dt,
+                                  .init = Init::kHeNormal, .fan_in = cg * rs, .fan_out = kg * rs,
+                                  .weight_decay = true});
+  if (p.bias) sig.params.push_back(TensorSpec{.name = "bias", .shape = {p.k}, .dtype = dt, .init = Init::kZeros});
+  sig.outputs = {TensorSpec{.name = "y", .shape = {p.n, p.k, p.win.p, p.win.q}, .dtype = dt}};
+  return sig;
+}
+
+namespace cpu {
+
+int64_t conv2d_workspace_elems(const Conv2dParams& p, int64_t slots) {
+  const int64_t col = p.is_pointwise() ? 0 : p.col_rows() * p.col_cols();
+  return slots * col + (slots - 1) * p.weight_numel();
+}
+
+int64_t conv2d_slots(const Conv2dParams& p, int64_t ws_elems) {
+  const int64_t col = p.is_pointwise() ? 0 : p.col_rows() * p.col_cols();
+  FASTNN_CHECK(ws_elems >= col, "conv2d: workspace of ", ws_elems, " scalars, one slot needs ", col);
+  const int64_t extra = (ws_elems - col) / (col + p.weight_numel());
+  return std::min(p.n, 1 + extra);
+}
+
+namespace {
+
+// The valid output-column range [lo, hi) for which iw = q*stride + off lies inside [0, w).
+inline void valid_range(int64_t off, int64_t stride, int64_t w, int64_t q_count, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  hi = w - 1 - off < 0 ? 0 : std::min(q_count, (w - 1 - off) / stride + 1);
+  lo = std::min(lo, hi);
+}
+
+// col[(c*R + r)*S + s][p*Q + q] = x[c][p*sh - pt + r*dh][q*sw - pl + s*dw] (0 outside).
+template <typename T>
+void im2col(const Conv2dParams& prm, const T* x, T* col) {
+  const Window2d& g = prm.win;
+  const int64_t pq = g.p * g.q;
+  for (int64_t c = 0; c < prm.c; ++c) {
+    for (int64_t r = 0; r < g.r; ++r) {
+      for (int64_t s = 0; s < g.s; ++s) {
+        T* row = col + ((c * g.r + r) * g.s + s) * pq;
+        const int64_t off_w = s * g.dil_w - g.pad_left;
+        int64_t lo, hi;
+        valid_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
+        for (int64_t op = 0; op < g.p; ++op) {
+          T* out = row + op * g.q;
+          const int64_t ih = op * g.stride_h - g.pad_top + r * g.dil_h;
+          if (ih < 0 || ih >= prm.h) {
+            std::fill(out, out + g.q, T(0));
+            continue;
+          }
+          const T* in = x + (c * prm.h + ih) * prm.w + off_w;
+          std::fill(out, out + lo, T(0));
+          if (g.stride_w == 1) {
+            std::copy(in + lo, in + hi, out + lo);
+          } else {
+            for (int64_t q = lo; q < hi; ++q) out[q] = in[q * g.stride_w];
+          }
+          std::fill(out + hi, out + g.q, T(0));
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: dx = 0, then dx[...] += col[...] for every in-image position.
+template <typename T>
+void col2im(const Conv2dParams& prm, const T* col, T* dx) {
+  const Window2d& g = prm.win;
+  const int64_t pq = g.p * g.q;
+  std::fill(dx, dx + prm.c * prm.h * prm.w, T(0));
+  for (int64_t c = 0; c < prm.c; ++c) {
+    for (int64_t r = 0; r < g.r; ++r) {
+      for (int64_t s = 0; s < g.s; ++s) {
+        const T* row = col + ((c * g.r + r) * g.s + s) * pq;
+        const int64_t off_w = s * g.dil_w - g.pad_left;
+        int64_t lo, hi;
+        valid_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
+        for (int64_t op = 0; op < g.p; ++op) {
+          const int64_t ih = op * g.stride_h - g.pad_top + r * g.dil_h;
+          if (ih < 0 || ih >= prm.h) continue;
+          T* out = dx + (c * prm.h + ih) * prm.w + off_w;
+          const T* in = row + op * g.q;
+          for (int64_t q = lo; q < hi; ++q) out[q * g.stride_w] += in[q];
+        }
+      }
+    }
+  }
+}
+
+// Runs body(n, col_buffer) for every sample: in parallel slots when a column buffer is needed (one
+// buffer per slot), else one task per sample.
+template <typename T, typename F>
+void for_each_sample(const Conv2dParams& p, std::span<T> ws, F&& body) {
+  if (p.is_pointwise()) {
+    tbb::parallel_for<int64_t>(0, p.n, [&](int64_t n) { body(n, static_cast<T*>(nullptr)); });
+    return;
+  }
+  const int64_t slots = conv2d_slots(p, static_cast<int64_t>(ws.size()));
+  const int64_t col = p.col_rows() * p.col_cols();
+  tbb::parallel_for<int64_t>(0, slots, [&](int64_t s) {
+    for (int64_t n = s; n < p.n; n += slots) body(n, ws.data() + s * col);
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y, std::span<T> ws) {
+  use_single_threaded_blas();
+  const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
+  const int64_t crs_g = p.col_rows() / p.groups;
+  for_each_sample<T>(p, ws, [&](int64_t n, T* col) {
+    const T* xn = x + n * chw;
+    T* yn = y + n * p.k * pq;
+    if (col) im2col(p, xn, col);
+    const T* cols = col ? col : xn;
+    for (int64_t g = 0; g < p.groups; ++g)
+      gemm(false, false, kg, pq, crs_g, T(1), w + g * kg * crs_g, crs_g, cols + g * crs_g * pq, pq, T(0),
+           yn + g * kg * pq, pq);
+    if (b)
+      for (int64_t k = 0; k < p.k; ++k)
+        for (int64_t i = 0; i < pq; ++i) yn[k * pq + i] += b[k];
+  });
+}
+
+template <typename T>
+void conv2d_backward_data(const Conv2dParams& p, const T* w, const T* dy, T* dx, std::span<T> ws) {
+  use_single_threaded_blas();
+  const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
+  const int64_t crs_g = p.col_rows() / p.groups;
+  for_each_sample<T>(p, ws, [&](int64_t n, T* col) {
+    const T* dyn = dy + n * p.k * pq;
+    T* dcol = col ? col : dx + n * chw;
+    for (int64_t g = 0; g < p.groups; ++g)
+      gemm(true, false, crs_g, pq, kg, T(1), w + g * kg * crs_g, crs_g, dyn + g * kg * pq, pq, T(0),
+           dcol + g * crs_g * pq, pq);
+    if (col) col2im(p, col, dx + n * chw);
+  });
+}
+
+template <typename T>
+void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db, std::span<T> ws) {
+  use_single_threaded_blas();
+  const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
+  const int64_t crs_g = p.col_rows() / p.groups, wn = p.weight_numel();
+  if (dw) {
+    const int64_t slots = conv2d_slots(p, static_cast<int64_t>(ws.size()));
+    const int64_t col = p.is_pointwise() ? 0 : p.col_rows() * pq;
+    T* partials = ws.data() + slots * col;  // slots 1.. ; slot 0 accumulates into dw
+    tbb::parallel_for<int64_t>(0, slots, [&](int64_t s) {
+      T* acc = s == 0 ? dw : partials + (s - 1) * wn;
+      T* colbuf = col ? ws.data() + s * col : nullptr;
+      for (int64_t n = s; n < p.n; n += slots) {
+        const T* xn = x + n * chw;
+        if (colbuf) im2col(p, xn, colbuf);
+        const T* cols = colbuf ? colbuf : xn;
+        const T beta = n == s ? T(0) : T(1);
+        for (int64_t g = 0; g < p.groups; ++g)
+          gemm(false, true, kg, crs_g, pq, T(1), dy + n * p.k * pq + g * kg * pq, pq, cols + g * crs_g * pq, pq,
+               beta, acc + g * kg * crs_g, crs_g);
+      }
+    });
+    if (slots > 1) {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, wn, 4096), [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t i = r.begin(); i < r.end(); ++i)
+          for (int64_t s = 1; s < slots; ++s) dw[i] += partials[(s - 1) * wn + i];
+      });
+    }
+  }
+  if (db) {
+    tbb::parallel_for<int64_t>(0, p.k, [&](int64_t k) {
+      double acc = 0;
+      for (int64_t n = 0; n < p.n; ++n) {
+        const T* d = dy + (n * p.k + k) * pq;
+        for (int64_t i = 0; i < pq; ++i) acc += d[i];
+      }
+      db[k] = static_cast<T>(acc);
+    });
+  }
+}
+
+#define FASTNN_CONV2D_INSTANTIATE(T)                                                                      \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, std::span<T>);   \
+  template void conv2d_backward_data<T>(const Conv2dParams&, const T*, const T*, T*, std::span<T>);       \
+  template void conv2d_backward_filter<T>(const Conv2dParams&, const T*, const T*, T*, T*, std::span<T>);
+FASTNN_CONV2D_INSTANTIATE(float)
+FASTNN_CONV2D_INSTANTIATE(double)
+#undef FASTNN_CONV2D_INSTANTIATE
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class Conv2dCpu final : public OpKernel {
+ public:
+  Conv2dCpu(const Conv2dParams& p, DType dt) : OpKernel("conv2d", Device::kCpu), p_(p) {
+    sig_ = conv2d_signature(p, dt);
+    sig_.workspace_bytes = static_cast<size_t>(cpu::conv2d_workspace_elems(p, cpu::parallel_slots(p.n))) * sizeof(T);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cpu::conv2d_forward<T>(p_, a.inputs[0].data<T>(), a.params[0].data<T>(),
+                           p_.bias ? a.params[1].data<T>() : nullptr, a.outputs[0].data<T>(), ws(a.workspace));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    const T* dy = a.d_outputs[0].data<T>();
+    if (a.d_inputs[0].defined())
+      cpu::conv2d_backward_data<T>(p_, a.params[0].data<T>(), dy, a.d_inputs[0].data<T>(), ws(a.workspace));
+    T* dw = a.d_params[0].defined() ? a.d_params[0].data<T>() : nullptr;
+    T* db = p_.bias && a.d_params[1].defined() ? a.d_params[1].data<T>() : nullptr;
+    if (dw || db) cpu::conv2d_backward_filter<T>(p_, a.inputs[0].data<T>(), dy, dw, db, ws(a.workspace));
+  }
+
+ private:
+  std::span<T> ws(const Tensor& t) const { return cpu::workspace_span<T>(t, sig_.workspace_bytes); }
+  Conv2dParams p_;
+};
+
+std::vector<OpCase> conv2d_cases() {
+  return {
+      {"k3_valid", {{"filters", 4}, {"kernel", 3}}, {{{2, 3, 5, 5}}}},
+      {"k3_s2_same", {{"filters", 3}, {"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{2, 2, 7, 6}}}},
+      {"k1x7_same", {{"filters", 2}, {"kernel", Ints{1, 7}}, {"padding", "same"}}, {{{1, 3, 4, 8}}}},
+      {"k7x1_same_nobias", {{"filters", 2}, {"kernel", Ints{7, 1}}, {"padding", "same"}, {"bias", false}},
+       {{{1, 2, 8, 3}}}},
+      {"g2_d2_asym", {{"filters", 4}, {"kernel", 3}, {"groups", 2}, {"dilation", 2}, {"padding", Ints{1, 2, 0, 1}}},
+       {{{2, 4, 7, 6}}}},
+      {"depthwise_s2", {{"filters", 3}, {"kernel", Ints{3, 2}}, {"groups", 3}, {"stride", Ints{2, 1}},
+                        {"padding", Ints{1, 0}}},
+       {{{3, 3, 6, 5}}}},
+      {"pointwise", {{"filters", 5}, {"kernel", 1}}, {{{3, 4, 3, 3}}}},
+      {"k1_s2", {{"filters", 2}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{2, 3, 5, 5}}}},
+  };
+}
+
+}  // namespace
+
+void register_conv2d(OpRegistry& r) {
+  r.add(OpDef{
+      .name = "conv2d",
+      .summary = "2-D convolution, NCHW, groups/dilation/stride/padding (same, valid, asymmetric)",
+      .kernels = {{Device::kCpu,
+                   [](const Attrs& a, std::span<const TensorSpec> in) {
+                     const Conv2dParams p = conv2d_params(a, in);
+                     return make_cpu_kernel<Conv2dCpu>("conv2d", compute_dtype("conv2d", in), p,
+                                                       compute_dtype("conv2d", in));
+                   }}},
+      .test_cases = conv2d_cases,
+  });
+}
+
+}  // namespace fastnn::ops

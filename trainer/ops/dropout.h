@@ -1,0 +1,25 @@
+// dropout (inverted): training y = x * mask / (1 - rate); eval y = x. Any shape.
+//
+//   inputs x; outputs y (same shape); saved mask (u8, same shape; written in training only)
+// Attributes: rate (probability of dropping, in [0, 1); default 0.5).
+// mask[i] = philox_word(seed, step, i) >= dropout_threshold(rate) (ops/random.h): a pure function of
+// (ForwardArgs::seed, ForwardArgs::step, i), so it is reproducible, independent of the thread count and
+// identical on CPU and CUDA. Use a different seed per layer and the global step as `step`.
+// Backward: training dx = dy * mask / (1 - rate); eval dx = dy.
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/ops/op.h"
+
+namespace fastnn::ops {
+
+void register_dropout(OpRegistry& registry);
+
+namespace cpu {
+template <typename T>
+void dropout_forward(int64_t count, double rate, uint64_t seed, uint64_t step, const T* x, T* y, uint8_t* mask);
+template <typename T>
+void dropout_backward(int64_t count, double rate, const uint8_t* mask, const T* dy, T* dx);
+}  // namespace cpu
+}  // namespace fastnn::ops

@@ -1,0 +1,35 @@
+// fully_connected: y = x W^T + b.
+//
+//   inputs   x [N, D1, D2, ...], read as [N, D] with D = D1*D2*... (so a conv output feeds it directly)
+//   params   weight [units, D] (Glorot-uniform init, weight decay), bias [units] if `bias` (zeros)
+//   outputs  y [N, units]
+// Attributes: units (required), bias (default true).
+// CPU: GEMMs over fixed blocks of 16 rows of x (forward, dx) or of W (dW), one oneTBB task each; the
+// blocking does not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/ops/op.h"
+
+namespace fastnn::ops {
+
+struct FullyConnectedParams {
+  int64_t n = 0, d = 0, units = 0;
+  bool bias = true;
+};
+
+FullyConnectedParams fully_connected_params(const Attrs& attrs, std::span<const TensorSpec> inputs);
+OpSignature fully_connected_signature(const FullyConnectedParams& p, const Shape& x_shape, DType dtype);
+void register_fully_connected(OpRegistry& registry);
+
+namespace cpu {
+template <typename T>
+void fully_connected_forward(const FullyConnectedParams& p, const T* x, const T* w, const T* b, T* y);
+template <typename T>
+void fully_connected_backward_data(const FullyConnectedParams& p, const T* w, const T* dy, T* dx);
+// dw and db may be null (not wanted).
+template <typename T>
+void fully_connected_backward_filter(const FullyConnectedParams& p, const T* x, const T* dy, T* dw, T* db);
+}  // namespace cpu
+}  // namespace fastnn::ops

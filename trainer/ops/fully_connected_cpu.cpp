@@ -1,0 +1,142 @@
+#include "trainer/ops/fully_connected.h"
+
+#include <algorithm>
+
+#include "trainer/ops/cpu_kernel.h"
+
+namespace fastnn::ops {
+
+FullyConnectedParams fully_connected_params(const Attrs& a, std::span<const TensorSpec> inputs) {
+  constexpr std::string_view op = "fully_connected";
+  a.check_known(op, {"units", "bias"});
+  expect_inputs(op, inputs, 1);
+  expect_rank(op, inputs, 0, {2, 3, 4, 5});
+  FullyConnectedParams p;
+  p.n = inputs[0].shape[0];
+  p.d = shape_numel(inputs[0].shape) / p.n;
+  p.units = a.get_int(op, "units");
+  p.bias = a.get_bool(op, "bias", true);
+  if (p.units < 1 || p.units > (int64_t{1} << 24)) throw ConfigError(str(op, ": units must be in [1, 2^24]"));
+  shape_numel({p.units, p.d});
+  return p;
+}
+
+OpSignature fully_connected_signature(const FullyConnectedParams& p, const Shape& x_shape, DType dt) {
+  OpSignature sig;
+  sig.inputs = {TensorSpec{.name = "x", .shape = x_shape, .dtype = dt}};
+  sig.input_has_grad = {true};
+  sig.params.push_back(TensorSpec{.name = "weight", .shape = {p.units, p.d}, .dtype = dt,
+                                  .init = Init::kGlorotUniform, .fan_in = p.d, .fan_out = p.units,
+                                  .weight_decay = true});
+  if (p.bias) sig.params.push_back(TensorSpec{.name = "bias", .shape = {p.units}, .dtype = dt, .init = Init::kZeros});
+  sig.outputs = {TensorSpec{.name = "y", .shape = {p.n, p.units}, .dtype = dt}};
+  return sig;
+}
+
+namespace cpu {
+
+namespace {
+constexpr int64_t kRowBlock = 16;
+
+template <typename F>
+void for_blocks(int64_t rows, F&& f) {
+  parallel_range((rows + kRowBlock - 1) / kRowBlock, 1, [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) f(blk * kRowBlock, std::min(rows, (blk + 1) * kRowBlock));
+  });
+}
+}  // namespace
+
+template <typename T>
+void fully_connected_forward(const FullyConnectedParams& p, const T* x, const T* w, const T* b, T* y) {
+  use_single_threaded_blas();
+  for_blocks(p.n, [&](int64_t r0, int64_t r1) {
+    gemm(false, true, r1 - r0, p.units, p.d, T(1), x + r0 * p.d, p.d, w, p.d, T(0), y + r0 * p.units, p.units);
+    if (b)
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t u = 0; u < p.units; ++u) y[r * p.units + u] += b[u];
+  });
+}
+
+template <typename T>
+void fully_connected_backward_data(const FullyConnectedParams& p, const T* w, const T* dy, T* dx) {
+  use_single_threaded_blas();
+  for_blocks(p.n, [&](int64_t r0, int64_t r1) {
+    gemm(false, false, r1 - r0, p.d, p.units, T(1), dy + r0 * p.units, p.units, w, p.d, T(0), dx + r0 * p.d, p.d);
+  });
+}
+
+template <typename T>
+void fully_connected_backward_filter(const FullyConnectedParams& p, const T* x, const T* dy, T* dw, T* db) {
+  use_single_threaded_blas();
+  for_blocks(p.units, [&](int64_t u0, int64_t u1) {
+    if (dw) gemm(true, false, u1 - u0, p.d, p.n, T(1), dy + u0, p.units, x, p.d, T(0), dw + u0 * p.d, p.d);
+    if (db)
+      for (int64_t u = u0; u < u1; ++u) {
+        double acc = 0;
+        for (int64_t n = 0; n < p.n; ++n) acc += dy[n * p.units + u];
+        db[u] = static_cast<T>(acc);
+      }
+  });
+}
+
+#define FASTNN_FC_INSTANTIATE(T)                                                                                 \
+  template void fully_connected_forward<T>(const FullyConnectedParams&, const T*, const T*, const T*, T*);       \
+  template void fully_connected_backward_data<T>(const FullyConnectedParams&, const T*, const T*, T*);           \
+  template void fully_connected_backward_filter<T>(const FullyConnectedParams&, const T*, const T*, T*, T*);
+FASTNN_FC_INSTANTIATE(float)
+FASTNN_FC_INSTANTIATE(double)
+#undef FASTNN_FC_INSTANTIATE
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class FullyConnectedCpu final : public OpKernel {
+ public:
+  FullyConnectedCpu(const FullyConnectedParams& p, const Shape& x_shape, DType dt)
+      : OpKernel("fully_connected", Device::kCpu), p_(p) {
+    sig_ = fully_connected_signature(p, x_shape, dt);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cpu::fully_connected_forward<T>(p_, a.inputs[0].data<T>(), a.params[0].data<T>(),
+                                    p_.bias ? a.params[1].data<T>() : nullptr, a.outputs[0].data<T>());
+  }
+  void run_backward(const BackwardArgs& a) override {
+    const T* dy = a.d_outputs[0].data<T>();
+    if (a.d_inputs[0].defined())
+      cpu::fully_connected_backward_data<T>(p_, a.params[0].data<T>(), dy, a.d_inputs[0].data<T>());
+    T* dw = a.d_params[0].defined() ? a.d_params[0].data<T>() : nullptr;
+    T* db = p_.bias && a.d_params[1].defined() ? a.d_params[1].data<T>() : nullptr;
+    if (dw || db) cpu::fully_connected_backward_filter<T>(p_, a.inputs[0].data<T>(), dy, dw, db);
+  }
+
+ private:
+  FullyConnectedParams p_;
+};
+
+}  // namespace
+
+void register_fully_connected(OpRegistry& r) {
+  r.add(OpDef{
+      .name = "fully_connected",
+      .summary = "y = x W^T + b with x flattened to [N, D]",
+      .kernels = {{Device::kCpu,
+                   [](const Attrs& a, std::span<const TensorSpec> in) {
+                     const FullyConnectedParams p = fully_connected_params(a, in);
+                     const DType dt = compute_dtype("fully_connected", in);
+                     return make_cpu_kernel<FullyConnectedCpu>("fully_connected", dt, p, in[0].shape, dt);
+                   }}},
+      .test_cases = [] {
+        return std::vector<OpCase>{
+            {"2d", {{"units", 5}}, {{{3, 7}}}},
+            {"4d_nobias", {{"units", 3}, {"bias", false}}, {{{2, 2, 3, 2}}}},
+            {"rows_over_block", {{"units", 18}}, {{{19, 4}}}},
+        };
+      },
+  });
+}
+
+}  // namespace fastnn::ops

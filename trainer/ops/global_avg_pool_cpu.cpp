@@ -1,0 +1,80 @@
+#include "trainer/ops/global_avg_pool.h"
+
+#include "trainer/ops/cpu_kernel.h"
+
+namespace fastnn::ops {
+namespace cpu {
+
+template <typename T>
+void global_avg_pool_forward(int64_t planes, int64_t hw, const T* x, T* y) {
+  parallel_range(planes, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      double acc = 0;
+      for (int64_t j = 0; j < hw; ++j) acc += x[i * hw + j];
+      y[i] = static_cast<T>(acc / static_cast<double>(hw));
+    }
+  });
+}
+
+template <typename T>
+void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx) {
+  parallel_range(planes, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T g = static_cast<T>(dy[i] / static_cast<double>(hw));
+      for (int64_t j = 0; j < hw; ++j) dx[i * hw + j] = g;
+    }
+  });
+}
+
+template void global_avg_pool_forward<float>(int64_t, int64_t, const float*, float*);
+template void global_avg_pool_forward<double>(int64_t, int64_t, const double*, double*);
+template void global_avg_pool_backward<float>(int64_t, int64_t, const float*, float*);
+template void global_avg_pool_backward<double>(int64_t, int64_t, const double*, double*);
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class GlobalAvgPoolCpu final : public OpKernel {
+ public:
+  explicit GlobalAvgPoolCpu(const TensorSpec& x) : OpKernel("global_avg_pool", Device::kCpu) {
+    sig_.inputs = {renamed(x, "x")};
+    sig_.input_has_grad = {true};
+    sig_.outputs = {TensorSpec{.name = "y", .shape = {x.shape[0], x.shape[1]}, .dtype = x.dtype}};
+    planes_ = x.shape[0] * x.shape[1];
+    hw_ = x.shape[2] * x.shape[3];
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cpu::global_avg_pool_forward<T>(planes_, hw_, a.inputs[0].data<T>(), a.outputs[0].data<T>());
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (a.d_inputs[0].defined())
+      cpu::global_avg_pool_backward<T>(planes_, hw_, a.d_outputs[0].data<T>(), a.d_inputs[0].data<T>());
+  }
+
+ private:
+  int64_t planes_ = 0, hw_ = 0;
+};
+
+}  // namespace
+
+void register_global_avg_pool(OpRegistry& r) {
+  r.add(OpDef{
+      .name = "global_avg_pool",
+      .summary = "mean over H and W: [N,C,H,W] -> [N,C]",
+      .kernels = {{Device::kCpu,
+                   [](const Attrs& a, std::span<const TensorSpec> in) {
+                     a.check_known("global_avg_pool", {});
+                     expect_inputs("global_avg_pool", in, 1);
+                     expect_rank("global_avg_pool", in, 0, {4});
+                     return make_cpu_kernel<GlobalAvgPoolCpu>("global_avg_pool", compute_dtype("global_avg_pool", in),
+                                                              in[0]);
+                   }}},
+      .test_cases = [] { return std::vector<OpCase>{{"nchw", {}, {{{3, 4, 3, 5}}}}}; },
+  });
+}
+
+}  // namespace fastnn::ops

@@ -1,0 +1,22 @@
+// max_pool2d: y[n,c,p,q] = max over the window of x (padding never wins), NCHW.
+// Attributes: kernel, stride (default: kernel), padding ("valid", "same", or ints; see window2d.h;
+// every pad must be smaller than the window).
+// Ties: the first maximum in scan order (window rows top to bottom, then columns left to right) is
+// the argmax and receives the whole gradient. Backward recomputes the argmax from x (no saved
+// indices), so it needs the forward's x; dx is overwritten.
+#pragma once
+
+#include "trainer/ops/op.h"
+#include "trainer/ops/window2d.h"
+
+namespace fastnn::ops {
+
+void register_max_pool2d(OpRegistry& registry);
+
+namespace cpu {
+template <typename T>
+void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y);
+template <typename T>
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx);
+}  // namespace cpu
+}  // namespace fastnn::ops

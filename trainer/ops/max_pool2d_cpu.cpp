@@ -1,0 +1,111 @@
+#include "trainer/ops/max_pool2d.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "trainer/ops/cpu_kernel.h"
+
+namespace fastnn::ops {
+namespace cpu {
+
+namespace {
+// Index (within the plane) of the first maximum of window (op, oq); -1 if the window is empty.
+template <typename T>
+inline int64_t argmax(const Pool2dParams& p, const T* plane, int64_t op, int64_t oq) {
+  const Window2d& g = p.win;
+  const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
+  const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + g.r, p.h);
+  const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + g.s, p.w);
+  int64_t best = -1;
+  T best_v = -std::numeric_limits<T>::infinity();
+  for (int64_t ih = hb; ih < he; ++ih)
+    for (int64_t iw = wb; iw < we; ++iw) {
+      const T v = plane[ih * p.w + iw];
+      if (best < 0 || v > best_v) best = ih * p.w + iw, best_v = v;
+    }
+  return best;
+}
+}  // namespace
+
+template <typename T>
+void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
+  const int64_t hw = p.h * p.w, pq = p.win.p * p.win.q;
+  tbb::parallel_for<int64_t>(0, p.n * p.c, [&](int64_t nc) {
+    const T* plane = x + nc * hw;
+    T* out = y + nc * pq;
+    for (int64_t op = 0; op < p.win.p; ++op)
+      for (int64_t oq = 0; oq < p.win.q; ++oq) {
+        const int64_t i = argmax(p, plane, op, oq);
+        out[op * p.win.q + oq] = i < 0 ? T(0) : plane[i];
+      }
+  });
+}
+
+template <typename T>
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) {
+  const int64_t hw = p.h * p.w, pq = p.win.p * p.win.q;
+  tbb::parallel_for<int64_t>(0, p.n * p.c, [&](int64_t nc) {
+    const T* plane = x + nc * hw;
+    const T* d = dy + nc * pq;
+    T* out = dx + nc * hw;
+    std::fill(out, out + hw, T(0));
+    for (int64_t op = 0; op < p.win.p; ++op)
+      for (int64_t oq = 0; oq < p.win.q; ++oq) {
+        const int64_t i = argmax(p, plane, op, oq);
+        if (i >= 0) out[i] += d[op * p.win.q + oq];
+      }
+  });
+}
+
+template void max_pool2d_forward<float>(const Pool2dParams&, const float*, float*);
+template void max_pool2d_forward<double>(const Pool2dParams&, const double*, double*);
+template void max_pool2d_backward<float>(const Pool2dParams&, const float*, const float*, float*);
+template void max_pool2d_backward<double>(const Pool2dParams&, const double*, const double*, double*);
+
+}  // namespace cpu
+
+namespace {
+
+template <typename T>
+class MaxPool2dCpu final : public OpKernel {
+ public:
+  MaxPool2dCpu(const Pool2dParams& p, DType dt) : OpKernel("max_pool2d", Device::kCpu), p_(p) {
+    sig_ = pool2d_signature(p, dt);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cpu::max_pool2d_forward<T>(p_, a.inputs[0].data<T>(), a.outputs[0].data<T>());
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (a.d_inputs[0].defined())
+      cpu::max_pool2d_backward<T>(p_, a.inputs[0].data<T>(), a.d_outputs[0].data<T>(), a.d_inputs[0].data<T>());
+  }
+
+ private:
+  Pool2dParams p_;
+};
+
+}  // namespace
+
+void register_max_pool2d(OpRegistry& r) {
+  r.add(OpDef{
+      .name = "max_pool2d",
+      .summary = "2-D max pooling, NCHW; ties go to the first maximum in scan order",
+      .kernels = {{Device::kCpu,
+                   [](const Attrs& a, std::span<const TensorSpec> in) {
+                     const Pool2dParams p = pool2d_params("max_pool2d", a, in, false);
+                     const DType dt = compute_dtype("max_pool2d", in);
+                     return make_cpu_kernel<MaxPool2dCpu>("max_pool2d", dt, p, dt);
+                   }}},
+      .test_cases = [] {
+        return std::vector<OpCase>{
+            {"k2", {{"kernel", 2}}, {{{2, 2, 4, 6}}}},
+            {"k3_s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{1, 3, 7, 6}}}},
+            {"k3_s1_pad_asym", {{"kernel", Ints{3, 2}}, {"stride", 1}, {"padding", Ints{1, 2, 0, 1}}}, {{{2, 1, 4, 5}}}},
+        };
+      },
+  });
+}
+
+}  // namespace fastnn::ops

@@ -1,0 +1,116 @@
+#include "trainer/ops/op.h"
+
+#include <algorithm>
+
+namespace fastnn::ops {
+
+namespace {
+
+// `optional`: an undefined tensor is allowed (gradients that are not wanted).
+void check_group(const OpKernel& k, const char* group, std::span<const Tensor> got,
+                 const std::vector<TensorSpec>& want, bool optional) {
+  FASTNN_CHECK(got.size() == want.size(), k.name(), ": ", got.size(), " ", group, " tensors, expected ",
+               want.size());
+  const Layout other = k.signature().activation_layout == Layout::kNCHW ? Layout::kNHWC : Layout::kNCHW;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Tensor& t = got[i];
+    if (!t.defined()) {
+      FASTNN_CHECK(optional, k.name(), ": ", group, "[", i, "] (", want[i].name, ") is undefined");
+      continue;
+    }
+    FASTNN_CHECK(t.shape() == want[i].shape && t.dtype() == want[i].dtype, k.name(), ": ", group, "[", i,
+                 "] (", want[i].name, ") is ", t.describe(), ", expected ", dtype_name(want[i].dtype),
+                 shape_str(want[i].shape));
+    FASTNN_CHECK(t.device() == k.device(), k.name(), ": ", group, "[", i, "] is on ", device_name(t.device()),
+                 ", the kernel on ", device_name(k.device()));
+    FASTNN_CHECK(t.layout() != other, k.name(), ": ", group, "[", i, "] is ", layout_name(other), ", the ",
+                 device_name(k.device()), " kernel takes ", layout_name(k.signature().activation_layout));
+  }
+}
+
+void check_workspace(const OpKernel& k, const Tensor& ws) {
+  const size_t need = k.signature().workspace_bytes;
+  if (need == 0) return;
+  FASTNN_CHECK(ws.defined() && ws.nbytes() >= need && ws.device() == k.device(), k.name(), ": workspace ",
+               ws.describe(), " is smaller than ", need, " bytes or on the wrong device");
+}
+
+}  // namespace
+
+void OpKernel::forward(const ForwardArgs& a) {
+  check_group(*this, "inputs", a.inputs, sig_.inputs, false);
+  check_group(*this, "params", a.params, sig_.params, false);
+  check_group(*this, "state", a.state, sig_.state, false);
+  check_group(*this, "outputs", a.outputs, sig_.outputs, false);
+  check_group(*this, "saved", a.saved, sig_.saved, false);
+  check_workspace(*this, a.workspace);
+  run_forward(a);
+}
+
+void OpKernel::backward(const BackwardArgs& a) {
+  FASTNN_CHECK(sig_.has_backward, name_, " has no backward");
+  check_group(*this, "inputs", a.inputs, sig_.inputs, false);
+  check_group(*this, "params", a.params, sig_.params, false);
+  check_group(*this, "state", a.state, sig_.state, false);
+  check_group(*this, "outputs", a.outputs, sig_.outputs, false);
+  check_group(*this, "saved", a.saved, sig_.saved, false);
+  check_group(*this, "d_outputs", a.d_outputs, sig_.outputs, false);
+  check_group(*this, "d_inputs", a.d_inputs, sig_.inputs, true);
+  check_group(*this, "d_params", a.d_params, sig_.params, true);
+  for (size_t i = 0; i < a.d_inputs.size(); ++i)
+    FASTNN_CHECK(!a.d_inputs[i].defined() || sig_.input_has_grad[i], name_, ": input ", i, " (",
+                 sig_.inputs[i].name, ") has no gradient; pass an undefined tensor");
+  check_workspace(*this, a.workspace);
+  run_backward(a);
+}
+
+void OpKernel::run_backward(const BackwardArgs&) { throw Error(str(name_, " has no backward")); }
+
+void OpRegistry::add(OpDef def) {
+  FASTNN_CHECK(!def.name.empty(), "op without a name");
+  FASTNN_CHECK(!ops_.contains(def.name), "op ", def.name, " registered twice");
+  FASTNN_CHECK(def.kernels.contains(Device::kCpu), "op ", def.name, " has no CPU kernel");
+  FASTNN_CHECK(def.test_cases != nullptr, "op ", def.name, " has no test cases");
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::move(def));
+}
+
+void OpRegistry::add_kernel(std::string_view name, Device device, KernelFactory factory) {
+  auto it = ops_.find(name);
+  FASTNN_CHECK(it != ops_.end(), "add_kernel: no op named ", name);
+  it->second.kernels[device] = std::move(factory);
+}
+
+const OpDef* OpRegistry::find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const OpDef& OpRegistry::get(std::string_view name) const {
+  if (const OpDef* d = find(name)) return *d;
+  std::string known;
+  for (const auto& [n, d] : ops_) known += str(known.empty() ? "" : ", ", n);
+  throw ConfigError(str("unknown op '", name, "' (known: ", known, ")"));
+}
+
+std::vector<const OpDef*> OpRegistry::all() const {
+  std::vector<const OpDef*> v;
+  for (const auto& [n, d] : ops_) v.push_back(&d);
+  return v;
+}
+
+bool OpRegistry::has_kernel(std::string_view name, Device device) const {
+  const OpDef* d = find(name);
+  return d && d->kernels.contains(device);
+}
+
+std::unique_ptr<OpKernel> OpRegistry::create(std::string_view name, Device device, const Attrs& attrs,
+                                             std::span<const TensorSpec> inputs) const {
+  const OpDef& d = get(name);
+  auto it = d.kernels.find(device);
+  if (it == d.kernels.end())
+    throw ConfigError(str("op ", name, " has no ", device_name(device), " kernel"));
+  return it->second(attrs, inputs);
+}
+
+}  // namespace fastnn::ops

@@ -1,0 +1,206 @@
+// The op interface and registry: the contract every CPU and CUDA op implements.
+//
+// Three layers, from the bottom:
+//
+// 1. Typed kernels (per op header, e.g. ops/conv2d.h). Free functions on raw pointers plus a params
+//    struct, templated on the scalar type, that do the arithmetic:
+//        namespace fastnn::ops::cpu  { template <class T> void conv2d_forward(const Conv2dParams&,
+//                                          const T* x, const T* w, const T* b, T* y, std::span<T> ws); }
+//    The CUDA backend mirrors them with the same names and argument order in namespace
+//    fastnn::ops::cuda and adds a trailing cudaStream_t. The CPU ones are instantiated for float and
+//    double (double is what the gradient checks run in).
+//
+// 2. OpKernel (this header). One op bound to its attributes, input specs (shapes + dtypes) and a
+//    device: it reports the shapes of everything the caller must allocate (OpSignature) and runs
+//    forward/backward on Tensors. It validates the tensors it is handed against its signature, then
+//    unpacks them into a typed kernel call. A kernel object holds no tensors and no memory; it can be
+//    used from one thread at a time (it is cheap to create one per layer).
+//
+// 3. OpDef + OpRegistry. An op kind by name ("conv2d"): per-device kernel factories and a small set
+//    of test cases. register_builtin_ops() lists every op explicitly (no static initialisers); the
+//    CUDA backend later adds its factories to the same entries with OpRegistry::add_kernel(). Generic
+//    tests iterate the registry: every op is gradient-checked in double precision by finite
+//    differences on its own test cases, and the CUDA kernels are compared with the CPU ones there.
+//
+// Tensor roles. A kernel sees five groups of tensors, each sized by its signature:
+//   inputs   activations (and integer labels); given by the caller, read only.
+//   params   learned parameters (conv weight, bias, BN gamma/beta); read only in forward.
+//   state    persistent non-learned tensors (BN running mean/var); forward may update them (training).
+//   outputs  written by forward.
+//   saved    written by forward, read by the matching backward (BN mean and inverse std, dropout
+//            mask, softmax probabilities). Caller-owned, kept between the two calls. An op may leave
+//            them unwritten in eval mode when its eval backward does not read them (dropout).
+// plus a scratch workspace (bytes, contents undefined between calls).
+//
+// Memory: the CALLER allocates every tensor, including outputs, saved, gradients and the workspace,
+// with exactly the shapes and dtypes of the signature (workspace: at least workspace_bytes). Kernels
+// never allocate. Buffers must not alias unless the op's header says so (elementwise ops allow an
+// output to alias its input).
+//
+// Layout: 4-D activations are NCHW in the CPU reference; tensors tagged NHWC are rejected. Weights are
+// [K, C/groups, R, S] for convolution, [out, in] for fully connected (PyTorch order).
+//
+// Dtypes: the compute dtype is the dtype of the first floating input; all floating inputs, params,
+// state and outputs have it. CPU kernels support f32 and f64. Integer inputs (labels) are i32 or i64.
+//
+// Gradients: backward OVERWRITES d_inputs and d_params (it never accumulates; a layer graph sums the
+// gradients of a tensor consumed twice itself). A d_inputs or d_params entry may be an undefined
+// Tensor: that gradient is not computed. Integer inputs have no gradient (their entry must be
+// undefined). Backward must be called with the same `training` flag, inputs, params, state and saved
+// tensors as the forward it differentiates.
+//
+// Threading and determinism (CPU): kernels parallelise with oneTBB over the batch or channels and call
+// OpenBLAS single-threaded (OpenBLAS 0.3.21 has no per-call thread count, so a CPU op sets the
+// process-wide OpenBLAS thread count to 1 before its first GEMM; code that wants threaded BLAS sets it
+// back). Work is split into pieces that do not depend on the thread count, so results are bitwise
+// reproducible for a given signature; reductions over the batch that need per-thread partials (conv
+// filter gradients) use as many partials as the workspace holds and sum them in a fixed order.
+//
+// Errors: bad attributes or input shapes throw ConfigError when the kernel is created; tensors that do
+// not match the signature, and bad data (a label out of range), throw Error.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainer/ops/attrs.h"
+#include "trainer/tensor.h"
+
+namespace fastnn::ops {
+
+// How a layer initialises a parameter or state tensor (see ops/init.h).
+enum class Init : uint8_t { kNone, kZeros, kOnes, kHeNormal, kGlorotUniform };
+
+struct TensorSpec {
+  std::string name;  // "x", "weight", "bias", "gamma", "running_var", "mask"...: checkpoint names
+  Shape shape;
+  DType dtype = DType::kF32;
+  // Params and state only.
+  Init init = Init::kNone;
+  int64_t fan_in = 0, fan_out = 0;  // for kHeNormal / kGlorotUniform
+  bool weight_decay = false;        // true for conv / fc weights, false for biases and BN parameters
+};
+
+struct OpSignature {
+  std::vector<TensorSpec> inputs;  // as given to create(), names filled in
+  std::vector<TensorSpec> params, state, outputs, saved;
+  size_t workspace_bytes = 0;
+  Layout activation_layout = Layout::kNCHW;  // 4-D tensors tagged with the other layout are rejected
+  bool has_backward = true;  // false for metrics (top_k)
+  // Per input: false where no gradient exists (integer labels).
+  std::vector<bool> input_has_grad;
+};
+
+struct ForwardArgs {
+  std::span<const Tensor> inputs;
+  std::span<const Tensor> params;
+  std::span<Tensor> state;
+  std::span<Tensor> outputs;
+  std::span<Tensor> saved;
+  Tensor workspace;  // u8, at least workspace_bytes; may be undefined when workspace_bytes == 0
+  bool training = false;
+  // Randomness (dropout) is a pure function of (seed, step, element index): the same seed and step give
+  // the same mask on any thread count and on CPU and CUDA. A layer passes a per-layer seed and the step.
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  void* stream = nullptr;  // cudaStream_t for CUDA kernels; ignored on the CPU
+};
+
+struct BackwardArgs {
+  std::span<const Tensor> inputs;
+  std::span<const Tensor> params;
+  std::span<const Tensor> state;
+  std::span<const Tensor> outputs;
+  std::span<const Tensor> saved;
+  std::span<const Tensor> d_outputs;  // same shapes as outputs
+  std::span<Tensor> d_inputs;         // same shapes as inputs; entries may be undefined
+  std::span<Tensor> d_params;         // same shapes as params; entries may be undefined
+  Tensor workspace;
+  bool training = false;
+  void* stream = nullptr;
+};
+
+class OpKernel {
+ public:
+  explicit OpKernel(std::string op_name, Device device) : name_(std::move(op_name)), device_(device) {}
+  virtual ~OpKernel() = default;
+  OpKernel(const OpKernel&) = delete;
+  OpKernel& operator=(const OpKernel&) = delete;
+
+  const std::string& name() const { return name_; }
+  Device device() const { return device_; }
+  const OpSignature& signature() const { return sig_; }
+
+  // Validate every tensor against the signature (count, shape, dtype, device, layout), then compute.
+  void forward(const ForwardArgs& a);
+  void backward(const BackwardArgs& a);
+
+ protected:
+  virtual void run_forward(const ForwardArgs& a) = 0;
+  virtual void run_backward(const BackwardArgs& a);  // default: throws (no backward)
+  OpSignature sig_;  // filled by the subclass constructor
+
+ private:
+  std::string name_;
+  Device device_;
+};
+
+// Creates a kernel for `attrs` and input specs (shapes + dtypes); throws ConfigError when invalid.
+using KernelFactory =
+    std::function<std::unique_ptr<OpKernel>(const Attrs& attrs, std::span<const TensorSpec> inputs)>;
+
+// One input of a test case: float inputs get the compute dtype of the run and values uniform in
+// [lo, hi); integer inputs (dtype i32/i64) get integers uniform in [0, int_high).
+struct CaseInput {
+  Shape shape;
+  DType dtype = DType::kF32;
+  int64_t int_high = 0;
+  double lo = -1.0, hi = 1.0;
+};
+
+struct OpCase {
+  std::string label;  // short, for test names: "k3s2_same_g2"
+  Attrs attrs;
+  std::vector<CaseInput> inputs;
+  bool training = true;
+};
+
+struct OpDef {
+  std::string name;
+  std::string summary;  // one line, for `fastnn ops` style listings and error messages
+  std::map<Device, KernelFactory> kernels;
+  // Small shapes (each case's forward must take well under a millisecond): every case is gradient
+  // checked, so together they should cover every attribute (stride, padding modes, groups...).
+  std::function<std::vector<OpCase>()> test_cases;
+};
+
+class OpRegistry {
+ public:
+  // Adds an op; throws Error if the name is taken or the def has no CPU kernel.
+  void add(OpDef def);
+  // Adds (or replaces) the kernel of an existing op for a device (the CUDA backend's entry point).
+  void add_kernel(std::string_view name, Device device, KernelFactory factory);
+
+  const OpDef* find(std::string_view name) const;
+  const OpDef& get(std::string_view name) const;  // throws ConfigError listing the known ops
+  std::vector<const OpDef*> all() const;          // sorted by name
+  bool has_kernel(std::string_view name, Device device) const;
+
+  // get(name).kernels[device](attrs, inputs), with the op name prefixed to any ConfigError.
+  std::unique_ptr<OpKernel> create(std::string_view name, Device device, const Attrs& attrs,
+                                   std::span<const TensorSpec> inputs) const;
+
+ private:
+  std::map<std::string, OpDef, std::less<>> ops_;
+};
+
+// Every built-in op with its CPU kernel, listed explicitly in ops/builtin.cpp.
+void register_builtin_ops(OpRegistry& registry);
+
+}  // namespace fastnn::ops

@@ -1,0 +1,36 @@
+// softmax_xent: softmax cross-entropy with label smoothing, mean over the batch.
+//
+//   inputs   logits [N, K] (compute dtype), labels [N] (i32 or i64, each in [0, K); else Error)
+//   outputs  loss [1]
+//   saved    probs [N, K] = softmax(logits)
+// Attributes: label_smoothing (eps in [0, 1), default 0).
+//   q[n,k] = (1 - eps) * [k == label_n] + eps / K
+//   loss   = (1/N) * sum_n sum_k -q[n,k] * log softmax(logits[n])[k]
+// Backward: dlogits = dloss * (probs - q) / N; labels have no gradient. The usual training call is
+// forward, then backward with dloss = 1 (which yields loss and dlogits from one pass over the rows).
+// CPU: rows in parallel, arithmetic in double, per-row losses summed in row order (the workspace
+// holds N doubles).
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/ops/op.h"
+
+namespace fastnn::ops {
+
+struct SoftmaxXentParams {
+  int64_t n = 0, k = 0;
+  double label_smoothing = 0;
+};
+
+void register_softmax_xent(OpRegistry& registry);
+
+namespace cpu {
+// L is int32_t or int64_t. row_loss: N doubles of scratch. Throws Error on a label outside [0, K).
+template <typename T, typename L>
+void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* labels, T* loss, T* probs,
+                          double* row_loss);
+template <typename T, typename L>
+void softmax_xent_backward(const SoftmaxXentParams& p, const T* probs, const L* labels, const T* dloss, T* dlogits);
+}  // namespace cpu
+}  // namespace fastnn::ops

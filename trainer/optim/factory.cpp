@@ -1,0 +1,62 @@
+// Optimizer by config name, FastNN's configure_optimizer.
+#include "core/check.h"
+#include "schemas/job_config.pb.h"
+#include "trainer/optim/optimizers.h"
+
+namespace fastnn {
+
+OptimizerOptions optimizer_options(const JobConfig& c) {
+  OptimizerOptions o;
+  o.optimizer = c.optimizer();
+  o.adadelta_rho = c.adadelta_rho();
+  o.adagrad_initial_accumulator_value = c.adagrad_initial_accumulator_value();
+  o.adam_beta1 = c.adam_beta1();
+  o.adam_beta2 = c.adam_beta2();
+  o.opt_epsilon = c.opt_epsilon();
+  o.ftrl_learning_rate_power = c.ftrl_learning_rate_power();
+  o.ftrl_initial_accumulator_value = c.ftrl_initial_accumulator_value();
+  o.ftrl_l1 = c.ftrl_l1();
+  o.ftrl_l2 = c.ftrl_l2();
+  o.momentum = c.momentum();
+  o.use_nesterov = c.use_nesterov();
+  o.rmsprop_momentum = c.rmsprop_momentum();
+  o.rmsprop_decay = c.rmsprop_decay();
+  o.adam_weight_decay_rate = c.adam_weight_decay_rate();
+  return o;
+}
+
+const std::vector<std::string_view>& optimizer_names() {
+  static const std::vector<std::string_view> names = {"adadelta", "adagrad", "adam", "ftrl",
+                                                      "momentum", "sgd", "rmsprop", "adamweightdecay"};
+  return names;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::vector<ParamRef> params) {
+  const std::string& n = o.optimizer;
+  auto f = [](double v) { return static_cast<float>(v); };
+  if (n == "adadelta") return make_adadelta(std::move(params), f(o.adadelta_rho), f(o.opt_epsilon));
+  if (n == "adagrad") return make_adagrad(std::move(params), f(o.adagrad_initial_accumulator_value));
+  if (n == "adam") return make_adam(std::move(params), f(o.adam_beta1), f(o.adam_beta2), f(o.opt_epsilon));
+  if (n == "ftrl") {
+    return make_ftrl(std::move(params), f(o.ftrl_learning_rate_power), f(o.ftrl_initial_accumulator_value),
+                     f(o.ftrl_l1), f(o.ftrl_l2));
+  }
+  if (n == "momentum") return make_momentum(std::move(params), f(o.momentum), o.use_nesterov);
+  if (n == "sgd") return make_sgd(std::move(params));
+  if (n == "rmsprop") {
+    return make_rmsprop(std::move(params), f(o.rmsprop_decay), f(o.rmsprop_momentum), f(o.opt_epsilon));
+  }
+  if (n == "adamweightdecay") {
+    return make_adam_weight_decay(std::move(params), f(o.adam_beta1), f(o.adam_beta2), f(o.opt_epsilon),
+                                  f(o.adam_weight_decay_rate));
+  }
+  std::string valid;
+  for (std::string_view name : optimizer_names()) valid += str(valid.empty() ? "" : ", ", name);
+  throw ConfigError(str("optimizer \"", n, "\" is not one of: ", valid));
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const JobConfig& config, std::vector<ParamRef> params) {
+  return make_optimizer(optimizer_options(config), std::move(params));
+}
+
+}  // namespace fastnn

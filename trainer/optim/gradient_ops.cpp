@@ -1,0 +1,75 @@
+#include "trainer/optim/gradient_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/check.h"
+
+namespace fastnn {
+
+void add_weight_decay(std::span<const ParamRef> params, double weight_decay) {
+  FASTNN_CHECK(weight_decay >= 0.0, "weight_decay must be >= 0, got ", weight_decay);
+  if (weight_decay == 0.0) return;
+  const float wd = static_cast<float>(weight_decay);
+  for (const ParamRef& p : params) {
+    if (!p.decay) continue;
+    float* g = p.grad;
+    const float* w = p.value;
+    parallel_elementwise(p.count, [=](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) g[k] += wd * w[k];
+    });
+  }
+}
+
+namespace {
+
+// Chunk size of the deterministic reduction: partial sums are always over the same index ranges.
+constexpr size_t kChunk = size_t{1} << 14;
+
+double sum_of_squares(const float* g, size_t n) {
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  auto chunk_sum = [g, n](size_t c) {
+    double s = 0.0;
+    const size_t end = std::min(n, (c + 1) * kChunk);
+    for (size_t k = c * kChunk; k < end; ++k) s += static_cast<double>(g[k]) * g[k];
+    return s;
+  };
+  if (chunks <= 1) return chunks == 1 ? chunk_sum(0) : 0.0;
+  std::vector<double> partial(chunks);
+  tbb::parallel_for(size_t{0}, chunks, [&](size_t c) { partial[c] = chunk_sum(c); });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
+double global_norm(std::span<const ParamRef> params) {
+  double total = 0.0;
+  for (const ParamRef& p : params) total += sum_of_squares(p.grad, p.count);
+  return std::sqrt(total);
+}
+
+double clip_by_global_norm(std::span<const ParamRef> params, double clip_norm) {
+  FASTNN_CHECK(clip_norm > 0.0, "max_gradient_norm must be > 0, got ", clip_norm);
+  const double norm = global_norm(params);
+  float scale;
+  if (!std::isfinite(norm)) {
+    scale = std::numeric_limits<float>::quiet_NaN();
+  } else if (norm > clip_norm) {
+    scale = static_cast<float>(clip_norm / norm);
+  } else {
+    return norm;  // scale would be exactly 1
+  }
+  for (const ParamRef& p : params) {
+    float* g = p.grad;
+    parallel_elementwise(p.count, [=](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) g[k] *= scale;
+    });
+  }
+  return norm;
+}
+
+}  // namespace fastnn

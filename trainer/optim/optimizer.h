@@ -1,0 +1,120 @@
+// Optimizers over plain float32 buffers (the CPU master weights), with TensorFlow 1.x update rules.
+//
+// An Optimizer is built over a fixed list of parameters (ParamRef: a name and three pointers the
+// caller owns and keeps alive and in place for the optimizer's lifetime). step(lr) applies one update
+// to every parameter from its gradient; gradients are read only. Each optimizer's state (slots such as
+// Adam's m and v, and scalars such as its beta powers) is allocated at construction, initialised as TF
+// does, and exposed as named float arrays so that checkpoints can save and restore it exactly:
+//   "<param name>/<slot>"   one per parameter and slot, `count` floats (e.g. "conv1/weights/adam_m")
+//   "<optimizer>/<scalar>"  one float (e.g. "adam/beta1_power")
+//
+// Threading: step() is called from one thread; the elementwise update of a parameter with at least
+// kParallelMinElements floats is split over oneTBB workers. Every element is updated by the same float
+// arithmetic whatever the split, so results are bitwise independent of the thread count.
+//
+// Errors: construction checks the parameter list (unique names, non-null buffers) and throws
+// fastnn::Error; import_state throws fastnn::FormatError naming the missing, unknown or mis-sized array.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+namespace fastnn {
+
+struct ParamRef {
+  std::string name;        // unique; slot state is named after it
+  float* value = nullptr;  // `count` floats, updated in place by Optimizer::step
+  float* grad = nullptr;   // `count` floats; step() reads it, add_weight_decay/clip_by_global_norm edit it
+  size_t count = 0;
+  // Weight decay applies to this parameter: both the L2 term of add_weight_decay and adamweightdecay's
+  // decoupled decay. Layers set it false for biases and batch/layer-norm parameters (see
+  // default_weight_decay_for_name for the name-based rule FastNN uses).
+  bool decay = true;
+};
+
+// FastNN/BERT's exclusion rule by name: false when the name contains "LayerNorm", "layer_norm" or "bias"
+// (FastNN), or "BatchNorm" / "batch_norm" (fastnn: batch-norm parameters are excluded too).
+bool default_weight_decay_for_name(std::string_view name);
+
+// A view of one state array inside an optimizer; valid while the optimizer lives.
+struct StateArray {
+  std::string name;
+  float* data;
+  size_t count;
+};
+
+// An owned copy of one state array (checkpoint I/O).
+struct NamedArray {
+  std::string name;
+  std::vector<float> data;
+};
+
+// Parameters with at least this many floats are updated by several oneTBB workers.
+inline constexpr size_t kParallelMinElements = size_t{1} << 15;
+
+// Calls fn(begin, end) over [0, n): inline when n is small, else in parallel chunks.
+template <typename Fn>
+void parallel_elementwise(size_t n, Fn&& fn) {
+  if (n < kParallelMinElements) {
+    if (n > 0) fn(size_t{0}, n);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, size_t{1} << 13),
+                    [&](const tbb::blocked_range<size_t>& r) { fn(r.begin(), r.end()); });
+}
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // The config name: "sgd", "momentum", "adam", "adamweightdecay", "rmsprop", "adagrad", "adadelta", "ftrl".
+  const std::string& name() const { return name_; }
+  const std::vector<ParamRef>& params() const { return params_; }
+
+  // Applies one update with learning rate `lr` to every parameter.
+  void step(float lr);
+
+  // Views of every state array, in a fixed order (slots by parameter, then scalars). Writing through
+  // them changes the optimizer's state.
+  std::vector<StateArray> state();
+  std::vector<NamedArray> export_state() const;
+  // Replaces the whole state. Every array state() names must be present with the same size, and no other.
+  void import_state(const std::vector<NamedArray>& arrays);
+
+ protected:
+  Optimizer(std::string name, std::vector<ParamRef> params);
+
+  // Registers slot "<param>/<slot>" for every parameter, filled with `init`; returns its index.
+  size_t add_slot(const std::string& slot, float init);
+  float* slot(size_t slot_index, size_t param_index) { return slots_[slot_index].data[param_index].data(); }
+  // Registers scalar "<optimizer>/<name>" initialised to `init`; the pointer stays valid.
+  float* add_scalar(const std::string& name, float init);
+
+  // Hooks of step(): begin_step once, update once per parameter, end_step once.
+  virtual void begin_step(float lr) {}
+  virtual void update(size_t param_index, float lr) = 0;
+  virtual void end_step() {}
+
+ private:
+  struct Slot {
+    std::string name;
+    std::vector<std::vector<float>> data;  // per parameter
+  };
+  std::string name_;
+  std::vector<ParamRef> params_;
+  std::vector<Slot> slots_;
+  std::deque<std::pair<std::string, float>> scalars_;  // deque: stable addresses
+};
+
+}  // namespace fastnn
