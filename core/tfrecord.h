@@ -42,6 +42,10 @@ class TFRecordWriter {
   TFRecordWriter& operator=(const TFRecordWriter&) = delete;
 
   void write(std::string_view record);
+  // Hands every buffered frame to the file now (one write(2)): a reader of a plain file then sees
+  // every record written so far (TensorBoard event files). With compression, output the compressor
+  // still holds appears only at close().
+  void flush();
   void close();
   uint64_t records_written() const;
   // Uncompressed bytes written so far (frames included).

@@ -123,6 +123,17 @@ void TFRecordWriter::write(std::string_view record) {
   w.bytes += tfrecord_frame_size(record.size());
 }
 
+void TFRecordWriter::flush() {
+  Impl& w = *impl_;
+  FASTNN_CHECK(!w.closed, w.path, ": TFRecordWriter::flush after close()");
+  if (w.failed) throw IoError(str(w.path, ": cannot write: an earlier write failed"));
+  w.flush_pending();
+  if (!w.zout.empty()) {
+    w.write_fd(w.zout.data(), w.zout.size());
+    w.zout.clear();
+  }
+}
+
 void TFRecordWriter::close() {
   Impl& w = *impl_;
   if (w.closed) return;

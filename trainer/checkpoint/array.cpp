@@ -1,0 +1,178 @@
+// Named arrays: dtype table, shape arithmetic, conversions.
+#include "trainer/checkpoint/array.h"
+
+#include <bit>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace fastnn::ckpt {
+
+static_assert(std::endian::native == std::endian::little,
+              "checkpoint files are little-endian and arrays are copied without byte swapping");
+
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {{DType::kF32, "F32", 4}, {DType::kF16, "F16", 2}, {DType::kBF16, "BF16", 2},
+                                 {DType::kI32, "I32", 4}, {DType::kI64, "I64", 8}, {DType::kU8, "U8", 1}};
+
+const DTypeInfo& info(DType d) {
+  for (const auto& i : kDTypes)
+    if (i.dtype == d) return i;
+  throw Error(str("unknown DType value ", static_cast<int>(d)));
+}
+
+// Beyond any real array, and small enough that count * 8 bytes cannot overflow uint64.
+constexpr uint64_t kMaxElements = uint64_t{1} << 62;
+
+}  // namespace
+
+const char* dtype_name(DType dtype) { return info(dtype).name; }
+size_t dtype_size(DType dtype) { return info(dtype).size; }
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (const auto& i : kDTypes)
+    if (name == i.name) return i.dtype;
+  return std::nullopt;
+}
+
+uint64_t element_count(std::span<const int64_t> shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw FormatError(str("negative dimension in shape ", shape_string(shape)));
+    if (d != 0 && n > kMaxElements / static_cast<uint64_t>(d))
+      throw FormatError(str("shape ", shape_string(shape), " has more than 2^62 elements"));
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+ArrayView typed_view(std::string name, DType dtype, std::vector<int64_t> shape, const void* data, size_t bytes) {
+  const uint64_t n = element_count(shape);
+  FASTNN_CHECK(n * dtype_size(dtype) == bytes, "array '", name, "': shape ", shape_string(shape), " of ",
+               dtype_name(dtype), " needs ", n * dtype_size(dtype), " bytes, got ", bytes);
+  FASTNN_CHECK(data != nullptr || bytes == 0, "array '", name, "': null data");
+  return {std::move(name), dtype, std::move(shape), {static_cast<const std::byte*>(data), bytes}};
+}
+
+ArrayView f32_view(std::string name, std::vector<int64_t> shape, const float* data, size_t count) {
+  return typed_view(std::move(name), DType::kF32, std::move(shape), data, count * sizeof(float));
+}
+
+Array to_array(const ArrayView& v) { return {v.name, v.dtype, v.shape, {v.bytes.begin(), v.bytes.end()}}; }
+
+std::vector<Array> to_arrays(std::span<const ArrayView> views) {
+  std::vector<Array> out;
+  out.reserve(views.size());
+  for (const auto& v : views) out.push_back(to_array(v));
+  return out;
+}
+
+std::vector<ArrayView> views_of(std::span<const Array> arrays) {
+  std::vector<ArrayView> out;
+  out.reserve(arrays.size());
+  for (const auto& a : arrays) out.push_back(a.view());
+  return out;
+}
+
+void copy_to(const ArrayView& v, void* dst, size_t dst_bytes) {
+  if (dst_bytes != v.bytes.size())
+    throw FormatError(str("array '", v.name, "': holds ", v.bytes.size(), " bytes (", dtype_name(v.dtype), " ",
+                          shape_string(v.shape), "), destination has ", dst_bytes));
+  if (dst_bytes) std::memcpy(dst, v.bytes.data(), dst_bytes);
+}
+
+void to_f32(const ArrayView& v, float* dst, size_t count) {
+  const uint64_t n = v.bytes.size() / dtype_size(v.dtype);
+  if (n != count || n * dtype_size(v.dtype) != v.bytes.size())
+    throw FormatError(str("array '", v.name, "': has ", n, " elements (", dtype_name(v.dtype), " ",
+                          shape_string(v.shape), "), expected ", count));
+  const std::byte* p = v.bytes.data();
+  switch (v.dtype) {
+    case DType::kF32:
+      if (count) std::memcpy(dst, p, count * 4);
+      return;
+    case DType::kF16:
+    case DType::kBF16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        dst[i] = v.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      return;
+    default:
+      throw FormatError(str("array '", v.name, "': dtype ", dtype_name(v.dtype), " is not a floating-point type"));
+  }
+}
+
+std::vector<float> to_f32(const ArrayView& v) {
+  std::vector<float> out(v.bytes.size() / dtype_size(v.dtype));
+  to_f32(v, out.data(), out.size());
+  return out;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // Inf, NaN (payload kept)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    int e = -1;
+    do {
+      ++e;
+      mant <<= 1;
+    } while ((mant & 0x400u) == 0);
+    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+uint16_t f32_to_f16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u)  // Inf or NaN (a NaN keeps a quiet bit so it stays NaN)
+    return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u);
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to Inf
+  if (abs < 0x38800000u) {                        // below the smallest normal half (2^-14)
+    if (abs < 0x33000000u) return sign;           // < 2^-25: rounds to zero
+    const uint32_t e = abs >> 23;
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;  // 14..24 (value = mant * 2^(e-150), unit 2^-24)
+    uint32_t q = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) ++q;
+    return sign | static_cast<uint16_t>(q);
+  }
+  uint32_t r = abs - 0x38000000u;  // rebias exponent 127 -> 15
+  r += 0xfffu + ((r >> 13) & 1u);  // round to nearest even on the 13 dropped bits
+  return sign | static_cast<uint16_t>(r >> 13);
+}
+
+float bf16_to_f32(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
+
+uint16_t f32_to_bf16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+}  // namespace fastnn::ckpt

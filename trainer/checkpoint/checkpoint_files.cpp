@@ -1,0 +1,191 @@
+// Checkpoint names, metadata text, completeness and loading (the read side of checkpoint_manager.h).
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <sys/stat.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include "core/check.h"
+#include "core/crc32c.h"
+#include "trainer/checkpoint/checkpoint_internal.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
+
+namespace fastnn::ckpt {
+namespace {
+
+constexpr std::string_view kWeightsSuffix = ".weights.safetensors";
+constexpr std::string_view kOptimizerSuffix = ".optimizer.safetensors";
+constexpr std::string_view kMetaSuffix = ".meta.pbtxt";
+
+class TextErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
+    if (first.empty()) first = str(line + 1, ":", column + 1, ": ", message);
+  }
+  std::string first;
+};
+
+template <typename Message>
+void parse_text(const std::string& text, const std::string& source, Message* out) {
+  TextErrors errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, out))
+    throw FormatError(str(source, ":", errors.first.empty() ? " not valid text format" : errors.first));
+}
+
+void verify_file(const SafetensorsFile& f, const CheckpointFile& rec, const std::string& meta_file) {
+  if (f.size_bytes() != rec.size_bytes())
+    throw FormatError(str(f.name(), ": ", f.size_bytes(), " bytes, but ", meta_file, " records ", rec.size_bytes(),
+                          " (the file changed after the checkpoint was written)"));
+  const uint32_t crc = crc32c(f.bytes());
+  if (crc != rec.crc32c())
+    throw FormatError(str(f.name(), ": CRC32C 0x", std::hex, crc, " does not match 0x", rec.crc32c(), std::dec,
+                          " recorded in ", meta_file, " (the file changed after the checkpoint was written)"));
+  if (rec.has_num_arrays() && static_cast<int64_t>(f.arrays().size()) != rec.num_arrays())
+    throw FormatError(str(f.name(), ": ", f.arrays().size(), " tensors, but ", meta_file, " records ", rec.num_arrays()));
+}
+
+}  // namespace
+
+std::string checkpoint_prefix(const std::string& dir, int64_t step) {
+  return (std::filesystem::path(dir) / str("ckpt-", step)).string();
+}
+std::string weights_path(const std::string& prefix) { return prefix + std::string(kWeightsSuffix); }
+std::string optimizer_path(const std::string& prefix) { return prefix + std::string(kOptimizerSuffix); }
+std::string meta_path(const std::string& prefix) { return prefix + std::string(kMetaSuffix); }
+
+std::optional<int64_t> parse_checkpoint_name(const std::string& name, std::string* suffix) {
+  if (!name.starts_with("ckpt-")) return std::nullopt;
+  const char* begin = name.data() + 5;
+  const char* end = name.data() + name.size();
+  const char* p = begin;
+  while (p < end && *p >= '0' && *p <= '9') ++p;
+  if (p == begin || (*begin == '0' && p - begin > 1)) return std::nullopt;  // digits, canonical
+  int64_t step = 0;
+  const auto r = std::from_chars(begin, p, step);
+  if (r.ec != std::errc() || r.ptr != p) return std::nullopt;
+  const std::string_view rest(p, static_cast<size_t>(end - p));
+  if (!rest.empty() && rest != kWeightsSuffix && rest != kOptimizerSuffix && rest != kMetaSuffix) return std::nullopt;
+  if (suffix) *suffix = std::string(rest);
+  return step;
+}
+
+std::string checkpoint_meta_to_text(const CheckpointMeta& meta) {
+  std::string out;
+  google::protobuf::TextFormat::Printer printer;
+  printer.PrintToString(meta, &out);
+  return "# fastnn checkpoint metadata: fastnn.CheckpointMeta (schemas/checkpoint_meta.proto), text format\n" + out;
+}
+
+CheckpointMeta parse_checkpoint_meta(const std::string& text, const std::string& source) {
+  CheckpointMeta meta;
+  parse_text(text, source, &meta);
+  return meta;
+}
+
+CheckpointMeta read_checkpoint_meta(const std::string& path) {
+  return parse_checkpoint_meta(internal::read_small_file(path, kMaxCheckpointMetaBytes), path);
+}
+
+namespace internal {
+
+std::string read_small_file(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(str(path, ": cannot read: ", ec.message()));
+  if (size > max_bytes) throw FormatError(str(path, ": ", size, " bytes is larger than the limit of ", max_bytes));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_io_error(path, "open");
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.gcount() != static_cast<std::streamsize>(text.size())) throw IoError(str(path, ": short read"));
+  return text;
+}
+
+bool is_complete(const std::string& prefix) {
+  CheckpointMeta meta;
+  try {
+    meta = read_checkpoint_meta(meta_path(prefix));
+  } catch (const Error&) {
+    return false;
+  }
+  for (const auto& [path, rec] : {std::pair{weights_path(prefix), &meta.weights_file()},
+                                  std::pair{optimizer_path(prefix), &meta.optimizer_file()}}) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (static_cast<uint64_t>(st.st_size) != rec->size_bytes()) return false;
+  }
+  return true;
+}
+
+std::vector<CheckpointInfo> list_complete(const std::string& dir) {
+  std::vector<CheckpointInfo> out;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return out;
+    throw IoError(str(dir, ": cannot list: ", ec.message()));
+  }
+  for (const auto& entry : it) {
+    std::string suffix;
+    const auto step = parse_checkpoint_name(entry.path().filename().string(), &suffix);
+    if (!step || suffix != kMetaSuffix) continue;
+    const std::string prefix = checkpoint_prefix(dir, *step);
+    if (is_complete(prefix)) out.push_back({*step, prefix});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+  return out;
+}
+
+std::optional<CheckpointInfo> latest_complete(const std::string& dir) {
+  const auto all = list_complete(dir);
+  if (all.empty()) return std::nullopt;
+  const std::string index = (std::filesystem::path(dir) / kIndexName).string();
+  try {
+    CheckpointIndex idx;
+    parse_text(read_small_file(index, kMaxCheckpointMetaBytes), index, &idx);
+    std::string suffix;
+    const auto step = parse_checkpoint_name(idx.model_checkpoint_path(), &suffix);
+    if (step && suffix.empty())
+      for (const auto& c : all)
+        if (c.step == *step) return c;
+  } catch (const Error&) {
+    // No index, or an unreadable one: the highest complete step is the latest.
+  }
+  return all.back();
+}
+
+}  // namespace internal
+
+LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const CheckpointLoadOptions& options) {
+  std::string prefix = path_or_prefix;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path_or_prefix, ec)) {
+    const auto latest = internal::latest_complete(path_or_prefix);
+    if (!latest) throw ConfigError(str(path_or_prefix, ": no complete checkpoint in this directory"));
+    prefix = latest->prefix;
+  } else {
+    for (std::string_view s : {kWeightsSuffix, kOptimizerSuffix, kMetaSuffix})
+      if (prefix.ends_with(s)) {
+        prefix.resize(prefix.size() - s.size());
+        break;
+      }
+  }
+  const std::string meta_file = meta_path(prefix);
+  if (!std::filesystem::exists(meta_file, ec))
+    throw ConfigError(str(meta_file, ": no such checkpoint metadata (is '", path_or_prefix,
+                          "' a checkpoint prefix such as <dir>/ckpt-1000, one of its files, or a directory?)"));
+  LoadedCheckpoint ck{prefix, read_checkpoint_meta(meta_file), SafetensorsFile::open(weights_path(prefix), options.limits),
+                      std::nullopt};
+  if (options.verify) verify_file(ck.weights, ck.meta.weights_file(), meta_file);
+  if (options.optimizer) {
+    ck.optimizer = SafetensorsFile::open(optimizer_path(prefix), options.limits);
+    if (options.verify) verify_file(*ck.optimizer, ck.meta.optimizer_file(), meta_file);
+  }
+  return ck;
+}
+
+}  // namespace fastnn::ckpt

@@ -1,0 +1,129 @@
+// Checkpoints in a directory (docs/CHECKPOINTS.md):
+//
+//   <dir>/ckpt-<step>.weights.safetensors     model arrays (safetensors.h)
+//   <dir>/ckpt-<step>.optimizer.safetensors   optimizer state arrays (optimizer_state.h)
+//   <dir>/ckpt-<step>.meta.pbtxt              CheckpointMeta (schemas/checkpoint_meta.proto), text format
+//   <dir>/checkpoint                          CheckpointIndex: the latest prefix and every kept one
+//
+// Atomicity: save() writes each file under a temporary name in the same directory (".<name>.fastnn-tmp"),
+// fsyncs it, and renames the two safetensors files, then the meta, into place, fsyncing the directory;
+// then it rewrites the index the same way, and only then deletes checkpoints beyond keep_max (meta first,
+// so a half-deleted one is simply incomplete). The meta is the commit marker: it records the size and
+// CRC32C of both data files, so a checkpoint is *complete* when its meta parses and both files exist
+// with the recorded sizes. list() and latest() see only complete checkpoints; temporaries and data
+// files without a meta (a crash mid-save) are ignored, and the next save() removes them. If the index is
+// missing or names an incomplete checkpoint, latest() falls back to the highest complete step.
+//
+// Retention: after a save, the keep_max highest steps are kept (0 keeps all) and the one just saved
+// is never deleted, even when higher steps exist (a run resumed from an earlier checkpoint).
+//
+// Writers: one process saves into a directory at a time (the chief, rank 0). The first save() takes an
+// exclusive flock on "<dir>/.checkpoint.lock", held until the manager is destroyed; a second writer
+// gets a ConfigError. Reading (list, latest, load) needs no lock. Not thread-safe: one thread uses a
+// manager.
+//
+// Errors: IoError (file system), FormatError (a corrupt or mismatching checkpoint file, naming the file),
+// ConfigError (no checkpoint where one is required, a second writer).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "schemas/checkpoint_meta.pb.h"
+#include "trainer/checkpoint/array.h"
+#include "trainer/checkpoint/safetensors.h"
+
+namespace fastnn::ckpt {
+
+// Meta files and the index are small; anything larger is refused before reading.
+inline constexpr size_t kMaxCheckpointMetaBytes = size_t{16} << 20;
+
+struct CheckpointInfo {
+  int64_t step = 0;
+  std::string prefix;  // "<dir>/ckpt-<step>"
+};
+
+struct LoadedCheckpoint {
+  std::string prefix;
+  CheckpointMeta meta;
+  SafetensorsFile weights;
+  std::optional<SafetensorsFile> optimizer;  // absent when not asked for
+};
+
+struct CheckpointLoadOptions {
+  bool optimizer = true;
+  // Compare each data file's size, CRC32C and array count with the meta (reads the whole file once).
+  bool verify = true;
+  SafetensorsLimits limits;
+};
+
+// File names of a checkpoint prefix ("<dir>/ckpt-<step>").
+std::string checkpoint_prefix(const std::string& dir, int64_t step);
+std::string weights_path(const std::string& prefix);
+std::string optimizer_path(const std::string& prefix);
+std::string meta_path(const std::string& prefix);
+// Step of a file name "ckpt-<step>" + optional ".weights.safetensors" / ".optimizer.safetensors" /
+// ".meta.pbtxt" (no directory); nullopt for any other name.
+std::optional<int64_t> parse_checkpoint_name(const std::string& name, std::string* suffix = nullptr);
+
+// Text format <-> CheckpointMeta / CheckpointIndex; `source` names the text in FormatErrors (with line).
+std::string checkpoint_meta_to_text(const CheckpointMeta& meta);
+CheckpointMeta parse_checkpoint_meta(const std::string& text, const std::string& source);
+CheckpointMeta read_checkpoint_meta(const std::string& path);
+
+// Loads "<dir>/ckpt-<step>" given as the prefix, any of its three files, or a directory (its latest
+// checkpoint). ConfigError if a directory holds no complete checkpoint.
+LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const CheckpointLoadOptions& options = {});
+
+class CheckpointManager {
+ public:
+  struct Options {
+    int keep_max = 5;  // checkpoints kept after a save; 0 keeps all (JobConfig.keep_checkpoint_max)
+    bool fsync = true;  // off only in tests that do not care about power loss
+    // Recorded in the meta when the caller leaves meta.fastnn_version empty ("fastnn 0.1.0").
+    std::string fastnn_version;
+    // Testing: called after each stage of save() with its name ("weights", "optimizer", "meta_temp",
+    // "renamed_data", "meta", "index", "retention"); a test makes it throw or _exit to simulate a crash.
+    std::function<void(const std::string& stage)> fault_hook;
+  };
+
+  explicit CheckpointManager(std::string dir);
+  CheckpointManager(std::string dir, Options options);
+  ~CheckpointManager();
+  CheckpointManager(const CheckpointManager&) = delete;
+  CheckpointManager& operator=(const CheckpointManager&) = delete;
+
+  const std::string& dir() const { return dir_; }
+
+  // Writes checkpoint `step` (replacing one with the same step) and returns its info. `meta` supplies
+  // everything the caller knows (epoch, samples, LR, loss scale, rng, config, model name...); save()
+  // sets step, the file records, and wall_time/timestamp (when unset) and fastnn_version (when empty).
+  // Creates the directory if needed. If it throws, no temporary is left and the previous latest
+  // checkpoint is still the latest.
+  CheckpointInfo save(int64_t step, std::span<const ArrayView> weights, std::span<const ArrayView> optimizer,
+                      CheckpointMeta meta);
+
+  // Complete checkpoints, ascending step.
+  std::vector<CheckpointInfo> list() const;
+  std::optional<CheckpointInfo> latest() const;
+  // The latest complete checkpoint; ConfigError naming the directory if there is none.
+  LoadedCheckpoint load_latest(const CheckpointLoadOptions& options = {}) const;
+  // A prefix or file as load_checkpoint() takes; a bare "ckpt-<step>" is taken inside dir().
+  LoadedCheckpoint load(const std::string& path_or_prefix, const CheckpointLoadOptions& options = {}) const;
+
+ private:
+  void acquire_lock();
+  void remove_leftovers();
+  void write_index(const CheckpointInfo& latest, const std::vector<CheckpointInfo>& kept);
+  void stage(const std::string& name);
+
+  std::string dir_;
+  Options options_;
+  int lock_fd_ = -1;
+};
+
+}  // namespace fastnn::ckpt

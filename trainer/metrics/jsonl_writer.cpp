@@ -1,0 +1,80 @@
+// JSON-lines metrics writer.
+#include "trainer/metrics/jsonl_writer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace fastnn {
+namespace {
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+void merge_extra(nlohmann::json& j, const std::map<std::string, double>& extra) {
+  for (const auto& [k, v] : extra) {
+    FASTNN_CHECK(!j.contains(k), "metrics: extra field '", k, "' would replace a fixed field");
+    j[k] = number(v);
+  }
+}
+
+double or_now(double t) { return t != 0 ? t : wall_clock_seconds(); }
+
+}  // namespace
+
+double wall_clock_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+JsonlMetricsWriter::JsonlMetricsWriter(std::string path, bool append) : path_(std::move(path)) {
+  file_ = std::fopen(path_.c_str(), append ? "ae" : "we");
+  if (!file_) throw_io_error(path_, append ? "open for appending" : "create");
+}
+
+JsonlMetricsWriter::~JsonlMetricsWriter() {
+  if (file_) std::fclose(file_);
+}
+
+nlohmann::json JsonlMetricsWriter::to_json(const TrainLogEntry& m) {
+  nlohmann::json j = {{"event", "train"},
+                      {"step", m.step},
+                      {"epoch", number(m.epoch)},
+                      {"loss", number(m.loss)},
+                      {"accuracy", number(m.accuracy)},
+                      {"lr", number(m.lr)},
+                      {"images_per_sec", number(m.images_per_sec)},
+                      {"data_wait_fraction", number(m.data_wait_fraction)},
+                      {"wall_time", or_now(m.wall_time)}};
+  merge_extra(j, m.extra);
+  return j;
+}
+
+nlohmann::json JsonlMetricsWriter::to_json(const EvalLogEntry& m) {
+  nlohmann::json j = {{"event", "eval"},         {"step", m.step},         {"epoch", number(m.epoch)},
+                      {"split", m.split},        {"top1", number(m.top1)}, {"top5", number(m.top5)},
+                      {"loss", number(m.loss)},  {"num_examples", m.num_examples},
+                      {"wall_time", or_now(m.wall_time)}};
+  merge_extra(j, m.extra);
+  return j;
+}
+
+void JsonlMetricsWriter::write(const TrainLogEntry& m) { write(to_json(m)); }
+void JsonlMetricsWriter::write(const EvalLogEntry& m) { write(to_json(m)); }
+
+void JsonlMetricsWriter::write(const nlohmann::json& object) {
+  FASTNN_CHECK(file_ != nullptr, path_, ": metrics writer used after close()");
+  FASTNN_CHECK(object.is_object(), path_, ": a metrics line must be a JSON object");
+  // error_handler::replace: a string that is not UTF-8 (a tag from a file name) must not lose the line.
+  const std::string line = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    throw_io_error(path_, "write");
+}
+
+void JsonlMetricsWriter::close() {
+  if (!file_) return;
+  const int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) throw_io_error(path_, "close");
+}
+
+}  // namespace fastnn

@@ -1,0 +1,75 @@
+// The JSON-lines metrics file (`<output_dir>/metrics.jsonl`): one JSON object per line, one line per
+// event, flushed after every line so `tail -f` and a killed run both see every event written.
+//
+//   {"event":"train","step":100,"epoch":0.64,"loss":0.41,"accuracy":0.875,"lr":0.01,
+//    "images_per_sec":5120.5,"data_wait_fraction":0.02,"wall_time":1714567890.123}
+//   {"event":"eval","step":1000,"epoch":6.4,"split":"test","top1":0.9,"top5":0.99,"loss":0.31,
+//    "num_examples":10000,"wall_time":1714567999.5}
+//
+// Numbers are JSON numbers (doubles printed with enough digits to round-trip); a NaN or infinite
+// value, which JSON cannot represent, is written as null. Extra fields go in `extra` and are merged
+// into the object (they may not replace the fixed ones).
+//
+// Errors: IoError naming the file. Threading: one writer per file, used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace fastnn {
+
+struct TrainLogEntry {
+  int64_t step = 0;
+  double epoch = 0;  // fractional: samples seen / samples per epoch
+  double loss = 0;
+  double accuracy = 0;  // top-1 on the training batch(es) since the last event
+  double lr = 0;
+  double images_per_sec = 0;
+  double data_wait_fraction = 0;  // share of wall time the step loop waited for the pipeline
+  double wall_time = 0;           // seconds since the Unix epoch; 0: now
+  std::map<std::string, double> extra;
+};
+
+struct EvalLogEntry {
+  int64_t step = 0;
+  double epoch = 0;
+  std::string split = "eval";
+  double top1 = 0;
+  double top5 = 0;
+  double loss = 0;
+  int64_t num_examples = 0;
+  double wall_time = 0;  // 0: now
+  std::map<std::string, double> extra;
+};
+
+// Seconds since the Unix epoch, sub-millisecond resolution.
+double wall_clock_seconds();
+
+class JsonlMetricsWriter {
+ public:
+  // Creates the file, or appends to it when `append` (a resumed run continues its file). Parent
+  // directories must exist.
+  explicit JsonlMetricsWriter(std::string path, bool append = false);
+  ~JsonlMetricsWriter();
+  JsonlMetricsWriter(const JsonlMetricsWriter&) = delete;
+  JsonlMetricsWriter& operator=(const JsonlMetricsWriter&) = delete;
+
+  const std::string& path() const { return path_; }
+  void write(const TrainLogEntry& m);
+  void write(const EvalLogEntry& m);
+  // Any object (its own "event" field is the caller's business); written as one line.
+  void write(const nlohmann::json& object);
+  void close();
+
+  static nlohmann::json to_json(const TrainLogEntry& m);
+  static nlohmann::json to_json(const EvalLogEntry& m);
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace fastnn
