@@ -7,5 +7,7 @@
 namespace fastnn::cli {
 
 void add_inspect_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
+void add_check_command(CLI::App& app);
 
 }  // namespace fastnn::cli

@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
   app.set_version_flag("--version", std::string("fastnn ") + FASTNN_VERSION);
   app.require_subcommand(1);
+  fastnn::cli::add_convert_command(app);
+  fastnn::cli::add_check_command(app);
   fastnn::cli::add_inspect_command(app);
   try {
     app.parse(argc, argv);

@@ -43,13 +43,17 @@ void remove_file(const std::string& path) {
 
 }  // namespace
 
-void make_directories(const std::string& dir) {
+bool make_directories(const std::string& dir) {
   FASTNN_CHECK(!dir.empty(), "empty directory name");
+  bool created = false;
   // Each prefix ending before a '/' and then the whole path.
   for (size_t pos = 1; pos <= dir.size(); ++pos) {
     if (pos < dir.size() && dir[pos] != '/') continue;
     std::string prefix = dir.substr(0, pos);
-    if (::mkdir(prefix.c_str(), 0777) == 0) continue;
+    if (::mkdir(prefix.c_str(), 0777) == 0) {
+      created = pos == dir.size();
+      continue;
+    }
     int err = errno;
     struct stat st;
     if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
@@ -59,6 +63,7 @@ void make_directories(const std::string& dir) {
     errno = err;
     throw_io_error(dir, str("create directory ", prefix));
   }
+  return created;
 }
 
 void fsync_path(const std::string& path) {
@@ -92,7 +97,7 @@ bool OutputDir::is_temp_name(const std::string& name) {
 
 OutputDir::OutputDir(std::string dir, Options options) : dir_(std::move(dir)), options_(std::move(options)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
-  make_directories(dir_);
+  created_ = make_directories(dir_);
   std::string lock_path = final_path(kLockName);
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (lock_fd_ < 0) throw_io_error(lock_path, "create lock file");
@@ -116,6 +121,10 @@ OutputDir::OutputDir(std::string dir, Options options) : dir_(std::move(dir)), o
       cleaned_.push_back(n);
     }
   } catch (...) {
+    if (created_) {
+      ::unlink(final_path(kLockName).c_str());
+      ::rmdir(dir_.c_str());
+    }
     ::close(lock_fd_);  // no destructor runs for a constructor that throws
     lock_fd_ = -1;
     throw;
@@ -126,7 +135,11 @@ OutputDir::OutputDir(std::string dir, Options options) : dir_(std::move(dir)), o
 }
 
 OutputDir::~OutputDir() {
-  if (!committed_) remove_temporaries();
+  if (!committed_) {
+    remove_temporaries();
+    // A directory this run created and left empty goes too (rmdir fails harmlessly otherwise).
+    if (created_ && lock_fd_ >= 0 && ::unlink(final_path(kLockName).c_str()) == 0) ::rmdir(dir_.c_str());
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 

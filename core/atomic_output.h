@@ -5,7 +5,8 @@
 // (the manifest) last, after fsync of every file and of the directory. Until the marker exists, the
 // directory holds no complete output:
 //   - the destructor of an uncommitted OutputDir (an exception, a failed conversion) removes its
-//     temporaries, so no final-named file and no temporary is left;
+//     temporaries, so no final-named file and no temporary is left (and a directory it created is
+//     removed again when nothing else is in it);
 //   - after a kill -9 only temporaries are left (outside the few-millisecond commit); the next
 //     OutputDir on that directory removes them, and also removes final-named files (`owned` names)
 //     that are not accompanied by a marker: leftovers of a commit that was interrupted.
@@ -65,14 +66,16 @@ class OutputDir {
   std::string dir_;
   Options options_;
   int lock_fd_ = -1;
+  bool created_ = false;
   bool committed_ = false;
   std::vector<std::string> names_;
   std::vector<std::string> cleaned_;
 };
 
 // Creates `dir` and missing parents; IoError naming the first component that fails (for example a
-// path under a regular file: "out/file.txt/shards: cannot create directory: Not a directory").
-void make_directories(const std::string& dir);
+// path under a regular file: "out/file.txt/shards: cannot create directory: out/file.txt exists and is
+// not a directory"). Returns true when `dir` itself was created.
+bool make_directories(const std::string& dir);
 // fsync of a file or directory by path.
 void fsync_path(const std::string& path);
 // Asks the kernel to start writing a file's dirty pages now, without waiting (Linux

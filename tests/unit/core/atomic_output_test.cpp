@@ -65,6 +65,13 @@ TEST(OutputDir, FailureLeavesNothing) {
     write(out.temp_path("manifest.json"), "{}");
     // destroyed without commit, as after an exception
   }
+  EXPECT_FALSE(fs::exists(dir));  // it created the folder, so it removed it again
+  // A folder that existed before keeps existing (with the lock file), holding no output.
+  fs::create_directories(dir);
+  {
+    OutputDir out(dir, options());
+    write(out.temp_path("shard-0"), "zero");
+  }
   EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock"}));
 }
 

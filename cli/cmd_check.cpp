@@ -1,0 +1,72 @@
+// `fastnn check DIR`: verifies a shard set (CRCs, keys, labels, counts, balance) and prints a report;
+// exits non-zero when anything is wrong. What is checked: converters/shard_check.h.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "converters/shard_check.h"
+#include "core/check.h"
+#include "core/progress.h"
+
+namespace fastnn::cli {
+namespace {
+
+void print_report(const convert::CheckReport& r) {
+  const Manifest& m = r.manifest;
+  std::printf("%s (%s), %lld classes, %lld GPUs × %lld shards per GPU, compression %s%s\n",
+              m.dataset.c_str(), m.created_by.c_str(), static_cast<long long>(m.num_classes()),
+              static_cast<long long>(r.num_gpus), static_cast<long long>(m.shards_per_gpu), m.compression.c_str(),
+              r.decoded ? ", every image decoded" : "");
+  for (const convert::SplitReport& s : r.splits) {
+    std::printf("\nsplit %s (balance: chi-square against the split's label histogram, error below p = %.2g)\n",
+                s.name.c_str(), s.p_threshold);
+    std::printf("  %-36s %10s %12s %12s %5s %10s  %s\n", "shard", "records", "bytes", "chi-square", "dof", "p", "status");
+    for (const convert::ShardReport& sh : s.shards) {
+      std::printf("  %-36s %10llu %12llu %12.2f %5lld %10.3g  %s\n", sh.file.c_str(),
+                  static_cast<unsigned long long>(sh.records), static_cast<unsigned long long>(sh.bytes),
+                  sh.balance.statistic, static_cast<long long>(sh.balance.dof), sh.balance.p_value,
+                  sh.error_count == 0 ? "ok" : str(sh.error_count, " error(s)").c_str());
+      for (const std::string& e : sh.errors) std::printf("    error: %s\n", e.c_str());
+      if (sh.error_count > sh.errors.size())
+        std::printf("    ... and %llu more\n", static_cast<unsigned long long>(sh.error_count - sh.errors.size()));
+    }
+    if (!s.per_gpu.empty()) {
+      std::printf("  records per GPU (GPU g reads shards g, g+N, ...):");
+      for (size_t g = 0; g < s.per_gpu.size() && g < 16; ++g)
+        std::printf(" %llu", static_cast<unsigned long long>(s.per_gpu[g]));
+      std::printf(s.per_gpu.size() > 16 ? " ...\n" : "\n");
+    }
+    std::printf("  smallest balance p-value %.3g\n", s.min_p_value);
+    for (const std::string& e : s.errors) std::printf("  error: %s\n", e.c_str());
+  }
+  for (const std::string& e : r.errors) std::printf("error: %s\n", e.c_str());
+  for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
+  std::printf("\n%llu records, %.1f MB checked in %.2f s: %s\n", static_cast<unsigned long long>(r.records),
+              r.bytes / 1e6, r.seconds, r.ok() ? "OK" : str("FAILED, ", r.error_count(), " problem(s)").c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app) {
+  auto o = std::make_shared<convert::CheckOptions>();
+  CLI::App* cmd = app.add_subcommand("check", "Verify a shard set: CRCs, record keys and types, labels, counts per "
+                                              "shard and per GPU against the manifest, label balance");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("dir", o->dir, "Folder holding manifest.json and the shards")->required();
+  cmd->add_option("--split", o->split, "Check only this split");
+  cmd->add_option("--num-gpus", o->num_gpus, "GPUs to check the spread for (0: the manifest's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{65536}));
+  cmd->add_flag("--decode", o->decode, "Decode every image and compare with its height, width and channels");
+  cmd->add_option("--alpha", o->alpha, "Significance of the label balance test (per split, Bonferroni over shards)");
+  cmd->add_option("--threads", o->threads, "Worker threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
+  cmd->callback([o] {
+    convert::CheckReport r = convert::check_shard_set(*o);
+    print_report(r);
+    if (!r.ok()) throw FormatError(str(o->dir, ": check failed with ", r.error_count(), " problem(s) (see the report)"));
+  });
+}
+
+}  // namespace fastnn::cli

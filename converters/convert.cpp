@@ -1,0 +1,210 @@
+#include "converters/convert.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <optional>
+
+#include "converters/shard_writer.h"
+#include "core/atomic_output.h"
+#include "core/check.h"
+#include "core/logging.h"
+#include "core/progress.h"
+
+namespace fastnn::convert {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw_io_error(path, "create");
+  size_t n = std::fwrite(text.data(), 1, text.size(), f);
+  bool ok = n == text.size() && std::fflush(f) == 0;
+  if (std::fclose(f) != 0) ok = false;
+  if (!ok) throw_io_error(path, "write");
+}
+
+// "train" → "train" + "validation" (image-folder's --validation-fraction / --validation-count).
+void hold_out_validation(DatasetIndex& index, const ConvertOptions& o) {
+  if (o.validation_fraction == 0 && o.validation_count == 0) return;
+  SplitIndex* train = nullptr;
+  for (SplitIndex& s : index.splits)
+    if (s.name == "train") train = &s;
+  if (!train) throw ConfigError("a validation hold-out needs a train split");
+  for (const SplitIndex& s : index.splits)
+    if (s.name == "validation") throw ConfigError("the input already has a validation split");
+  const uint64_t n = train->samples.size();
+  uint64_t count = o.validation_count;
+  if (o.validation_fraction > 0) count = static_cast<uint64_t>(std::llround(o.validation_fraction * static_cast<double>(n)));
+  if (count == 0 || count >= n)
+    throw ConfigError(str("the validation hold-out would take ", count, " of the ", n,
+                          " train samples; it must leave both splits non-empty"));
+  std::vector<int32_t> labels(n);
+  for (uint64_t i = 0; i < n; ++i) labels[i] = train->samples[i].label;
+  std::vector<bool> held = choose_holdout(labels, static_cast<int64_t>(index.class_names.size()), count, o.stratify, o.seed);
+  SplitIndex val;
+  val.name = "validation";
+  std::vector<SampleRef> keep;
+  keep.reserve(n - count);
+  val.samples.reserve(count);
+  for (uint64_t i = 0; i < n; ++i) (held[i] ? val.samples : keep).push_back(train->samples[i]);
+  train->samples = std::move(keep);
+  index.splits.push_back(std::move(val));
+}
+
+}  // namespace
+
+void validate_convert_options(const ConvertOptions& o) {
+  if (o.output.empty()) throw ConfigError("--output is required");
+  if (o.num_gpus < 1 || o.num_gpus > 65536) throw ConfigError(str("--num-gpus must be in 1..65536, not ", o.num_gpus));
+  if (o.shards_per_gpu < 1 || o.shards_per_gpu > 65536)
+    throw ConfigError(str("--shards-per-gpu must be in 1..65536, not ", o.shards_per_gpu));
+  if (o.num_gpus * o.shards_per_gpu > kMaxShards)
+    throw ConfigError(str("--num-gpus × --shards-per-gpu must be at most ", kMaxShards));
+  if (o.threads < 0) throw ConfigError("--threads must be >= 0");
+  if (!(o.validation_fraction >= 0 && o.validation_fraction < 1))
+    throw ConfigError("--validation-fraction must be in [0, 1)");
+  if (o.validation_fraction > 0 && o.validation_count > 0)
+    throw ConfigError("give --validation-fraction or --validation-count, not both");
+}
+
+ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
+  validate_convert_options(o);
+  const auto t0 = Clock::now();
+  ConvertResult result;
+  result.output = o.output;
+
+  OutputDir::Options out_opts;
+  out_opts.marker = kManifestFileName;
+  out_opts.owned = [](const std::string& n) { return n == kLabelsFileName || is_shard_file_name(n); };
+  out_opts.overwrite = o.overwrite;
+  out_opts.sync = o.sync;
+  OutputDir out(o.output, out_opts);
+  result.cleaned_up = out.cleaned_up();
+
+  // More threads than cores is allowed (the default soft limit would cap it and warn).
+  std::optional<tbb::global_control> allow;
+  if (o.threads > tbb::this_task_arena::max_concurrency())
+    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
+  tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
+  ScanOptions scan_opts;
+  scan_opts.skip_bad = o.skip_bad;
+  scan_opts.quiet = o.quiet;
+  DatasetIndex index = arena.execute([&] { return source.scan(scan_opts); });
+  result.source_bytes = index.source_bytes;
+  const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
+  if (num_classes < 1 || num_classes > kMaxClasses) throw ConfigError(str("dataset has ", num_classes, " classes"));
+  hold_out_validation(index, o);
+  result.scan_seconds = seconds_since(t0);
+
+  // Plans, then one job per shard of every split.
+  const int64_t num_shards = o.num_gpus * o.shards_per_gpu;
+  std::vector<ShardPlan> plans;
+  for (const SplitIndex& s : index.splits) {
+    validate_split_name(s.name);
+    std::vector<int32_t> labels(s.samples.size());
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = s.samples[i].label;
+    PlanOptions po;
+    po.split = s.name;
+    po.num_shards = num_shards;
+    po.equal_shards = s.equal_shards;
+    po.remainder = o.remainder;
+    po.stratify = o.stratify;
+    po.seed = o.seed;
+    po.num_classes = num_classes;
+    plans.push_back(plan_shards(labels, po));
+  }
+  std::vector<ShardJob> jobs;
+  uint64_t total_records = 0;
+  for (size_t si = 0; si < index.splits.size(); ++si) {
+    for (int64_t k = 0; k < num_shards; ++k) {
+      ShardJob job;
+      job.split = &index.splits[si];
+      job.samples = &plans[si].shards[k];
+      job.name = shard_file_name(index.splits[si].name, k, num_shards);
+      job.path = out.temp_path(job.name);
+      jobs.push_back(std::move(job));
+    }
+    total_records += plans[si].total_records();
+  }
+
+  const auto t1 = Clock::now();
+  Progress progress("convert", total_records, "records");
+  progress.set_silent(o.quiet);
+  // Smallest split first: a source still loading a big split in the background (MNIST's inflate)
+  // overlaps that with the small split's encoding. The bytes do not depend on the order.
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return jobs[a].split->samples.size() < jobs[b].split->samples.size();
+  });
+  std::vector<ShardJob> ordered;
+  for (size_t i : order) ordered.push_back(jobs[i]);
+  std::vector<ShardOutcome> ordered_outcomes =
+      arena.execute([&] { return write_shards(source, index, ordered, o.compression, o.sync, &progress); });
+  std::vector<ShardOutcome> outcomes(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) outcomes[order[i]] = std::move(ordered_outcomes[i]);
+  progress.finish();
+  result.write_seconds = seconds_since(t1);
+
+  // The manifest, from the plans (labels) and the outcomes (sizes, image geometry).
+  Manifest& m = result.manifest;
+  m.dataset = index.dataset;
+  m.created_by = o.created_by;
+  m.inputs = o.inputs;
+  m.class_names = index.class_names;
+  m.coarse_class_names = index.coarse_class_names;
+  m.seed = o.seed;
+  m.num_gpus = o.num_gpus;
+  m.shards_per_gpu = o.shards_per_gpu;
+  m.compression = compression_name(o.compression);
+  m.remainder = remainder_name(o.remainder);
+  m.stratified = o.stratify;
+  ImageSummary image;
+  size_t job = 0;
+  for (size_t si = 0; si < index.splits.size(); ++si) {
+    const SplitIndex& s = index.splits[si];
+    SplitInfo info;
+    info.name = s.name;
+    info.num_source_samples = s.samples.size();
+    info.equal_shards = s.equal_shards;
+    info.label_histogram.assign(num_classes, 0);
+    for (int64_t k = 0; k < num_shards; ++k, ++job) {
+      ShardInfo sh;
+      sh.file = jobs[job].name;
+      sh.records = outcomes[job].records;
+      sh.bytes = outcomes[job].file_bytes;
+      sh.label_histogram.assign(num_classes, 0);
+      for (uint32_t i : plans[si].shards[k]) ++sh.label_histogram[s.samples[i].label];
+      for (int64_t c = 0; c < num_classes; ++c) info.label_histogram[c] += sh.label_histogram[c];
+      info.num_records += sh.records;
+      result.bytes_written += sh.bytes;
+      image.merge(outcomes[job].image);
+      info.shards.push_back(std::move(sh));
+    }
+    for (uint32_t i : plans[si].dropped)
+      info.dropped.push_back({source.describe(index, s.samples[i]), s.samples[i].label});
+    for (const ShardPlan::Pad& p : plans[si].padded)
+      info.padded.push_back({source.describe(index, s.samples[p.sample]), s.samples[p.sample].label, p.shard});
+    info.skipped = s.skipped;
+    info.ignored_files = s.ignored_files;
+    m.splits.push_back(std::move(info));
+  }
+  m.image.format = image.format;
+  m.image.height = image.height;
+  m.image.width = image.width;
+  m.image.channels = image.channels;
+
+  write_file(out.temp_path(kLabelsFileName), format_labels_txt(m.class_names));
+  write_file(out.temp_path(kManifestFileName), serialize_manifest(m));
+  out.commit();
+  result.total_seconds = seconds_since(t0);
+  return result;
+}
+
+}  // namespace fastnn::convert

@@ -1,0 +1,93 @@
+#include "converters/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/check.h"
+
+namespace fastnn::convert {
+
+uint64_t file_size(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw_io_error(path, "stat");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void read_exact(int fd, uint64_t offset, void* out, size_t n, const std::string& path) {
+  size_t done = 0;
+  auto* p = static_cast<char*>(out);
+  while (done < n) {
+    ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw_io_error(path, str("read at offset ", offset + done));
+    }
+    if (r == 0)
+      throw FormatError(str(path, ": offset ", offset, ": file ends after ", done, " of ", n,
+                            " bytes (did it change since it was scanned?)"));
+    done += static_cast<size_t>(r);
+  }
+}
+
+Fd::Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (fd_ < 0) throw_io_error(path, "open");
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+std::string read_file_prefix(const std::string& path, size_t max_bytes) {
+  Fd fd(path);
+  std::string out(max_bytes, '\0');
+  size_t done = 0;
+  while (done < max_bytes) {
+    ssize_t r = ::read(fd.get(), out.data() + done, max_bytes - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw_io_error(path, "read");
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  out.resize(done);
+  return out;
+}
+
+std::string read_whole_file(const std::string& path, uint64_t max_bytes) {
+  uint64_t size = file_size(path);
+  if (size > max_bytes) throw FormatError(str(path, ": ", size, " bytes, more than the limit of ", max_bytes));
+  Fd fd(path);
+  std::string out(size, '\0');
+  read_exact(fd.get(), 0, out.data(), size, path);
+  return out;
+}
+
+FileHandles::~FileHandles() {
+  for (int fd : fds_)
+    if (fd >= 0) ::close(fd);
+}
+
+void FileHandles::read(uint32_t file, uint64_t offset, void* out, size_t n) {
+  FASTNN_CHECK(file < paths_->size(), "file index ", file, " out of range");
+  if (fds_.size() < paths_->size()) fds_.resize(paths_->size(), -1);
+  if (fds_[file] < 0) {
+    fds_[file] = ::open((*paths_)[file].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fds_[file] < 0) throw_io_error((*paths_)[file], "open");
+  }
+  read_exact(fds_[file], offset, out, n, (*paths_)[file]);
+}
+
+}  // namespace fastnn::convert

@@ -1,0 +1,306 @@
+#include "converters/shard_check.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <oneapi/tbb/enumerable_thread_specific.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <optional>
+
+#include "core/atomic_output.h"
+#include "core/check.h"
+#include "core/example.h"
+#include "core/image.h"
+#include "core/progress.h"
+#include "core/tfrecord.h"
+
+namespace fastnn::convert {
+namespace {
+
+constexpr size_t kChunkRecords = 64;
+
+struct Chunk {
+  uint64_t first_index = 0;
+  std::vector<std::string> records;
+  std::vector<uint64_t> offsets;
+  std::vector<int64_t> labels;       // -1: unusable
+  std::vector<std::string> errors;   // "" = fine
+};
+
+struct Context {
+  const Manifest* m;
+  bool decode;
+  bool coarse;
+  ExampleParser parser{{keys::kImageEncoded, keys::kImageFormat, keys::kLabel, keys::kHeight, keys::kWidth,
+                        keys::kChannels, keys::kCoarseLabel}};
+};
+
+// Checks one record; returns "" or the problem. *label is set when the label is usable.
+std::string check_record(const Context& ctx, std::string_view rec, std::vector<uint8_t>* pixels, int64_t* label) {
+  *label = -1;
+  try {
+    FeatureView f[7];
+    ctx.parser.parse(rec, f);
+    std::string_view encoded = f[0].single_bytes(keys::kImageEncoded);
+    std::string_view format = f[1].single_bytes(keys::kImageFormat);
+    int64_t l = f[2].single_int64(keys::kLabel);
+    int64_t h = f[3].single_int64(keys::kHeight);
+    int64_t w = f[4].single_int64(keys::kWidth);
+    int64_t c = f[5].single_int64(keys::kChannels);
+    if (l < 0 || l >= ctx.m->num_classes())
+      return str("image/class/label ", l, " is outside 0..", ctx.m->num_classes() - 1);
+    *label = l;
+    if (ctx.coarse) {
+      int64_t cl = f[6].single_int64(keys::kCoarseLabel);
+      int64_t nc = static_cast<int64_t>(ctx.m->coarse_class_names.size());
+      if (cl < 0 || cl >= nc) return str("image/class/coarse_label ", cl, " is outside 0..", nc - 1);
+    }
+    if (h <= 0 || w <= 0 || h > 65535 || w > 65535) return str("image/height × image/width ", h, "x", w, " is not a valid size");
+    if (c != 1 && c != 3 && c != 4) return str("image/channels is ", c, ", not 1, 3 or 4");
+    if (format == "raw") {
+      if (static_cast<int64_t>(encoded.size()) != h * w * c)
+        return str("raw image holds ", encoded.size(), " bytes, ", h, "x", w, "x", c, " needs ", h * w * c);
+      return "";
+    }
+    if (format != "png" && format != "jpeg") return str("image/format \"", format, "\" is not png, jpeg or raw");
+    ImageFormat actual = detect_image_format(encoded);
+    if (actual == ImageFormat::kUnknown) return str("image/encoded (", encoded.size(), " bytes) is not a JPEG or PNG");
+    if (format != image_format_name(actual))
+      return str("image/format says ", format, " but image/encoded is ", image_format_name(actual));
+    ImageInfo info = read_image_info(encoded);
+    if (info.height != h || info.width != w || info.channels != c)
+      return str("the ", format, " header says ", info.height, "x", info.width, "x", info.channels,
+                 ", the record says ", h, "x", w, "x", c);
+    if (ctx.decode) {
+      pixels->resize(decoded_size(info, 0));
+      decode_image_into(encoded, 0, pixels->data(), pixels->size());
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void add_error(ShardReport* r, size_t max_listed, std::string msg) {
+  ++r->error_count;
+  if (r->errors.size() < max_listed) r->errors.push_back(std::move(msg));
+}
+
+void check_shard(const Context& ctx, const std::string& path, const ShardInfo& expect, Compression compression,
+                 size_t max_listed, Progress* progress, ShardReport* r) {
+  r->file = expect.file;
+  r->histogram.assign(ctx.m->num_classes(), 0);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    add_error(r, max_listed, "file is missing");
+    return;
+  }
+  r->bytes = static_cast<uint64_t>(st.st_size);
+  if (r->bytes != expect.bytes) add_error(r, max_listed, str("file has ", r->bytes, " bytes, the manifest says ", expect.bytes));
+
+  TFRecordReaderOptions ro;
+  ro.compression = compression;
+  std::unique_ptr<TFRecordReader> reader;
+  std::string read_error;
+  try {
+    reader = std::make_unique<TFRecordReader>(path, ro);
+  } catch (const Error& e) {
+    add_error(r, max_listed, e.what());
+    return;
+  }
+  const int concurrency = std::max(1, tbb::this_task_arena::max_concurrency());
+  const size_t tokens = static_cast<size_t>(2 * concurrency);
+  std::vector<Chunk> pool(tokens);
+  std::vector<Chunk*> free_list;
+  std::mutex mu;
+  for (Chunk& c : pool) free_list.push_back(&c);
+  tbb::enumerable_thread_specific<std::vector<uint8_t>> pixels;
+  bool done = false;
+  uint64_t next_index = 0;
+
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, Chunk*>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> Chunk* {
+              if (done) {
+                fc.stop();
+                return nullptr;
+              }
+              Chunk* c;
+              {
+                std::lock_guard<std::mutex> lock(mu);
+                FASTNN_CHECK(!free_list.empty(), "check: chunk pool exhausted");
+                c = free_list.back();
+                free_list.pop_back();
+              }
+              c->first_index = next_index;
+              c->records.clear();
+              c->offsets.clear();
+              std::string_view rec;
+              try {
+                while (c->records.size() < kChunkRecords && reader->next(&rec)) {
+                  c->records.emplace_back(rec);
+                  c->offsets.push_back(reader->record_offset());
+                }
+              } catch (const Error& e) {
+                read_error = e.what();  // framing or CRC: nothing after it can be trusted
+                done = true;
+              }
+              if (c->records.size() < kChunkRecords) done = true;
+              next_index += c->records.size();
+              return c;
+            }) &
+            tbb::make_filter<Chunk*, Chunk*>(tbb::filter_mode::parallel,
+                                             [&](Chunk* c) {
+                                               size_t n = c->records.size();
+                                               c->labels.assign(n, -1);
+                                               c->errors.assign(n, "");
+                                               for (size_t i = 0; i < n; ++i)
+                                                 c->errors[i] = check_record(ctx, c->records[i], &pixels.local(),
+                                                                             &c->labels[i]);
+                                               return c;
+                                             }) &
+            tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
+              for (size_t i = 0; i < c->records.size(); ++i) {
+                if (c->labels[i] >= 0) ++r->histogram[c->labels[i]];
+                if (!c->errors[i].empty())
+                  add_error(r, max_listed, str("record ", c->first_index + i, " at offset ", c->offsets[i], ": ", c->errors[i]));
+              }
+              r->records += c->records.size();
+              if (progress) progress->add(c->records.size());
+              std::lock_guard<std::mutex> lock(mu);
+              free_list.push_back(c);
+            }));
+  });
+  if (!read_error.empty()) add_error(r, max_listed, read_error);
+  if (r->records != expect.records)
+    add_error(r, max_listed, str("holds ", r->records, " records, the manifest says ", expect.records));
+  else if (r->histogram != expect.label_histogram)
+    add_error(r, max_listed, "label histogram differs from the manifest's");
+}
+
+}  // namespace
+
+uint64_t CheckReport::error_count() const {
+  uint64_t n = errors.size();
+  for (const SplitReport& s : splits) {
+    n += s.errors.size();
+    for (const ShardReport& sh : s.shards) n += sh.error_count;
+  }
+  return n;
+}
+
+CheckReport check_shard_set(const CheckOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CheckReport report;
+  report.manifest = read_manifest(o.dir);
+  const Manifest& m = report.manifest;
+  report.decoded = o.decode;
+  report.num_gpus = o.num_gpus > 0 ? o.num_gpus : m.num_gpus;
+  if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("--alpha must be in (0, 1)");
+  if (!o.split.empty() && !m.find_split(o.split)) {
+    std::string names;
+    for (const SplitInfo& s : m.splits) names += (names.empty() ? "" : ", ") + s.name;
+    throw ConfigError(str(o.dir, ": no split \"", o.split, "\" (the manifest has ", names, ")"));
+  }
+  const Compression compression = parse_compression(m.compression);
+  const int64_t S = m.num_shards();
+  if (S % report.num_gpus != 0)
+    report.errors.push_back(str(S, " shards per split cannot be spread evenly over ", report.num_gpus,
+                                " GPUs (", report.num_gpus, " does not divide ", S, ")"));
+
+  // Stray files: shards of another shard count, temporaries of an unfinished run.
+  if (DIR* d = ::opendir(o.dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      bool known = false;
+      for (const SplitInfo& s : m.splits)
+        for (const ShardInfo& sh : s.shards) known = known || sh.file == n;
+      if (is_shard_file_name(n) && !known) report.warnings.push_back(str(n, ": shard file not in the manifest"));
+      if (OutputDir::is_temp_name(n)) report.warnings.push_back(str(n, ": temporary file of an unfinished conversion"));
+    }
+    ::closedir(d);
+    std::sort(report.warnings.begin(), report.warnings.end());
+  }
+
+  std::vector<const SplitInfo*> splits;
+  for (const SplitInfo& s : m.splits)
+    if (o.split.empty() || s.name == o.split) splits.push_back(&s);
+  uint64_t total = 0;
+  for (const SplitInfo* s : splits) total += s->num_records;
+
+  Context ctx{&m, o.decode, !m.coarse_class_names.empty()};
+  struct Job {
+    size_t split, shard;
+  };
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < splits.size(); ++i) {
+    SplitReport sr;
+    sr.name = splits[i]->name;
+    sr.shards.resize(splits[i]->shards.size());
+    report.splits.push_back(std::move(sr));
+    for (size_t k = 0; k < splits[i]->shards.size(); ++k) jobs.push_back({i, k});
+  }
+  Progress progress("check", total, "records");
+  progress.set_silent(o.quiet);
+  std::optional<tbb::global_control> allow;
+  if (o.threads > tbb::this_task_arena::max_concurrency())
+    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
+  tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, jobs.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+      for (size_t j = r.begin(); j != r.end(); ++j) {
+        const Job& job = jobs[j];
+        const ShardInfo& sh = splits[job.split]->shards[job.shard];
+        check_shard(ctx, o.dir + "/" + sh.file, sh, compression, o.max_errors_listed, &progress,
+                    &report.splits[job.split].shards[job.shard]);
+      }
+    });
+  });
+  progress.finish();
+
+  for (size_t i = 0; i < splits.size(); ++i) {
+    const SplitInfo& s = *splits[i];
+    SplitReport& sr = report.splits[i];
+    sr.histogram.assign(m.num_classes(), 0);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const ShardReport& sh : sr.shards) {
+      for (int64_t c = 0; c < m.num_classes(); ++c) sr.histogram[c] += sh.histogram[c];
+      lo = std::min(lo, sh.records);
+      hi = std::max(hi, sh.records);
+      report.records += sh.records;
+      report.bytes += sh.bytes;
+    }
+    if (s.equal_shards && lo != hi)
+      sr.errors.push_back(str("train shards must hold equal counts, they hold ", lo, "..", hi));
+    if (!s.equal_shards && hi > lo + 1) sr.errors.push_back(str("shard counts differ by more than one (", lo, "..", hi, ")"));
+    if (S % report.num_gpus == 0) {
+      sr.per_gpu.assign(report.num_gpus, 0);
+      for (size_t k = 0; k < sr.shards.size(); ++k) sr.per_gpu[k % report.num_gpus] += sr.shards[k].records;
+      auto [mn, mx] = std::minmax_element(sr.per_gpu.begin(), sr.per_gpu.end());
+      if (s.equal_shards && *mn != *mx)
+        sr.errors.push_back(str("GPUs would read different record counts (", *mn, "..", *mx, "): multi-GPU training would hang"));
+    }
+    sr.p_threshold = o.alpha / static_cast<double>(sr.shards.size());
+    for (ShardReport& sh : sr.shards) {
+      sh.balance = chi_square_goodness_of_fit(sh.histogram, sr.histogram);
+      sr.min_p_value = std::min(sr.min_p_value, sh.balance.p_value);
+      if (sh.balance.p_value < sr.p_threshold)
+        add_error(&sh, o.max_errors_listed,
+                  str("label histogram differs from the split's (chi-square ", sh.balance.statistic, ", ", sh.balance.dof,
+                      " dof, p = ", sh.balance.p_value, " < ", sr.p_threshold, "): the split is not shuffled"));
+    }
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace fastnn::convert

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# kill -9 in the middle of a conversion: no final-named file exists afterwards (only temporaries), and
+# a rerun into the same folder removes them and succeeds with output identical to an uninterrupted run.
+FASTNN=$1 SRC=$2 SCRATCH=$3
+source "$SRC/tests/integration/convert_helpers.bash"
+cd "$SCRATCH"
+
+args=(convert synthetic --num-records 12000 --height 64 --width 64 --image-format jpeg --num-classes 10
+      --num-gpus 2 --shards-per-gpu 2 --threads 2 -q)
+"$FASTNN" "${args[@]}" -o out &
+pid=$!
+# Wait until shard temporaries hold data, then kill.
+for _ in $(seq 1 400); do
+  if [ -n "$(find out -name '.train-*.fastnn-tmp' -size +20k 2>/dev/null | head -1)" ]; then break; fi
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.02
+done
+kill -9 $pid 2>/dev/null || fail "the conversion ended before it could be killed (make it bigger)"
+wait $pid 2>/dev/null || true
+ls -A out
+finals=$(ls out | grep -v '^\.' || true)
+[ -z "$finals" ] || fail "final-named files after kill -9: $finals"
+ls -A out | grep -q 'fastnn-tmp$' || fail "expected leftover temporaries"
+
+"$FASTNN" "${args[@]}" -o out 2> rerun.err
+grep -q "left by an interrupted run" rerun.err || { cat rerun.err; fail "rerun should report the cleanup"; }
+! ls -A out | grep -q 'fastnn-tmp$' || fail "temporaries left after the rerun"
+"$FASTNN" check out -q > /dev/null || fail "check after rerun"
+"$FASTNN" "${args[@]}" -o fresh
+same_files out fresh
+echo PASS
