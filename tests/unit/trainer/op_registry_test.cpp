@@ -212,9 +212,9 @@ TEST(OpRegistry, ListsEveryBuiltinOpWithCasesAndCpuKernels) {
     EXPECT_TRUE(registry().has_kernel(d->name, Device::kCpu)) << d->name;
     EXPECT_FALSE(d->summary.empty()) << d->name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"add", "avg_pool2d", "batch_norm", "concat", "conv2d", "dropout",
-                                             "fully_connected", "global_avg_pool", "max_pool2d", "relu", "scale",
-                                             "softmax_xent", "top_k"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "avg_pool2d", "batch_norm", "channel_pad", "concat", "conv2d",
+                                             "dropout", "fully_connected", "global_avg_pool", "lrn", "max_pool2d",
+                                             "relu", "scale", "softmax_xent", "tanh", "top_k"}));
 }
 
 TEST(OpRegistry, RejectsDuplicatesUnknownNamesAndBadAttributes) {

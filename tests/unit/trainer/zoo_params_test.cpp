@@ -1,0 +1,173 @@
+// Zoo parameter counts against the published figures, by shape inference only (no tensor memory).
+//
+// Sources of the expected numbers (1000 classes unless said):
+//   resnet_v1_18/50/101/152   torchvision resnet18/50/101/152: 11,689,512 / 25,557,032 / 44,549,160 /
+//                             60,192,808 (TF-slim's resnet_v1 has the same variables: BN with scale,
+//                             1x1-conv logits with bias). Moving statistics: Keras ResNet50/101
+//                             non-trainable 53,120 / 105,344.
+//   resnet_v2_50              Keras ResNet50V2: 25,568,360 trainable, 45,440 non-trainable.
+//   vgg_11/16/19              torchvision vgg11/16/19 and Keras VGG16/19: 132,863,336 / 138,357,544 /
+//                             143,667,240.
+//   inception_v3              Keras InceptionV3 (the same net, BN without scale, no aux head):
+//                             23,817,352 trainable + 34,432 non-trainable = 23,851,784. With TF-slim's
+//                             aux head: + 3,325,800 = 27,143,152 (docs/MODELS.md derives it; it equals
+//                             torchvision's 27,161,264 minus torchvision's 18,112 BN gammas).
+//   inception_resnet_v2       Keras InceptionResNetV2 (no aux head): 55,813,192 trainable + 60,544
+//                             non-trainable = 55,873,736; TF-slim's aux head adds 3,366,760.
+//   resnet_cifar_20 / _56     He et al. report 0.27 M / 0.85 M with option-A shortcuts: exactly
+//                             269,722 / 853,018 (the counts of the equal-sized plain nets).
+//   lenet                     TF-slim LeNet on 28x28x1, 10 classes: 3,274,634.
+//   mlp                       784-2500-2000-1500-1000-500-10 with biases: 11,972,510.
+//   cifarnet                  TF-slim CifarNet on 32x32x3, 10 classes: 1,756,426.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include <set>
+
+#include "trainer/graph/net_plan.h"
+#include "trainer/graph/statistics.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn {
+namespace {
+
+struct Expected {
+  std::string model;
+  zoo::ZooOptions options;
+  int64_t trainable;
+  int64_t state;  // -1: not checked
+};
+
+void PrintTo(const Expected& e, std::ostream* os) { *os << e.model << (e.options.aux_logits ? "" : "_noaux"); }
+
+class ZooParams : public testing::TestWithParam<Expected> {};
+
+TEST_P(ZooParams, MatchPublishedCounts) {
+  const Expected& e = GetParam();
+  const auto t0 = std::chrono::steady_clock::now();
+  const NetDef net = zoo::build_net(e.model, e.options);
+  const graph::NetPlan plan = graph::NetPlan::make(net, {});
+  EXPECT_EQ(plan.trainable_param_count(), e.trainable) << e.model;
+  if (e.state >= 0) EXPECT_EQ(plan.state_count(), e.state) << e.model;
+  EXPECT_EQ(net.has_aux_logits(), e.options.aux_logits && (e.model == "inception_v3" || e.model == "inception_resnet_v2"));
+  // Shape inference only: cheap even for 60 M parameters.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Published, ZooParams,
+    testing::Values(Expected{"resnet_v1_18", {}, 11'689'512, 9'600}, Expected{"resnet_v1_50", {}, 25'557'032, 53'120},
+                    Expected{"resnet_v1_101", {}, 44'549'160, 105'344},
+                    Expected{"resnet_v1_152", {}, 60'192'808, -1},
+                    Expected{"resnet_v2_50", {}, 25'568'360, 45'440}, Expected{"vgg_11", {}, 132'863'336, 0},
+                    Expected{"vgg_16", {}, 138'357'544, 0}, Expected{"vgg_19", {}, 143'667'240, 0},
+                    Expected{"inception_v3", {.aux_logits = false}, 23'817'352, 34'432},
+                    Expected{"inception_v3", {}, 27'143'152, 34'432 + 2 * (128 + 768)},
+                    Expected{"inception_resnet_v2", {.aux_logits = false}, 55'813'192, 60'544},
+                    Expected{"inception_resnet_v2", {}, 55'813'192 + 3'366'760, 60'544 + 2 * (128 + 768)},
+                    Expected{"resnet_cifar_20", {}, 269'722, -1}, Expected{"resnet_cifar_56", {}, 853'018, -1},
+                    Expected{"lenet", {}, 3'274'634, 0}, Expected{"mlp", {}, 11'972'510, 0},
+                    Expected{"cifarnet", {}, 1'756'426, 0}),
+    [](const testing::TestParamInfo<Expected>& i) {
+      return i.param.model + (i.param.options.aux_logits ? "" : "_noaux");
+    });
+
+TEST(ZooParams, EveryModelIsCovered) {
+  std::set<std::string> tested;
+  for (const char* m : {"resnet_v1_18", "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v2_50", "vgg_11",
+                        "vgg_16", "vgg_19", "inception_v3", "inception_resnet_v2", "resnet_cifar_20",
+                        "resnet_cifar_56", "lenet", "mlp", "cifarnet"})
+    tested.insert(m);
+  for (const std::string& name : zoo::zoo_model_names()) EXPECT_TRUE(tested.count(name)) << name;
+}
+
+TEST(ZooParams, ClassifierFollowsNumClasses) {
+  // TF-slim's ImageNet checkpoints have 1001 classes: only the logits (and aux logits) change.
+  const auto count = [](const std::string& m, int classes) {
+    return graph::NetPlan::make(zoo::build_net(m, {.num_classes = classes}), {}).trainable_param_count();
+  };
+  EXPECT_EQ(count("resnet_v1_50", 1001) - count("resnet_v1_50", 1000), 2048 + 1);
+  EXPECT_EQ(count("inception_v3", 1001) - count("inception_v3", 1000), (2048 + 1) + (768 + 1));
+  EXPECT_EQ(count("lenet", 1) - count("lenet", 10), -9 * (1024 + 1));
+}
+
+// FLOPs = 2 x multiply-adds of conv and fully connected layers, per example.
+TEST(ZooFlops, LeNetByHandOthersAsPublished) {
+  const graph::ModelStatistics lenet = graph::model_statistics(zoo::build_net("lenet"));
+  // conv1 28*28*32*5*5*1, conv2 14*14*64*5*5*32, fc3 7*7*64*1024, fc4 1024*10 multiply-adds.
+  const int64_t macs = 28 * 28 * 32 * 25 + 14 * 14 * 64 * 25 * 32 + 7 * 7 * 64 * 1024 + 1024 * 10;
+  EXPECT_EQ(lenet.flops, 2 * macs);
+  // torchvision's model table ("GFLOPS", i.e. multiply-adds): vgg11 7.61, vgg16 15.47, vgg19 19.63 at
+  // 224; resnet18 1.81 at 224; inception_v3 5.71 at 299 (without the aux head, which eval skips).
+  const auto gmacs = [](const std::string& m, zoo::ZooOptions o = {}) {
+    return static_cast<double>(graph::model_statistics(zoo::build_net(m, o)).flops) / 2e9;
+  };
+  EXPECT_NEAR(gmacs("vgg_11"), 7.61, 0.01);
+  EXPECT_NEAR(gmacs("vgg_16"), 15.47, 0.01);
+  EXPECT_NEAR(gmacs("vgg_19"), 19.63, 0.01);
+  EXPECT_NEAR(gmacs("resnet_v1_18"), 1.81, 0.01);
+  EXPECT_NEAR(gmacs("inception_v3", {.aux_logits = false}), 5.71, 0.02);
+  // He et al. (Table 1): ResNet-50 3.8 G multiply-adds; TF-slim's layout (stride in each block's last
+  // unit) lands near it.
+  const graph::ModelStatistics r50 = graph::model_statistics(zoo::build_net("resnet_v1_50"));
+  EXPECT_NEAR(static_cast<double>(r50.flops) / 2, 3.8e9, 0.4e9);
+}
+
+TEST(ZooRegistry, NetsRoundTripThroughTheTextFormatUsersWrite) {
+  for (const char* m : {"lenet", "resnet_v1_50", "inception_v3"}) {
+    const NetDef net = zoo::build_net(m);
+    std::string text;
+    ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(net, &text));
+    NetDef back;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &back)) << m;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(net, back)) << m;
+    EXPECT_EQ(graph::NetPlan::make(back, {}).trainable_param_count(), graph::NetPlan::make(net, {}).trainable_param_count());
+  }
+  // TF-slim names, as a checkpoint from slim would spell them.
+  const graph::NetPlan v3 = graph::NetPlan::make(zoo::build_net("inception_v3"), {});
+  std::set<std::string> names;
+  for (const graph::PlanNode& n : v3.nodes())
+    for (const graph::PlannedTensor& p : n.params)
+      if (p.trainable) names.insert(p.name);
+  for (const char* want : {"InceptionV3/Conv2d_1a_3x3/weights", "InceptionV3/Conv2d_1a_3x3/BatchNorm/beta",
+                           "InceptionV3/Mixed_5c/Branch_1/Conv_1_0c_5x5/weights",
+                           "InceptionV3/Mixed_7b/Branch_1/Conv2d_0b_3x1/weights",
+                           "InceptionV3/AuxLogits/Conv2d_2a_5x5/weights", "InceptionV3/AuxLogits/Conv2d_2b_1x1/biases",
+                           "InceptionV3/Logits/Conv2d_1c_1x1/weights"})
+    EXPECT_TRUE(names.count(want)) << want;
+  EXPECT_FALSE(names.count("InceptionV3/Conv2d_1a_3x3/BatchNorm/gamma"));  // slim's batch_norm: scale off
+}
+
+TEST(ZooRegistry, UnknownNamesListTheZooAndSizesAreChecked) {
+  try {
+    zoo::build_net("resnet50");
+    FAIL();
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("resnet50"), std::string::npos);
+    for (const std::string& n : zoo::zoo_model_names()) EXPECT_NE(msg.find(n), std::string::npos) << n;
+  }
+  EXPECT_THROW(zoo::build_net("inception_v3", {.height = 99, .width = 99}), ConfigError);  // aux needs 107
+  EXPECT_NO_THROW(zoo::build_net("inception_v3", {.height = 99, .width = 99, .aux_logits = false}));
+  EXPECT_THROW(zoo::build_net("inception_v3", {.height = 74, .width = 74, .aux_logits = false}), ConfigError);
+  EXPECT_THROW(zoo::build_net("vgg_16", {.height = 16, .width = 16}), ConfigError);
+  EXPECT_THROW(zoo::build_net("vgg_16", {.height = 256, .width = 256}), ConfigError);
+  EXPECT_THROW(zoo::build_net("lenet", {.num_classes = -1}), ConfigError);
+  // The smallest documented inputs are valid nets.
+  for (const zoo::ZooModel& m : zoo::zoo_models()) {
+    const bool aux = m.name == "inception_v3" || m.name == "inception_resnet_v2";
+    const zoo::ZooOptions o{.height = m.min_size, .width = m.min_size, .aux_logits = !aux};
+    EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m.name, o), {})) << m.name;
+  }
+  for (const char* m : {"inception_v3", "inception_resnet_v2"}) {
+    EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m, {.height = 107, .width = 107}), {})) << m;
+    EXPECT_THROW(zoo::build_net(m, {.height = 106, .width = 106}), ConfigError) << m;
+  }
+}
+
+}  // namespace
+}  // namespace fastnn

@@ -1,0 +1,312 @@
+#include "trainer/graph/graph.h"
+
+#include <algorithm>
+#include <map>
+
+#include "trainer/ops/init.h"
+
+namespace fastnn::graph {
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Seeds keyed by name, so adding a layer does not change the others' initial values or masks.
+uint64_t param_seed(uint64_t seed, const std::string& name) { return splitmix(seed ^ fnv1a(name)); }
+uint64_t dropout_seed(uint64_t seed, const std::string& layer) {
+  return splitmix(splitmix(seed) ^ fnv1a(layer) ^ 0x64726f706f7574ull);
+}
+
+size_t bytes_of(const std::vector<Tensor>& v) {
+  size_t n = 0;
+  for (const Tensor& t : v)
+    if (t.defined()) n += t.nbytes();
+  return n;
+}
+
+}  // namespace
+
+struct Graph::NodeMemory {
+  std::vector<Tensor> params, param_grads, state;  // param_grads[i] undefined for fixed params
+  std::vector<Tensor> inputs, outputs, saved;
+  std::vector<Tensor> d_outputs;  // {d_out}, or empty when the layer has no gradient buffer
+  std::vector<Tensor> d_inputs;   // filled per backward call
+  std::vector<Tensor> scratch;    // extra gradient buffers for a tensor with several uses
+  std::unique_ptr<ops::OpKernel> accumulate;  // add(d_out, scratch) -> d_out
+  bool needs_grad = false;  // this layer or one before it has trainable parameters
+  bool is_output = false;
+  size_t max_uses = 0;      // most input slots one consumer gives this layer's output
+  size_t total_uses = 0;
+  uint64_t dropout_seed = 0;
+};
+
+Graph::Graph(const NetDef& net, const GraphOptions& options)
+    : options_(options),
+      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry})),
+      net_(net) {
+  mem_.resize(plan_.nodes().size());
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    const PlanNode& node = plan_.nodes()[i];
+    NodeMemory& m = mem_[i];
+    for (const PlannedTensor& p : node.params) {
+      m.params.push_back(Tensor::empty(p.spec.shape, p.spec.dtype, options.device));
+      m.param_grads.push_back(p.trainable ? Tensor::empty(p.spec.shape, p.spec.dtype, options.device) : Tensor());
+    }
+    for (const PlannedTensor& s : node.state) m.state.push_back(Tensor::empty(s.spec.shape, s.spec.dtype, options.device));
+    m.dropout_seed = dropout_seed(options.seed, node.name);
+  }
+  allocate_activations();
+  initialize(options.seed);
+}
+
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+Graph::~Graph() = default;
+
+void Graph::allocate_activations() {
+  const auto& nodes = plan_.nodes();
+  const Device dev = options_.device;
+  size_t workspace = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeMemory& m = mem_[i];
+    const PlanNode& node = nodes[i];
+    m.needs_grad = node.trainable_params() > 0;
+    for (int p : node.inputs)
+      if (p != kDataInput && mem_[static_cast<size_t>(p)].needs_grad) m.needs_grad = true;
+    m.is_output = static_cast<int>(i) == plan_.logits_node() || static_cast<int>(i) == plan_.aux_logits_node();
+    m.max_uses = m.total_uses = 0;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::map<int, size_t> uses;
+    for (int p : nodes[i].inputs)
+      if (p != kDataInput) ++uses[p];
+    for (auto [p, n] : uses) {
+      NodeMemory& pm = mem_[static_cast<size_t>(p)];
+      pm.max_uses = std::max(pm.max_uses, n);
+      pm.total_uses += n;
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeMemory& m = mem_[i];
+    const PlanNode& node = nodes[i];
+    const ops::OpSignature& sig = node.kernel->signature();
+    m.inputs.assign(node.inputs.size(), Tensor());
+    m.outputs = {Tensor::empty(node.output_shape, options_.dtype, dev)};
+    m.saved.clear();
+    for (const ops::TensorSpec& s : sig.saved) m.saved.push_back(Tensor::empty(s.shape, s.dtype, dev));
+    m.d_outputs.clear();
+    m.scratch.clear();
+    m.accumulate.reset();
+    if (m.needs_grad || m.is_output) m.d_outputs = {Tensor::empty(node.output_shape, options_.dtype, dev)};
+    if (m.needs_grad && m.total_uses + (m.is_output ? 1 : 0) > 1) {
+      for (size_t k = 0; k < m.max_uses; ++k) m.scratch.push_back(Tensor::empty(node.output_shape, options_.dtype, dev));
+      const ops::TensorSpec spec{.name = "grad", .shape = node.output_shape, .dtype = options_.dtype};
+      const std::vector<ops::TensorSpec> two{spec, spec};
+      m.accumulate = plan_.options().registry->create("add", dev, {}, two);
+    }
+    workspace = std::max(workspace, sig.workspace_bytes);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t s = 0; s < nodes[i].inputs.size(); ++s)
+      if (const int p = nodes[i].inputs[s]; p != kDataInput) mem_[i].inputs[s] = mem_[static_cast<size_t>(p)].outputs[0];
+  workspace_ = workspace ? Tensor::empty({static_cast<int64_t>(workspace)}, DType::kU8, dev) : Tensor();
+  forward_done_ = false;
+}
+
+void Graph::initialize(uint64_t seed) {
+  const bool on_host = options_.device == Device::kCpu;
+  FASTNN_CHECK(on_host || options_.upload, "graph initialisation of a ", device_name(options_.device),
+               " graph needs GraphOptions::upload");
+  // Draws into the tensor itself on the CPU, else into a host tensor that is then uploaded.
+  auto init = [&](Tensor& dst, const auto& fill) {
+    Tensor host = on_host ? dst : Tensor::empty(dst.shape(), dst.dtype());
+    fill(host);
+    if (!on_host) options_.upload(host, dst);
+  };
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    const PlanNode& node = plan_.nodes()[i];
+    for (size_t k = 0; k < node.params.size(); ++k) {
+      const PlannedTensor& p = node.params[k];
+      init(mem_[i].params[k], [&](Tensor& t) {
+        if (p.init) ops::init_tensor(t, *p.init, p.spec.fan_in, p.spec.fan_out, param_seed(seed, p.name));
+        else ops::init_tensor(t, p.spec, param_seed(seed, p.name));
+      });
+    }
+    for (size_t k = 0; k < node.state.size(); ++k)
+      init(mem_[i].state[k], [&](Tensor& t) { ops::init_tensor(t, node.state[k].spec, param_seed(seed, node.state[k].name)); });
+  }
+}
+
+void Graph::set_batch_size(int64_t batch_size) {
+  if (batch_size == plan_.batch_size()) return;
+  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry});
+  FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
+  plan_ = std::move(plan);
+  options_.batch_size = batch_size;
+  allocate_activations();
+}
+
+void Graph::check_images(const Tensor& images) const {
+  FASTNN_CHECK(images.defined() && images.shape() == plan_.input_shape() && images.dtype() == options_.dtype &&
+                   images.device() == options_.device && images.layout() != Layout::kNHWC,
+               "graph '", plan_.net_name(), "': images are ", images.defined() ? images.describe() : "undefined",
+               ", expected ", dtype_name(options_.dtype), shape_str(plan_.input_shape()), " NCHW on ",
+               device_name(options_.device));
+}
+
+void Graph::forward(const Tensor& images, bool training, uint64_t step) {
+  check_images(images);
+  const auto& nodes = plan_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeMemory& m = mem_[i];
+    for (size_t s = 0; s < nodes[i].inputs.size(); ++s)
+      if (nodes[i].inputs[s] == kDataInput) m.inputs[s] = images;
+    ops::ForwardArgs a;
+    a.inputs = m.inputs;
+    a.params = m.params;
+    a.state = m.state;
+    a.outputs = m.outputs;
+    a.saved = m.saved;
+    a.workspace = workspace_;
+    a.training = training;
+    a.seed = m.dropout_seed;
+    a.step = step;
+    nodes[i].kernel->forward(a);
+  }
+  forward_done_ = true;
+  last_training_ = training;
+}
+
+void Graph::backward() {
+  FASTNN_CHECK(forward_done_, "graph '", plan_.net_name(), "': backward() needs a forward() first");
+  const auto& nodes = plan_.nodes();
+  std::vector<bool> written(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) written[i] = mem_[i].is_output;
+  std::vector<std::pair<int, size_t>> pending;  // (producer, scratch buffers used) of one call
+  for (size_t i = nodes.size(); i-- > 0;) {
+    NodeMemory& m = mem_[i];
+    if (!m.needs_grad) continue;
+    FASTNN_CHECK(written[i], "graph: no gradient reached layer '", nodes[i].name, "'");
+    const PlanNode& node = nodes[i];
+    m.d_inputs.assign(node.inputs.size(), Tensor());
+    pending.clear();
+    for (size_t s = 0; s < node.inputs.size(); ++s) {
+      const int p = node.inputs[s];
+      if (p == kDataInput || !mem_[static_cast<size_t>(p)].needs_grad) continue;
+      NodeMemory& pm = mem_[static_cast<size_t>(p)];
+      if (!written[static_cast<size_t>(p)]) {
+        m.d_inputs[s] = pm.d_outputs[0];
+        written[static_cast<size_t>(p)] = true;
+        continue;
+      }
+      auto it = std::find_if(pending.begin(), pending.end(), [&](const auto& e) { return e.first == p; });
+      if (it == pending.end()) it = pending.insert(pending.end(), {p, 0});
+      FASTNN_CHECK(it->second < pm.scratch.size(), "graph: too few gradient buffers for layer '",
+                   nodes[static_cast<size_t>(p)].name, "'");
+      m.d_inputs[s] = pm.scratch[it->second++];
+    }
+    ops::BackwardArgs a;
+    a.inputs = m.inputs;
+    a.params = m.params;
+    a.state = m.state;
+    a.outputs = m.outputs;
+    a.saved = m.saved;
+    a.d_outputs = m.d_outputs;
+    a.d_inputs = m.d_inputs;
+    a.d_params = m.param_grads;
+    a.workspace = workspace_;
+    a.training = last_training_;
+    node.kernel->backward(a);
+    for (auto [p, used] : pending) {
+      NodeMemory& pm = mem_[static_cast<size_t>(p)];
+      for (size_t k = 0; k < used; ++k) {
+        const Tensor in[2] = {pm.d_outputs[0], pm.scratch[k]};
+        Tensor out[1] = {pm.d_outputs[0]};
+        ops::ForwardArgs fa;
+        fa.inputs = in;
+        fa.outputs = out;
+        pm.accumulate->forward(fa);
+      }
+    }
+    m.d_inputs.clear();  // drop the extra handles
+  }
+}
+
+const Tensor& Graph::output(size_t k) const {
+  FASTNN_CHECK(k < num_outputs(), "graph output ", k, " of ", num_outputs());
+  return mem_[static_cast<size_t>(k == 0 ? plan_.logits_node() : plan_.aux_logits_node())].outputs[0];
+}
+
+Tensor& Graph::output_grad(size_t k) {
+  FASTNN_CHECK(k < num_outputs(), "graph output ", k, " of ", num_outputs());
+  return mem_[static_cast<size_t>(k == 0 ? plan_.logits_node() : plan_.aux_logits_node())].d_outputs[0];
+}
+
+const Tensor& Graph::layer_output(const std::string& layer_name) const {
+  const int i = plan_.find(layer_name);
+  FASTNN_CHECK(i >= 0, "graph '", plan_.net_name(), "' has no layer '", layer_name, "'");
+  return mem_[static_cast<size_t>(i)].outputs[0];
+}
+
+std::vector<NamedTensor> Graph::parameters() const {
+  std::vector<NamedTensor> out;
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    const PlanNode& node = plan_.nodes()[i];
+    for (size_t k = 0; k < node.params.size(); ++k)
+      if (node.params[k].trainable)
+        out.push_back({node.params[k].name, mem_[i].params[k], mem_[i].param_grads[k], node.params[k].weight_decay});
+  }
+  return out;
+}
+
+std::vector<NamedTensor> Graph::state() const {
+  std::vector<NamedTensor> out;
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    const PlanNode& node = plan_.nodes()[i];
+    for (size_t k = 0; k < node.state.size(); ++k) out.push_back({node.state[k].name, mem_[i].state[k], {}, false});
+  }
+  return out;
+}
+
+std::vector<NamedTensor> Graph::variables() const {
+  std::vector<NamedTensor> out = parameters();
+  for (NamedTensor& s : state()) out.push_back(std::move(s));
+  return out;
+}
+
+std::vector<ParamRef> Graph::param_refs() const {
+  FASTNN_CHECK(options_.dtype == DType::kF32 && options_.device == Device::kCpu,
+               "param_refs: the optimizer takes f32 CPU parameters; this graph is ", dtype_name(options_.dtype),
+               " on ", device_name(options_.device));
+  std::vector<ParamRef> refs;
+  for (const NamedTensor& p : parameters()) {
+    Tensor v = p.value, g = p.grad;
+    refs.push_back(ParamRef{p.name, v.data<float>(), g.data<float>(), static_cast<size_t>(v.numel()), p.weight_decay});
+  }
+  return refs;
+}
+
+size_t Graph::activation_bytes() const {
+  size_t n = workspace_.defined() ? workspace_.nbytes() : 0;
+  for (const NodeMemory& m : mem_) n += bytes_of(m.outputs) + bytes_of(m.saved) + bytes_of(m.d_outputs) + bytes_of(m.scratch);
+  return n;
+}
+
+size_t Graph::parameter_bytes() const {
+  size_t n = 0;
+  for (const NodeMemory& m : mem_) n += bytes_of(m.params) + bytes_of(m.param_grads) + bytes_of(m.state);
+  return n;
+}
+
+}  // namespace fastnn::graph

@@ -1,0 +1,124 @@
+// Graph: a NetPlan with its memory, run forward and backward over the DAG.
+//
+//   graph::Graph g(net, {.batch_size = 32, .seed = 7});
+//   g.forward(images, /*training=*/true, step);      // images: [N, C, H, W], the plan's dtype, NCHW
+//   ... write dLoss/dLogits into g.output_grad(0) (and g.output_grad(1) for aux logits) ...
+//   g.backward();                                    // parameter gradients now in g.parameters()[i].grad
+//   Optimizer opt(g.param_refs());                   // f32 CPU graphs
+//
+// Memory (allocated once by the constructor and by set_batch_size; kernels never allocate): each
+// layer's output and saved tensors; for layers on a gradient path (they, or a layer before them, have
+// trainable parameters) an output-gradient buffer, plus one scratch buffer per extra use of a tensor
+// consumed several times; trainable parameters and their gradients; state; one workspace shared by
+// every kernel (layers run one at a time). Parameters are owned by the graph; the Tensor handles it
+// hands out share their storage, so a checkpoint or optimizer writes through them.
+//
+// Forward runs layers in topological order. Backward runs them in reverse, skipping layers with no
+// gradient path; a tensor used by several consumers gets the sum of their gradients (the first
+// writes the buffer, later ones write scratch that the `add` op sums in). Backward overwrites every
+// parameter gradient (never accumulates across steps) and must follow a forward with the same mode.
+//
+// Modes: training = true uses batch statistics in batch norm (updating moving_mean/variance) and
+// drops units in dropout; false uses the moving statistics and makes dropout the identity. Dropout
+// masks are a pure function of (graph seed, layer name, step), so reruns are bitwise identical.
+//
+// Initialisation: every parameter and state tensor from its rule (net.proto InitSpec, else the op's
+// default) with a seed derived from (seed, full name), so a parameter's initial value does not depend
+// on the rest of the net. Values are drawn on the host (and uploaded with GraphOptions::upload on a
+// device).
+//
+// Names are TF-slim's ("<layer>/weights", "<layer>/BatchNorm/moving_mean" for the zoo's layers).
+// Threading: one thread drives a graph; kernels parallelise inside with oneTBB.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schemas/net.pb.h"
+#include "trainer/graph/net_plan.h"
+#include "trainer/optim/optimizer.h"
+
+namespace fastnn::graph {
+
+struct GraphOptions {
+  int64_t batch_size = 1;
+  DType dtype = DType::kF32;
+  Device device = Device::kCpu;
+  uint64_t seed = 0;  // initialisation and dropout
+  const ops::OpRegistry* registry = nullptr;  // null: builtin_op_registry()
+  // Non-CPU graphs: copies a host tensor into a device tensor of the same shape and dtype (the backend
+  // provides it). Initialisation draws on the host and uploads; without it such a graph cannot be
+  // initialised (Error).
+  void (*upload)(const Tensor& host, Tensor& device) = nullptr;
+};
+
+// A graph-owned tensor by name. `grad` is defined for trainable parameters.
+struct NamedTensor {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+  bool weight_decay = false;
+};
+
+class Graph {
+ public:
+  Graph(const NetDef& net, const GraphOptions& options);
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  ~Graph();
+
+  const NetPlan& plan() const { return plan_; }
+  int64_t batch_size() const { return plan_.batch_size(); }
+  const Shape& input_shape() const { return plan_.input_shape(); }
+  DType dtype() const { return options_.dtype; }
+  int64_t num_classes() const { return plan_.num_classes(); }
+  bool has_aux_logits() const { return plan_.aux_logits_node() >= 0; }
+  double aux_loss_weight() const { return plan_.aux_loss_weight(); }
+
+  // Outputs: 0 = logits [N, classes], 1 = aux logits when the net has them.
+  size_t num_outputs() const { return has_aux_logits() ? 2 : 1; }
+  const Tensor& output(size_t k) const;
+  // dLoss/d output k, written by the caller before backward() (every output, zeros if unused).
+  Tensor& output_grad(size_t k);
+  // Any layer's output after forward (tests, feature extraction); Error for an unknown name.
+  const Tensor& layer_output(const std::string& layer_name) const;
+
+  // images must be input_shape() with the graph's dtype and device; Error otherwise.
+  void forward(const Tensor& images, bool training, uint64_t step = 0);
+  void backward();
+
+  // Re-initialises every parameter and state tensor (the constructor calls this with options.seed).
+  void initialize(uint64_t seed);
+  // Re-plans for another batch size (the last, smaller evaluation batch), keeping parameters and state.
+  void set_batch_size(int64_t batch_size);
+
+  // Trainable parameters with gradients, in plan order.
+  std::vector<NamedTensor> parameters() const;
+  // Moving statistics (no gradients).
+  std::vector<NamedTensor> state() const;
+  // Parameters then state: what a checkpoint saves and a fine-tune loads.
+  std::vector<NamedTensor> variables() const;
+  // The optimizer's view (trainer/optim): f32 CPU graphs only, Error otherwise. Pointers stay valid
+  // for the graph's lifetime (set_batch_size keeps parameters in place).
+  std::vector<ParamRef> param_refs() const;
+
+  // Bytes of activation memory (outputs, saved, gradient buffers, workspace) and of parameters,
+  // gradients and state.
+  size_t activation_bytes() const;
+  size_t parameter_bytes() const;
+
+ private:
+  struct NodeMemory;
+  void allocate_activations();
+  void check_images(const Tensor& images) const;
+
+  GraphOptions options_;
+  NetPlan plan_;
+  NetDef net_;  // kept for set_batch_size
+  std::vector<NodeMemory> mem_;  // per plan node
+  Tensor workspace_;
+  bool forward_done_ = false, last_training_ = false;
+};
+
+}  // namespace fastnn::graph

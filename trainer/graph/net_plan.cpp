@@ -1,0 +1,325 @@
+#include "trainer/graph/net_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <unordered_map>
+
+#include "core/check.h"
+
+namespace fastnn::graph {
+
+const ops::OpRegistry& builtin_op_registry() {
+  static const ops::OpRegistry registry = [] {
+    ops::OpRegistry r;
+    ops::register_builtin_ops(r);
+    return r;
+  }();
+  return registry;
+}
+
+int64_t PlanNode::trainable_params() const {
+  int64_t n = 0;
+  for (const PlannedTensor& p : params)
+    if (p.trainable) n += p.numel();
+  return n;
+}
+
+namespace {
+
+constexpr int64_t kMaxImageDim = 65536;
+constexpr int kMaxLayers = 100000;
+
+bool valid_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '/' || c == '-';
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean 'x' or 'y'?)" for the names nearest to `name`, or "".
+std::string suggestion(const std::string& name, const std::vector<std::string>& names) {
+  std::vector<std::pair<size_t, std::string>> scored;
+  const size_t limit = std::max<size_t>(2, name.size() / 3);
+  for (const std::string& n : names)
+    if (const size_t d = edit_distance(name, n); d <= limit) scored.emplace_back(d, n);
+  if (scored.empty()) return "";
+  std::sort(scored.begin(), scored.end());
+  std::string s = " (did you mean ";
+  for (size_t i = 0; i < scored.size() && i < 3; ++i) s += str(i ? " or " : "", "'", scored[i].second, "'");
+  return s + "?)";
+}
+
+struct Parsed {
+  const LayerDef* def = nullptr;
+  LoweredLayer lowered;
+  std::vector<int> inputs;  // declaration indices, kDataInput for data
+};
+
+std::vector<Parsed> parse_layers(const NetDef& net) {
+  const int n = net.layers_size();
+  if (n == 0) throw ConfigError("net: no layers");
+  if (n > kMaxLayers) throw ConfigError(str("net: ", n, " layers (at most ", kMaxLayers, ")"));
+  std::unordered_map<std::string, int> index;
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    const std::string& name = net.layers(i).name();
+    if (name.empty()) throw ConfigError(str("net: layer #", i, " has no name"));
+    for (char c : name)
+      if (!valid_name_char(c))
+        throw ConfigError(str("net: layer name '", name, "' has a character outside [A-Za-z0-9_./-]"));
+    if (name == "data") throw ConfigError(str("net: layer #", i, " is named 'data', which names the input batch"));
+    if (!index.emplace(name, i).second)
+      throw ConfigError(str("net: layer name '", name, "' is used by layers #", index[name], " and #", i));
+    names.push_back(name);
+  }
+  std::vector<Parsed> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Parsed& p = out[static_cast<size_t>(i)];
+    p.def = &net.layers(i);
+    p.lowered = lower_layer(*p.def);
+    const size_t k = static_cast<size_t>(p.def->inputs_size());
+    if (k < p.lowered.min_inputs || k > p.lowered.max_inputs) {
+      const std::string want = p.lowered.min_inputs == p.lowered.max_inputs
+                                   ? str(p.lowered.min_inputs)
+                                   : str(p.lowered.min_inputs, " to ", p.lowered.max_inputs);
+      throw ConfigError(str("layer '", p.def->name(), "' (", p.lowered.type, ") takes ", want, " input",
+                            p.lowered.max_inputs == 1 ? "" : "s", ", got ", k));
+    }
+    for (const std::string& in : p.def->inputs()) {
+      if (in == "data") {
+        p.inputs.push_back(kDataInput);
+        continue;
+      }
+      auto it = index.find(in);
+      if (it == index.end())
+        throw ConfigError(str("layer '", p.def->name(), "': input '", in, "' is neither 'data' nor a layer",
+                              suggestion(in, names)));
+      if (it->second == i) throw ConfigError(str("layer '", p.def->name(), "' reads its own output"));
+      p.inputs.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+// Kahn's algorithm, smallest declaration index first; ConfigError with one cycle if there is any.
+std::vector<int> topological_order(const std::vector<Parsed>& layers) {
+  const int n = static_cast<int>(layers.size());
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    for (int p : layers[static_cast<size_t>(i)].inputs)
+      if (p != kDataInput) {
+        ++pending[static_cast<size_t>(i)];
+        consumers[static_cast<size_t>(p)].push_back(i);
+      }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[static_cast<size_t>(i)] == 0) ready.push(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int c : consumers[static_cast<size_t>(i)])
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push(c);
+  }
+  if (static_cast<int>(order.size()) == n) return order;
+  // Every unsorted layer has an unsorted input: walk inputs until a layer repeats.
+  int at = 0;
+  while (pending[static_cast<size_t>(at)] == 0) ++at;
+  std::vector<int> path;
+  std::vector<int> seen_at(static_cast<size_t>(n), -1);
+  while (seen_at[static_cast<size_t>(at)] < 0) {
+    seen_at[static_cast<size_t>(at)] = static_cast<int>(path.size());
+    path.push_back(at);
+    for (int p : layers[static_cast<size_t>(at)].inputs)
+      if (p != kDataInput && pending[static_cast<size_t>(p)] > 0) {
+        at = p;
+        break;
+      }
+  }
+  // path[j + 1] is an input of path[j], and `at` an input of path.back(): print producer -> consumer.
+  std::string cycle = layers[static_cast<size_t>(at)].def->name();
+  for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[static_cast<size_t>(at)]);)
+    cycle += " -> " + layers[static_cast<size_t>(path[k])].def->name();
+  throw ConfigError(str("net: the layers form a cycle: ", cycle));
+}
+
+int64_t node_macs(const PlanNode& n) {
+  const ops::OpSignature& sig = n.kernel->signature();
+  if (n.op == "conv2d") {
+    const Shape& w = sig.params[0].shape;  // [K, C/g, R, S]
+    return shape_numel(n.output_shape) * w[1] * w[2] * w[3];
+  }
+  if (n.op == "fully_connected") {
+    const Shape& w = sig.params[0].shape;  // [units, D]
+    return n.output_shape[0] * w[0] * w[1];
+  }
+  return 0;
+}
+
+}  // namespace
+
+NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
+  NetPlan plan;
+  plan.options_ = options;
+  if (!plan.options_.registry) plan.options_.registry = &builtin_op_registry();
+  const ops::OpRegistry& registry = *plan.options_.registry;
+  plan.net_name_ = net.name();
+  if (options.batch_size < 1 || options.batch_size > (int64_t{1} << 24))
+    throw ConfigError(str("net: batch size must be in [1, 2^24], got ", options.batch_size));
+  const InputDef& in = net.input();
+  for (auto [what, v] : {std::pair{"channels", int64_t{in.channels()}}, std::pair{"height", int64_t{in.height()}},
+                         std::pair{"width", int64_t{in.width()}}})
+    if (v < 1 || v > kMaxImageDim)
+      throw ConfigError(str("net: input ", what, " must be in [1, ", kMaxImageDim, "], got ", v,
+                            v == 0 ? " (set net.input)" : ""));
+  plan.input_shape_ = {options.batch_size, in.channels(), in.height(), in.width()};
+  shape_numel(plan.input_shape_);
+
+  std::vector<Parsed> layers = parse_layers(net);
+  const std::vector<int> order = topological_order(layers);
+
+  std::unordered_map<std::string, int> by_name;
+  for (size_t i = 0; i < layers.size(); ++i) by_name.emplace(layers[i].def->name(), static_cast<int>(i));
+  auto output_layer = [&](const std::string& field, const std::string& name) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      std::vector<std::string> names;
+      for (const Parsed& p : layers) names.push_back(p.def->name());
+      throw ConfigError(str("net: ", field, " '", name, "' is not a layer", suggestion(name, names)));
+    }
+    return it->second;
+  };
+  if (!net.has_logits()) throw ConfigError("net: `logits` must name the layer that outputs the class scores");
+  const int logits_decl = output_layer("logits", net.logits());
+  const int aux_decl = net.has_aux_logits() ? output_layer("aux_logits", net.aux_logits()) : -1;
+  if (aux_decl == logits_decl) throw ConfigError("net: aux_logits and logits name the same layer");
+  if (!(net.aux_loss_weight() >= 0)) throw ConfigError(str("net: aux_loss_weight must be >= 0, got ", net.aux_loss_weight()));
+  plan.aux_loss_weight_ = widen(net.aux_loss_weight());
+
+  // Every layer must feed an output: walk back from the outputs.
+  std::vector<bool> live(layers.size(), false);
+  std::vector<int> stack{logits_decl};
+  if (aux_decl >= 0) stack.push_back(aux_decl);
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    if (live[static_cast<size_t>(i)]) continue;
+    live[static_cast<size_t>(i)] = true;
+    for (int p : layers[static_cast<size_t>(i)].inputs)
+      if (p != kDataInput) stack.push_back(p);
+  }
+  std::string dead;
+  int dead_count = 0;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (!live[i] && dead_count++ < 5) dead += str(dead.empty() ? "" : ", ", "'", layers[i].def->name(), "'");
+  if (dead_count)
+    throw ConfigError(str("net: ", dead_count, " layer(s) feed neither logits nor aux_logits: ", dead,
+                          dead_count > 5 ? ", ..." : ""));
+
+  // Kernels in topological order: shape inference.
+  std::vector<int> node_of(layers.size(), -1);
+  plan.nodes_.reserve(layers.size());
+  for (int decl : order) {
+    Parsed& p = layers[static_cast<size_t>(decl)];
+    PlanNode node;
+    node.name = p.def->name();
+    node.type = p.lowered.type;
+    node.op = p.lowered.op;
+    node.attrs = p.lowered.attrs;
+    node.declared_at = decl;
+    std::vector<ops::TensorSpec> specs;
+    for (int in_decl : p.inputs) {
+      if (in_decl == kDataInput) {
+        node.inputs.push_back(kDataInput);
+        specs.push_back(ops::TensorSpec{.name = "data", .shape = plan.input_shape_, .dtype = options.dtype});
+      } else {
+        const int src = node_of[static_cast<size_t>(in_decl)];
+        node.inputs.push_back(src);
+        specs.push_back(ops::TensorSpec{.name = plan.nodes_[static_cast<size_t>(src)].name,
+                                        .shape = plan.nodes_[static_cast<size_t>(src)].output_shape,
+                                        .dtype = options.dtype});
+      }
+    }
+    try {
+      node.kernel = registry.create(node.op, options.device, node.attrs, specs);
+    } catch (const ConfigError& e) {
+      std::string shapes;
+      for (const ops::TensorSpec& s : specs) shapes += str(shapes.empty() ? "" : ", ", shape_str(s.shape));
+      throw ConfigError(str("layer '", node.name, "' (", node.type, ") on input ", shapes, ": ", e.what()));
+    }
+    const ops::OpSignature& sig = node.kernel->signature();
+    FASTNN_CHECK(sig.outputs.size() == 1, "layer '", node.name, "': op ", node.op, " has ", sig.outputs.size(),
+                 " outputs; layers need exactly one");
+    node.output_shape = sig.outputs[0].shape;
+    for (const ops::TensorSpec& s : sig.params) {
+      auto it = p.lowered.params.find(s.name);
+      FASTNN_CHECK(it != p.lowered.params.end(), "layer '", node.name, "': no rule for op param ", s.name);
+      const ParamRule& r = it->second;
+      node.params.push_back(PlannedTensor{node.name + "/" + r.local_name, s, r.trainable,
+                                          r.trainable && r.weight_decay, r.init});
+    }
+    for (const ops::TensorSpec& s : sig.state) {
+      auto it = p.lowered.state.find(s.name);
+      FASTNN_CHECK(it != p.lowered.state.end(), "layer '", node.name, "': no name for op state ", s.name);
+      node.state.push_back(PlannedTensor{node.name + "/" + it->second, s, false, false, std::nullopt});
+    }
+    node.macs = node_macs(node);
+    node_of[static_cast<size_t>(decl)] = static_cast<int>(plan.nodes_.size());
+    plan.nodes_.push_back(std::move(node));
+  }
+  plan.logits_ = node_of[static_cast<size_t>(logits_decl)];
+  plan.aux_logits_ = aux_decl >= 0 ? node_of[static_cast<size_t>(aux_decl)] : -1;
+
+  const Shape& ls = plan.nodes_[static_cast<size_t>(plan.logits_)].output_shape;
+  if (ls.size() != 2)
+    throw ConfigError(str("net: logits layer '", net.logits(), "' outputs ", shape_str(ls),
+                          "; it must be [batch, classes] (end with a fully_connected or global_avg_pool layer)"));
+  if (plan.aux_logits_ >= 0) {
+    const Shape& as = plan.nodes_[static_cast<size_t>(plan.aux_logits_)].output_shape;
+    if (as != ls)
+      throw ConfigError(str("net: aux_logits layer '", net.aux_logits(), "' outputs ", shape_str(as),
+                            ", logits ", shape_str(ls), "; they must match"));
+  }
+  return plan;
+}
+
+int NetPlan::find(const std::string& layer_name) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].name == layer_name) return static_cast<int>(i);
+  return -1;
+}
+
+int64_t NetPlan::trainable_param_count() const {
+  int64_t n = 0;
+  for (const PlanNode& node : nodes_) n += node.trainable_params();
+  return n;
+}
+
+int64_t NetPlan::state_count() const {
+  int64_t n = 0;
+  for (const PlanNode& node : nodes_)
+    for (const PlannedTensor& s : node.state) n += s.numel();
+  return n;
+}
+
+int64_t NetPlan::macs() const {
+  int64_t n = 0;
+  for (const PlanNode& node : nodes_) n += node.macs;
+  return n;
+}
+
+}  // namespace fastnn::graph

@@ -1,0 +1,101 @@
+// NetPlan: a NetDef checked, sorted and shape-inferred for one batch size, with no tensor memory.
+//
+// What make() does, in order, each failure a ConfigError naming the layer (and the field, the input
+// name, or the cycle):
+//   1. the input spec (channels, height, width in [1, 65536]) and the layer list (1 to 100000 layers);
+//   2. layer names: non-empty, [A-Za-z0-9_./-] only, not "data", unique;
+//   3. each layer's type and fields (graph/layers.h) and its input count;
+//   4. inputs name "data" or a layer (with "did you mean" suggestions); a layer may not read itself;
+//   5. topological order (Kahn's algorithm, ties broken by declaration order, so a net declared in
+//      order keeps its order); a cycle is reported as "a -> b -> a";
+//   6. `logits` (required) and `aux_logits` name layers; every layer's output must reach one of them;
+//   7. kernels are created for the device in order, which infers every shape; an op's ConfigError is
+//      prefixed with the layer; logits and aux_logits must be [N, classes] with equal classes.
+//
+// The plan also knows every parameter and state tensor (full TF-slim name, shape, trainable or
+// fixed, init rule, weight decay) and each layer's FLOPs (2 x multiply-adds of conv and fully
+// connected layers; other layers count 0), so parameter counts and model statistics need no memory.
+//
+// Threading: a plan is immutable after make(); its kernels are used by one Graph at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schemas/net.pb.h"
+#include "trainer/graph/layers.h"
+#include "trainer/ops/op.h"
+
+namespace fastnn::graph {
+
+// Which op registry graphs use unless told otherwise: every built-in op with its CPU kernel (built once,
+// on first use). The CUDA backend passes its own registry (with CUDA kernels added) in PlanOptions.
+const ops::OpRegistry& builtin_op_registry();
+
+struct PlanOptions {
+  int64_t batch_size = 1;
+  DType dtype = DType::kF32;
+  Device device = Device::kCpu;
+  const ops::OpRegistry* registry = nullptr;  // null: builtin_op_registry()
+};
+
+// A parameter or state tensor of a layer.
+struct PlannedTensor {
+  std::string name;     // "<layer>/weights", "<layer>/moving_mean"
+  ops::TensorSpec spec;  // the op's spec: shape, dtype, default Init tag, fans
+  bool trainable = true;  // params: false for fixed constants (not trained, not saved); state: false
+  bool weight_decay = false;
+  std::optional<ops::InitRule> init;  // nullopt: spec.init
+
+  int64_t numel() const { return shape_numel(spec.shape); }
+};
+
+struct PlanNode {
+  std::string name, type, op;  // "block1/conv1", "conv", "conv2d"
+  ops::Attrs attrs;
+  std::vector<int> inputs;  // node indices into NetPlan::nodes(); kDataInput for "data"
+  std::unique_ptr<ops::OpKernel> kernel;
+  std::vector<PlannedTensor> params;  // aligned with kernel->signature().params
+  std::vector<PlannedTensor> state;   // aligned with kernel->signature().state
+  Shape output_shape;
+  int64_t macs = 0;  // multiply-adds for the whole batch (conv, fully connected)
+  int declared_at = 0;  // index in NetDef.layers
+
+  int64_t trainable_params() const;
+};
+
+inline constexpr int kDataInput = -1;
+
+class NetPlan {
+ public:
+  static NetPlan make(const NetDef& net, const PlanOptions& options);
+
+  const std::vector<PlanNode>& nodes() const { return nodes_; }  // topological order
+  const PlanOptions& options() const { return options_; }
+  int64_t batch_size() const { return options_.batch_size; }
+  const Shape& input_shape() const { return input_shape_; }  // [N, C, H, W]
+  const std::string& net_name() const { return net_name_; }
+  int logits_node() const { return logits_; }
+  int aux_logits_node() const { return aux_logits_; }  // -1 when none
+  double aux_loss_weight() const { return aux_loss_weight_; }
+  int64_t num_classes() const { return nodes_[static_cast<size_t>(logits_)].output_shape[1]; }
+  // Node index of a layer by name, or -1.
+  int find(const std::string& layer_name) const;
+
+  int64_t trainable_param_count() const;  // elements of trainable params
+  int64_t state_count() const;            // elements of state (moving statistics)
+  int64_t macs() const;                   // whole batch
+
+ private:
+  PlanOptions options_;
+  std::string net_name_;
+  Shape input_shape_;
+  std::vector<PlanNode> nodes_;
+  int logits_ = -1, aux_logits_ = -1;
+  double aux_loss_weight_ = 0.4;
+};
+
+}  // namespace fastnn::graph

@@ -1,0 +1,18 @@
+// The zoo's per-family builders (one .cpp each), called by zoo.cpp with resolved options.
+#pragma once
+
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::zoo {
+
+NetDef build_lenet(const ZooOptions& o);
+NetDef build_mlp(const ZooOptions& o);
+NetDef build_cifarnet(const ZooOptions& o);
+NetDef build_resnet_cifar(const ZooOptions& o, int depth);
+NetDef build_resnet_v1(const ZooOptions& o, int depth);
+NetDef build_resnet_v2(const ZooOptions& o, int depth);
+NetDef build_vgg(const ZooOptions& o, int depth);
+NetDef build_inception_v3(const ZooOptions& o);
+NetDef build_inception_resnet_v2(const ZooOptions& o);
+
+}  // namespace fastnn::zoo

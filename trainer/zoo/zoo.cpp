@@ -1,0 +1,74 @@
+#include "trainer/zoo/zoo.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "trainer/zoo/builders.h"
+
+namespace fastnn::zoo {
+
+const std::vector<ZooModel>& zoo_models() {
+  static const std::vector<ZooModel> models = [] {
+    std::vector<ZooModel> m = {
+        {"lenet", "TF-slim LeNet: conv 32 5x5, pool, conv 64 5x5, pool, fc 1024, dropout, fc", 28, 4, 1, 10,
+         build_lenet},
+        {"mlp", "SINGA's MNIST MLP 784-2500-2000-1500-1000-500-10 with scaled tanh", 28, 1, 1, 10, build_mlp},
+        {"cifarnet", "TF-slim CifarNet: 2 x (conv 64 5x5, pool, LRN), fc 384, fc 192", 32, 4, 3, 10, build_cifarnet},
+        {"resnet_cifar_20", "He et al. CIFAR ResNet-20 (3 stages of 3 basic blocks, 16/32/64, option A)", 32, 1, 3,
+         10, [](const ZooOptions& o) { return build_resnet_cifar(o, 20); }},
+        {"resnet_cifar_56", "He et al. CIFAR ResNet-56 (3 stages of 9 basic blocks, 16/32/64, option A)", 32, 1, 3,
+         10, [](const ZooOptions& o) { return build_resnet_cifar(o, 56); }},
+        {"resnet_v1_18", "ResNet-18 (basic blocks) in TF-slim's resnet_v1 layout", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v1(o, 18); }},
+        {"resnet_v1_50", "TF-slim resnet_v1_50", 224, 1, 3, 1000, [](const ZooOptions& o) { return build_resnet_v1(o, 50); }},
+        {"resnet_v1_101", "TF-slim resnet_v1_101", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v1(o, 101); }},
+        {"resnet_v1_152", "TF-slim resnet_v1_152", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v1(o, 152); }},
+        {"resnet_v2_50", "TF-slim resnet_v2_50 (pre-activation)", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v2(o, 50); }},
+        {"vgg_11", "TF-slim vgg_a (VGG-11)", 224, 32, 3, 1000, [](const ZooOptions& o) { return build_vgg(o, 11); }},
+        {"vgg_16", "TF-slim vgg_16", 224, 32, 3, 1000, [](const ZooOptions& o) { return build_vgg(o, 16); }},
+        {"vgg_19", "TF-slim vgg_19", 224, 32, 3, 1000, [](const ZooOptions& o) { return build_vgg(o, 19); }},
+        {"inception_v3", "TF-slim inception_v3 with aux logits (loss weight 0.4)", 299, 75, 3, 1000,
+         build_inception_v3},
+        {"inception_resnet_v2", "TF-slim inception_resnet_v2 with aux logits (FastNN's default model)", 299, 75, 3,
+         1000, build_inception_resnet_v2},
+    };
+    std::sort(m.begin(), m.end(), [](const ZooModel& a, const ZooModel& b) { return a.name < b.name; });
+    return m;
+  }();
+  return models;
+}
+
+std::vector<std::string> zoo_model_names() {
+  std::vector<std::string> names;
+  for (const ZooModel& m : zoo_models()) names.push_back(m.name);
+  return names;
+}
+
+const ZooModel& zoo_model(const std::string& name) {
+  for (const ZooModel& m : zoo_models())
+    if (m.name == name) return m;
+  std::string known;
+  for (const ZooModel& m : zoo_models()) known += (known.empty() ? "" : ", ") + m.name;
+  throw ConfigError(str("unknown model_name '", name, "'; the zoo has: ", known));
+}
+
+NetDef build_net(const std::string& name, const ZooOptions& options) {
+  const ZooModel& m = zoo_model(name);
+  ZooOptions o = options;
+  if (o.num_classes == 0) o.num_classes = m.default_classes;
+  if (o.height == 0) o.height = m.default_size;
+  if (o.width == 0) o.width = m.default_size;
+  if (o.channels == 0) o.channels = m.default_channels;
+  if (o.num_classes < 1 || o.num_classes > (1 << 24))
+    throw ConfigError(str(name, ": num_classes must be in [1, 2^24], got ", o.num_classes));
+  if (o.channels < 1 || o.channels > 64) throw ConfigError(str(name, ": channels must be in [1, 64], got ", o.channels));
+  for (int s : {o.height, o.width})
+    if (s < m.min_size || s > 4096)
+      throw ConfigError(str(name, ": input ", o.height, "x", o.width, " is outside [", m.min_size, ", 4096] per side"));
+  return m.build(o);
+}
+
+}  // namespace fastnn::zoo
