@@ -1,0 +1,110 @@
+// Collective communication between the processes of a data-parallel job (one process per GPU).
+//
+// A Communicator is one rank's handle on a fixed world of `world_size()` processes. Every collective
+// must be called by every rank, in the same order, with the same element count and type (and root);
+// otherwise the job hangs, which the MPI implementation turns into an abort after
+// `collective_timeout_seconds` (see collective_guard.h). All buffers are host memory, updated in
+// place; `count` is in elements. Implementations:
+//   LocalCommunicator  a world of one process: every collective is the identity (average included).
+//   MpiCommunicator    CPU buffers over MPI_COMM_WORLD (mpi_communicator.h; only with FASTNN_HAVE_MPI).
+//   (NCCL, GPU buffers, later: its ncclUniqueId is broadcast from rank 0 with broadcast_bytes.)
+//
+// Determinism: a sum is an elementwise reduction over ranks; every rank receives bitwise the same
+// result (MPI reduces each element once and distributes it). The order in which ranks are added may
+// depend on the MPI algorithm OpenMPI picks for a message size, so sums may differ in the last bits
+// between two runs that split the same data differently (different bucket sizes); with 2 ranks a+b is
+// exact whatever the algorithm.
+//
+// allreduce_average divides the sum by world_size (for int64, C++ truncating division).
+// allgather: `send` has n elements, `recv` has n * world_size, rank r's block at [r*n, (r+1)*n);
+// send and recv must not overlap.
+//
+// Threading: a Communicator is used from one thread at a time. Errors: argument mismatches (bad
+// root, recv size) throw fastnn::Error; a failed MPI call throws fastnn::Error naming the call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace fastnn {
+
+enum class CommDType { kFloat32, kFloat64, kInt64, kByte };
+size_t comm_dtype_size(CommDType t);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Rank among the processes on this machine (selects the GPU), and how many there are.
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+  virtual std::string name() const = 0;  // "local", "mpi"
+
+  void allreduce_sum(std::span<float> data) { allreduce_sum_impl(data.data(), data.size(), CommDType::kFloat32); }
+  void allreduce_sum(std::span<double> data) { allreduce_sum_impl(data.data(), data.size(), CommDType::kFloat64); }
+  void allreduce_sum(std::span<int64_t> data) { allreduce_sum_impl(data.data(), data.size(), CommDType::kInt64); }
+  void allreduce_average(std::span<float> data);
+  void allreduce_average(std::span<double> data);
+  void allreduce_average(std::span<int64_t> data);
+
+  void broadcast(std::span<float> data, int root) { broadcast_checked(data.data(), data.size(), CommDType::kFloat32, root); }
+  void broadcast(std::span<double> data, int root) { broadcast_checked(data.data(), data.size(), CommDType::kFloat64, root); }
+  void broadcast(std::span<int64_t> data, int root) { broadcast_checked(data.data(), data.size(), CommDType::kInt64, root); }
+  void broadcast_bytes(void* data, size_t bytes, int root) { broadcast_checked(data, bytes, CommDType::kByte, root); }
+
+  void allgather(std::span<const float> send, std::span<float> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat32); }
+  void allgather(std::span<const double> send, std::span<double> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat64); }
+  void allgather(std::span<const int64_t> send, std::span<int64_t> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kInt64); }
+
+  virtual void barrier() = 0;
+
+ protected:
+  // Implementations see validated arguments only.
+  virtual void allreduce_sum_impl(void* data, size_t count, CommDType type) = 0;
+  virtual void broadcast_impl(void* data, size_t count, CommDType type, int root) = 0;
+  virtual void allgather_impl(const void* send, size_t count, void* recv, CommDType type) = 0;
+
+ private:
+  void broadcast_checked(void* data, size_t count, CommDType type, int root);
+  void allgather_checked(const void* send, size_t count, void* recv, size_t recv_count, CommDType type);
+};
+
+class LocalCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  int local_size() const override { return 1; }
+  std::string name() const override { return "local"; }
+  void barrier() override {}
+
+ protected:
+  void allreduce_sum_impl(void*, size_t, CommDType) override {}
+  void broadcast_impl(void*, size_t, CommDType, int) override {}
+  void allgather_impl(const void* send, size_t count, void* recv, CommDType type) override;
+};
+
+struct CommOptions {
+  // "auto": MPI when launched by mpirun/srun (see launched_by_mpi), else local. "local", "mpi".
+  std::string backend = "auto";
+  // A collective that has not completed after this long aborts the whole job (0 disables the guard).
+  double collective_timeout_seconds = 300.0;
+};
+
+// True when the environment shows an MPI launcher started this process: OMPI_COMM_WORLD_SIZE
+// (OpenMPI), PMI_SIZE (MPICH/Hydra, Slurm PMI) or PMIX_RANK (PMIx).
+bool launched_by_mpi();
+
+// Builds the communicator `options.backend` asks for. Throws fastnn::ConfigError for an unknown backend,
+// or when MPI is asked for (or the process was launched by mpirun) but fastnn was built without MPI.
+std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
+
+}  // namespace fastnn
