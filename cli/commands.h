@@ -9,5 +9,8 @@ namespace fastnn::cli {
 void add_inspect_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_check_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace fastnn::cli

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   fastnn::cli::add_convert_command(app);
   fastnn::cli::add_check_command(app);
   fastnn::cli::add_inspect_command(app);
+  fastnn::cli::add_bench_command(app);
+  fastnn::cli::add_train_command(app);
+  fastnn::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,50 @@
+// `fastnn train --config job.pbtxt [--name=value ...]` (or flags alone): every JobConfig field is a
+// `--name=value` flag, found by reflection (trainer/config/overrides.h), so CLI11 only knows --config,
+// --resume and --help and passes everything else through. The loop: trainer/loop/trainer.h.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "trainer/config/config_fields.h"
+#include "trainer/config/job_config.h"
+#include "trainer/loop/trainer.h"
+
+namespace fastnn::cli {
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  bool resume = false;
+  bool help = false;
+};
+
+void print_help(CLI::App* cmd) {
+  std::printf("%s\nJob config fields (in the --config file or as --name=value flags):\n\n%s", cmd->help().c_str(),
+              format_config_help(*JobConfig::descriptor()).c_str());
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model on a converted dataset (CPU backend)");
+  cmd->set_help_flag();
+  cmd->allow_extras();
+  cmd->add_option("--config", a->config, "Job config, protobuf text format (schemas/job_config.proto)");
+  cmd->add_flag("--resume", a->resume, "Continue from the latest checkpoint in the run directory");
+  cmd->add_flag("-h,--help", a->help, "Print this help and every job config field");
+  cmd->callback([a, cmd] {
+    if (a->help) return print_help(cmd);
+    const JobConfig config = load_job_config(a->config, cmd->remaining());
+    const loop::TrainSummary s = loop::run_training(config, {.resume = a->resume});
+    std::printf("trained %lld steps in %.1f s (%.0f img/s), run directory %s\n",
+                static_cast<long long>(s.steps - s.first_step), s.train_seconds, s.images_per_sec, s.run_dir.c_str());
+    if (s.evaluated)
+      std::printf("final eval: top1 %.4f  top5 %.4f  loss %.4f  (%lld examples)\n", s.eval.top1, s.eval.top5,
+                  s.eval.loss, static_cast<long long>(s.eval.num_examples));
+    std::fflush(stdout);
+  });
+}
+
+}  // namespace fastnn::cli

@@ -1,0 +1,66 @@
+// `fastnn bench pipeline`: the pipeline's throughput beside its ceiling, measured in the same run.
+//
+// Pipeline: from_manifest(data, split) (or the split's *.tfrecord files when there is no manifest)
+// → interleave → [cache] → shuffle → repeat forever → map_and_batch(preset) → prefetch, on `threads`
+// workers. After warm-up the caller takes `steps` batches; the rate is the samples the workers
+// finished meanwhile over that time, so neither the start-up nor batches already waiting in the
+// prefetch buffer when the clock starts count.
+//
+// Ceiling: the bare loop — TFRecordReader → the same preset map function, one sample at a time into
+// the slots of one reused batch buffer, no threads, queues or pool — over the first records of the
+// split on one thread, times `threads`. A pipeline at 100% of the ceiling costs nothing beyond the
+// work itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/preset.h"
+
+namespace fastnn::pipeline {
+
+struct PipelineBenchOptions {
+  std::string data;
+  std::string split = "train";
+  PreprocessConfig preprocess;
+  int batch_size = 256;
+  int threads = 2;
+  int steps = 50;            // batches taken while the clock runs
+  int warmup_steps = 2;      // batches taken before the clock starts
+  size_t shuffle_buffer = 1024;
+  int prefetch = 4;
+  int num_parallel_batches = 2;
+  int cycle_length = 4;
+  bool cache = false;
+  bool deterministic = true;
+  bool verify_data_crc = true;
+  uint64_t seed = 0;
+  bool ceiling = true;
+  int64_t ceiling_images = 0;  // 0: about as many as the pipeline processed per thread
+};
+
+struct PipelineBenchResult {
+  uint64_t images = 0;          // finished by the workers while the clock ran
+  double seconds = 0;
+  double images_per_sec = 0;
+  double mb_per_sec = 0;        // encoded record bytes consumed per second
+  double ceiling_single_images_per_sec = 0;
+  double ceiling_images_per_sec = 0;
+  uint64_t ceiling_images = 0;
+  // Shares of the pipeline's CPU time per stage (sum to 1): reading records (driver), parsing the
+  // Example, decoding, augmenting (crop, resize, flip, normalise, store).
+  double share_read = 0, share_parse = 0, share_decode = 0, share_augment = 0;
+  double consumer_wait_share = 0;  // of the timed wall time, the caller waited for batches
+  double peak_rss_mb = 0;
+  uint64_t buffers_allocated = 0;
+  int pool_capacity = 0;
+  uint64_t records_per_epoch = 0;
+  std::string sample;  // e.g. "224x224x3 float32 NHWC"
+};
+
+PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& options);
+nlohmann::json bench_json(const PipelineBenchOptions& options, const PipelineBenchResult& result);
+
+}  // namespace fastnn::pipeline

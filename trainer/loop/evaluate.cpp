@@ -1,0 +1,51 @@
+#include "trainer/loop/evaluate.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace fastnn::loop {
+
+void batch_to_tensors(const pipeline::Batch& b, Tensor& images, Tensor& labels) {
+  const pipeline::BatchSpec& s = b.spec();
+  FASTNN_CHECK(s.dtype == pipeline::DType::kFloat32 && s.layout == pipeline::Layout::kNCHW,
+               "the trainer takes float32 NCHW batches, got ", s.describe());
+  const Shape shape{b.size(), s.channels, s.height, s.width};
+  if (!images.defined() || images.shape() != shape) {
+    images = Tensor::empty(shape, DType::kF32, Device::kCpu, Layout::kNCHW);
+    labels = Tensor::empty({b.size()}, DType::kI32);
+  }
+  std::memcpy(images.raw(), b.data(), b.bytes());
+  std::memcpy(labels.raw(), b.labels(), static_cast<size_t>(b.size()) * sizeof(int32_t));
+}
+
+EvalResult evaluate_dataset(graph::Graph& g, TrainStep& step, const pipeline::Dataset& ds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t train_batch = g.batch_size();
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t top1 = 0, top5 = 0;
+  Tensor images, labels;
+  auto it = ds.make_iterator();
+  for (pipeline::BatchHandle b; it->next(&b);) {
+    if (b->size() != g.batch_size()) g.set_batch_size(b->size());
+    batch_to_tensors(*b, images, labels);
+    const StepResult s = step.evaluate(images, labels);
+    loss_sum += s.main_loss * static_cast<double>(s.examples);
+    top1 += s.correct;
+    top5 += s.correct_top5;
+    r.num_examples += s.examples;
+  }
+  if (g.batch_size() != train_batch) g.set_batch_size(train_batch);
+  if (r.num_examples > 0) {
+    const double n = static_cast<double>(r.num_examples);
+    r.top1 = static_cast<double>(top1) / n;
+    r.top5 = static_cast<double>(top5) / n;
+    r.loss = loss_sum / n;
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace fastnn::loop

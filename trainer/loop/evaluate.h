@@ -1,0 +1,25 @@
+// Evaluation over a whole held-out split: top-1, top-5 and mean loss of the main head, in eval mode
+// (moving BN statistics, no dropout). The last, smaller batch is evaluated at its own size (the
+// graph is re-planned for it and set back afterwards), so every example counts exactly once.
+#pragma once
+
+#include <cstdint>
+
+#include "pipeline/dataset.h"
+#include "trainer/train_step.h"
+
+namespace fastnn::loop {
+
+struct EvalResult {
+  double top1 = 0, top5 = 0, loss = 0;
+  int64_t num_examples = 0;
+  double seconds = 0;
+};
+
+EvalResult evaluate_dataset(graph::Graph& graph, TrainStep& step, const pipeline::Dataset& dataset);
+
+// Copies a pipeline batch (float NCHW, int32 labels) into input tensors of the batch's size,
+// reallocating them only when the size changes.
+void batch_to_tensors(const pipeline::Batch& batch, Tensor& images, Tensor& labels);
+
+}  // namespace fastnn::loop

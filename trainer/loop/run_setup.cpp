@@ -1,0 +1,104 @@
+#include "trainer/loop/run_setup.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "core/check.h"
+#include "pipeline/preprocess.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+pipeline::DatasetOptions dataset_options(const JobConfig& c) {
+  pipeline::DatasetOptions o;
+  o.deterministic = true;  // ordered delivery costs little and makes --resume exact
+  // More pipeline threads than cores only steal time from the training kernels.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.num_threads = std::clamp(c.num_preprocessing_threads(), 1, hw);
+  o.seed = static_cast<uint64_t>(c.seed());
+  return o;
+}
+
+std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool train) {
+  pipeline::PreprocessConfig p;
+  p.preset = s.preset;
+  p.train = train;
+  p.height = s.height;
+  p.width = s.width;
+  p.channels = s.channels;
+  p.dtype = pipeline::DType::kFloat32;
+  p.layout = pipeline::Layout::kNCHW;
+  return pipeline::make_preprocessor(p);
+}
+
+}  // namespace
+
+std::string run_directory(const JobConfig& c) {
+  if (c.has_output_dir() && !c.output_dir().empty()) return c.output_dir();
+  if (!c.model_dir().empty() && c.task_type() != "finetune") return c.model_dir();
+  return c.output_dir();  // the default, "."
+}
+
+std::string preset_for_model(const std::string& m) {
+  if (m == "lenet" || m == "mlp") return "lenet";
+  if (m == "cifarnet" || starts_with(m, "resnet_cifar")) return "cifarnet";
+  if (starts_with(m, "vgg")) return "vgg";
+  if (starts_with(m, "resnet_v")) return "resnet";
+  return "inception";
+}
+
+RunSetup make_run_setup(const JobConfig& c) {
+  if (c.dataset_dir().empty()) throw ConfigError("dataset_dir is not set: give the folder of a `fastnn convert` output");
+  RunSetup s;
+  s.run_dir = run_directory(c);
+  s.manifest = read_manifest(c.dataset_dir());
+  const SplitInfo* train = s.manifest.find_split("train");
+  if (!train) throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
+  s.model_name = c.model_name();
+  const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
+  s.num_classes = c.has_num_classes() ? c.num_classes() : static_cast<int>(s.manifest.num_classes());
+  s.height = s.width = model.default_size;
+  s.channels = model.default_channels;
+  s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
+  if (s.manifest.find_split("validation")) s.eval_split = "validation";
+  else if (s.manifest.find_split("test")) s.eval_split = "test";
+  s.samples_per_epoch =
+      c.has_num_sample_per_epoch() ? c.num_sample_per_epoch() : static_cast<int64_t>(train->num_records);
+  s.net = zoo::build_net(s.model_name, {.num_classes = s.num_classes, .height = s.height, .width = s.width,
+                                        .channels = s.channels});
+  return s;
+}
+
+pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c) {
+  auto ds = pipeline::Dataset::from_manifest(c.dataset_dir(), "train");
+  if (c.datasets_use_caching()) ds.cache();
+  if (c.shuffle_buffer_size() > 1) ds.shuffle(static_cast<size_t>(c.shuffle_buffer_size()), static_cast<uint64_t>(c.seed()));
+  ds.repeat(-1)
+      .map_and_batch(make_mapper(s, true), c.batch_size(), std::max(1, c.num_parallel_batches()), true)
+      .prefetch(std::max(1, c.prefetch_buffer_size()))
+      .with_options(dataset_options(c));
+  return ds;
+}
+
+pipeline::Dataset make_eval_dataset(const RunSetup& s, const JobConfig& c, int batch_size) {
+  FASTNN_CHECK(!s.eval_split.empty(), "the dataset has no held-out split to evaluate on");
+  auto ds = pipeline::Dataset::from_manifest(c.dataset_dir(), s.eval_split);
+  ds.repeat(1)
+      .map_and_batch(make_mapper(s, false), batch_size, std::max(1, c.num_parallel_batches()), false)
+      .prefetch(std::max(1, c.prefetch_buffer_size()))
+      .with_options(dataset_options(c));
+  return ds;
+}
+
+int64_t total_train_steps(const JobConfig& c, int64_t batches_per_epoch) {
+  const int64_t by_epochs = static_cast<int64_t>(c.num_epochs()) * batches_per_epoch;
+  if (c.has_stop_at_step() && c.has_num_epochs()) return std::min(c.stop_at_step(), by_epochs);
+  if (c.has_stop_at_step()) return c.stop_at_step();
+  if (c.has_num_epochs()) return by_epochs;
+  return std::min(c.stop_at_step(), by_epochs);
+}
+
+}  // namespace fastnn::loop

@@ -1,0 +1,54 @@
+// What a training or evaluation run is made of, resolved from the job config and the shard manifest:
+// the run directory, the model (zoo entry, classes, input size), the preprocessing preset and the
+// train / held-out datasets.
+//
+// Resolution rules (docs/TRAINING.md):
+//   run directory   output_dir when set, else model_dir when set and task_type is pretrain, else "."
+//                   (checkpoints, metrics.jsonl and TensorBoard events go there)
+//   num_classes     the config's when set, else the manifest's class count
+//   samples/epoch   the manifest's train record count unless num_sample_per_epoch is set explicitly
+//   preset          preprocessing_name, else the model's family (lenet/mlp -> lenet, cifarnet and
+//                   resnet_cifar_* -> cifarnet, vgg_* -> vgg, resnet_v* -> resnet, else inception)
+//   held-out split  "validation" if the manifest has it, else "test"
+//   total steps     stop_at_step and num_epochs x batches_per_epoch: the smaller of those set
+//                   explicitly; with neither set, the smaller of both defaults
+// Errors: ConfigError (no dataset_dir, unknown model, missing train split), IoError/FormatError from
+// reading the manifest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/manifest.h"
+#include "pipeline/dataset.h"
+#include "schemas/job_config.pb.h"
+#include "schemas/net.pb.h"
+
+namespace fastnn::loop {
+
+struct RunSetup {
+  std::string run_dir;
+  Manifest manifest;
+  std::string model_name;
+  int num_classes = 0;
+  int height = 0, width = 0, channels = 0;
+  std::string preset;
+  std::string eval_split;  // "" when the manifest has no held-out split
+  int64_t samples_per_epoch = 0;
+  NetDef net;
+};
+
+std::string run_directory(const JobConfig& config);
+std::string preset_for_model(const std::string& model_name);
+RunSetup make_run_setup(const JobConfig& config);
+
+// The training dataset: shuffled (shuffle_buffer_size, seed), repeated forever, preprocessed in
+// training mode, NCHW float batches of batch_size (remainder dropped), deterministic order.
+pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& config);
+// The whole held-out split in file order, evaluation preprocessing, last batch kept (smaller).
+pipeline::Dataset make_eval_dataset(const RunSetup& s, const JobConfig& config, int batch_size);
+
+// Total training steps (rule above) for a dataset of batches_per_epoch batches.
+int64_t total_train_steps(const JobConfig& config, int64_t batches_per_epoch);
+
+}  // namespace fastnn::loop

@@ -1,0 +1,272 @@
+#include "trainer/loop/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "core/check.h"
+#include "core/logging.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/checkpoint/optimizer_state.h"
+#include "trainer/config/job_config.h"
+#include "trainer/loop/checkpoint_io.h"
+#include "trainer/loop/run_setup.h"
+#include "trainer/loop/sanity.h"
+#include "trainer/metrics/event_writer.h"
+#include "trainer/metrics/jsonl_writer.h"
+#include "trainer/optim/gradient_ops.h"
+#include "trainer/optim/optimizers.h"
+#include "trainer/schedule/lr_schedule.h"
+
+namespace fastnn::loop {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool has_hook(const JobConfig& c, const std::string& name) {
+  for (const std::string& h : split_list(c.hooks()))
+    if (h == name) return true;
+  return false;
+}
+
+// Sums over a window of steps (since the last log line, or since the last evaluation).
+struct Window {
+  double loss_sum = 0, wait_s = 0;
+  int64_t steps = 0, correct = 0, examples = 0;
+  Clock::time_point start = Clock::now();
+  void add(const StepResult& r, double wait) {
+    loss_sum += r.loss;
+    wait_s += wait;
+    ++steps;
+    correct += r.correct;
+    examples += r.examples;
+  }
+  double accuracy() const { return examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0; }
+  void reset() { *this = Window{}; }
+};
+
+class TrainingRun {
+ public:
+  TrainingRun(const JobConfig& config, const TrainOptions& options)
+      : c_(config), options_(options), setup_(make_run_setup(config)),
+        graph_(setup_.net, {.batch_size = config.batch_size(), .seed = static_cast<uint64_t>(config.seed())}),
+        step_(graph_, {.label_smoothing = config.label_smoothing()}), params_(graph_.param_refs()),
+        optimizer_(make_optimizer(config, params_)), train_ds_(make_train_dataset(setup_, config)) {
+    bpe_ = train_ds_.batches_per_epoch();
+    FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size = ", c_.batch_size());
+    total_ = total_train_steps(c_, bpe_);
+    JobConfig sc = c_;
+    sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
+    schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, c_.batch_size());
+    std::filesystem::create_directories(setup_.run_dir);
+  }
+
+  TrainSummary run();
+
+ private:
+  void restore_or_init();
+  void log_window(int64_t step, double lr);
+  void run_eval(int64_t step);
+  void save(int64_t step, double lr);
+  double epoch_of(int64_t step) const { return static_cast<double>(step) / static_cast<double>(bpe_); }
+
+  JobConfig c_;
+  TrainOptions options_;
+  RunSetup setup_;
+  graph::Graph graph_;
+  TrainStep step_;
+  std::vector<ParamRef> params_;
+  std::unique_ptr<Optimizer> optimizer_;
+  pipeline::Dataset train_ds_;
+  LrSchedule schedule_;
+  int64_t bpe_ = 0, total_ = 0, start_ = 0;
+  std::unique_ptr<ckpt::CheckpointManager> ckpt_;
+  std::unique_ptr<JsonlMetricsWriter> jsonl_;
+  std::unique_ptr<EventFileWriter> events_;
+  Window log_window_, eval_window_;
+  TrainSummary summary_;
+};
+
+void TrainingRun::restore_or_init() {
+  if (options_.resume) {
+    if (auto latest = ckpt_->latest()) {
+      ckpt::LoadedCheckpoint l = ckpt_->load(latest->prefix);
+      if (l.meta.has_model_name() && l.meta.model_name() != setup_.model_name)
+        throw ConfigError(str("--resume: ", l.prefix, " holds ", l.meta.model_name(), ", not ", setup_.model_name));
+      if (l.meta.has_config() && (l.meta.config().batch_size() != c_.batch_size() ||
+                                  l.meta.config().seed() != c_.seed() ||
+                                  l.meta.config().shuffle_buffer_size() != c_.shuffle_buffer_size()))
+        log_warn("--resume: batch_size, seed or shuffle_buffer_size differ from ", l.prefix,
+                 "; the data order will not continue the interrupted run");
+      restore_weights(graph_, l.weights.arrays(), l.prefix);
+      FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
+      optimizer_->import_state(ckpt::optimizer_state_from(*l.optimizer));
+      start_ = l.meta.step();
+      log_info("resumed from ", l.prefix, " at step ", start_, " (epoch ", epoch_of(start_), ")");
+      return;
+    }
+    log_warn("--resume: no checkpoint in ", setup_.run_dir, "; starting from scratch");
+  }
+  if (c_.task_type() == "finetune") {
+    if (c_.model_dir().empty()) throw ConfigError("task_type=finetune needs model_dir (the checkpoint to start from)");
+    const std::string path = c_.ckpt_file_name().empty() ? c_.model_dir() : c_.model_dir() + "/" + c_.ckpt_file_name();
+    load_finetune(graph_, path);
+  }
+}
+
+void TrainingRun::log_window(int64_t step, double lr) {
+  Window& w = log_window_;
+  const double wall = seconds_since(w.start);
+  TrainLogEntry e;
+  e.step = step;
+  e.epoch = epoch_of(step);
+  e.loss = w.steps ? w.loss_sum / static_cast<double>(w.steps) : 0;
+  e.accuracy = w.accuracy();
+  e.lr = lr;
+  e.images_per_sec = wall > 0 ? static_cast<double>(w.examples) / wall : 0;
+  e.data_wait_fraction = wall > 0 ? w.wait_s / wall : 0;
+  std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%\n",
+              static_cast<long long>(step), static_cast<long long>(total_), e.epoch, e.loss, e.accuracy, lr,
+              e.images_per_sec, 100 * e.data_wait_fraction);
+  std::fflush(stdout);
+  jsonl_->write(e);
+  events_->add_scalars({{"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
+                        {"train/images_per_sec", e.images_per_sec}, {"train/data_wait_fraction", e.data_wait_fraction}},
+                       step);
+  w.reset();
+}
+
+void TrainingRun::run_eval(int64_t step) {
+  if (setup_.eval_split.empty()) return;
+  const EvalResult r = evaluate_dataset(graph_, step_, make_eval_dataset(setup_, c_, c_.batch_size()));
+  std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
+              static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples),
+              r.seconds, r.top1, r.top5, r.loss);
+  if (eval_window_.examples > 0) {
+    const GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
+    if (gap.suspicious) log_warn(gap.line);
+    else std::printf("%s\n", gap.line.c_str());
+  }
+  std::fflush(stdout);
+  eval_window_.reset();
+  jsonl_->write(EvalLogEntry{.step = step, .epoch = epoch_of(step), .split = setup_.eval_split, .top1 = r.top1,
+                             .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples});
+  events_->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
+  summary_.evaluated = true;
+  summary_.eval = r;
+}
+
+void TrainingRun::save(int64_t step, double lr) {
+  const std::vector<ckpt::ArrayView> weights = weight_views(graph_);
+  const std::vector<NamedArray> state = optimizer_->export_state();
+  const std::vector<ckpt::ArrayView> opt_views = ckpt::optimizer_state_views(state);
+  CheckpointMeta meta;
+  meta.set_epoch(step / bpe_);
+  meta.set_samples_seen(step * c_.batch_size());
+  meta.set_samples_in_epoch((step % bpe_) * c_.batch_size());
+  meta.set_lr_schedule_step(step);
+  meta.set_learning_rate(lr);
+  meta.set_world_size(1);
+  meta.mutable_rng()->set_seed(static_cast<uint64_t>(c_.seed()));
+  *meta.mutable_config() = c_;
+  meta.set_model_name(setup_.model_name);
+  meta.set_optimizer(optimizer_->name());
+  const ckpt::CheckpointInfo info = ckpt_->save(step, weights, opt_views, std::move(meta));
+  log_info("saved checkpoint ", info.prefix);
+}
+
+TrainSummary TrainingRun::run() {
+  ckpt_ = std::make_unique<ckpt::CheckpointManager>(
+      setup_.run_dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
+  restore_or_init();
+  jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", options_.resume);
+  events_ = std::make_unique<EventFileWriter>(setup_.run_dir);
+  const bool logging = has_hook(c_, "LoggingTensorHook") && c_.log_loss_every_n_iters() > 0;
+  const bool saving = has_hook(c_, "CheckpointSaverHook");
+  if (has_hook(c_, "ProfilerHook") && c_.profile_every_n_iters() > 0) log_warn("ProfilerHook is not implemented yet");
+  if (c_.use_fp16()) log_info("use_fp16 has no effect on the CPU backend (float32)");
+  log_info("training ", setup_.model_name, " (", setup_.num_classes, " classes, ", params_.size(),
+           " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_, " batches of ", c_.batch_size(),
+           " per epoch, steps ", start_, " -> ", total_, ", ", optimizer_->name(), ", lr ", schedule_.describe());
+
+  auto it = train_ds_.make_iterator();
+  pipeline::BatchHandle batch;
+  for (int64_t s = 0; s < start_; ++s)  // replay the deterministic stream up to the resumed position
+    FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
+  Tensor images, labels;
+  summary_.first_step = start_;
+  summary_.run_dir = setup_.run_dir;
+  double loop_seconds = 0;
+  int64_t loop_images = 0;
+  int64_t last_saved = -1;
+  double lr = schedule_.lr_at(start_);
+  log_window_.reset();
+  eval_window_.reset();
+  for (int64_t step = start_; step < total_; ++step) {
+    const auto t0 = Clock::now();
+    FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
+    const double wait = seconds_since(t0);
+    batch_to_tensors(*batch, images, labels);
+    const StepResult r = step_.train(images, labels, static_cast<uint64_t>(step));
+    lr = schedule_.lr_at(step);
+    check_loss_finite(r.loss, step, lr);
+    if (step == 0)
+      if (auto w = first_loss_warning(r.main_loss, setup_.num_classes)) log_warn(*w);
+    if (c_.weight_decay() > 0) add_weight_decay(params_, c_.weight_decay());
+    if (c_.has_max_gradient_norm()) clip_by_global_norm(params_, c_.max_gradient_norm());
+    optimizer_->step(static_cast<float>(lr));
+    loop_seconds += seconds_since(t0);
+    loop_images += r.examples;
+    log_window_.add(r, wait);
+    eval_window_.add(r, wait);
+    summary_.last_loss = r.loss;
+    const int64_t done = step + 1;
+    if (logging && (done % c_.log_loss_every_n_iters() == 0 || done == total_)) log_window(done, lr);
+    if (saving && c_.save_checkpoints_steps() > 0 && done % c_.save_checkpoints_steps() == 0) {
+      save(done, lr);
+      last_saved = done;
+    }
+    if (c_.eval_every_n_steps() > 0 && done % c_.eval_every_n_steps() == 0 && done < total_) {
+      log_window_.start = Clock::now();  // evaluation time is not training throughput
+      run_eval(done);
+    }
+  }
+  batch.reset();
+  it.reset();
+  if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
+  run_eval(total_);
+  summary_.steps = total_;
+  summary_.train_seconds = loop_seconds;
+  summary_.images_per_sec = loop_seconds > 0 ? static_cast<double>(loop_images) / loop_seconds : 0;
+  events_->close();
+  jsonl_->close();
+  return summary_;
+}
+
+}  // namespace
+
+TrainSummary run_training(const JobConfig& config, const TrainOptions& options) {
+  TrainingRun run(config, options);
+  return run.run();
+}
+
+CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint) {
+  const RunSetup setup = make_run_setup(config);
+  if (setup.eval_split.empty()) throw ConfigError(str(config.dataset_dir(), " has no validation or test split"));
+  graph::Graph g(setup.net, {.batch_size = config.batch_size(), .seed = static_cast<uint64_t>(config.seed())});
+  TrainStep step(g);
+  const std::string path = checkpoint.empty() ? setup.run_dir : checkpoint;
+  ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
+  restore_weights(g, l.weights.arrays(), l.prefix);
+  CheckpointEval out;
+  out.checkpoint = l.prefix;
+  out.step = l.meta.step();
+  out.result = evaluate_dataset(g, step, make_eval_dataset(setup, config, config.batch_size()));
+  return out;
+}
+
+}  // namespace fastnn::loop

@@ -1,0 +1,50 @@
+// The training loop and checkpoint evaluation behind `fastnn train` / `fastnn eval` (docs/TRAINING.md).
+//
+// run_training: builds the model from the zoo (run_setup.h), the optimizer, the LR schedule, the
+// train and held-out pipelines, then per step: next batch -> forward/backward (TrainStep) -> weight
+// decay -> global-norm clipping -> optimizer step at lr_at(step). Hooks by config:
+//   StopAtStepHook       always: stops after total_train_steps() updates
+//   LoggingTensorHook    every log_loss_every_n_iters: log line, metrics.jsonl, TensorBoard scalars
+//   CheckpointSaverHook  every save_checkpoints_steps and at the end (CheckpointManager, keep K)
+//   ProfilerHook         not implemented yet (accepted, noted in the log)
+// Evaluation on the whole held-out split every eval_every_n_steps and at the end.
+// resume: continues from the run directory's latest checkpoint (weights, optimizer state, step);
+// the data position is restored by replaying the deterministic pipeline up to that step, and dropout
+// masks depend only on (seed, layer, step), so the resumed run repeats the uninterrupted one.
+// task_type=finetune (when not resuming an existing run): weights by name from model_dir.
+// Errors: fastnn::Error subclasses (config, data, divergence); never exits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "schemas/job_config.pb.h"
+#include "trainer/loop/evaluate.h"
+
+namespace fastnn::loop {
+
+struct TrainOptions {
+  bool resume = false;
+};
+
+struct TrainSummary {
+  int64_t first_step = 0, steps = 0;  // steps = the global step at the end
+  double last_loss = 0;
+  bool evaluated = false;
+  EvalResult eval;
+  double train_seconds = 0;  // the step loop alone, evaluations excluded
+  double images_per_sec = 0;
+  std::string run_dir;
+};
+
+TrainSummary run_training(const JobConfig& config, const TrainOptions& options = {});
+
+struct CheckpointEval {
+  std::string checkpoint;  // the prefix evaluated
+  int64_t step = 0;
+  EvalResult result;
+};
+// Evaluates `checkpoint` (a prefix, file or directory; empty: the latest in the run directory).
+CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint);
+
+}  // namespace fastnn::loop
