@@ -16,6 +16,8 @@
 // to the same elements are the caller's business.
 #pragma once
 
+#include "core/half.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -51,10 +53,7 @@ struct F16 {
 struct BF16 {
   uint16_t bits = 0;
 };
-uint16_t f32_to_f16_bits(float f);  // round to nearest even
-float f16_bits_to_f32(uint16_t h);  // exact
-uint16_t f32_to_bf16_bits(float f);  // round to nearest even
-float bf16_bits_to_f32(uint16_t h);  // exact
+// f32_to_f16_bits, f16_bits_to_f32, f32_to_bf16_bits, bf16_bits_to_f32: core/half.h.
 inline F16 to_f16(float f) { return F16{f32_to_f16_bits(f)}; }
 inline BF16 to_bf16(float f) { return BF16{f32_to_bf16_bits(f)}; }
 inline float to_f32(F16 h) { return f16_bits_to_f32(h.bits); }
