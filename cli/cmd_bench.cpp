@@ -62,6 +62,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", a->o.threads, "num_preprocessing_threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--steps", a->o.steps, "Batches taken while the clock runs")->check(CLI::Range(2, 1 << 30));
   cmd->add_option("--warmup", a->o.warmup_steps, "Batches before the clock starts")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rounds", a->o.rounds, "Pipeline and ceiling take turns this many times")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--image-size", a->image_size, "Output height and width (0: the preset's)")
       ->check(CLI::Range(0, 16384));
   cmd->add_option("--channels", a->o.preprocess.channels, "Output channels (0: the preset's)")->check(CLI::Range(0, 3));

@@ -45,11 +45,75 @@ FileList bench_files(const std::string& data, const std::string& split) {
   return file_list_from_paths(use);
 }
 
+// The ceiling's loop: TFRecordReader → the preset function into the slots of one reused batch
+// buffer, continuing through the files (and around) across calls.
+class BareLoop {
+ public:
+  BareLoop(const FileList& list, const PipelineBenchOptions& o) : list_(list), o_(o) {
+    mapper_ = make_preprocessor(o.preprocess);
+    mapper_->prepare(1);
+    // One batch buffer, filled slot by slot and reused: the output goes to memory as in the
+    // pipeline. (A single reused slot would stay in cache and flatter the ceiling: 224x224x3 float
+    // samples cost ~17% more when written to a batch than to one hot slot on a 2-core EPYC VM; see
+    // bench_pipeline_kernels batch:0 vs batch:1.)
+    sample_bytes_ = mapper_->spec().sample_bytes();
+    batch_.resize(sample_bytes_ * static_cast<size_t>(o.batch_size));
+  }
+
+  // Maps n more records; returns the seconds it took.
+  double run(uint64_t n) {
+    Clock::time_point t0 = Clock::now();
+    uint64_t done = 0, since_open = 0;
+    while (done < n) {
+      if (!reader_) {
+        const ShardFile& f = list_.files[file_];
+        TFRecordReaderOptions ro;
+        ro.compression = list_.compression_known ? list_.compression : detect_compression(f.path);
+        ro.verify_data_crc = o_.verify_data_crc;
+        reader_ = std::make_unique<TFRecordReader>(f.path, ro);
+      }
+      std::string_view rec;
+      if (!reader_->next(&rec)) {
+        reader_.reset();
+        file_ = (file_ + 1) % list_.files.size();
+        if (file_ == 0 && since_open == 0) throw Error(str("bench: ", list_.name, " holds no records"));
+        if (file_ == 0) since_open = 0;
+        continue;
+      }
+      SampleContext ctx;
+      ctx.seed = o_.seed;
+      ctx.index = count_;
+      ctx.times = &times_;
+      int32_t label;
+      mapper_->map(rec, ctx, batch_.data() + sample_bytes_ * (count_ % static_cast<uint64_t>(o_.batch_size)), &label);
+      ++count_;
+      ++done;
+      ++since_open;
+    }
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+ private:
+  const FileList& list_;
+  const PipelineBenchOptions& o_;
+  std::shared_ptr<SampleMapper> mapper_;
+  size_t sample_bytes_ = 0;
+  std::vector<unsigned char> batch_;
+  std::unique_ptr<TFRecordReader> reader_;
+  size_t file_ = 0;
+  uint64_t count_ = 0;
+  StageTimes times_;
+};
+
 }  // namespace
 
 PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   if (o.steps < 2) throw ConfigError("bench: --steps must be >= 2");
   if (o.threads < 1) throw ConfigError("bench: --threads must be >= 1");
+  if (o.rounds < 1) throw ConfigError("bench: --rounds must be >= 1");
+  const int rounds = std::min(o.rounds, o.steps);
+  PipelineBenchResult r;
+  r.rounds = rounds;
   FileList list = bench_files(o.data, o.split);
   std::vector<std::string> paths;
   std::vector<int64_t> counts;
@@ -59,7 +123,6 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   }
   if (!list.counts_known()) counts.clear();
 
-  PipelineBenchResult r;
   auto mapper = make_preprocessor(o.preprocess);
   r.sample = mapper->spec().describe();
   Dataset ds = Dataset::from_files(paths, counts);
@@ -75,21 +138,39 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   ds.with_options(opt);
   r.records_per_epoch = ds.records_per_epoch();
 
+  // Pipeline and ceiling take turns, `rounds` times, so that a slow minute of a shared machine
+  // slows both rather than one. While the ceiling runs, the pipeline fills its pool and idles.
+  std::unique_ptr<BareLoop> bare;
+  if (o.ceiling) bare = std::make_unique<BareLoop>(list, o);
+  const uint64_t ceiling_total = o.ceiling_images > 0 ? static_cast<uint64_t>(o.ceiling_images)
+                                                      : std::max<uint64_t>(uint64_t(o.steps) * o.batch_size / o.threads, 64);
+  double ceiling_seconds = 0;
   PipelineStats st;
   {
     auto it = ds.make_iterator();
     BatchHandle b;
     for (int i = 0; i < o.warmup_steps; ++i)
       if (!it->next(&b)) throw Error("bench: the pipeline ended during warm-up");
-    // Count what the workers produce while the caller takes `steps` batches: batches already
-    // waiting when the clock starts (up to prefetch of them) must not count as speed.
-    uint64_t produced0 = it->stats().workers.samples;
-    Clock::time_point t0 = Clock::now();
-    for (int i = 0; i < o.steps; ++i)
-      if (!it->next(&b)) throw Error("bench: the pipeline ended");
-    r.seconds = seconds_since(t0);
+    if (bare) bare->run(std::min<uint64_t>(ceiling_total, 16));  // its warm-up: first allocations
+    int steps_done = 0;
+    for (int round = 0; round < rounds; ++round) {
+      // Count what the workers produce while the caller takes its batches: batches already waiting
+      // when the clock starts (up to prefetch of them) must not count as speed.
+      int steps = (o.steps * (round + 1)) / rounds - steps_done;
+      uint64_t produced0 = it->stats().workers.samples;
+      Clock::time_point t0 = Clock::now();
+      for (int i = 0; i < steps; ++i)
+        if (!it->next(&b)) throw Error("bench: the pipeline ended");
+      r.seconds += seconds_since(t0);
+      r.images += it->stats().workers.samples - produced0;
+      steps_done += steps;
+      if (bare) {
+        uint64_t n = (ceiling_total * (round + 1)) / rounds - r.ceiling_images;
+        ceiling_seconds += bare->run(n);
+        r.ceiling_images += n;
+      }
+    }
     st = it->stats();
-    r.images = st.workers.samples - produced0;
     b.reset();
   }
   r.images_per_sec = r.images / r.seconds;
@@ -102,51 +183,13 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
     r.share_decode = st.workers.decode_ns / busy;
     r.share_augment = st.workers.augment_ns / busy;
   }
-  uint64_t total_batches = st.batches;
-  double total_wait_s = st.consumer_wait_ns / 1e9;
-  // Wait share over the timed part, approximated from the whole run's average per batch.
-  r.consumer_wait_share = total_batches ? std::min(1.0, total_wait_s * o.steps / total_batches / r.seconds) : 0;
+  // The caller's waiting over the timed part, approximated from the whole run's average per batch.
+  r.consumer_wait_share =
+      st.batches ? std::min(1.0, st.consumer_wait_ns / 1e9 * o.steps / st.batches / r.seconds) : 0;
   r.buffers_allocated = st.buffers_allocated;
   r.pool_capacity = st.pool_capacity;
-
-  if (o.ceiling) {
-    uint64_t want = o.ceiling_images > 0 ? static_cast<uint64_t>(o.ceiling_images)
-                                         : std::max<uint64_t>(uint64_t(o.steps) * o.batch_size / o.threads, 64);
-    auto bare = make_preprocessor(o.preprocess);
-    bare->prepare(1);
-    // One batch buffer, filled slot by slot and reused: the output goes to memory as in the
-    // pipeline. (A single reused slot would stay in cache and flatter the ceiling: 224x224x3 float
-    // samples cost ~17% more when written to a batch than to one hot slot on a 2-core EPYC VM; see
-    // bench_pipeline_kernels batch:0 vs batch:1.)
-    const size_t sample_bytes = bare->spec().sample_bytes();
-    std::vector<unsigned char> batch(sample_bytes * static_cast<size_t>(o.batch_size));
-    StageTimes times;
-    uint64_t n = 0;
-    Clock::time_point t0 = Clock::now();
-    while (n < want) {
-      const uint64_t pass_start = n;
-      for (const auto& f : list.files) {
-        TFRecordReaderOptions ro;
-        ro.compression = list.compression_known ? list.compression : detect_compression(f.path);
-        ro.verify_data_crc = o.verify_data_crc;
-        TFRecordReader reader(f.path, ro);
-        std::string_view rec;
-        while (n < want && reader.next(&rec)) {
-          SampleContext ctx;
-          ctx.seed = o.seed;
-          ctx.index = n;
-          ctx.times = &times;
-          int32_t label;
-          bare->map(rec, ctx, batch.data() + sample_bytes * (n % static_cast<uint64_t>(o.batch_size)), &label);
-          ++n;
-        }
-        if (n >= want) break;
-      }
-      if (n == pass_start) throw Error(str("bench: ", list.name, " holds no records"));
-    }
-    double s = seconds_since(t0);
-    r.ceiling_images = n;
-    r.ceiling_single_images_per_sec = n / s;
+  if (bare) {
+    r.ceiling_single_images_per_sec = r.ceiling_images / ceiling_seconds;
     r.ceiling_images_per_sec = r.ceiling_single_images_per_sec * o.threads;
   }
   r.peak_rss_mb = peak_rss_mb();
@@ -164,6 +207,7 @@ nlohmann::json bench_json(const PipelineBenchOptions& o, const PipelineBenchResu
       {"batch_size", o.batch_size},
       {"threads", o.threads},
       {"steps", o.steps},
+      {"rounds", r.rounds},
       {"shuffle_buffer", o.shuffle_buffer},
       {"prefetch", o.prefetch},
       {"num_parallel_batches", o.num_parallel_batches},

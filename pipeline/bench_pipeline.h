@@ -9,7 +9,8 @@
 // Ceiling: the bare loop — TFRecordReader → the same preset map function, one sample at a time into
 // the slots of one reused batch buffer, no threads, queues or pool — over the first records of the
 // split on one thread, times `threads`. A pipeline at 100% of the ceiling costs nothing beyond the
-// work itself.
+// work itself. Pipeline and ceiling take turns (`rounds` of each), so that a shared machine's slow
+// spells hit both.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@ struct PipelineBenchOptions {
   int threads = 2;
   int steps = 50;            // batches taken while the clock runs
   int warmup_steps = 2;      // batches taken before the clock starts
+  int rounds = 4;            // pipeline and ceiling alternate this many times
   size_t shuffle_buffer = 1024;
   int prefetch = 4;
   int num_parallel_batches = 2;
@@ -42,6 +44,7 @@ struct PipelineBenchOptions {
 };
 
 struct PipelineBenchResult {
+  int rounds = 0;               // turns actually taken (at most steps)
   uint64_t images = 0;          // finished by the workers while the clock ran
   double seconds = 0;
   double images_per_sec = 0;
