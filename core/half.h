@@ -1,6 +1,7 @@
 // 16-bit floats as bits: IEEE 754 binary16 (f16) and bfloat16 (bf16) to and from float.
-// float → 16-bit rounds to nearest even (what CUDA's __float2half_rn / __float2bfloat16_rn give), NaN
-// stays a quiet NaN, overflow goes to infinity; 16-bit → float is exact. Header-only so the
+// float → 16-bit rounds to nearest even (what CUDA's __float2half_rn / __float2bfloat16_rn give for
+// numbers), overflow goes to infinity; a NaN stays a NaN with its sign and the top bits of its payload,
+// made quiet (checkpoints keep what they were given); 16-bit → float is exact. Header-only so the
 // pipeline's per-pixel conversion inlines; used by the pipeline (half batches), tensors and
 // checkpoints alike so all three agree bit for bit.
 #pragma once
@@ -16,7 +17,7 @@ inline uint16_t f32_to_f16_bits(float f) {
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   const uint32_t exp = (x >> 23) & 0xFFu;
   uint32_t mant = x & 0x7FFFFFu;
-  if (exp == 0xFF) return sign | (mant ? 0x7E00u : 0x7C00u);  // NaN (quiet) or infinity
+  if (exp == 0xFF) return sign | (mant ? 0x7E00u | (mant >> 13) : 0x7C00u);  // NaN (quiet) or infinity
   const int e = static_cast<int>(exp) - 127 + 15;             // rebiased exponent
   if (e >= 0x1F) return sign | 0x7C00u;                        // overflow
   if (e <= 0) {

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "schemas/checkpoint_meta.pb.h"
-#include "trainer/checkpoint/array.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/named_array.h"
+#include "core/safetensors.h"
 
 namespace fastnn::ckpt {
 

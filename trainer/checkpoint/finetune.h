@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/checkpoint/array.h"
+#include "core/named_array.h"
 
 namespace fastnn::ckpt {
 

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "trainer/checkpoint/array.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/named_array.h"
+#include "core/safetensors.h"
 #include "trainer/optim/optimizer.h"
 
 namespace fastnn::ckpt {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/checkpoint/array.h"
+#include "core/named_array.h"
 #include "trainer/graph/graph.h"
 
 namespace fastnn::loop {

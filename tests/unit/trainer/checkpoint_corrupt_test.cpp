@@ -6,7 +6,7 @@
 
 #include "core/check.h"
 #include "tests/unit/trainer/checkpoint_test_util.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/safetensors.h"
 
 namespace fastnn::ckpt {
 namespace {

@@ -4,7 +4,7 @@
 #include "core/check.h"
 #include "trainer/checkpoint/finetune.h"
 #include "trainer/checkpoint/optimizer_state.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/safetensors.h"
 
 namespace fastnn::ckpt {
 namespace {

@@ -9,8 +9,9 @@
 #include <random>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "tests/unit/trainer/checkpoint_test_util.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/safetensors.h"
 
 namespace fastnn::ckpt {
 namespace {
@@ -141,39 +142,42 @@ TEST(CheckpointSafetensors, EmptyFileOfNoTensors) {
 }
 
 TEST(CheckpointSafetensors, HalfPrecisionKnownAnswers) {
-  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
-  EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
-  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);                        // largest finite half
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                        // halfway to 2^16: rounds to even = Inf
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);           // smallest subnormal
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);           // half of it: ties to even (0)
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -25)), 0x0001);
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -14)), 0x0400);           // smallest normal
-  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);    // tie between 0x3c00 and 0x3c01: even
-  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie between 0x3c01 and 0x3c02: even
-  EXPECT_EQ(f16_to_f32(0x3555), 0x1.554p-2f);                     // 0.333...
-  EXPECT_EQ(f16_to_f32(0x8001), -std::ldexp(1.0f, -24));
-  EXPECT_TRUE(std::isinf(f16_to_f32(0xfc00)) && f16_to_f32(0xfc00) < 0);
-  EXPECT_TRUE(std::isnan(f16_to_f32(0x7e00)));
-  EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x3f808000u)), 0x3f80);  // tie: even
-  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x3f818000u)), 0x3f82);  // tie: even (up)
-  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x3f808001u)), 0x3f81);
-  EXPECT_EQ(bf16_to_f32(0xc0a0), -5.0f);
-  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(f32_to_f16_bits(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_f16_bits(-2.0f), 0xc000);
+  EXPECT_EQ(f32_to_f16_bits(65504.0f), 0x7bff);                        // largest finite half
+  EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7c00);                        // halfway to 2^16: rounds to even = Inf
+  EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.0f, -24)), 0x0001);           // smallest subnormal
+  EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.0f, -25)), 0x0000);           // half of it: ties to even (0)
+  EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.0f, -14)), 0x0400);           // smallest normal
+  EXPECT_EQ(f32_to_f16_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);    // tie between 0x3c00 and 0x3c01: even
+  EXPECT_EQ(f32_to_f16_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie between 0x3c01 and 0x3c02: even
+  EXPECT_EQ(f16_bits_to_f32(0x3555), 0x1.554p-2f);                     // 0.333...
+  EXPECT_EQ(f16_bits_to_f32(0x8001), -std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::isinf(f16_bits_to_f32(0xfc00)) && f16_bits_to_f32(0xfc00) < 0);
+  EXPECT_TRUE(std::isnan(f16_bits_to_f32(0x7e00)));
+  EXPECT_TRUE(std::isnan(f16_bits_to_f32(f32_to_f16_bits(std::numeric_limits<float>::quiet_NaN()))));
+  // A NaN keeps its sign and the top of its payload, made quiet: what a checkpoint was given survives.
+  EXPECT_EQ(f32_to_f16_bits(std::bit_cast<float>(0xFFC12345u)), 0xFE09);
+  EXPECT_EQ(f32_to_f16_bits(std::bit_cast<float>(0x7F802000u)), 0x7E01);  // signalling NaN: made quiet
+  EXPECT_EQ(f32_to_bf16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16_bits(std::bit_cast<float>(0x3f808000u)), 0x3f80);  // tie: even
+  EXPECT_EQ(f32_to_bf16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82);  // tie: even (up)
+  EXPECT_EQ(f32_to_bf16_bits(std::bit_cast<float>(0x3f808001u)), 0x3f81);
+  EXPECT_EQ(bf16_bits_to_f32(0xc0a0), -5.0f);
+  EXPECT_TRUE(std::isnan(bf16_bits_to_f32(f32_to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 TEST(CheckpointSafetensors, HalfPrecisionExhaustive) {
   // Every half decodes to a float that encodes back to it (NaNs stay NaN), and decoding is monotonic.
   float prev = -std::numeric_limits<float>::infinity();
   for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    const float f = f16_bits_to_f32(static_cast<uint16_t>(h));
     if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(f)))) << h;
+      EXPECT_TRUE(std::isnan(f16_bits_to_f32(f32_to_f16_bits(f)))) << h;
       continue;
     }
-    EXPECT_EQ(f32_to_f16(f), h) << h;
+    EXPECT_EQ(f32_to_f16_bits(f), h) << h;
     if (h >= 0x0001 && h <= 0x7c00) {
       EXPECT_GT(f, prev) << h;
       prev = f;
@@ -185,8 +189,8 @@ TEST(CheckpointSafetensors, HalfPrecisionExhaustive) {
     // Exponents 2^-27 .. 2^16: below the subnormals up to past the largest half; any sign.
     const uint32_t bits = (rng() & 0x80000000u) | ((100u + rng() % 44u) << 23) | (rng() & 0x7fffffu);
     const float x = std::bit_cast<float>(bits);
-    const uint16_t h = f32_to_f16(x);
-    const double got = f16_to_f32(h);
+    const uint16_t h = f32_to_f16_bits(x);
+    const double got = f16_bits_to_f32(h);
     if (std::isinf(got)) {
       EXPECT_GE(std::fabs(x), 65520.0f) << x;
       continue;
@@ -195,7 +199,7 @@ TEST(CheckpointSafetensors, HalfPrecisionExhaustive) {
     for (int d : {-1, 1}) {
       const uint16_t n = static_cast<uint16_t>(h + d);
       if ((n & 0x7fff) > 0x7c00 || ((h & 0x7fff) == 0 && d == -1)) continue;
-      const double other = std::fabs(static_cast<double>(f16_to_f32(n)) - x);
+      const double other = std::fabs(static_cast<double>(f16_bits_to_f32(n)) - x);
       EXPECT_LE(err, other) << x;
       if (err == other) {
         EXPECT_EQ(h & 1, 0) << x;

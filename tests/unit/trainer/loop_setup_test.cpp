@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "trainer/checkpoint/array.h"
+#include "core/named_array.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"

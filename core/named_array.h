@@ -10,8 +10,9 @@
 // bytes: views into a mapped safetensors file may start at any offset, so read them with memcpy
 // (copy_to, to_f32), never by casting the pointer.
 //
-// Everything in trainer/checkpoint/ lives in fastnn::ckpt: its DType is the safetensors dtype set and
-// is deliberately not trainer/tensor.h's (the training loop maps one to the other).
+// These arrays and core/safetensors.h live in fastnn::ckpt with trainer/checkpoint/; they sit in core so
+// that the safetensors parser is fuzzed with the other parsers of untrusted bytes. ckpt::DType is the
+// safetensors dtype set and is deliberately not trainer/tensor.h's (the training loop maps one to the other).
 #pragma once
 
 #include <cstddef>
@@ -69,15 +70,10 @@ std::vector<ArrayView> views_of(std::span<const Array> arrays);
 // (FormatError naming the array otherwise).
 void copy_to(const ArrayView& view, void* dst, size_t dst_bytes);
 
-// Converts F32, F16 or BF16 data to floats (exactly: every F16 and BF16 value is a float); FormatError
+// Converts F32, F16 or BF16 data to floats (exactly: every F16 and BF16 value is a float; the 16-bit
+// conversions are core/half.h's, shared with tensors and the pipeline); FormatError
 // naming the array for integer dtypes or a size mismatch.
 void to_f32(const ArrayView& view, float* dst, size_t count);
 std::vector<float> to_f32(const ArrayView& view);
-
-// IEEE conversions used above (round to nearest even on the way down, NaN kept NaN).
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);
-float bf16_to_f32(uint16_t b);
-uint16_t f32_to_bf16(float f);
 
 }  // namespace fastnn::ckpt

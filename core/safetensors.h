@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trainer/checkpoint/array.h"
+#include "core/named_array.h"
 
 namespace fastnn::ckpt {
 

@@ -1,10 +1,11 @@
 // Named arrays: dtype table, shape arithmetic, conversions.
-#include "trainer/checkpoint/array.h"
+#include "core/named_array.h"
 
 #include <bit>
 #include <cstring>
 
 #include "core/check.h"
+#include "core/half.h"
 
 namespace fastnn::ckpt {
 
@@ -108,7 +109,7 @@ void to_f32(const ArrayView& v, float* dst, size_t count) {
       for (size_t i = 0; i < count; ++i) {
         uint16_t h;
         std::memcpy(&h, p + 2 * i, 2);
-        dst[i] = v.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+        dst[i] = v.dtype == DType::kF16 ? f16_bits_to_f32(h) : bf16_bits_to_f32(h);
       }
       return;
     default:
@@ -120,59 +121,6 @@ std::vector<float> to_f32(const ArrayView& v) {
   std::vector<float> out(v.bytes.size() / dtype_size(v.dtype));
   to_f32(v, out.data(), out.size());
   return out;
-}
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // Inf, NaN (payload kept)
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    int e = -1;
-    do {
-      ++e;
-      mant <<= 1;
-    } while ((mant & 0x400u) == 0);
-    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-uint16_t f32_to_f16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u)  // Inf or NaN (a NaN keeps a quiet bit so it stays NaN)
-    return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u);
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: overflow to Inf
-  if (abs < 0x38800000u) {                        // below the smallest normal half (2^-14)
-    if (abs < 0x33000000u) return sign;           // < 2^-25: rounds to zero
-    const uint32_t e = abs >> 23;
-    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - e;  // 14..24 (value = mant * 2^(e-150), unit 2^-24)
-    uint32_t q = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1))) ++q;
-    return sign | static_cast<uint16_t>(q);
-  }
-  uint32_t r = abs - 0x38000000u;  // rebias exponent 127 -> 15
-  r += 0xfffu + ((r >> 13) & 1u);  // round to nearest even on the 13 dropped bits
-  return sign | static_cast<uint16_t>(r >> 13);
-}
-
-float bf16_to_f32(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
-
-uint16_t f32_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
 }  // namespace fastnn::ckpt

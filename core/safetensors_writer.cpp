@@ -9,7 +9,7 @@
 
 #include "core/check.h"
 #include "core/crc32c.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/safetensors.h"
 
 namespace fastnn::ckpt {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "core/check.h"
-#include "trainer/checkpoint/safetensors.h"
+#include "core/safetensors.h"
 
 namespace fastnn::ckpt {
 namespace {
