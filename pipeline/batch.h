@@ -48,9 +48,14 @@ struct SampleSource {
   bool operator==(const SampleSource&) const = default;
 };
 
-// Batch memory. allocate() returns memory aligned to at least 64 bytes or throws; deallocate gets
-// back exactly what allocate gave. Called from the pipeline's driver thread and its destructor only
-// (never per sample), so implementations need not be fast, only thread-safe.
+// Batch memory — the seam where the CUDA backend hands the pipeline pinned host memory
+// (cudaHostAlloc), set through DatasetOptions::allocator. allocate() returns memory aligned to at
+// least 64 bytes or throws; deallocate gets back exactly the pointer and size allocate gave.
+// allocate is called on the pipeline's driver thread, once per pool buffer on first use (at most
+// prefetch + num_parallel_batches + max_held_batches times per iterator, never per batch or sample);
+// deallocate when the pool goes, i.e. with the iterator or with the last BatchHandle that outlives
+// it, on whichever thread drops that. Implementations need not be fast, only thread-safe; the pool
+// keeps its allocator alive (shared_ptr) for as long as any of its buffers exists.
 class BatchAllocator {
  public:
   virtual ~BatchAllocator() = default;

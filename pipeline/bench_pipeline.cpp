@@ -4,6 +4,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
+
+#include <time.h>
 
 #include "core/check.h"
 #include "core/manifest.h"
@@ -17,6 +21,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// CPU seconds of the whole process (every thread of the pipeline) or of the calling thread.
+double cpu_seconds(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
 
 double peak_rss_mb() {
   std::ifstream in("/proc/self/status");
@@ -60,9 +71,13 @@ class BareLoop {
     batch_.resize(sample_bytes_ * static_cast<size_t>(o.batch_size));
   }
 
-  // Maps n more records; returns the seconds it took.
-  double run(uint64_t n) {
+  const StageTimes& times() const { return times_; }  // over every record mapped so far
+  uint64_t mapped() const { return count_; }
+
+  // Maps n more records; returns the seconds it took and adds this thread's CPU seconds to *cpu.
+  double run(uint64_t n, double* cpu = nullptr) {
     Clock::time_point t0 = Clock::now();
+    double c0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     uint64_t done = 0, since_open = 0;
     while (done < n) {
       if (!reader_) {
@@ -90,6 +105,7 @@ class BareLoop {
       ++done;
       ++since_open;
     }
+    if (cpu) *cpu += cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
@@ -142,9 +158,16 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   // slows both rather than one. While the ceiling runs, the pipeline fills its pool and idles.
   std::unique_ptr<BareLoop> bare;
   if (o.ceiling) bare = std::make_unique<BareLoop>(list, o);
+  // The parallel ceiling: `threads` bare loops side by side, each on its own thread and buffer.
+  std::vector<std::unique_ptr<BareLoop>> side;
+  if (o.ceiling && o.parallel_ceiling)
+    for (int t = 0; t < o.threads; ++t) side.push_back(std::make_unique<BareLoop>(list, o));
+  double parallel_seconds = 0;
+  uint64_t parallel_images = 0;
   const uint64_t ceiling_total = o.ceiling_images > 0 ? static_cast<uint64_t>(o.ceiling_images)
                                                       : std::max<uint64_t>(uint64_t(o.steps) * o.batch_size / o.threads, 64);
-  double ceiling_seconds = 0;
+  double ceiling_seconds = 0, ceiling_cpu = 0, pipeline_cpu = 0;
+  uint64_t consumer_wait_ns = 0;
   PipelineStats st;
   {
     auto it = ds.make_iterator();
@@ -152,28 +175,55 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
     for (int i = 0; i < o.warmup_steps; ++i)
       if (!it->next(&b)) throw Error("bench: the pipeline ended during warm-up");
     if (bare) bare->run(std::min<uint64_t>(ceiling_total, 16));  // its warm-up: first allocations
+    for (auto& l : side) l->run(std::min<uint64_t>(ceiling_total, 16));
     int steps_done = 0;
     for (int round = 0; round < rounds; ++round) {
       // Count what the workers produce while the caller takes its batches: batches already waiting
       // when the clock starts (up to prefetch of them) must not count as speed.
       int steps = (o.steps * (round + 1)) / rounds - steps_done;
-      uint64_t produced0 = it->stats().workers.samples;
+      const PipelineStats s0 = it->stats();
+      const uint64_t produced0 = s0.workers.samples;
       Clock::time_point t0 = Clock::now();
-      for (int i = 0; i < steps; ++i)
+      double c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+      // Take batches until the workers have produced `steps` batches' worth while the clock ran: a
+      // turn that starts with a full pool (after a ceiling turn) must not end on prefetched batches
+      // alone, or a short turn would time nothing but the backlog.
+      const uint64_t target = static_cast<uint64_t>(steps) * static_cast<uint64_t>(o.batch_size);
+      while (it->stats().workers.samples - produced0 < target)
         if (!it->next(&b)) throw Error("bench: the pipeline ended");
       r.seconds += seconds_since(t0);
+      pipeline_cpu += cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
+      consumer_wait_ns += it->stats().consumer_wait_ns - s0.consumer_wait_ns;
       r.images += it->stats().workers.samples - produced0;
       steps_done += steps;
       if (bare) {
+        // The pipeline goes on until its pool is full; the ceiling must not share the CPU with
+        // that, so wait until the workers have stopped (30 quiet ms; at most a minute).
+        Clock::time_point idle0 = Clock::now();
+        for (int still = 0; still < 3 && seconds_since(idle0) < 60;) {
+          uint64_t before = it->stats().workers.samples;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          still = it->stats().workers.samples == before ? still + 1 : 0;
+        }
         uint64_t n = (ceiling_total * (round + 1)) / rounds - r.ceiling_images;
-        ceiling_seconds += bare->run(n);
+        ceiling_seconds += bare->run(n, &ceiling_cpu);
         r.ceiling_images += n;
+        if (!side.empty()) {
+          Clock::time_point p0 = Clock::now();
+          std::vector<std::thread> ts;
+          for (auto& l : side) ts.emplace_back([&l, n] { l->run(n); });
+          for (auto& t : ts) t.join();
+          parallel_seconds += seconds_since(p0);
+          parallel_images += n * side.size();
+        }
       }
     }
     st = it->stats();
     b.reset();
   }
   r.images_per_sec = r.images / r.seconds;
+  r.cpu_cores = pipeline_cpu / r.seconds;
+  r.images_per_cpu_sec = pipeline_cpu > 0 ? r.images / pipeline_cpu : 0;
   double bytes_per_image = st.workers.samples ? double(st.workers.bytes) / st.workers.samples : 0;
   r.mb_per_sec = r.images_per_sec * bytes_per_image / 1e6;
   double busy = double(st.read_ns + st.workers.parse_ns + st.workers.decode_ns + st.workers.augment_ns);
@@ -183,14 +233,23 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
     r.share_decode = st.workers.decode_ns / busy;
     r.share_augment = st.workers.augment_ns / busy;
   }
-  // The caller's waiting over the timed part, approximated from the whole run's average per batch.
-  r.consumer_wait_share =
-      st.batches ? std::min(1.0, st.consumer_wait_ns / 1e9 * o.steps / st.batches / r.seconds) : 0;
+  // The caller's waiting over the timed turns.
+  r.consumer_wait_share = r.seconds > 0 ? std::min(1.0, consumer_wait_ns / 1e9 / r.seconds) : 0;
   r.buffers_allocated = st.buffers_allocated;
   r.pool_capacity = st.pool_capacity;
+  if (st.workers.samples > 0)
+    r.map_us_per_image = double(st.workers.parse_ns + st.workers.decode_ns + st.workers.augment_ns) / 1e3 /
+                         double(st.workers.samples);
+  if (bare && bare->mapped() > 0) {
+    const StageTimes& t = bare->times();
+    r.ceiling_map_us_per_image = double(t.parse_ns + t.decode_ns + t.augment_ns) / 1e3 / double(bare->mapped());
+  }
   if (bare) {
     r.ceiling_single_images_per_sec = r.ceiling_images / ceiling_seconds;
     r.ceiling_images_per_sec = r.ceiling_single_images_per_sec * o.threads;
+    r.ceiling_cpu_cores = ceiling_cpu / ceiling_seconds;
+    if (parallel_seconds > 0) r.parallel_ceiling_images_per_sec = parallel_images / parallel_seconds;
+    r.ceiling_images_per_cpu_sec = ceiling_cpu > 0 ? r.ceiling_images / ceiling_cpu : 0;
   }
   r.peak_rss_mb = peak_rss_mb();
   return r;
@@ -225,12 +284,23 @@ nlohmann::json bench_json(const PipelineBenchOptions& o, const PipelineBenchResu
       {"buffers_allocated", r.buffers_allocated},
       {"pool_capacity", r.pool_capacity},
       {"peak_rss_mb", r.peak_rss_mb},
+      {"cpu_cores", r.cpu_cores},
+      {"images_per_cpu_sec", r.images_per_cpu_sec},
+      {"map_us_per_image", r.map_us_per_image},
   };
   if (o.ceiling) {
     j["ceiling_single_thread_images_per_sec"] = r.ceiling_single_images_per_sec;
     j["ceiling_images_per_sec"] = r.ceiling_images_per_sec;
     j["ceiling_images"] = r.ceiling_images;
     j["fraction_of_ceiling"] = r.images_per_sec / r.ceiling_images_per_sec;
+    j["ceiling_cpu_cores"] = r.ceiling_cpu_cores;
+    j["ceiling_images_per_cpu_sec"] = r.ceiling_images_per_cpu_sec;
+    j["ceiling_map_us_per_image"] = r.ceiling_map_us_per_image;
+    j["cpu_efficiency"] = r.images_per_cpu_sec / r.ceiling_images_per_cpu_sec;
+    if (o.parallel_ceiling) {
+      j["parallel_ceiling_images_per_sec"] = r.parallel_ceiling_images_per_sec;
+      j["fraction_of_parallel_ceiling"] = r.images_per_sec / r.parallel_ceiling_images_per_sec;
+    }
   }
   return j;
 }

@@ -14,8 +14,24 @@ Needs Debian's python3-torch and python3-torchvision (exit 77 when they are miss
 """
 import argparse
 import json
+import os
 import sys
 import time
+
+
+def cpu_seconds(pids):
+    """utime + stime of these processes (/proc/PID/stat), so that a loaded machine can be told apart
+    from a slow loader: images per CPU second do not depend on what other processes take."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except OSError:
+            pass
+    return total
 
 
 def main():
@@ -55,13 +71,17 @@ def main():
                                          drop_last=True, worker_init_fn=worker_init, prefetch_factor=2)
     got = 0
     t0 = None
-    for x, _ in loader:
+    it = iter(loader)
+    pids = [os.getpid()] + [w.pid for w in getattr(it, "_workers", [])]
+    for x, _ in it:
         got += 1
         if got == a.warmup + 1:
             t0 = time.perf_counter()
+            c0 = cpu_seconds(pids)
         if got >= needed:
             break
     seconds = time.perf_counter() - t0
+    cpu = cpu_seconds(pids) - c0
     images = (a.steps - 1) * a.batch_size
     print(json.dumps({
         "benchmark": "torch_dataloader",
@@ -76,6 +96,9 @@ def main():
         "images": images,
         "seconds": seconds,
         "images_per_sec": images / seconds,
+        "cpu_seconds": cpu,
+        "cpu_cores": cpu / seconds,
+        "images_per_cpu_sec": images / cpu if cpu > 0 else None,
     }))
     return 0
 

@@ -17,8 +17,14 @@ check_json() {  # file, min steps images
   /usr/bin/python3 - "$1" <<'EOF'
 import json, sys
 j = json.loads(open(sys.argv[1]).read())
-for k in ("images_per_sec", "ceiling_images_per_sec", "mb_per_sec", "stage_share", "peak_rss_mb"):
+for k in ("images_per_sec", "ceiling_images_per_sec", "mb_per_sec", "stage_share", "peak_rss_mb", "cpu_cores",
+          "images_per_cpu_sec", "ceiling_images_per_cpu_sec", "cpu_efficiency", "map_us_per_image",
+          "ceiling_map_us_per_image"):
     assert k in j, k
+# CPU accounting: a process cannot get more cores than the machine has, nor spend no CPU.
+import os
+assert 0 < j["cpu_cores"] <= os.cpu_count() + 0.1 and 0 < j["ceiling_cpu_cores"] <= 1.1, j
+assert j["images_per_cpu_sec"] > 0 and j["map_us_per_image"] > 0 and j["ceiling_map_us_per_image"] > 0, j
 assert j["images_per_sec"] > 0 and j["ceiling_images_per_sec"] > 0, j
 assert j["images"] > 0 and j["seconds"] > 0, j
 share = sum(j["stage_share"].values())
@@ -29,8 +35,10 @@ EOF
 }
 
 "$fastnn" bench pipeline --data "$scratch/jpeg" --preset inception --image-size 64 --batch-size 8 --threads 2 \
-  --steps 6 --json > "$scratch/inception.json"
+  --steps 6 --parallel-ceiling --json > "$scratch/inception.json"
 check_json "$scratch/inception.json"
+/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["parallel_ceiling_images_per_sec"] > 0, j' \
+  "$scratch/inception.json"
 grep -q '"sample":"64x64x3 float32 NHWC"' "$scratch/inception.json"
 
 "$fastnn" bench pipeline --data "$scratch/png" --preset lenet --batch-size 16 --threads 1 --steps 5 --dtype float16 \
@@ -42,6 +50,7 @@ grep -q '"sample":"28x28x1 float16 NCHW"' "$scratch/lenet.json"
   --steps 3 > "$scratch/human.txt"
 grep -q "images/s" "$scratch/human.txt"
 grep -q "ceiling" "$scratch/human.txt"
+grep -q "CPU: the pipeline got" "$scratch/human.txt"
 
 # Errors: unknown preset, missing data; non-zero exit with a message on stderr.
 if "$fastnn" bench pipeline --data "$scratch/jpeg" --preset alexnet 2> "$scratch/err.txt"; then
