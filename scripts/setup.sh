@@ -13,16 +13,32 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   dataset-fashion-mnist python3 python3-protobuf python3-pil
 )
+sudo_cmd=""
+[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Two real photographs for the image tests and the JPEG benchmarks: Debian's python3-sklearn package
+# file holds china.jpg and flower.jpg (640x427). Only the .deb is fetched and unpacked, nothing installed.
+samples=${FASTNN_SAMPLE_IMAGES:-/var/cache/fastnn/sample-images}
+if [ ! -f "$samples/china.jpg" ]; then
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && { apt-get download -q python3-sklearn >/dev/null 2>&1 ||
+                     { ${sudo_cmd:-} apt-get update -q >/dev/null && apt-get download -q python3-sklearn >/dev/null; }; } &&
+      dpkg -x python3-sklearn_*.deb x) && mkdir -p "$samples" &&
+     find "$tmp/x" -path '*sklearn/datasets/images/*.jpg' -exec cp {} "$samples/" \; && [ -f "$samples/china.jpg" ]; then
+    echo "setup: sample photographs in $samples"
+  else
+    echo "setup: could not fetch python3-sklearn's photographs; the tests that use them will skip" >&2
+  fi
+  rm -rf "$tmp"
 fi
 
 build=${FASTNN_BUILD_DIR:-build}

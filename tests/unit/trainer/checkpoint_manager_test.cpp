@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "tests/unit/trainer/checkpoint_test_util.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
@@ -25,7 +26,7 @@ struct Model {
   explicit Model(float seed) : w(12), b(3), h(4) {
     for (size_t i = 0; i < w.size(); ++i) w[i] = seed + 0.25f * static_cast<float>(i);
     for (size_t i = 0; i < b.size(); ++i) b[i] = -seed * static_cast<float>(i);
-    for (size_t i = 0; i < h.size(); ++i) h[i] = f32_to_f16(seed / static_cast<float>(i + 1));
+    for (size_t i = 0; i < h.size(); ++i) h[i] = f32_to_f16_bits(seed / static_cast<float>(i + 1));
   }
   std::vector<ArrayView> views() const {
     return {f32_view("fc/weights", {4, 3}, w.data(), w.size()), f32_view("fc/bias", {3}, b.data(), b.size()),
