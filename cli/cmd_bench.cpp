@@ -36,6 +36,15 @@ void print_human(const pipeline::PipelineBenchOptions& o, const pipeline::Pipeli
     std::printf("  ceiling %.0f images/s (bare read+decode+augment loop %.0f images/s on 1 thread × %d): %.0f%%\n",
                 r.ceiling_images_per_sec, r.ceiling_single_images_per_sec, o.threads,
                 100.0 * r.images_per_sec / r.ceiling_images_per_sec);
+  if (o.ceiling && o.parallel_ceiling)
+    std::printf("  parallel ceiling %.0f images/s (%d bare loops side by side): %.0f%%\n",
+                r.parallel_ceiling_images_per_sec, o.threads,
+                100.0 * r.images_per_sec / r.parallel_ceiling_images_per_sec);
+  std::printf("  CPU: the pipeline got %.2f cores, %.0f images per CPU second", r.cpu_cores, r.images_per_cpu_sec);
+  if (o.ceiling)
+    std::printf("; the ceiling's thread got %.2f cores, %.0f images per CPU second: %.0f%%", r.ceiling_cpu_cores,
+                r.ceiling_images_per_cpu_sec, 100.0 * r.images_per_cpu_sec / r.ceiling_images_per_cpu_sec);
+  std::printf("\n");
   std::printf("  time per stage: read %.1f%%, parse %.1f%%, decode %.1f%%, augment %.1f%%; caller waited %.0f%%\n",
               100 * r.share_read, 100 * r.share_parse, 100 * r.share_decode, 100 * r.share_augment,
               100 * r.consumer_wait_share);
@@ -49,6 +58,7 @@ void print_human(const pipeline::PipelineBenchOptions& o, const pipeline::Pipeli
 void add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
+  add_bench_train_command(*bench);
   auto a = std::make_shared<BenchArgs>();
   a->o.threads = std::max(1u, std::thread::hardware_concurrency());
   CLI::App* cmd = bench->add_subcommand(
@@ -60,7 +70,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--preset", a->o.preprocess.preset, "preprocessing_name: lenet, cifarnet, inception, vgg, resnet");
   cmd->add_option("--batch-size", a->o.batch_size, "Samples per batch")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", a->o.threads, "num_preprocessing_threads")->check(CLI::Range(1, 1024));
-  cmd->add_option("--steps", a->o.steps, "Batches taken while the clock runs")->check(CLI::Range(2, 1 << 30));
+  cmd->add_option("--steps", a->o.steps, "Batches' worth of samples the workers produce while the clock runs")->check(CLI::Range(2, 1 << 30));
   cmd->add_option("--warmup", a->o.warmup_steps, "Batches before the clock starts")->check(CLI::NonNegativeNumber);
   cmd->add_option("--rounds", a->o.rounds, "Pipeline and ceiling take turns this many times")
       ->check(CLI::Range(1, 1000));
@@ -83,6 +93,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-verify", a->no_verify, "Skip record data CRCs");
   cmd->add_option("--seed", a->o.seed, "Shuffle and augmentation seed");
   cmd->add_flag("--no-ceiling", a->no_ceiling, "Skip the ceiling measurement");
+  cmd->add_flag("--parallel-ceiling", a->o.parallel_ceiling,
+                "Also measure `threads` bare loops running side by side (the ceiling with their contention)");
   cmd->add_option("--ceiling-images", a->o.ceiling_images, "Images in the ceiling loop (0: pipeline images / threads)");
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a] {

@@ -38,6 +38,7 @@ void add_train_command(CLI::App& app) {
     if (a->help) return print_help(cmd);
     const JobConfig config = load_job_config(a->config, cmd->remaining());
     const loop::TrainSummary s = loop::run_training(config, {.resume = a->resume});
+    if (s.rank != 0) return;  // data-parallel: rank 0 reports for the job
     std::printf("trained %lld steps in %.1f s (%.0f img/s), run directory %s\n",
                 static_cast<long long>(s.steps - s.first_step), s.train_seconds, s.images_per_sec, s.run_dir.c_str());
     if (s.evaluated)

@@ -10,6 +10,7 @@ void add_inspect_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_bench_train_command(CLI::App& bench);  // `bench train`, called by add_bench_command
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 

@@ -70,6 +70,10 @@ namespace detail {
                                             cudaGetErrorString(fastnn_err_));                     \
   } while (0)
 
+// After a kernel launch: reports a bad launch configuration (asynchronous faults surface later, at
+// the next synchronising call).
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
 #define CUDNN_CHECK(expr)                                                                         \
   do {                                                                                            \
     cudnnStatus_t fastnn_err_ = (expr);                                                           \

@@ -6,22 +6,70 @@
 
 namespace fastnn {
 
+namespace {
+
+// A window into another storage (no views in Tensor): lets the losses and counts share one block so a
+// device step reads them back with one copy.
+class SubStorage final : public Storage {
+ public:
+  SubStorage(std::shared_ptr<Storage> parent, size_t offset, size_t bytes) : parent_(std::move(parent)) {
+    data_ = static_cast<char*>(parent_->data()) + offset;
+    bytes_ = bytes;
+  }
+  Device device() const override { return parent_->device(); }
+
+ private:
+  std::shared_ptr<Storage> parent_;
+};
+
+// Results block layout (bytes): loss[0] at 0, loss[1] at 16, top-1 count at 32, top-5 count at 40.
+constexpr size_t kBlockBytes = 64, kLossOffset[2] = {0, 16}, kTop1Offset = 32, kTop5Offset = 40;
+
+Tensor window(const Tensor& block, size_t offset, DType dt) {
+  return Tensor({1}, dt, std::make_shared<SubStorage>(block.storage(), offset, dtype_size(dt)));
+}
+
+}  // namespace
+
 // The loss and metric kernels with their buffers, for one batch size and label dtype.
 struct TrainStep::Heads {
   int64_t batch = 0;
   DType label_dtype = DType::kI64;
   std::unique_ptr<ops::OpKernel> xent, top1, top5;
-  // Per output (logits, aux): loss [1], probs [N, K], dloss [1] (1, or the aux weight).
+  // Per output (logits, aux): loss [1], probs [N, K], dloss [1] (loss_scale, or it x the aux weight).
   Tensor loss[2], probs[2], dloss[2];
   Tensor workspace, correct1, correct5;
+  Tensor block, host_block;  // the results block on the graph's device, and its host copy
 };
 
 TrainStep::TrainStep(graph::Graph& graph, const TrainStepOptions& options) : graph_(graph), options_(options) {
   if (!(options.label_smoothing >= 0 && options.label_smoothing < 1))
     throw ConfigError(str("label_smoothing must be in [0, 1), got ", options.label_smoothing));
+  if (!(options.loss_scale > 0)) throw ConfigError(str("loss_scale must be > 0, got ", options.loss_scale));
 }
 
 TrainStep::~TrainStep() = default;
+
+void TrainStep::fill_dloss(Heads& h) {
+  for (size_t o = 0; o < graph_.num_outputs(); ++o) {
+    const double v = options_.loss_scale * (o == 0 ? 1.0 : graph_.aux_loss_weight());
+    if (h.dloss[o].device() == Device::kCpu) {
+      h.dloss[o].fill(v);
+      continue;
+    }
+    FASTNN_CHECK(options_.upload, "train step on ", device_name(h.dloss[o].device()), " needs TrainStepOptions::upload");
+    Tensor host = Tensor::empty({1}, h.dloss[o].dtype());
+    host.fill(v);
+    options_.upload(host, h.dloss[o]);
+  }
+}
+
+void TrainStep::set_loss_scale(double scale) {
+  FASTNN_CHECK(scale > 0, "loss_scale must be > 0, got ", scale);
+  if (scale == options_.loss_scale) return;
+  options_.loss_scale = scale;
+  if (heads_) fill_dloss(*heads_);
+}
 
 TrainStep::Heads& TrainStep::heads(const Tensor& labels) {
   const int64_t n = graph_.batch_size(), k = graph_.num_classes();
@@ -41,22 +89,44 @@ TrainStep::Heads& TrainStep::heads(const Tensor& labels) {
   h->xent = reg.create("softmax_xent", dev, {{"label_smoothing", options_.label_smoothing}}, in);
   h->top1 = reg.create("top_k", dev, {{"k", int64_t{1}}}, in);
   h->top5 = reg.create("top_k", dev, {{"k", std::min<int64_t>(5, k)}}, in);
+  h->block = Tensor::empty({static_cast<int64_t>(kBlockBytes)}, DType::kU8, dev);
+  if (dev != Device::kCpu) {
+    FASTNN_CHECK(options_.download, "train step on ", device_name(dev), " needs TrainStepOptions::download");
+    h->host_block = Tensor::empty({static_cast<int64_t>(kBlockBytes)}, DType::kU8);
+  }
   for (size_t o = 0; o < graph_.num_outputs(); ++o) {
-    h->loss[o] = Tensor::empty({1}, dt, dev);
+    h->loss[o] = window(h->block, kLossOffset[o], dt);
     h->probs[o] = Tensor::empty({n, k}, dt, dev);
     h->dloss[o] = Tensor::empty({1}, dt, dev);
-    h->dloss[o].fill(o == 0 ? 1.0 : graph_.aux_loss_weight());
   }
+  fill_dloss(*h);
   const size_t ws = std::max({h->xent->signature().workspace_bytes, h->top1->signature().workspace_bytes,
                               h->top5->signature().workspace_bytes});
   if (ws) h->workspace = Tensor::empty({static_cast<int64_t>(ws)}, DType::kU8, dev);
-  h->correct1 = Tensor::empty({1}, DType::kI64, dev);
-  h->correct5 = Tensor::empty({1}, DType::kI64, dev);
+  h->correct1 = window(h->block, kTop1Offset, DType::kI64);
+  h->correct5 = window(h->block, kTop5Offset, DType::kI64);
   heads_ = std::move(h);
   return *heads_;
 }
 
-double TrainStep::loss_forward(size_t output, const Tensor& labels) {
+void TrainStep::read_results(StepResult& r, bool aux, bool with_counts) {
+  Heads& h = *heads_;
+  Tensor host = h.block;
+  if (h.block.device() != Device::kCpu) {
+    host = h.host_block;
+    options_.download(h.block, host);  // the one device->host copy of the step
+  }
+  const DType dt = graph_.dtype();
+  r.main_loss = window(host, kLossOffset[0], dt).to_vector<double>()[0];
+  if (aux) r.aux_loss = window(host, kLossOffset[1], dt).to_vector<double>()[0];
+  if (with_counts) {
+    r.correct = window(host, kTop1Offset, DType::kI64).to_vector<int64_t>()[0];
+    r.correct_top5 = window(host, kTop5Offset, DType::kI64).to_vector<int64_t>()[0];
+    r.examples = graph_.batch_size();
+  }
+}
+
+void TrainStep::loss_forward(size_t output, const Tensor& labels) {
   Heads& h = *heads_;
   const Tensor in[2] = {graph_.output(output), labels};
   Tensor out[1] = {h.loss[output]};
@@ -68,10 +138,9 @@ double TrainStep::loss_forward(size_t output, const Tensor& labels) {
   a.workspace = h.workspace;
   a.training = true;
   h.xent->forward(a);
-  return h.loss[output].to_vector<double>()[0];
 }
 
-void TrainStep::counts(const Tensor& labels, StepResult& r) {
+void TrainStep::counts(const Tensor& labels) {
   Heads& h = *heads_;
   const Tensor in[2] = {graph_.output(0), labels};
   for (auto [kernel, result] : {std::pair{h.top1.get(), &h.correct1}, std::pair{h.top5.get(), &h.correct5}}) {
@@ -82,19 +151,14 @@ void TrainStep::counts(const Tensor& labels, StepResult& r) {
     a.workspace = h.workspace;
     kernel->forward(a);
   }
-  r.correct = h.correct1.to_vector<int64_t>()[0];
-  r.correct_top5 = h.correct5.to_vector<int64_t>()[0];
-  r.examples = graph_.batch_size();
 }
 
 StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t step) {
   Heads& h = heads(labels);
   graph_.forward(images, /*training=*/true, step);
-  StepResult r;
   for (size_t o = 0; o < graph_.num_outputs(); ++o) {
-    const double l = loss_forward(o, labels);
-    (o == 0 ? r.main_loss : r.aux_loss) = l;
-    // dLoss/dLogits (scaled by dloss: 1, or the aux weight) straight into the graph's output gradient.
+    loss_forward(o, labels);
+    // dLoss/dLogits (scaled by dloss: loss_scale, times the aux weight) straight into the output gradient.
     const Tensor in[2] = {graph_.output(o), labels};
     const Tensor outs[1] = {h.loss[o]};
     const Tensor saved[1] = {h.probs[o]};
@@ -110,29 +174,34 @@ StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t
     b.training = true;
     h.xent->backward(b);
   }
-  r.loss = r.main_loss + (graph_.has_aux_logits() ? graph_.aux_loss_weight() * r.aux_loss : 0.0);
   graph_.backward();
-  counts(labels, r);
+  counts(labels);  // before the read-back, so one copy brings losses and counts
+  StepResult r;
+  read_results(r, graph_.has_aux_logits(), true);
+  r.loss = r.main_loss + (graph_.has_aux_logits() ? graph_.aux_loss_weight() * r.aux_loss : 0.0);
   return r;
 }
 
 StepResult TrainStep::loss(const Tensor& images, const Tensor& labels, uint64_t step) {
   heads(labels);
   graph_.forward(images, /*training=*/true, step);
+  loss_forward(0, labels);
+  if (graph_.has_aux_logits()) loss_forward(1, labels);
+  counts(labels);
   StepResult r;
-  r.main_loss = loss_forward(0, labels);
-  if (graph_.has_aux_logits()) r.aux_loss = loss_forward(1, labels);
+  read_results(r, graph_.has_aux_logits(), true);
   r.loss = r.main_loss + (graph_.has_aux_logits() ? graph_.aux_loss_weight() * r.aux_loss : 0.0);
-  counts(labels, r);
   return r;
 }
 
 StepResult TrainStep::evaluate(const Tensor& images, const Tensor& labels) {
   heads(labels);
   graph_.forward(images, /*training=*/false, 0);
+  loss_forward(0, labels);
+  counts(labels);
   StepResult r;
-  r.main_loss = r.loss = loss_forward(0, labels);
-  counts(labels, r);
+  read_results(r, false, true);
+  r.loss = r.main_loss;
   return r;
 }
 

@@ -12,6 +12,12 @@
 // loss(): train() without the backward.
 // Both read labels [N] (i32 or i64, each in [0, classes): else Error) on the graph's device, and follow
 // the graph's batch size (kernels are re-made when Graph::set_batch_size changed it).
+//
+// Device graphs (Device::kCuda): kernels come from the graph's registry for that device; the losses and
+// top-1/top-5 counts are written into one small device block and read back with a single
+// device->host copy per call (TrainStepOptions::download), not per layer or per head. Loss scaling:
+// train() seeds the backward with dLoss = loss_scale (x aux weight), so every gradient it leaves in
+// the graph is loss_scale times the true one; the reported losses are unscaled.
 // Not thread-safe; one TrainStep per graph.
 #pragma once
 
@@ -24,6 +30,11 @@ namespace fastnn {
 
 struct TrainStepOptions {
   double label_smoothing = 0;
+  double loss_scale = 1;  // > 0; see set_loss_scale
+  // Non-CPU graphs: host->device and device->host copies of equal-size tensors (the backend provides
+  // them; they may wait for the device). Without them a device graph's step throws Error.
+  void (*upload)(const Tensor& host, Tensor& device) = nullptr;
+  void (*download)(const Tensor& device, Tensor& host) = nullptr;
 };
 
 struct StepResult {
@@ -50,11 +61,18 @@ class TrainStep {
   StepResult loss(const Tensor& images, const Tensor& labels, uint64_t step);
   StepResult evaluate(const Tensor& images, const Tensor& labels);
 
+  // The factor train() seeds the backward with (dynamic loss scaling changes it between steps).
+  void set_loss_scale(double scale);
+  double loss_scale() const { return options_.loss_scale; }
+
  private:
   struct Heads;
   Heads& heads(const Tensor& labels);
-  double loss_forward(size_t output, const Tensor& labels);
-  void counts(const Tensor& labels, StepResult& r);
+  void loss_forward(size_t output, const Tensor& labels);
+  void counts(const Tensor& labels);
+  void fill_dloss(Heads& h);
+  // One copy of the results block to the host; fills the losses (and counts when `with_counts`).
+  void read_results(StepResult& r, bool aux, bool with_counts);
 
   graph::Graph& graph_;
   TrainStepOptions options_;

@@ -13,6 +13,9 @@ if ! mpirun --version 2>&1 | grep -q "Open MPI"; then echo "SKIP: mpirun is not 
 if [ ! -x "$DRIVER" ]; then echo "SKIP: $DRIVER not built (fastnn configured without MPI?)"; exit 77; fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# Ranks waiting in a collective busy-poll by default; on 2 shared cores that halves the other rank's
+# compute (fastnn train ran 2x slower). Yielding costs a little latency, irrelevant here.
+export OMPI_MCA_mpi_yield_when_idle=1
 mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -27,3 +30,19 @@ run_mpi() {
   ELAPSED=$((SECONDS - start))
   echo "--- $name: rc=$RC after ${ELAPSED}s"; cat "$name.log"
 }
+
+# run_np LIMIT NAME NP PROGRAM ARGS...: like run_mpi, for any program (fastnn train) and rank count;
+# prints the log's last 40 lines.
+run_np() {
+  local limit=$1 name=$2 np=$3; shift 3
+  local start=$SECONDS
+  timeout -k 5 "$limit" mpirun --oversubscribe -np "$np" "$@" > "$name.log" 2>&1
+  RC=$?
+  ELAPSED=$((SECONDS - start))
+  echo "--- $name: rc=$RC after ${ELAPSED}s"; tail -n 40 "$name.log"
+}
+
+# The system python has numpy (fast checkpoint comparisons); any python3 works, slower.
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+COMPARE="$SRC/tests/integration/compare_safetensors.py"

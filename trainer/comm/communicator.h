@@ -7,7 +7,8 @@
 // place; `count` is in elements. Implementations:
 //   LocalCommunicator  a world of one process: every collective is the identity (average included).
 //   MpiCommunicator    CPU buffers over MPI_COMM_WORLD (mpi_communicator.h; only with FASTNN_HAVE_MPI).
-//   (NCCL, GPU buffers, later: its ncclUniqueId is broadcast from rank 0 with broadcast_bytes.)
+//   NcclCommunicator   GPU buffers (nccl_communicator.h, a separate class; only with FASTNN_HAVE_NCCL):
+//                      its ncclUniqueId is broadcast from rank 0 over this interface (broadcast_bytes).
 //
 // Determinism: a sum is an elementwise reduction over ranks; every rank receives bitwise the same
 // result (MPI reduces each element once and distributes it). The order in which ranks are added may
@@ -65,6 +66,11 @@ class Communicator {
   void allgather(std::span<const int64_t> send, std::span<int64_t> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kInt64); }
 
   virtual void barrier() = 0;
+
+  // Ends every process of the job with `code` (MPI: MPI_Abort, so the launcher kills the other ranks
+  // instead of leaving them blocked in a collective). For an error one rank has and the others do not
+  // know about. The default (a world of one) does nothing: the caller's exception reports the error.
+  virtual void abort(int /*code*/) noexcept {}
 
  protected:
   // Implementations see validated arguments only.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "core/check.h"
@@ -80,6 +81,11 @@ MpiCommunicator::~MpiCommunicator() {
 void MpiCommunicator::barrier() {
   CollectiveGuard::Scope scope(*guard_, "barrier", 0, "-");
   FASTNN_MPI(MPI_Barrier(comm_));
+}
+
+void MpiCommunicator::abort(int code) noexcept {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 void MpiCommunicator::allreduce_sum_impl(void* data, size_t count, CommDType type) {

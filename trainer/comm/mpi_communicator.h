@@ -34,6 +34,7 @@ class MpiCommunicator final : public Communicator {
   int local_size() const override { return local_size_; }
   std::string name() const override { return "mpi"; }
   void barrier() override;
+  void abort(int code) noexcept override;  // MPI_Abort(MPI_COMM_WORLD, code), then _Exit if it returns
 
   // The MPI thread level granted (MPI_THREAD_MULTIPLE is needed for the watchdog to call MPI_Abort
   // while the main thread is inside a collective; OpenMPI aborts correctly with lower levels too).

@@ -1,6 +1,7 @@
 #include "trainer/graph/graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "trainer/ops/init.h"
@@ -128,11 +129,17 @@ void Graph::initialize(uint64_t seed) {
   const bool on_host = options_.device == Device::kCpu;
   FASTNN_CHECK(on_host || options_.upload, "graph initialisation of a ", device_name(options_.device),
                " graph needs GraphOptions::upload");
-  // Draws into the tensor itself on the CPU, else into a host tensor that is then uploaded.
+  // Draws into the tensor itself on the CPU, else into a host tensor that is then uploaded. f16/bf16
+  // tensors are drawn in f32 (the init rules are f32/f64) and rounded, so they hold the f32 graph's
+  // initial values, rounded.
   auto init = [&](Tensor& dst, const auto& fill) {
-    Tensor host = on_host ? dst : Tensor::empty(dst.shape(), dst.dtype());
+    const bool half = dst.dtype() == DType::kF16 || dst.dtype() == DType::kBF16;
+    if (on_host && !half) return fill(dst);
+    Tensor host = Tensor::empty(dst.shape(), half ? DType::kF32 : dst.dtype());
     fill(host);
-    if (!on_host) options_.upload(host, dst);
+    if (half) host = host.to(dst.dtype());
+    if (on_host) std::memcpy(dst.raw(), host.raw(), host.nbytes());
+    else options_.upload(host, dst);
   };
   for (size_t i = 0; i < mem_.size(); ++i) {
     const PlanNode& node = plan_.nodes()[i];
@@ -182,7 +189,9 @@ void Graph::forward(const Tensor& images, bool training, uint64_t step) {
     a.training = training;
     a.seed = m.dropout_seed;
     a.step = step;
+    if (observer_) observer_->layer_begin(i, false);
     nodes[i].kernel->forward(a);
+    if (observer_) observer_->layer_end(i, false);
   }
   forward_done_ = true;
   last_training_ = training;
@@ -227,6 +236,7 @@ void Graph::backward() {
     a.d_params = m.param_grads;
     a.workspace = workspace_;
     a.training = last_training_;
+    if (observer_) observer_->layer_begin(i, true);
     node.kernel->backward(a);
     for (auto [p, used] : pending) {
       NodeMemory& pm = mem_[static_cast<size_t>(p)];
@@ -239,6 +249,7 @@ void Graph::backward() {
         pm.accumulate->forward(fa);
       }
     }
+    if (observer_) observer_->layer_end(i, true);
     m.d_inputs.clear();  // drop the extra handles
   }
 }

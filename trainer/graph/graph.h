@@ -25,7 +25,7 @@
 // Initialisation: every parameter and state tensor from its rule (net.proto InitSpec, else the op's
 // default) with a seed derived from (seed, full name), so a parameter's initial value does not depend
 // on the rest of the net. Values are drawn on the host (and uploaded with GraphOptions::upload on a
-// device).
+// device); f16/bf16 tensors are drawn in f32 and rounded, so every dtype starts from the f32 values.
 //
 // Names are TF-slim's ("<layer>/weights", "<layer>/BatchNorm/moving_mean" for the zoo's layers).
 // Threading: one thread drives a graph; kernels parallelise inside with oneTBB.
@@ -54,6 +54,16 @@ struct GraphOptions {
 };
 
 // A graph-owned tensor by name. `grad` is defined for trainable parameters.
+// Per-layer timing hooks (ProfilerHook, trainer/loop/profiler.h): when set on a graph, called on the
+// driving thread right before and after each layer's kernel call (node = plan index; backward calls
+// include summing a multiply-used tensor's gradients). Adds two virtual calls per layer when set.
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  virtual void layer_begin(size_t node, bool backward) = 0;
+  virtual void layer_end(size_t node, bool backward) = 0;
+};
+
 struct NamedTensor {
   std::string name;
   Tensor value;
@@ -108,6 +118,9 @@ class Graph {
   size_t activation_bytes() const;
   size_t parameter_bytes() const;
 
+  // Null (the default) turns it off; the observer must outlive its use.
+  void set_layer_observer(LayerObserver* observer) { observer_ = observer; }
+
  private:
   struct NodeMemory;
   void allocate_activations();
@@ -119,6 +132,7 @@ class Graph {
   std::vector<NodeMemory> mem_;  // per plan node
   Tensor workspace_;
   bool forward_done_ = false, last_training_ = false;
+  LayerObserver* observer_ = nullptr;
 };
 
 }  // namespace fastnn::graph

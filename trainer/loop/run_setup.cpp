@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "pipeline/preprocess.h"
+#include "trainer/loop/data_parallel.h"
 #include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
@@ -12,13 +13,13 @@ namespace {
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
-pipeline::DatasetOptions dataset_options(const JobConfig& c) {
+pipeline::DatasetOptions dataset_options(const JobConfig& c, int rank = 0) {
   pipeline::DatasetOptions o;
   o.deterministic = true;  // ordered delivery costs little and makes --resume exact
   // More pipeline threads than cores only steal time from the training kernels.
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.num_threads = std::clamp(c.num_preprocessing_threads(), 1, hw);
-  o.seed = static_cast<uint64_t>(c.seed());
+  o.seed = rank_seed(static_cast<uint64_t>(c.seed()), rank);
   return o;
 }
 
@@ -32,6 +33,14 @@ std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool trai
   p.dtype = pipeline::DType::kFloat32;
   p.layout = pipeline::Layout::kNCHW;
   return pipeline::make_preprocessor(p);
+}
+
+pipeline::Dataset batched_eval(pipeline::Dataset ds, const RunSetup& s, const JobConfig& c, int batch_size) {
+  ds.repeat(1)
+      .map_and_batch(make_mapper(s, false), batch_size, std::max(1, c.num_parallel_batches()), false)
+      .prefetch(std::max(1, c.prefetch_buffer_size()))
+      .with_options(dataset_options(c));
+  return ds;
 }
 
 }  // namespace
@@ -72,25 +81,38 @@ RunSetup make_run_setup(const JobConfig& c) {
   return s;
 }
 
-pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c) {
+pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int rank, int world) {
   auto ds = pipeline::Dataset::from_manifest(c.dataset_dir(), "train");
+  ds.shard(rank, world);
+  const auto files = static_cast<int>(ds.plan().files.size());
+  ds.interleave(std::clamp(files, 1, kMaxTrainFilesOpen), 1);
   if (c.datasets_use_caching()) ds.cache();
-  if (c.shuffle_buffer_size() > 1) ds.shuffle(static_cast<size_t>(c.shuffle_buffer_size()), static_cast<uint64_t>(c.seed()));
+  if (c.shuffle_buffer_size() > 1)
+    ds.shuffle(static_cast<size_t>(c.shuffle_buffer_size()), rank_seed(static_cast<uint64_t>(c.seed()), rank));
   ds.repeat(-1)
       .map_and_batch(make_mapper(s, true), c.batch_size(), std::max(1, c.num_parallel_batches()), true)
       .prefetch(std::max(1, c.prefetch_buffer_size()))
-      .with_options(dataset_options(c));
+      .with_options(dataset_options(c, rank));
   return ds;
 }
 
 pipeline::Dataset make_eval_dataset(const RunSetup& s, const JobConfig& c, int batch_size) {
   FASTNN_CHECK(!s.eval_split.empty(), "the dataset has no held-out split to evaluate on");
-  auto ds = pipeline::Dataset::from_manifest(c.dataset_dir(), s.eval_split);
-  ds.repeat(1)
-      .map_and_batch(make_mapper(s, false), batch_size, std::max(1, c.num_parallel_batches()), false)
-      .prefetch(std::max(1, c.prefetch_buffer_size()))
-      .with_options(dataset_options(c));
-  return ds;
+  return batched_eval(pipeline::Dataset::from_manifest(c.dataset_dir(), s.eval_split), s, c, batch_size);
+}
+
+std::optional<pipeline::Dataset> make_eval_shard(const RunSetup& s, const JobConfig& c, int batch_size, int rank,
+                                                 int world) {
+  FASTNN_CHECK(!s.eval_split.empty(), "the dataset has no held-out split to evaluate on");
+  const pipeline::FileList all = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
+  std::vector<std::string> paths;
+  std::vector<int64_t> counts;
+  for (size_t i = static_cast<size_t>(rank); i < all.files.size(); i += static_cast<size_t>(world)) {
+    paths.push_back(all.files[i].path);
+    counts.push_back(all.files[i].records);
+  }
+  if (paths.empty()) return std::nullopt;
+  return batched_eval(pipeline::Dataset::from_files(std::move(paths), std::move(counts)), s, c, batch_size);
 }
 
 int64_t total_train_steps(const JobConfig& c, int64_t batches_per_epoch) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/manifest.h"
@@ -42,11 +43,23 @@ std::string run_directory(const JobConfig& config);
 std::string preset_for_model(const std::string& model_name);
 RunSetup make_run_setup(const JobConfig& config);
 
-// The training dataset: shuffled (shuffle_buffer_size, seed), repeated forever, preprocessed in
-// training mode, NCHW float batches of batch_size (remainder dropped), deterministic order.
-pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& config);
+// The training dataset of rank `rank` in a world of `world`: the pipeline's shard(rank, world) of the
+// train split, its files read one record from each in turn (interleave with cycle = the rank's file
+// count, at most kMaxTrainFilesOpen), shuffled (shuffle_buffer_size, rank_seed(seed, rank)), repeated
+// forever, preprocessed in training mode, NCHW float batches of batch_size (remainder dropped),
+// deterministic order. With train shards of equal record counts (fastnn's converters) and without
+// shuffling, record-by-record interleaving makes the global order independent of the world size: rank
+// r's q-th record is record q x world + r of the one-process stream, so a step of `world` ranks x
+// batch_size sees exactly the examples of one process's step at batch world x batch_size.
+inline constexpr int kMaxTrainFilesOpen = 64;
+pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& config, int rank = 0, int world = 1);
 // The whole held-out split in file order, evaluation preprocessing, last batch kept (smaller).
 pipeline::Dataset make_eval_dataset(const RunSetup& s, const JobConfig& config, int batch_size);
+// Rank `rank`'s part of the held-out split for a sharded evaluation: the split's files i with
+// i % world == rank, whole (counts may differ by rank; together the ranks see every record once), as
+// make_eval_dataset. nullopt when the rank gets no file.
+std::optional<pipeline::Dataset> make_eval_shard(const RunSetup& s, const JobConfig& config, int batch_size,
+                                                 int rank, int world);
 
 // Total training steps (rule above) for a dataset of batches_per_epoch batches.
 int64_t total_train_steps(const JobConfig& config, int64_t batches_per_epoch);

@@ -1,22 +1,71 @@
 #include "trainer/loop/sanity.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "core/check.h"
+#include "core/logging.h"
 
 namespace fastnn::loop {
 
+namespace {
+bool near(double loss, double expected) { return loss >= 0.5 * expected - 0.1 && loss <= 2 * expected + 1; }
+}  // namespace
+
 std::optional<std::string> first_loss_warning(double loss, int64_t num_classes) {
-  if (num_classes < 2 || !std::isfinite(loss)) return std::nullopt;
+  FirstLossCheck c = first_loss_check(loss, num_classes, std::nullopt);
+  if (c.line.empty()) return std::nullopt;
+  return std::move(c.line);
+}
+
+double label_agnostic_loss(std::span<const double> logits, int64_t classes) {
+  FASTNN_CHECK(classes >= 1 && !logits.empty() && logits.size() % static_cast<size_t>(classes) == 0,
+               "label_agnostic_loss: ", logits.size(), " logits for ", classes, " classes");
+  const size_t k = static_cast<size_t>(classes), rows = logits.size() / k;
+  double total = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const std::span<const double> z = logits.subspan(r * k, k);
+    double m = z[0], mean = 0, s = 0;
+    for (double v : z) m = std::max(m, v), mean += v;
+    for (double v : z) s += std::exp(v - m);
+    total += m + std::log(s) - mean / static_cast<double>(k);
+  }
+  return total / static_cast<double>(rows);
+}
+
+FirstLossCheck first_loss_check(double loss, int64_t num_classes, std::optional<double> label_agnostic) {
+  FirstLossCheck c;
+  if (num_classes < 2 || !std::isfinite(loss)) return c;
   const double expected = std::log(static_cast<double>(num_classes));
-  if (loss >= 0.5 * expected - 0.1 && loss <= 2 * expected + 1) return std::nullopt;
-  char buf[320];
+  if (near(loss, expected)) return c;
+  char buf[480];
+  if (label_agnostic && std::isfinite(*label_agnostic) && near(loss, *label_agnostic)) {
+    std::snprintf(buf, sizeof buf,
+                  "first loss %.4f is far from ln(%lld) = %.4f because the initial logits are large (their "
+                  "label-agnostic loss is %.4f): the initialisation does not start from uniform predictions, "
+                  "the labels look consistent",
+                  loss, static_cast<long long>(num_classes), expected, *label_agnostic);
+    c.line = buf;
+    return c;
+  }
+  c.warning = true;
   std::snprintf(buf, sizeof buf,
                 "first loss %.4f is far from ln(num_classes) = ln(%lld) = %.4f: check the initialisation, the "
                 "labels and num_classes",
                 loss, static_cast<long long>(num_classes), expected);
-  return std::string(buf);
+  c.line = buf;
+  if (label_agnostic) c.line += str(" (the logits' label-agnostic loss is ", *label_agnostic, ")");
+  return c;
+}
+
+void report_first_loss(double loss, const Tensor& logits) {
+  const int64_t classes = logits.shape().back();
+  std::optional<double> l0;
+  if (logits.device() == Device::kCpu) l0 = label_agnostic_loss(logits.to_vector<double>(), classes);
+  const FirstLossCheck c = first_loss_check(loss, classes, l0);
+  if (c.warning) log_warn(c.line);
+  else if (!c.line.empty()) log_info(c.line);
 }
 
 void check_loss_finite(double loss, int64_t step, double lr) {

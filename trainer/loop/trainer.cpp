@@ -1,5 +1,6 @@
 #include "trainer/loop/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,10 @@
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/checkpoint_io.h"
+#include "trainer/loop/data_parallel.h"
+#include "trainer/loop/device_setup.h"
+#include "trainer/loop/device_training.h"
+#include "trainer/loop/profiler.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/metrics/event_writer.h"
@@ -51,17 +56,21 @@ struct Window {
 
 class TrainingRun {
  public:
-  TrainingRun(const JobConfig& config, const TrainOptions& options)
-      : c_(config), options_(options), setup_(make_run_setup(config)),
-        graph_(setup_.net, {.batch_size = config.batch_size(), .seed = static_cast<uint64_t>(config.seed())}),
+  TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
+      : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
+        graph_(setup_.net, {.batch_size = config.batch_size(),
+                            .seed = rank_seed(static_cast<uint64_t>(config.seed()), dp.rank())}),
         step_(graph_, {.label_smoothing = config.label_smoothing()}), params_(graph_.param_refs()),
-        optimizer_(make_optimizer(config, params_)), train_ds_(make_train_dataset(setup_, config)) {
+        optimizer_(make_optimizer(config, params_)),
+        train_ds_(make_train_dataset(setup_, config, dp.rank(), dp.world())) {
     bpe_ = train_ds_.batches_per_epoch();
+    dp_.check_world(bpe_, static_cast<int64_t>(train_ds_.files().files.size()));
     FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size = ", c_.batch_size());
     total_ = total_train_steps(c_, bpe_);
     JobConfig sc = c_;
     sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
-    schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, c_.batch_size());
+    schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
+    dp_.attach_gradients(params_, c_.allreduce_bucket_mb());
     std::filesystem::create_directories(setup_.run_dir);
   }
 
@@ -73,7 +82,9 @@ class TrainingRun {
   void run_eval(int64_t step);
   void save(int64_t step, double lr);
   double epoch_of(int64_t step) const { return static_cast<double>(step) / static_cast<double>(bpe_); }
+  int64_t global_batch() const { return static_cast<int64_t>(dp_.world()) * c_.batch_size(); }
 
+  DataParallel& dp_;
   JobConfig c_;
   TrainOptions options_;
   RunSetup setup_;
@@ -83,7 +94,7 @@ class TrainingRun {
   std::unique_ptr<Optimizer> optimizer_;
   pipeline::Dataset train_ds_;
   LrSchedule schedule_;
-  int64_t bpe_ = 0, total_ = 0, start_ = 0;
+  int64_t bpe_ = 0, total_ = 0, start_ = 0, replay_ = 0;  // replay_: per-rank batches to skip on resume
   std::unique_ptr<ckpt::CheckpointManager> ckpt_;
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_;
@@ -97,11 +108,15 @@ void TrainingRun::restore_or_init() {
       ckpt::LoadedCheckpoint l = ckpt_->load(latest->prefix);
       if (l.meta.has_model_name() && l.meta.model_name() != setup_.model_name)
         throw ConfigError(str("--resume: ", l.prefix, " holds ", l.meta.model_name(), ", not ", setup_.model_name));
-      if (l.meta.has_config() && (l.meta.config().batch_size() != c_.batch_size() ||
+      if (l.meta.has_config() && (l.meta.config().batch_size() * std::max(1, l.meta.world_size()) != global_batch() ||
                                   l.meta.config().seed() != c_.seed() ||
                                   l.meta.config().shuffle_buffer_size() != c_.shuffle_buffer_size()))
-        log_warn("--resume: batch_size, seed or shuffle_buffer_size differ from ", l.prefix,
+        log_warn("--resume: the global batch (ranks x batch_size), seed or shuffle_buffer_size differ from ", l.prefix,
                  "; the data order will not continue the interrupted run");
+      else if (l.meta.world_size() != dp_.world() && c_.shuffle_buffer_size() > 1)
+        log_warn("--resume: ", l.prefix, " was written by ", l.meta.world_size(), " rank(s), this run has ", dp_.world(),
+                 "; each rank shuffles its own shard, so the data order will not continue the interrupted run");
+      replay_ = resume_replay_batches(l.meta, dp_.world(), c_.batch_size(), bpe_);
       restore_weights(graph_, l.weights.arrays(), l.prefix);
       FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
       optimizer_->import_state(ckpt::optimizer_state_from(*l.optimizer));
@@ -120,6 +135,7 @@ void TrainingRun::restore_or_init() {
 
 void TrainingRun::log_window(int64_t step, double lr) {
   Window& w = log_window_;
+  if (!dp_.chief()) return w.reset();  // the window's sums are global already (average_step)
   const double wall = seconds_since(w.start);
   TrainLogEntry e;
   e.step = step;
@@ -142,7 +158,8 @@ void TrainingRun::log_window(int64_t step, double lr) {
 
 void TrainingRun::run_eval(int64_t step) {
   if (setup_.eval_split.empty()) return;
-  const EvalResult r = evaluate_dataset(graph_, step_, make_eval_dataset(setup_, c_, c_.batch_size()));
+  const EvalResult r = dp_.evaluate(graph_, step_, setup_, c_);  // every rank's share, summed
+  if (!dp_.chief()) return eval_window_.reset();
   std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
               static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples),
               r.seconds, r.top1, r.top5, r.loss);
@@ -161,16 +178,18 @@ void TrainingRun::run_eval(int64_t step) {
 }
 
 void TrainingRun::save(int64_t step, double lr) {
+  dp_.average_state(graph_);  // the checkpoint holds the ranks' mean batch-norm statistics
+  if (!dp_.chief()) return;
   const std::vector<ckpt::ArrayView> weights = weight_views(graph_);
   const std::vector<NamedArray> state = optimizer_->export_state();
   const std::vector<ckpt::ArrayView> opt_views = ckpt::optimizer_state_views(state);
   CheckpointMeta meta;
   meta.set_epoch(step / bpe_);
-  meta.set_samples_seen(step * c_.batch_size());
-  meta.set_samples_in_epoch((step % bpe_) * c_.batch_size());
+  meta.set_samples_seen(step * global_batch());
+  meta.set_samples_in_epoch((step % bpe_) * global_batch());
   meta.set_lr_schedule_step(step);
   meta.set_learning_rate(lr);
-  meta.set_world_size(1);
+  meta.set_world_size(dp_.world());
   meta.mutable_rng()->set_seed(static_cast<uint64_t>(c_.seed()));
   *meta.mutable_config() = c_;
   meta.set_model_name(setup_.model_name);
@@ -183,23 +202,30 @@ TrainSummary TrainingRun::run() {
   ckpt_ = std::make_unique<ckpt::CheckpointManager>(
       setup_.run_dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
   restore_or_init();
-  jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", options_.resume);
-  events_ = std::make_unique<EventFileWriter>(setup_.run_dir);
+  dp_.sync_start(graph_, start_);  // same step everywhere, rank 0's variables on every rank
+  if (dp_.chief()) {
+    jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", options_.resume);
+    events_ = std::make_unique<EventFileWriter>(setup_.run_dir);
+  }
   const bool logging = has_hook(c_, "LoggingTensorHook") && c_.log_loss_every_n_iters() > 0;
   const bool saving = has_hook(c_, "CheckpointSaverHook");
-  if (has_hook(c_, "ProfilerHook") && c_.profile_every_n_iters() > 0) log_warn("ProfilerHook is not implemented yet");
+  StepProfiler profiler(has_hook(c_, "ProfilerHook") && dp_.rank() == c_.profile_at_task() ? c_.profile_every_n_iters() : 0,
+                        setup_.run_dir, graph_);
+  if (c_.print_model_statistics() && dp_.chief()) print_model_statistics(graph_);
   if (c_.use_fp16()) log_info("use_fp16 has no effect on the CPU backend (float32)");
   log_info("training ", setup_.model_name, " (", setup_.num_classes, " classes, ", params_.size(),
-           " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_, " batches of ", c_.batch_size(),
+           " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_, " batches of ", global_batch(),
            " per epoch, steps ", start_, " -> ", total_, ", ", optimizer_->name(), ", lr ", schedule_.describe());
 
   auto it = train_ds_.make_iterator();
   pipeline::BatchHandle batch;
-  for (int64_t s = 0; s < start_; ++s)  // replay the deterministic stream up to the resumed position
+  for (int64_t s = 0; s < replay_; ++s)  // replay the deterministic stream up to the resumed position
     FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
   Tensor images, labels;
   summary_.first_step = start_;
   summary_.run_dir = setup_.run_dir;
+  summary_.rank = dp_.rank();
+  summary_.world_size = dp_.world();
   double loop_seconds = 0;
   int64_t loop_images = 0;
   int64_t last_saved = -1;
@@ -208,17 +234,24 @@ TrainSummary TrainingRun::run() {
   eval_window_.reset();
   for (int64_t step = start_; step < total_; ++step) {
     const auto t0 = Clock::now();
+    profiler.begin_step(step);
     FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
-    const double wait = seconds_since(t0);
+    double wait = seconds_since(t0);
+    profiler.mark("next_batch");
     batch_to_tensors(*batch, images, labels);
-    const StepResult r = step_.train(images, labels, static_cast<uint64_t>(step));
+    StepResult r = step_.train(images, labels, static_cast<uint64_t>(step));
+    profiler.mark("train_step");
+    dp_.average_step(r, wait);  // gradients and this step's metrics, averaged over ranks
+    if (dp_.world() > 1) profiler.mark("allreduce");
     lr = schedule_.lr_at(step);
     check_loss_finite(r.loss, step, lr);
-    if (step == 0)
-      if (auto w = first_loss_warning(r.main_loss, setup_.num_classes)) log_warn(*w);
+    if (step == 0 && dp_.chief())
+      report_first_loss(r.main_loss, graph_.output(0));
     if (c_.weight_decay() > 0) add_weight_decay(params_, c_.weight_decay());
     if (c_.has_max_gradient_norm()) clip_by_global_norm(params_, c_.max_gradient_norm());
     optimizer_->step(static_cast<float>(lr));
+    profiler.mark("optimizer");
+    if (const std::string trace = profiler.end_step(); !trace.empty()) log_info("profile written to ", trace);
     loop_seconds += seconds_since(t0);
     loop_images += r.examples;
     log_window_.add(r, wait);
@@ -242,16 +275,26 @@ TrainSummary TrainingRun::run() {
   summary_.steps = total_;
   summary_.train_seconds = loop_seconds;
   summary_.images_per_sec = loop_seconds > 0 ? static_cast<double>(loop_images) / loop_seconds : 0;
-  events_->close();
-  jsonl_->close();
+  if (events_) events_->close();
+  if (jsonl_) jsonl_->close();
   return summary_;
 }
 
 }  // namespace
 
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options) {
-  TrainingRun run(config, options);
-  return run.run();
+  DataParallel dp(config);  // a world of one unless started by mpirun (docs/DISTRIBUTED.md)
+  if (resolve_compute_target(config).device == Device::kCuda) {  // the GPU loop: device_training.h
+    if (dp.world() > 1) throw ConfigError("device=cuda with several ranks (the NCCL path) is not supported yet");
+    return run_device_training(config, options);
+  }
+  try {
+    TrainingRun run(config, options, dp);
+    return run.run();
+  } catch (const std::exception& e) {
+    dp.fail(e);  // an error on one rank ends the whole job instead of leaving the others waiting
+    throw;
+  }
 }
 
 CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint) {

@@ -6,12 +6,15 @@
 //   StopAtStepHook       always: stops after total_train_steps() updates
 //   LoggingTensorHook    every log_loss_every_n_iters: log line, metrics.jsonl, TensorBoard scalars
 //   CheckpointSaverHook  every save_checkpoints_steps and at the end (CheckpointManager, keep K)
-//   ProfilerHook         not implemented yet (accepted, noted in the log)
+//   ProfilerHook         every profile_every_n_iters: a Chrome trace of one step (loop/profiler.h)
 // Evaluation on the whole held-out split every eval_every_n_steps and at the end.
 // resume: continues from the run directory's latest checkpoint (weights, optimizer state, step);
 // the data position is restored by replaying the deterministic pipeline up to that step, and dropout
 // masks depend only on (seed, layer, step), so the resumed run repeats the uninterrupted one.
 // task_type=finetune (when not resuming an existing run): weights by name from model_dir.
+// Under mpirun (world > 1) the run is data-parallel (data_parallel.h, docs/DISTRIBUTED.md): batch_size
+// is per rank, gradients and metrics are averaged over ranks, rank 0 alone logs and writes metrics,
+// events and checkpoints; an error on one rank aborts the whole job.
 // Errors: fastnn::Error subclasses (config, data, divergence); never exits.
 #pragma once
 
@@ -33,8 +36,9 @@ struct TrainSummary {
   bool evaluated = false;
   EvalResult eval;
   double train_seconds = 0;  // the step loop alone, evaluations excluded
-  double images_per_sec = 0;
+  double images_per_sec = 0;  // over all ranks
   std::string run_dir;
+  int rank = 0, world_size = 1;  // data-parallel: only rank 0 (the chief) reports
 };
 
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options = {});

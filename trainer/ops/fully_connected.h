@@ -4,8 +4,9 @@
 //   params   weight [units, D] (Glorot-uniform init, weight decay), bias [units] if `bias` (zeros)
 //   outputs  y [N, units]
 // Attributes: units (required), bias (default true).
-// CPU: GEMMs over fixed blocks of 16 rows of x (forward, dx) or of W (dW), one oneTBB task each; the
-// blocking does not depend on the thread count.
+// CPU: GEMMs over fixed blocks of 128 units (forward, dW: rows of W) or 256 inputs (dx: columns of
+// W), one oneTBB task each, so W is packed once per pass; the blocking does not depend on the thread
+// count.
 #pragma once
 
 #include <cstdint>

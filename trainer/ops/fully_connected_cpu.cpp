@@ -36,12 +36,15 @@ OpSignature fully_connected_signature(const FullyConnectedParams& p, const Shape
 namespace cpu {
 
 namespace {
-constexpr int64_t kRowBlock = 16;
+// Blocks over W's rows (units) or columns (inputs), so each task packs its slice of W once and W is
+// read once per pass (blocking over batch rows re-packed all of W per block: 4x for LeNet's fc3).
+// Fixed sizes: the split, hence every result bit, does not depend on the thread count.
+constexpr int64_t kUnitBlock = 128, kInputBlock = 256;
 
 template <typename F>
-void for_blocks(int64_t rows, F&& f) {
-  parallel_range((rows + kRowBlock - 1) / kRowBlock, 1, [&](int64_t b, int64_t e) {
-    for (int64_t blk = b; blk < e; ++blk) f(blk * kRowBlock, std::min(rows, (blk + 1) * kRowBlock));
+void for_blocks(int64_t count, int64_t block, F&& f) {
+  parallel_range((count + block - 1) / block, 1, [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) f(blk * block, std::min(count, (blk + 1) * block));
   });
 }
 }  // namespace
@@ -49,26 +52,26 @@ void for_blocks(int64_t rows, F&& f) {
 template <typename T>
 void fully_connected_forward(const FullyConnectedParams& p, const T* x, const T* w, const T* b, T* y) {
   use_single_threaded_blas();
-  for_blocks(p.n, [&](int64_t r0, int64_t r1) {
-    gemm(false, true, r1 - r0, p.units, p.d, T(1), x + r0 * p.d, p.d, w, p.d, T(0), y + r0 * p.units, p.units);
+  for_blocks(p.units, kUnitBlock, [&](int64_t u0, int64_t u1) {  // y[:, u0:u1] = x W[u0:u1]^T
+    gemm(false, true, p.n, u1 - u0, p.d, T(1), x, p.d, w + u0 * p.d, p.d, T(0), y + u0, p.units);
     if (b)
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t u = 0; u < p.units; ++u) y[r * p.units + u] += b[u];
+      for (int64_t r = 0; r < p.n; ++r)
+        for (int64_t u = u0; u < u1; ++u) y[r * p.units + u] += b[u];
   });
 }
 
 template <typename T>
 void fully_connected_backward_data(const FullyConnectedParams& p, const T* w, const T* dy, T* dx) {
   use_single_threaded_blas();
-  for_blocks(p.n, [&](int64_t r0, int64_t r1) {
-    gemm(false, false, r1 - r0, p.d, p.units, T(1), dy + r0 * p.units, p.units, w, p.d, T(0), dx + r0 * p.d, p.d);
+  for_blocks(p.d, kInputBlock, [&](int64_t i0, int64_t i1) {  // dx[:, i0:i1] = dy W[:, i0:i1]
+    gemm(false, false, p.n, i1 - i0, p.units, T(1), dy, p.units, w + i0, p.d, T(0), dx + i0, p.d);
   });
 }
 
 template <typename T>
 void fully_connected_backward_filter(const FullyConnectedParams& p, const T* x, const T* dy, T* dw, T* db) {
   use_single_threaded_blas();
-  for_blocks(p.units, [&](int64_t u0, int64_t u1) {
+  for_blocks(p.units, kUnitBlock, [&](int64_t u0, int64_t u1) {
     if (dw) gemm(true, false, u1 - u0, p.d, p.n, T(1), dy + u0, p.units, x, p.d, T(0), dw + u0 * p.d, p.d);
     if (db)
       for (int64_t u = u0; u < u1; ++u) {
@@ -134,6 +137,7 @@ void register_fully_connected(OpRegistry& r) {
             {"2d", {{"units", 5}}, {{{3, 7}}}},
             {"4d_nobias", {{"units", 3}, {"bias", false}}, {{{2, 2, 3, 2}}}},
             {"rows_over_block", {{"units", 18}}, {{{19, 4}}}},
+            {"units_and_inputs_over_blocks", {{"units", 130}}, {{{1, 5, 4, 13}}}},  // 2 unit, 2 input blocks
         };
       },
   });

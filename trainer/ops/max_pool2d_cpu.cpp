@@ -25,6 +25,23 @@ inline int64_t argmax(const Pool2dParams& p, const T* plane, int64_t op, int64_t
     }
   return best;
 }
+
+// LeNet's and VGG's pool: 2x2, stride 2, no padding, so every window lies inside the plane. Same
+// result as argmax() (the first maximum in row-major order wins), without the bounds arithmetic.
+bool is_2x2_s2(const Pool2dParams& p) {
+  const Window2d& g = p.win;
+  return g.r == 2 && g.s == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_top == 0 && g.pad_left == 0 &&
+         2 * g.p <= p.h && 2 * g.q <= p.w;
+}
+
+template <typename T>
+inline int64_t argmax_2x2(const T* plane, int64_t w, int64_t op, int64_t oq) {
+  const int64_t i0 = 2 * op * w + 2 * oq;
+  int64_t best = i0;
+  for (const int64_t i : {i0 + 1, i0 + w, i0 + w + 1})
+    if (plane[i] > plane[best]) best = i;
+  return best;
+}
 }  // namespace
 
 template <typename T>
@@ -33,6 +50,11 @@ void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
   tbb::parallel_for<int64_t>(0, p.n * p.c, [&](int64_t nc) {
     const T* plane = x + nc * hw;
     T* out = y + nc * pq;
+    if (is_2x2_s2(p)) {
+      for (int64_t op = 0; op < p.win.p; ++op)
+        for (int64_t oq = 0; oq < p.win.q; ++oq) out[op * p.win.q + oq] = plane[argmax_2x2(plane, p.w, op, oq)];
+      return;
+    }
     for (int64_t op = 0; op < p.win.p; ++op)
       for (int64_t oq = 0; oq < p.win.q; ++oq) {
         const int64_t i = argmax(p, plane, op, oq);
@@ -49,6 +71,11 @@ void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx) 
     const T* d = dy + nc * pq;
     T* out = dx + nc * hw;
     std::fill(out, out + hw, T(0));
+    if (is_2x2_s2(p)) {  // windows do not overlap: plain stores
+      for (int64_t op = 0; op < p.win.p; ++op)
+        for (int64_t oq = 0; oq < p.win.q; ++oq) out[argmax_2x2(plane, p.w, op, oq)] = d[op * p.win.q + oq];
+      return;
+    }
     for (int64_t op = 0; op < p.win.p; ++op)
       for (int64_t oq = 0; oq < p.win.q; ++oq) {
         const int64_t i = argmax(p, plane, op, oq);
@@ -101,6 +128,7 @@ void register_max_pool2d(OpRegistry& r) {
       .test_cases = [] {
         return std::vector<OpCase>{
             {"k2", {{"kernel", 2}}, {{{2, 2, 4, 6}}}},
+            {"k2_odd_plane", {{"kernel", 2}}, {{{1, 2, 5, 7}}}},  // the 2x2 fast path, last row/column unused
             {"k3_s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{1, 3, 7, 6}}}},
             {"k3_s1_pad_asym", {{"kernel", Ints{3, 2}}, {"stride", 1}, {"padding", Ints{1, 2, 0, 1}}}, {{{2, 1, 4, 5}}}},
         };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "core/check.h"
 #include "core/named_array.h"
@@ -10,6 +11,9 @@
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/zoo/zoo.h"
+#include "tests/unit/trainer/graph_test_util.h"
+#include "trainer/graph/graph.h"
+#include "trainer/train_step.h"
 
 namespace fastnn::loop {
 namespace {
@@ -61,6 +65,38 @@ TEST(LoopSanity, FirstLossNearLnClasses) {
   ASSERT_TRUE(first_loss_warning(40.0, 10).has_value());
   EXPECT_NE(first_loss_warning(40.0, 10)->find("ln(10)"), std::string::npos);
   EXPECT_TRUE(first_loss_warning(0.01, 10).has_value());  // near-certain from step 0: leaked labels
+}
+
+TEST(LoopSanity, LabelAgnosticLossKnownAnswers) {
+  const std::vector<double> uniform{1.5, 1.5, 1.5, -2, -2, -2};  // 2 rows of equal logits: ln 3
+  EXPECT_NEAR(label_agnostic_loss(uniform, 3), std::log(3.0), 1e-12);
+  const std::vector<double> z{0, std::log(3.0)};  // ln(1 + 3) - ln(3)/2
+  EXPECT_NEAR(label_agnostic_loss(z, 2), std::log(4.0) - std::log(3.0) / 2, 1e-12);
+  EXPECT_THROW(label_agnostic_loss(z, 3), Error);
+}
+
+TEST(LoopSanity, LargeInitialLogitsGetANoteNotAWarning) {
+  const FirstLossCheck hot = first_loss_check(14.7, 10, 13.9);
+  EXPECT_FALSE(hot.warning);
+  EXPECT_NE(hot.line.find("initial logits are large"), std::string::npos);
+  EXPECT_TRUE(first_loss_check(0.01, 10, 13.9).warning);  // labels leaked even though logits are large
+  EXPECT_TRUE(first_loss_check(40.0, 10, std::log(10.0)).warning);  // far above what the logits explain
+  EXPECT_TRUE(first_loss_check(std::log(10.0), 10, 13.9).line.empty());
+}
+
+// TF-slim's LeNet with its published init on inputs in [-1, 1): the first loss is far above ln 10, and
+// the check explains it (a note) instead of warning.
+TEST(LoopSanity, LenetFirstLossIsExplainedByItsInit) {
+  graph::Graph g(zoo::build_net("lenet", {.num_classes = 10}), {.batch_size = 16, .seed = 1});
+  TrainStep ts(g);
+  const Tensor x = testing_util::random_tensor({16, 1, 28, 28}, DType::kF32, 5);
+  const Tensor labels = testing_util::labels_of({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5});
+  const StepResult r = ts.loss(x, labels, 0);
+  const double l0 = label_agnostic_loss(g.output(0).to_vector<double>(), 10);
+  EXPECT_GT(r.main_loss, 2 * std::log(10.0) + 1);  // the old check's window: it used to warn
+  const FirstLossCheck c = first_loss_check(r.main_loss, 10, l0);
+  EXPECT_FALSE(c.warning) << c.line << " (label-agnostic " << l0 << ")";
+  EXPECT_FALSE(c.line.empty());
 }
 
 TEST(LoopSanity, NonFiniteLossStops) {

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the CUDA backend HERE and packs what a bare GPU machine needs into .carry/gpu/ (git-ignored),
+# so that one device call can run the GPU tests and benchmarks:
+#
+#   ./scripts/gpu/bundle.sh                 # here: build with nvcc, pack binaries + libraries + data
+#   (device) scripts/gpu/run.sh             # there, with .carry/gpu carried: tests, benchmarks, table
+#
+# Why a build brought along rather than a build there: the GPU machine has nvcc, cuDNN and NCCL (as
+# PyTorch's pip wheels) but none of our Debian libraries (oneTBB, protobuf, libjpeg-turbo, libpng,
+# OpenBLAS, zlib...) and no network. We pack every shared library our binaries load that is neither
+# glibc/libstdc++ nor part of CUDA (CUDA's come from the GPU machine: driver, cudart, cuBLAS, cuDNN,
+# NCCL), and the raw Fashion-MNIST files (converted there, on 16 cores, in seconds). The device call
+# carries at most 64 MiB, so the pack is xz-compressed (OpenBLAS alone is 36 MB uncompressed).
+#
+# Env: FASTNN_GPU_BUILD_DIR (default build-gpu), FASTNN_GPU_SKIP_BUILD=1 to pack an existing build.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+build=${FASTNN_GPU_BUILD_DIR:-build-gpu}
+out=.carry/gpu
+nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[[ -x $nvcc ]] || { echo "bundle.sh: nvcc not found (set CUDACXX)" >&2; exit 1; }
+
+if [[ ${FASTNN_GPU_SKIP_BUILD:-0} != 1 ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFASTNN_CUDA=ON -DFASTNN_FUZZ=OFF \
+    -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
+  cmake --build "$build" -j"$(nproc)"
+fi
+grep -q 'FASTNN_HAVE_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+# The CLI, every gpu-labelled test executable and the benchmarks.
+cp "$build/bin/fastnn" "$stage/bin/"
+for f in "$build"/bin/test_*gpu* "$build"/bin/bench_*; do
+  [[ -x $f ]] && cp "$f" "$stage/bin/"
+done
+# Shared libraries to carry: everything ldd resolves except the C/C++ runtime and CUDA's own.
+skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcudnn|libnccl|libnvrtc|libnvJitLink|libcufft|libcurand)'
+for f in "$stage"/bin/*; do
+  ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ $name =~ $skip ]] && continue
+  cp -L "$path" "$stage/lib/$name"
+done
+# The records of what was built, for the report.
+git -C "$root" rev-parse HEAD >"$stage/COMMIT" 2>/dev/null || echo unknown >"$stage/COMMIT"
+git -C "$root" status --short >"$stage/DIRTY" 2>/dev/null || true
+
+mkdir -p "$out"
+rm -f "$out"/bundle.tar.xz
+tar -C "$stage" -cJf "$out/bundle.tar.xz" .
+# Raw Fashion-MNIST (already gzip-compressed; 30 MB).
+mkdir -p "$out/fashion-mnist"
+cp -u /usr/share/datasets/fashion-mnist/*.gz "$out/fashion-mnist/"
+du -sh "$out" "$out"/*
+total=$(du -sbL "$out" | cut -f1)
+(( total < 60 * 1024 * 1024 )) || { echo "bundle.sh: $out is $total bytes; the device call carries 64 MiB in all" >&2; exit 1; }
+echo "bundle.sh: ready. Device call: run(command=\"scripts/gpu/run.sh\", carry=[\".carry/gpu\"])"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (CUDA toolkit, PyTorch with cuDNN/NCCL wheels; none of our Debian libraries,
+# no network), from the repository root, with .carry/gpu made by scripts/gpu/bundle.sh carried along:
+#
+#   run(command="scripts/gpu/run.sh", carry=[".carry/gpu"])          # tests + benchmarks + peers
+#   run(command="scripts/gpu/run.sh tests", carry=[".carry/gpu"])    # only the gpu tests
+#
+# Stages (arguments; default all): tests  the gpu-labelled test executables (CUDA ops vs the CPU oracle)
+#                                  bench  our GPU benchmarks (scripts/gpu/benchmarks.sh)
+#                                  peer   PyTorch doing the same work on the same GPU
+# Full logs go to $OUT (when set, as on the device tool) or /tmp/fastnn-gpu/out; the last thing printed
+# is a short table.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+carry=$root/.carry/gpu
+work=/tmp/fastnn-gpu
+out=${OUT:-$work/out}
+mkdir -p "$work" "$out"
+stages=("$@")
+(( ${#stages[@]} )) || stages=(tests bench peer)
+want() { local s; for s in "${stages[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
+
+[[ -f $carry/bundle.tar.xz ]] || { echo "run.sh: $carry/bundle.tar.xz missing: run scripts/gpu/bundle.sh here and carry .carry/gpu" >&2; exit 2; }
+rm -rf "$work/bundle" && mkdir -p "$work/bundle"
+tar -C "$work/bundle" -xJf "$carry/bundle.tar.xz"
+export PATH=$work/bundle/bin:$PATH
+# CUDA's libraries on that machine: the toolkit, and PyTorch's nvidia-* wheels (cuDNN, NCCL, cuBLAS).
+libpath=$work/bundle/lib
+py=$(command -v python3 || true)
+if [[ -n $py ]]; then
+  site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+  if [[ -d $site/nvidia ]]; then
+    while read -r d; do libpath+=":$d"; done < <(find "$site/nvidia" -name 'lib*.so*' -printf '%h\n' | sort -u)
+  fi
+fi
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [[ -d $d ]] && libpath+=":$d"; done
+export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+{
+  echo "commit $(cat "$work/bundle/COMMIT")"; [[ -s $work/bundle/DIRTY ]] && { echo "uncommitted:"; cat "$work/bundle/DIRTY"; }
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader 2>&1
+  echo "missing libraries:"; ldd "$work/bundle/bin/fastnn" | grep 'not found' || echo "  none"
+} | tee "$out/environment.txt"
+
+declare -a table
+row() { table+=("$(printf '%-44s %s' "$1" "$2")"); }
+
+if want tests; then
+  for t in "$work"/bundle/bin/test_*gpu*; do
+    [[ -x $t ]] || continue
+    name=$(basename "$t")
+    "$t" --gtest_output="json:$out/$name.json" >"$out/$name.log" 2>&1
+    rc=$?
+    summary=$("${py:-python3}" - "$out/$name.json" <<'PY' 2>/dev/null || echo "no json (rc $rc)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+skipped = sum(1 for s in d["testsuites"] for t in s["testsuite"] if t.get("result") == "SKIPPED")
+print(f'{d["tests"]} tests, {d["failures"]} failed, {skipped} skipped')
+PY
+)
+    row "$name" "$summary (rc $rc)"
+    grep -E '^\[  FAILED  \]' "$out/$name.log" | head -20
+  done
+fi
+
+# Fashion-MNIST shards for the training benchmarks, converted here (16 cores: seconds).
+data=$work/fashion
+if (want bench || want peer) && [[ ! -f $data/manifest.json ]]; then
+  fastnn convert mnist --input "$carry/fashion-mnist" --output "$data" --num-gpus 1 -q >"$out/convert.log" 2>&1 ||
+    echo "run.sh: Fashion-MNIST conversion failed (see convert.log)"
+fi
+export FASTNN_GPU_DATA=$data FASTNN_GPU_RAW=$carry/fashion-mnist FASTNN_GPU_OUT=$out
+if want bench && [[ -f $root/scripts/gpu/benchmarks.sh ]]; then
+  while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/benchmarks.sh" 2>>"$out/bench.err")
+fi
+if want peer && [[ -n $py ]]; then
+  while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/peers.sh" 2>>"$out/peer.err")
+fi
+
+echo
+echo "== fastnn GPU run (logs in $out)"
+printf '%s\n' "${table[@]}" | tee "$out/table.txt"

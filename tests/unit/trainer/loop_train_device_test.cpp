@@ -1,0 +1,152 @@
+// The device/precision config fields, their resolution (trainer/loop/device_setup.h), the CPU step
+// runner against the loop's own sequence of calls, and `bench train` on the CPU
+// (trainer/loop/bench_train.h). The CUDA side: loop_train_device_gpu_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "trainer/config/job_config.h"
+#include "trainer/loop/bench_train.h"
+#include "trainer/loop/device_setup.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/optim/gradient_ops.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+namespace {
+
+JobConfig config_of(std::vector<std::string> flags) { return load_job_config("", flags); }
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainDeviceConfig, DefaultsAndFlags) {
+  const JobConfig d = config_of({});
+  EXPECT_EQ(d.device(), "cpu");
+  EXPECT_EQ(d.precision(), "auto");
+  EXPECT_EQ(d.loss_scale_window(), 2000);
+  const JobConfig c = config_of({"--device=auto", "--precision=bf16", "--loss_scale_window=50"});
+  EXPECT_EQ(c.device(), "auto");
+  EXPECT_EQ(c.precision(), "bf16");
+  EXPECT_EQ(c.loss_scale_window(), 50);
+  const std::string e = error_of([] { config_of({"--device=gpu"}); });
+  EXPECT_NE(e.find("cpu, cuda, auto"), std::string::npos) << e;
+  EXPECT_THROW(config_of({"--precision=fp8"}), ConfigError);
+}
+
+TEST(TrainDeviceConfig, CpuComputesFloat32WhateverThePrecision) {
+  for (const char* p : {"--precision=auto", "--precision=fp16", "--precision=bf16"}) {
+    const ComputeTarget t = resolve_compute_target(config_of({"--device=cpu", "--use_fp16=true", p}));
+    EXPECT_EQ(t.device, Device::kCpu) << p;
+    EXPECT_EQ(t.dtype, DType::kF32) << p;
+  }
+  EXPECT_EQ(resolve_compute_target(config_of({})).describe(), "cpu f32");
+}
+
+TEST(TrainDeviceConfig, AutoAndCudaFollowTheBuildAndTheMachine) {
+  const ComputeTarget a = resolve_compute_target(config_of({"--device=auto", "--nouse_fp16"}));
+  EXPECT_EQ(a.device, cuda_present() ? Device::kCuda : Device::kCpu);
+  EXPECT_EQ(a.dtype, DType::kF32);
+  if (!cuda_present()) {
+    const std::string e = error_of([] { resolve_compute_target(config_of({"--device=cuda"})); });
+    EXPECT_NE(e.find("device=cuda"), std::string::npos) << e;
+    EXPECT_NE(e.find(cuda_built() ? "no CUDA device" : "without the CUDA backend"), std::string::npos) << e;
+  } else {
+    EXPECT_EQ(resolve_compute_target(config_of({"--device=cuda"})).dtype, DType::kF16);  // use_fp16 defaults true
+    EXPECT_EQ(resolve_compute_target(config_of({"--device=cuda", "--precision=bf16"})).dtype, DType::kBF16);
+    EXPECT_EQ(resolve_compute_target(config_of({"--device=cuda", "--precision=fp32"})).dtype, DType::kF32);
+  }
+}
+
+TEST(TrainDeviceConfig, LossScalingOnlyForFloat16) {
+  const JobConfig c = config_of({"--loss_scale=1048576", "--dynamic_loss_scale", "--loss_scale_window=7"});
+  const LossScalerOptions h = loss_scaler_options(c, DType::kF16);
+  EXPECT_TRUE(h.dynamic);
+  EXPECT_EQ(h.growth_interval, 7);
+  EXPECT_EQ(h.initial_scale, 32768);  // capped: the scale rides on an f16 dLoss
+  EXPECT_EQ(h.max_scale, 32768);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    const LossScalerOptions o = loss_scaler_options(c, dt);
+    EXPECT_FALSE(o.dynamic);
+    EXPECT_EQ(o.initial_scale, 1);
+  }
+  EXPECT_EQ(loss_scaler_options(config_of({"--loss_scale=128"}), DType::kF16).initial_scale, 128);
+}
+
+// The CPU runner does exactly what the training loop does: TrainStep, weight decay, clipping, update.
+TEST(TrainStepRunner, CpuRunnerIsTheLoopsSequenceBitForBit) {
+  const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
+  StepRunnerOptions o;
+  o.batch_size = 4;
+  o.seed = 3;
+  o.weight_decay = 1e-3;
+  o.max_gradient_norm = 0.5;
+  o.optimizer = optimizer_options(config_of({"--optimizer=momentum"}));
+  auto runner = make_step_runner(net, o);
+
+  graph::Graph g(net, {.batch_size = 4, .seed = 3});
+  TrainStep ts(g);
+  std::vector<ParamRef> refs = g.param_refs();
+  auto opt = make_optimizer(o.optimizer, refs);
+  for (uint64_t step = 0; step < 3; ++step) {
+    auto [x, y] = runner->synthetic_batch(10 + step);
+    const StepResult a = runner->train(x, y, step, 0.05f);
+    const StepResult b = ts.train(x, y, step);
+    add_weight_decay(refs, o.weight_decay);
+    clip_by_global_norm(refs, o.max_gradient_norm);
+    opt->step(0.05f);
+    EXPECT_EQ(a.loss, b.loss) << step;
+    EXPECT_EQ(a.correct, b.correct) << step;
+  }
+  const std::vector<NamedArray> got = runner->host_variables();
+  const std::vector<graph::NamedTensor> want = g.variables();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].data, want[i].value.to_vector<float>()) << got[i].name;
+  }
+  const std::vector<NamedArray> st = runner->export_optimizer_state(), st_want = opt->export_state();
+  ASSERT_EQ(st.size(), st_want.size());
+  for (size_t i = 0; i < st.size(); ++i) EXPECT_EQ(st[i].data, st_want[i].data) << st[i].name;
+  EXPECT_GT(runner->stats().last_global_norm, 0);
+}
+
+TEST(TrainBench, CpuBenchTrainsASmallModel) {
+  const JobConfig c = config_of({"--model_name=lenet", "--batch_size=8", "--optimizer=sgd", "--learning_rate=0.01"});
+  const TrainBenchResult r = run_train_bench(c, {.steps = 3, .warmup = 1});
+  EXPECT_EQ(r.model, "lenet");
+  EXPECT_EQ(r.target.device, Device::kCpu);
+  EXPECT_EQ(r.batch_size, 8);
+  EXPECT_EQ(r.classes, 10);
+  EXPECT_GT(r.parameters, 0);
+  EXPECT_GT(r.milliseconds, 0);
+  EXPECT_NEAR(r.images_per_sec, 1000.0 * 3 * 8 / r.milliseconds, 1e-6 * r.images_per_sec);
+  EXPECT_TRUE(std::isfinite(r.first_loss) && std::isfinite(r.last_loss));
+  // The same batch every step: a few SGD steps must lower its loss.
+  EXPECT_LT(r.last_loss, r.first_loss);
+  const nlohmann::json j = train_bench_json(r);
+  EXPECT_EQ(j["bench"], "train");
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["dtype"], "f32");
+  EXPECT_EQ(j["steps"], 3);
+  EXPECT_DOUBLE_EQ(j["images_per_sec"].get<double>(), r.images_per_sec);
+}
+
+TEST(TrainBench, RejectsBadRequests) {
+  EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet"}), {.steps = 0}), Error);
+  EXPECT_THROW(run_train_bench(config_of({"--model_name=no_such_net"}), {}), ConfigError);
+  if (!cuda_present())
+    EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet", "--device=cuda"}), {.steps = 1}), ConfigError);
+}
+
+}  // namespace
+}  // namespace fastnn::loop

@@ -1,0 +1,83 @@
+#if defined(FASTNN_HAVE_NCCL)
+
+#include "trainer/comm/nccl_communicator.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/check.h"
+#include "core/logging.h"
+
+namespace fastnn {
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == NCCL_UNIQUE_ID_BYTES, "ncclUniqueId is sent as raw bytes");
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(Communicator& host, double timeout_seconds)
+    : host_(host), timeout_seconds_(timeout_seconds) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (host_.rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  host_.broadcast_bytes(&id, sizeof id, 0);
+  NCCL_CHECK(ncclCommInitRank(&comm_, host_.world_size(), id, host_.rank()));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (comm_ != nullptr) ncclCommDestroy(comm_);
+}
+
+void NcclCommunicator::allreduce_sum(float* data, size_t count, cudaStream_t stream) {
+  last_op_ = str("allreduce_sum #", ++issued_, " (", count, " x float32)");
+  NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_, stream));
+}
+
+void NcclCommunicator::allreduce_average(float* data, size_t count, cudaStream_t stream) {
+  last_op_ = str("allreduce_average #", ++issued_, " (", count, " x float32)");
+  NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, comm_, stream));
+}
+
+void NcclCommunicator::broadcast(float* data, size_t count, int root, cudaStream_t stream) {
+  FASTNN_CHECK(root >= 0 && root < world_size(), "broadcast root ", root, " outside world of ", world_size());
+  last_op_ = str("broadcast #", ++issued_, " (", count, " x float32)");
+  NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat32, root, comm_, stream));
+}
+
+void NcclCommunicator::allgather(const float* send, float* recv, size_t count, cudaStream_t stream) {
+  last_op_ = str("allgather #", ++issued_, " (", count, " x float32)");
+  NCCL_CHECK(ncclAllGather(send, recv, count, ncclFloat32, comm_, stream));
+}
+
+void NcclCommunicator::wait(cudaStream_t stream) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int spins = 0;; ++spins) {
+    const cudaError_t q = cudaStreamQuery(stream);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) CUDA_CHECK(q);
+    ncclResult_t async = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+    if (async != ncclSuccess && async != ncclInProgress)
+      abort(str("NCCL reported an asynchronous error: ", ncclGetErrorString(async)));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (timeout_seconds_ > 0 && waited > timeout_seconds_)
+      abort(str("collective ", last_op_, " has not completed after ", waited, " s (collective_timeout_seconds=",
+                timeout_seconds_, "); another rank has probably died, stalled, or run a different number of steps"));
+    // Spin briefly (short collectives), then yield the core to the other threads.
+    if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void NcclCommunicator::abort(const std::string& why) noexcept {
+  log_error("rank ", host_.rank(), "/", host_.world_size(), ": ", why, ". Aborting the job.");
+  if (comm_ != nullptr) ncclCommAbort(comm_);
+  comm_ = nullptr;
+  host_.abort(1);
+  std::_Exit(1);  // a world of one: host.abort returns
+}
+
+}  // namespace fastnn
+
+#endif  // FASTNN_HAVE_NCCL

@@ -1,0 +1,66 @@
+// Device-side helpers shared by the .cu files: float conversion of the storage types, launch sizes,
+// grid-stride loops and a block reduction. Include only from .cu files.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/check.h"
+
+namespace fastnn::ops::cuda {
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_f(float v);
+template <>
+__device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over `count` items (capped: the loop covers the rest).
+inline unsigned grid_for(int64_t count, int threads = kThreads) {
+  const int64_t b = (count + threads - 1) / threads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > (int64_t{1} << 20) ? (int64_t{1} << 20) : b));
+}
+
+#define FASTNN_GRID_LOOP(i, count)                                                                       \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count);             \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+// Sum of v over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in every
+// thread. Uses 32 doubles of shared memory and two __syncthreads; call from all threads.
+__device__ __forceinline__ double block_sum(double v) {
+  __shared__ double partial[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();  // partial may still be read by a previous call
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < warps ? partial[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+}  // namespace fastnn::ops::cuda
+
+// Explicit instantiation for the three storage types.
+#define FASTNN_CUDA_FOR_TYPES(M) M(float) M(__half) M(__nv_bfloat16)

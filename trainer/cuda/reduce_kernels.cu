@@ -1,0 +1,333 @@
+// Reduction kernels: bias gradient, global average pool, batch norm, softmax cross-entropy, top-k.
+// Sums run in double (like the CPU oracle) in a fixed order for a given shape, so results are
+// bitwise repeatable run to run (no floating-point atomics).
+#include <cmath>
+
+#include "trainer/cuda/device_util.cuh"
+#include "trainer/cuda/kernels.h"
+
+namespace fastnn::ops::cuda {
+
+namespace {
+
+constexpr int kReduceThreads = 512;
+
+// Value j of channel c in an [N, C, inner] tensor, j in [0, N*inner).
+template <typename T>
+__device__ __forceinline__ float channel_at(const T* x, int64_t c, int64_t k, int64_t inner, int64_t j) {
+  const int64_t n = j / inner, i = j - n * inner;
+  return to_f(x[(n * k + c) * inner + i]);
+}
+
+template <typename T>
+__global__ void bias_grad_kernel(int64_t n, int64_t k, int64_t inner, const T* dy, T* db) {
+  const int64_t c = blockIdx.x, m = n * inner;
+  double acc = 0;
+  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) acc += channel_at(dy, c, k, inner, j);
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) db[c] = from_f<T>(static_cast<float>(acc));
+}
+
+// One warp per plane.
+template <typename T>
+__global__ void gap_fwd_kernel(int64_t planes, int64_t hw, const T* x, T* y) {
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int lane = threadIdx.x & 31;
+  for (int64_t pl = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; pl < planes; pl += warps) {
+    double acc = 0;
+    for (int64_t j = lane; j < hw; j += 32) acc += to_f(x[pl * hw + j]);
+    acc = warp_sum(acc);
+    if (lane == 0) y[pl] = from_f<T>(static_cast<float>(acc / static_cast<double>(hw)));
+  }
+}
+
+template <typename T>
+__global__ void gap_bwd_kernel(int64_t total, int64_t hw, const T* dy, T* dx) {
+  FASTNN_GRID_LOOP(i, total) dx[i] = from_f<T>(static_cast<float>(to_f(dy[i / hw]) / static_cast<double>(hw)));
+}
+
+// Batch norm statistics, one block per channel: two passes (mean, then squared deviations), as the CPU.
+template <typename T>
+__global__ void bn_stats_kernel(BatchNormParams p, const T* x, T* running_mean, T* running_var, T* save_mean,
+                                T* save_invstd) {
+  const int64_t c = blockIdx.x, m = p.n * p.hw;
+  double sum = 0;
+  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) sum += channel_at(x, c, p.c, p.hw, j);
+  const double mean = block_sum(sum) / static_cast<double>(m);
+  double ss = 0;
+  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+    const double d = channel_at(x, c, p.c, p.hw, j) - mean;
+    ss += d * d;
+  }
+  const double var = block_sum(ss) / static_cast<double>(m);
+  if (threadIdx.x == 0) {
+    save_mean[c] = from_f<T>(static_cast<float>(mean));
+    save_invstd[c] = from_f<T>(static_cast<float>(1.0 / sqrt(var + p.epsilon)));
+    const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
+    running_mean[c] = from_f<T>(static_cast<float>(p.momentum * to_f(running_mean[c]) + (1 - p.momentum) * mean));
+    running_var[c] = from_f<T>(static_cast<float>(p.momentum * to_f(running_var[c]) + (1 - p.momentum) * unbiased));
+  }
+}
+
+template <typename T>
+__global__ void bn_eval_stats_kernel(int64_t c, double eps, const T* running_mean, const T* running_var,
+                                     T* save_mean, T* save_invstd) {
+  FASTNN_GRID_LOOP(i, c) {
+    save_mean[i] = running_mean[i];
+    save_invstd[i] = from_f<T>(static_cast<float>(1.0 / sqrt(static_cast<double>(to_f(running_var[i])) + eps)));
+  }
+}
+
+// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula).
+template <typename T>
+__global__ void bn_normalize_kernel(int64_t total, int64_t c, int64_t hw, const T* x, const T* gamma, const T* beta,
+                                    const T* mean, const T* invstd, T* y) {
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t ch = (i / hw) % c;
+    const float scale = to_f(gamma[ch]) * to_f(invstd[ch]);
+    const float shift = to_f(beta[ch]) - to_f(mean[ch]) * scale;
+    y[i] = from_f<T>(to_f(x[i]) * scale + shift);
+  }
+}
+
+// Per channel: sum(dy) and sum(dy * xhat); writes dgamma / dbeta and the dx coefficients to ws.
+template <typename T>
+__global__ void bn_bwd_reduce_kernel(BatchNormParams p, bool training, const T* x, const T* mean_s,
+                                     const T* invstd_s, const T* dy, T* dgamma, T* dbeta, double* coef) {
+  const int64_t c = blockIdx.x, m = p.n * p.hw;
+  const double mean = to_f(mean_s[c]), invstd = to_f(invstd_s[c]);
+  double sdy = 0, sdyx = 0;
+  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
+    const double g = channel_at(dy, c, p.c, p.hw, j);
+    sdy += g;
+    sdyx += g * (channel_at(x, c, p.c, p.hw, j) - mean) * invstd;
+  }
+  sdy = block_sum(sdy);
+  sdyx = block_sum(sdyx);
+  if (threadIdx.x == 0) {
+    if (dgamma) dgamma[c] = from_f<T>(static_cast<float>(sdyx));
+    if (dbeta) dbeta[c] = from_f<T>(static_cast<float>(sdy));
+    coef[2 * c] = training ? sdy / static_cast<double>(m) : 0.0;
+    coef[2 * c + 1] = training ? sdyx / static_cast<double>(m) : 0.0;
+  }
+}
+
+// dx = gamma * invstd * (dy - a - xhat * b).
+template <typename T>
+__global__ void bn_bwd_dx_kernel(int64_t total, int64_t c, int64_t hw, const T* x, const T* gamma, const T* mean_s,
+                                 const T* invstd_s, const T* dy, const double* coef, T* dx) {
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t ch = (i / hw) % c;
+    const float invstd = to_f(invstd_s[ch]);
+    const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
+    const float xhat = (to_f(x[i]) - to_f(mean_s[ch])) * invstd;
+    dx[i] = from_f<T>(to_f(gamma[ch]) * invstd * (to_f(dy[i]) - a - xhat * b));
+  }
+}
+
+template <typename L>
+__device__ __forceinline__ bool bad(L label, int64_t k) {
+  return label < 0 || label >= k;
+}
+
+// One warp per row: probabilities and the row's loss (ops/softmax_xent.h for the formula).
+template <typename T, typename L>
+__global__ void xent_fwd_kernel(SoftmaxXentParams p, const T* logits, const L* labels, T* probs, double* row_loss,
+                                int* bad_label) {
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int lane = threadIdx.x & 31;
+  const double eps = p.label_smoothing, off = eps / static_cast<double>(p.k);
+  for (int64_t r = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < p.n; r += warps) {
+    const T* z = logits + r * p.k;
+    float mx = -INFINITY;
+    for (int64_t j = lane; j < p.k; j += 32) mx = fmaxf(mx, to_f(z[j]));
+    mx = warp_max(mx);
+    double sum = 0, sum_z = 0;
+    for (int64_t j = lane; j < p.k; j += 32) {
+      const float d = to_f(z[j]) - mx;
+      sum += expf(d);
+      sum_z += d;
+    }
+    sum = warp_sum(sum);
+    sum_z = warp_sum(sum_z);
+    const double lse = log(sum);
+    for (int64_t j = lane; j < p.k; j += 32)
+      probs[r * p.k + j] = from_f<T>(static_cast<float>(exp(static_cast<double>(to_f(z[j]) - mx) - lse)));
+    if (lane == 0) {
+      const L label = labels[r];
+      if (bad(label, p.k)) {
+        atomicCAS(bad_label, 0, static_cast<int>(r + 1 > 0x7fffffff ? 0x7fffffff : r + 1));
+        row_loss[r] = NAN;
+      } else {
+        const double logp_label = static_cast<double>(to_f(z[label]) - mx) - lse;
+        const double mean_logp = sum_z / static_cast<double>(p.k) - lse;
+        row_loss[r] = -(1 - eps) * logp_label - off * static_cast<double>(p.k) * mean_logp;
+      }
+    }
+  }
+}
+
+// loss = sum(row_loss) / N, one block, fixed order.
+template <typename T>
+__global__ void xent_total_kernel(int64_t n, const double* row_loss, T* loss) {
+  double acc = 0;
+  for (int64_t r = threadIdx.x; r < n; r += blockDim.x) acc += row_loss[r];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) loss[0] = from_f<T>(static_cast<float>(acc / static_cast<double>(n)));
+}
+
+template <typename T, typename L>
+__global__ void xent_bwd_kernel(SoftmaxXentParams p, const T* probs, const L* labels, const T* dloss, T* dlogits) {
+  const double eps = p.label_smoothing, off = eps / static_cast<double>(p.k);
+  const double g = static_cast<double>(to_f(dloss[0])) / static_cast<double>(p.n);
+  FASTNN_GRID_LOOP(i, p.n * p.k) {
+    const int64_t r = i / p.k, j = i - r * p.k;
+    const L label = labels[r];
+    double v = g * (static_cast<double>(to_f(probs[i])) - off - (j == label ? 1 - eps : 0.0));
+    if (bad(label, p.k)) v = NAN;
+    dlogits[i] = from_f<T>(static_cast<float>(v));
+  }
+}
+
+template <typename T, typename L>
+__global__ void top_k_kernel(int64_t n, int64_t classes, int64_t k, const T* logits, const L* labels,
+                             unsigned long long* correct, int* bad_label) {
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int lane = threadIdx.x & 31;
+  for (int64_t r = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
+    const L label = labels[r];
+    if (bad(label, classes)) {
+      if (lane == 0) atomicCAS(bad_label, 0, static_cast<int>(r + 1 > 0x7fffffff ? 0x7fffffff : r + 1));
+      continue;
+    }
+    const T* z = logits + r * classes;
+    const float v = to_f(z[label]);
+    unsigned greater = 0;
+    for (int64_t j = lane; j < classes; j += 32) greater += to_f(z[j]) > v;
+    for (int o = 16; o > 0; o >>= 1) greater += __shfl_xor_sync(0xffffffffu, greater, o);
+    if (lane == 0 && static_cast<int64_t>(greater) < k) atomicAdd(correct, 1ull);
+  }
+}
+
+unsigned warp_grid(int64_t rows) { return grid_for(rows * 32); }
+
+}  // namespace
+
+template <typename T>
+void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, cudaStream_t s) {
+  if (k == 0) return;
+  FASTNN_CHECK(k <= 0x7fffffff, "bias_grad: ", k, " channels");
+  bias_grad_kernel<T><<<static_cast<unsigned>(k), kReduceThreads, 0, s>>>(n, k, inner, dy, db);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void global_avg_pool_forward(int64_t planes, int64_t hw, const T* x, T* y, cudaStream_t s) {
+  if (planes == 0) return;
+  gap_fwd_kernel<T><<<warp_grid(planes), kThreads, 0, s>>>(planes, hw, x, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cudaStream_t s) {
+  const int64_t total = planes * hw;
+  if (total == 0) return;
+  gap_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, hw, dy, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd,
+                                 cudaStream_t s) {
+  FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
+  bn_stats_kernel<T><<<static_cast<unsigned>(p.c), kReduceThreads, 0, s>>>(p, x, running_mean, running_var,
+                                                                           save_mean, save_invstd);
+  CUDA_CHECK_LAUNCH();
+  const int64_t total = p.n * p.c * p.hw;
+  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, p.c, p.hw, x, gamma, beta, save_mean,
+                                                              save_invstd, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
+                                  T* save_invstd, cudaStream_t s) {
+  bn_eval_stats_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p.c, p.epsilon, running_mean, running_var, save_mean,
+                                                             save_invstd);
+  CUDA_CHECK_LAUNCH();
+  const int64_t total = p.n * p.c * p.hw;
+  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, p.c, p.hw, x, gamma, beta, save_mean,
+                                                              save_invstd, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+size_t batch_norm_workspace_bytes(const BatchNormParams& p) { return static_cast<size_t>(p.c) * 2 * sizeof(double); }
+
+template <typename T>
+void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
+                         const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s) {
+  FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
+  double* coef = static_cast<double*>(ws);
+  bn_bwd_reduce_kernel<T><<<static_cast<unsigned>(p.c), kReduceThreads, 0, s>>>(p, training, x, save_mean,
+                                                                                save_invstd, dy, dgamma, dbeta, coef);
+  CUDA_CHECK_LAUNCH();
+  if (!dx) return;
+  const int64_t total = p.n * p.c * p.hw;
+  bn_bwd_dx_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, p.c, p.hw, x, gamma, save_mean, save_invstd, dy,
+                                                           coef, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+size_t softmax_xent_workspace_bytes(const SoftmaxXentParams& p) { return static_cast<size_t>(p.n) * sizeof(double); }
+
+template <typename T, typename L>
+void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* labels, T* loss, T* probs, void* ws,
+                          int* bad_label, cudaStream_t s) {
+  double* rows = static_cast<double*>(ws);
+  xent_fwd_kernel<T, L><<<warp_grid(p.n), kThreads, 0, s>>>(p, logits, labels, probs, rows, bad_label);
+  CUDA_CHECK_LAUNCH();
+  xent_total_kernel<T><<<1, 1024, 0, s>>>(p.n, rows, loss);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, typename L>
+void softmax_xent_backward(const SoftmaxXentParams& p, const T* probs, const L* labels, const T* dloss, T* dlogits,
+                           cudaStream_t s) {
+  xent_bwd_kernel<T, L><<<grid_for(p.n * p.k), kThreads, 0, s>>>(p, probs, labels, dloss, dlogits);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, typename L>
+void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L* labels, int64_t* correct,
+                 int* bad_label, cudaStream_t s) {
+  CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof(int64_t), s));
+  if (n == 0) return;
+  top_k_kernel<T, L><<<warp_grid(n), kThreads, 0, s>>>(n, classes, k, logits, labels,
+                                                       reinterpret_cast<unsigned long long*>(correct), bad_label);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define FASTNN_INSTANTIATE(T)                                                                                   \
+  template void bias_grad<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);                          \
+  template void global_avg_pool_forward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                     \
+  template void global_avg_pool_backward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                    \
+  template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, T*, \
+                                               T*, T*, cudaStream_t);                                         \
+  template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const T*, const T*, const T*, \
+                                                const T*, T*, T*, T*, cudaStream_t);                          \
+  template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*,   \
+                                       const T*, T*, T*, T*, void*, cudaStream_t);                            \
+  FASTNN_INSTANTIATE_L(T, int32_t) FASTNN_INSTANTIATE_L(T, int64_t)
+#define FASTNN_INSTANTIATE_L(T, L)                                                                              \
+  template void softmax_xent_forward<T, L>(const SoftmaxXentParams&, const T*, const L*, T*, T*, void*, int*,   \
+                                           cudaStream_t);                                                     \
+  template void softmax_xent_backward<T, L>(const SoftmaxXentParams&, const T*, const L*, const T*, T*,        \
+                                            cudaStream_t);                                                    \
+  template void top_k_count<T, L>(int64_t, int64_t, int64_t, const T*, const L*, int64_t*, int*, cudaStream_t);
+FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
+#undef FASTNN_INSTANTIATE
+#undef FASTNN_INSTANTIATE_L
+
+}  // namespace fastnn::ops::cuda

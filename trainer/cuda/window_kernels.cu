@@ -1,0 +1,219 @@
+// Window kernels: 2-D max / average pooling and LRN across channels. Forward: one thread per output.
+// Backward: one thread per input element that gathers from every window covering it, in the CPU's
+// scan order, so there are no atomics and f32 results match the CPU's summation order.
+//
+// These are custom kernels rather than cuDNN because the ops' semantics are not cuDNN's: asymmetric
+// ("same") padding, TensorFlow's count_include_pad=false divisor, first-maximum tie breaking, and LRN
+// with any radius that also yields the `scale` tensor its backward reads.
+#include "trainer/cuda/device_util.cuh"
+#include "trainer/cuda/kernels.h"
+
+namespace fastnn::ops::cuda {
+
+namespace {
+
+struct Span2 {
+  int64_t hb, he, wb, we;
+};
+
+__device__ __forceinline__ Span2 window_at(const Pool2dParams& p, int64_t op, int64_t oq) {
+  const Window2d& g = p.win;
+  const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
+  return Span2{h0 > 0 ? h0 : 0, h0 + g.r < p.h ? h0 + g.r : p.h, w0 > 0 ? w0 : 0, w0 + g.s < p.w ? w0 + g.s : p.w};
+}
+
+// The outputs whose windows contain input row ih: [lo, hi] (empty when lo > hi).
+__device__ __forceinline__ void covering(int64_t i, int64_t pad, int64_t k, int64_t stride, int64_t out,
+                                         int64_t& lo, int64_t& hi) {
+  const int64_t num = i + pad - k + 1;  // first output o with o*stride - pad + k - 1 >= i
+  lo = num <= 0 ? 0 : (num + stride - 1) / stride;
+  hi = (i + pad) / stride;
+  if (hi > out - 1) hi = out - 1;
+}
+
+// Index within the plane of the first maximum (scan order), -1 for an empty window.
+template <typename T>
+__device__ __forceinline__ int64_t argmax_at(const Pool2dParams& p, const T* plane, int64_t op, int64_t oq) {
+  const Span2 s = window_at(p, op, oq);
+  int64_t best = -1;
+  float best_v = 0.f;
+  for (int64_t ih = s.hb; ih < s.he; ++ih)
+    for (int64_t iw = s.wb; iw < s.we; ++iw) {
+      const float v = to_f(plane[ih * p.w + iw]);
+      if (best < 0 || v > best_v) best = ih * p.w + iw, best_v = v;
+    }
+  return best;
+}
+
+__device__ __forceinline__ double divisor_at(const Pool2dParams& p, const Span2& s) {
+  if (p.count_include_pad) return static_cast<double>(p.win.r * p.win.s);
+  const int64_t dh = s.he - s.hb > 0 ? s.he - s.hb : 0, dw = s.we - s.wb > 0 ? s.we - s.wb : 0;
+  return static_cast<double>(dh * dw > 0 ? dh * dw : 1);
+}
+
+template <typename T>
+__global__ void max_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
+  const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t nc = i / pq, o = i - nc * pq, op = o / p.win.q, oq = o - op * p.win.q;
+    const T* plane = x + nc * p.h * p.w;
+    const int64_t best = argmax_at(p, plane, op, oq);
+    y[i] = best < 0 ? from_f<T>(0.f) : plane[best];
+  }
+}
+
+template <typename T>
+__global__ void max_pool_bwd_kernel(Pool2dParams p, const T* x, const T* dy, T* dx) {
+  const int64_t hw = p.h * p.w, total = p.n * p.c * hw;
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t nc = i / hw, pos = i - nc * hw, ih = pos / p.w, iw = pos - ih * p.w;
+    const T* plane = x + nc * hw;
+    const T* d = dy + nc * p.win.p * p.win.q;
+    int64_t ph0, ph1, pw0, pw1;
+    covering(ih, p.win.pad_top, p.win.r, p.win.stride_h, p.win.p, ph0, ph1);
+    covering(iw, p.win.pad_left, p.win.s, p.win.stride_w, p.win.q, pw0, pw1);
+    float acc = 0.f;
+    for (int64_t op = ph0; op <= ph1; ++op)
+      for (int64_t oq = pw0; oq <= pw1; ++oq)
+        if (argmax_at(p, plane, op, oq) == pos) acc += to_f(d[op * p.win.q + oq]);
+    dx[i] = from_f<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void avg_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
+  const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t nc = i / pq, o = i - nc * pq, op = o / p.win.q, oq = o - op * p.win.q;
+    const T* plane = x + nc * p.h * p.w;
+    const Span2 s = window_at(p, op, oq);
+    double acc = 0;
+    for (int64_t ih = s.hb; ih < s.he; ++ih)
+      for (int64_t iw = s.wb; iw < s.we; ++iw) acc += to_f(plane[ih * p.w + iw]);
+    y[i] = from_f<T>(static_cast<float>(acc / divisor_at(p, s)));
+  }
+}
+
+template <typename T>
+__global__ void avg_pool_bwd_kernel(Pool2dParams p, const T* dy, T* dx) {
+  const int64_t hw = p.h * p.w, total = p.n * p.c * hw;
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t nc = i / hw, pos = i - nc * hw, ih = pos / p.w, iw = pos - ih * p.w;
+    const T* d = dy + nc * p.win.p * p.win.q;
+    int64_t ph0, ph1, pw0, pw1;
+    covering(ih, p.win.pad_top, p.win.r, p.win.stride_h, p.win.p, ph0, ph1);
+    covering(iw, p.win.pad_left, p.win.s, p.win.stride_w, p.win.q, pw0, pw1);
+    float acc = 0.f;
+    for (int64_t op = ph0; op <= ph1; ++op)
+      for (int64_t oq = pw0; oq <= pw1; ++oq)
+        acc += static_cast<float>(to_f(d[op * p.win.q + oq]) / divisor_at(p, window_at(p, op, oq)));
+    dx[i] = from_f<T>(acc);
+  }
+}
+
+// Element (n, c, i) of an [N, C, hw] tensor and its channel window [lo, hi].
+struct LrnIndex {
+  int64_t base, c, lo, hi;  // base: offset of (n, 0, i)
+};
+__device__ __forceinline__ LrnIndex lrn_index(const LrnParams& p, int64_t idx) {
+  const int64_t plane = p.c * p.hw, n = idx / plane, rest = idx - n * plane, c = rest / p.hw, i = rest - c * p.hw;
+  const int64_t lo = c - p.depth_radius > 0 ? c - p.depth_radius : 0;
+  const int64_t hi = c + p.depth_radius < p.c - 1 ? c + p.depth_radius : p.c - 1;
+  return LrnIndex{n * plane + i, c, lo, hi};
+}
+
+template <typename T>
+__global__ void lrn_fwd_kernel(LrnParams p, const T* x, T* y, T* scale) {
+  const float bias = static_cast<float>(p.bias), alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
+  FASTNN_GRID_LOOP(idx, p.n * p.c * p.hw) {
+    const LrnIndex li = lrn_index(p, idx);
+    float sum = 0.f;
+    for (int64_t k = li.lo; k <= li.hi; ++k) {
+      const float v = to_f(x[li.base + k * p.hw]);
+      sum += v * v;
+    }
+    const float sc = bias + alpha * sum;
+    scale[idx] = from_f<T>(sc);
+    y[idx] = from_f<T>(to_f(x[idx]) * powf(sc, -beta));
+  }
+}
+
+template <typename T>
+__global__ void lrn_bwd_terms_kernel(int64_t total, float beta, const T* x, const T* scale, const T* dy, float* t) {
+  FASTNN_GRID_LOOP(i, total) t[i] = to_f(dy[i]) * to_f(x[i]) * powf(to_f(scale[i]), -beta - 1.f);
+}
+
+template <typename T>
+__global__ void lrn_bwd_kernel(LrnParams p, const T* x, const T* scale, const T* dy, const float* t, T* dx) {
+  const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
+  FASTNN_GRID_LOOP(idx, p.n * p.c * p.hw) {
+    const LrnIndex li = lrn_index(p, idx);
+    float sum = 0.f;
+    for (int64_t k = li.lo; k <= li.hi; ++k) sum += t[li.base + k * p.hw];
+    dx[idx] = from_f<T>(to_f(dy[idx]) * powf(to_f(scale[idx]), -beta) - 2.f * alpha * beta * to_f(x[idx]) * sum);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.win.p * p.win.q;
+  if (total == 0) return;
+  max_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.h * p.w;
+  if (total == 0) return;
+  max_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, dy, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.win.p * p.win.q;
+  if (total == 0) return;
+  avg_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.h * p.w;
+  if (total == 0) return;
+  avg_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, dy, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void lrn_forward(const LrnParams& p, const T* x, T* y, T* scale, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.hw;
+  if (total == 0) return;
+  lrn_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y, scale);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T* dx, float* ws, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.hw;
+  if (total == 0) return;
+  lrn_bwd_terms_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, static_cast<float>(p.beta), x, scale, dy, ws);
+  CUDA_CHECK_LAUNCH();
+  lrn_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, scale, dy, ws, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define FASTNN_INSTANTIATE(T)                                                                          \
+  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);               \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const T*, T*, cudaStream_t);    \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);               \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);              \
+  template void lrn_forward<T>(const LrnParams&, const T*, T*, T*, cudaStream_t);                     \
+  template void lrn_backward<T>(const LrnParams&, const T*, const T*, const T*, T*, float*, cudaStream_t);
+FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
+#undef FASTNN_INSTANTIATE
+
+}  // namespace fastnn::ops::cuda

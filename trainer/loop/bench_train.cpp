@@ -1,0 +1,84 @@
+#include "trainer/loop/bench_train.h"
+
+#include "core/check.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+
+TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o) {
+  FASTNN_CHECK(o.steps >= 1 && o.warmup >= 0, "bench train: need steps >= 1 and warmup >= 0, got ", o.steps, ", ",
+               o.warmup);
+  if (c.batch_size() < 1) throw ConfigError(str("batch_size must be >= 1, got ", c.batch_size()));
+  const zoo::ZooModel& model = zoo::zoo_model(c.model_name());
+  const int size = o.image_size;
+  const NetDef net = zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? c.num_classes() : 0,
+                                                     .height = size, .width = size});
+  StepRunnerOptions ro;
+  ro.target = resolve_compute_target(c);
+  ro.batch_size = c.batch_size();
+  ro.seed = static_cast<uint64_t>(c.seed());
+  ro.label_smoothing = c.label_smoothing();
+  ro.weight_decay = c.weight_decay();
+  ro.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
+  ro.optimizer = optimizer_options(c);
+  ro.scaling = loss_scaler_options(c, ro.target.dtype);
+  ro.check_labels = false;  // synthetic labels are in range by construction
+  std::unique_ptr<StepRunner> runner = make_step_runner(net, ro);
+  graph::Graph& g = runner->graph();
+
+  TrainBenchResult r;
+  r.model = model.name;
+  r.target = ro.target;
+  r.batch_size = c.batch_size();
+  r.steps = o.steps;
+  r.warmup = o.warmup;
+  r.height = static_cast<int>(g.input_shape()[2]);
+  r.width = static_cast<int>(g.input_shape()[3]);
+  r.classes = static_cast<int>(g.num_classes());
+  for (const graph::NamedTensor& p : g.parameters()) r.parameters += p.value.numel();
+
+  auto [images, labels] = runner->synthetic_batch(static_cast<uint64_t>(c.seed()) + 1);
+  const float lr = static_cast<float>(c.learning_rate());
+  uint64_t step = 0;
+  for (int64_t i = 0; i < o.warmup; ++i) {
+    const StepResult s = runner->train(images, labels, step++, lr);
+    if (i == 0) r.first_loss = s.loss;
+  }
+  r.milliseconds = runner->time_ms([&] {
+    for (int64_t i = 0; i < o.steps; ++i) {
+      const StepResult s = runner->train(images, labels, step++, lr);
+      if (o.warmup == 0 && i == 0) r.first_loss = s.loss;
+      r.last_loss = s.loss;
+    }
+  });
+  r.ms_per_step = r.milliseconds / static_cast<double>(o.steps);
+  r.images_per_sec = r.milliseconds > 0 ? 1000.0 * static_cast<double>(o.steps * r.batch_size) / r.milliseconds : 0;
+  const StepRunnerStats st = runner->stats();
+  r.loss_scale = st.loss_scale;
+  r.skipped_steps = st.skipped_steps;
+  return r;
+}
+
+nlohmann::json train_bench_json(const TrainBenchResult& r) {
+  return {{"bench", "train"},
+          {"model", r.model},
+          {"device", r.target.device == Device::kCpu ? "cpu" : "cuda"},
+          {"device_index", r.target.device_index},
+          {"dtype", dtype_name(r.target.dtype)},
+          {"batch_size", r.batch_size},
+          {"image_size", {r.height, r.width}},
+          {"classes", r.classes},
+          {"parameters", r.parameters},
+          {"warmup", r.warmup},
+          {"steps", r.steps},
+          {"milliseconds", r.milliseconds},
+          {"ms_per_step", r.ms_per_step},
+          {"images_per_sec", r.images_per_sec},
+          {"first_loss", r.first_loss},
+          {"last_loss", r.last_loss},
+          {"loss_scale", r.loss_scale},
+          {"skipped_steps", r.skipped_steps}};
+}
+
+}  // namespace fastnn::loop

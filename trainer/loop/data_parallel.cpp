@@ -1,0 +1,170 @@
+#include "trainer/loop/data_parallel.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/check.h"
+#include "core/logging.h"
+#include "trainer/comm/world_check.h"
+
+namespace fastnn::loop {
+namespace {
+
+// Step metrics carried in the gradient buckets: loss, main_loss, aux_loss, correct, correct_top5,
+// examples, data wait seconds.
+constexpr size_t kStepMetrics = 7;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t rank_seed(uint64_t seed, int rank) {
+  return rank == 0 ? seed : seed ^ splitmix64(static_cast<uint64_t>(rank));
+}
+
+int64_t resume_replay_batches(const CheckpointMeta& meta, int world, int64_t batch, int64_t batches_per_epoch) {
+  const int64_t global = static_cast<int64_t>(world) * batch;
+  if (!meta.has_config()) return meta.step();
+  const int64_t saved_global = static_cast<int64_t>(std::max(1, meta.world_size())) * meta.config().batch_size();
+  if (saved_global == global) return meta.step();
+  // Another global batch: keep the epoch, and as much of it as the new batches cover.
+  return meta.epoch() * batches_per_epoch + meta.samples_in_epoch() / global;
+}
+
+DataParallel::DataParallel(const JobConfig& c) {
+  CommOptions o;
+  o.backend = c.comm_backend();
+  o.collective_timeout_seconds = c.collective_timeout_seconds();
+  comm_ = make_communicator(o);
+  if (world() == 1) return;
+  // Rank 0 tells the story; the others only warn (unless FASTNN_LOG_LEVEL asks for more).
+  if (!chief() && std::getenv("FASTNN_LOG_LEVEL") == nullptr && log_level() == LogLevel::kInfo)
+    set_log_level(LogLevel::kWarn);
+  log_info("data-parallel over ", world(), " ranks (", comm_->name(), ", ", comm_->local_size(),
+           " on this machine): batch_size ", c.batch_size(), " per rank, global batch ",
+           static_cast<int64_t>(world()) * c.batch_size(), ", collective timeout ", c.collective_timeout_seconds(),
+           " s");
+}
+
+DataParallel::~DataParallel() = default;
+
+void DataParallel::check_world(int64_t batches_per_epoch, int64_t train_shard_count) {
+  if (world() == 1) return;
+  try {
+    check_world_consistency(*comm_, batches_per_epoch, train_shard_count);
+  } catch (const ConfigError&) {
+    agreed_failure_ = true;  // every rank saw the same gathered values and throws the same error
+    throw;
+  }
+}
+
+void DataParallel::sync_start(graph::Graph& g, int64_t start_step) {
+  if (world() == 1) return;
+  const int64_t mine = start_step;
+  std::vector<int64_t> all(static_cast<size_t>(world()));
+  comm_->allgather(std::span<const int64_t>(&mine, 1), std::span<int64_t>(all));
+  for (int r = 1; r < world(); ++r) {
+    if (all[static_cast<size_t>(r)] == all[0]) continue;
+    std::ostringstream os;
+    for (int q = 0; q < world(); ++q) os << (q ? ", " : "") << "rank " << q << ": step " << all[static_cast<size_t>(q)];
+    agreed_failure_ = true;
+    throw ConfigError(str("ranks would start at different steps (", os.str(),
+                          "); with --resume every rank must see the same run directory (put output_dir on a "
+                          "file system shared by all machines)"));
+  }
+  for (graph::NamedTensor& v : g.variables())
+    comm_->broadcast(std::span<float>(v.value.data<float>(), static_cast<size_t>(v.value.numel())), 0);
+}
+
+void DataParallel::attach_gradients(std::span<const ParamRef> params, double bucket_mb) {
+  if (world() == 1) return;
+  FASTNN_CHECK(bucket_mb > 0, "allreduce_bucket_mb must be > 0, got ", bucket_mb);
+  step_metrics_.assign(kStepMetrics, 0.0f);
+  std::vector<GradBuffer> buffers = grad_buffers(params);
+  buffers.push_back(GradBuffer{"(step metrics)", step_metrics_.data(), step_metrics_.size()});
+  const auto bytes = static_cast<size_t>(std::max(4.0, bucket_mb * 1024.0 * 1024.0));
+  grads_ = std::make_unique<BucketedAllreduce>(*comm_, std::move(buffers), bytes);
+  log_info("gradients: ", grads_->buckets().size(), " allreduce bucket(s) of at most ", bucket_mb, " MiB per step");
+}
+
+void DataParallel::average_step(StepResult& r, double& wait) {
+  if (world() == 1) return;
+  FASTNN_CHECK(grads_ != nullptr, "average_step before attach_gradients");
+  float* m = step_metrics_.data();
+  m[0] = static_cast<float>(r.loss);
+  m[1] = static_cast<float>(r.main_loss);
+  m[2] = static_cast<float>(r.aux_loss);
+  m[3] = static_cast<float>(r.correct);
+  m[4] = static_cast<float>(r.correct_top5);
+  m[5] = static_cast<float>(r.examples);
+  m[6] = static_cast<float>(wait);
+  grads_->average();
+  // Averages; counts are small integers, exact in float, so mean x world rounds back to the sum.
+  const double w = world();
+  r.loss = m[0];
+  r.main_loss = m[1];
+  r.aux_loss = m[2];
+  r.correct = std::llround(m[3] * w);
+  r.correct_top5 = std::llround(m[4] * w);
+  r.examples = std::llround(m[5] * w);
+  wait = m[6];
+}
+
+void DataParallel::average_state(graph::Graph& g) {
+  if (world() == 1) return;
+  std::vector<graph::NamedTensor> state = g.state();
+  size_t total = 0;
+  for (const graph::NamedTensor& s : state) total += static_cast<size_t>(s.value.numel());
+  if (total == 0) return;
+  std::vector<float> packed(total);
+  size_t at = 0;
+  for (const graph::NamedTensor& s : state) {
+    const auto n = static_cast<size_t>(s.value.numel());
+    std::copy_n(s.value.data<float>(), n, packed.data() + at);
+    at += n;
+  }
+  comm_->allreduce_average(std::span<float>(packed));
+  at = 0;
+  for (graph::NamedTensor& s : state) {
+    const auto n = static_cast<size_t>(s.value.numel());
+    std::copy_n(packed.data() + at, n, s.value.data<float>());
+    at += n;
+  }
+}
+
+EvalResult DataParallel::evaluate(graph::Graph& g, TrainStep& step, const RunSetup& s, const JobConfig& c) {
+  if (world() == 1) return evaluate_dataset(g, step, make_eval_dataset(s, c, c.batch_size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  average_state(g);  // every rank evaluates with the same statistics
+  EvalResult local;
+  if (std::optional<pipeline::Dataset> ds = make_eval_shard(s, c, c.batch_size(), rank(), world()))
+    local = evaluate_dataset(g, step, *ds);
+  const auto n = static_cast<double>(local.num_examples);
+  double sums[4] = {std::round(local.top1 * n), std::round(local.top5 * n), local.loss * n, n};
+  comm_->allreduce_sum(std::span<double>(sums, 4));
+  EvalResult r;
+  r.num_examples = std::llround(sums[3]);
+  if (r.num_examples > 0) {
+    r.top1 = sums[0] / sums[3];
+    r.top5 = sums[1] / sums[3];
+    r.loss = sums[2] / sums[3];
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+void DataParallel::fail(const std::exception& e) noexcept {
+  if (world() == 1 || agreed_failure_) return;  // agreed: every rank throws it and exits cleanly
+  log_error("rank ", rank(), "/", world(), ": ", e.what(),
+            "; aborting the job so that the other ranks do not wait for this one");
+  comm_->abort(1);
+}
+
+}  // namespace fastnn::loop

@@ -1,0 +1,82 @@
+// Data-parallel training: what the loop (trainer.cpp) needs from the world of ranks, kept in one place
+// so that the loop only has small hook calls (docs/DISTRIBUTED.md).
+//
+// One process per rank; every rank holds the whole model and trains on its own share of the data:
+//   - the communicator comes from make_communicator({comm_backend, collective_timeout_seconds}):
+//     MPI when the process was started by mpirun/srun, else a world of one (every call below is then
+//     a no-op or the single-process behaviour, bitwise);
+//   - batch_size is per rank: a step consumes world x batch_size examples (the global batch);
+//   - check_world(): the pre-flight check_world_consistency (equal per-rank epoch lengths, a shard
+//     count that divides over the ranks); a failure is raised on every rank alike ("agreed");
+//   - sync_start(): after init / checkpoint load every rank must be at the same step; then rank 0's
+//     variables (parameters and batch-norm moving statistics) are broadcast to all;
+//   - average_step(): after backward, the gradients are averaged by BucketedAllreduce, together with
+//     the step's metrics (loss, hits, examples, data wait) in the same buckets, so the StepResult
+//     becomes the global one at no extra collective and every rank applies the same update and makes
+//     the same divergence decision;
+//   - average_state(): the batch-norm moving statistics (updated from each rank's own batches, so they
+//     drift apart) are averaged before every evaluation and checkpoint;
+//   - evaluate(): each rank evaluates whole files of the held-out split (file i goes to rank
+//     i % world), the sums are allreduced, so every example counts exactly once;
+//   - fail(): an exception on one rank would leave the others blocked in the next collective, so it is
+//     logged and the job is aborted (MPI_Abort), unless it was an agreed error every rank raises.
+// rank_seed(): rank 0 keeps the configured seed (a world of one trains exactly as before); other
+// ranks draw dropout masks, shuffling and augmentation from their own streams.
+//
+// Threading: the loop's thread only (collectives are called in the same order on every rank).
+// Errors: ConfigError for an inconsistent world (agreed), fastnn::Error from the communicator.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "schemas/checkpoint_meta.pb.h"
+#include "schemas/job_config.pb.h"
+#include "trainer/comm/bucketed_allreduce.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/graph/graph.h"
+#include "trainer/loop/evaluate.h"
+#include "trainer/loop/run_setup.h"
+#include "trainer/train_step.h"
+
+namespace fastnn::loop {
+
+uint64_t rank_seed(uint64_t seed, int rank);
+
+// Per-rank batches to replay when resuming from `meta` in a world of `world` ranks with batch_size
+// `batch` and `batches_per_epoch` per rank: the checkpoint's global step when the global batch is
+// unchanged, else its epoch plus the samples seen in that epoch, in the new global batch size.
+int64_t resume_replay_batches(const CheckpointMeta& meta, int world, int64_t batch, int64_t batches_per_epoch);
+
+class DataParallel {
+ public:
+  explicit DataParallel(const JobConfig& config);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  Communicator& comm() { return *comm_; }
+  int rank() const { return comm_->rank(); }
+  int world() const { return comm_->world_size(); }
+  bool chief() const { return rank() == 0; }
+
+  void check_world(int64_t batches_per_epoch, int64_t train_shard_count);
+  void sync_start(graph::Graph& graph, int64_t start_step);
+  // Plans the gradient buckets once; the params' grad pointers must stay in place.
+  void attach_gradients(std::span<const ParamRef> params, double bucket_mb);
+  void average_step(StepResult& result, double& data_wait_seconds);
+  void average_state(graph::Graph& graph);
+  EvalResult evaluate(graph::Graph& graph, TrainStep& step, const RunSetup& setup, const JobConfig& config);
+  void fail(const std::exception& error) noexcept;
+
+ private:
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<BucketedAllreduce> grads_;
+  std::vector<float> step_metrics_;
+  bool agreed_failure_ = false;
+};
+
+}  // namespace fastnn::loop

@@ -1,0 +1,90 @@
+#include "trainer/loop/profiler.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "trainer/graph/statistics.h"
+
+namespace fastnn::loop {
+
+std::string chrome_trace_json(const std::vector<TraceEvent>& events, int64_t step, const std::string& net_name) {
+  nlohmann::json list = nlohmann::json::array();
+  // Metadata events name the process and thread in the viewer.
+  list.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
+                  {"args", {{"name", str("fastnn ", net_name, " step ", step)}}}});
+  list.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "train loop"}}}});
+  for (const TraceEvent& e : events) {
+    nlohmann::json j{{"name", e.name}, {"cat", e.category}, {"ph", "X"}, {"pid", 0}, {"tid", 0},
+                     {"ts", e.ts_us}, {"dur", e.dur_us}};
+    nlohmann::json args{{"step", step}};
+    if (!e.type.empty()) args["type"] = e.type, args["op"] = e.op;
+    j["args"] = std::move(args);
+    list.push_back(std::move(j));
+  }
+  nlohmann::json doc{{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"}};
+  return doc.dump(1);
+}
+
+StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph)
+    : every_n_(every_n), run_dir_(std::move(run_dir)), graph_(graph) {}
+
+StepProfiler::~StepProfiler() {
+  if (active_) graph_.set_layer_observer(nullptr);
+}
+
+double StepProfiler::now_us() const { return std::chrono::duration<double, std::micro>(Clock::now() - start_).count(); }
+
+void StepProfiler::begin_step(int64_t step) {
+  active_ = profiles(step);
+  if (!active_) return;
+  step_ = step + 1;
+  events_.clear();
+  start_ = Clock::now();
+  last_mark_us_ = 0;
+  graph_.set_layer_observer(this);
+}
+
+void StepProfiler::mark(const char* phase) {
+  if (!active_) return;
+  const double t = now_us();
+  events_.push_back({.name = phase, .category = "step", .ts_us = last_mark_us_, .dur_us = t - last_mark_us_});
+  last_mark_us_ = t;
+}
+
+std::string StepProfiler::end_step() {
+  if (!active_) return "";
+  active_ = false;
+  graph_.set_layer_observer(nullptr);
+  const std::string path = str(run_dir_, "/timeline-", step_, ".json");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw IoError(str("profiler: cannot write ", tmp));
+    f << chrome_trace_json(events_, step_, graph_.plan().net_name());
+    if (!f.flush()) throw IoError(str("profiler: write failed: ", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw IoError(str("profiler: cannot rename ", tmp, " to ", path, ": ", ec.message()));
+  return path;
+}
+
+void StepProfiler::layer_begin(size_t, bool) { layer_start_us_ = now_us(); }
+
+void StepProfiler::layer_end(size_t node, bool backward) {
+  const graph::PlanNode& n = graph_.plan().nodes()[node];
+  const double t = now_us();
+  events_.push_back({.name = n.name, .category = backward ? "backward" : "forward", .ts_us = layer_start_us_,
+                     .dur_us = t - layer_start_us_, .type = n.type, .op = n.op});
+}
+
+void print_model_statistics(const graph::Graph& graph) {
+  std::printf("%s", graph::format_model_statistics(graph::model_statistics(graph.plan())).c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace fastnn::loop

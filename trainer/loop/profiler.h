@@ -1,0 +1,76 @@
+// ProfilerHook: every `profile_every_n_iters` steps, one training step is timed layer by layer and
+// written as a Chrome trace (the JSON trace-event format read by chrome://tracing and Perfetto) to
+// <run_dir>/timeline-<step>.json, where <step> is the global step after that update (TF's
+// ProfilerHook names its files the same way).
+//
+//   StepProfiler prof(every_n, run_dir, graph);     // every_n <= 0: never profiles
+//   prof.begin_step(step);                          // attaches to the graph when step+1 is a multiple
+//   ... next batch ...        prof.mark("next_batch");
+//   ... train step ...        prof.mark("train_step");   // the layer events nest inside it
+//   ... optimizer ...         prof.mark("optimizer");
+//   prof.end_step();                                 // writes the file, detaches
+//
+// Events (all "ph":"X" complete events, microseconds from the step's start, pid 0, tid 0):
+// phases in category "step", each layer's forward (category "forward") and backward ("backward")
+// with args {type, op, step}. The file is written to a temporary name and renamed, so a reader
+// never sees half a trace. Threading: the thread that drives the graph.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/graph/graph.h"
+
+namespace fastnn::loop {
+
+struct TraceEvent {
+  std::string name, category;
+  double ts_us = 0, dur_us = 0;
+  std::string type, op;  // layers only
+};
+
+// The Chrome trace JSON for one step's events.
+std::string chrome_trace_json(const std::vector<TraceEvent>& events, int64_t step, const std::string& net_name);
+
+class StepProfiler final : public graph::LayerObserver {
+ public:
+  StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph);
+  ~StepProfiler() override;
+  StepProfiler(const StepProfiler&) = delete;
+  StepProfiler& operator=(const StepProfiler&) = delete;
+
+  bool enabled() const { return every_n_ > 0; }
+  // Whether the step that starts at global step `step` (0-based) is profiled.
+  bool profiles(int64_t step) const { return every_n_ > 0 && (step + 1) % every_n_ == 0; }
+
+  void begin_step(int64_t step);
+  void mark(const char* phase);  // a "step" event from the previous mark (or begin) to now
+  // Writes the trace when this step was profiled; returns its path ("" otherwise).
+  std::string end_step();
+
+  const std::vector<TraceEvent>& events() const { return events_; }
+
+  void layer_begin(size_t node, bool backward) override;
+  void layer_end(size_t node, bool backward) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double now_us() const;
+
+  int64_t every_n_;
+  std::string run_dir_;
+  graph::Graph& graph_;
+  bool active_ = false;
+  int64_t step_ = 0;
+  Clock::time_point start_;
+  double last_mark_us_ = 0, layer_start_us_ = 0;
+  std::vector<TraceEvent> events_;
+};
+
+// print_model_statistics: the parameter table, per-layer FLOPs and totals (graph/statistics.h) on
+// stdout at the start of training.
+void print_model_statistics(const graph::Graph& graph);
+
+}  // namespace fastnn::loop

@@ -1,0 +1,26 @@
+// The few kernels the GPU step runner needs beyond the ops and the fused optimizer updates
+// (step_kernels.cu; include only from *_cuda.cpp / .cu files). T and G are float, __half or
+// __nv_bfloat16; pointers are device pointers; nothing allocates or waits; launches are checked.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace fastnn::loop::cuda_step {
+
+// y[i] = x[i] rounded to T (nearest even): master weights -> compute copies, f32 images -> f16/bf16.
+template <typename T>
+void cast_from_f32(int64_t count, const float* x, T* y, cudaStream_t s);
+// y[i] = x[i] widened to f32.
+template <typename T>
+void cast_to_f32(int64_t count, const T* x, float* y, cudaStream_t s);
+// out[i] = g[i] * inv_scale + wd * w[i] (the wd term only when wd != 0), each product and the sum
+// rounded separately (no FMA), so with inv_scale = 1 it is bitwise the CPU's add_weight_decay.
+// out may alias g when G is float.
+template <typename G>
+void prepare_grad(int64_t count, const G* g, float inv_scale, float wd, const float* w, float* out, cudaStream_t s);
+
+}  // namespace fastnn::loop::cuda_step

@@ -1,0 +1,95 @@
+// A whole training step on one device: forward, loss, backward, weight decay, global-norm clipping and
+// the optimizer update, behind one interface so the loop and `fastnn bench train` drive the CPU and
+// the GPU the same way.
+//
+//   auto r = make_step_runner(net, {.target = resolve_compute_target(cfg), .batch_size = 64, ...});
+//   StepResult s = r->train(images, labels, step, lr);   // host or device batch
+//
+// CPU runner: the f32 CPU graph, TrainStep, the CPU optimizer (trainer/optim) and gradient_ops, in
+// FastNN's order (weight decay, clipping, update) — exactly what trainer/loop/trainer.cpp does.
+//
+// CUDA runner (step_runner_cuda.cpp, only in CUDA builds):
+//   - parameters are initialised on the host with the graph's seeds and uploaded, so a CUDA run starts
+//     from the CPU run's weights (f16/bf16 graphs: the f32 master copy holds the CPU values exactly,
+//     the graph holds them rounded);
+//   - kernels from a registry holding the CPU and CUDA kernels (register_cuda_ops);
+//   - the optimizer keeps f32 master weights and slots on the device (optim/device_optimizer.h) with
+//     the CPU optimizer's state names, so checkpoints interchange;
+//   - gradients are unscaled and weight-decayed into f32 in one pass, then one grad_stats reduction
+//     gives the global norm and the overflow count, read to the host with the losses (two small
+//     copies per step); an f16 step that overflowed is skipped under dynamic loss scaling;
+//   - host batches go through two pinned staging buffers, copied on a separate stream; the compute
+//     stream waits on that batch's event only. f32 host images are cast to the compute dtype on the
+//     device.
+//
+// Threading: one thread drives a runner. Errors: ConfigError for options the device path does not
+// support (rmsprop/adagrad/adadelta/ftrl on cuda), Error from the graph and kernels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "schemas/net.pb.h"
+#include "trainer/graph/graph.h"
+#include "trainer/loop/device_setup.h"
+#include "trainer/optim/loss_scaler.h"
+#include "trainer/optim/optimizers.h"
+#include "trainer/train_step.h"
+
+namespace fastnn::loop {
+
+struct StepRunnerOptions {
+  ComputeTarget target;
+  int64_t batch_size = 1;
+  uint64_t seed = 0;
+  double label_smoothing = 0;
+  double weight_decay = 0;
+  double max_gradient_norm = 0;  // 0: no clipping
+  OptimizerOptions optimizer;
+  LossScalerOptions scaling;     // used by f16 CUDA runners only
+  // CUDA: softmax_xent / top_k wait for the device to report a bad label (cuda::Policy::check_labels).
+  // Off for labels valid by construction (synthetic benchmarks): a bad label still gives a NaN loss.
+  bool check_labels = true;
+};
+
+struct StepRunnerStats {
+  double loss_scale = 1;
+  int64_t skipped_steps = 0;     // overflowed f16 steps not applied
+  double last_global_norm = 0;   // before clipping; 0 when not computed
+};
+
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  virtual const ComputeTarget& target() const = 0;
+  virtual graph::Graph& graph() = 0;
+
+  // images [N, C, H, W] f32 (host) or the compute dtype (device); labels [N] i32/i64, host or device.
+  virtual StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) = 0;
+  virtual StepResult evaluate(const Tensor& images, const Tensor& labels) = 0;
+  // A random batch placed where train() reads it fastest (synthetic-data benchmarks).
+  virtual std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) = 0;
+  // Waits for the device (no-op on the CPU).
+  virtual void synchronize() {}
+  // Milliseconds `fn` takes on the device's compute stream (CUDA events), or wall time on the CPU.
+  virtual double time_ms(const std::function<void()>& fn);
+
+  // Optimizer state under the CPU optimizer's names; f32 host copies.
+  virtual std::vector<NamedArray> export_optimizer_state() const = 0;
+  virtual void import_optimizer_state(const std::vector<NamedArray>& arrays) = 0;
+  // Parameters (the f32 master values) then state, f32 host copies by name.
+  virtual std::vector<NamedArray> host_variables() = 0;
+  virtual StepRunnerStats stats() const { return {}; }
+};
+
+std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& options);
+// The CUDA runner (defined in CUDA builds only; make_step_runner throws ConfigError otherwise).
+std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef& net, const StepRunnerOptions& options);
+
+// A random batch on the host: images uniform in [-1, 1), labels uniform in [0, classes).
+std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed);
+
+}  // namespace fastnn::loop

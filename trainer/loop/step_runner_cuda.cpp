@@ -1,0 +1,306 @@
+// The CUDA step runner (contract in step_runner.h).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/check.h"
+#include "trainer/cuda/ops.h"
+#include "trainer/cuda/optim.h"
+#include "trainer/cuda/runtime.h"
+#include "trainer/loop/step_kernels.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/optim/device_optimizer.h"
+
+namespace fastnn::loop {
+namespace {
+
+const ops::OpRegistry& cuda_registry() {
+  static const ops::OpRegistry* registry = [] {
+    auto* r = new ops::OpRegistry;  // lives for the process: kernels keep pointers into it
+    ops::register_builtin_ops(*r);
+    ops::register_cuda_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void upload(const Tensor& host, Tensor& device) {
+  cuda::copy_async(device, host);
+  cuda::synchronize();  // `host` may die right after
+}
+void download(const Tensor& device, Tensor& host) {
+  cuda::copy_async(host, device);
+  cuda::synchronize();
+}
+
+// Calls fn with the CUDA storage type of a floating compute dtype.
+template <typename Fn>
+void with_type(DType dt, Fn&& fn) {
+  switch (dt) {
+    case DType::kF32: return fn(float{});
+    case DType::kF16: return fn(__half{});
+    case DType::kBF16: return fn(__nv_bfloat16{});
+    default: throw Error(str("cuda step: compute dtype ", dtype_name(dt), " is not f32, f16 or bf16"));
+  }
+}
+
+// Read by the kernels as they are created (the graph's and the train step's).
+void set_label_checks(bool on) {
+  cuda::Policy p = cuda::policy();
+  p.check_labels = on;
+  cuda::set_policy(p);
+}
+
+struct ParamState {
+  std::string name;
+  Tensor value, grad;  // the graph's (compute dtype)
+  Tensor master, g32;  // f32; the same tensors as value / grad for f32 graphs
+  bool decay = false;
+};
+
+// One of two input slots: pinned host copy, device copy, and the events ordering their reuse.
+struct Stage {
+  Tensor pinned_images, pinned_labels, dev_images_f32, dev_images, dev_labels;
+  cudaEvent_t copied = nullptr, consumed = nullptr;
+  bool used = false;
+};
+
+class CudaStepRunner final : public StepRunner {
+ public:
+  CudaStepRunner(const NetDef& net, const StepRunnerOptions& o)
+      : o_((cuda::init_backend(o.target.device_index), set_label_checks(o.check_labels), o)),
+        graph_(net, {.batch_size = o.batch_size, .dtype = o.target.dtype, .device = Device::kCuda, .seed = o.seed,
+                     .registry = &cuda_registry(), .upload = &upload}),
+        step_(graph_, {.label_smoothing = o.label_smoothing, .upload = &upload, .download = &download}),
+        scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}) {
+    const DType dt = o.target.dtype;
+    step_.set_loss_scale(scaler_.scale());
+    stats_.loss_scale = scaler_.scale();
+    // f16/bf16: the f32 master copy starts from the CPU's f32 initial values (a batch-1 CPU graph with
+    // the same seed), not from the rounded device values.
+    std::vector<graph::NamedTensor> cpu_init;
+    if (dt != DType::kF32) cpu_init = graph::Graph(net, {.batch_size = 1, .seed = o.seed}).parameters();
+    std::vector<DeviceParam> dparams;
+    const std::vector<graph::NamedTensor> params = graph_.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      ParamState p{params[i].name, params[i].value, params[i].grad, {}, {}, params[i].weight_decay};
+      if (dt == DType::kF32) {
+        p.master = p.value;
+        p.g32 = p.grad;
+      } else {
+        FASTNN_CHECK(cpu_init.size() == params.size() && cpu_init[i].name == p.name, "cuda step: CPU init mismatch");
+        p.master = cuda::to_device(cpu_init[i].value);
+        p.g32 = Tensor::empty(p.value.shape(), DType::kF32, Device::kCuda);
+      }
+      dparams.push_back({p.name, p.master.data<float>(), p.g32.data<float>(), p.master.numel(), p.decay});
+      grad_views_.push_back({p.g32.raw(), p.g32.numel(), 0});
+      params_.push_back(std::move(p));
+    }
+    optimizer_ = std::make_unique<DeviceOptimizer>(o.optimizer, std::move(dparams));
+    const size_t ws = cuda::grad_stats_workspace_bytes(grad_views_);
+    stats_ws_ = Tensor::empty({static_cast<int64_t>(std::max<size_t>(ws, 1))}, DType::kU8, Device::kCuda);
+    stats_dev_ = Tensor::empty({2}, DType::kF64, Device::kCuda);
+    stats_host_ = cuda::pinned_empty({2}, DType::kF64);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    for (Stage& s : stages_) {
+      CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
+      CUDA_CHECK(cudaEventCreateWithFlags(&s.consumed, cudaEventDisableTiming));
+    }
+    cuda::synchronize();
+  }
+
+  ~CudaStepRunner() override {
+    cudaStreamSynchronize(cuda::current_stream());
+    for (Stage& s : stages_) {
+      if (s.copied) cudaEventDestroy(s.copied);
+      if (s.consumed) cudaEventDestroy(s.consumed);
+    }
+    if (copy_stream_) cudaStreamDestroy(copy_stream_);
+  }
+
+  const ComputeTarget& target() const override { return o_.target; }
+  graph::Graph& graph() override { return graph_; }
+
+  StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
+    auto [x, y] = place(images, labels);
+    StepResult r = step_.train(x, y, step);  // one read-back: losses and counts
+    release();
+    apply_update(lr);
+    return r;
+  }
+
+  StepResult evaluate(const Tensor& images, const Tensor& labels) override {
+    auto [x, y] = place(images, labels);
+    StepResult r = step_.evaluate(x, y);
+    release();
+    return r;
+  }
+
+  std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override {
+    auto [hx, hy] = random_host_batch(graph_, seed);
+    Tensor x32 = cuda::to_device(hx);
+    Tensor x = to_compute(x32);
+    x.set_layout(Layout::kNCHW);
+    Tensor y = cuda::to_device(hy);
+    cuda::synchronize();
+    return {x, y};
+  }
+
+  void synchronize() override { cuda::synchronize(); }
+
+  double time_ms(const std::function<void()>& fn) override {
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    CUDA_CHECK(cudaEventRecord(a, cuda::current_stream()));
+    fn();
+    CUDA_CHECK(cudaEventRecord(b, cuda::current_stream()));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms;
+  }
+
+  std::vector<NamedArray> export_optimizer_state() const override { return optimizer_->export_state(); }
+  void import_optimizer_state(const std::vector<NamedArray>& a) override {
+    optimizer_->import_state(a);
+  }
+
+  std::vector<NamedArray> host_variables() override {
+    std::vector<NamedArray> out;
+    for (const ParamState& p : params_) out.push_back({p.name, cuda::to_host(p.master).to_vector<float>()});
+    for (const graph::NamedTensor& s : graph_.state()) out.push_back({s.name, cuda::to_host(s.value).to_vector<float>()});
+    return out;
+  }
+
+  StepRunnerStats stats() const override { return stats_; }
+
+ private:
+  Tensor to_compute(const Tensor& x32) {
+    if (o_.target.dtype == DType::kF32) return x32;
+    Tensor x = Tensor::empty(x32.shape(), o_.target.dtype, Device::kCuda, x32.layout());
+    with_type(o_.target.dtype, [&](auto t) {
+      using T = decltype(t);
+      cuda_step::cast_from_f32<T>(x32.numel(), x32.data<float>(), static_cast<T*>(x.raw()), cuda::current_stream());
+    });
+    return x;
+  }
+
+  // Device batch for the step: device tensors pass through; host ones go through a pinned stage,
+  // copied on copy_stream_, and the compute stream waits on that stage's event only.
+  std::pair<Tensor, Tensor> place(const Tensor& images, const Tensor& labels) {
+    if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
+    FASTNN_CHECK(images.device() == Device::kCpu && labels.device() == Device::kCpu && images.dtype() == DType::kF32,
+                 "cuda step: a host batch must be f32 images and labels on the host, got ", images.describe(), ", ",
+                 labels.describe());
+    Stage& s = stages_[next_stage_];
+    next_stage_ = (next_stage_ + 1) % 2;
+    if (s.used) CUDA_CHECK(cudaEventSynchronize(s.consumed));  // the step that read this stage is done
+    bool fresh = false;
+    if (!s.pinned_images.defined() || s.pinned_images.shape() != images.shape()) {
+      fresh = true;
+      s.pinned_images = cuda::pinned_empty(images.shape(), DType::kF32, Layout::kNCHW);
+      s.dev_images_f32 = Tensor::empty(images.shape(), DType::kF32, Device::kCuda, Layout::kNCHW);
+      s.dev_images = o_.target.dtype == DType::kF32
+                         ? s.dev_images_f32
+                         : Tensor::empty(images.shape(), o_.target.dtype, Device::kCuda, Layout::kNCHW);
+    }
+    if (!s.pinned_labels.defined() || s.pinned_labels.shape() != labels.shape() || s.pinned_labels.dtype() != labels.dtype()) {
+      fresh = true;
+      s.pinned_labels = cuda::pinned_empty(labels.shape(), labels.dtype());
+      s.dev_labels = Tensor::empty(labels.shape(), labels.dtype(), Device::kCuda);
+    }
+    if (fresh) cuda::synchronize();  // new buffers are stream-ordered on the compute stream; the copy stream uses them
+    std::memcpy(s.pinned_images.raw(), images.raw(), images.nbytes());
+    std::memcpy(s.pinned_labels.raw(), labels.raw(), labels.nbytes());
+    cuda::copy_async(s.dev_images_f32, s.pinned_images, copy_stream_);
+    cuda::copy_async(s.dev_labels, s.pinned_labels, copy_stream_);
+    CUDA_CHECK(cudaEventRecord(s.copied, copy_stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s.copied, 0));
+    if (o_.target.dtype != DType::kF32)
+      with_type(o_.target.dtype, [&](auto t) {
+        using T = decltype(t);
+        cuda_step::cast_from_f32<T>(images.numel(), s.dev_images_f32.data<float>(), static_cast<T*>(s.dev_images.raw()),
+                                    cuda::current_stream());
+      });
+    s.used = true;
+    current_stage_ = &s;
+    return {s.dev_images, s.dev_labels};
+  }
+
+  void release() {
+    if (current_stage_) CUDA_CHECK(cudaEventRecord(current_stage_->consumed, cuda::current_stream()));
+    current_stage_ = nullptr;
+  }
+
+  // Unscale + weight decay into f32, one reduction (norm^2, non-finite count) read once, the skip
+  // decision, clipping fused into the update, the f32 -> compute-dtype copy of the new weights.
+  void apply_update(float lr) {
+    cudaStream_t s = cuda::current_stream();
+    const DType dt = o_.target.dtype;
+    const float inv = scaler_.inverse_scale();
+    const float wd = static_cast<float>(o_.weight_decay);
+    for (ParamState& p : params_) {
+      const float pwd = (p.decay && o_.weight_decay > 0) ? wd : 0.0f;
+      if (dt == DType::kF32 && pwd == 0.0f && inv == 1.0f) continue;  // g32 is the graph's gradient as it is
+      with_type(dt, [&](auto t) {
+        using T = decltype(t);
+        cuda_step::prepare_grad<T>(p.grad.numel(), static_cast<const T*>(p.grad.raw()), inv, pwd,
+                                   p.master.data<float>(), p.g32.data<float>(), s);
+      });
+    }
+    const bool clip = o_.max_gradient_norm > 0;
+    const bool check_overflow = dt == DType::kF16;
+    float factor = 1.0f;
+    if (clip || check_overflow) {
+      cuda::grad_stats(grad_views_, stats_dev_.data<double>(), stats_ws_.raw(), s);
+      cuda::copy_async(stats_host_, stats_dev_, s);
+      CUDA_CHECK(cudaStreamSynchronize(s));  // the step's one read of the norm
+      const double sumsq = stats_host_.data<double>()[0], nonfinite = stats_host_.data<double>()[1];
+      const double norm = std::sqrt(sumsq);
+      stats_.last_global_norm = norm;
+      const bool overflow = nonfinite > 0 || !std::isfinite(norm);
+      const bool apply = scaler_.update(overflow);
+      stats_.loss_scale = scaler_.scale();
+      stats_.skipped_steps = scaler_.skipped_steps();
+      step_.set_loss_scale(scaler_.scale());
+      if (!apply) return;  // skipped: weights and slots untouched
+      if (clip) {  // the CPU's clip_by_global_norm factor
+        if (!std::isfinite(norm)) factor = std::numeric_limits<float>::quiet_NaN();
+        else if (norm > o_.max_gradient_norm) factor = static_cast<float>(o_.max_gradient_norm / norm);
+      }
+    }
+    optimizer_->step(lr, factor, s);
+    if (dt != DType::kF32)
+      for (ParamState& p : params_)
+        with_type(dt, [&](auto t) {
+          using T = decltype(t);
+          cuda_step::cast_from_f32<T>(p.master.numel(), p.master.data<float>(), static_cast<T*>(p.value.raw()), s);
+        });
+  }
+
+  StepRunnerOptions o_;
+  graph::Graph graph_;
+  TrainStep step_;
+  LossScaler scaler_;
+  std::vector<ParamState> params_;
+  std::vector<cuda::GradView> grad_views_;
+  std::unique_ptr<DeviceOptimizer> optimizer_;
+  Tensor stats_ws_, stats_dev_, stats_host_;
+  cudaStream_t copy_stream_ = nullptr;
+  Stage stages_[2];
+  size_t next_stage_ = 0;
+  Stage* current_stage_ = nullptr;
+  StepRunnerStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef& net, const StepRunnerOptions& o) {
+  FASTNN_CHECK(o.target.device == Device::kCuda, "make_cuda_step_runner for ", o.target.describe());
+  return std::make_unique<CudaStepRunner>(net, o);
+}
+
+}  // namespace fastnn::loop

@@ -1,0 +1,42 @@
+// avg_pool2d on CUDA (ops/avg_pool2d.h): custom kernels keep the CPU's asymmetric padding and both
+// count_include_pad divisors (cuDNN pools only with symmetric padding).
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/op_util.h"
+#include "trainer/ops/avg_pool2d.h"
+
+namespace fastnn::ops {
+namespace {
+
+template <typename T>
+class AvgPool2dCuda final : public OpKernel {
+ public:
+  AvgPool2dCuda(OpSignature sig, const Pool2dParams& p) : OpKernel("avg_pool2d", Device::kCuda), p_(p) {
+    sig_ = std::move(sig);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cuda::avg_pool2d_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    cuda::avg_pool2d_backward<T>(p_, cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+  }
+
+ private:
+  Pool2dParams p_;
+};
+
+}  // namespace
+
+void register_avg_pool2d_cuda(OpRegistry& r) {
+  r.add_kernel("avg_pool2d", Device::kCuda,
+               [cpu = cuda::cpu_factory(r, "avg_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = cuda::cuda_compute_dtype("avg_pool2d", in);
+                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                 return cuda::make_cuda_kernel<AvgPool2dCuda>(dt, std::move(sig),
+                                                              pool2d_params("avg_pool2d", a, in, true));
+               });
+}
+
+}  // namespace fastnn::ops

@@ -1,0 +1,57 @@
+// batch_norm on CUDA (ops/batch_norm.h): custom kernels, not cuDNN's legacy batch norm, because the
+// op's contract is not cuDNN's: parameters, running statistics and saved statistics have the compute
+// dtype (cuDNN wants f32 for them under f16/bf16), epsilon may be below CUDNN_BN_MIN_EPSILON, and
+// the eval-mode backward (frozen statistics) has no cuDNN call. Statistics are two-pass sums in
+// double, exactly the CPU's formulas (biased variance to normalise, unbiased for running_var,
+// momentum = weight of the old value). Workspace: 2*C doubles (backward coefficients).
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/op_util.h"
+#include "trainer/ops/batch_norm.h"
+
+namespace fastnn::ops {
+namespace {
+
+template <typename T>
+class BatchNormCuda final : public OpKernel {
+ public:
+  BatchNormCuda(OpSignature sig, const BatchNormParams& p) : OpKernel("batch_norm", Device::kCuda), p_(p) {
+    sig_ = std::move(sig);
+    sig_.workspace_bytes = cuda::batch_norm_workspace_bytes(p);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const T* x = cuda::ptr<T>(a.inputs[0]);
+    const T *gamma = cuda::ptr<T>(a.params[0]), *beta = cuda::ptr<T>(a.params[1]);
+    T *rm = cuda::ptr<T>(a.state[0]), *rv = cuda::ptr<T>(a.state[1]);
+    T *y = cuda::ptr<T>(a.outputs[0]), *mean = cuda::ptr<T>(a.saved[0]), *invstd = cuda::ptr<T>(a.saved[1]);
+    if (a.training)
+      cuda::batch_norm_forward_training<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd, cuda::stream_of(a));
+    else
+      cuda::batch_norm_forward_inference<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd, cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    T* dx = cuda::ptr<T>(a.d_inputs[0]);
+    T *dgamma = cuda::ptr<T>(a.d_params[0]), *dbeta = cuda::ptr<T>(a.d_params[1]);
+    if (!dx && !dgamma && !dbeta) return;
+    cuda::batch_norm_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
+                                 cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.saved[1]), cuda::ptr<T>(a.d_outputs[0]), dx,
+                                 dgamma, dbeta, const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+  }
+
+ private:
+  BatchNormParams p_;
+};
+
+}  // namespace
+
+void register_batch_norm_cuda(OpRegistry& r) {
+  r.add_kernel("batch_norm", Device::kCuda,
+               [cpu = cuda::cpu_factory(r, "batch_norm")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = cuda::cuda_compute_dtype("batch_norm", in);
+                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                 return cuda::make_cuda_kernel<BatchNormCuda>(dt, std::move(sig), batch_norm_params(a, in));
+               });
+}
+
+}  // namespace fastnn::ops

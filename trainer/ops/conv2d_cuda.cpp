@@ -1,0 +1,276 @@
+// conv2d on CUDA (ops/conv2d.h) through cuDNN's convolution API, NCHW.
+//
+// Padding: cuDNN pads symmetrically. The symmetric part min(top, bottom) x min(left, right) goes to
+// cuDNN; any excess (TensorFlow "same" with an odd total, or explicit [t,b,l,r]) is materialised by
+// copying x into a zero-padded buffer in the workspace (pad2d), and the backward-data result is
+// computed into that buffer and cropped back (crop2d). With the padded input, cuDNN's output size is
+// exactly (H + top + bottom - eff) / stride + 1 = P.
+//
+// Algorithms: chosen once per kernel object when it is created (and shared through a process-wide
+// cache keyed by the full problem, so identical layers do not search twice): cuDNN's heuristics
+// (cudnnGet*_v7) by default, timed search (cudnnFind*) with Policy::conv_search = kExhaustive. A
+// candidate is skipped when its workspace exceeds Policy::max_conv_workspace, when it is not
+// deterministic and Policy::deterministic is set, or when it uses tensor cores on f32 data while
+// TF32 is not allowed (the descriptor is also set to CUDNN_FMA_MATH then). Workspace:
+// max(fwd, bwd-data, bwd-filter) + the padded buffer when padding is asymmetric.
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/op_util.h"
+#include "trainer/ops/conv2d.h"
+
+namespace fastnn::ops {
+namespace {
+
+int to_int(int64_t v) {
+  FASTNN_CHECK(v >= 0 && v <= INT_MAX, "conv2d: dimension ", v, " exceeds cuDNN's int range");
+  return static_cast<int>(v);
+}
+
+cudnnDataType_t cudnn_type(DType dt) {
+  return dt == DType::kF32 ? CUDNN_DATA_FLOAT : dt == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+}
+
+// Owning wrappers for the three descriptor kinds.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+};
+
+struct AlgoChoice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t bytes = 0;
+};
+struct Algos {
+  AlgoChoice fwd, bwd_data, bwd_filter;
+};
+
+std::mutex g_cache_mu;
+std::map<std::string, Algos> g_algo_cache;
+
+// The first acceptable candidate of a perf list (cuDNN sorts them best first).
+template <typename Perf>
+AlgoChoice pick(const char* pass, const Perf* perf, int count, bool fp32_no_tf32, const ::fastnn::cuda::Policy& pol) {
+  std::string seen;
+  for (int i = 0; i < count; ++i) {
+    const Perf& c = perf[i];
+    seen += str(seen.empty() ? "" : ", ", "algo ", static_cast<int>(c.algo), " status ", static_cast<int>(c.status),
+                " ws ", c.memory, " math ", static_cast<int>(c.mathType));
+    if (c.status != CUDNN_STATUS_SUCCESS || c.memory > pol.max_conv_workspace) continue;
+    if (pol.deterministic && c.determinism != CUDNN_DETERMINISTIC) continue;
+    if (fp32_no_tf32 && (c.mathType == CUDNN_TENSOR_OP_MATH || c.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      continue;
+    return AlgoChoice{static_cast<int>(c.algo), c.mathType, c.memory};
+  }
+  throw ConfigError(str("conv2d: no usable cuDNN ", pass, " algorithm (", seen, ")"));
+}
+
+template <typename T>
+class Conv2dCuda final : public OpKernel {
+ public:
+  Conv2dCuda(OpSignature sig, const Conv2dParams& p, DType dt) : OpKernel("conv2d", Device::kCuda), p_(p), dt_(dt) {
+    sig_ = std::move(sig);
+    const Window2d& g = p.win;
+    const int64_t sym_h = std::min(g.pad_top, g.pad_bottom), sym_w = std::min(g.pad_left, g.pad_right);
+    et_ = g.pad_top - sym_h, eb_ = g.pad_bottom - sym_h, el_ = g.pad_left - sym_w, er_ = g.pad_right - sym_w;
+    asym_ = et_ || eb_ || el_ || er_;
+    hp_ = p.h + et_ + eb_, wp_ = p.w + el_ + er_;
+
+    const cudnnDataType_t t = cudnn_type(dt);
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, CUDNN_TENSOR_NCHW, t, to_int(p.n), to_int(p.c), to_int(hp_), to_int(wp_)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.d, CUDNN_TENSOR_NCHW, t, to_int(p.n), to_int(p.k), to_int(g.p), to_int(g.q)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, t, CUDNN_TENSOR_NCHW, to_int(p.k), to_int(p.c / p.groups), to_int(g.r),
+                                           to_int(g.s)));
+    const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
+    const bool fp32_no_tf32 = dt == DType::kF32 && !pol.allow_tf32;
+    // f32 without TF32: FMA kernels only; otherwise tensor cores are welcome.
+    const cudnnMathType_t math =
+        fp32_no_tf32 ? CUDNN_FMA_MATH : dt == DType::kF32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+    for (ConvDesc* c : {&conv_fwd_, &conv_bwd_data_, &conv_bwd_filter_}) {
+      CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c->d, to_int(sym_h), to_int(sym_w), to_int(g.stride_h),
+                                                  to_int(g.stride_w), to_int(g.dil_h), to_int(g.dil_w),
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+      CUDNN_CHECK(cudnnSetConvolutionGroupCount(c->d, to_int(p.groups)));
+      CUDNN_CHECK(cudnnSetConvolutionMathType(c->d, math));
+    }
+    int on, oc, oh, ow;
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_fwd_.d, x_.d, w_.d, &on, &oc, &oh, &ow));
+    FASTNN_CHECK(on == p.n && oc == p.k && oh == g.p && ow == g.q, "conv2d: cuDNN output ", on, "x", oc, "x", oh, "x",
+                 ow, " differs from the op's ", p.n, "x", p.k, "x", g.p, "x", g.q, " for ", g.to_string());
+
+    algos_ = choose_algos(pol, fp32_no_tf32);
+    // The chosen math type goes on each pass's descriptor (FMA stays FMA for f32 without TF32).
+    if (!fp32_no_tf32) {
+      CUDNN_CHECK(cudnnSetConvolutionMathType(conv_fwd_.d, algos_.fwd.math));
+      CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_data_.d, algos_.bwd_data.math));
+      CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_filter_.d, algos_.bwd_filter.math));
+    }
+    conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
+    pad_bytes_ = asym_ ? static_cast<size_t>(p.n * p.c * hp_ * wp_) * sizeof(T) : 0;
+    sig_.workspace_bytes = conv_ws_ + pad_bytes_;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const cudaStream_t s = cuda::stream_of(a);
+    const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
+    char* ws = cuda::ptr<char>(a.workspace);
+    const void* x = padded_input(a.inputs[0], ws, s);
+    T* y = cuda::ptr<T>(a.outputs[0]);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, a.params[0].raw(), conv_fwd_.d,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
+                                        y_.d, y));
+    if (p_.bias) cuda::bias_add<T>(p_.n, p_.k, p_.win.p * p_.win.q, cuda::ptr<T>(a.params[1]), y, s);
+  }
+
+  void run_backward(const BackwardArgs& a) override {
+    const cudaStream_t s = cuda::stream_of(a);
+    const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
+    char* ws = cuda::ptr<char>(a.workspace);
+    const T* dy = cuda::ptr<T>(a.d_outputs[0]);
+    const float one = 1.f, zero = 0.f;
+    // Filter gradient first: it reads the padded x from the workspace, which the data pass reuses.
+    if (a.d_params[0].defined()) {
+      const void* x = padded_input(a.inputs[0], ws, s);
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
+                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
+                                                 ws, conv_ws_, &zero, w_.d, a.d_params[0].raw()));
+    }
+    if (p_.bias && a.d_params[1].defined())
+      cuda::bias_grad<T>(p_.n, p_.k, p_.win.p * p_.win.q, dy, cuda::ptr<T>(a.d_params[1]), s);
+    if (a.d_inputs[0].defined()) {
+      T* dx = cuda::ptr<T>(a.d_inputs[0]);
+      void* dxp = asym_ ? static_cast<void*>(ws + conv_ws_) : static_cast<void*>(dx);
+      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, a.params[0].raw(), y_.d, dy, conv_bwd_data_.d,
+                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
+                                               conv_ws_, &zero, x_.d, dxp));
+      if (asym_) cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, static_cast<const T*>(dxp), dx, s);
+    }
+  }
+
+ private:
+  // x itself, or x copied into the zero-padded buffer after the convolution workspace.
+  const void* padded_input(const Tensor& x, char* ws, cudaStream_t s) {
+    if (!asym_) return x.raw();
+    T* xp = reinterpret_cast<T*>(ws + conv_ws_);
+    cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
+    return xp;
+  }
+
+  std::string cache_key(const ::fastnn::cuda::Policy& pol) const {
+    const Window2d& g = p_.win;
+    return str(::fastnn::cuda::current_device(), " ", dtype_name(dt_), " n", p_.n, " c", p_.c, " ", hp_, "x", wp_,
+               " k", p_.k, " g", p_.groups, " ", g.to_string(), " tf32 ", pol.allow_tf32, " det ", pol.deterministic,
+               " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
+  }
+
+  Algos choose_algos(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
+    const std::string key = cache_key(pol);
+    {
+      std::lock_guard<std::mutex> lock(g_cache_mu);
+      auto it = g_algo_cache.find(key);
+      if (it != g_algo_cache.end()) return it->second;
+    }
+    const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(::fastnn::cuda::current_stream());
+    const bool find = pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive;
+    Algos out;
+    int got = 0;
+    {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      if (find)
+        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, x_.d, w_.d, conv_fwd_.d, y_.d,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+      else
+        CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_.d, w_.d, conv_fwd_.d, y_.d,
+                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+      out.fwd = pick("forward", perf, got, fp32_no_tf32, pol);
+    }
+    {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      if (find)
+        CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, w_.d, y_.d, conv_bwd_data_.d, x_.d,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+      else
+        CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_.d, y_.d, conv_bwd_data_.d, x_.d,
+                                                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+      out.bwd_data = pick("backward-data", perf, got, fp32_no_tf32, pol);
+    }
+    {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      if (find)
+        CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, x_.d, y_.d, conv_bwd_filter_.d, w_.d,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
+      else
+        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_.d, y_.d, conv_bwd_filter_.d, w_.d,
+                                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
+      out.bwd_filter = pick("backward-filter", perf, got, fp32_no_tf32, pol);
+    }
+    // The perf lists' memory is an estimate; ask for the exact sizes of the chosen algorithms under the
+    // math type each pass will run with.
+    auto with_math = [&](ConvDesc& c, const AlgoChoice& a) {
+      CUDNN_CHECK(cudnnSetConvolutionMathType(c.d, fp32_no_tf32 ? CUDNN_FMA_MATH : a.math));
+    };
+    size_t bytes = 0;
+    with_math(conv_fwd_, out.fwd);
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_.d, w_.d, conv_fwd_.d, y_.d,
+                                                        static_cast<cudnnConvolutionFwdAlgo_t>(out.fwd.algo), &bytes));
+    out.fwd.bytes = std::max(out.fwd.bytes, bytes);
+    with_math(conv_bwd_data_, out.bwd_data);
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, w_.d, y_.d, conv_bwd_data_.d, x_.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(out.bwd_data.algo), &bytes));
+    out.bwd_data.bytes = std::max(out.bwd_data.bytes, bytes);
+    with_math(conv_bwd_filter_, out.bwd_filter);
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, x_.d, y_.d, conv_bwd_filter_.d, w_.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(out.bwd_filter.algo),
+        &bytes));
+    out.bwd_filter.bytes = std::max(out.bwd_filter.bytes, bytes);
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    g_algo_cache.emplace(key, out);
+    return out;
+  }
+
+  Conv2dParams p_;
+  DType dt_;
+  int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0, hp_ = 0, wp_ = 0;
+  bool asym_ = false;
+  TensorDesc x_, y_;
+  FilterDesc w_;
+  ConvDesc conv_fwd_, conv_bwd_data_, conv_bwd_filter_;
+  Algos algos_;
+  size_t conv_ws_ = 0, pad_bytes_ = 0;
+};
+
+}  // namespace
+
+void register_conv2d_cuda(OpRegistry& r) {
+  r.add_kernel("conv2d", Device::kCuda, [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = cuda::cuda_compute_dtype("conv2d", in);
+    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+    return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt);
+  });
+}
+
+}  // namespace fastnn::ops

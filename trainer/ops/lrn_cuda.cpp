@@ -1,0 +1,52 @@
+// lrn on CUDA (ops/lrn.h): custom kernels (cuDNN's LRN caps the window at 16 channels, divides alpha
+// by the window and does not return the `scale` tensor the backward reads). Workspace: N*C*H*W floats.
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/op_util.h"
+#include "trainer/ops/lrn.h"
+
+namespace fastnn::ops {
+namespace {
+
+template <typename T>
+class LrnCuda final : public OpKernel {
+ public:
+  LrnCuda(OpSignature sig, const LrnParams& p) : OpKernel("lrn", Device::kCuda), p_(p) {
+    sig_ = std::move(sig);
+    sig_.workspace_bytes = static_cast<size_t>(p.n * p.c * p.hw) * sizeof(float);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cuda::lrn_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.saved[0]),
+                         cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    cuda::lrn_backward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.d_outputs[0]),
+                          cuda::ptr<T>(a.d_inputs[0]), cuda::ptr<float>(a.workspace), cuda::stream_of(a));
+  }
+
+ private:
+  LrnParams p_;
+};
+
+}  // namespace
+
+void register_lrn_cuda(OpRegistry& r) {
+  r.add_kernel("lrn", Device::kCuda, [cpu = cuda::cpu_factory(r, "lrn")](const Attrs& a, std::span<const TensorSpec> in) {
+    constexpr std::string_view op = "lrn";
+    const DType dt = cuda::cuda_compute_dtype(op, in);
+    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
+    LrnParams p;
+    p.n = in[0].shape[0];
+    p.c = in[0].shape[1];
+    p.hw = in[0].shape[2] * in[0].shape[3];
+    p.depth_radius = a.get_int(op, "depth_radius", 5);
+    p.bias = a.get_float(op, "bias", 1.0);
+    p.alpha = a.get_float(op, "alpha", 1.0);
+    p.beta = a.get_float(op, "beta", 0.5);
+    return cuda::make_cuda_kernel<LrnCuda>(dt, std::move(sig), p);
+  });
+}
+
+}  // namespace fastnn::ops

@@ -1,0 +1,43 @@
+// max_pool2d on CUDA (ops/max_pool2d.h): custom kernels keep the CPU's asymmetric padding and
+// first-maximum tie rule; the backward recomputes the argmax from x like the CPU (no saved indices).
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/op_util.h"
+#include "trainer/ops/max_pool2d.h"
+
+namespace fastnn::ops {
+namespace {
+
+template <typename T>
+class MaxPool2dCuda final : public OpKernel {
+ public:
+  MaxPool2dCuda(OpSignature sig, const Pool2dParams& p) : OpKernel("max_pool2d", Device::kCuda), p_(p) {
+    sig_ = std::move(sig);
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cuda::max_pool2d_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    cuda::max_pool2d_backward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.d_outputs[0]),
+                                 cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+  }
+
+ private:
+  Pool2dParams p_;
+};
+
+}  // namespace
+
+void register_max_pool2d_cuda(OpRegistry& r) {
+  r.add_kernel("max_pool2d", Device::kCuda,
+               [cpu = cuda::cpu_factory(r, "max_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = cuda::cuda_compute_dtype("max_pool2d", in);
+                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                 return cuda::make_cuda_kernel<MaxPool2dCuda>(dt, std::move(sig),
+                                                              pool2d_params("max_pool2d", a, in, false));
+               });
+}
+
+}  // namespace fastnn::ops

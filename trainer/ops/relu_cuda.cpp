@@ -1,0 +1,34 @@
+// relu on CUDA (ops/relu.h): one elementwise kernel each way; y may alias x, dx may alias dy.
+#include "trainer/cuda/kernels.h"
+#include "trainer/cuda/op_util.h"
+#include "trainer/ops/relu.h"
+
+namespace fastnn::ops {
+namespace {
+
+template <typename T>
+class ReluCuda final : public OpKernel {
+ public:
+  explicit ReluCuda(OpSignature sig) : OpKernel("relu", Device::kCuda) { sig_ = std::move(sig); }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cuda::relu_forward<T>(a.inputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    cuda::relu_backward<T>(a.outputs[0].numel(), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]),
+                           cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+  }
+};
+
+}  // namespace
+
+void register_relu_cuda(OpRegistry& r) {
+  r.add_kernel("relu", Device::kCuda, [cpu = cuda::cpu_factory(r, "relu")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = cuda::cuda_compute_dtype("relu", in);
+    return cuda::make_cuda_kernel<ReluCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+  });
+}
+
+}  // namespace fastnn::ops
