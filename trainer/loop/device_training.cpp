@@ -30,32 +30,8 @@ bool has_hook(const JobConfig& c, const std::string& name) {
 }
 
 EvalResult evaluate_runner(StepRunner& runner, const pipeline::Dataset& ds) {
-  const auto t0 = Clock::now();
-  graph::Graph& g = runner.graph();
-  const int64_t train_batch = g.batch_size();
-  EvalResult r;
-  double loss_sum = 0;
-  int64_t top1 = 0, top5 = 0;
-  Tensor images, labels;
-  auto it = ds.make_iterator();
-  for (pipeline::BatchHandle b; it->next(&b);) {
-    if (b->size() != g.batch_size()) g.set_batch_size(b->size());
-    batch_to_tensors(*b, images, labels);
-    const StepResult s = runner.evaluate(images, labels);
-    loss_sum += s.main_loss * static_cast<double>(s.examples);
-    top1 += s.correct;
-    top5 += s.correct_top5;
-    r.num_examples += s.examples;
-  }
-  if (g.batch_size() != train_batch) g.set_batch_size(train_batch);
-  if (r.num_examples > 0) {
-    const double n = static_cast<double>(r.num_examples);
-    r.top1 = static_cast<double>(top1) / n;
-    r.top5 = static_cast<double>(top5) / n;
-    r.loss = loss_sum / n;
-  }
-  r.seconds = seconds_since(t0);
-  return r;
+  return evaluate_dataset(
+      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, ds);
 }
 
 }  // namespace

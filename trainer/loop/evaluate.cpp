@@ -21,6 +21,10 @@ void batch_to_tensors(const pipeline::Batch& b, Tensor& images, Tensor& labels) 
 }
 
 EvalResult evaluate_dataset(graph::Graph& g, TrainStep& step, const pipeline::Dataset& ds) {
+  return evaluate_dataset(g, [&step](const Tensor& x, const Tensor& y) { return step.evaluate(x, y); }, ds);
+}
+
+EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& ds) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t train_batch = g.batch_size();
   EvalResult r;
@@ -31,7 +35,7 @@ EvalResult evaluate_dataset(graph::Graph& g, TrainStep& step, const pipeline::Da
   for (pipeline::BatchHandle b; it->next(&b);) {
     if (b->size() != g.batch_size()) g.set_batch_size(b->size());
     batch_to_tensors(*b, images, labels);
-    const StepResult s = step.evaluate(images, labels);
+    const StepResult s = evaluate_batch(images, labels);
     loss_sum += s.main_loss * static_cast<double>(s.examples);
     top1 += s.correct;
     top5 += s.correct_top5;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "pipeline/dataset.h"
 #include "trainer/train_step.h"
@@ -17,6 +18,9 @@ struct EvalResult {
 };
 
 EvalResult evaluate_dataset(graph::Graph& graph, TrainStep& step, const pipeline::Dataset& dataset);
+// The same over any step that evaluates one batch of `graph` (the GPU loop's StepRunner).
+using EvalBatchFn = std::function<StepResult(const Tensor& images, const Tensor& labels)>;
+EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& dataset);
 
 // Copies a pipeline batch (float NCHW, int32 labels) into input tensors of the batch's size,
 // reallocating them only when the size changes.
