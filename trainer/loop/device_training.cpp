@@ -23,12 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool has_hook(const JobConfig& c, const std::string& name) {
-  for (const std::string& h : split_list(c.hooks()))
-    if (h == name) return true;
-  return false;
-}
-
 EvalResult evaluate_runner(StepRunner& runner, const pipeline::Dataset& ds) {
   return evaluate_dataset(
       runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, ds);

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "pipeline/preprocess.h"
+#include "trainer/config/job_config.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/zoo/zoo.h"
 
@@ -121,6 +122,12 @@ int64_t total_train_steps(const JobConfig& c, int64_t batches_per_epoch) {
   if (c.has_stop_at_step()) return c.stop_at_step();
   if (c.has_num_epochs()) return by_epochs;
   return std::min(c.stop_at_step(), by_epochs);
+}
+
+bool has_hook(const JobConfig& c, const std::string& hook) {
+  for (const std::string& h : split_list(c.hooks()))
+    if (h == hook) return true;
+  return false;
 }
 
 }  // namespace fastnn::loop

@@ -64,4 +64,7 @@ std::optional<pipeline::Dataset> make_eval_shard(const RunSetup& s, const JobCon
 // Total training steps (rule above) for a dataset of batches_per_epoch batches.
 int64_t total_train_steps(const JobConfig& config, int64_t batches_per_epoch);
 
+// True when the comma-separated `hooks` field names `hook` ("LoggingTensorHook", "ProfilerHook"...).
+bool has_hook(const JobConfig& config, const std::string& hook);
+
 }  // namespace fastnn::loop

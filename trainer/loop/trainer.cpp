@@ -32,12 +32,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool has_hook(const JobConfig& c, const std::string& name) {
-  for (const std::string& h : split_list(c.hooks()))
-    if (h == name) return true;
-  return false;
-}
-
 // Sums over a window of steps (since the last log line, or since the last evaluation).
 struct Window {
   double loss_sum = 0, wait_s = 0;
