@@ -59,6 +59,7 @@ void add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_train_command(*bench);
+  add_bench_allreduce_command(*bench);
   auto a = std::make_shared<BenchArgs>();
   a->o.threads = std::max(1u, std::thread::hardware_concurrency());
   CLI::App* cmd = bench->add_subcommand(

@@ -11,6 +11,7 @@ void add_convert_command(CLI::App& app);
 void add_check_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_bench_train_command(CLI::App& bench);  // `bench train`, called by add_bench_command
+void add_bench_allreduce_command(CLI::App& bench);  // `bench allreduce`, likewise
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 

@@ -24,7 +24,9 @@ nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [[ ${FASTNN_GPU_SKIP_BUILD:-0} != 1 ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFASTNN_CUDA=ON -DFASTNN_FUZZ=OFF \
     -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
-  cmake --build "$build" -j"$(nproc)"
+  # Only what is packed: the CLI, the gpu-labelled tests and the benchmarks (a whole build is twice as long).
+  targets=(fastnn $(ninja -C "$build" -t targets all | sed -n 's/^\(\(test_[a-z0-9_]*gpu[a-z0-9_]*\)\|\(bench_[a-z0-9_]*\)\): phony$/\1/p'))
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 fi
 grep -q 'FASTNN_HAVE_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
 
@@ -54,6 +56,10 @@ tar -C "$stage" -cJf "$out/bundle.tar.xz" .
 # Raw Fashion-MNIST (already gzip-compressed; 30 MB).
 mkdir -p "$out/fashion-mnist"
 cp -u /usr/share/datasets/fashion-mnist/*.gz "$out/fashion-mnist/"
+# The two real photographs (python3-sklearn, fetched by scripts/setup.sh): the JPEG-shard benchmark
+# makes a photo folder of them there (scripts/bench/make_photo_folder.py).
+mkdir -p "$out/photos"
+cp -u /var/cache/fastnn/sample-images/*.jpg "$out/photos/" 2>/dev/null || echo "bundle.sh: no sample photographs (run scripts/setup.sh); the JPEG benchmark will be skipped"
 du -sh "$out" "$out"/*
 total=$(du -sbL "$out" | cut -f1)
 (( total < 60 * 1024 * 1024 )) || { echo "bundle.sh: $out is $total bytes; the device call carries 64 MiB in all" >&2; exit 1; }

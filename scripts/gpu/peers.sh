@@ -6,14 +6,40 @@ cd "$(dirname "$0")/../.."
 out=${FASTNN_GPU_OUT:-/tmp}
 bench() {  # name, then arguments of torch_gpu_train_bench.py
   local name=$1; shift
-  if PYTHONUNBUFFERED=1 python3 scripts/peers/torch_gpu_train_bench.py "$@" >"$out/peer_$name.json" 2>"$out/peer_$name.log"; then
+  if PYTHONUNBUFFERED=1 timeout 120 python3 scripts/peers/torch_gpu_train_bench.py "$@" >"$out/peer_$name.json" 2>"$out/peer_$name.log"; then
     printf 'pytorch %s\t%s img/s\n' "$name" "$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["images_per_sec"], 1))' "$out/peer_$name.json")"
   else
     printf 'pytorch %s\tfailed (see peer_%s.log)\n' "$name" "$name"
   fi
 }
 bench resnet50_fp32 --model resnet50 --batch-size 256 --precision fp32
-bench resnet50_tf32 --model resnet50 --batch-size 256 --precision tf32
+[[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && bench resnet50_tf32 --model resnet50 --batch-size 256 --precision tf32
 bench resnet50_amp_cl --model resnet50 --batch-size 256 --precision amp --channels-last
 bench inception_v3_amp_cl --model inception_v3 --batch-size 128 --precision amp --channels-last
 bench vgg16_amp_cl --model vgg16 --batch-size 128 --precision amp --channels-last
+
+# Fashion-MNIST time to 93% (peer of benchmarks.sh's fastnn fashion_resnet20_time_to_93): ResNet-20, the
+# same recipe, from the raw IDX files in $FASTNN_GPU_RAW; its data pipeline lives on the GPU (see the script).
+raw=${FASTNN_GPU_RAW:-}
+if [[ -n $raw && -f $raw/train-images-idx3-ubyte.gz ]]; then
+  PYTHONUNBUFFERED=1 timeout 200 python3 scripts/peers/torch_fashion_resnet.py --data "$raw" >"$out/peer_fashion_resnet20.json" 2>"$out/peer_fashion_resnet20.log"
+  rc=$?
+  if [[ $rc == 0 ]]; then
+    python3 - "$out/peer_fashion_resnet20.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+top1 = dict((e, t) for e, t in d["evals"]).get(d["target_epoch"])
+run = f"train {d['train_seconds']:.1f} s, run {d['run_seconds']:.1f} s"
+if d["time_to_target_s"] is not None:
+    print(f"pytorch fashion_resnet20_time_to_93\t{d['time_to_target_s']:.1f} s (epoch {d['target_epoch']}, top1 {top1:.4f}; {run})")
+else:
+    print(f"pytorch fashion_resnet20_time_to_93\tnot reached (best top1 {d['best_top1']:.4f}; {run})")
+PY
+  elif [[ $rc == 77 ]]; then
+    printf 'pytorch fashion_resnet20_time_to_93\tskipped (no PyTorch or GPU, see peer_fashion_resnet20.log)\n'
+  else
+    printf 'pytorch fashion_resnet20_time_to_93\tfailed (see peer_fashion_resnet20.log)\n'
+  fi
+else
+  printf 'pytorch fashion_resnet20_time_to_93\tskipped (no FASTNN_GPU_RAW)\n'
+fi

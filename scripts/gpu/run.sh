@@ -8,17 +8,21 @@
 # Stages (arguments; default all): tests  the gpu-labelled test executables (CUDA ops vs the CPU oracle)
 #                                  bench  our GPU benchmarks (scripts/gpu/benchmarks.sh)
 #                                  peer   PyTorch doing the same work on the same GPU
-# Full logs go to $OUT (when set, as on the device tool) or /tmp/fastnn-gpu/out; the last thing printed
-# is a short table.
+#                                  smoke  fastnn train/eval --device=cuda on Fashion-MNIST, CPU beside it
+# Full logs go to /tmp/fastnn-gpu/logs and, packed as logs.tar.xz with table.txt, to $OUT when set (the
+# device tool brings back at most 8 files). The last thing printed is a short table.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 carry=$root/.carry/gpu
 work=/tmp/fastnn-gpu
-out=${OUT:-$work/out}
-mkdir -p "$work" "$out"
+out=$work/logs
+rm -rf "$out" && mkdir -p "$out"
 stages=("$@")
-(( ${#stages[@]} )) || stages=(tests bench peer)
+(( ${#stages[@]} )) || stages=(tests smoke bench peer)
+# Checkpoints and event files of the runs stay behind (the device tool brings back 16 MB a file).
+pack() { [[ -n ${OUT:-} ]] && { tar -C "$work" --exclude='*.safetensors' --exclude='events.out.*' -cJf "$OUT/logs.tar.xz" logs; cp "$out/table.txt" "$OUT/" 2>/dev/null; }; }
+trap pack EXIT
 want() { local s; for s in "${stages[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
 
 [[ -f $carry/bundle.tar.xz ]] || { echo "run.sh: $carry/bundle.tar.xz missing: run scripts/gpu/bundle.sh here and carry .carry/gpu" >&2; exit 2; }
@@ -44,13 +48,13 @@ export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 } | tee "$out/environment.txt"
 
 declare -a table
-row() { table+=("$(printf '%-44s %s' "$1" "$2")"); }
+row() { table+=("$(printf '%-44s %s' "$1" "$2")"); printf '%s\n' "${table[-1]}" >>"$out/rows.txt"; }  # rows.txt: as they come
 
 if want tests; then
   for t in "$work"/bundle/bin/test_*gpu*; do
     [[ -x $t ]] || continue
     name=$(basename "$t")
-    "$t" --gtest_output="json:$out/$name.json" >"$out/$name.log" 2>&1
+    timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" ${FASTNN_GPU_TEST_FILTER:+--gtest_filter="$FASTNN_GPU_TEST_FILTER"} >"$out/$name.log" 2>&1
     rc=$?
     summary=$("${py:-python3}" - "$out/$name.json" <<'PY' 2>/dev/null || echo "no json (rc $rc)"
 import json, sys
@@ -60,17 +64,20 @@ print(f'{d["tests"]} tests, {d["failures"]} failed, {skipped} skipped')
 PY
 )
     row "$name" "$summary (rc $rc)"
-    grep -E '^\[  FAILED  \]' "$out/$name.log" | head -20
+    grep -E -A12 'Failure$' "$out/$name.log" | head -60  # the failures' messages, not only their names
   done
 fi
 
 # Fashion-MNIST shards for the training benchmarks, converted here (16 cores: seconds).
 data=$work/fashion
-if (want bench || want peer) && [[ ! -f $data/manifest.json ]]; then
+if (want bench || want peer || want smoke) && [[ ! -f $data/manifest.json ]]; then
   fastnn convert mnist --input "$carry/fashion-mnist" --output "$data" --num-gpus 1 -q >"$out/convert.log" 2>&1 ||
     echo "run.sh: Fashion-MNIST conversion failed (see convert.log)"
 fi
-export FASTNN_GPU_DATA=$data FASTNN_GPU_RAW=$carry/fashion-mnist FASTNN_GPU_OUT=$out
+export FASTNN_GPU_DATA=$data FASTNN_GPU_RAW=$carry/fashion-mnist FASTNN_GPU_OUT=$out FASTNN_GPU_PHOTOS=$carry/photos
+if want smoke; then
+  while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/smoke.sh" 2>>"$out/smoke.err")
+fi
 if want bench && [[ -f $root/scripts/gpu/benchmarks.sh ]]; then
   while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/benchmarks.sh" 2>>"$out/bench.err")
 fi

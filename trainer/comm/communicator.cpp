@@ -72,7 +72,7 @@ bool launched_by_mpi() {
 
 std::unique_ptr<Communicator> make_communicator(const CommOptions& options) {
   std::string backend = options.backend;
-  if (backend.empty() || backend == "auto") backend = launched_by_mpi() ? "mpi" : "local";
+  if (backend.empty() || backend == "auto" || backend == "nccl") backend = launched_by_mpi() ? "mpi" : "local";
   if (backend == "local") return std::make_unique<LocalCommunicator>();
   if (backend == "mpi") {
 #if defined(FASTNN_HAVE_MPI)
@@ -83,7 +83,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& options) {
         "built without MPI; install an MPI (e.g. libopenmpi-dev) and rebuild, or run without mpirun");
 #endif
   }
-  throw ConfigError(str("unknown communicator backend '", options.backend, "' (expected auto, local or mpi)"));
+  throw ConfigError(str("unknown communicator backend '", options.backend, "' (expected auto, local, mpi or nccl)"));
 }
 
 }  // namespace fastnn

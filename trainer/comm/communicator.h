@@ -109,7 +109,8 @@ struct CommOptions {
 // (OpenMPI), PMI_SIZE (MPICH/Hydra, Slurm PMI) or PMIX_RANK (PMIx).
 bool launched_by_mpi();
 
-// Builds the communicator `options.backend` asks for. Throws fastnn::ConfigError for an unknown backend,
+// Builds the communicator `options.backend` asks for ("nccl" picks the host world as "auto" does; the
+// GPU loop adds NCCL for the gradients). Throws fastnn::ConfigError for an unknown backend,
 // or when MPI is asked for (or the process was launched by mpirun) but fastnn was built without MPI.
 std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
 

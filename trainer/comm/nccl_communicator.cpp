@@ -15,6 +15,17 @@ namespace {
 
 static_assert(sizeof(ncclUniqueId) == NCCL_UNIQUE_ID_BYTES, "ncclUniqueId is sent as raw bytes");
 
+const char* type_name(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat32: return "float32";
+    case ncclFloat16: return "float16";
+    case ncclBfloat16: return "bfloat16";
+    case ncclFloat64: return "float64";
+    case ncclInt64: return "int64";
+    default: return "other";
+  }
+}
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(Communicator& host, double timeout_seconds)
@@ -36,15 +47,26 @@ void NcclCommunicator::allreduce_sum(float* data, size_t count, cudaStream_t str
 }
 
 void NcclCommunicator::allreduce_average(float* data, size_t count, cudaStream_t stream) {
-  last_op_ = str("allreduce_average #", ++issued_, " (", count, " x float32)");
-  NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, comm_, stream));
+  allreduce_average(data, count, ncclFloat32, stream);
+}
+
+void NcclCommunicator::allreduce_average(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+  last_op_ = str("allreduce_average #", ++issued_, " (", count, " x ", type_name(type), ")");
+  NCCL_CHECK(ncclAllReduce(data, data, count, type, ncclAvg, comm_, stream));
 }
 
 void NcclCommunicator::broadcast(float* data, size_t count, int root, cudaStream_t stream) {
-  FASTNN_CHECK(root >= 0 && root < world_size(), "broadcast root ", root, " outside world of ", world_size());
-  last_op_ = str("broadcast #", ++issued_, " (", count, " x float32)");
-  NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat32, root, comm_, stream));
+  broadcast(data, count, ncclFloat32, root, stream);
 }
+
+void NcclCommunicator::broadcast(void* data, size_t count, ncclDataType_t type, int root, cudaStream_t stream) {
+  FASTNN_CHECK(root >= 0 && root < world_size(), "broadcast root ", root, " outside world of ", world_size());
+  last_op_ = str("broadcast #", ++issued_, " (", count, " x ", type_name(type), ")");
+  NCCL_CHECK(ncclBroadcast(data, data, count, type, root, comm_, stream));
+}
+
+void NcclCommunicator::group_start() { NCCL_CHECK(ncclGroupStart()); }
+void NcclCommunicator::group_end() { NCCL_CHECK(ncclGroupEnd()); }
 
 void NcclCommunicator::allgather(const float* send, float* recv, size_t count, cudaStream_t stream) {
   last_op_ = str("allgather #", ++issued_, " (", count, " x float32)");

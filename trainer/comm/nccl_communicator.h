@@ -44,6 +44,13 @@ class NcclCommunicator {
   void allreduce_sum(float* data, size_t count, cudaStream_t stream);
   void allreduce_average(float* data, size_t count, cudaStream_t stream);
   void broadcast(float* data, size_t count, int root, cudaStream_t stream);
+  // Any NCCL element type (ncclFloat16 / ncclBfloat16 for mixed-precision state).
+  void allreduce_average(void* data, size_t count, ncclDataType_t type, cudaStream_t stream);
+  void broadcast(void* data, size_t count, ncclDataType_t type, int root, cudaStream_t stream);
+  // Collectives issued between group_start() and group_end() are launched together (one NCCL kernel
+  // for many small buffers: the per-parameter gradient allreduces of a step).
+  void group_start();
+  void group_end();
   // recv holds count * world_size floats, rank r's block at [r*count, (r+1)*count).
   void allgather(const float* send, float* recv, size_t count, cudaStream_t stream);
 

@@ -1,6 +1,8 @@
 #include "trainer/loop/bench_train.h"
 
 #include "core/check.h"
+#include "trainer/loop/data_parallel.h"
+#include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
@@ -14,23 +16,36 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   const int size = o.image_size;
   const NetDef net = zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? c.num_classes() : 0,
                                                      .height = size, .width = size});
+  // Several ranks (mpirun) or comm_backend=nccl on a GPU: every step's gradients are averaged over NCCL,
+  // as in training, so the difference to a plain run is the allreduce's cost.
+  DataParallel dp(c);
   StepRunnerOptions ro;
-  ro.target = resolve_compute_target(c);
+  ro.target = resolve_compute_target(c, dp.comm().local_rank());
+  std::unique_ptr<DeviceCollectives> collectives;
+  if (ro.target.device == Device::kCuda && (dp.world() > 1 || c.comm_backend() == "nccl")) {
+    select_device(ro.target);
+    collectives = make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
+    ro.collectives = collectives.get();
+  }
   ro.batch_size = c.batch_size();
   ro.seed = static_cast<uint64_t>(c.seed());
   ro.label_smoothing = c.label_smoothing();
+  ro.deterministic = c.deterministic();
   ro.weight_decay = c.weight_decay();
   ro.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
   ro.optimizer = optimizer_options(c);
   ro.scaling = loss_scaler_options(c, ro.target.dtype);
   ro.check_labels = false;  // synthetic labels are in range by construction
   std::unique_ptr<StepRunner> runner = make_step_runner(net, ro);
+  runner->broadcast_variables();
   graph::Graph& g = runner->graph();
 
   TrainBenchResult r;
   r.model = model.name;
   r.target = ro.target;
   r.batch_size = c.batch_size();
+  r.world_size = dp.world();
+  r.gradient_allreduce = collectives ? "nccl" : "none";
   r.steps = o.steps;
   r.warmup = o.warmup;
   r.height = static_cast<int>(g.input_shape()[2]);
@@ -67,6 +82,8 @@ nlohmann::json train_bench_json(const TrainBenchResult& r) {
           {"device_index", r.target.device_index},
           {"dtype", dtype_name(r.target.dtype)},
           {"batch_size", r.batch_size},
+          {"world_size", r.world_size},
+          {"gradient_allreduce", r.gradient_allreduce},
           {"image_size", {r.height, r.width}},
           {"classes", r.classes},
           {"parameters", r.parameters},

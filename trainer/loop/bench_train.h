@@ -6,7 +6,10 @@
 // One random batch is made once and placed where the step reads it (device memory on a GPU), so the
 // number is the step alone: forward, loss, backward, clipping, optimizer update, the per-step loss
 // read-back. `warmup` steps run first (cuDNN algorithm choice, pool growth), then `steps` steps are
-// timed together (CUDA events on a GPU, the wall clock on the CPU).
+// timed together (CUDA events on a GPU, the wall clock on the CPU). On a GPU with several ranks
+// (mpirun) or comm_backend=nccl, every step also averages the gradients over NCCL (the training path),
+// so `mpirun -np N fastnn bench train --device=cuda` measures data-parallel scaling; the CPU bench
+// times one process's step only.
 // Errors: ConfigError from the config / zoo / device resolution; Error from the step.
 #pragma once
 
@@ -29,7 +32,9 @@ struct TrainBenchOptions {
 struct TrainBenchResult {
   std::string model;
   ComputeTarget target;
-  int64_t batch_size = 0, steps = 0, warmup = 0;
+  int64_t batch_size = 0, steps = 0, warmup = 0;  // batch_size per rank; images_per_sec is this rank's
+  int world_size = 1;
+  std::string gradient_allreduce = "none";  // "nccl" when gradients are averaged every step
   int height = 0, width = 0, classes = 0;
   double milliseconds = 0;  // the timed steps together
   double images_per_sec = 0, ms_per_step = 0;

@@ -94,10 +94,9 @@ void DataParallel::attach_gradients(std::span<const ParamRef> params, double buc
   log_info("gradients: ", grads_->buckets().size(), " allreduce bucket(s) of at most ", bucket_mb, " MiB per step");
 }
 
-void DataParallel::average_step(StepResult& r, double& wait) {
-  if (world() == 1) return;
-  FASTNN_CHECK(grads_ != nullptr, "average_step before attach_gradients");
-  float* m = step_metrics_.data();
+namespace {
+
+void pack_metrics(const StepResult& r, double wait, float* m) {
   m[0] = static_cast<float>(r.loss);
   m[1] = static_cast<float>(r.main_loss);
   m[2] = static_cast<float>(r.aux_loss);
@@ -105,16 +104,35 @@ void DataParallel::average_step(StepResult& r, double& wait) {
   m[4] = static_cast<float>(r.correct_top5);
   m[5] = static_cast<float>(r.examples);
   m[6] = static_cast<float>(wait);
-  grads_->average();
-  // Averages; counts are small integers, exact in float, so mean x world rounds back to the sum.
-  const double w = world();
+}
+
+// Averages; counts are small integers, exact in float, so mean x world rounds back to the sum.
+void unpack_metrics(const float* m, double world, StepResult& r, double& wait) {
   r.loss = m[0];
   r.main_loss = m[1];
   r.aux_loss = m[2];
-  r.correct = std::llround(m[3] * w);
-  r.correct_top5 = std::llround(m[4] * w);
-  r.examples = std::llround(m[5] * w);
+  r.correct = std::llround(m[3] * world);
+  r.correct_top5 = std::llround(m[4] * world);
+  r.examples = std::llround(m[5] * world);
   wait = m[6];
+}
+
+}  // namespace
+
+void DataParallel::average_step(StepResult& r, double& wait) {
+  if (world() == 1) return;
+  FASTNN_CHECK(grads_ != nullptr, "average_step before attach_gradients");
+  pack_metrics(r, wait, step_metrics_.data());
+  grads_->average();
+  unpack_metrics(step_metrics_.data(), world(), r, wait);
+}
+
+void DataParallel::average_metrics(StepResult& r, double& wait) {
+  if (world() == 1) return;
+  float m[kStepMetrics];
+  pack_metrics(r, wait, m);
+  comm_->allreduce_average(std::span<float>(m, kStepMetrics));
+  unpack_metrics(m, world(), r, wait);
 }
 
 void DataParallel::average_state(graph::Graph& g) {
@@ -141,11 +159,17 @@ void DataParallel::average_state(graph::Graph& g) {
 
 EvalResult DataParallel::evaluate(graph::Graph& g, TrainStep& step, const RunSetup& s, const JobConfig& c) {
   if (world() == 1) return evaluate_dataset(g, step, make_eval_dataset(s, c, c.batch_size()));
-  const auto t0 = std::chrono::steady_clock::now();
   average_state(g);  // every rank evaluates with the same statistics
+  return evaluate(g, [&step](const Tensor& x, const Tensor& y) { return step.evaluate(x, y); }, s, c);
+}
+
+EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_batch, const RunSetup& s,
+                                  const JobConfig& c) {
+  if (world() == 1) return evaluate_dataset(g, evaluate_batch, make_eval_dataset(s, c, c.batch_size()));
+  const auto t0 = std::chrono::steady_clock::now();
   EvalResult local;
   if (std::optional<pipeline::Dataset> ds = make_eval_shard(s, c, c.batch_size(), rank(), world()))
-    local = evaluate_dataset(g, step, *ds);
+    local = evaluate_dataset(g, evaluate_batch, *ds);
   const auto n = static_cast<double>(local.num_examples);
   double sums[4] = {std::round(local.top1 * n), std::round(local.top5 * n), local.loss * n, n};
   comm_->allreduce_sum(std::span<double>(sums, 4));

@@ -68,8 +68,14 @@ class DataParallel {
   // Plans the gradient buckets once; the params' grad pointers must stay in place.
   void attach_gradients(std::span<const ParamRef> params, double bucket_mb);
   void average_step(StepResult& result, double& data_wait_seconds);
+  // The step's metrics alone (the GPU path: its gradients go over NCCL, DeviceCollectives).
+  void average_metrics(StepResult& result, double& data_wait_seconds);
   void average_state(graph::Graph& graph);
   EvalResult evaluate(graph::Graph& graph, TrainStep& step, const RunSetup& setup, const JobConfig& config);
+  // The same through `evaluate_batch` (a step runner); the caller has averaged the batch-norm
+  // statistics (StepRunner::average_state).
+  EvalResult evaluate(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const RunSetup& setup,
+                      const JobConfig& config);
   void fail(const std::exception& error) noexcept;
 
  private:

@@ -65,4 +65,22 @@ LossScalerOptions loss_scaler_options(const JobConfig& c, DType dtype) {
   return o;
 }
 
+void select_device(const ComputeTarget& t) {
+  if (t.device != Device::kCuda) return;
+#ifdef FASTNN_HAVE_CUDA
+  cuda::init_backend(t.device_index);
+#else
+  throw ConfigError("device=cuda: this fastnn was built without the CUDA backend");
+#endif
+}
+
+void* device_stream(const ComputeTarget& t) {
+  if (t.device != Device::kCuda) return nullptr;
+#ifdef FASTNN_HAVE_CUDA
+  return cuda::current_stream();
+#else
+  throw ConfigError("device=cuda: this fastnn was built without the CUDA backend");
+#endif
+}
+
 }  // namespace fastnn::loop

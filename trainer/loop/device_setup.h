@@ -35,5 +35,10 @@ bool cuda_present();  // cuda_built() and a device is there; never throws
 // `local_rank` picks the GPU (local_rank % device count).
 ComputeTarget resolve_compute_target(const JobConfig& config, int local_rank = 0);
 LossScalerOptions loss_scaler_options(const JobConfig& config, DType dtype);
+// Makes the target's GPU the process's device (cuda::init_backend; idempotent), e.g. before NCCL
+// binds a communicator to it. A no-op for the CPU.
+void select_device(const ComputeTarget& target);
+// The calling thread's CUDA stream (a cudaStream_t) after select_device; nullptr on the CPU.
+void* device_stream(const ComputeTarget& target);
 
 }  // namespace fastnn::loop

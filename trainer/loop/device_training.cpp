@@ -9,7 +9,9 @@
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/config/job_config.h"
+#include "trainer/loop/data_parallel.h"
 #include "trainer/loop/evaluate.h"
+#include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
@@ -23,53 +25,73 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-EvalResult evaluate_runner(StepRunner& runner, const pipeline::Dataset& ds) {
-  return evaluate_dataset(
-      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, ds);
-}
-
 }  // namespace
 
-TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options) {
+TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options, DataParallel& dp) {
   if (options.resume) throw ConfigError("--resume with device=cuda is not supported yet (resume on device=cpu)");
   if (c.task_type() == "finetune") throw ConfigError("task_type=finetune with device=cuda is not supported yet");
   const RunSetup setup = make_run_setup(c);
   StepRunnerOptions ro;
-  ro.target = resolve_compute_target(c);
+  ro.target = resolve_compute_target(c, dp.comm().local_rank());
+  // Gradients over NCCL with several ranks, or with one when comm_backend=nccl asks for the path.
+  std::unique_ptr<DeviceCollectives> collectives;
+  if (dp.world() > 1 || c.comm_backend() == "nccl") {
+    select_device(ro.target);  // NCCL binds its communicator to the current device
+    collectives = make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
+    ro.collectives = collectives.get();
+    log_info("gradients averaged over ", dp.world(), " rank(s) with NCCL on ", ro.target.describe());
+  }
   ro.batch_size = c.batch_size();
-  ro.seed = static_cast<uint64_t>(c.seed());
+  ro.seed = rank_seed(static_cast<uint64_t>(c.seed()), dp.rank());
   ro.label_smoothing = c.label_smoothing();
+  ro.deterministic = c.deterministic();
   ro.weight_decay = c.weight_decay();
   ro.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
   ro.optimizer = optimizer_options(c);
   ro.scaling = loss_scaler_options(c, ro.target.dtype);
-  auto runner = make_step_runner(setup.net, ro);
-  pipeline::Dataset train_ds = make_train_dataset(setup, c);
+  pipeline::Dataset train_ds = make_train_dataset(setup, c, dp.rank(), dp.world());
   const int64_t bpe = train_ds.batches_per_epoch();
+  dp.check_world(bpe, static_cast<int64_t>(train_ds.files().files.size()));
   FASTNN_CHECK(bpe > 0, "the train split has fewer records than batch_size = ", c.batch_size());
+  auto runner = make_step_runner(setup.net, ro);
+  runner->broadcast_variables();  // rank 0's initial weights everywhere
   const int64_t total = total_train_steps(c, bpe);
   JobConfig sc = c;
   sc.set_stop_at_step(total);
-  const LrSchedule schedule = make_lr_schedule(sc, setup.samples_per_epoch, c.batch_size());
-  std::filesystem::create_directories(setup.run_dir);
-  ckpt::CheckpointManager::Options ckpt_options;
-  ckpt_options.keep_max = c.keep_checkpoint_max();
-  ckpt::CheckpointManager ckpt(setup.run_dir, ckpt_options);
-  JsonlMetricsWriter jsonl(setup.run_dir + "/metrics.jsonl", false);
-  EventFileWriter events(setup.run_dir);
+  const int64_t global_batch = static_cast<int64_t>(dp.world()) * c.batch_size();
+  const LrSchedule schedule = make_lr_schedule(sc, setup.samples_per_epoch, global_batch);
+  // Rank 0 writes every output (checkpoints, metrics, events); the others only train.
+  std::unique_ptr<ckpt::CheckpointManager> ckpt;
+  std::unique_ptr<JsonlMetricsWriter> jsonl;
+  std::unique_ptr<EventFileWriter> events;
+  if (dp.chief()) {
+    std::filesystem::create_directories(setup.run_dir);
+    ckpt::CheckpointManager::Options ckpt_options;
+    ckpt_options.keep_max = c.keep_checkpoint_max();
+    ckpt = std::make_unique<ckpt::CheckpointManager>(setup.run_dir, ckpt_options);
+    jsonl = std::make_unique<JsonlMetricsWriter>(setup.run_dir + "/metrics.jsonl", false);
+    events = std::make_unique<EventFileWriter>(setup.run_dir);
+  }
   const bool logging = has_hook(c, "LoggingTensorHook") && c.log_loss_every_n_iters() > 0;
   const bool saving = has_hook(c, "CheckpointSaverHook");
   if (has_hook(c, "ProfilerHook") && c.profile_every_n_iters() > 0) log_warn("ProfilerHook is not implemented yet");
   auto epoch_of = [&](int64_t s) { return static_cast<double>(s) / static_cast<double>(bpe); };
   log_info("training ", setup.model_name, " on ", ro.target.describe(), " (", setup.num_classes, " classes): ", bpe,
-           " batches of ", c.batch_size(), " per epoch, steps 0 -> ", total, ", ", c.optimizer(), ", lr ",
+           " batches of ", c.batch_size(), (dp.world() > 1 ? str(" per rank (global ", global_batch, ")") : ""),
+           " per epoch, steps 0 -> ", total, ", ", c.optimizer(), ", lr ",
            schedule.describe());
 
   TrainSummary summary;
   summary.run_dir = setup.run_dir;
+  double loop_seconds = 0;  // the step loop's time, evaluation excluded
   auto run_eval = [&](int64_t step) {
     if (setup.eval_split.empty()) return;
-    const EvalResult r = evaluate_runner(*runner, make_eval_dataset(setup, c, c.batch_size()));
+    runner->average_state();  // every rank evaluates with the same batch-norm statistics
+    const EvalResult r = dp.evaluate(
+        runner->graph(), [&runner](const Tensor& x, const Tensor& y) { return runner->evaluate(x, y); }, setup, c);
+    summary.evaluated = true;
+    summary.eval = r;
+    if (!dp.chief()) return;
     std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
                 static_cast<long long>(step), setup.eval_split.c_str(), static_cast<long long>(r.num_examples),
                 r.seconds, r.top1, r.top5, r.loss);
@@ -82,12 +104,13 @@ TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options
     e.top5 = r.top5;
     e.loss = r.loss;
     e.num_examples = r.num_examples;
-    jsonl.write(e);
-    events.add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
-    summary.evaluated = true;
-    summary.eval = r;
+    e.extra = {{"train_seconds", loop_seconds}};  // the step loop's time so far (time to accuracy)
+    jsonl->write(e);
+    events->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
   };
   auto save = [&](int64_t step, double lr) {
+    runner->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
+    if (!dp.chief()) return;
     const std::vector<NamedArray> vars = runner->host_variables();
     const std::vector<graph::NamedTensor> shapes = runner->graph().variables();
     std::vector<ckpt::ArrayView> weights;
@@ -96,33 +119,35 @@ TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options
     const std::vector<NamedArray> state = runner->export_optimizer_state();
     CheckpointMeta meta;
     meta.set_epoch(step / bpe);
-    meta.set_samples_seen(step * c.batch_size());
-    meta.set_samples_in_epoch((step % bpe) * c.batch_size());
+    meta.set_samples_seen(step * global_batch);
+    meta.set_samples_in_epoch((step % bpe) * global_batch);
     meta.set_lr_schedule_step(step);
     meta.set_learning_rate(lr);
-    meta.set_world_size(1);
+    meta.set_world_size(dp.world());
     meta.mutable_rng()->set_seed(static_cast<uint64_t>(c.seed()));
     *meta.mutable_config() = c;
     meta.set_model_name(setup.model_name);
     meta.set_optimizer(c.optimizer());
-    log_info("saved checkpoint ", ckpt.save(step, weights, ckpt::optimizer_state_views(state), std::move(meta)).prefix);
+    log_info("saved checkpoint ", ckpt->save(step, weights, ckpt::optimizer_state_views(state), std::move(meta)).prefix);
   };
 
   auto it = train_ds.make_iterator();
   pipeline::BatchHandle batch;
   Tensor images, labels;
-  double loop_seconds = 0, lr = schedule.lr_at(0), w_loss = 0, w_wait = 0;
+  double lr = schedule.lr_at(0), w_loss = 0, w_wait = 0;
   int64_t loop_images = 0, w_steps = 0, w_correct = 0, w_examples = 0, last_saved = -1;
   Clock::time_point w_start = Clock::now();
   for (int64_t step = 0; step < total; ++step) {
     const auto t0 = Clock::now();
     FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
-    const double wait = seconds_since(t0);
+    const double wait_local = seconds_since(t0);
     batch_to_tensors(*batch, images, labels);
     lr = schedule.lr_at(step);
-    const StepResult r = runner->train(images, labels, static_cast<uint64_t>(step), static_cast<float>(lr));
+    StepResult r = runner->train(images, labels, static_cast<uint64_t>(step), static_cast<float>(lr));
+    double wait = wait_local;
+    dp.average_metrics(r, wait);  // global loss, accuracy and examples (the gradients went over NCCL)
     check_loss_finite(r.loss, step, lr);
-    if (step == 0)
+    if (step == 0 && dp.chief())
       if (auto w = first_loss_warning(r.main_loss, setup.num_classes)) log_warn(*w);
     loop_seconds += seconds_since(t0);
     loop_images += r.examples;
@@ -133,7 +158,7 @@ TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options
     w_examples += r.examples;
     summary.last_loss = r.loss;
     const int64_t done = step + 1;
-    if (logging && (done % c.log_loss_every_n_iters() == 0 || done == total)) {
+    if (logging && dp.chief() && (done % c.log_loss_every_n_iters() == 0 || done == total)) {
       const double wall = seconds_since(w_start);
       TrainLogEntry e;
       e.step = done;
@@ -149,8 +174,8 @@ TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options
                   static_cast<long long>(done), static_cast<long long>(total), e.epoch, e.loss, e.accuracy, lr,
                   e.images_per_sec, 100 * e.data_wait_fraction);
       std::fflush(stdout);
-      jsonl.write(e);
-      events.add_scalars({{"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
+      jsonl->write(e);
+      events->add_scalars({{"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
                           {"train/images_per_sec", e.images_per_sec}, {"train/data_wait_fraction", e.data_wait_fraction}},
                          done);
       w_loss = w_wait = 0;
@@ -173,8 +198,10 @@ TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options
   summary.steps = total;
   summary.train_seconds = loop_seconds;
   summary.images_per_sec = loop_seconds > 0 ? static_cast<double>(loop_images) / loop_seconds : 0;
-  events.close();
-  jsonl.close();
+  summary.rank = dp.rank();
+  summary.world_size = dp.world();
+  if (events) events->close();
+  if (jsonl) jsonl->close();
   return summary;
 }
 

@@ -7,15 +7,19 @@
 // TensorBoard scalars (plus train/loss_scale under fp16); evaluation every eval_every_n_steps and at
 // the end; CheckpointSaverHook checkpoints whose weights are the f32 master values and whose optimizer
 // state has the CPU optimizer's names, so a GPU checkpoint evaluates and fine-tunes on the CPU.
-// Not yet (ConfigError / warning): --resume and task_type=finetune on the GPU, several ranks (the NCCL
-// path), ProfilerHook.
+// Data parallel (mpirun -np N, one GPU per rank from the local rank): each rank reads its shards,
+// gradients are averaged over NCCL (nccl_collectives.h; comm_backend=nccl takes that path with one
+// process too), the step's metrics over the host communicator, rank 0's initial weights broadcast,
+// batch-norm statistics averaged before evaluation and checkpoints, rank 0 alone writes outputs.
+// Not yet (ConfigError / warning): --resume and task_type=finetune on the GPU, ProfilerHook.
 #pragma once
 
 #include "schemas/job_config.pb.h"
+#include "trainer/loop/data_parallel.h"
 #include "trainer/loop/trainer.h"
 
 namespace fastnn::loop {
 
-TrainSummary run_device_training(const JobConfig& config, const TrainOptions& options);
+TrainSummary run_device_training(const JobConfig& config, const TrainOptions& options, DataParallel& dp);
 
 }  // namespace fastnn::loop

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,25 @@
 #include "trainer/train_step.h"
 
 namespace fastnn::loop {
+
+// Collectives over a runner's device buffers, for data-parallel training on GPUs (the NCCL path,
+// nccl_collectives.h). Every rank's runner calls them in the same order with the same counts; buffers
+// are device memory of an f32/f16/bf16 dtype, updated in place; `stream` is the runner's compute stream (a cudaStream_t),
+// which the collective is ordered on. An implementation returns only once the collective has finished
+// or aborts the job after its timeout (a dead rank must not hang the others).
+class DeviceCollectives {
+ public:
+  struct Buffer {
+    void* data;
+    size_t count;  // elements
+    DType dtype;
+  };
+  virtual ~DeviceCollectives() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual void average(std::span<const Buffer> buffers, void* stream) = 0;  // every rank gets bitwise the same
+  virtual void broadcast(std::span<const Buffer> buffers, int root, void* stream) = 0;
+};
 
 struct StepRunnerOptions {
   ComputeTarget target;
@@ -53,6 +73,13 @@ struct StepRunnerOptions {
   // CUDA: softmax_xent / top_k wait for the device to report a bad label (cuda::Policy::check_labels).
   // Off for labels valid by construction (synthetic benchmarks): a bad label still gives a NaN loss.
   bool check_labels = true;
+  // CUDA: deterministic cuDNN algorithms only (cuda::Policy::deterministic; the `deterministic` config
+  // field), so two runs of the same steps give bitwise the same weights. The CPU runner always is.
+  bool deterministic = false;
+  // CUDA: gradients are averaged over the ranks after backward (in f32, after unscaling and weight
+  // decay, before the overflow check, clipping and the update), so every rank applies the same update.
+  // Not owned; must outlive the runner. nullptr: one process.
+  DeviceCollectives* collectives = nullptr;
 };
 
 struct StepRunnerStats {
@@ -83,6 +110,12 @@ class StepRunner {
   // Parameters (the f32 master values) then state, f32 host copies by name.
   virtual std::vector<NamedArray> host_variables() = 0;
   virtual StepRunnerStats stats() const { return {}; }
+
+  // Data parallel (options.collectives): rank 0's parameters and batch-norm moving statistics to every
+  // rank (at the start), and the moving statistics averaged (before evaluation and checkpoints: each
+  // rank's drifted with its own batches). No-ops without collectives.
+  virtual void broadcast_variables() {}
+  virtual void average_state() {}
 };
 
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& options);

@@ -45,9 +45,10 @@ void with_type(DType dt, Fn&& fn) {
 }
 
 // Read by the kernels as they are created (the graph's and the train step's).
-void set_label_checks(bool on) {
+void set_runner_policy(const StepRunnerOptions& o) {
   cuda::Policy p = cuda::policy();
-  p.check_labels = on;
+  p.check_labels = o.check_labels;
+  p.deterministic = o.deterministic;
   cuda::set_policy(p);
 }
 
@@ -68,7 +69,7 @@ struct Stage {
 class CudaStepRunner final : public StepRunner {
  public:
   CudaStepRunner(const NetDef& net, const StepRunnerOptions& o)
-      : o_((cuda::init_backend(o.target.device_index), set_label_checks(o.check_labels), o)),
+      : o_((cuda::init_backend(o.target.device_index), set_runner_policy(o), o)),
         graph_(net, {.batch_size = o.batch_size, .dtype = o.target.dtype, .device = Device::kCuda, .seed = o.seed,
                      .registry = &cuda_registry(), .upload = &upload}),
         step_(graph_, {.label_smoothing = o.label_smoothing, .upload = &upload, .download = &download}),
@@ -94,6 +95,7 @@ class CudaStepRunner final : public StepRunner {
       }
       dparams.push_back({p.name, p.master.data<float>(), p.g32.data<float>(), p.master.numel(), p.decay});
       grad_views_.push_back({p.g32.raw(), p.g32.numel(), 0});
+      grad_buffers_.push_back({p.g32.raw(), static_cast<size_t>(p.g32.numel()), DType::kF32});
       params_.push_back(std::move(p));
     }
     optimizer_ = std::make_unique<DeviceOptimizer>(o.optimizer, std::move(dparams));
@@ -177,6 +179,22 @@ class CudaStepRunner final : public StepRunner {
 
   StepRunnerStats stats() const override { return stats_; }
 
+  void broadcast_variables() override {
+    if (!o_.collectives) return;
+    std::vector<DeviceCollectives::Buffer> buffers;
+    for (const ParamState& p : params_) buffers.push_back(buffer_of(p.master));
+    for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(buffer_of(st.value));
+    o_.collectives->broadcast(buffers, 0, cuda::current_stream());
+    if (o_.target.dtype != DType::kF32) cast_masters_to_values(cuda::current_stream());
+  }
+
+  void average_state() override {
+    if (!o_.collectives) return;
+    std::vector<DeviceCollectives::Buffer> buffers;
+    for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(buffer_of(st.value));
+    if (!buffers.empty()) o_.collectives->average(buffers, cuda::current_stream());
+  }
+
  private:
   Tensor to_compute(const Tensor& x32) {
     if (o_.target.dtype == DType::kF32) return x32;
@@ -251,6 +269,10 @@ class CudaStepRunner final : public StepRunner {
                                    p.master.data<float>(), p.g32.data<float>(), s);
       });
     }
+    // Data parallel: the f32 gradients of every rank averaged (unscaling and weight decay are linear
+    // and the same on every rank, so this is the average of the raw gradients); the overflow check
+    // below then sees any rank's inf/NaN, and every rank takes the same skip decision.
+    if (o_.collectives) o_.collectives->average(grad_buffers_, s);
     const bool clip = o_.max_gradient_norm > 0;
     const bool check_overflow = dt == DType::kF16;
     float factor = 1.0f;
@@ -273,12 +295,20 @@ class CudaStepRunner final : public StepRunner {
       }
     }
     optimizer_->step(lr, factor, s);
-    if (dt != DType::kF32)
-      for (ParamState& p : params_)
-        with_type(dt, [&](auto t) {
-          using T = decltype(t);
-          cuda_step::cast_from_f32<T>(p.master.numel(), p.master.data<float>(), static_cast<T*>(p.value.raw()), s);
-        });
+    if (dt != DType::kF32) cast_masters_to_values(s);
+  }
+
+  // f16/bf16 graphs: the graph's weights are the f32 master weights rounded.
+  void cast_masters_to_values(cudaStream_t s) {
+    for (ParamState& p : params_)
+      with_type(o_.target.dtype, [&](auto t) {
+        using T = decltype(t);
+        cuda_step::cast_from_f32<T>(p.master.numel(), p.master.data<float>(), static_cast<T*>(p.value.raw()), s);
+      });
+  }
+
+  static DeviceCollectives::Buffer buffer_of(const Tensor& t) {
+    return {const_cast<void*>(t.raw()), static_cast<size_t>(t.numel()), t.dtype()};
   }
 
   StepRunnerOptions o_;
@@ -287,6 +317,7 @@ class CudaStepRunner final : public StepRunner {
   LossScaler scaler_;
   std::vector<ParamState> params_;
   std::vector<cuda::GradView> grad_views_;
+  std::vector<DeviceCollectives::Buffer> grad_buffers_;  // the f32 gradients, for the data-parallel average
   std::unique_ptr<DeviceOptimizer> optimizer_;
   Tensor stats_ws_, stats_dev_, stats_host_;
   cudaStream_t copy_stream_ = nullptr;

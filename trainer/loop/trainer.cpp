@@ -278,11 +278,9 @@ TrainSummary TrainingRun::run() {
 
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options) {
   DataParallel dp(config);  // a world of one unless started by mpirun (docs/DISTRIBUTED.md)
-  if (resolve_compute_target(config).device == Device::kCuda) {  // the GPU loop: device_training.h
-    if (dp.world() > 1) throw ConfigError("device=cuda with several ranks (the NCCL path) is not supported yet");
-    return run_device_training(config, options);
-  }
   try {
+    if (resolve_compute_target(config, dp.comm().local_rank()).device == Device::kCuda)
+      return run_device_training(config, options, dp);  // the GPU loop: device_training.h
     TrainingRun run(config, options, dp);
     return run.run();
   } catch (const std::exception& e) {

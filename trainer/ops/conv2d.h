@@ -12,8 +12,15 @@
 // CPU: per sample, im2col into a [C*R*S, P*Q] column buffer, then one GEMM per group
 // (weight_g [K/G, C/G*R*S] x col_g). Samples run in parallel on oneTBB, each worker slot with its own
 // column buffer; the workspace holds `slots` of them (slots = min(N, TBB concurrency) when the kernel
-// is created). A 1x1, stride-1, unpadded convolution skips im2col. Filter gradients accumulate one
-// partial per slot (slot 0 accumulates straight into dw) and add them up in slot order.
+// is created). A 1x1, stride-1, unpadded convolution skips im2col; for other stride-1 convolutions
+// whose output rows are as wide as the input rows (SAME), im2col/col2im move each column-buffer row as
+// one shifted copy of the input plane. col2im leaves the buffer zeroed so the next sample's
+// backward-data GEMM accumulates onto it (no clearing pass). Filter gradients accumulate in a
+// fixed number of lanes (min(N, 8); lane l takes samples l, l + lanes, ...; lane 0 accumulates
+// straight into dw) that are then added in lane order. Nothing depends on the thread count or on how
+// many slots the workspace holds, so every pass is bitwise reproducible for a given shape. (Batching
+// several samples into one wider GEMM was measured slower on LeNet shapes: the larger column buffer
+// falls out of L2, and OpenBLAS already runs a per-sample GEMM near its peak.)
 #pragma once
 
 #include <cstdint>
@@ -46,9 +53,12 @@ void register_conv2d(OpRegistry& registry);
 
 namespace cpu {
 
+// Filter-gradient partial sums: min(N, 8), a function of the batch size only.
+int64_t conv2d_filter_lanes(const Conv2dParams& p);
 // Scalars of workspace for `slots` parallel slots (all three passes fit in it).
 int64_t conv2d_workspace_elems(const Conv2dParams& p, int64_t slots);
-// The number of slots a workspace of ws_elems scalars provides (>= 1; throws if too small for one).
+// The number of slots a workspace of ws_elems scalars provides, at most N (>= 1; throws if too small
+// for one).
 int64_t conv2d_slots(const Conv2dParams& p, int64_t ws_elems);
 
 // b may be null when !p.bias.

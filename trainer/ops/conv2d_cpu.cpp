@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include <tbb/parallel_for.h>
@@ -48,47 +49,91 @@ OpSignature conv2d_signature(const Conv2dParams& p, DType dt) {
 
 namespace cpu {
 
+int64_t conv2d_filter_lanes(const Conv2dParams& p) { return std::min<int64_t>(p.n, 8); }
+
+namespace {
+
+int64_t col_elems(const Conv2dParams& p) { return p.is_pointwise() ? 0 : p.col_rows() * p.col_cols(); }
+
+}  // namespace
+
 int64_t conv2d_workspace_elems(const Conv2dParams& p, int64_t slots) {
-  const int64_t col = p.is_pointwise() ? 0 : p.col_rows() * p.col_cols();
-  return slots * col + (slots - 1) * p.weight_numel();
+  return std::max<int64_t>(1, slots) * col_elems(p) + (conv2d_filter_lanes(p) - 1) * p.weight_numel();
 }
 
 int64_t conv2d_slots(const Conv2dParams& p, int64_t ws_elems) {
-  const int64_t col = p.is_pointwise() ? 0 : p.col_rows() * p.col_cols();
-  FASTNN_CHECK(ws_elems >= col, "conv2d: workspace of ", ws_elems, " scalars, one slot needs ", col);
-  const int64_t extra = (ws_elems - col) / (col + p.weight_numel());
-  return std::min(p.n, 1 + extra);
+  const int64_t partials = (conv2d_filter_lanes(p) - 1) * p.weight_numel(), col = col_elems(p);
+  FASTNN_CHECK(ws_elems >= partials + col, "conv2d: workspace of ", ws_elems, " scalars, needs at least ",
+               partials + col);
+  return col == 0 ? p.n : std::min(p.n, (ws_elems - partials) / col);
 }
 
 namespace {
 
-// The valid output-column range [lo, hi) for which iw = q*stride + off lies inside [0, w).
-inline void valid_range(int64_t off, int64_t stride, int64_t w, int64_t q_count, int64_t& lo, int64_t& hi) {
+// The valid output range [lo, hi) for which i = o*stride + off lies inside [0, size).
+inline void valid_range(int64_t off, int64_t stride, int64_t size, int64_t count, int64_t& lo, int64_t& hi) {
   lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  hi = w - 1 - off < 0 ? 0 : std::min(q_count, (w - 1 - off) / stride + 1);
+  hi = size - 1 - off < 0 ? 0 : std::min(count, (size - 1 - off) / stride + 1);
   lo = std::min(lo, hi);
 }
 
-// col[(c*R + r)*S + s][p*Q + q] = x[c][p*sh - pt + r*dh][q*sw - pl + s*dw] (0 outside).
+// Stride 1 with output rows as wide as input rows (SAME convolutions): a column-buffer row is the
+// input plane shifted by one constant offset, so im2col/col2im move whole planes at once and only
+// fix up the few out-of-image margin elements per output row.
+bool plane_shift(const Conv2dParams& p) { return p.win.stride_h == 1 && p.win.stride_w == 1 && p.win.q == p.w; }
+
+// Tiny margin writes as plain stores: GCC would otherwise turn these loops into memset calls that
+// cost more than the 1-2 elements they clear.
+#if defined(__GNUC__) && !defined(__clang__)
+#define FASTNN_NO_LIBCALL_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define FASTNN_NO_LIBCALL_LOOPS
+#endif
+
+// Zeroes [0, lo) and [hi, q) of rows [p_lo, p_hi) of a row-major [*, q] block.
+template <typename T>
+FASTNN_NO_LIBCALL_LOOPS void zero_margins(T* out, int64_t p_lo, int64_t p_hi, int64_t q, int64_t lo, int64_t hi) {
+  // Column by column: the trip counts are tiny and vary with s, the row count does not.
+  for (int64_t i = 0; i < lo; ++i)
+    for (int64_t op = p_lo; op < p_hi; ++op) out[op * q + i] = T(0);
+  for (int64_t i = hi; i < q; ++i)
+    for (int64_t op = p_lo; op < p_hi; ++op) out[op * q + i] = T(0);
+}
+
+// col[((c*R + r)*S + s) * P*Q + p*Q + q] = x[c][p*sh - pt + r*dh][q*sw - pl + s*dw] (0 outside).
 template <typename T>
 void im2col(const Conv2dParams& prm, const T* x, T* col) {
   const Window2d& g = prm.win;
   const int64_t pq = g.p * g.q;
+  const bool shift = plane_shift(prm);
   for (int64_t c = 0; c < prm.c; ++c) {
+    const T* plane = x + c * prm.h * prm.w;
     for (int64_t r = 0; r < g.r; ++r) {
+      const int64_t off_h = r * g.dil_h - g.pad_top;
+      int64_t p_lo, p_hi;
+      valid_range(off_h, g.stride_h, prm.h, g.p, p_lo, p_hi);
       for (int64_t s = 0; s < g.s; ++s) {
         T* row = col + ((c * g.r + r) * g.s + s) * pq;
         const int64_t off_w = s * g.dil_w - g.pad_left;
         int64_t lo, hi;
         valid_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
-        for (int64_t op = 0; op < g.p; ++op) {
+        if (lo == hi || p_lo == p_hi) {
+          std::fill(row, row + pq, T(0));
+          continue;
+        }
+        std::fill(row, row + p_lo * g.q, T(0));
+        std::fill(row + p_hi * g.q, row + pq, T(0));
+        if (shift) {
+          // row[i] = plane[i + off_h*W + off_w]; the margins pick up neighbouring rows' pixels and are
+          // cleared after. All reads stay inside the plane.
+          const T* src = plane + off_h * prm.w + off_w;
+          std::copy(src + p_lo * g.q + lo, src + (p_hi - 1) * g.q + hi, row + p_lo * g.q + lo);
+          zero_margins(row, p_lo, p_hi, g.q, lo, hi);
+          continue;
+        }
+        for (int64_t op = p_lo; op < p_hi; ++op) {
           T* out = row + op * g.q;
-          const int64_t ih = op * g.stride_h - g.pad_top + r * g.dil_h;
-          if (ih < 0 || ih >= prm.h) {
-            std::fill(out, out + g.q, T(0));
-            continue;
-          }
-          const T* in = x + (c * prm.h + ih) * prm.w + off_w;
+          const T* in = plane + (op * g.stride_h + off_h) * prm.w + off_w;
           std::fill(out, out + lo, T(0));
           if (g.stride_w == 1) {
             std::copy(in + lo, in + hi, out + lo);
@@ -102,43 +147,71 @@ void im2col(const Conv2dParams& prm, const T* x, T* col) {
   }
 }
 
-// The adjoint of im2col: dx = 0, then dx[...] += col[...] for every in-image position.
+// The adjoint of im2col: dx = 0, then dx[...] += col[...] for every in-image position. Leaves col all
+// zero, so the next sample's GEMM can accumulate onto it (beta = 1) instead of clearing it first: the
+// GEMM's separate clearing pass over the whole (larger than L2) buffer cost ~15% of this pass, while
+// clearing here is a store into a line that is already in L1.
 template <typename T>
-void col2im(const Conv2dParams& prm, const T* col, T* dx) {
+void col2im(const Conv2dParams& prm, T* col, T* dx) {
   const Window2d& g = prm.win;
   const int64_t pq = g.p * g.q;
+  const bool shift = plane_shift(prm);
   std::fill(dx, dx + prm.c * prm.h * prm.w, T(0));
   for (int64_t c = 0; c < prm.c; ++c) {
+    T* plane = dx + c * prm.h * prm.w;
     for (int64_t r = 0; r < g.r; ++r) {
+      const int64_t off_h = r * g.dil_h - g.pad_top;
+      int64_t p_lo, p_hi;
+      valid_range(off_h, g.stride_h, prm.h, g.p, p_lo, p_hi);
       for (int64_t s = 0; s < g.s; ++s) {
-        const T* row = col + ((c * g.r + r) * g.s + s) * pq;
+        T* row = col + ((c * g.r + r) * g.s + s) * pq;
         const int64_t off_w = s * g.dil_w - g.pad_left;
         int64_t lo, hi;
         valid_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
-        for (int64_t op = 0; op < g.p; ++op) {
-          const int64_t ih = op * g.stride_h - g.pad_top + r * g.dil_h;
-          if (ih < 0 || ih >= prm.h) continue;
-          T* out = dx + (c * prm.h + ih) * prm.w + off_w;
-          const T* in = row + op * g.q;
-          for (int64_t q = lo; q < hi; ++q) out[q * g.stride_w] += in[q];
+        if (lo == hi || p_lo == p_hi) {
+          std::fill(row, row + pq, T(0));
+          continue;
         }
+        if (shift) {
+          // Zero the margins, then one contiguous add: they land on neighbouring rows' pixels.
+          zero_margins(row, p_lo, p_hi, g.q, lo, hi);
+          T* dst = plane + off_h * prm.w + off_w;
+          const int64_t b = p_lo * g.q + lo, e = (p_hi - 1) * g.q + hi;
+          for (int64_t i = b; i < e; ++i) {
+            dst[i] += row[i];
+            row[i] = T(0);
+          }
+          std::fill(row, row + b, T(0));
+          std::fill(row + e, row + pq, T(0));
+          continue;
+        }
+        for (int64_t op = p_lo; op < p_hi; ++op) {
+          T* out = plane + (op * g.stride_h + off_h) * prm.w + off_w;
+          const T* in = row + op * g.q;
+          if (g.stride_w == 1) {
+            for (int64_t q = lo; q < hi; ++q) out[q] += in[q];
+          } else {
+            for (int64_t q = lo; q < hi; ++q) out[q * g.stride_w] += in[q];
+          }
+        }
+        std::fill(row, row + pq, T(0));
       }
     }
   }
 }
 
-// Runs body(n, col_buffer) for every sample: in parallel slots when a column buffer is needed (one
-// buffer per slot), else one task per sample.
+// Runs body(n, col_buffer, first) for every sample on the slots the workspace holds (one column buffer
+// each; none for a pointwise convolution); `first` marks a slot's first sample. Slots claim samples
+// from a shared counter, so a slot whose thread is busy elsewhere (or preempted) does not hold the
+// others up. A sample's arithmetic does not depend on the slot that runs it.
 template <typename T, typename F>
 void for_each_sample(const Conv2dParams& p, std::span<T> ws, F&& body) {
-  if (p.is_pointwise()) {
-    tbb::parallel_for<int64_t>(0, p.n, [&](int64_t n) { body(n, static_cast<T*>(nullptr)); });
-    return;
-  }
-  const int64_t slots = conv2d_slots(p, static_cast<int64_t>(ws.size()));
-  const int64_t col = p.col_rows() * p.col_cols();
+  const int64_t slots = conv2d_slots(p, static_cast<int64_t>(ws.size())), col = col_elems(p);
+  std::atomic<int64_t> next{0};
   tbb::parallel_for<int64_t>(0, slots, [&](int64_t s) {
-    for (int64_t n = s; n < p.n; n += slots) body(n, ws.data() + s * col);
+    bool first = true;
+    for (int64_t n; (n = next.fetch_add(1, std::memory_order_relaxed)) < p.n; first = false)
+      body(n, col ? ws.data() + s * col : nullptr, first);
   });
 }
 
@@ -149,7 +222,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T
   use_single_threaded_blas();
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups;
-  for_each_sample<T>(p, ws, [&](int64_t n, T* col) {
+  for_each_sample<T>(p, ws, [&](int64_t n, T* col, bool) {
     const T* xn = x + n * chw;
     T* yn = y + n * p.k * pq;
     if (col) im2col(p, xn, col);
@@ -169,11 +242,14 @@ void conv2d_backward_data(const Conv2dParams& p, const T* w, const T* dy, T* dx,
   use_single_threaded_blas();
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups;
-  for_each_sample<T>(p, ws, [&](int64_t n, T* col) {
+  for_each_sample<T>(p, ws, [&](int64_t n, T* col, bool first) {
     const T* dyn = dy + n * p.k * pq;
     T* dcol = col ? col : dx + n * chw;
+    // After the slot's first sample, col2im has left the column buffer zero (adding onto +0 gives the
+    // same bits as a cleared C).
+    const T beta = col && !first ? T(1) : T(0);
     for (int64_t g = 0; g < p.groups; ++g)
-      gemm(true, false, crs_g, pq, kg, T(1), w + g * kg * crs_g, crs_g, dyn + g * kg * pq, pq, T(0),
+      gemm(true, false, crs_g, pq, kg, T(1), w + g * kg * crs_g, crs_g, dyn + g * kg * pq, pq, beta,
            dcol + g * crs_g * pq, pq);
     if (col) col2im(p, col, dx + n * chw);
   });
@@ -185,37 +261,48 @@ void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* d
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups, wn = p.weight_numel();
   if (dw) {
-    const int64_t slots = conv2d_slots(p, static_cast<int64_t>(ws.size()));
-    const int64_t col = p.is_pointwise() ? 0 : p.col_rows() * pq;
-    T* partials = ws.data() + slots * col;  // slots 1.. ; slot 0 accumulates into dw
+    // Lane l accumulates samples l, l + lanes, ... (lane 0 straight into dw), then the lanes are added
+    // in lane order. The lanes depend on the batch size only, so the sum does not depend on the
+    // thread count or on the workspace; the slots claim whole lanes.
+    const int64_t lanes = conv2d_filter_lanes(p), col = col_elems(p);
+    const int64_t ws_slots = conv2d_slots(p, static_cast<int64_t>(ws.size())), slots = std::min(lanes, ws_slots);
+    T* partials = ws.data() + ws_slots * col;
+    std::atomic<int64_t> next{0};
     tbb::parallel_for<int64_t>(0, slots, [&](int64_t s) {
-      T* acc = s == 0 ? dw : partials + (s - 1) * wn;
       T* colbuf = col ? ws.data() + s * col : nullptr;
-      for (int64_t n = s; n < p.n; n += slots) {
-        const T* xn = x + n * chw;
-        if (colbuf) im2col(p, xn, colbuf);
-        const T* cols = colbuf ? colbuf : xn;
-        const T beta = n == s ? T(0) : T(1);
-        for (int64_t g = 0; g < p.groups; ++g)
-          gemm(false, true, kg, crs_g, pq, T(1), dy + n * p.k * pq + g * kg * pq, pq, cols + g * crs_g * pq, pq,
-               beta, acc + g * kg * crs_g, crs_g);
+      for (int64_t lane; (lane = next.fetch_add(1, std::memory_order_relaxed)) < lanes;) {
+        T* acc = lane == 0 ? dw : partials + (lane - 1) * wn;
+        for (int64_t n = lane; n < p.n; n += lanes) {
+          const T* xn = x + n * chw;
+          if (colbuf) im2col(p, xn, colbuf);
+          const T* cols = colbuf ? colbuf : xn;
+          const T beta = n == lane ? T(0) : T(1);
+          for (int64_t g = 0; g < p.groups; ++g)
+            gemm(false, true, kg, crs_g, pq, T(1), dy + n * p.k * pq + g * kg * pq, pq, cols + g * crs_g * pq, pq,
+                 beta, acc + g * kg * crs_g, crs_g);
+        }
       }
     });
-    if (slots > 1) {
+    if (lanes > 1) {
       tbb::parallel_for(tbb::blocked_range<int64_t>(0, wn, 4096), [&](const tbb::blocked_range<int64_t>& r) {
         for (int64_t i = r.begin(); i < r.end(); ++i)
-          for (int64_t s = 1; s < slots; ++s) dw[i] += partials[(s - 1) * wn + i];
+          for (int64_t l = 1; l < lanes; ++l) dw[i] += partials[(l - 1) * wn + i];
       });
     }
   }
   if (db) {
+    // Eight interleaved double accumulators, added up in a fixed order: one running sum would be bound
+    // by the add latency (a third of LeNet conv1's filter pass).
     tbb::parallel_for<int64_t>(0, p.k, [&](int64_t k) {
-      double acc = 0;
+      double acc[8] = {};
       for (int64_t n = 0; n < p.n; ++n) {
         const T* d = dy + (n * p.k + k) * pq;
-        for (int64_t i = 0; i < pq; ++i) acc += d[i];
+        int64_t i = 0;
+        for (; i + 8 <= pq; i += 8)
+          for (int j = 0; j < 8; ++j) acc[j] += d[i + j];
+        for (; i < pq; ++i) acc[i % 8] += d[i];
       }
-      db[k] = static_cast<T>(acc);
+      db[k] = static_cast<T>(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
     });
   }
 }

@@ -53,8 +53,9 @@
 // OpenBLAS single-threaded (OpenBLAS 0.3.21 has no per-call thread count, so a CPU op sets the
 // process-wide OpenBLAS thread count to 1 before its first GEMM; code that wants threaded BLAS sets it
 // back). Work is split into pieces that do not depend on the thread count, so results are bitwise
-// reproducible for a given signature; reductions over the batch that need per-thread partials (conv
-// filter gradients) use as many partials as the workspace holds and sum them in a fixed order.
+// reproducible for a given signature; reductions over the batch that need partials (conv filter
+// gradients: min(N, 8) of them, conv2d.h) use a count that depends on the shapes only and sum them in
+// a fixed order.
 //
 // Errors: bad attributes or input shapes throw ConfigError when the kernel is created; tensors that do
 // not match the signature, and bad data (a label out of range), throw Error.

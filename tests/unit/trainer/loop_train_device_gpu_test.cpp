@@ -12,7 +12,9 @@ TEST(TrainDeviceGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the 
 #else
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <string>
 
 #include "trainer/config/job_config.h"
 #include "trainer/cuda/runtime.h"
@@ -57,7 +59,15 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
 }
 
-void expect_close_runs(DType dt, int steps, double loss_tol, double param_tol) {
+// Batch-norm betas start at 0, so after one step they are the update itself, -lr * sum(dy) over N*H*W
+// values of both signs that nearly cancel; in f16/bf16 every dy carries its rounding (the sum itself is
+// accumulated in f64), so the betas' relative error is the dtype's rounding amplified by that
+// cancellation. Measured on an H100 (2026-11-22), one step of resnet_cifar_20, batch 4: f16 at most 0.12
+// per beta, bf16 at most 0.40 (ratio ~3, the dtypes' rounding ratio being 8), while every other
+// variable stayed within 2e-2 / 5e-2. So betas are held to `beta_tol`, checked on all of them together.
+bool is_bn_beta(const std::string& name) { return name.size() >= 15 && name.ends_with("/BatchNorm/beta"); }
+
+void expect_close_runs(DType dt, int steps, double loss_tol, double param_tol, double beta_tol = -1) {
   const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
   auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
   auto gpu = make_step_runner(net, options(Device::kCuda, dt));
@@ -70,9 +80,21 @@ void expect_close_runs(DType dt, int steps, double loss_tol, double param_tol) {
   }
   const auto va = cpu->host_variables(), vb = gpu->host_variables();
   ASSERT_EQ(va.size(), vb.size());
+  std::vector<float> betas_a, betas_b;
   for (size_t i = 0; i < va.size(); ++i) {
     ASSERT_EQ(va[i].name, vb[i].name);
+    if (beta_tol >= 0 && is_bn_beta(va[i].name)) {
+      betas_a.insert(betas_a.end(), va[i].data.begin(), va[i].data.end());
+      betas_b.insert(betas_b.end(), vb[i].data.begin(), vb[i].data.end());
+      continue;
+    }
     EXPECT_LE(rel_l2(vb[i].data, va[i].data), param_tol) << va[i].name;
+  }
+  if (beta_tol >= 0) {
+    ASSERT_FALSE(betas_a.empty());
+    const double e = rel_l2(betas_b, betas_a);
+    EXPECT_LE(e, beta_tol) << "batch-norm betas together";
+    std::printf("%s: batch-norm betas' relative error %.4f (limit %.2f)\n", dtype_name(dt), e, beta_tol);
   }
 }
 
@@ -83,12 +105,12 @@ TEST(TrainDeviceGpu, ResNetF32StepsMatchTheCpu) {
 
 TEST(TrainDeviceGpu, ResNetF16StepWithinHalfPrecisionTolerance) {
   REQUIRE_GPU();
-  expect_close_runs(DType::kF16, 1, 2e-2, 2e-2);
+  expect_close_runs(DType::kF16, 1, 2e-2, 2e-2, 0.2);
 }
 
 TEST(TrainDeviceGpu, ResNetBf16StepWithinTolerance) {
   REQUIRE_GPU();
-  expect_close_runs(DType::kBF16, 1, 5e-2, 5e-2);
+  expect_close_runs(DType::kBF16, 1, 5e-2, 5e-2, 0.5);
 }
 
 TEST(TrainDeviceGpu, OverflowSkipsTheStepAndHalvesTheScale) {

@@ -1,8 +1,14 @@
 // conv2d: hand-computed answers, and the im2col + GEMM kernels against a direct 7-loop convolution on
-// random shapes (groups, dilation, stride, asymmetric kernels and padding).
+// random shapes (groups, dilation, stride, asymmetric kernels and padding), batches cut into several
+// chunks, and bitwise independence of the thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
+#include <utility>
+
+#include <tbb/task_arena.h>
 
 #include "trainer/ops/conv2d.h"
 #include "trainer/ops/op_case.h"
@@ -92,10 +98,49 @@ struct Naive {
   int64_t wi(int64_t k, int64_t cc, int64_t r, int64_t s) const { return ((k * cg() + cc) * p.win.r + r) * p.win.s + s; }
 };
 
+// All three passes against the direct definition, for several workspace sizes (1, 2 and all slots), and
+// the float kernel's forward on the same numbers.
+void check_against_direct(const Conv2dParams& p, std::mt19937& rng) {
+  std::uniform_real_distribution<double> uni(-1, 1);
+  const Naive nv{p};
+  std::vector<double> x(static_cast<size_t>(p.n * p.c * p.h * p.w)), wt(static_cast<size_t>(p.weight_numel()));
+  std::vector<double> b(static_cast<size_t>(p.k)), dy(static_cast<size_t>(p.n * p.k * p.win.p * p.win.q));
+  for (auto* v : {&x, &wt, &b, &dy})
+    for (double& e : *v) e = uni(rng);
+
+  std::vector<double> y_ref(dy.size(), 0.0), dx_ref(x.size(), 0.0), dw_ref(wt.size(), 0.0), db_ref(b.size(), 0.0);
+  nv.each([&](int64_t n, int64_t kk, int64_t op, int64_t oq, int64_t ci, int64_t cc, int64_t rr, int64_t ss,
+              int64_t ih, int64_t iw) {
+    y_ref[nv.yi(n, kk, op, oq)] += wt[nv.wi(kk, cc, rr, ss)] * x[nv.xi(n, ci, ih, iw)];
+    dx_ref[nv.xi(n, ci, ih, iw)] += wt[nv.wi(kk, cc, rr, ss)] * dy[nv.yi(n, kk, op, oq)];
+    dw_ref[nv.wi(kk, cc, rr, ss)] += x[nv.xi(n, ci, ih, iw)] * dy[nv.yi(n, kk, op, oq)];
+  });
+  const int64_t pq = p.win.p * p.win.q;
+  for (int64_t i = 0; i < static_cast<int64_t>(dy.size()); ++i) {
+    if (p.bias) y_ref[i] += b[(i / pq) % p.k];
+    db_ref[(i / pq) % p.k] += dy[i];
+  }
+
+  for (int64_t slots : {int64_t{1}, int64_t{2}, p.n}) {
+    std::vector<double> ws(static_cast<size_t>(cpu::conv2d_workspace_elems(p, slots)));
+    ASSERT_EQ(cpu::conv2d_slots(p, static_cast<int64_t>(ws.size())), std::min(slots, p.n));
+    const auto y = run_forward(p, x, wt, p.bias ? &b : nullptr, slots);
+    std::vector<double> dx(x.size()), dwt(wt.size()), db(b.size());
+    cpu::conv2d_backward_data<double>(p, wt.data(), dy.data(), dx.data(), ws);
+    cpu::conv2d_backward_filter<double>(p, x.data(), dy.data(), dwt.data(), db.data(), ws);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-12) << "y " << i;
+    for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-12) << "dx " << i;
+    for (size_t i = 0; i < dwt.size(); ++i) ASSERT_NEAR(dwt[i], dw_ref[i], 1e-12) << "dw " << i << " slots " << slots;
+    for (size_t i = 0; i < db.size(); ++i) ASSERT_NEAR(db[i], db_ref[i], 1e-12) << "db " << i;
+  }
+  std::vector<float> xf(x.begin(), x.end()), wf(wt.begin(), wt.end()), bf(b.begin(), b.end());
+  const auto yf = run_forward(p, xf, wf, p.bias ? &bf : nullptr, 2);
+  for (size_t i = 0; i < yf.size(); ++i) ASSERT_NEAR(yf[i], y_ref[i], 1e-4) << "f32 y " << i;
+}
+
 TEST(Conv2d, MatchesDirectConvolutionOnRandomShapes) {
   std::mt19937 rng(2024);
   auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-  std::uniform_real_distribution<double> uni(-1, 1);
   for (int trial = 0; trial < 60; ++trial) {
     const int64_t groups = pick(1, 3);
     const int64_t c = groups * pick(1, 3), k = groups * pick(1, 3);
@@ -108,41 +153,67 @@ TEST(Conv2d, MatchesDirectConvolutionOnRandomShapes) {
     const Conv2dParams p = params_for(a, {pick(1, 4), c, h, w});
     SCOPED_TRACE(str("trial ", trial, " n", p.n, " c", p.c, " ", p.h, "x", p.w, " k", p.k, " g", p.groups, " ",
                      p.win.to_string()));
-    const Naive nv{p};
-    std::vector<double> x(static_cast<size_t>(p.n * p.c * p.h * p.w)), wt(static_cast<size_t>(p.weight_numel()));
-    std::vector<double> b(static_cast<size_t>(p.k)), dy(static_cast<size_t>(p.n * p.k * p.win.p * p.win.q));
-    for (auto* v : {&x, &wt, &b, &dy})
-      for (double& e : *v) e = uni(rng);
+    check_against_direct(p, rng);
+  }
+}
 
-    std::vector<double> y_ref(dy.size(), 0.0), dx_ref(x.size(), 0.0), dw_ref(wt.size(), 0.0), db_ref(b.size(), 0.0);
-    nv.each([&](int64_t n, int64_t kk, int64_t op, int64_t oq, int64_t ci, int64_t cc, int64_t rr, int64_t ss,
-                int64_t ih, int64_t iw) {
-      y_ref[nv.yi(n, kk, op, oq)] += wt[nv.wi(kk, cc, rr, ss)] * x[nv.xi(n, ci, ih, iw)];
-      dx_ref[nv.xi(n, ci, ih, iw)] += wt[nv.wi(kk, cc, rr, ss)] * dy[nv.yi(n, kk, op, oq)];
-      dw_ref[nv.wi(kk, cc, rr, ss)] += x[nv.xi(n, ci, ih, iw)] * dy[nv.yi(n, kk, op, oq)];
+// Stride-1 convolutions whose output rows are as wide as the input rows take the plane-shift
+// im2col/col2im path (margins from padding, dilation, asymmetric padding, kernel wider than the image);
+// the others take the per-row path. Batches larger than the filter-gradient lane count.
+TEST(Conv2d, PlaneShiftAndLanesMatchDirectConvolution) {
+  std::mt19937 rng(7);
+  const std::vector<std::pair<Attrs, Shape>> cases{
+      {{{"filters", 3}, {"kernel", 5}, {"padding", "same"}}, {11, 2, 7, 7}},
+      {{{"filters", 4}, {"kernel", 3}, {"groups", 2}, {"dilation", 2}, {"padding", "same"}, {"bias", false}},
+       {9, 4, 6, 5}},
+      {{{"filters", 2}, {"kernel", Ints{3, 4}}, {"padding", Ints{0, 2, 3, 0}}}, {10, 3, 5, 4}},
+      {{{"filters", 2}, {"kernel", Ints{3, 9}}, {"padding", Ints{1, 1, 4, 4}}}, {3, 2, 4, 3}},
+      {{{"filters", 2}, {"kernel", 3}, {"stride", Ints{1, 2}}, {"padding", "same"}}, {10, 2, 6, 6}},
+  };
+  for (const auto& [a, shape] : cases) {
+    const Conv2dParams p = params_for(a, shape);
+    SCOPED_TRACE(str("n", p.n, " ", p.h, "x", p.w, " ", p.win.to_string()));
+    check_against_direct(p, rng);
+  }
+}
+
+// The LeNet conv2 shape in f32: all passes bitwise identical under 1 and 2 TBB threads and with
+// workspaces of 1 and 2 slots (the training loop's determinism and --resume rely on it).
+TEST(Conv2d, BitwiseIndependentOfThreadsAndSlots) {
+  const Conv2dParams p = params_for({{"filters", 64}, {"kernel", 5}, {"padding", "same"}}, {64, 32, 14, 14});
+  ASSERT_GT(cpu::conv2d_filter_lanes(p), 2);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uni(-1, 1);
+  std::vector<float> x(static_cast<size_t>(p.n * p.c * p.h * p.w)), w(static_cast<size_t>(p.weight_numel()));
+  std::vector<float> b(static_cast<size_t>(p.k)), dy(static_cast<size_t>(p.n * p.k * p.col_cols()));
+  for (auto* v : {&x, &w, &b, &dy})
+    for (float& e : *v) e = uni(rng);
+  struct Result {
+    std::vector<float> y, dx, dw, db;
+  };
+  auto run = [&](int threads, int64_t slots) {
+    Result r{std::vector<float>(dy.size()), std::vector<float>(x.size()), std::vector<float>(w.size()),
+             std::vector<float>(b.size())};
+    std::vector<float> ws(static_cast<size_t>(cpu::conv2d_workspace_elems(p, slots)));
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      cpu::conv2d_forward<float>(p, x.data(), w.data(), b.data(), r.y.data(), ws);
+      cpu::conv2d_backward_data<float>(p, w.data(), dy.data(), r.dx.data(), ws);
+      cpu::conv2d_backward_filter<float>(p, x.data(), dy.data(), r.dw.data(), r.db.data(), ws);
     });
-    const int64_t pq = p.win.p * p.win.q;
-    for (int64_t i = 0; i < static_cast<int64_t>(dy.size()); ++i) {
-      if (p.bias) y_ref[i] += b[(i / pq) % p.k];
-      db_ref[(i / pq) % p.k] += dy[i];
-    }
-
-    for (int64_t slots : {int64_t{1}, int64_t{2}, p.n}) {
-      std::vector<double> ws(static_cast<size_t>(cpu::conv2d_workspace_elems(p, slots)));
-      ASSERT_EQ(cpu::conv2d_slots(p, static_cast<int64_t>(ws.size())), std::min(slots, p.n));
-      const auto y = run_forward(p, x, wt, p.bias ? &b : nullptr, slots);
-      std::vector<double> dx(x.size()), dwt(wt.size()), db(b.size());
-      cpu::conv2d_backward_data<double>(p, wt.data(), dy.data(), dx.data(), ws);
-      cpu::conv2d_backward_filter<double>(p, x.data(), dy.data(), dwt.data(), db.data(), ws);
-      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-12) << "y " << i;
-      for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-12) << "dx " << i;
-      for (size_t i = 0; i < dwt.size(); ++i) ASSERT_NEAR(dwt[i], dw_ref[i], 1e-12) << "dw " << i << " slots " << slots;
-      for (size_t i = 0; i < db.size(); ++i) ASSERT_NEAR(db[i], db_ref[i], 1e-12) << "db " << i;
-    }
-    // The float kernel on the same numbers.
-    std::vector<float> xf(x.begin(), x.end()), wf(wt.begin(), wt.end()), bf(b.begin(), b.end());
-    const auto yf = run_forward(p, xf, wf, p.bias ? &bf : nullptr, 2);
-    for (size_t i = 0; i < yf.size(); ++i) ASSERT_NEAR(yf[i], y_ref[i], 1e-4) << "f32 y " << i;
+    return r;
+  };
+  auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  const Result ref = run(1, 1);
+  for (auto [threads, slots] : {std::pair{2, int64_t{2}}, std::pair{2, int64_t{1}}, std::pair{1, int64_t{2}}}) {
+    SCOPED_TRACE(str(threads, " threads, ", slots, " slots"));
+    const Result r = run(threads, slots);
+    EXPECT_TRUE(same_bits(r.y, ref.y));
+    EXPECT_TRUE(same_bits(r.dx, ref.dx));
+    EXPECT_TRUE(same_bits(r.dw, ref.dw));
+    EXPECT_TRUE(same_bits(r.db, ref.db));
   }
 }
 

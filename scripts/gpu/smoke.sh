@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# End-to-end GPU smoke run (called by scripts/gpu/run.sh with the bundle's bin/ on PATH and the
+# Fashion-MNIST shards in $FASTNN_GPU_DATA). Prints "name<TAB>value" lines for run.sh's table; logs go to
+# $FASTNN_GPU_OUT.
+#
+# The LeNet recipe of the quickstart (scripts/lenet_recipe.sh: 88.76% on the CPU) trained with
+# --device=cuda in fp32, fp16 (loss scaling) and bf16, each checkpoint then evaluated by the CPU backend:
+# the GPU path is judged by the CPU oracle, not by itself. The same 300 steps on the CPU give the
+# first/last loss beside the fp32 GPU run (the same init and data order: the curves must agree closely).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${FASTNN_GPU_OUT:-/tmp}
+data=${FASTNN_GPU_DATA:-}
+[[ -n $data && -f $data/manifest.json ]] || { printf 'smoke\tskipped (no FASTNN_GPU_DATA)\n'; exit 0; }
+source scripts/lenet_recipe.sh
+
+loss_at() {  # metrics.jsonl, step -> loss of the train row at that step
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+want = int(sys.argv[2])
+train = [r for r in rows if "loss" in r and r.get("event", "train") == "train"]
+row = min(train, key=lambda r: abs(r.get("step", 0) - want), default=None)
+print("none" if row is None else f'{row["loss"]:.5f}@{row["step"]}')
+PY
+}
+
+lenet() {  # name, then extra train flags; FASTNN_SMOKE (a regex) picks runs by name
+  local name=$1; shift
+  [[ $name =~ ${FASTNN_SMOKE:-.} ]] || return 0
+  local run=$out/smoke_$name
+  rm -rf "$run"
+  local start end
+  start=$(date +%s.%N)
+  if ! timeout 240 fastnn train --model_name=lenet --dataset_dir="$data" --output_dir="$run" "${LENET_RECIPE[@]}" \
+      --log_loss_every_n_iters=100 "$@" >"$out/smoke_$name.log" 2>&1; then
+    printf 'smoke lenet %s\ttrain failed (rc %s, see smoke_%s.log)\n' "$name" "$?" "$name"; return
+  fi
+  end=$(date +%s.%N)
+  local json
+  if ! json=$(timeout 120 fastnn eval --model_name=lenet --dataset_dir="$data" --output_dir="$run" --batch_size=500 \
+      --json 2>>"$out/smoke_$name.log"); then
+    printf 'smoke lenet %s\teval failed (see smoke_%s.log)\n' "$name" "$name"; return
+  fi
+  printf 'smoke lenet %s\ttop1 %s (CPU eval), train %s s, loss %s -> %s\n' "$name" \
+    "$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["top1"], 4))' "$json")" \
+    "$(python3 -c 'import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))' "$start" "$end")" \
+    "$(loss_at "$run/metrics.jsonl" 100)" "$(loss_at "$run/metrics.jsonl" 100000)"
+}
+
+lenet cuda_fp32 --device=cuda --precision=fp32
+lenet cuda_fp16 --device=cuda --precision=fp16 --loss_scale=1024 --dynamic_loss_scale
+lenet cuda_bf16 --device=cuda --precision=bf16
+# The data-parallel path in one process: gradients averaged over NCCL every step (a world of one).
+lenet cuda_fp32_nccl --device=cuda --precision=fp32 --comm_backend=nccl
+# CPU beside it: the first 300 steps only (the whole recipe is ~2 minutes on 16 cores).
+LENET_STEPS=300 source scripts/lenet_recipe.sh
+lenet cpu_300 --device=cpu
+lenet cuda_fp32_300 --device=cuda --precision=fp32

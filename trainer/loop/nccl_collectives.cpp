@@ -1,0 +1,69 @@
+#include "trainer/loop/nccl_collectives.h"
+
+#include "core/check.h"
+
+#if defined(FASTNN_HAVE_NCCL)
+#include "trainer/comm/nccl_communicator.h"
+#endif
+
+namespace fastnn::loop {
+
+#if defined(FASTNN_HAVE_NCCL)
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::kF32: return ncclFloat32;
+    case DType::kF16: return ncclFloat16;
+    case DType::kBF16: return ncclBfloat16;
+    default: throw Error(str("NCCL collectives: dtype ", dtype_name(t), " is not f32, f16 or bf16"));
+  }
+}
+
+class NcclCollectives final : public DeviceCollectives {
+ public:
+  NcclCollectives(Communicator& host, double timeout_seconds) : nccl_(host, timeout_seconds) {}
+  int rank() const override { return nccl_.rank(); }
+  int world_size() const override { return nccl_.world_size(); }
+
+  void average(std::span<const Buffer> buffers, void* stream) override {
+    auto s = static_cast<cudaStream_t>(stream);
+    nccl_.group_start();
+    for (const Buffer& b : buffers) nccl_.allreduce_average(b.data, b.count, nccl_type(b.dtype), s);
+    nccl_.group_end();
+    nccl_.wait(s);
+  }
+
+  void broadcast(std::span<const Buffer> buffers, int root, void* stream) override {
+    auto s = static_cast<cudaStream_t>(stream);
+    nccl_.group_start();
+    for (const Buffer& b : buffers) nccl_.broadcast(b.data, b.count, nccl_type(b.dtype), root, s);
+    nccl_.group_end();
+    nccl_.wait(s);
+  }
+
+ private:
+  NcclCommunicator nccl_;
+};
+
+}  // namespace
+
+bool nccl_built() { return true; }
+
+std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator& host, double timeout_seconds) {
+  return std::make_unique<NcclCollectives>(host, timeout_seconds);
+}
+
+#else
+
+bool nccl_built() { return false; }
+
+std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator&, double) {
+  throw ConfigError(
+      "the GPU data-parallel path needs NCCL, and this fastnn was built without it (CUDA backend + NCCL + "
+      "MPI; docs/DISTRIBUTED.md)");
+}
+
+#endif
+
+}  // namespace fastnn::loop

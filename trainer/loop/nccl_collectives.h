@@ -1,0 +1,28 @@
+// DeviceCollectives (step_runner.h) over NCCL: the gradient average and the start-of-run broadcast of
+// the GPU data-parallel path (docs/DISTRIBUTED.md).
+//
+//   DataParallel dp(config);                                     // the host world (MPI or one process)
+//   auto coll = make_nccl_collectives(dp.comm(), config.collective_timeout_seconds());
+//   runner options.collectives = coll.get();
+//
+// The NCCL communicator is bootstrapped over the host communicator (its unique id broadcast from rank
+// 0), so every rank must call this at the same point; the caller must have selected the rank's GPU
+// (the runner's target, from the local rank) first. average()/broadcast() issue one NCCL group per call
+// (all buffers at once, on the runner's stream) and then wait for the stream under the collective
+// timeout: a rank that died or stalled aborts the job (ncclCommAbort + MPI_Abort) instead of hanging
+// it. With a world of one the same NCCL calls run (the path can be exercised on one GPU).
+//
+// Errors: ConfigError when fastnn was built without NCCL; fastnn::Error from NCCL/CUDA.
+#pragma once
+
+#include <memory>
+
+#include "trainer/comm/communicator.h"
+#include "trainer/loop/step_runner.h"
+
+namespace fastnn::loop {
+
+bool nccl_built();
+std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator& host, double timeout_seconds);
+
+}  // namespace fastnn::loop
