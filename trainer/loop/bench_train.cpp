@@ -31,6 +31,7 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   ro.seed = static_cast<uint64_t>(c.seed());
   ro.label_smoothing = c.label_smoothing();
   ro.deterministic = c.deterministic();
+  ro.allreduce_bucket_mb = c.allreduce_bucket_mb();
   ro.weight_decay = c.weight_decay();
   ro.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
   ro.optimizer = optimizer_options(c);

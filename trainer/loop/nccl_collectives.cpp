@@ -26,13 +26,14 @@ class NcclCollectives final : public DeviceCollectives {
   int rank() const override { return nccl_.rank(); }
   int world_size() const override { return nccl_.world_size(); }
 
-  void average(std::span<const Buffer> buffers, void* stream) override {
+  void average_async(std::span<const Buffer> buffers, void* stream) override {
     auto s = static_cast<cudaStream_t>(stream);
     nccl_.group_start();
     for (const Buffer& b : buffers) nccl_.allreduce_average(b.data, b.count, nccl_type(b.dtype), s);
     nccl_.group_end();
-    nccl_.wait(s);
   }
+
+  void wait(void* stream) override { nccl_.wait(static_cast<cudaStream_t>(stream)); }
 
   void broadcast(std::span<const Buffer> buffers, int root, void* stream) override {
     auto s = static_cast<cudaStream_t>(stream);

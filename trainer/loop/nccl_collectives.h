@@ -7,10 +7,11 @@
 //
 // The NCCL communicator is bootstrapped over the host communicator (its unique id broadcast from rank
 // 0), so every rank must call this at the same point; the caller must have selected the rank's GPU
-// (the runner's target, from the local rank) first. average()/broadcast() issue one NCCL group per call
-// (all buffers at once, on the runner's stream) and then wait for the stream under the collective
-// timeout: a rank that died or stalled aborts the job (ncclCommAbort + MPI_Abort) instead of hanging
-// it. With a world of one the same NCCL calls run (the path can be exercised on one GPU).
+// (the runner's target, from the local rank) first. average_async()/broadcast() issue one NCCL group
+// per call (all buffers at once, on the given stream); wait() and broadcast() then wait for the stream
+// under the collective timeout: a rank that died or stalled aborts the job (ncclCommAbort +
+// MPI_Abort) instead of hanging it. With a world of one the same NCCL calls run (the path can be
+// exercised on one GPU).
 //
 // Errors: ConfigError when fastnn was built without NCCL; fastnn::Error from NCCL/CUDA.
 #pragma once

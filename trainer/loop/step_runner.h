@@ -44,9 +44,10 @@ namespace fastnn::loop {
 
 // Collectives over a runner's device buffers, for data-parallel training on GPUs (the NCCL path,
 // nccl_collectives.h). Every rank's runner calls them in the same order with the same counts; buffers
-// are device memory of an f32/f16/bf16 dtype, updated in place; `stream` is the runner's compute stream (a cudaStream_t),
-// which the collective is ordered on. An implementation returns only once the collective has finished
-// or aborts the job after its timeout (a dead rank must not hang the others).
+// are device memory of an f32/f16/bf16 dtype, updated in place; `stream` (a cudaStream_t) orders the
+// collective. average() and broadcast() return only once the collective has finished, or abort the
+// job after the collective timeout (a dead rank must not hang the others); average_async() only
+// issues it, and wait(stream) is that bounded wait for everything issued on the stream.
 class DeviceCollectives {
  public:
   struct Buffer {
@@ -57,7 +58,13 @@ class DeviceCollectives {
   virtual ~DeviceCollectives() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual void average(std::span<const Buffer> buffers, void* stream) = 0;  // every rank gets bitwise the same
+  // Every rank gets bitwise the same result.
+  void average(std::span<const Buffer> buffers, void* stream) {
+    average_async(buffers, stream);
+    wait(stream);
+  }
+  virtual void average_async(std::span<const Buffer> buffers, void* stream) = 0;
+  virtual void wait(void* stream) = 0;
   virtual void broadcast(std::span<const Buffer> buffers, int root, void* stream) = 0;
 };
 
@@ -76,10 +83,14 @@ struct StepRunnerOptions {
   // CUDA: deterministic cuDNN algorithms only (cuda::Policy::deterministic; the `deterministic` config
   // field), so two runs of the same steps give bitwise the same weights. The CPU runner always is.
   bool deterministic = false;
-  // CUDA: gradients are averaged over the ranks after backward (in f32, after unscaling and weight
-  // decay, before the overflow check, clipping and the update), so every rank applies the same update.
-  // Not owned; must outlive the runner. nullptr: one process.
+  // CUDA: gradients are averaged over the ranks while backward runs: in buckets of at most
+  // allreduce_bucket_mb (parameters in backward order, the compute dtype, still loss-scaled), each
+  // issued on a communication stream as soon as the backward pass has written all its gradients; the
+  // update (unscaling, weight decay, overflow check, clipping: linear or the same on every rank) waits
+  // for the last, so every rank applies the same update. Not owned; must outlive the runner. nullptr:
+  // one process.
   DeviceCollectives* collectives = nullptr;
+  double allreduce_bucket_mb = 25;
 };
 
 struct StepRunnerStats {

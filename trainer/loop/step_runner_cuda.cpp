@@ -66,7 +66,15 @@ struct Stage {
   bool used = false;
 };
 
-class CudaStepRunner final : public StepRunner {
+// A bucket of gradients averaged by one collective call (data parallel).
+struct GradBucket {
+  std::vector<DeviceCollectives::Buffer> buffers;
+  size_t pending = 0;  // gradients the backward pass has still to write this step
+  bool launched = false;
+};
+
+// The graph's layer observer while a data-parallel step runs backward: launches buckets as they fill.
+class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
  public:
   CudaStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_((cuda::init_backend(o.target.device_index), set_runner_policy(o), o)),
@@ -95,7 +103,6 @@ class CudaStepRunner final : public StepRunner {
       }
       dparams.push_back({p.name, p.master.data<float>(), p.g32.data<float>(), p.master.numel(), p.decay});
       grad_views_.push_back({p.g32.raw(), p.g32.numel(), 0});
-      grad_buffers_.push_back({p.g32.raw(), static_cast<size_t>(p.g32.numel()), DType::kF32});
       params_.push_back(std::move(p));
     }
     optimizer_ = std::make_unique<DeviceOptimizer>(o.optimizer, std::move(dparams));
@@ -104,6 +111,7 @@ class CudaStepRunner final : public StepRunner {
     stats_dev_ = Tensor::empty({2}, DType::kF64, Device::kCuda);
     stats_host_ = cuda::pinned_empty({2}, DType::kF64);
     CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    if (o.collectives) plan_buckets();
     for (Stage& s : stages_) {
       CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
       CUDA_CHECK(cudaEventCreateWithFlags(&s.consumed, cudaEventDisableTiming));
@@ -118,6 +126,12 @@ class CudaStepRunner final : public StepRunner {
       if (s.consumed) cudaEventDestroy(s.consumed);
     }
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
+    if (comm_stream_) {
+      cudaStreamSynchronize(comm_stream_);
+      cudaStreamDestroy(comm_stream_);
+    }
+    if (grads_ready_) cudaEventDestroy(grads_ready_);
+    if (comm_done_) cudaEventDestroy(comm_done_);
   }
 
   const ComputeTarget& target() const override { return o_.target; }
@@ -125,7 +139,23 @@ class CudaStepRunner final : public StepRunner {
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     auto [x, y] = place(images, labels);
-    StepResult r = step_.train(x, y, step);  // one read-back: losses and counts
+    StepResult r;
+    if (o_.collectives) {
+      for (GradBucket& b : buckets_) {
+        b.pending = b.buffers.size();
+        b.launched = false;
+      }
+      graph_.set_layer_observer(this);  // layer_end() launches the buckets during backward
+      try {
+        r = step_.train(x, y, step);  // one read-back: losses and counts
+      } catch (...) {
+        graph_.set_layer_observer(nullptr);
+        throw;
+      }
+      graph_.set_layer_observer(nullptr);
+    } else {
+      r = step_.train(x, y, step);
+    }
     release();
     apply_update(lr);
     return r;
@@ -253,11 +283,66 @@ class CudaStepRunner final : public StepRunner {
     current_stage_ = nullptr;
   }
 
+  // Data parallel: buckets of gradients in backward order, and for each graph node the buckets its
+  // trainable parameters belong to (one entry per parameter).
+  void plan_buckets() {
+    const auto& nodes = graph_.plan().nodes();
+    std::vector<size_t> owner;  // plan node of each parameter, in parameters() order
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (const auto& p : nodes[i].params)
+        if (p.trainable) owner.push_back(i);
+    FASTNN_CHECK(owner.size() == params_.size(), "cuda step: ", owner.size(), " trainable parameters in the plan, ",
+                 params_.size(), " in the graph");
+    node_buckets_.assign(nodes.size(), {});
+    const auto cap = static_cast<size_t>(std::max(1.0, o_.allreduce_bucket_mb * 1024 * 1024));
+    size_t bytes = 0;
+    for (size_t j = params_.size(); j-- > 0;) {  // backward writes the last layers' gradients first
+      const Tensor& g = params_[j].grad;
+      if (buckets_.empty() || (bytes + g.nbytes() > cap && !buckets_.back().buffers.empty())) {
+        buckets_.emplace_back();
+        bytes = 0;
+      }
+      buckets_.back().buffers.push_back(buffer_of(g));
+      bytes += g.nbytes();
+      node_buckets_[owner[j]].push_back(buckets_.size() - 1);
+    }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&grads_ready_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+  }
+
+  void layer_begin(size_t, bool) override {}
+  void layer_end(size_t node, bool backward) override {
+    if (!backward) return;
+    for (size_t b : node_buckets_[node])
+      if (--buckets_[b].pending == 0) launch_bucket(b);
+  }
+
+  // The bucket's gradients are written by work already queued on the compute stream: the
+  // communication stream waits for that point, then averages them while backward goes on.
+  void launch_bucket(size_t b) {
+    CUDA_CHECK(cudaEventRecord(grads_ready_, cuda::current_stream()));
+    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, grads_ready_, 0));
+    o_.collectives->average_async(buckets_[b].buffers, comm_stream_);
+    buckets_[b].launched = true;
+  }
+
+  // Every bucket issued (in bucket order on every rank; a bucket whose layers backward skipped goes
+  // now), waited for under the collective timeout, and the compute stream ordered after them.
+  void finish_gradient_average(cudaStream_t s) {
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      if (!buckets_[b].launched) launch_bucket(b);
+    o_.collectives->wait(comm_stream_);
+    CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(s, comm_done_, 0));
+  }
+
   // Unscale + weight decay into f32, one reduction (norm^2, non-finite count) read once, the skip
   // decision, clipping fused into the update, the f32 -> compute-dtype copy of the new weights.
   void apply_update(float lr) {
     cudaStream_t s = cuda::current_stream();
     const DType dt = o_.target.dtype;
+    if (o_.collectives) finish_gradient_average(s);  // the gradients are every rank's average from here
     const float inv = scaler_.inverse_scale();
     const float wd = static_cast<float>(o_.weight_decay);
     for (ParamState& p : params_) {
@@ -269,10 +354,6 @@ class CudaStepRunner final : public StepRunner {
                                    p.master.data<float>(), p.g32.data<float>(), s);
       });
     }
-    // Data parallel: the f32 gradients of every rank averaged (unscaling and weight decay are linear
-    // and the same on every rank, so this is the average of the raw gradients); the overflow check
-    // below then sees any rank's inf/NaN, and every rank takes the same skip decision.
-    if (o_.collectives) o_.collectives->average(grad_buffers_, s);
     const bool clip = o_.max_gradient_norm > 0;
     const bool check_overflow = dt == DType::kF16;
     float factor = 1.0f;
@@ -317,7 +398,10 @@ class CudaStepRunner final : public StepRunner {
   LossScaler scaler_;
   std::vector<ParamState> params_;
   std::vector<cuda::GradView> grad_views_;
-  std::vector<DeviceCollectives::Buffer> grad_buffers_;  // the f32 gradients, for the data-parallel average
+  std::vector<GradBucket> buckets_;                  // data parallel only
+  std::vector<std::vector<size_t>> node_buckets_;    // per plan node
+  cudaStream_t comm_stream_ = nullptr;
+  cudaEvent_t grads_ready_ = nullptr, comm_done_ = nullptr;
   std::unique_ptr<DeviceOptimizer> optimizer_;
   Tensor stats_ws_, stats_dev_, stats_host_;
   cudaStream_t copy_stream_ = nullptr;
