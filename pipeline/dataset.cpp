@@ -75,6 +75,13 @@ Dataset Dataset::from_manifest(const std::string& dir, const std::string& split)
   return d;
 }
 
+Dataset Dataset::from_file_list(FileList list) {
+  if (list.files.empty()) throw ConfigError(str("dataset: ", list.name, " has no files"));
+  Dataset d;
+  d.list_ = std::make_shared<FileList>(std::move(list));
+  return d;
+}
+
 Dataset Dataset::from_files(std::vector<std::string> paths, std::vector<int64_t> record_counts) {
   Dataset d;
   d.list_ = std::make_shared<FileList>(file_list_from_paths(std::move(paths), std::move(record_counts)));

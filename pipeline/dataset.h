@@ -71,6 +71,7 @@ class Dataset {
   static Dataset from_manifest(const std::string& dir, const std::string& split);
   // Files in the given order; counts (one per file) skip counting them when sharding needs it.
   static Dataset from_files(std::vector<std::string> paths, std::vector<int64_t> record_counts = {});
+  static Dataset from_file_list(FileList list);
 
   Dataset& shard(int rank, int world);
   Dataset& interleave(int cycle_length, int block_length = 1);

@@ -75,9 +75,13 @@ class Preprocessor final : public SampleMapper {
     FeatureView f[kNumKeys];
     parser_.parse(record, std::span<FeatureView>(f, kNumKeys));
     if (!f[kLabel].present()) throw FormatError(str("no ", cfg_.label_key, " feature"));
-    int64_t lab = f[kLabel].single_int64(cfg_.label_key);
+    const int64_t stored = f[kLabel].single_int64(cfg_.label_key);
+    const int64_t lab = stored - cfg_.label_offset;
     if (lab < 0 || lab > std::numeric_limits<int32_t>::max())
-      throw FormatError(str(cfg_.label_key, " ", lab, " is out of range (0 .. 2^31-1)"));
+      throw FormatError(cfg_.label_offset == 0
+                            ? str(cfg_.label_key, " ", stored, " is out of range (0 .. 2^31-1)")
+                            : str(cfg_.label_key, " ", stored, " minus labels_offset ", cfg_.label_offset,
+                                  " is out of range (0 .. 2^31-1)"));
     *label = static_cast<int32_t>(lab);
     if (!f[kEncoded].present()) throw FormatError(str("no ", keys::kImageEncoded, " feature"));
     std::string_view encoded = f[kEncoded].single_bytes(keys::kImageEncoded);

@@ -57,6 +57,7 @@ struct PreprocessConfig {
   bool crop_decode = true;
   bool dct_scale = true;
   std::string label_key = "image/class/label";
+  int64_t label_offset = 0;  // subtracted from every label (FastNN's labels_offset); a result < 0 is an error
   ImageLimits limits;
 };
 

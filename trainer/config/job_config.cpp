@@ -121,14 +121,6 @@ void validate_job_config(const JobConfig& c) {
   p.check(c.num_sample_per_epoch() >= 1, "num_sample_per_epoch must be >= 1, got ", c.num_sample_per_epoch());
   p.check(c.num_classes() >= 1, "num_classes must be >= 1, got ", c.num_classes());
   p.check(c.labels_offset() >= 0, "labels_offset must be >= 0, got ", c.labels_offset());
-  // Accepted by name for FastNN job files, but not implemented: refuse a value that would otherwise be
-  // silently ignored (a shifted label space or a different file list would train the wrong thing).
-  p.check(c.labels_offset() == 0, "labels_offset ", c.labels_offset(),
-          " is not supported: fastnn's converters write 0-based labels (convert without the background "
-          "class instead)");
-  p.check(c.train_files().empty() && c.eval_files().empty(),
-          "train_files / eval_files are not supported: training and evaluation read the splits of "
-          "dataset_dir's manifest.json (convert the files you want into their own dataset_dir)");
   p.check(c.shuffle_buffer_size() >= 0, "shuffle_buffer_size must be >= 0, got ", c.shuffle_buffer_size());
   p.check(c.num_parallel_batches() >= 1, "num_parallel_batches must be >= 1, got ", c.num_parallel_batches());
   p.check(c.prefetch_buffer_size() >= 0, "prefetch_buffer_size must be >= 0, got ", c.prefetch_buffer_size());

@@ -1,6 +1,7 @@
 #include "trainer/loop/run_setup.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "core/check.h"
@@ -27,6 +28,7 @@ pipeline::DatasetOptions dataset_options(const JobConfig& c, int rank = 0) {
 std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool train) {
   pipeline::PreprocessConfig p;
   p.preset = s.preset;
+  p.label_offset = s.labels_offset;
   p.train = train;
   p.height = s.height;
   p.width = s.width;
@@ -42,6 +44,31 @@ pipeline::Dataset batched_eval(pipeline::Dataset ds, const RunSetup& s, const Jo
       .prefetch(std::max(1, c.prefetch_buffer_size()))
       .with_options(dataset_options(c));
   return ds;
+}
+
+// FastNN's train_files / eval_files: comma-separated file names inside dataset_dir (or absolute
+// paths), read in the order given. Record counts come from the manifest when it lists the file, else
+// from reading the file once (length CRCs).
+pipeline::FileList named_files(const JobConfig& c, const char* field, const std::string& csv, const Manifest& m) {
+  std::vector<std::string> paths;
+  std::vector<int64_t> counts;
+  for (const std::string& name : split_list(csv)) {
+    const std::filesystem::path p = std::filesystem::path(name).is_absolute()
+                                        ? std::filesystem::path(name)
+                                        : std::filesystem::path(c.dataset_dir()) / name;
+    if (!std::filesystem::is_regular_file(p)) throw ConfigError(str(field, ": ", p.string(), " is not a file"));
+    int64_t records = -1;
+    for (const SplitInfo& split : m.splits)
+      for (const ShardInfo& shard : split.shards)
+        if (std::filesystem::path(c.dataset_dir()) / shard.file == p) records = static_cast<int64_t>(shard.records);
+    paths.push_back(p.string());
+    counts.push_back(records);
+  }
+  if (paths.empty()) throw ConfigError(str(field, " names no file"));
+  pipeline::FileList list = pipeline::file_list_from_paths(std::move(paths), std::move(counts));
+  list.name = str(field, " (", list.name, ")");
+  pipeline::count_records(&list);
+  return list;
 }
 
 }  // namespace
@@ -64,26 +91,44 @@ RunSetup make_run_setup(const JobConfig& c) {
   if (c.dataset_dir().empty()) throw ConfigError("dataset_dir is not set: give the folder of a `fastnn convert` output");
   RunSetup s;
   s.run_dir = run_directory(c);
-  s.manifest = read_manifest(c.dataset_dir());
-  const SplitInfo* train = s.manifest.find_split("train");
-  if (!train) throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
+  // Without train_files the manifest is required (read_manifest says so when it is missing).
+  const bool have_manifest = std::filesystem::exists(std::filesystem::path(c.dataset_dir()) / "manifest.json");
+  if (have_manifest || c.train_files().empty()) s.manifest = read_manifest(c.dataset_dir());
+  if (!c.train_files().empty()) {
+    s.train_files = named_files(c, "train_files", c.train_files(), s.manifest);
+  } else {
+    if (!s.manifest.find_split("train")) throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
+    s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), "train");
+  }
+  if (!c.eval_files().empty()) {
+    s.eval_files = named_files(c, "eval_files", c.eval_files(), s.manifest);
+    s.eval_split = "eval_files";
+  } else if (have_manifest && s.manifest.find_split("validation")) {
+    s.eval_split = "validation";
+  } else if (have_manifest && s.manifest.find_split("test")) {
+    s.eval_split = "test";
+  }
+  if (s.eval_split == "validation" || s.eval_split == "test")
+    s.eval_files = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
+  s.labels_offset = c.labels_offset();
   s.model_name = c.model_name();
   const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
+  if (!c.has_num_classes() && !have_manifest)
+    throw ConfigError(str("num_classes is not set and ", c.dataset_dir(),
+                          " has no manifest.json to read it from (train_files names plain TFRecord files)"));
   s.num_classes = c.has_num_classes() ? c.num_classes() : static_cast<int>(s.manifest.num_classes());
   s.height = s.width = model.default_size;
   s.channels = model.default_channels;
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
-  if (s.manifest.find_split("validation")) s.eval_split = "validation";
-  else if (s.manifest.find_split("test")) s.eval_split = "test";
-  s.samples_per_epoch =
-      c.has_num_sample_per_epoch() ? c.num_sample_per_epoch() : static_cast<int64_t>(train->num_records);
+  s.samples_per_epoch = c.has_num_sample_per_epoch() ? c.num_sample_per_epoch()
+                                                     : static_cast<int64_t>(s.train_files.total_records());
   s.net = zoo::build_net(s.model_name, {.num_classes = s.num_classes, .height = s.height, .width = s.width,
                                         .channels = s.channels});
   return s;
 }
 
 pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int rank, int world) {
-  auto ds = pipeline::Dataset::from_manifest(c.dataset_dir(), "train");
+  auto ds = pipeline::Dataset::from_file_list(s.train_files);
   ds.shard(rank, world);
   const auto files = static_cast<int>(ds.plan().files.size());
   ds.interleave(std::clamp(files, 1, kMaxTrainFilesOpen), 1);
@@ -99,13 +144,13 @@ pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int 
 
 pipeline::Dataset make_eval_dataset(const RunSetup& s, const JobConfig& c, int batch_size) {
   FASTNN_CHECK(!s.eval_split.empty(), "the dataset has no held-out split to evaluate on");
-  return batched_eval(pipeline::Dataset::from_manifest(c.dataset_dir(), s.eval_split), s, c, batch_size);
+  return batched_eval(pipeline::Dataset::from_file_list(s.eval_files), s, c, batch_size);
 }
 
 std::optional<pipeline::Dataset> make_eval_shard(const RunSetup& s, const JobConfig& c, int batch_size, int rank,
                                                  int world) {
   FASTNN_CHECK(!s.eval_split.empty(), "the dataset has no held-out split to evaluate on");
-  const pipeline::FileList all = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
+  const pipeline::FileList& all = s.eval_files;
   std::vector<std::string> paths;
   std::vector<int64_t> counts;
   for (size_t i = static_cast<size_t>(rank); i < all.files.size(); i += static_cast<size_t>(world)) {

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/manifest.h"
+#include "pipeline/shard_plan.h"
 #include "pipeline/dataset.h"
 #include "schemas/job_config.pb.h"
 #include "schemas/net.pb.h"
@@ -29,12 +30,15 @@ namespace fastnn::loop {
 
 struct RunSetup {
   std::string run_dir;
-  Manifest manifest;
+  Manifest manifest;  // empty when dataset_dir has no manifest.json (train_files named the files)
+  pipeline::FileList train_files;  // the manifest's train split, or train_files
+  pipeline::FileList eval_files;   // the held-out split (validation, else test) or eval_files; none: empty
+  int64_t labels_offset = 0;
   std::string model_name;
   int num_classes = 0;
   int height = 0, width = 0, channels = 0;
   std::string preset;
-  std::string eval_split;  // "" when the manifest has no held-out split
+  std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
   int64_t samples_per_epoch = 0;
   NetDef net;
 };

@@ -291,7 +291,8 @@ TrainSummary run_training(const JobConfig& config, const TrainOptions& options) 
 
 CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint) {
   const RunSetup setup = make_run_setup(config);
-  if (setup.eval_split.empty()) throw ConfigError(str(config.dataset_dir(), " has no validation or test split"));
+  if (setup.eval_split.empty())
+    throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
   graph::Graph g(setup.net, {.batch_size = config.batch_size(), .seed = static_cast<uint64_t>(config.seed())});
   TrainStep step(g);
   const std::string path = checkpoint.empty() ? setup.run_dir : checkpoint;

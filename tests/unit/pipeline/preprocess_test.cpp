@@ -58,6 +58,27 @@ TEST(Preprocess, LenetOnPng) {
   for (size_t i = 0; i < px.size(); ++i) ASSERT_EQ(out[i], (px[i] - 128.0f) / 128.0f);
 }
 
+TEST(Preprocess, LabelsOffsetIsSubtractedAndANegativeResultIsAnError) {
+  std::vector<uint8_t> px(28 * 28, 40);
+  const std::string png = encode_png(px.data(), 28, 28, 1);
+  PreprocessConfig c;
+  c.preset = "lenet";
+  c.label_offset = 1;  // FastNN's labels_offset: records with a background class 0
+  auto m = make_preprocessor(c);
+  m->prepare(1);
+  int32_t label = -1;
+  map_one(*m, image_example(png, "png", 7), 0, 0, &label);
+  EXPECT_EQ(label, 6);
+  map_one(*m, image_example(png, "png", 1), 0, 0, &label);
+  EXPECT_EQ(label, 0);
+  try {
+    map_one(*m, image_example(png, "png", 0));
+    ADD_FAILURE() << "label 0 with labels_offset 1 must fail";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("minus labels_offset 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Preprocess, RawRecordsAndChannelConversion) {
   std::vector<uint8_t> px(4 * 3 * 3);
   for (size_t i = 0; i < px.size(); ++i) px[i] = uint8_t(10 + i);

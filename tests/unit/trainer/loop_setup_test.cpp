@@ -2,11 +2,15 @@
 // and the weights round trip through checkpoint arrays.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include "core/check.h"
 #include "core/named_array.h"
+#include "core/tfrecord.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
@@ -50,6 +54,39 @@ TEST(LoopSetup, PresetFollowsTheModelFamily) {
   EXPECT_EQ(preset_for_model("resnet_v1_50"), "resnet");
   EXPECT_EQ(preset_for_model("vgg_16"), "vgg");
   EXPECT_EQ(preset_for_model("inception_v3"), "inception");
+}
+
+// train_files / eval_files name plain TFRecord files (no manifest): counted once, in the given order.
+TEST(LoopSetup, TrainAndEvalFilesNamePlainTfrecordFiles) {
+  const std::filesystem::path dir =
+      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("train-files-", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, n] : std::vector<std::pair<std::string, int>>{{"a.tfrecord", 3}, {"b.tfrecord", 5}, {"c.tfrecord", 2}}) {
+    TFRecordWriter w((dir / name).string());
+    for (int r = 0; r < n; ++r) w.write(str(name, r));
+    w.close();
+  }
+  JobConfig c;
+  c.set_model_name("lenet");
+  c.set_dataset_dir(dir.string());
+  c.set_train_files("b.tfrecord, a.tfrecord");
+  c.set_eval_files((dir / "c.tfrecord").string());
+  c.set_labels_offset(1);
+  EXPECT_THROW(make_run_setup(c), ConfigError);  // no manifest to read num_classes from
+  c.set_num_classes(10);
+  const RunSetup s = make_run_setup(c);
+  ASSERT_EQ(s.train_files.files.size(), 2u);
+  EXPECT_EQ(s.train_files.files[0].path, (dir / "b.tfrecord").string());  // the order given
+  EXPECT_EQ(s.train_files.files[0].records, 5);
+  EXPECT_EQ(s.train_files.files[1].records, 3);
+  EXPECT_EQ(s.samples_per_epoch, 8);
+  EXPECT_EQ(s.eval_split, "eval_files");
+  EXPECT_EQ(s.eval_files.total_records(), 2u);
+  EXPECT_EQ(s.labels_offset, 1);
+  c.set_train_files("a.tfrecord,missing.tfrecord");
+  EXPECT_THROW(make_run_setup(c), ConfigError);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LoopSetup, MissingDatasetDirIsAConfigError) {
