@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The main job on the built-in default data set (Fashion-MNIST from the Debian package
-# dataset-fashion-mnist): install and build, then convert -> check -> train LeNet on the CPU ->
-# evaluate, printing the test accuracy (>= 88%: the recipe in scripts/lenet_recipe.sh, the same as
-# tests/integration/train_fashion_lenet.sh). About 3 minutes on 2 idle cores.
+# dataset-fashion-mnist): install and build, then convert -> check -> train LeNet (on the GPU when
+# the build has the CUDA backend and a GPU is present, else the CPU) -> evaluate, printing the test
+# accuracy (>= 88%: the recipe in scripts/lenet_recipe.sh, the same as
+# tests/integration/train_fashion_lenet.sh; on an H100 the GPU-trained checkpoint scored 89.06%). About
+# 3 minutes on 2 idle cores, seconds of training on a GPU.
+#   QUICKSTART_DEVICE  cpu, cuda or auto (default auto)
 #   FASTNN_BUILD_DIR   build folder (default build); QUICKSTART_SKIP_SETUP=1 uses it as it is
 #   QUICKSTART_DIR     where data and the run go (default build/quickstart)
 #   QUICKSTART_STEPS   training steps (default: the recipe's 2342, 2.5 epochs of batch 64)
@@ -28,7 +31,7 @@ echo "== check"
 echo "== train lenet, $steps steps (${LENET_RECIPE[*]})"
 rm -rf "$run"
 "$fastnn" train --model_name=lenet --dataset_dir="$data" --output_dir="$run" "${LENET_RECIPE[@]}" \
-  --log_loss_every_n_iters=100 --save_checkpoints_steps=500
+  --log_loss_every_n_iters=100 --save_checkpoints_steps=500 --device="${QUICKSTART_DEVICE:-auto}" --precision=fp32
 
 echo "== eval"
 json=$("$fastnn" eval --model_name=lenet --dataset_dir="$data" --output_dir="$run" --batch_size=500 --json)

@@ -6,7 +6,7 @@ FASTNN=$1 SRC=$2 SCRATCH=$3
 source "$SRC/tests/integration/convert_helpers.bash"
 cd "$SCRATCH"
 
-"$FASTNN" check --help | grep -q -- "--decode" || fail "check --help"
+grep -q -- "--decode" <<< "$("$FASTNN" check --help)" || fail "check --help"
 "$FASTNN" convert synthetic --num-records 300 --num-test-records 40 --height 8 --width 8 --num-classes 5 \
   --image-format png --num-gpus 2 --shards-per-gpu 2 -o set -q > /dev/null
 "$FASTNN" check set -q > ok.txt || { cat ok.txt; fail "fresh set rejected"; }

@@ -6,7 +6,7 @@ FASTNN=$1 SRC=$2 SCRATCH=$3
 source "$SRC/tests/integration/convert_helpers.bash"
 cd "$SCRATCH"
 
-"$FASTNN" convert mnist --help | grep -q -- "--shards-per-gpu" || fail "convert mnist --help"
+grep -q -- "--shards-per-gpu" <<< "$("$FASTNN" convert mnist --help)" || fail "convert mnist --help"
 gen mnist in 203 50 --gz
 "$FASTNN" convert mnist -i in -o out --num-gpus 2 --shards-per-gpu 2 --seed 7 --threads 1 -q > summary.txt
 cat summary.txt

@@ -16,10 +16,10 @@ shard="$SCRATCH/png/train-00000-of-00001.tfrecord"
 out=$("$FASTNN" inspect "$shard" --limit 0)
 echo "$out" | head -12
 for key in image/encoded image/format image/class/label image/height image/width image/channels; do
-  echo "$out" | grep -q -- "$key" || fail "inspect output lacks $key"
+  grep -q -- "$key" <<< "$out" || fail "inspect output lacks $key"
 done
-echo "$out" | grep -q 'png 20x28x1' || fail "image not summarised as png 20x28x1"
-echo "$out" | grep -q '^5 records' || fail "record count line missing"
+grep -q 'png 20x28x1' <<< "$out" || fail "image not summarised as png 20x28x1"
+grep -q '^5 records' <<< "$out" || fail "record count line missing"
 [ "$("$FASTNN" inspect "$shard" --limit 2 | grep -c '^record ')" = 2 ] || fail "--limit 2 did not stop at 2"
 
 # --json: one object per record, parsed by an independent JSON parser; label and size agree.
@@ -39,8 +39,11 @@ PYEOF
 
 # GZIP is detected from the file; forcing the wrong compression is an error, not garbage.
 gz="$SCRATCH/gz/train-00000-of-00001.tfrecord"
-"$FASTNN" inspect "$gz" | grep -q 'compression gzip' || fail "gzip not detected"
-"$FASTNN" inspect "$gz" | grep -q 'jpeg 16x16x3' || fail "jpeg not summarised"
+# Output is captured before grep -q reads it: under pipefail, grep -q leaving a pipe early can kill
+# the writer with SIGPIPE mid-output and fail the test at random (it did once in CI).
+gzout=$("$FASTNN" inspect "$gz")
+grep -q 'compression gzip' <<< "$gzout" || fail "gzip not detected"
+grep -q 'jpeg 16x16x3' <<< "$gzout" || fail "jpeg not summarised"
 expect_fail "$gz" -- "$FASTNN" inspect "$gz" --compression none
 
 # A file cut inside its second record: error naming file, record index and offset; exit non-zero.
