@@ -19,23 +19,9 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   // Several ranks (mpirun) or comm_backend=nccl on a GPU: every step's gradients are averaged over NCCL,
   // as in training, so the difference to a plain run is the allreduce's cost.
   DataParallel dp(c);
-  StepRunnerOptions ro;
-  ro.target = resolve_compute_target(c, dp.comm().local_rank());
-  std::unique_ptr<DeviceCollectives> collectives;
-  if (ro.target.device == Device::kCuda && (dp.world() > 1 || c.comm_backend() == "nccl")) {
-    select_device(ro.target);
-    collectives = make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
-    ro.collectives = collectives.get();
-  }
-  ro.batch_size = c.batch_size();
-  ro.seed = static_cast<uint64_t>(c.seed());
-  ro.label_smoothing = c.label_smoothing();
-  ro.deterministic = c.deterministic();
-  ro.allreduce_bucket_mb = c.allreduce_bucket_mb();
-  ro.weight_decay = c.weight_decay();
-  ro.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
-  ro.optimizer = optimizer_options(c);
-  ro.scaling = loss_scaler_options(c, ro.target.dtype);
+  StepRunnerOptions ro = step_runner_options(c, resolve_compute_target(c, dp.comm().local_rank()));
+  const std::unique_ptr<DeviceCollectives> collectives = make_gradient_collectives(c, dp, ro.target);
+  ro.collectives = collectives.get();
   ro.check_labels = false;  // synthetic labels are in range by construction
   std::unique_ptr<StepRunner> runner = make_step_runner(net, ro);
   runner->broadcast_variables();

@@ -31,25 +31,13 @@ TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options
   if (options.resume) throw ConfigError("--resume with device=cuda is not supported yet (resume on device=cpu)");
   if (c.task_type() == "finetune") throw ConfigError("task_type=finetune with device=cuda is not supported yet");
   const RunSetup setup = make_run_setup(c);
-  StepRunnerOptions ro;
-  ro.target = resolve_compute_target(c, dp.comm().local_rank());
+  StepRunnerOptions ro = step_runner_options(c, resolve_compute_target(c, dp.comm().local_rank()));
+  ro.seed = rank_seed(ro.seed, dp.rank());
   // Gradients over NCCL with several ranks, or with one when comm_backend=nccl asks for the path.
-  std::unique_ptr<DeviceCollectives> collectives;
-  if (dp.world() > 1 || c.comm_backend() == "nccl") {
-    select_device(ro.target);  // NCCL binds its communicator to the current device
-    collectives = make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
-    ro.collectives = collectives.get();
+  const std::unique_ptr<DeviceCollectives> collectives = make_gradient_collectives(c, dp, ro.target);
+  ro.collectives = collectives.get();
+  if (collectives)
     log_info("gradients averaged over ", dp.world(), " rank(s) with NCCL on ", ro.target.describe());
-  }
-  ro.batch_size = c.batch_size();
-  ro.seed = rank_seed(static_cast<uint64_t>(c.seed()), dp.rank());
-  ro.label_smoothing = c.label_smoothing();
-  ro.deterministic = c.deterministic();
-  ro.allreduce_bucket_mb = c.allreduce_bucket_mb();
-  ro.weight_decay = c.weight_decay();
-  ro.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
-  ro.optimizer = optimizer_options(c);
-  ro.scaling = loss_scaler_options(c, ro.target.dtype);
   pipeline::Dataset train_ds = make_train_dataset(setup, c, dp.rank(), dp.world());
   const int64_t bpe = train_ds.batches_per_epoch();
   dp.check_world(bpe, static_cast<int64_t>(train_ds.files().files.size()));

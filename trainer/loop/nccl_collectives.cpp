@@ -67,4 +67,11 @@ std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator&, double) 
 
 #endif
 
+std::unique_ptr<DeviceCollectives> make_gradient_collectives(const JobConfig& c, DataParallel& dp,
+                                                             const ComputeTarget& target) {
+  if (target.device != Device::kCuda || (dp.world() == 1 && c.comm_backend() != "nccl")) return nullptr;
+  select_device(target);
+  return make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
+}
+
 }  // namespace fastnn::loop

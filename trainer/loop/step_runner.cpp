@@ -16,6 +16,21 @@ double StepRunner::time_ms(const std::function<void()>& fn) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& target) {
+  StepRunnerOptions o;
+  o.target = target;
+  o.batch_size = c.batch_size();
+  o.seed = static_cast<uint64_t>(c.seed());
+  o.label_smoothing = c.label_smoothing();
+  o.deterministic = c.deterministic();
+  o.allreduce_bucket_mb = c.allreduce_bucket_mb();
+  o.weight_decay = c.weight_decay();
+  o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
+  o.optimizer = optimizer_options(c);
+  o.scaling = loss_scaler_options(c, target.dtype);
+  return o;
+}
+
 std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed) {
   Tensor images = Tensor::empty(g.input_shape(), DType::kF32, Device::kCpu, Layout::kNCHW);
   float* x = images.data<float>();

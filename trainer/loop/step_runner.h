@@ -129,6 +129,11 @@ class StepRunner {
   virtual void average_state() {}
 };
 
+// The job config's runner options for `target`: batch_size, seed, label_smoothing, deterministic,
+// allreduce_bucket_mb, weight_decay, max_gradient_norm, the optimizer and loss scaling (collectives and
+// check_labels are the caller's).
+StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarget& target);
+
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& options);
 // The CUDA runner (defined in CUDA builds only; make_step_runner throws ConfigError otherwise).
 std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef& net, const StepRunnerOptions& options);
