@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "trainer/ops/op.h"
 
@@ -21,6 +22,10 @@ struct LrnParams {
   int64_t depth_radius = 5;
   double bias = 1, alpha = 1, beta = 0.5;
 };
+
+// Shapes from x [N, C, H, W] and the attributes with their defaults, validated (ConfigError): what the
+// CPU and CUDA kernels both compute from.
+LrnParams lrn_params(const Attrs& attrs, std::span<const TensorSpec> inputs);
 
 void register_lrn(OpRegistry& registry);
 

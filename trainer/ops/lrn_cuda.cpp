@@ -37,15 +37,7 @@ void register_lrn_cuda(OpRegistry& r) {
     constexpr std::string_view op = "lrn";
     const DType dt = cuda::cuda_compute_dtype(op, in);
     OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
-    LrnParams p;
-    p.n = in[0].shape[0];
-    p.c = in[0].shape[1];
-    p.hw = in[0].shape[2] * in[0].shape[3];
-    p.depth_radius = a.get_int(op, "depth_radius", 5);
-    p.bias = a.get_float(op, "bias", 1.0);
-    p.alpha = a.get_float(op, "alpha", 1.0);
-    p.beta = a.get_float(op, "beta", 0.5);
-    return cuda::make_cuda_kernel<LrnCuda>(dt, std::move(sig), p);
+    return cuda::make_cuda_kernel<LrnCuda>(dt, std::move(sig), lrn_params(a, in));
   });
 }
 
