@@ -24,6 +24,7 @@ TEST(CudaOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA ba
 
 #include "trainer/cuda/ops.h"
 #include "trainer/cuda/runtime.h"
+#include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/ops/op.h"
 #include "trainer/ops/op_case.h"
 
@@ -39,18 +40,6 @@ const OpRegistry& registry() {
   }();
   return r;
 }
-
-bool have_gpu() {
-  static const bool ok = [] {
-    if (!cuda::device_available()) return false;
-    cuda::init_backend(0);
-    return true;
-  }();
-  return ok;
-}
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
 
 // Needs no device: registration is host code.
 TEST(CudaOps, EveryRegisteredOpHasACudaKernel) {

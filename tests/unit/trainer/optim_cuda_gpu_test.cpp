@@ -22,23 +22,12 @@ TEST(CudaOptim, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA 
 #include "core/half.h"
 #include "trainer/cuda/optim.h"
 #include "trainer/cuda/runtime.h"
+#include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/ops/random.h"
 
 namespace fastnn {
 namespace {
-
-bool have_gpu() {
-  static const bool ok = [] {
-    if (!cuda::device_available()) return false;
-    cuda::init_backend(0);
-    return true;
-  }();
-  return ok;
-}
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
 
 constexpr int64_t kCount = 5003;  // odd, several thread blocks
 
