@@ -59,6 +59,8 @@ json parse_header(std::string_view text, const std::string& file) {
     return json::parse(text.begin(), text.end(), cb);
   } catch (const json::parse_error& e) {
     throw FormatError(str(file, ": header is not valid JSON (at header byte ", e.byte, "): ", e.what()));
+  } catch (const json::exception& e) {  // e.g. out_of_range.406: a number too large for a double
+    throw FormatError(str(file, ": header JSON is unusable: ", e.what()));
   }
 }
 

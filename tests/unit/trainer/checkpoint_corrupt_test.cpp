@@ -51,6 +51,8 @@ TEST(CheckpointCorrupt, InvalidJson) {
   expect_error(file_of("", 0), {"not valid JSON"});
   expect_error(file_of("{\"a\xff\":1}", 0), {"not valid JSON"});  // not UTF-8
   expect_error(file_of("[1, 2]", 0), {"not an object"});
+  // nlohmann reports a number beyond double's range as out_of_range, not parse_error (found by fuzzing)
+  expect_error(file_of(R"({"c":4444E0000000000000000000444})", 0), {"unusable", "number overflow"});
   expect_error(file_of(std::string(1000, '[') + std::string(1000, ']'), 0), {"nests deeper"});
   expect_error(file_of(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", 2),
                {"key 'a' twice"});
