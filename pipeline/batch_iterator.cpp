@@ -91,6 +91,7 @@ struct BatchIterator::Impl {
     if (tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism) < want)
       thread_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, want);
     arena = std::make_unique<tbb::task_arena>(threads, 0);
+    created = next_seq = cfg.first_batch;  // sequences count from the start of the run
     driver = std::thread([this] { drive(); });
   }
 
@@ -114,7 +115,12 @@ struct BatchIterator::Impl {
 
   void drive() {
     try {
-      for (int64_t epoch = 0; cfg.epochs < 0 || epoch < cfg.epochs; ++epoch) {
+      // Starting later (make_iterator(first_batch)): whole epochs are not read at all, and the
+      // first batches of the starting epoch are read (the shuffle needs them) but never decoded.
+      const int64_t per_epoch = std::max<int64_t>(1, cfg.batches_per_epoch);
+      uint64_t to_skip = cfg.first_batch % static_cast<uint64_t>(per_epoch);
+      for (int64_t epoch = static_cast<int64_t>(cfg.first_batch / static_cast<uint64_t>(per_epoch));
+           cfg.epochs < 0 || epoch < cfg.epochs; ++epoch) {
         cfg.stream->start_epoch(epoch);
         uint64_t index = 0;
         int64_t step = 0;
@@ -141,6 +147,12 @@ struct BatchIterator::Impl {
           e->step_ = step++;
           e->first_index_ = index;
           index += static_cast<uint64_t>(n);
+          if (to_skip > 0) {  // before first_batch: its records have passed through the shuffle
+            --to_skip;
+            pool->release(e, false);
+            driver_wait_ns += t1 - t0;
+            continue;
+          }
           bool stop;
           {
             std::unique_lock lock(mu);

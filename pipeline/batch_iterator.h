@@ -37,7 +37,7 @@ class Batch {
   const SampleSource* sources() const { return sources_.data(); }
   int64_t epoch() const { return epoch_; }
   int64_t step() const { return step_; }          // index of the batch in its epoch
-  uint64_t sequence() const { return sequence_; }  // index of the batch since the start
+  uint64_t sequence() const { return sequence_; }  // index of the batch in the run (from first_batch on)
   uint64_t first_index() const { return first_index_; }  // epoch position of sample 0
 
  private:

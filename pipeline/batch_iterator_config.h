@@ -21,6 +21,7 @@ struct BatchIterator::Config {
   int prefetch = 2;
   int64_t epochs = 1;  // -1: forever
   int64_t batches_per_epoch = 0;
+  uint64_t first_batch = 0;  // Dataset::make_iterator(first_batch)
   DatasetOptions options;
 };
 

@@ -214,7 +214,7 @@ std::unique_ptr<RecordIterator> Dataset::make_record_iterator() const {
   return std::make_unique<StreamRecordIterator>(list_, std::move(counters), std::move(stream), epochs_);
 }
 
-std::unique_ptr<BatchIterator> Dataset::make_iterator() const {
+std::unique_ptr<BatchIterator> Dataset::make_iterator(uint64_t first_batch) const {
   if (!mapper_) throw ConfigError("make_iterator: the dataset has no map_and_batch stage");
   int64_t per_epoch = batches_per_epoch();
   if (per_epoch == 0)
@@ -231,6 +231,7 @@ std::unique_ptr<BatchIterator> Dataset::make_iterator() const {
   c.prefetch = prefetch_;
   c.epochs = epochs_;
   c.batches_per_epoch = per_epoch;
+  c.first_batch = first_batch;
   c.options = options_;
   return std::make_unique<BatchIterator>(std::move(c));
 }

@@ -93,7 +93,12 @@ class Dataset {
   // The record stages only (shard → interleave → cache → shuffle → repeat), for tests and tools.
   std::unique_ptr<RecordIterator> make_record_iterator() const;
   // The whole pipeline; starts its threads. Requires map_and_batch.
-  std::unique_ptr<BatchIterator> make_iterator() const;
+  // first_batch: start at this batch of the whole run (epoch first_batch / batches_per_epoch(), batch
+  // first_batch % batches_per_epoch() in it), giving exactly the batches an iterator from 0 would give
+  // from there on. Resuming uses it: the epochs before are not read at all (each epoch's order depends
+  // only on the seed and its number), the batches before it in its epoch are read but not decoded (the
+  // shuffle buffer needs their records).
+  std::unique_ptr<BatchIterator> make_iterator(uint64_t first_batch = 0) const;
 
   // Builds the record stage chain (used by both iterators).
   std::unique_ptr<RecordStream> build_stream(ReadCounters* counters) const;

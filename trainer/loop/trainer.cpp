@@ -211,10 +211,9 @@ TrainSummary TrainingRun::run() {
            " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_, " batches of ", global_batch(),
            " per epoch, steps ", start_, " -> ", total_, ", ", optimizer_->name(), ", lr ", schedule_.describe());
 
-  auto it = train_ds_.make_iterator();
+  // Resuming starts the deterministic stream at the saved position without decoding what came before.
+  auto it = train_ds_.make_iterator(static_cast<uint64_t>(replay_));
   pipeline::BatchHandle batch;
-  for (int64_t s = 0; s < replay_; ++s)  // replay the deterministic stream up to the resumed position
-    FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
   Tensor images, labels;
   summary_.first_step = start_;
   summary_.run_dir = setup_.run_dir;

@@ -54,9 +54,9 @@ struct Seen {
   bool operator==(const Seen&) const = default;
 };
 
-std::vector<Seen> run(const Dataset& ds) {
+std::vector<Seen> run(const Dataset& ds, uint64_t first_batch = 0, PipelineStats* stats = nullptr) {
   std::vector<Seen> out;
-  auto it = ds.make_iterator();
+  auto it = ds.make_iterator(first_batch);
   BatchHandle b;
   while (it->next(&b)) {
     Seen s{b->epoch(), b->step(), {}, {}, {}};
@@ -66,6 +66,7 @@ std::vector<Seen> run(const Dataset& ds) {
     s.sources.assign(b->sources(), b->sources() + b->size());
     out.push_back(std::move(s));
   }
+  if (stats != nullptr) *stats = it->stats();
   return out;
 }
 
@@ -112,6 +113,40 @@ TEST(MapAndBatch, EpochBoundariesAndDropRemainder) {
       }
     }
     for (auto& [e, l] : labels_per_epoch) EXPECT_EQ(l.size(), drop ? 128u : 137u);
+  }
+}
+
+// Resuming: an iterator started at batch k gives exactly batches k, k+1, ... of one started at 0
+// (shuffled, augmented, cached or not), reads no record of the epochs before k's and decodes
+// nothing before k.
+TEST(MapAndBatch, StartingAtALaterBatchGivesTheSameTail) {
+  ScratchDir dir("start");
+  auto paths = write_named_shards(dir, {50, 50, 37});  // 137 records: 9 batches of 16 per epoch
+  for (bool cached : {false, true}) {
+    auto build = [&] {
+      Dataset ds = Dataset::from_files(paths);
+      ds.interleave(2, 1);
+      if (cached) ds.cache();
+      ds.shuffle(20, 5).repeat(3).map_and_batch(naming_mapper(), 16, 3, false).prefetch(4);
+      DatasetOptions o;
+      o.num_threads = 3;
+      o.seed = 11;
+      ds.with_options(o);
+      return ds;
+    };
+    const auto all = run(build());
+    ASSERT_EQ(all.size(), 27u);
+    for (uint64_t first : {1u, 8u, 9u, 13u, 26u, 27u, 40u}) {
+      PipelineStats stats;
+      const auto tail = run(build(), first, &stats);
+      const std::vector<Seen> expect(all.begin() + std::min<size_t>(first, all.size()), all.end());
+      EXPECT_EQ(tail, expect) << "first batch " << first << (cached ? ", cached" : "");
+      uint64_t delivered = 0;
+      for (const Seen& s : tail) delivered += s.labels.size();
+      EXPECT_EQ(stats.workers.samples, delivered) << "decoded only what was delivered, first batch " << first;
+      const uint64_t epochs_read = first >= 27 ? 0 : 3 - first / 9;
+      EXPECT_EQ(stats.records_read + stats.cache_records, epochs_read * 137) << "first batch " << first;
+    }
   }
 }
 
