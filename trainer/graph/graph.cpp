@@ -189,6 +189,7 @@ void Graph::forward(const Tensor& images, bool training, uint64_t step) {
     a.training = training;
     a.seed = m.dropout_seed;
     a.step = step;
+    a.replicas = replicas_;
     if (observer_) observer_->layer_begin(i, false);
     nodes[i].kernel->forward(a);
     if (observer_) observer_->layer_end(i, false);
@@ -236,6 +237,7 @@ void Graph::backward() {
     a.d_params = m.param_grads;
     a.workspace = workspace_;
     a.training = last_training_;
+    a.replicas = replicas_;
     if (observer_) observer_->layer_begin(i, true);
     node.kernel->backward(a);
     for (auto [p, used] : pending) {

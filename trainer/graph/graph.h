@@ -120,6 +120,9 @@ class Graph {
 
   // Null (the default) turns it off; the observer must outlive its use.
   void set_layer_observer(LayerObserver* observer) { observer_ = observer; }
+  // Synchronised batch norm: training steps take batch statistics over every replica (ops/batch_norm.h).
+  // Null (the default): this process's batch only. Must outlive its use.
+  void set_cross_replica_sum(ops::CrossReplicaSum* replicas) { replicas_ = replicas; }
 
  private:
   struct NodeMemory;
@@ -133,6 +136,7 @@ class Graph {
   Tensor workspace_;
   bool forward_done_ = false, last_training_ = false;
   LayerObserver* observer_ = nullptr;
+  ops::CrossReplicaSum* replicas_ = nullptr;
 };
 
 }  // namespace fastnn::graph

@@ -96,6 +96,26 @@ void DataParallel::attach_gradients(std::span<const ParamRef> params, double buc
 
 namespace {
 
+class CommunicatorSum final : public ops::CrossReplicaSum {
+ public:
+  explicit CommunicatorSum(Communicator& comm) : comm_(comm) {}
+  void sum(std::span<double> values) override { comm_.allreduce_sum(values); }
+
+ private:
+  Communicator& comm_;
+};
+
+}  // namespace
+
+void DataParallel::sync_batch_norm(graph::Graph& graph) {
+  if (world() == 1) return;
+  replica_sum_ = std::make_unique<CommunicatorSum>(*comm_);
+  graph.set_cross_replica_sum(replica_sum_.get());
+  log_info("synchronised batch norm: batch statistics over all ", world(), " ranks");
+}
+
+namespace {
+
 void pack_metrics(const StepResult& r, double wait, float* m) {
   m[0] = static_cast<float>(r.loss);
   m[1] = static_cast<float>(r.main_loss);

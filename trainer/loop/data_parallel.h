@@ -14,6 +14,8 @@
 //     the step's metrics (loss, hits, examples, data wait) in the same buckets, so the StepResult
 //     becomes the global one at no extra collective and every rank applies the same update and makes
 //     the same divergence decision;
+//   - sync_batch_norm(): with sync_batch_norm, the graph's batch norms take their training statistics
+//     over every rank's batch (ops::CrossReplicaSum over the communicator; CPU backend);
 //   - average_state(): the batch-norm moving statistics (updated from each rank's own batches, so they
 //     drift apart) are averaged before every evaluation and checkpoint;
 //   - evaluate(): each rank evaluates whole files of the held-out split (file i goes to rank
@@ -71,6 +73,8 @@ class DataParallel {
   // The step's metrics alone (the GPU path: its gradients go over NCCL, DeviceCollectives).
   void average_metrics(StepResult& result, double& data_wait_seconds);
   void average_state(graph::Graph& graph);
+  // Hands the graph a CrossReplicaSum over this world (a world of one: nothing to do).
+  void sync_batch_norm(graph::Graph& graph);
   EvalResult evaluate(graph::Graph& graph, TrainStep& step, const RunSetup& setup, const JobConfig& config);
   // The same through `evaluate_batch` (a step runner); the caller has averaged the batch-norm
   // statistics (StepRunner::average_state).
@@ -81,6 +85,7 @@ class DataParallel {
  private:
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<BucketedAllreduce> grads_;
+  std::unique_ptr<ops::CrossReplicaSum> replica_sum_;
   std::vector<float> step_metrics_;
   bool agreed_failure_ = false;
 };

@@ -30,6 +30,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 TrainSummary run_device_training(const JobConfig& c, const TrainOptions& options, DataParallel& dp) {
   if (options.resume) throw ConfigError("--resume with device=cuda is not supported yet (resume on device=cpu)");
   if (c.task_type() == "finetune") throw ConfigError("task_type=finetune with device=cuda is not supported yet");
+  if (c.sync_batch_norm() && dp.world() > 1)
+    throw ConfigError("sync_batch_norm with device=cuda is not supported yet (the CPU backend has it)");
   const RunSetup setup = make_run_setup(c);
   StepRunnerOptions ro = step_runner_options(c, resolve_compute_target(c, dp.comm().local_rank()));
   ro.seed = rank_seed(ro.seed, dp.rank());

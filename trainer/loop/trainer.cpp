@@ -65,6 +65,7 @@ class TrainingRun {
     sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
     schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
     dp_.attach_gradients(params_, c_.allreduce_bucket_mb());
+    if (c_.sync_batch_norm()) dp_.sync_batch_norm(graph_);
     std::filesystem::create_directories(setup_.run_dir);
   }
 

@@ -18,6 +18,13 @@
 //   dx = gamma * invstd * (dy - dbeta/M - xhat * dgamma/M), xhat = (x - mean) * invstd.
 // Backward, eval (frozen statistics): dx = gamma * invstd * dy; dgamma, dbeta as above.
 // CPU: channels in parallel; sums in double, in a fixed order.
+//
+// Synchronised (ForwardArgs/BackwardArgs::replicas set, training only; CPU backend): the statistics
+// are those of every replica's batch together, as one process with the whole global batch would
+// compute them: sum(x) and the count, then sum((x - mean)^2), are summed over replicas (two
+// collectives), and backward sums sum(dy), sum(dy * xhat) and the count over replicas before dx
+// (a third). dgamma and dbeta stay this replica's own sums: the gradient average over replicas that
+// follows turns them into the global batch's. Host scratch: 2C + 1 doubles.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +45,8 @@ void register_batch_norm(OpRegistry& registry);
 namespace cpu {
 template <typename T>
 void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd);
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd,
+                                 CrossReplicaSum* replicas = nullptr);
 // Writes save_mean / save_invstd from the running statistics too, for the eval-mode backward.
 template <typename T>
 void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
@@ -47,6 +55,7 @@ void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T*
 // dx, dgamma, dbeta may each be null (not wanted).
 template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma,
-                         const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta);
+                         const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta,
+                         CrossReplicaSum* replicas = nullptr);
 }  // namespace cpu
 }  // namespace fastnn::ops

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <vector>
 
 #include <tbb/parallel_for.h>
 
@@ -63,21 +64,34 @@ void normalize(const BatchNormParams& p, const T* x, const T* gamma, const T* be
 
 template <typename T>
 void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd) {
-  const int64_t m = p.n * p.hw;
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd,
+                                 CrossReplicaSum* replicas) {
+  const auto channels = static_cast<size_t>(p.c);
+  std::vector<double> sums(channels + 1), mean(channels);  // sums: sum(x) per channel, then the count
   tbb::parallel_for<int64_t>(0, p.c, [&](int64_t c) {
     double sum = 0;
     each_in_channel(p, x, c, [&](T v) { sum += v; });
-    const double mean = sum / static_cast<double>(m);
-    double ss = 0;
-    each_in_channel(p, x, c, [&](T v) { ss += (v - mean) * (v - mean); });
-    const double var = ss / static_cast<double>(m);
-    save_mean[c] = static_cast<T>(mean);
-    save_invstd[c] = static_cast<T>(1.0 / std::sqrt(var + p.epsilon));
-    const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
-    running_mean[c] = static_cast<T>(p.momentum * running_mean[c] + (1 - p.momentum) * mean);
-    running_var[c] = static_cast<T>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
+    sums[static_cast<size_t>(c)] = sum;
   });
+  sums[channels] = static_cast<double>(p.n * p.hw);
+  if (replicas) replicas->sum(sums);
+  const double m = sums[channels];
+  for (size_t c = 0; c < channels; ++c) mean[c] = sums[c] / m;
+  tbb::parallel_for<int64_t>(0, p.c, [&](int64_t c) {
+    const double mu = mean[static_cast<size_t>(c)];
+    double ss = 0;
+    each_in_channel(p, x, c, [&](T v) { ss += (v - mu) * (v - mu); });
+    sums[static_cast<size_t>(c)] = ss;
+  });
+  if (replicas) replicas->sum(std::span<double>(sums.data(), channels));
+  for (int64_t c = 0; c < p.c; ++c) {
+    const double mean_c = mean[static_cast<size_t>(c)], var = sums[static_cast<size_t>(c)] / m;
+    save_mean[c] = static_cast<T>(mean_c);
+    save_invstd[c] = static_cast<T>(1.0 / std::sqrt(var + p.epsilon));
+    const double unbiased = m > 1 ? var * m / (m - 1) : var;
+    running_mean[c] = static_cast<T>(p.momentum * running_mean[c] + (1 - p.momentum) * mean_c);
+    running_var[c] = static_cast<T>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
+  }
   normalize(p, x, gamma, beta, save_mean, save_invstd, y);
 }
 
@@ -94,8 +108,10 @@ void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T*
 
 template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma,
-                         const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta) {
-  const double m = static_cast<double>(p.n * p.hw);
+                         const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta,
+                         CrossReplicaSum* replicas) {
+  const auto channels = static_cast<size_t>(p.c);
+  std::vector<double> sums(2 * channels + 1);  // sum(dy) per channel, sum(dy * xhat) per channel, count
   tbb::parallel_for<int64_t>(0, p.c, [&](int64_t c) {
     const double mean = save_mean[c], invstd = save_invstd[c];
     double sum_dy = 0, sum_dy_xhat = 0;
@@ -109,7 +125,16 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
     }
     if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
     if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
-    if (!dx) return;
+    sums[static_cast<size_t>(c)] = sum_dy;
+    sums[channels + static_cast<size_t>(c)] = sum_dy_xhat;
+  });
+  if (!dx) return;
+  sums[2 * channels] = static_cast<double>(p.n * p.hw);
+  if (training && replicas) replicas->sum(sums);
+  const double m = sums[2 * channels];
+  tbb::parallel_for<int64_t>(0, p.c, [&](int64_t c) {
+    const double mean = save_mean[c], invstd = save_invstd[c];
+    const double sum_dy = sums[static_cast<size_t>(c)], sum_dy_xhat = sums[channels + static_cast<size_t>(c)];
     const double k = gamma[c] * invstd;
     const double a = training ? sum_dy / m : 0.0, b = training ? sum_dy_xhat / m : 0.0;
     for (int64_t n = 0; n < p.n; ++n) {
@@ -124,11 +149,11 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
 
 #define FASTNN_BN_INSTANTIATE(T)                                                                            \
   template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, \
-                                               T*, T*, T*);                                                 \
+                                               T*, T*, T*, CrossReplicaSum*);                               \
   template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const T*, const T*,       \
                                                 const T*, const T*, T*, T*, T*);                            \
   template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*, \
-                                       const T*, T*, T*, T*);
+                                       const T*, T*, T*, T*, CrossReplicaSum*);
 FASTNN_BN_INSTANTIATE(float)
 FASTNN_BN_INSTANTIATE(double)
 #undef FASTNN_BN_INSTANTIATE
@@ -153,7 +178,7 @@ class BatchNormCpu final : public OpKernel {
     T *mean = a.saved[0].data<T>(), *invstd = a.saved[1].data<T>();
     if (a.training)
       cpu::batch_norm_forward_training<T>(p_, x, gamma, beta, a.state[0].data<T>(), a.state[1].data<T>(), y,
-                                          mean, invstd);
+                                          mean, invstd, a.replicas);
     else
       cpu::batch_norm_forward_inference<T>(p_, x, gamma, beta, a.state[0].data<T>(), a.state[1].data<T>(), y,
                                            mean, invstd);
@@ -162,7 +187,7 @@ class BatchNormCpu final : public OpKernel {
     auto opt = [](Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
     cpu::batch_norm_backward<T>(p_, a.training, a.inputs[0].data<T>(), a.params[0].data<T>(), a.saved[0].data<T>(),
                                 a.saved[1].data<T>(), a.d_outputs[0].data<T>(), opt(a.d_inputs[0]),
-                                opt(a.d_params[0]), opt(a.d_params[1]));
+                                opt(a.d_params[0]), opt(a.d_params[1]), a.replicas);
   }
 
  private:

@@ -4,6 +4,7 @@
 // the eval-mode backward (frozen statistics) has no cuDNN call. Statistics are two-pass sums in
 // double, exactly the CPU's formulas (biased variance to normalise, unbiased for running_var,
 // momentum = weight of the old value). Workspace: 2*C doubles (backward coefficients).
+#include "core/check.h"
 #include "trainer/cuda/kernels.h"
 #include "trainer/cuda/op_util.h"
 #include "trainer/ops/batch_norm.h"
@@ -21,6 +22,8 @@ class BatchNormCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
+    // The GPU loop refuses sync_batch_norm before training (trainer/loop/device_training.cpp).
+    FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
     const T* x = cuda::ptr<T>(a.inputs[0]);
     const T *gamma = cuda::ptr<T>(a.params[0]), *beta = cuda::ptr<T>(a.params[1]);
     T *rm = cuda::ptr<T>(a.state[0]), *rv = cuda::ptr<T>(a.state[1]);

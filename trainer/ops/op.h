@@ -98,6 +98,15 @@ struct OpSignature {
   std::vector<bool> input_has_grad;
 };
 
+// Element-wise sums over the replicas (ranks) of a data-parallel job, for ops whose training step
+// needs whole-batch statistics (synchronised batch norm). A collective: every replica calls it with
+// the same count, in the same order, and all get the same sums. Null in the args: one replica.
+class CrossReplicaSum {
+ public:
+  virtual ~CrossReplicaSum() = default;
+  virtual void sum(std::span<double> values) = 0;
+};
+
 struct ForwardArgs {
   std::span<const Tensor> inputs;
   std::span<const Tensor> params;
@@ -111,6 +120,7 @@ struct ForwardArgs {
   uint64_t seed = 0;
   uint64_t step = 0;
   void* stream = nullptr;  // cudaStream_t for CUDA kernels; ignored on the CPU
+  CrossReplicaSum* replicas = nullptr;  // training: statistics over every replica's batch (batch_norm)
 };
 
 struct BackwardArgs {
@@ -125,6 +135,7 @@ struct BackwardArgs {
   Tensor workspace;
   bool training = false;
   void* stream = nullptr;
+  CrossReplicaSum* replicas = nullptr;  // as in the forward being differentiated
 };
 
 class OpKernel {
