@@ -5,7 +5,7 @@
 #     boundary, with weight decay and clipping; 1 process x batch 8 (the control) does not;
 #   - the sharded evaluation counts every test example once and agrees with the single-process one;
 #   - rank 0 alone logs and writes metrics.jsonl, events and checkpoints (world_size 2 in the meta);
-#   - the pre-flight check refuses 3 train shards on 2 ranks, on every rank, without training.
+#   - the pre-flight check refuses 3 train shards on 2 ranks without training.
 # Exactness needs a net without dropout and batch norm (mlp) and no shuffling (docs/DISTRIBUTED.md).
 rm -rf "$3"
 source "$2/tests/integration/mpi_helpers.bash"
@@ -50,12 +50,14 @@ for x, y in zip(a, b):
 print("metrics agree:", b[-1])
 PY
 
-# Pre-flight: 3 shards do not divide over 2 ranks; both ranks refuse with the message and exit cleanly.
+# Pre-flight: 3 shards do not divide over 2 ranks; the ranks refuse with the message and exit cleanly.
 "$FASTNN" convert synthetic --output data3 --num-gpus 1 --shards-per-gpu 3 --num-records 96 --num-test-records 0 \
   --height 28 --width 28 --channels 1 --num-classes 10 --image-format png -q > /dev/null || fail "convert 3 shards"
 run_np 60 refuse 2 "$FASTNN" train "${args[@]}" --dataset_dir=data3 --batch_size=8 --output_dir=refused
 [ "$RC" != 0 ] && [ "$RC" != 124 ] && [ "$RC" != 137 ] || fail "3 shards on 2 ranks: rc $RC"
-[ "$(grep -c 'the 3 train shards do not divide over 2 ranks' refuse.log)" = 2 ] \
-  || fail "both ranks should name the shard count and the world size"
+# Both ranks raise it, but once one exits non-zero mpirun kills the other, which may not have printed
+# yet (seen under load in a full ctest run): at least one line, and never a hang or an MPI_ABORT.
+[ "$(grep -c 'the 3 train shards do not divide over 2 ranks' refuse.log)" -ge 1 ] \
+  || fail "a rank should name the shard count and the world size"
 ! grep -q "MPI_ABORT" refuse.log || fail "an agreed configuration error should not need MPI_Abort"
 echo PASS
