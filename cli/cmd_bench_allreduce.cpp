@@ -33,6 +33,8 @@ void add_bench_allreduce_command(CLI::App& bench) {
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 34));
   cmd->add_option("--iters", a->o.iters, "Timed calls per size")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--warmup", a->o.warmup, "Untimed calls per size first")->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--model", a->o.model,
+                "Also time one gradient average of --model_name's parameters in allreduce_bucket_mb buckets");
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a, cmd] {
     const JobConfig config = load_job_config(a->config, cmd->remaining());
@@ -43,10 +45,18 @@ void add_bench_allreduce_command(CLI::App& bench) {
     } else {
       std::printf("allreduce (average, float32) over %d rank(s), %s on %s; median of %d calls\n", r.world_size,
                   r.backend.c_str(), r.target.describe().c_str(), a->o.iters);
-      std::printf("%14s %12s %12s %14s %14s\n", "bytes", "median ms", "min ms", "algbw GB/s", "busbw GB/s");
-      for (const loop::AllreduceBenchRow& w : r.rows)
-        std::printf("%14lld %12.4f %12.4f %14.2f %14.2f\n", static_cast<long long>(w.bytes), w.median_ms, w.min_ms,
+      std::printf("%14s %12s %12s %14s %14s %14s\n", "bytes", "median ms", "min ms", "algbw GB/s", "busbw GB/s",
+                  "memcpy GB/s");
+      for (const loop::AllreduceBenchRow& w : r.rows) {
+        std::printf("%14lld %12.4f %12.4f %14.2f %14.2f", static_cast<long long>(w.bytes), w.median_ms, w.min_ms,
                     w.algbw_gbps, w.busbw_gbps);
+        if (w.copy_gbps > 0) std::printf(" %14.2f\n", w.copy_gbps);
+        else std::printf(" %14s\n", "-");  // a GPU: no host copy to compare with
+      }
+      if (r.model)
+        std::printf("gradient average of %s: %lld parameters in %zu bucket(s), median %.3f ms, min %.3f ms\n",
+                    r.model->model.c_str(), static_cast<long long>(r.model->parameters), r.model->buckets,
+                    r.model->median_ms, r.model->min_ms);
     }
     std::fflush(stdout);
   });

@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
+#include <tuple>
 
 #include "core/check.h"
+#include "trainer/comm/bucketed_allreduce.h"
+#include "trainer/graph/statistics.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/tensor.h"
+#include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
 namespace {
@@ -25,6 +30,48 @@ std::pair<double, double> time_calls(const std::function<void()>& fn, int iters,
   }
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms.front()};
+}
+
+// One gradient average of `model_name`'s parameters in `bucket_mb` buckets, timed like a size row.
+ModelAverageRow time_model_average(const JobConfig& c, const AllreduceBenchOptions& o, DataParallel& dp,
+                                   DeviceCollectives* nccl, void* stream, Device device) {
+  ModelAverageRow row;
+  row.model = c.model_name();
+  row.parameters = graph::model_statistics(zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? c.num_classes() : 0})).trainable_params;
+  FASTNN_CHECK(c.allreduce_bucket_mb() > 0, "allreduce_bucket_mb must be > 0, got ", c.allreduce_bucket_mb());
+  const auto bucket_bytes = static_cast<size_t>(std::max(4.0, c.allreduce_bucket_mb() * 1024.0 * 1024.0));
+  Tensor grads = Tensor::empty({row.parameters}, DType::kF32, device);
+  std::function<void()> call;
+  std::unique_ptr<BucketedAllreduce> host;
+  std::vector<DeviceCollectives::Buffer> buckets;
+  if (nccl) {
+    const size_t per_bucket = bucket_bytes / 4, total = static_cast<size_t>(row.parameters);
+    for (size_t at = 0; at < total; at += per_bucket)
+      buckets.push_back({static_cast<float*>(grads.raw()) + at, std::min(per_bucket, total - at), DType::kF32});
+    row.buckets = buckets.size();
+    call = [&] { nccl->average(buckets, stream); };
+  } else {
+    std::fill_n(grads.data<float>(), row.parameters, 0.5f);
+    host = std::make_unique<BucketedAllreduce>(
+        dp.comm(), std::vector<GradBuffer>{{row.model, grads.data<float>(), static_cast<size_t>(row.parameters)}},
+        bucket_bytes);
+    row.buckets = host->buckets().size();
+    call = [&] { host->average(); };
+  }
+  std::tie(row.median_ms, row.min_ms) = time_calls(call, std::max(1, std::min(o.iters, 5)), std::min(o.warmup, 1));
+  return row;
+}
+
+// Median ms of copying `bytes` between two host buffers (the CPU ceiling of an allreduce).
+double host_copy_ms(int64_t bytes, int iters, int warmup) {
+  std::vector<char> from(static_cast<size_t>(bytes), 1), to(static_cast<size_t>(bytes));
+  size_t k = 0;
+  const auto copy = [&] {
+    std::memcpy(to.data(), from.data(), to.size());
+    from[k % from.size()] = to[(k * 7) % to.size()];  // keeps each copy observable
+    ++k;
+  };
+  return time_calls(copy, iters, warmup).first;
 }
 
 }  // namespace
@@ -67,8 +114,13 @@ AllreduceBenchResult run_allreduce_bench(const JobConfig& c, const AllreduceBenc
     row.min_ms = best;
     row.algbw_gbps = median > 0 ? static_cast<double>(row.bytes) / (median * 1e6) : 0;
     row.busbw_gbps = row.algbw_gbps * 2 * (n - 1) / n;  // 0 in a world of one: nothing crosses a link
+    if (!nccl) {
+      const double copy = host_copy_ms(row.bytes, o.iters, o.warmup);
+      row.copy_gbps = copy > 0 ? static_cast<double>(row.bytes) / (copy * 1e6) : 0;
+    }
     r.rows.push_back(row);
   }
+  if (o.model) r.model = time_model_average(c, o, dp, nccl.get(), stream, r.target.device);
   return r;
 }
 
@@ -76,9 +128,13 @@ nlohmann::json allreduce_bench_json(const AllreduceBenchResult& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const AllreduceBenchRow& w : r.rows)
     rows.push_back({{"bytes", w.bytes}, {"median_ms", w.median_ms}, {"min_ms", w.min_ms},
-                    {"algbw_gbps", w.algbw_gbps}, {"busbw_gbps", w.busbw_gbps}});
-  return {{"bench", "allreduce"}, {"device", r.target.describe()}, {"backend", r.backend},
-          {"world_size", r.world_size}, {"rows", rows}};
+                    {"algbw_gbps", w.algbw_gbps}, {"busbw_gbps", w.busbw_gbps}, {"copy_gbps", w.copy_gbps}});
+  nlohmann::json j = {{"bench", "allreduce"}, {"device", r.target.describe()}, {"backend", r.backend},
+                      {"world_size", r.world_size}, {"rows", rows}};
+  if (r.model)
+    j["model"] = {{"name", r.model->model}, {"parameters", r.model->parameters}, {"buckets", r.model->buckets},
+                  {"median_ms", r.model->median_ms}, {"min_ms", r.model->min_ms}};
+  return j;
 }
 
 }  // namespace fastnn::loop
