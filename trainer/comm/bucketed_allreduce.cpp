@@ -68,4 +68,9 @@ void BucketedAllreduce::average() {
   }
 }
 
+size_t bucket_bytes_from_mib(double mib) {
+  FASTNN_CHECK(mib > 0, "allreduce_bucket_mb must be > 0, got ", mib);
+  return static_cast<size_t>(std::max(4.0, mib * 1024.0 * 1024.0));
+}
+
 }  // namespace fastnn

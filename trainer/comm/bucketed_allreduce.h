@@ -26,6 +26,9 @@ namespace fastnn {
 
 inline constexpr size_t kDefaultBucketBytes = size_t{25} << 20;
 
+// allreduce_bucket_mb (MiB, > 0, else fastnn::Error) as a bucket size in bytes, at least 4.
+size_t bucket_bytes_from_mib(double mib);
+
 struct GradBuffer {
   std::string name;
   float* data = nullptr;

@@ -38,8 +38,7 @@ ModelAverageRow time_model_average(const JobConfig& c, const AllreduceBenchOptio
   ModelAverageRow row;
   row.model = c.model_name();
   row.parameters = graph::model_statistics(zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? c.num_classes() : 0})).trainable_params;
-  FASTNN_CHECK(c.allreduce_bucket_mb() > 0, "allreduce_bucket_mb must be > 0, got ", c.allreduce_bucket_mb());
-  const auto bucket_bytes = static_cast<size_t>(std::max(4.0, c.allreduce_bucket_mb() * 1024.0 * 1024.0));
+  const size_t bucket_bytes = bucket_bytes_from_mib(c.allreduce_bucket_mb());
   Tensor grads = Tensor::empty({row.parameters}, DType::kF32, device);
   std::function<void()> call;
   std::unique_ptr<BucketedAllreduce> host;

@@ -85,11 +85,10 @@ void DataParallel::sync_start(graph::Graph& g, int64_t start_step) {
 
 void DataParallel::attach_gradients(std::span<const ParamRef> params, double bucket_mb) {
   if (world() == 1) return;
-  FASTNN_CHECK(bucket_mb > 0, "allreduce_bucket_mb must be > 0, got ", bucket_mb);
+  const size_t bytes = bucket_bytes_from_mib(bucket_mb);
   step_metrics_.assign(kStepMetrics, 0.0f);
   std::vector<GradBuffer> buffers = grad_buffers(params);
   buffers.push_back(GradBuffer{"(step metrics)", step_metrics_.data(), step_metrics_.size()});
-  const auto bytes = static_cast<size_t>(std::max(4.0, bucket_mb * 1024.0 * 1024.0));
   grads_ = std::make_unique<BucketedAllreduce>(*comm_, std::move(buffers), bytes);
   log_info("gradients: ", grads_->buckets().size(), " allreduce bucket(s) of at most ", bucket_mb, " MiB per step");
 }
