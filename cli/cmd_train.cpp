@@ -28,7 +28,7 @@ void print_help(CLI::App* cmd) {
 
 void add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model on a converted dataset (CPU backend)");
+  CLI::App* cmd = app.add_subcommand("train", "Train a zoo model on a converted dataset (on the GPU when present: --device)");
   cmd->set_help_flag();
   cmd->allow_extras();
   cmd->add_option("--config", a->config, "Job config, protobuf text format (schemas/job_config.proto)");

@@ -4,10 +4,12 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
+#include "trainer/loop/build_info.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
-  app.set_version_flag("--version", std::string("fastnn ") + FASTNN_VERSION);
+  // --version: the version, then the backends this build has and their libraries' versions.
+  app.set_version_flag("--version", [] { return std::string("fastnn ") + FASTNN_VERSION + "\n" + fastnn::loop::build_info(); });
   app.require_subcommand(1);
   fastnn::cli::add_convert_command(app);
   fastnn::cli::add_check_command(app);

@@ -62,6 +62,9 @@ class LayerObserver {
   virtual ~LayerObserver() = default;
   virtual void layer_begin(size_t node, bool backward) = 0;
   virtual void layer_end(size_t node, bool backward) = 0;
+  // A phase of the step outside the layers has ended (a step runner's "allreduce", "optimizer"), so
+  // a profile shows where the rest of the step goes. Called by step runners, not by the graph.
+  virtual void phase_end(const char* phase) {}
 };
 
 struct NamedTensor {

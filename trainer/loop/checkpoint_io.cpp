@@ -1,5 +1,6 @@
 #include "trainer/loop/checkpoint_io.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/check.h"
@@ -10,14 +11,55 @@
 namespace fastnn::loop {
 namespace {
 
-void copy_into(graph::NamedTensor& v, const ckpt::ArrayView& a, const std::string& source) {
+NamedArray as_f32(const graph::NamedTensor& v, const ckpt::ArrayView& a, const std::string& source) {
   if (a.shape != v.value.shape())
     throw FormatError(str(source, ": array ", a.name, " has shape ", ckpt::shape_string(a.shape), ", the model ",
                           ckpt::shape_string(v.value.shape())));
-  ckpt::to_f32(a, v.value.data<float>(), static_cast<size_t>(v.value.numel()));
+  return {v.name, ckpt::to_f32(a)};
 }
 
 }  // namespace
+
+std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor>& variables,
+                                            const std::vector<NamedArray>& values) {
+  FASTNN_CHECK(variables.size() == values.size(), "variable_views: ", variables.size(), " variables, ",
+               values.size(), " values");
+  std::vector<ckpt::ArrayView> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    FASTNN_CHECK(values[i].name == variables[i].name && static_cast<int64_t>(values[i].data.size()) == variables[i].value.numel(),
+                 "variable_views: ", values[i].name, " does not match ", variables[i].name);
+    out.push_back(ckpt::f32_view(values[i].name, variables[i].value.shape(), values[i].data.data(), values[i].data.size()));
+  }
+  return out;
+}
+
+std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTensor>& variables,
+                                             std::span<const ckpt::ArrayView> arrays, const std::string& source) {
+  std::map<std::string, const ckpt::ArrayView*> by_name;
+  for (const ckpt::ArrayView& a : arrays) by_name[a.name] = &a;
+  std::vector<NamedArray> out;
+  for (const graph::NamedTensor& v : variables) {
+    auto it = by_name.find(v.name);
+    if (it == by_name.end()) throw FormatError(str(source, ": no array named ", v.name));
+    out.push_back(as_f32(v, *it->second, source));
+  }
+  return out;
+}
+
+std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path) {
+  ckpt::LoadedCheckpoint c = ckpt::load_checkpoint(path, {.optimizer = false});
+  std::map<std::string, std::vector<int64_t>> expected;
+  for (const graph::NamedTensor& v : variables) expected[v.name] = v.value.shape();
+  const std::vector<ckpt::ArrayView> arrays = c.weights.arrays();
+  const ckpt::FinetuneSelection sel = ckpt::select_for_finetune(arrays, expected);
+  std::map<std::string, const ckpt::ArrayView*> by_name;
+  for (const ckpt::ArrayView& a : sel.loaded) by_name[a.name] = &a;
+  std::vector<NamedArray> out;
+  for (const graph::NamedTensor& v : variables)
+    if (auto it = by_name.find(v.name); it != by_name.end()) out.push_back(as_f32(v, *it->second, c.prefix));
+  log_info(str("fine-tuning from ", c.prefix, ":\n", sel.summary()));
+  return out;
+}
 
 std::vector<ckpt::ArrayView> weight_views(const graph::Graph& g) {
   std::vector<ckpt::ArrayView> out;
@@ -29,27 +71,9 @@ std::vector<ckpt::ArrayView> weight_views(const graph::Graph& g) {
 }
 
 void restore_weights(graph::Graph& g, std::span<const ckpt::ArrayView> arrays, const std::string& source) {
-  std::map<std::string, const ckpt::ArrayView*> by_name;
-  for (const ckpt::ArrayView& a : arrays) by_name[a.name] = &a;
-  for (graph::NamedTensor& v : g.variables()) {
-    auto it = by_name.find(v.name);
-    if (it == by_name.end()) throw FormatError(str(source, ": no array named ", v.name));
-    copy_into(v, *it->second, source);
-  }
-}
-
-void load_finetune(graph::Graph& g, const std::string& path) {
-  ckpt::LoadedCheckpoint c = ckpt::load_checkpoint(path, {.optimizer = false});
-  std::map<std::string, std::vector<int64_t>> expected;
   std::vector<graph::NamedTensor> vars = g.variables();
-  for (const graph::NamedTensor& v : vars) expected[v.name] = v.value.shape();
-  const std::vector<ckpt::ArrayView> arrays = c.weights.arrays();
-  const ckpt::FinetuneSelection sel = ckpt::select_for_finetune(arrays, expected);
-  std::map<std::string, const ckpt::ArrayView*> by_name;
-  for (const ckpt::ArrayView& a : sel.loaded) by_name[a.name] = &a;
-  for (graph::NamedTensor& v : vars)
-    if (auto it = by_name.find(v.name); it != by_name.end()) copy_into(v, *it->second, c.prefix);
-  log_info(str("fine-tuning from ", c.prefix, ":\n", sel.summary()));
+  const std::vector<NamedArray> values = checkpoint_variables(vars, arrays, source);
+  for (size_t i = 0; i < vars.size(); ++i) std::copy(values[i].data.begin(), values[i].data.end(), vars[i].value.data<float>());
 }
 
 }  // namespace fastnn::loop

@@ -1,9 +1,13 @@
-// The training loop's side of checkpoints: graph variables and optimizer state <-> checkpoint arrays.
+// The training loop's side of checkpoints: model variables and optimizer state <-> checkpoint arrays.
 //
 // Weights are every Graph::variables() tensor (parameters, then BN moving statistics) under its
-// TF-slim name as F32 with its shape. restore_weights() requires every variable to be present with
-// the same shape (FormatError naming the first one that is not); load_finetune() loads what
-// select_for_finetune() accepts and logs the rest.
+// TF-slim name as F32 with its shape. The step-runner forms work on f32 host values by name
+// (StepRunner::host_variables / set_host_variables), so they serve every device:
+//   variable_views        views of host values, shaped like the model's variables (for saving)
+//   checkpoint_variables  every variable from the checkpoint, same shapes required (FormatError
+//                         naming the first that is missing or differs): --resume, eval
+//   finetune_variables    what select_for_finetune() accepts (task_type=finetune), the rest logged
+// The graph forms (weight_views / restore_weights) do the same on a CPU graph's own tensors.
 #pragma once
 
 #include <span>
@@ -12,15 +16,20 @@
 
 #include "core/named_array.h"
 #include "trainer/graph/graph.h"
+#include "trainer/optim/optimizer.h"
 
 namespace fastnn::loop {
 
+std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor>& variables,
+                                            const std::vector<NamedArray>& values);
+std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTensor>& variables,
+                                             std::span<const ckpt::ArrayView> arrays, const std::string& source);
+// Loads `path` (a checkpoint prefix or file, or a directory's latest).
+std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path);
+
 // Views into the graph's variables (valid while the graph lives and keeps its batch size).
 std::vector<ckpt::ArrayView> weight_views(const graph::Graph& graph);
-// Copies checkpoint arrays into the graph's variables by name: all of them (strict) or those present.
+// Copies checkpoint arrays into the graph's variables by name: all of them (strict).
 void restore_weights(graph::Graph& graph, std::span<const ckpt::ArrayView> arrays, const std::string& source);
-// task_type=finetune: loads from `path` (a checkpoint prefix or file, or a directory's latest), skips
-// arrays whose name or shape does not match (a different num_classes), logs the summary.
-void load_finetune(graph::Graph& graph, const std::string& path);
 
 }  // namespace fastnn::loop

@@ -12,7 +12,7 @@
 namespace fastnn::loop {
 namespace {
 
-// Step metrics carried in the gradient buckets: loss, main_loss, aux_loss, correct, correct_top5,
+// Step metrics averaged over the ranks: loss, main_loss, aux_loss, correct, correct_top5,
 // examples, data wait seconds.
 constexpr size_t kStepMetrics = 7;
 
@@ -65,7 +65,7 @@ void DataParallel::check_world(int64_t batches_per_epoch, int64_t train_shard_co
   }
 }
 
-void DataParallel::sync_start(graph::Graph& g, int64_t start_step) {
+void DataParallel::sync_start(int64_t start_step) {
   if (world() == 1) return;
   const int64_t mine = start_step;
   std::vector<int64_t> all(static_cast<size_t>(world()));
@@ -79,18 +79,6 @@ void DataParallel::sync_start(graph::Graph& g, int64_t start_step) {
                           "); with --resume every rank must see the same run directory (put output_dir on a "
                           "file system shared by all machines)"));
   }
-  for (graph::NamedTensor& v : g.variables())
-    comm_->broadcast(std::span<float>(v.value.data<float>(), static_cast<size_t>(v.value.numel())), 0);
-}
-
-void DataParallel::attach_gradients(std::span<const ParamRef> params, double bucket_mb) {
-  if (world() == 1) return;
-  const size_t bytes = bucket_bytes_from_mib(bucket_mb);
-  step_metrics_.assign(kStepMetrics, 0.0f);
-  std::vector<GradBuffer> buffers = grad_buffers(params);
-  buffers.push_back(GradBuffer{"(step metrics)", step_metrics_.data(), step_metrics_.size()});
-  grads_ = std::make_unique<BucketedAllreduce>(*comm_, std::move(buffers), bytes);
-  log_info("gradients: ", grads_->buckets().size(), " allreduce bucket(s) of at most ", bucket_mb, " MiB per step");
 }
 
 namespace {
@@ -138,48 +126,12 @@ void unpack_metrics(const float* m, double world, StepResult& r, double& wait) {
 
 }  // namespace
 
-void DataParallel::average_step(StepResult& r, double& wait) {
-  if (world() == 1) return;
-  FASTNN_CHECK(grads_ != nullptr, "average_step before attach_gradients");
-  pack_metrics(r, wait, step_metrics_.data());
-  grads_->average();
-  unpack_metrics(step_metrics_.data(), world(), r, wait);
-}
-
 void DataParallel::average_metrics(StepResult& r, double& wait) {
   if (world() == 1) return;
   float m[kStepMetrics];
   pack_metrics(r, wait, m);
   comm_->allreduce_average(std::span<float>(m, kStepMetrics));
   unpack_metrics(m, world(), r, wait);
-}
-
-void DataParallel::average_state(graph::Graph& g) {
-  if (world() == 1) return;
-  std::vector<graph::NamedTensor> state = g.state();
-  size_t total = 0;
-  for (const graph::NamedTensor& s : state) total += static_cast<size_t>(s.value.numel());
-  if (total == 0) return;
-  std::vector<float> packed(total);
-  size_t at = 0;
-  for (const graph::NamedTensor& s : state) {
-    const auto n = static_cast<size_t>(s.value.numel());
-    std::copy_n(s.value.data<float>(), n, packed.data() + at);
-    at += n;
-  }
-  comm_->allreduce_average(std::span<float>(packed));
-  at = 0;
-  for (graph::NamedTensor& s : state) {
-    const auto n = static_cast<size_t>(s.value.numel());
-    std::copy_n(packed.data() + at, n, s.value.data<float>());
-    at += n;
-  }
-}
-
-EvalResult DataParallel::evaluate(graph::Graph& g, TrainStep& step, const RunSetup& s, const JobConfig& c) {
-  if (world() == 1) return evaluate_dataset(g, step, make_eval_dataset(s, c, c.batch_size()));
-  average_state(g);  // every rank evaluates with the same statistics
-  return evaluate(g, [&step](const Tensor& x, const Tensor& y) { return step.evaluate(x, y); }, s, c);
 }
 
 EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_batch, const RunSetup& s,

@@ -1,5 +1,7 @@
 // Data-parallel training: what the loop (trainer.cpp) needs from the world of ranks, kept in one place
-// so that the loop only has small hook calls (docs/DISTRIBUTED.md).
+// so that the loop only has small hook calls (docs/DISTRIBUTED.md). The gradient average itself belongs
+// to the step runner (step_runner.h: BucketedAllreduce over this communicator on the CPU, NCCL buckets
+// on the GPU), as do the broadcast of rank 0's variables and the average of the batch-norm statistics.
 //
 // One process per rank; every rank holds the whole model and trains on its own share of the data:
 //   - the communicator comes from make_communicator({comm_backend, collective_timeout_seconds}):
@@ -8,16 +10,12 @@
 //   - batch_size is per rank: a step consumes world x batch_size examples (the global batch);
 //   - check_world(): the pre-flight check_world_consistency (equal per-rank epoch lengths, a shard
 //     count that divides over the ranks); a failure is raised on every rank alike ("agreed");
-//   - sync_start(): after init / checkpoint load every rank must be at the same step; then rank 0's
-//     variables (parameters and batch-norm moving statistics) are broadcast to all;
-//   - average_step(): after backward, the gradients are averaged by BucketedAllreduce, together with
-//     the step's metrics (loss, hits, examples, data wait) in the same buckets, so the StepResult
-//     becomes the global one at no extra collective and every rank applies the same update and makes
-//     the same divergence decision;
+//   - sync_start(): after init / checkpoint load every rank must be at the same step (the runner's
+//     broadcast_variables() then gives every rank rank 0's variables);
+//   - average_metrics(): the step's metrics (loss, hits, examples, data wait) averaged over the ranks,
+//     so every rank logs the global numbers and makes the same divergence decision;
 //   - sync_batch_norm(): with sync_batch_norm, the graph's batch norms take their training statistics
 //     over every rank's batch (ops::CrossReplicaSum over the communicator; CPU backend);
-//   - average_state(): the batch-norm moving statistics (updated from each rank's own batches, so they
-//     drift apart) are averaged before every evaluation and checkpoint;
 //   - evaluate(): each rank evaluates whole files of the held-out split (file i goes to rank
 //     i % world), the sums are allreduced, so every example counts exactly once;
 //   - fail(): an exception on one rank would leave the others blocked in the next collective, so it is
@@ -37,7 +35,6 @@
 
 #include "schemas/checkpoint_meta.pb.h"
 #include "schemas/job_config.pb.h"
-#include "trainer/comm/bucketed_allreduce.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/graph/graph.h"
 #include "trainer/loop/evaluate.h"
@@ -66,27 +63,19 @@ class DataParallel {
   bool chief() const { return rank() == 0; }
 
   void check_world(int64_t batches_per_epoch, int64_t train_shard_count);
-  void sync_start(graph::Graph& graph, int64_t start_step);
-  // Plans the gradient buckets once; the params' grad pointers must stay in place.
-  void attach_gradients(std::span<const ParamRef> params, double bucket_mb);
-  void average_step(StepResult& result, double& data_wait_seconds);
-  // The step's metrics alone (the GPU path: its gradients go over NCCL, DeviceCollectives).
+  void sync_start(int64_t start_step);
   void average_metrics(StepResult& result, double& data_wait_seconds);
-  void average_state(graph::Graph& graph);
   // Hands the graph a CrossReplicaSum over this world (a world of one: nothing to do).
   void sync_batch_norm(graph::Graph& graph);
-  EvalResult evaluate(graph::Graph& graph, TrainStep& step, const RunSetup& setup, const JobConfig& config);
-  // The same through `evaluate_batch` (a step runner); the caller has averaged the batch-norm
-  // statistics (StepRunner::average_state).
+  // Through `evaluate_batch` (a step runner); the caller has averaged the batch-norm statistics
+  // (StepRunner::average_state).
   EvalResult evaluate(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const RunSetup& setup,
                       const JobConfig& config);
   void fail(const std::exception& error) noexcept;
 
  private:
   std::unique_ptr<Communicator> comm_;
-  std::unique_ptr<BucketedAllreduce> grads_;
   std::unique_ptr<ops::CrossReplicaSum> replica_sum_;
-  std::vector<float> step_metrics_;
   bool agreed_failure_ = false;
 };
 

@@ -1,24 +1,13 @@
 #include "trainer/loop/evaluate.h"
 
+#include "trainer/loop/batch_tensors.h"
+
 #include <chrono>
 #include <cstring>
 
 #include "core/check.h"
 
 namespace fastnn::loop {
-
-void batch_to_tensors(const pipeline::Batch& b, Tensor& images, Tensor& labels) {
-  const pipeline::BatchSpec& s = b.spec();
-  FASTNN_CHECK(s.dtype == pipeline::DType::kFloat32 && s.layout == pipeline::Layout::kNCHW,
-               "the trainer takes float32 NCHW batches, got ", s.describe());
-  const Shape shape{b.size(), s.channels, s.height, s.width};
-  if (!images.defined() || images.shape() != shape) {
-    images = Tensor::empty(shape, DType::kF32, Device::kCpu, Layout::kNCHW);
-    labels = Tensor::empty({b.size()}, DType::kI32);
-  }
-  std::memcpy(images.raw(), b.data(), b.bytes());
-  std::memcpy(labels.raw(), b.labels(), static_cast<size_t>(b.size()) * sizeof(int32_t));
-}
 
 EvalResult evaluate_dataset(graph::Graph& g, TrainStep& step, const pipeline::Dataset& ds) {
   return evaluate_dataset(g, [&step](const Tensor& x, const Tensor& y) { return step.evaluate(x, y); }, ds);
@@ -30,12 +19,11 @@ EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, 
   EvalResult r;
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
-  Tensor images, labels;
   auto it = ds.make_iterator();
   for (pipeline::BatchHandle b; it->next(&b);) {
     if (b->size() != g.batch_size()) g.set_batch_size(b->size());
-    batch_to_tensors(*b, images, labels);
-    const StepResult s = evaluate_batch(images, labels);
+    const BatchTensors t = wrap_batch(std::move(b));  // the batch's own buffer, no copy
+    const StepResult s = evaluate_batch(t.images, t.labels);
     loss_sum += s.main_loss * static_cast<double>(s.examples);
     top1 += s.correct;
     top5 += s.correct_top5;

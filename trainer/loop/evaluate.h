@@ -22,8 +22,4 @@ EvalResult evaluate_dataset(graph::Graph& graph, TrainStep& step, const pipeline
 using EvalBatchFn = std::function<StepResult(const Tensor& images, const Tensor& labels)>;
 EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& dataset);
 
-// Copies a pipeline batch (float NCHW, int32 labels) into input tensors of the batch's size,
-// reallocating them only when the size changes.
-void batch_to_tensors(const pipeline::Batch& batch, Tensor& images, Tensor& labels);
-
 }  // namespace fastnn::loop

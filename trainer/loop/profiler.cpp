@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "trainer/graph/statistics.h"
+#include "trainer/loop/step_runner.h"
 
 namespace fastnn::loop {
 
@@ -29,36 +30,52 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events, int64_t ste
   return doc.dump(1);
 }
 
+StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph,
+                           std::unique_ptr<StepTimeline> timeline, std::function<void(graph::LayerObserver*)> attach)
+    : every_n_(every_n), run_dir_(std::move(run_dir)), graph_(graph), timeline_(std::move(timeline)),
+      attach_(std::move(attach)) {}
+
 StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph)
-    : every_n_(every_n), run_dir_(std::move(run_dir)), graph_(graph) {}
+    : StepProfiler(every_n, std::move(run_dir), graph, std::make_unique<HostTimeline>(),
+                   [&graph](graph::LayerObserver* o) { graph.set_layer_observer(o); }) {}
+
+StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, StepRunner& runner)
+    : StepProfiler(every_n, std::move(run_dir), runner.graph(), runner.make_timeline(),
+                   [&runner](graph::LayerObserver* o) { runner.set_layer_observer(o); }) {}
 
 StepProfiler::~StepProfiler() {
-  if (active_) graph_.set_layer_observer(nullptr);
+  if (active_) attach_(nullptr);
 }
-
-double StepProfiler::now_us() const { return std::chrono::duration<double, std::micro>(Clock::now() - start_).count(); }
 
 void StepProfiler::begin_step(int64_t step) {
   active_ = profiles(step);
   if (!active_) return;
   step_ = step + 1;
   events_.clear();
-  start_ = Clock::now();
-  last_mark_us_ = 0;
-  graph_.set_layer_observer(this);
+  pending_.clear();
+  timeline_->start();
+  last_mark_ = timeline_->mark();
+  attach_(this);
 }
 
 void StepProfiler::mark(const char* phase) {
   if (!active_) return;
-  const double t = now_us();
-  events_.push_back({.name = phase, .category = "step", .ts_us = last_mark_us_, .dur_us = t - last_mark_us_});
-  last_mark_us_ = t;
+  const size_t m = timeline_->mark();
+  pending_.push_back({.event = {.name = phase, .category = "step"}, .begin = last_mark_, .end = m});
+  last_mark_ = m;
 }
 
 std::string StepProfiler::end_step() {
   if (!active_) return "";
   active_ = false;
-  graph_.set_layer_observer(nullptr);
+  attach_(nullptr);
+  const std::vector<double> us = timeline_->resolve_us();
+  for (Pending& p : pending_) {
+    p.event.ts_us = us[p.begin];
+    p.event.dur_us = us[p.end] - us[p.begin];
+    events_.push_back(std::move(p.event));
+  }
+  pending_.clear();
   const std::string path = str(run_dir_, "/timeline-", step_, ".json");
   const std::string tmp = path + ".tmp";
   {
@@ -73,13 +90,13 @@ std::string StepProfiler::end_step() {
   return path;
 }
 
-void StepProfiler::layer_begin(size_t, bool) { layer_start_us_ = now_us(); }
+void StepProfiler::layer_begin(size_t, bool) { layer_start_ = timeline_->mark(); }
 
 void StepProfiler::layer_end(size_t node, bool backward) {
   const graph::PlanNode& n = graph_.plan().nodes()[node];
-  const double t = now_us();
-  events_.push_back({.name = n.name, .category = backward ? "backward" : "forward", .ts_us = layer_start_us_,
-                     .dur_us = t - layer_start_us_, .type = n.type, .op = n.op});
+  pending_.push_back({.event = {.name = n.name, .category = backward ? "backward" : "forward", .type = n.type, .op = n.op},
+                      .begin = layer_start_,
+                      .end = timeline_->mark()});
 }
 
 void print_model_statistics(const graph::Graph& graph) {

@@ -14,14 +14,21 @@
 // phases in category "step", each layer's forward (category "forward") and backward ("backward")
 // with args {type, op, step}. The file is written to a temporary name and renamed, so a reader
 // never sees half a trace. Threading: the thread that drives the graph.
+//
+// Built on a step runner, times come from the runner's timeline (step_timeline.h): wall clock on the
+// CPU, CUDA events on the compute stream on a GPU, so each layer's time is the device's; phases the
+// runner reports (LayerObserver::phase_end: "allreduce", "optimizer") appear as "step" events too.
+// Built on a bare graph (tests), the host clock.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "trainer/graph/graph.h"
+#include "trainer/loop/step_timeline.h"
 
 namespace fastnn::loop {
 
@@ -34,9 +41,12 @@ struct TraceEvent {
 // The Chrome trace JSON for one step's events.
 std::string chrome_trace_json(const std::vector<TraceEvent>& events, int64_t step, const std::string& net_name);
 
+class StepRunner;
+
 class StepProfiler final : public graph::LayerObserver {
  public:
   StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph);
+  StepProfiler(int64_t every_n, std::string run_dir, StepRunner& runner);
   ~StepProfiler() override;
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
@@ -54,18 +64,26 @@ class StepProfiler final : public graph::LayerObserver {
 
   void layer_begin(size_t node, bool backward) override;
   void layer_end(size_t node, bool backward) override;
+  void phase_end(const char* phase) override { mark(phase); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  double now_us() const;
+  // An event whose times are marks on the timeline, resolved when the step ends.
+  struct Pending {
+    TraceEvent event;
+    size_t begin = 0, end = 0;
+  };
+  StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph, std::unique_ptr<StepTimeline> timeline,
+               std::function<void(graph::LayerObserver*)> attach);
 
   int64_t every_n_;
   std::string run_dir_;
   graph::Graph& graph_;
+  std::unique_ptr<StepTimeline> timeline_;
+  std::function<void(graph::LayerObserver*)> attach_;
   bool active_ = false;
   int64_t step_ = 0;
-  Clock::time_point start_;
-  double last_mark_us_ = 0, layer_start_us_ = 0;
+  size_t last_mark_ = 0, layer_start_ = 0;
+  std::vector<Pending> pending_;
   std::vector<TraceEvent> events_;
 };
 

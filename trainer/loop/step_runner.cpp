@@ -1,8 +1,13 @@
 #include "trainer/loop/step_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/check.h"
+#include "trainer/comm/bucketed_allreduce.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/loop/update_order.h"
 #include "trainer/ops/random.h"
 #include "trainer/optim/gradient_ops.h"
 
@@ -43,6 +48,20 @@ std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed
   return {images, labels};
 }
 
+std::vector<size_t> match_variables(const std::vector<graph::NamedTensor>& variables,
+                                    const std::vector<NamedArray>& arrays) {
+  std::vector<size_t> out;
+  for (const NamedArray& a : arrays) {
+    size_t i = 0;
+    while (i < variables.size() && variables[i].name != a.name) ++i;
+    if (i == variables.size()) throw FormatError(str("the model has no variable named ", a.name));
+    if (static_cast<int64_t>(a.data.size()) != variables[i].value.numel())
+      throw FormatError(str(a.name, ": ", a.data.size(), " values for a variable of ", variables[i].value.numel()));
+    out.push_back(i);
+  }
+  return out;
+}
+
 namespace {
 
 std::vector<NamedArray> copy_out(const std::vector<graph::NamedTensor>& tensors) {
@@ -59,30 +78,91 @@ class CpuStepRunner final : public StepRunner {
         optimizer_(make_optimizer(o.optimizer, params_)) {
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",
                  o.target.describe());
+    if (o.host_comm && o.host_comm->world_size() > 1)
+      grads_ = std::make_unique<BucketedAllreduce>(*o.host_comm, grad_buffers(params_),
+                                                   bucket_bytes_from_mib(o.allreduce_bucket_mb));
   }
   const ComputeTarget& target() const override { return o_.target; }
   graph::Graph& graph() override { return graph_; }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
+    check_host_batch(images);
     StepResult r = step_.train(images, labels, step);
-    if (o_.weight_decay > 0) add_weight_decay(params_, o_.weight_decay);
-    if (o_.max_gradient_norm > 0) stats_.last_global_norm = clip_by_global_norm(params_, o_.max_gradient_norm);
-    optimizer_->step(lr);
+    phase("forward_backward");
+    UpdateStages stages;
+    if (grads_) stages.average = [this] {
+      grads_->average();
+      phase("allreduce");
+    };
+    if (o_.weight_decay > 0) stages.decay = [this] { add_weight_decay(params_, o_.weight_decay); };
+    stages.check = [this] {
+      const double norm = global_norm(params_);
+      return GradientCheck{.norm = norm, .overflow = !std::isfinite(norm)};
+    };
+    stages.apply = [this, lr](float factor) {
+      if (factor != 1.0f) scale_gradients(params_, factor);
+      optimizer_->step(lr);
+    };
+    stats_.last_global_norm = apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm}).norm;
+    phase("optimizer");
     return r;
   }
-  StepResult evaluate(const Tensor& images, const Tensor& labels) override { return step_.evaluate(images, labels); }
+  StepResult evaluate(const Tensor& images, const Tensor& labels) override {
+    check_host_batch(images);
+    return step_.evaluate(images, labels);
+  }
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override { return random_host_batch(graph_, seed); }
   std::vector<NamedArray> export_optimizer_state() const override { return optimizer_->export_state(); }
   void import_optimizer_state(const std::vector<NamedArray>& a) override { optimizer_->import_state(a); }
   std::vector<NamedArray> host_variables() override { return copy_out(graph_.variables()); }
+  void set_host_variables(const std::vector<NamedArray>& arrays) override {
+    std::vector<graph::NamedTensor> vars = graph_.variables();
+    const std::vector<size_t> at = match_variables(vars, arrays);
+    for (size_t k = 0; k < arrays.size(); ++k)
+      std::copy(arrays[k].data.begin(), arrays[k].data.end(), vars[at[k]].value.data<float>());
+  }
   StepRunnerStats stats() const override { return stats_; }
+  void set_layer_observer(graph::LayerObserver* observer) override {
+    observer_ = observer;
+    graph_.set_layer_observer(observer);
+  }
+
+  void broadcast_variables() override {
+    if (!grads_) return;
+    for (graph::NamedTensor& v : graph_.variables())
+      o_.host_comm->broadcast(std::span<float>(v.value.data<float>(), static_cast<size_t>(v.value.numel())), 0);
+  }
+  void average_state() override {
+    if (!grads_) return;
+    std::vector<graph::NamedTensor> state = graph_.state();
+    std::vector<float> packed;
+    for (const graph::NamedTensor& t : state) packed.insert(packed.end(), t.value.data<float>(), t.value.data<float>() + t.value.numel());
+    if (packed.empty()) return;
+    o_.host_comm->allreduce_average(std::span<float>(packed));
+    size_t at = 0;
+    for (graph::NamedTensor& t : state) {
+      std::copy_n(packed.data() + at, t.value.numel(), t.value.data<float>());
+      at += static_cast<size_t>(t.value.numel());
+    }
+  }
 
  private:
+  void phase(const char* name) {
+    if (observer_) observer_->phase_end(name);
+  }
+  // The CPU graph computes in f32 NCHW; a pipeline set up for a GPU (uint8, NHWC) is a caller's error.
+  static void check_host_batch(const Tensor& images) {
+    if (images.dtype() != DType::kF32 || images.layout() == Layout::kNHWC)
+      throw ConfigError(str("the CPU step takes float32 NCHW images, got ", images.describe()));
+  }
+
   StepRunnerOptions o_;
   graph::Graph graph_;
   TrainStep step_;
   std::vector<ParamRef> params_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BucketedAllreduce> grads_;  // data parallel only
+  graph::LayerObserver* observer_ = nullptr;
   StepRunnerStats stats_;
 };
 

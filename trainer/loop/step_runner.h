@@ -1,12 +1,18 @@
-// A whole training step on one device: forward, loss, backward, weight decay, global-norm clipping and
-// the optimizer update, behind one interface so the loop and `fastnn bench train` drive the CPU and
-// the GPU the same way.
+// A whole training step on one device: forward, loss, backward, the gradient average over ranks, weight
+// decay, global-norm clipping and the optimizer update, behind one interface: `fastnn train`, `fastnn
+// eval` and `fastnn bench train` drive every device through it (the device is chosen here, at the
+// bottom, never in the loop).
 //
 //   auto r = make_step_runner(net, {.target = resolve_compute_target(cfg), .batch_size = 64, ...});
 //   StepResult s = r->train(images, labels, step, lr);   // host or device batch
 //
-// CPU runner: the f32 CPU graph, TrainStep, the CPU optimizer (trainer/optim) and gradient_ops, in
-// FastNN's order (weight decay, clipping, update) — exactly what trainer/loop/trainer.cpp does.
+// The update order is FastNN's, for every device (update_order.h): average over ranks, (unscale and)
+// weight decay, global norm, loss-scale skip decision, clipping, optimizer step.
+//
+// CPU runner: the f32 CPU graph, TrainStep, the CPU optimizer (trainer/optim) and gradient_ops. With
+// options.host_comm (a world of several ranks) it owns the gradient average: BucketedAllreduce over the
+// parameters' gradients between backward and the update, and broadcasts / averages variables over the
+// same communicator.
 //
 // CUDA runner (step_runner_cuda.cpp, only in CUDA builds):
 //   - parameters are initialised on the host with the graph's seeds and uploaded, so a CUDA run starts
@@ -36,9 +42,14 @@
 #include "schemas/net.pb.h"
 #include "trainer/graph/graph.h"
 #include "trainer/loop/device_setup.h"
+#include "trainer/loop/step_timeline.h"
 #include "trainer/optim/loss_scaler.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/train_step.h"
+
+namespace fastnn {
+class Communicator;
+}
 
 namespace fastnn::loop {
 
@@ -90,11 +101,16 @@ struct StepRunnerOptions {
   // for the last, so every rank applies the same update. Not owned; must outlive the runner. nullptr:
   // one process.
   DeviceCollectives* collectives = nullptr;
+  // CPU: the communicator of a data-parallel world (trainer/comm); gradients are averaged over it in
+  // buckets of allreduce_bucket_mb between backward and the update. Not owned. nullptr or a world of
+  // one: one process.
+  Communicator* host_comm = nullptr;
   double allreduce_bucket_mb = 25;
 };
 
 struct StepRunnerStats {
   double loss_scale = 1;
+  int64_t clean_steps = 0;       // applied steps since the scale last changed (dynamic scaling)
   int64_t skipped_steps = 0;     // overflowed f16 steps not applied
   double last_global_norm = 0;   // before clipping; 0 when not computed
 };
@@ -118,9 +134,22 @@ class StepRunner {
   // Optimizer state under the CPU optimizer's names; f32 host copies.
   virtual std::vector<NamedArray> export_optimizer_state() const = 0;
   virtual void import_optimizer_state(const std::vector<NamedArray>& arrays) = 0;
-  // Parameters (the f32 master values) then state, f32 host copies by name.
+  // Parameters (the f32 master values) then state, f32 host copies by name, in graph().variables()
+  // order.
   virtual std::vector<NamedArray> host_variables() = 0;
+  // Writes f32 host values into the variables of the same names (parameters: the master copy, and the
+  // compute-dtype copy rounded from it; batch-norm statistics). Any subset, in any order; a name the
+  // model lacks or a wrong element count: FormatError.
+  virtual void set_host_variables(const std::vector<NamedArray>& arrays) = 0;
   virtual StepRunnerStats stats() const { return {}; }
+  // The loss scaler's checkpoint state (f16 runners; others ignore it).
+  virtual void restore_loss_scale(double scale, int64_t clean_steps) {}
+
+  // ProfilerHook: `observer` sees every layer of the next train()/evaluate() calls and the runner's
+  // phases outside the layers ("allreduce", "optimizer"); nullptr turns it off.
+  virtual void set_layer_observer(graph::LayerObserver* observer) = 0;
+  // A timeline in the device's order of work (step_timeline.h).
+  virtual std::unique_ptr<StepTimeline> make_timeline() { return std::make_unique<HostTimeline>(); }
 
   // Data parallel (options.collectives): rank 0's parameters and batch-norm moving statistics to every
   // rank (at the start), and the moving statistics averaged (before evaluation and checkpoints: each
@@ -140,5 +169,10 @@ std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef& net, const StepR
 
 // A random batch on the host: images uniform in [-1, 1), labels uniform in [0, classes).
 std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed);
+
+// set_host_variables' check: every array names a variable of `variables` with the same element count;
+// returns, per array, the index of its variable.
+std::vector<size_t> match_variables(const std::vector<graph::NamedTensor>& variables,
+                                    const std::vector<NamedArray>& arrays);
 
 }  // namespace fastnn::loop

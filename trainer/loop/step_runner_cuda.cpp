@@ -9,6 +9,7 @@
 #include "trainer/cuda/runtime.h"
 #include "trainer/loop/step_kernels.h"
 #include "trainer/loop/step_runner.h"
+#include "trainer/loop/update_order.h"
 #include "trainer/optim/device_optimizer.h"
 
 namespace fastnn::loop {
@@ -71,6 +72,44 @@ struct GradBucket {
   std::vector<DeviceCollectives::Buffer> buffers;
   size_t pending = 0;  // gradients the backward pass has still to write this step
   bool launched = false;
+};
+
+// ProfilerHook's timeline on a GPU: events recorded on the compute stream, read after the step.
+class CudaTimeline final : public StepTimeline {
+ public:
+  ~CudaTimeline() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void start() override {
+    used_ = 0;
+    record();  // events_[0]: the zero point
+  }
+  size_t mark() override { return record() - 1; }  // mark k is events_[k + 1]
+  std::vector<double> resolve_us() override {
+    std::vector<double> out;
+    if (used_ == 0) return out;
+    CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1]));
+    for (size_t i = 1; i < used_; ++i) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, events_[0], events_[i]));
+      out.push_back(1000.0 * ms);
+    }
+    return out;
+  }
+
+ private:
+  size_t record() {
+    if (used_ == events_.size()) {
+      cudaEvent_t e;
+      CUDA_CHECK(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    CUDA_CHECK(cudaEventRecord(events_[used_], cuda::current_stream()));
+    return used_++;
+  }
+
+  std::vector<cudaEvent_t> events_;  // reused step after step
+  size_t used_ = 0;
 };
 
 // The graph's layer observer while a data-parallel step runs backward: launches buckets as they fill.
@@ -141,6 +180,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     auto [x, y] = place(images, labels);
     StepResult r;
     if (o_.collectives) {
+      // The graph has one observer: this runner while the buckets are launched, forwarding every
+      // call to the profiler's (external_) when there is one.
       for (GradBucket& b : buckets_) {
         b.pending = b.buffers.size();
         b.launched = false;
@@ -149,15 +190,17 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       try {
         r = step_.train(x, y, step);  // one read-back: losses and counts
       } catch (...) {
-        graph_.set_layer_observer(nullptr);
+        graph_.set_layer_observer(external_);
         throw;
       }
-      graph_.set_layer_observer(nullptr);
+      graph_.set_layer_observer(external_);
     } else {
       r = step_.train(x, y, step);
     }
+    phase("forward_backward");
     release();
-    apply_update(lr);
+    update(lr);
+    phase("optimizer");
     return r;
   }
 
@@ -207,7 +250,39 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return out;
   }
 
+  // Parameters go to the f32 master copy (then rounded into the graph's copy); state in its own dtype.
+  void set_host_variables(const std::vector<NamedArray>& arrays) override {
+    const std::vector<graph::NamedTensor> vars = graph_.variables();
+    const std::vector<size_t> at = match_variables(vars, arrays);
+    std::vector<graph::NamedTensor> state = graph_.state();
+    for (size_t k = 0; k < arrays.size(); ++k) {
+      const graph::NamedTensor& v = vars[at[k]];
+      const Tensor host = Tensor::from<float>(v.value.shape(), std::span<const float>(arrays[k].data));
+      if (at[k] < params_.size()) {
+        upload(host, params_[at[k]].master);
+      } else {
+        Tensor dst = state[at[k] - params_.size()].value;
+        upload(dst.dtype() == DType::kF32 ? host : host.to(dst.dtype()), dst);
+      }
+    }
+    if (o_.target.dtype != DType::kF32) cast_masters_to_values(cuda::current_stream());
+    cuda::synchronize();
+  }
+
   StepRunnerStats stats() const override { return stats_; }
+  void restore_loss_scale(double scale, int64_t clean_steps) override {
+    if (o_.target.dtype != DType::kF16) return;
+    scaler_.restore(scale, clean_steps);
+    step_.set_loss_scale(scaler_.scale());
+    stats_.loss_scale = scaler_.scale();
+    stats_.clean_steps = scaler_.clean_steps();
+  }
+
+  void set_layer_observer(graph::LayerObserver* observer) override {
+    external_ = observer;
+    graph_.set_layer_observer(observer);
+  }
+  std::unique_ptr<StepTimeline> make_timeline() override { return std::make_unique<CudaTimeline>(); }
 
   void broadcast_variables() override {
     if (!o_.collectives) return;
@@ -311,11 +386,17 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
   }
 
-  void layer_begin(size_t, bool) override {}
+  void layer_begin(size_t node, bool backward) override {
+    if (external_) external_->layer_begin(node, backward);
+  }
   void layer_end(size_t node, bool backward) override {
+    if (external_) external_->layer_end(node, backward);
     if (!backward) return;
     for (size_t b : node_buckets_[node])
       if (--buckets_[b].pending == 0) launch_bucket(b);
+  }
+  void phase(const char* name) {
+    if (external_) external_->phase_end(name);
   }
 
   // The bucket's gradients are written by work already queued on the compute stream: the
@@ -337,46 +418,49 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     CUDA_CHECK(cudaStreamWaitEvent(s, comm_done_, 0));
   }
 
-  // Unscale + weight decay into f32, one reduction (norm^2, non-finite count) read once, the skip
-  // decision, clipping fused into the update, the f32 -> compute-dtype copy of the new weights.
-  void apply_update(float lr) {
+  // The update in FastNN's order (update_order.h): unscale + weight decay into f32, one reduction
+  // (norm^2, non-finite count) read once, the skip decision, clipping fused into the optimizer update,
+  // then the f32 -> compute-dtype copy of the new weights.
+  void update(float lr) {
     cudaStream_t s = cuda::current_stream();
     const DType dt = o_.target.dtype;
-    if (o_.collectives) finish_gradient_average(s);  // the gradients are every rank's average from here
+    UpdateStages stages;
+    if (o_.collectives) stages.average = [this, s] {  // the gradients are every rank's average from here
+      finish_gradient_average(s);
+      phase("allreduce");
+    };
     const float inv = scaler_.inverse_scale();
-    const float wd = static_cast<float>(o_.weight_decay);
-    for (ParamState& p : params_) {
-      const float pwd = (p.decay && o_.weight_decay > 0) ? wd : 0.0f;
-      if (dt == DType::kF32 && pwd == 0.0f && inv == 1.0f) continue;  // g32 is the graph's gradient as it is
-      with_type(dt, [&](auto t) {
-        using T = decltype(t);
-        cuda_step::prepare_grad<T>(p.grad.numel(), static_cast<const T*>(p.grad.raw()), inv, pwd,
-                                   p.master.data<float>(), p.g32.data<float>(), s);
-      });
-    }
-    const bool clip = o_.max_gradient_norm > 0;
-    const bool check_overflow = dt == DType::kF16;
-    float factor = 1.0f;
-    if (clip || check_overflow) {
+    stages.decay = [this, s, dt, inv] {
+      const float wd = static_cast<float>(o_.weight_decay);
+      for (ParamState& p : params_) {
+        const float pwd = (p.decay && o_.weight_decay > 0) ? wd : 0.0f;
+        if (dt == DType::kF32 && pwd == 0.0f && inv == 1.0f) continue;  // g32 is the graph's gradient as it is
+        with_type(dt, [&](auto t) {
+          using T = decltype(t);
+          cuda_step::prepare_grad<T>(p.grad.numel(), static_cast<const T*>(p.grad.raw()), inv, pwd,
+                                     p.master.data<float>(), p.g32.data<float>(), s);
+        });
+      }
+    };
+    stages.check = [this, s] {
       cuda::grad_stats(grad_views_, stats_dev_.data<double>(), stats_ws_.raw(), s);
       cuda::copy_async(stats_host_, stats_dev_, s);
       CUDA_CHECK(cudaStreamSynchronize(s));  // the step's one read of the norm
       const double sumsq = stats_host_.data<double>()[0], nonfinite = stats_host_.data<double>()[1];
       const double norm = std::sqrt(sumsq);
-      stats_.last_global_norm = norm;
-      const bool overflow = nonfinite > 0 || !std::isfinite(norm);
-      const bool apply = scaler_.update(overflow);
-      stats_.loss_scale = scaler_.scale();
-      stats_.skipped_steps = scaler_.skipped_steps();
-      step_.set_loss_scale(scaler_.scale());
-      if (!apply) return;  // skipped: weights and slots untouched
-      if (clip) {  // the CPU's clip_by_global_norm factor
-        if (!std::isfinite(norm)) factor = std::numeric_limits<float>::quiet_NaN();
-        else if (norm > o_.max_gradient_norm) factor = static_cast<float>(o_.max_gradient_norm / norm);
-      }
-    }
-    optimizer_->step(lr, factor, s);
-    if (dt != DType::kF32) cast_masters_to_values(s);
+      return GradientCheck{.norm = norm, .overflow = nonfinite > 0 || !std::isfinite(norm)};
+    };
+    stages.apply = [this, s, lr, dt](float factor) {
+      optimizer_->step(lr, factor, s);
+      if (dt != DType::kF32) cast_masters_to_values(s);
+    };
+    const UpdateOutcome out =
+        apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm, .scaler = dt == DType::kF16 ? &scaler_ : nullptr});
+    if (o_.max_gradient_norm > 0 || dt == DType::kF16) stats_.last_global_norm = out.norm;
+    stats_.loss_scale = scaler_.scale();
+    stats_.clean_steps = scaler_.clean_steps();
+    stats_.skipped_steps = scaler_.skipped_steps();
+    step_.set_loss_scale(scaler_.scale());
   }
 
   // f16/bf16 graphs: the graph's weights are the f32 master weights rounded.
@@ -408,6 +492,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   Stage stages_[2];
   size_t next_stage_ = 0;
   Stage* current_stage_ = nullptr;
+  graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
   StepRunnerStats stats_;
 };
 

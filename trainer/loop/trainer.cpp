@@ -13,17 +13,18 @@
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/config/job_config.h"
+#include "trainer/loop/batch_tensors.h"
+#include "trainer/loop/capabilities.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/loop/device_setup.h"
-#include "trainer/loop/device_training.h"
+#include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/profiler.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
+#include "trainer/loop/step_runner.h"
 #include "trainer/metrics/event_writer.h"
 #include "trainer/metrics/jsonl_writer.h"
-#include "trainer/optim/gradient_ops.h"
-#include "trainer/optim/optimizers.h"
 #include "trainer/schedule/lr_schedule.h"
 
 namespace fastnn::loop {
@@ -48,24 +49,35 @@ struct Window {
   void reset() { *this = Window{}; }
 };
 
+// The runner's options for this rank: its seed, and the gradient average over the ranks (the host
+// communicator for the CPU runner, NCCL collectives for the CUDA runner).
+StepRunnerOptions rank_runner_options(const JobConfig& c, const ComputeTarget& target, DataParallel& dp,
+                                      DeviceCollectives* collectives) {
+  StepRunnerOptions o = step_runner_options(c, target);
+  o.seed = rank_seed(o.seed, dp.rank());
+  o.collectives = collectives;
+  o.host_comm = &dp.comm();
+  return o;
+}
+
 class TrainingRun {
  public:
   TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
       : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
-        graph_(setup_.net, {.batch_size = config.batch_size(),
-                            .seed = rank_seed(static_cast<uint64_t>(config.seed()), dp.rank())}),
-        step_(graph_, {.label_smoothing = config.label_smoothing()}), params_(graph_.param_refs()),
-        optimizer_(make_optimizer(config, params_)),
-        train_ds_(make_train_dataset(setup_, config, dp.rank(), dp.world())) {
-    bpe_ = train_ds_.batches_per_epoch();
-    dp_.check_world(bpe_, static_cast<int64_t>(train_ds_.files().files.size()));
+        target_(resolve_compute_target(config, dp.comm().local_rank())) {
+    check_backend_supports(c_, target_, dp_.world());
+    collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
+    if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
+    train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
+    bpe_ = train_ds_->batches_per_epoch();
+    dp_.check_world(bpe_, static_cast<int64_t>(train_ds_->files().files.size()));
     FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size = ", c_.batch_size());
     total_ = total_train_steps(c_, bpe_);
     JobConfig sc = c_;
     sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
     schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
-    dp_.attach_gradients(params_, c_.allreduce_bucket_mb());
-    if (c_.sync_batch_norm()) dp_.sync_batch_norm(graph_);
+    runner_ = make_step_runner(setup_.net, rank_runner_options(c_, target_, dp_, collectives_.get()));
+    if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
     std::filesystem::create_directories(setup_.run_dir);
   }
 
@@ -83,13 +95,13 @@ class TrainingRun {
   JobConfig c_;
   TrainOptions options_;
   RunSetup setup_;
-  graph::Graph graph_;
-  TrainStep step_;
-  std::vector<ParamRef> params_;
-  std::unique_ptr<Optimizer> optimizer_;
-  pipeline::Dataset train_ds_;
+  ComputeTarget target_;
+  std::unique_ptr<DeviceCollectives> collectives_;
+  std::optional<pipeline::Dataset> train_ds_;
+  std::unique_ptr<StepRunner> runner_;
   LrSchedule schedule_;
   int64_t bpe_ = 0, total_ = 0, start_ = 0, replay_ = 0;  // replay_: per-rank batches to skip on resume
+  double loop_seconds_ = 0;  // the step loop's time so far, evaluations excluded
   std::unique_ptr<ckpt::CheckpointManager> ckpt_;
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_;
@@ -112,9 +124,10 @@ void TrainingRun::restore_or_init() {
         log_warn("--resume: ", l.prefix, " was written by ", l.meta.world_size(), " rank(s), this run has ", dp_.world(),
                  "; each rank shuffles its own shard, so the data order will not continue the interrupted run");
       replay_ = resume_replay_batches(l.meta, dp_.world(), c_.batch_size(), bpe_);
-      restore_weights(graph_, l.weights.arrays(), l.prefix);
+      runner_->set_host_variables(checkpoint_variables(runner_->graph().variables(), l.weights.arrays(), l.prefix));
       FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
-      optimizer_->import_state(ckpt::optimizer_state_from(*l.optimizer));
+      runner_->import_optimizer_state(ckpt::optimizer_state_from(*l.optimizer));
+      if (l.meta.has_loss_scale()) runner_->restore_loss_scale(l.meta.loss_scale().scale(), l.meta.loss_scale().clean_steps());
       start_ = l.meta.step();
       log_info("resumed from ", l.prefix, " at step ", start_, " (epoch ", epoch_of(start_), ")");
       return;
@@ -124,13 +137,13 @@ void TrainingRun::restore_or_init() {
   if (c_.task_type() == "finetune") {
     if (c_.model_dir().empty()) throw ConfigError("task_type=finetune needs model_dir (the checkpoint to start from)");
     const std::string path = c_.ckpt_file_name().empty() ? c_.model_dir() : c_.model_dir() + "/" + c_.ckpt_file_name();
-    load_finetune(graph_, path);
+    runner_->set_host_variables(finetune_variables(runner_->graph().variables(), path));
   }
 }
 
 void TrainingRun::log_window(int64_t step, double lr) {
   Window& w = log_window_;
-  if (!dp_.chief()) return w.reset();  // the window's sums are global already (average_step)
+  if (!dp_.chief()) return w.reset();  // the window's sums are global already (average_metrics)
   const double wall = seconds_since(w.start);
   TrainLogEntry e;
   e.step = step;
@@ -140,20 +153,31 @@ void TrainingRun::log_window(int64_t step, double lr) {
   e.lr = lr;
   e.images_per_sec = wall > 0 ? static_cast<double>(w.examples) / wall : 0;
   e.data_wait_fraction = wall > 0 ? w.wait_s / wall : 0;
+  std::vector<std::pair<std::string, double>> scalars = {
+      {"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
+      {"train/images_per_sec", e.images_per_sec}, {"train/data_wait_fraction", e.data_wait_fraction}};
+  if (target_.dtype == DType::kF16) {  // device-only fields (docs/CHECKPOINTS.md)
+    const StepRunnerStats st = runner_->stats();
+    e.extra = {{"loss_scale", st.loss_scale}, {"skipped_steps", static_cast<double>(st.skipped_steps)}};
+    scalars.push_back({"train/loss_scale", st.loss_scale});
+  }
   std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%\n",
               static_cast<long long>(step), static_cast<long long>(total_), e.epoch, e.loss, e.accuracy, lr,
               e.images_per_sec, 100 * e.data_wait_fraction);
   std::fflush(stdout);
   jsonl_->write(e);
-  events_->add_scalars({{"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
-                        {"train/images_per_sec", e.images_per_sec}, {"train/data_wait_fraction", e.data_wait_fraction}},
-                       step);
+  events_->add_scalars(scalars, step);
   w.reset();
 }
 
 void TrainingRun::run_eval(int64_t step) {
   if (setup_.eval_split.empty()) return;
-  const EvalResult r = dp_.evaluate(graph_, step_, setup_, c_);  // every rank's share, summed
+  runner_->average_state();  // every rank evaluates with the ranks' mean batch-norm statistics
+  StepRunner& runner = *runner_;
+  const EvalResult r = dp_.evaluate(
+      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_);
+  summary_.evaluated = true;
+  summary_.eval = r;
   if (!dp_.chief()) return eval_window_.reset();
   std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
               static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples),
@@ -166,18 +190,17 @@ void TrainingRun::run_eval(int64_t step) {
   std::fflush(stdout);
   eval_window_.reset();
   jsonl_->write(EvalLogEntry{.step = step, .epoch = epoch_of(step), .split = setup_.eval_split, .top1 = r.top1,
-                             .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples});
+                             .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples,
+                             .extra = {{"train_seconds", loop_seconds_}}});  // time to accuracy
   events_->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
-  summary_.evaluated = true;
-  summary_.eval = r;
 }
 
 void TrainingRun::save(int64_t step, double lr) {
-  dp_.average_state(graph_);  // the checkpoint holds the ranks' mean batch-norm statistics
+  runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
   if (!dp_.chief()) return;
-  const std::vector<ckpt::ArrayView> weights = weight_views(graph_);
-  const std::vector<NamedArray> state = optimizer_->export_state();
-  const std::vector<ckpt::ArrayView> opt_views = ckpt::optimizer_state_views(state);
+  const std::vector<NamedArray> values = runner_->host_variables();  // f32 master weights on every device
+  const std::vector<ckpt::ArrayView> weights = variable_views(runner_->graph().variables(), values);
+  const std::vector<NamedArray> state = runner_->export_optimizer_state();
   CheckpointMeta meta;
   meta.set_epoch(step / bpe_);
   meta.set_samples_seen(step * global_batch());
@@ -188,8 +211,15 @@ void TrainingRun::save(int64_t step, double lr) {
   meta.mutable_rng()->set_seed(static_cast<uint64_t>(c_.seed()));
   *meta.mutable_config() = c_;
   meta.set_model_name(setup_.model_name);
-  meta.set_optimizer(optimizer_->name());
-  const ckpt::CheckpointInfo info = ckpt_->save(step, weights, opt_views, std::move(meta));
+  meta.set_optimizer(c_.optimizer());
+  if (target_.dtype == DType::kF16) {
+    const StepRunnerStats st = runner_->stats();
+    LossScaleState* ls = meta.mutable_loss_scale();
+    ls->set_scale(st.loss_scale);
+    ls->set_clean_steps(st.clean_steps);
+    ls->set_dynamic(c_.dynamic_loss_scale());
+  }
+  const ckpt::CheckpointInfo info = ckpt_->save(step, weights, ckpt::optimizer_state_views(state), std::move(meta));
   log_info("saved checkpoint ", info.prefix);
 }
 
@@ -197,7 +227,8 @@ TrainSummary TrainingRun::run() {
   ckpt_ = std::make_unique<ckpt::CheckpointManager>(
       setup_.run_dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
   restore_or_init();
-  dp_.sync_start(graph_, start_);  // same step everywhere, rank 0's variables on every rank
+  dp_.sync_start(start_);         // same step everywhere,
+  runner_->broadcast_variables();  // and rank 0's variables on every rank
   if (dp_.chief()) {
     jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", options_.resume);
     events_ = std::make_unique<EventFileWriter>(setup_.run_dir);
@@ -205,22 +236,20 @@ TrainSummary TrainingRun::run() {
   const bool logging = has_hook(c_, "LoggingTensorHook") && c_.log_loss_every_n_iters() > 0;
   const bool saving = has_hook(c_, "CheckpointSaverHook");
   StepProfiler profiler(has_hook(c_, "ProfilerHook") && dp_.rank() == c_.profile_at_task() ? c_.profile_every_n_iters() : 0,
-                        setup_.run_dir, graph_);
-  if (c_.print_model_statistics() && dp_.chief()) print_model_statistics(graph_);
-  if (c_.use_fp16()) log_info("use_fp16 has no effect on the CPU backend (float32)");
-  log_info("training ", setup_.model_name, " (", setup_.num_classes, " classes, ", params_.size(),
-           " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_, " batches of ", global_batch(),
-           " per epoch, steps ", start_, " -> ", total_, ", ", optimizer_->name(), ", lr ", schedule_.describe());
+                        setup_.run_dir, *runner_);
+  if (c_.print_model_statistics() && dp_.chief()) print_model_statistics(runner_->graph());
+  log_info("training ", setup_.model_name, " on ", target_.describe(), " (", setup_.num_classes, " classes, ",
+           runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
+           " batches of ", global_batch(), " per epoch, steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",
+           schedule_.describe());
 
   // Resuming starts the deterministic stream at the saved position without decoding what came before.
-  auto it = train_ds_.make_iterator(static_cast<uint64_t>(replay_));
+  auto it = train_ds_->make_iterator(static_cast<uint64_t>(replay_));
   pipeline::BatchHandle batch;
-  Tensor images, labels;
   summary_.first_step = start_;
   summary_.run_dir = setup_.run_dir;
   summary_.rank = dp_.rank();
   summary_.world_size = dp_.world();
-  double loop_seconds = 0;
   int64_t loop_images = 0;
   int64_t last_saved = -1;
   double lr = schedule_.lr_at(start_);
@@ -232,21 +261,14 @@ TrainSummary TrainingRun::run() {
     FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
     double wait = seconds_since(t0);
     profiler.mark("next_batch");
-    batch_to_tensors(*batch, images, labels);
-    StepResult r = step_.train(images, labels, static_cast<uint64_t>(step));
-    profiler.mark("train_step");
-    dp_.average_step(r, wait);  // gradients and this step's metrics, averaged over ranks
-    if (dp_.world() > 1) profiler.mark("allreduce");
     lr = schedule_.lr_at(step);
+    const BatchTensors input = wrap_batch(std::move(batch));  // the pipeline's own buffer, no copy
+    StepResult r = runner_->train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
+    dp_.average_metrics(r, wait);  // this step's metrics over the ranks (the runner averaged the gradients)
     check_loss_finite(r.loss, step, lr);
-    if (step == 0 && dp_.chief())
-      report_first_loss(r.main_loss, graph_.output(0));
-    if (c_.weight_decay() > 0) add_weight_decay(params_, c_.weight_decay());
-    if (c_.has_max_gradient_norm()) clip_by_global_norm(params_, c_.max_gradient_norm());
-    optimizer_->step(static_cast<float>(lr));
-    profiler.mark("optimizer");
+    if (step == start_ && start_ == 0 && dp_.chief()) report_first_loss(r.main_loss, runner_->graph().output(0));
     if (const std::string trace = profiler.end_step(); !trace.empty()) log_info("profile written to ", trace);
-    loop_seconds += seconds_since(t0);
+    loop_seconds_ += seconds_since(t0);
     loop_images += r.examples;
     log_window_.add(r, wait);
     eval_window_.add(r, wait);
@@ -258,8 +280,8 @@ TrainSummary TrainingRun::run() {
       last_saved = done;
     }
     if (c_.eval_every_n_steps() > 0 && done % c_.eval_every_n_steps() == 0 && done < total_) {
-      log_window_.start = Clock::now();  // evaluation time is not training throughput
       run_eval(done);
+      log_window_.start = Clock::now();  // evaluation time is not training throughput
     }
   }
   batch.reset();
@@ -267,8 +289,8 @@ TrainSummary TrainingRun::run() {
   if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
   run_eval(total_);
   summary_.steps = total_;
-  summary_.train_seconds = loop_seconds;
-  summary_.images_per_sec = loop_seconds > 0 ? static_cast<double>(loop_images) / loop_seconds : 0;
+  summary_.train_seconds = loop_seconds_;
+  summary_.images_per_sec = loop_seconds_ > 0 ? static_cast<double>(loop_images) / loop_seconds_ : 0;
   if (events_) events_->close();
   if (jsonl_) jsonl_->close();
   return summary_;
@@ -279,8 +301,6 @@ TrainSummary TrainingRun::run() {
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options) {
   DataParallel dp(config);  // a world of one unless started by mpirun (docs/DISTRIBUTED.md)
   try {
-    if (resolve_compute_target(config, dp.comm().local_rank()).device == Device::kCuda)
-      return run_device_training(config, options, dp);  // the GPU loop: device_training.h
     TrainingRun run(config, options, dp);
     return run.run();
   } catch (const std::exception& e) {
@@ -293,15 +313,19 @@ CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& c
   const RunSetup setup = make_run_setup(config);
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
-  graph::Graph g(setup.net, {.batch_size = config.batch_size(), .seed = static_cast<uint64_t>(config.seed())});
-  TrainStep step(g);
+  const ComputeTarget target = resolve_compute_target(config);
+  StepRunnerOptions o = step_runner_options(config, target);
+  o.label_smoothing = 0;  // the held-out loss is the plain cross-entropy
+  const std::unique_ptr<StepRunner> runner = make_step_runner(setup.net, o);
   const std::string path = checkpoint.empty() ? setup.run_dir : checkpoint;
   ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
-  restore_weights(g, l.weights.arrays(), l.prefix);
+  runner->set_host_variables(checkpoint_variables(runner->graph().variables(), l.weights.arrays(), l.prefix));
   CheckpointEval out;
   out.checkpoint = l.prefix;
   out.step = l.meta.step();
-  out.result = evaluate_dataset(g, step, make_eval_dataset(setup, config, config.batch_size()));
+  StepRunner& r = *runner;
+  out.result = evaluate_dataset(r.graph(), [&r](const Tensor& x, const Tensor& y) { return r.evaluate(x, y); },
+                                make_eval_dataset(setup, config, config.batch_size()));
   return out;
 }
 

@@ -22,7 +22,7 @@ class BatchNormCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    // The GPU loop refuses sync_batch_norm before training (trainer/loop/device_training.cpp).
+    // The GPU loop refuses sync_batch_norm before training (trainer/loop/capabilities.cpp).
     FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
     const T* x = cuda::ptr<T>(a.inputs[0]);
     const T *gamma = cuda::ptr<T>(a.params[0]), *beta = cuda::ptr<T>(a.params[1]);

@@ -63,13 +63,17 @@ double clip_by_global_norm(std::span<const ParamRef> params, double clip_norm) {
   } else {
     return norm;  // scale would be exactly 1
   }
+  scale_gradients(params, scale);
+  return norm;
+}
+
+void scale_gradients(std::span<const ParamRef> params, float factor) {
   for (const ParamRef& p : params) {
     float* g = p.grad;
     parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) g[k] *= scale;
+      for (size_t k = b; k < e; ++k) g[k] *= factor;
     });
   }
-  return norm;
 }
 
 }  // namespace fastnn

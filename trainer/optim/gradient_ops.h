@@ -23,6 +23,9 @@ void add_weight_decay(std::span<const ParamRef> params, double weight_decay);
 // sqrt of the sum of squares of all gradients (double accumulation).
 double global_norm(std::span<const ParamRef> params);
 
+// grad *= factor for every parameter (the clipping multiply; factor NaN poisons every gradient).
+void scale_gradients(std::span<const ParamRef> params, float factor);
+
 // Clips in place; returns the norm before clipping (log it; a non-finite value means overflow).
 // clip_norm must be > 0.
 double clip_by_global_norm(std::span<const ParamRef> params, double clip_norm);

@@ -54,7 +54,7 @@ TEST(DataParallel, WorldOfOneChangesNothing) {
   r.correct = 3;
   r.examples = 7;
   double wait = 0.25;
-  dp.average_step(r, wait);  // no gradients attached: must not be needed
+  dp.average_metrics(r, wait);  // nothing to average with
   EXPECT_EQ(r.loss, 1.2345678901);  // not rounded through float
   EXPECT_EQ(r.correct, 3);
   EXPECT_EQ(wait, 0.25);

@@ -31,11 +31,11 @@ std::string error_of(const std::function<void()>& fn) {
 
 TEST(TrainDeviceConfig, DefaultsAndFlags) {
   const JobConfig d = config_of({});
-  EXPECT_EQ(d.device(), "cpu");
+  EXPECT_EQ(d.device(), "auto");  // the GPU when the build has CUDA and one is present
   EXPECT_EQ(d.precision(), "auto");
   EXPECT_EQ(d.loss_scale_window(), 2000);
-  const JobConfig c = config_of({"--device=auto", "--precision=bf16", "--loss_scale_window=50"});
-  EXPECT_EQ(c.device(), "auto");
+  const JobConfig c = config_of({"--device=cpu", "--precision=bf16", "--loss_scale_window=50"});
+  EXPECT_EQ(c.device(), "cpu");
   EXPECT_EQ(c.precision(), "bf16");
   EXPECT_EQ(c.loss_scale_window(), 50);
   const std::string e = error_of([] { config_of({"--device=gpu"}); });

@@ -1,0 +1,27 @@
+#include "trainer/loop/capabilities.h"
+
+#include "core/check.h"
+#include "core/logging.h"
+#ifdef FASTNN_HAVE_CUDA
+#include "trainer/optim/device_optimizer.h"
+#endif
+
+namespace fastnn::loop {
+
+void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int world) {
+  if (t.device == Device::kCpu) {
+    if (c.use_fp16() || (c.precision() != "auto" && c.precision() != "fp32"))
+      log_info("use_fp16 / precision have no effect on the CPU backend (it computes in float32)");
+    return;
+  }
+  if (c.sync_batch_norm() && world > 1)
+    throw ConfigError("sync_batch_norm is not available on device=cuda yet (batch-norm statistics across GPUs are "
+                      "not written); use device=cpu for synchronised batch norm, or train without sync_batch_norm");
+#ifdef FASTNN_HAVE_CUDA
+  if (!DeviceOptimizer::supports(c.optimizer()))
+    throw ConfigError(str("optimizer=", c.optimizer(), " has no GPU update on device=cuda; use device=cpu for it, or "
+                          "one of the optimizers the GPU has (docs/CUDA.md)"));
+#endif
+}
+
+}  // namespace fastnn::loop
