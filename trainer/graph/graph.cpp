@@ -174,6 +174,7 @@ void Graph::check_images(const Tensor& images) const {
 
 void Graph::forward(const Tensor& images, bool training, uint64_t step) {
   check_images(images);
+  input_ = images;
   const auto& nodes = plan_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeMemory& m = mem_[i];

@@ -97,8 +97,11 @@ class Graph {
   // Any layer's output after forward (tests, feature extraction); Error for an unknown name.
   const Tensor& layer_output(const std::string& layer_name) const;
 
-  // images must be input_shape() with the graph's dtype and device; Error otherwise.
+  // images must be input_shape() with the graph's dtype and device; Error otherwise. The graph keeps
+  // a reference to them until the next forward (backward reads them).
   void forward(const Tensor& images, bool training, uint64_t step = 0);
+  // The images of the last forward (undefined before the first).
+  const Tensor& input() const { return input_; }
   void backward();
 
   // Re-initialises every parameter and state tensor (the constructor calls this with options.seed).
@@ -139,6 +142,7 @@ class Graph {
   Tensor workspace_;
   bool forward_done_ = false, last_training_ = false;
   LayerObserver* observer_ = nullptr;
+  Tensor input_;
   ops::CrossReplicaSum* replicas_ = nullptr;
 };
 
