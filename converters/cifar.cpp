@@ -15,7 +15,8 @@ namespace {
 
 bool is_file(const std::string& p) {
   struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  // Present at all: a FIFO or folder under that name is then refused by name when it is opened.
+  return ::stat(p.c_str(), &st) == 0;
 }
 
 // Non-blank lines of a names file, or empty if there is no such file.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/input_file.h"
 
 namespace fastnn {
 namespace {
@@ -340,12 +341,7 @@ Manifest read_manifest(const std::string& path) {
   std::string file = path;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) file = (std::filesystem::path(path) / kManifestFileName).string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_io_error(file, "open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_io_error(file, "read");
-  return parse_manifest(ss.str(), file);
+  return parse_manifest(read_regular_file(file, kMaxManifestBytes), file);
 }
 
 std::string format_labels_txt(const std::vector<std::string>& class_names) {

@@ -23,6 +23,8 @@ inline constexpr int kManifestVersion = 1;
 // Bounds applied when reading (and checked when writing).
 inline constexpr int64_t kMaxClasses = int64_t{1} << 24;
 inline constexpr int64_t kMaxShards = 1 << 20;
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;  // manifest.json, checked before reading
+inline constexpr uint64_t kMaxLabelsBytes = uint64_t{256} << 20;  // labels.txt / --class-names files
 
 // A source sample that is not in the shards (train split, --remainder drop).
 struct DroppedSample {
