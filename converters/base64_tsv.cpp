@@ -15,6 +15,7 @@
 #include "converters/file_io.h"
 #include "core/base64.h"
 #include "core/check.h"
+#include "core/logging.h"
 #include "core/progress.h"
 
 namespace fastnn::convert {
@@ -71,6 +72,9 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   if (o.num_classes < 0 || o.num_classes > kMaxInferredLabel + 1)
     throw ConfigError(str("--num-classes must be in 1..", kMaxInferredLabel + 1));
   const int64_t max_label = o.num_classes > 0 ? o.num_classes - 1 : kMaxInferredLabel;
+  // Offsets and lengths inside a block are 32-bit.
+  if (o.max_line_bytes < 1 || o.max_line_bytes > kMaxLineBytesLimit)
+    throw ConfigError(str("--max-line-bytes must be in 1..", kMaxLineBytesLimit, ", not ", o.max_line_bytes));
   DatasetIndex index;
   index.dataset = "base64-tsv";
   SplitIndex split;
@@ -85,6 +89,7 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   const int concurrency = std::max(1, tbb::this_task_arena::max_concurrency());
   tbb::enumerable_thread_specific<std::string> decode_buffers;
   int64_t largest = -1;
+  std::string largest_at;  // "file:line" of the largest label, for the class-count check
   // Blocks are reused through a free list (the pipeline passes raw pointers; the pool owns them, so
   // an exception mid-pipeline leaks nothing). At most `tokens` are in flight.
   const size_t tokens = static_cast<size_t>(2 * concurrency);
@@ -223,7 +228,10 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
                   s.label = r.label;
                   s.aux = static_cast<uint32_t>(line);
                   split.samples.push_back(s);
-                  largest = std::max<int64_t>(largest, r.label);
+                  if (r.label > largest) {
+                    largest = r.label;
+                    largest_at = str(path, ":", line);
+                  }
                 }
               }
               std::lock_guard<std::mutex> lock(pool_mu);
@@ -235,6 +243,22 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
 
   const int64_t classes = o.num_classes > 0 ? o.num_classes : largest + 1;
   if (classes < 1) throw FormatError(str(o.files.front(), ": no usable line in the input"));
+  if (o.num_classes == 0 && o.class_names.empty()) {
+    // An inferred class count is only as good as the largest label: one outlier label must not make
+    // millions of empty classes (and a manifest of per-shard histograms that size).
+    std::vector<uint8_t> used(static_cast<size_t>(classes), 0);
+    int64_t distinct = 0;
+    for (const SampleRef& s : split.samples)
+      if (!used[s.label]) used[s.label] = 1, ++distinct;
+    const int64_t empty = classes - distinct;
+    if (empty * 2 > classes) {
+      std::string msg = str("the largest label, ", largest, " at ", largest_at, ", makes ", classes, " classes of which ",
+                            empty, " have no sample");
+      if (classes > kMaxSparseInferredClasses)
+        throw FormatError(str(msg, "; pass --num-classes (and --class-names) if that many classes is intended"));
+      log_warn(msg, "; pass --num-classes to state the class count");
+    }
+  }
   index.class_names = o.class_names;
   if (index.class_names.empty())
     for (int64_t i = 0; i < classes; ++i) index.class_names.push_back(std::to_string(i));

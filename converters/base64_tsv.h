@@ -1,7 +1,9 @@
 // base64-TSV files (PaddlePaddle PLSC's data format): one sample per line,
 //   base64(image bytes) <TAB> label        or, with label_first,   label <TAB> base64(image bytes)
 // "\r\n" line ends are accepted; blank lines are skipped and counted. Labels are decimal integers;
-// with num_classes they must be below it, without it the class count is the largest label + 1.
+// with num_classes they must be below it, without it the class count is the largest label + 1 —
+// which, when most classes then hold no sample (one outlier label), is warned about, and refused
+// above kMaxSparseInferredClasses classes naming the label's line and pointing to --num-classes.
 // Input files are only ever read.
 //
 // Scanning streams each file in blocks (a serial reader cutting whole lines, parallel validation, a
@@ -21,6 +23,12 @@
 #include "converters/source.h"
 
 namespace fastnn::convert {
+
+// --max-line-bytes may not exceed this (line offsets in a scan block are 32-bit).
+inline constexpr uint64_t kMaxLineBytesLimit = uint64_t{1} << 30;
+// Without --num-classes the class count is the largest label + 1; when most of those classes would be
+// empty that is warned about, and refused above this many classes (see scan()).
+inline constexpr int64_t kMaxSparseInferredClasses = 65536;
 
 struct Base64TsvOptions {
   std::vector<std::string> files;

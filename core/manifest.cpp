@@ -62,13 +62,17 @@ void validate(const Manifest& m, const std::string& where) {
       if (sh.file != expect) bad(f + ".file", str("is \"", sh.file, "\", expected \"", expect, "\""));
       if (sh.label_histogram.size() != nc)
         bad(f + ".label_histogram", str("has ", sh.label_histogram.size(), " entries for ", nc, " classes"));
+      // Counts are untrusted: every sum is checked, so a huge count is an error naming its field,
+      // never a wrapped total that happens to match.
       uint64_t sum = 0;
       for (size_t c = 0; c < nc; ++c) {
-        sum += sh.label_histogram[c];
-        hist[c] += sh.label_histogram[c];
+        if (__builtin_add_overflow(sum, sh.label_histogram[c], &sum) ||
+            __builtin_add_overflow(hist[c], sh.label_histogram[c], &hist[c]) || hist[c] > uint64_t{INT64_MAX})
+          bad(str(f, ".label_histogram[", c, "]"), "counts add up to more than 2^63");
       }
       if (sum != sh.records) bad(f + ".label_histogram", str("adds up to ", sum, ", records is ", sh.records));
-      total += sh.records;
+      if (__builtin_add_overflow(total, sh.records, &total) || total > uint64_t{INT64_MAX})
+        bad(f + ".records", "the split's record counts add up to more than 2^63");
       lo = std::min(lo, sh.records);
       hi = std::max(hi, sh.records);
     }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include "pipeline/batch_iterator_config.h"
 
 namespace fastnn::pipeline {
@@ -188,9 +189,14 @@ const FileList& Dataset::files() const { return *list_; }
 
 int64_t Dataset::batches_per_epoch() const {
   if (!mapper_) throw ConfigError("batches_per_epoch: the dataset has no map_and_batch");
-  uint64_t n = records_per_epoch();
-  uint64_t b = static_cast<uint64_t>(batch_size_);
-  return static_cast<int64_t>(drop_remainder_ ? n / b : (n + b - 1) / b);
+  const uint64_t n = records_per_epoch();
+  const uint64_t b = static_cast<uint64_t>(batch_size_);
+  return checked_int64(n / b + (!drop_remainder_ && n % b != 0 ? 1 : 0), str(list_->name, ": batches per epoch"));
+}
+
+int64_t Dataset::total_batches(int64_t epochs) const {
+  if (epochs < 1) throw ConfigError(str("total_batches: epochs ", epochs, " must be >= 1"));
+  return checked_mul(batches_per_epoch(), epochs, str(list_->name, ": batches per epoch × epochs"));
 }
 
 std::unique_ptr<RecordStream> Dataset::build_stream(ReadCounters* counters) const {

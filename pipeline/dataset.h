@@ -88,6 +88,10 @@ class Dataset {
   const FileList& files() const;
   uint64_t records_per_epoch() const { return plan().records_per_rank; }
   int64_t batches_per_epoch() const;  // requires map_and_batch
+  // batches_per_epoch() × epochs, overflow-checked (Error naming the dataset when it does not fit):
+  // the step count a trainer may rely on. Record counts come from the manifest; the reader checks
+  // them against what each shard really holds (a mismatch is a FormatError naming the shard).
+  int64_t total_batches(int64_t epochs) const;
   int64_t epochs() const { return epochs_; }
 
   // The record stages only (shard → interleave → cache → shuffle → repeat), for tests and tools.
