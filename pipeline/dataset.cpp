@@ -167,6 +167,7 @@ Dataset& Dataset::prefetch(int buffer_batches) {
 Dataset& Dataset::with_options(const DatasetOptions& options) {
   if (options.num_threads < 0) throw ConfigError("num_threads must be >= 0");
   if (options.max_held_batches < 1) throw ConfigError("max_held_batches must be >= 1");
+  if (options.num_classes < 0) throw ConfigError(str("num_classes ", options.num_classes, " must be >= 0"));
   options_ = options;
   reader_.verify_data_crc = options.verify_data_crc;
   reader_.skip_corrupt = options.skip_corrupt;
@@ -239,6 +240,7 @@ std::unique_ptr<BatchIterator> Dataset::make_iterator(uint64_t first_batch) cons
   c.batches_per_epoch = per_epoch;
   c.first_batch = first_batch;
   c.options = options_;
+  if (c.options.num_classes == 0) c.options.num_classes = list_->num_classes;
   return std::make_unique<BatchIterator>(std::move(c));
 }
 

@@ -49,6 +49,10 @@ struct DatasetOptions {
   int max_held_batches = 2;     // batches the consumer may hold at once (double buffering)
   std::shared_ptr<BatchAllocator> allocator;  // default: HostBatchAllocator
   bool guard = false;           // warn on a repeated batch or a constant label stream
+  // Labels must be in [0, num_classes): one outside is a FormatError naming the shard file, record
+  // index and byte offset (or skipped with skip_corrupt). 0: the manifest's class count when the
+  // dataset comes from a manifest, unchecked otherwise. A trainer passes its model's class count.
+  int64_t num_classes = 0;
 };
 
 // One record out of make_record_iterator().

@@ -33,6 +33,7 @@ FileList file_list_from_manifest(const std::string& dir, const std::string& spli
   list.name = str(dir, " (split ", split, ")");
   list.compression_known = true;
   list.compression = parse_compression(m.compression);
+  list.num_classes = m.num_classes();
   for (const auto& sh : s->shards)
     list.files.push_back({(std::filesystem::path(dir) / sh.file).string(), static_cast<int64_t>(sh.records)});
   if (list.files.empty()) throw ConfigError(str(list.name, ": the split has no shards"));
