@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/check.h"
+#include "core/resources.h"
 #include "core/manifest.h"
 #include "core/tfrecord.h"
 #include "pipeline/dataset.h"
@@ -134,6 +135,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   if (o.steps < 2) throw ConfigError("bench: --steps must be >= 2");
   if (o.threads < 1) throw ConfigError("bench: --threads must be >= 1");
   if (o.rounds < 1) throw ConfigError("bench: --rounds must be >= 1");
+  check_thread_count(o.threads, "--threads");
   const int rounds = std::min(o.rounds, o.steps);
   PipelineBenchResult r;
   r.rounds = rounds;

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/checked_math.h"
+#include "pipeline/resources.h"
 #include "pipeline/batch_iterator_config.h"
 
 namespace fastnn::pipeline {
@@ -215,7 +216,21 @@ std::unique_ptr<RecordStream> Dataset::build_stream(ReadCounters* counters) cons
   return s;
 }
 
+void Dataset::check_resources() const {
+  PipelineResources r;
+  r.threads = options_.num_threads;
+  r.num_parallel_batches = num_parallel_batches_;
+  r.prefetch = prefetch_;
+  r.held_batches = options_.max_held_batches;
+  r.shuffle_buffer = shuffle_buffer_;
+  if (mapper_) r.batch_bytes = static_cast<uint64_t>(mapper_->spec().sample_bytes()) * static_cast<uint64_t>(batch_size_);
+  const uint64_t records = list_->counts_known() ? list_->total_records() : 0;
+  if (list_->total_bytes > 0 && records > 0) r.record_bytes = list_->total_bytes / records;
+  check_pipeline_resources(r);
+}
+
 std::unique_ptr<RecordIterator> Dataset::make_record_iterator() const {
+  check_resources();
   auto counters = std::make_unique<ReadCounters>();
   auto stream = build_stream(counters.get());
   return std::make_unique<StreamRecordIterator>(list_, std::move(counters), std::move(stream), epochs_);
@@ -223,6 +238,7 @@ std::unique_ptr<RecordIterator> Dataset::make_record_iterator() const {
 
 std::unique_ptr<BatchIterator> Dataset::make_iterator(uint64_t first_batch) const {
   if (!mapper_) throw ConfigError("make_iterator: the dataset has no map_and_batch stage");
+  check_resources();
   int64_t per_epoch = batches_per_epoch();
   if (per_epoch == 0)
     throw ConfigError(str(list_->name, ": ", records_per_epoch(), " records per epoch on this rank give no batch of ",

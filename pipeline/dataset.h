@@ -115,6 +115,8 @@ class Dataset {
  private:
   void order(int stage, const char* name);
   void ensure_plan() const;
+  // check_pipeline_resources (pipeline/resources.h) on this dataset's settings.
+  void check_resources() const;
 
   std::shared_ptr<FileList> list_;
   mutable std::shared_ptr<const ShardPlan> plan_;
