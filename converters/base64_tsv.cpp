@@ -65,6 +65,45 @@ bool parse_label(std::string_view f, int64_t max_label, int32_t* label, std::str
   return true;
 }
 
+TsvLine parse_tsv_line(std::string_view line, bool label_first, int64_t max_label, const ImageLimits& limits,
+                       std::string* buf) {
+  TsvLine r;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) {
+    r.status = TsvLine::kBlank;
+    return r;
+  }
+  r.status = TsvLine::kBad;
+  size_t tab = line.find('\t');
+  if (tab == std::string_view::npos || line.find('\t', tab + 1) != std::string_view::npos) {
+    r.reason = str("expected 2 tab-separated fields (", label_first ? "label, base64" : "base64, label", "), found ",
+                   std::count(line.begin(), line.end(), '\t') + 1);
+    return r;
+  }
+  std::string_view a = line.substr(0, tab), c = line.substr(tab + 1);
+  std::string_view b64 = label_first ? c : a, lab = label_first ? a : c;
+  const size_t b64_pos = label_first ? tab + 1 : 0;
+  if (!parse_label(lab, max_label, &r.label, &r.reason)) return r;
+  buf->resize(base64_max_decoded_size(b64.size()));
+  Base64Result d = base64_decode(b64, reinterpret_cast<uint8_t*>(buf->data()), buf->size());
+  if (!d.ok) {
+    r.reason = str("invalid base64 at column ", b64_pos + d.error_offset + 1, ": ", d.error);
+    return r;
+  }
+  std::string_view img(buf->data(), d.size);
+  try {
+    check_encoded_image(img, img.substr(img.size() - std::min(img.size(), kImageTailBytes)), img.size(), limits);
+  } catch (const FormatError& e) {
+    r.reason = e.what();
+    return r;
+  }
+  r.status = TsvLine::kGood;
+  r.b64_pos = b64_pos;
+  r.b64_length = b64.size();
+  r.image_bytes = d.size;
+  return r;
+}
+
 DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   const Base64TsvOptions& o = options_;
   if (o.files.empty()) throw ConfigError("base64-tsv needs at least one --input file");
@@ -113,40 +152,14 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
       b->results.resize(b->starts.size());
       for (size_t i = 0; i < b->starts.size(); ++i) {
         LineResult& r = b->results[i];
-        std::string_view line(b->data.data() + b->starts[i], b->ends[i] - b->starts[i]);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t") == std::string_view::npos) {
-          r.status = LineStatus::kBlank;
-          continue;
-        }
-        r.status = LineStatus::kBad;
-        size_t tab = line.find('\t');
-        if (tab == std::string_view::npos || line.find('\t', tab + 1) != std::string_view::npos) {
-          r.reason = str("expected 2 tab-separated fields (", o.label_first ? "label, base64" : "base64, label",
-                         "), found ", std::count(line.begin(), line.end(), '\t') + 1);
-          continue;
-        }
-        std::string_view a = line.substr(0, tab), c = line.substr(tab + 1);
-        std::string_view b64 = o.label_first ? c : a, lab = o.label_first ? a : c;
-        size_t b64_pos = o.label_first ? tab + 1 : 0;
-        if (!parse_label(lab, max_label, &r.label, &r.reason)) continue;
-        buf.resize(base64_max_decoded_size(b64.size()));
-        Base64Result d = base64_decode(b64, reinterpret_cast<uint8_t*>(buf.data()), buf.size());
-        if (!d.ok) {
-          r.reason = str("invalid base64 at column ", b64_pos + d.error_offset + 1, ": ", d.error);
-          continue;
-        }
-        std::string_view img(buf.data(), d.size);
-        try {
-          check_encoded_image(img, img.substr(img.size() - std::min(img.size(), kImageTailBytes)), img.size(),
-                              o.record.limits);
-        } catch (const FormatError& e) {
-          r.reason = e.what();
-          continue;
-        }
-        r.status = LineStatus::kGood;
-        r.b64_offset = b->file_offset + b->starts[i] + b64_pos;
-        r.b64_length = static_cast<uint32_t>(b64.size());
+        TsvLine t = parse_tsv_line(std::string_view(b->data.data() + b->starts[i], b->ends[i] - b->starts[i]),
+                                   o.label_first, max_label, o.record.limits, &buf);
+        r.status = t.status == TsvLine::kGood ? LineStatus::kGood
+                   : t.status == TsvLine::kBlank ? LineStatus::kBlank : LineStatus::kBad;
+        r.label = t.label;
+        r.reason = std::move(t.reason);
+        r.b64_offset = b->file_offset + b->starts[i] + t.b64_pos;
+        r.b64_length = static_cast<uint32_t>(t.b64_length);
       }
     };
 

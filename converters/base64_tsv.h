@@ -52,6 +52,19 @@ class Base64TsvSource : public Source {
   Base64TsvOptions options_;
 };
 
+// One line (without its '\n'; a trailing '\r' is dropped) fully validated: two tab-separated fields,
+// the label (parse_label), strict base64, the decoded image's header and end marker (decoded into
+// *scratch). On kGood, b64_pos/b64_length locate the base64 field in the line; on kBad, reason says why.
+struct TsvLine {
+  enum Status { kGood, kBlank, kBad } status = kBad;
+  int32_t label = 0;
+  size_t b64_pos = 0, b64_length = 0;
+  size_t image_bytes = 0;
+  std::string reason;
+};
+TsvLine parse_tsv_line(std::string_view line, bool label_first, int64_t max_label, const ImageLimits& limits,
+                       std::string* scratch);
+
 // Parses a label field: decimal digits only, at most `max_label`. Returns false with a reason.
 bool parse_label(std::string_view field, int64_t max_label, int32_t* label, std::string* why);
 
