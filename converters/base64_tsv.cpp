@@ -15,6 +15,7 @@
 #include "converters/file_io.h"
 #include "core/base64.h"
 #include "core/check.h"
+#include "core/logging.h"
 #include "core/progress.h"
 
 namespace fastnn::convert {
@@ -64,6 +65,45 @@ bool parse_label(std::string_view f, int64_t max_label, int32_t* label, std::str
   return true;
 }
 
+TsvLine parse_tsv_line(std::string_view line, bool label_first, int64_t max_label, const ImageLimits& limits,
+                       std::string* buf) {
+  TsvLine r;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) {
+    r.status = TsvLine::kBlank;
+    return r;
+  }
+  r.status = TsvLine::kBad;
+  size_t tab = line.find('\t');
+  if (tab == std::string_view::npos || line.find('\t', tab + 1) != std::string_view::npos) {
+    r.reason = str("expected 2 tab-separated fields (", label_first ? "label, base64" : "base64, label", "), found ",
+                   std::count(line.begin(), line.end(), '\t') + 1);
+    return r;
+  }
+  std::string_view a = line.substr(0, tab), c = line.substr(tab + 1);
+  std::string_view b64 = label_first ? c : a, lab = label_first ? a : c;
+  const size_t b64_pos = label_first ? tab + 1 : 0;
+  if (!parse_label(lab, max_label, &r.label, &r.reason)) return r;
+  buf->resize(base64_max_decoded_size(b64.size()));
+  Base64Result d = base64_decode(b64, reinterpret_cast<uint8_t*>(buf->data()), buf->size());
+  if (!d.ok) {
+    r.reason = str("invalid base64 at column ", b64_pos + d.error_offset + 1, ": ", d.error);
+    return r;
+  }
+  std::string_view img(buf->data(), d.size);
+  try {
+    check_encoded_image(img, img.substr(img.size() - std::min(img.size(), kImageTailBytes)), img.size(), limits);
+  } catch (const FormatError& e) {
+    r.reason = e.what();
+    return r;
+  }
+  r.status = TsvLine::kGood;
+  r.b64_pos = b64_pos;
+  r.b64_length = b64.size();
+  r.image_bytes = d.size;
+  return r;
+}
+
 DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   const Base64TsvOptions& o = options_;
   if (o.files.empty()) throw ConfigError("base64-tsv needs at least one --input file");
@@ -71,6 +111,9 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   if (o.num_classes < 0 || o.num_classes > kMaxInferredLabel + 1)
     throw ConfigError(str("--num-classes must be in 1..", kMaxInferredLabel + 1));
   const int64_t max_label = o.num_classes > 0 ? o.num_classes - 1 : kMaxInferredLabel;
+  // Offsets and lengths inside a block are 32-bit.
+  if (o.max_line_bytes < 1 || o.max_line_bytes > kMaxLineBytesLimit)
+    throw ConfigError(str("--max-line-bytes must be in 1..", kMaxLineBytesLimit, ", not ", o.max_line_bytes));
   DatasetIndex index;
   index.dataset = "base64-tsv";
   SplitIndex split;
@@ -85,6 +128,7 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   const int concurrency = std::max(1, tbb::this_task_arena::max_concurrency());
   tbb::enumerable_thread_specific<std::string> decode_buffers;
   int64_t largest = -1;
+  std::string largest_at;  // "file:line" of the largest label, for the class-count check
   // Blocks are reused through a free list (the pipeline passes raw pointers; the pool owns them, so
   // an exception mid-pipeline leaks nothing). At most `tokens` are in flight.
   const size_t tokens = static_cast<size_t>(2 * concurrency);
@@ -108,40 +152,14 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
       b->results.resize(b->starts.size());
       for (size_t i = 0; i < b->starts.size(); ++i) {
         LineResult& r = b->results[i];
-        std::string_view line(b->data.data() + b->starts[i], b->ends[i] - b->starts[i]);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t") == std::string_view::npos) {
-          r.status = LineStatus::kBlank;
-          continue;
-        }
-        r.status = LineStatus::kBad;
-        size_t tab = line.find('\t');
-        if (tab == std::string_view::npos || line.find('\t', tab + 1) != std::string_view::npos) {
-          r.reason = str("expected 2 tab-separated fields (", o.label_first ? "label, base64" : "base64, label",
-                         "), found ", std::count(line.begin(), line.end(), '\t') + 1);
-          continue;
-        }
-        std::string_view a = line.substr(0, tab), c = line.substr(tab + 1);
-        std::string_view b64 = o.label_first ? c : a, lab = o.label_first ? a : c;
-        size_t b64_pos = o.label_first ? tab + 1 : 0;
-        if (!parse_label(lab, max_label, &r.label, &r.reason)) continue;
-        buf.resize(base64_max_decoded_size(b64.size()));
-        Base64Result d = base64_decode(b64, reinterpret_cast<uint8_t*>(buf.data()), buf.size());
-        if (!d.ok) {
-          r.reason = str("invalid base64 at column ", b64_pos + d.error_offset + 1, ": ", d.error);
-          continue;
-        }
-        std::string_view img(buf.data(), d.size);
-        try {
-          check_encoded_image(img, img.substr(img.size() - std::min(img.size(), kImageTailBytes)), img.size(),
-                              o.record.limits);
-        } catch (const FormatError& e) {
-          r.reason = e.what();
-          continue;
-        }
-        r.status = LineStatus::kGood;
-        r.b64_offset = b->file_offset + b->starts[i] + b64_pos;
-        r.b64_length = static_cast<uint32_t>(b64.size());
+        TsvLine t = parse_tsv_line(std::string_view(b->data.data() + b->starts[i], b->ends[i] - b->starts[i]),
+                                   o.label_first, max_label, o.record.limits, &buf);
+        r.status = t.status == TsvLine::kGood ? LineStatus::kGood
+                   : t.status == TsvLine::kBlank ? LineStatus::kBlank : LineStatus::kBad;
+        r.label = t.label;
+        r.reason = std::move(t.reason);
+        r.b64_offset = b->file_offset + b->starts[i] + t.b64_pos;
+        r.b64_length = static_cast<uint32_t>(t.b64_length);
       }
     };
 
@@ -223,7 +241,10 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
                   s.label = r.label;
                   s.aux = static_cast<uint32_t>(line);
                   split.samples.push_back(s);
-                  largest = std::max<int64_t>(largest, r.label);
+                  if (r.label > largest) {
+                    largest = r.label;
+                    largest_at = str(path, ":", line);
+                  }
                 }
               }
               std::lock_guard<std::mutex> lock(pool_mu);
@@ -235,6 +256,22 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
 
   const int64_t classes = o.num_classes > 0 ? o.num_classes : largest + 1;
   if (classes < 1) throw FormatError(str(o.files.front(), ": no usable line in the input"));
+  if (o.num_classes == 0 && o.class_names.empty()) {
+    // An inferred class count is only as good as the largest label: one outlier label must not make
+    // millions of empty classes (and a manifest of per-shard histograms that size).
+    std::vector<uint8_t> used(static_cast<size_t>(classes), 0);
+    int64_t distinct = 0;
+    for (const SampleRef& s : split.samples)
+      if (!used[s.label]) used[s.label] = 1, ++distinct;
+    const int64_t empty = classes - distinct;
+    if (empty * 2 > classes) {
+      std::string msg = str("the largest label, ", largest, " at ", largest_at, ", makes ", classes, " classes of which ",
+                            empty, " have no sample");
+      if (classes > kMaxSparseInferredClasses)
+        throw FormatError(str(msg, "; pass --num-classes (and --class-names) if that many classes is intended"));
+      log_warn(msg, "; pass --num-classes to state the class count");
+    }
+  }
   index.class_names = o.class_names;
   if (index.class_names.empty())
     for (int64_t i = 0; i < classes; ++i) index.class_names.push_back(std::to_string(i));

@@ -15,7 +15,8 @@ namespace {
 
 bool is_file(const std::string& p) {
   struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  // Present at all: a FIFO or folder under that name is then refused by name when it is opened.
+  return ::stat(p.c_str(), &st) == 0;
 }
 
 // Non-blank lines of a names file, or empty if there is no such file.
@@ -60,6 +61,24 @@ class CifarEncoder : public SampleEncoder {
 
 }  // namespace
 
+uint64_t cifar_record_count(uint64_t size, bool cifar100, const std::string& path) {
+  const uint64_t rb = (cifar100 ? 2 : 1) + CifarSource::kPixelBytes;
+  if (size % rb != 0 || size == 0)
+    throw FormatError(str(path, ": size ", size, " is not a multiple of the ", rb, "-byte ", cifar100 ? "cifar100" : "cifar10",
+                          " record (", size / rb, " whole records, ", size % rb, " bytes left over at offset ",
+                          size - size % rb, ")"));
+  return size / rb;
+}
+
+std::string cifar_record_labels(const uint8_t* r, bool cifar100, int* fine, int* coarse) {
+  const int classes = cifar100 ? 100 : 10;
+  *coarse = cifar100 ? r[0] : -1;
+  *fine = cifar100 ? r[1] : r[0];
+  if (*fine >= classes) return str("label ", *fine, " is outside 0..", classes - 1);
+  if (*coarse >= 20) return str("coarse label ", *coarse, " is outside 0..19");
+  return "";
+}
+
 DatasetIndex CifarSource::scan(const ScanOptions& scan) {
   const char* name = options_.cifar100 ? "cifar100" : "cifar10";
   const std::string first = options_.cifar100 ? "train.bin" : "data_batch_1.bin";
@@ -102,10 +121,7 @@ DatasetIndex CifarSource::scan(const ScanOptions& scan) {
       std::string path = dir + "/" + fname;
       if (!is_file(path)) throw FormatError(str(options_.dir, ": no ", fname, " (the ", name, " binary version)"));
       const uint64_t size = file_size(path);
-      if (size % rb != 0 || size == 0)
-        throw FormatError(str(path, ": size ", size, " is not a multiple of the ", rb, "-byte ", name, " record (",
-                              size / rb, " whole records, ", size % rb, " bytes left over at offset ",
-                              size - size % rb, ")"));
+      cifar_record_count(size, options_.cifar100, path);
       const uint32_t file = static_cast<uint32_t>(index.files.size());
       index.files.push_back(fname);
       paths_.push_back(path);
@@ -119,11 +135,8 @@ DatasetIndex CifarSource::scan(const ScanOptions& scan) {
         read_exact(fd.get(), rec * rb, buf.data(), n * rb, path);
         for (uint64_t k = 0; k < n; ++k) {
           const uint8_t* r = buf.data() + k * rb;
-          int coarse = options_.cifar100 ? r[0] : -1;
-          int fine = options_.cifar100 ? r[1] : r[0];
-          std::string why;
-          if (fine >= classes) why = str("label ", fine, " is outside 0..", classes - 1);
-          else if (coarse >= 20) why = str("coarse label ", coarse, " is outside 0..19");
+          int coarse = -1, fine = 0;
+          const std::string why = cifar_record_labels(r, options_.cifar100, &fine, &coarse);
           const uint64_t offset = (rec + k) * rb;
           if (!why.empty()) {
             if (!scan.skip_bad) throw FormatError(str(path, ": record ", rec + k, " at offset ", offset, ": ", why));

@@ -46,4 +46,11 @@ class CifarSource : public Source {
   std::vector<std::string> paths_;  // full paths, by DatasetIndex::files entry
 };
 
+// The parsing of CIFAR binary files, apart from the scan (also used by the fuzz target):
+// a file's size as a record count (FormatError naming the path, the whole records and the bytes left
+// over unless it is a positive multiple of the record size), and one record's labels (its first 1 or
+// 2 bytes): "" when in range, else why not.
+uint64_t cifar_record_count(uint64_t size, bool cifar100, const std::string& path);
+std::string cifar_record_labels(const uint8_t* record, bool cifar100, int* fine, int* coarse);
+
 }  // namespace fastnn::convert

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 #include "core/progress.h"
+#include "core/resources.h"
 
 namespace fastnn::convert {
 namespace {
@@ -66,7 +67,7 @@ void validate_convert_options(const ConvertOptions& o) {
     throw ConfigError(str("--shards-per-gpu must be in 1..65536, not ", o.shards_per_gpu));
   if (o.num_gpus * o.shards_per_gpu > kMaxShards)
     throw ConfigError(str("--num-gpus × --shards-per-gpu must be at most ", kMaxShards));
-  if (o.threads < 0) throw ConfigError("--threads must be >= 0");
+  check_thread_count(o.threads, "--threads");
   if (!(o.validation_fraction >= 0 && o.validation_fraction < 1))
     throw ConfigError("--validation-fraction must be in [0, 1)");
   if (o.validation_fraction > 0 && o.validation_count > 0)

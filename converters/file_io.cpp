@@ -7,13 +7,12 @@
 #include <cerrno>
 
 #include "core/check.h"
+#include "core/input_file.h"
 
 namespace fastnn::convert {
 
 uint64_t file_size(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw_io_error(path, "stat");
-  return static_cast<uint64_t>(st.st_size);
+  return require_regular_file(path);
 }
 
 void read_exact(int fd, uint64_t offset, void* out, size_t n, const std::string& path) {
@@ -32,9 +31,7 @@ void read_exact(int fd, uint64_t offset, void* out, size_t n, const std::string&
   }
 }
 
-Fd::Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-  if (fd_ < 0) throw_io_error(path, "open");
-}
+Fd::Fd(const std::string& path) : fd_(open_regular_file(path)) {}
 
 Fd::~Fd() {
   if (fd_ >= 0) ::close(fd_);
@@ -67,12 +64,7 @@ std::string read_file_prefix(const std::string& path, size_t max_bytes) {
 }
 
 std::string read_whole_file(const std::string& path, uint64_t max_bytes) {
-  uint64_t size = file_size(path);
-  if (size > max_bytes) throw FormatError(str(path, ": ", size, " bytes, more than the limit of ", max_bytes));
-  Fd fd(path);
-  std::string out(size, '\0');
-  read_exact(fd.get(), 0, out.data(), size, path);
-  return out;
+  return read_regular_file(path, max_bytes);
 }
 
 FileHandles::~FileHandles() {
@@ -84,8 +76,7 @@ void FileHandles::read(uint32_t file, uint64_t offset, void* out, size_t n) {
   FASTNN_CHECK(file < paths_->size(), "file index ", file, " out of range");
   if (fds_.size() < paths_->size()) fds_.resize(paths_->size(), -1);
   if (fds_[file] < 0) {
-    fds_[file] = ::open((*paths_)[file].c_str(), O_RDONLY | O_CLOEXEC);
-    if (fds_[file] < 0) throw_io_error((*paths_)[file], "open");
+    fds_[file] = open_regular_file((*paths_)[file]);
   }
   read_exact(fds_[file], offset, out, n, (*paths_)[file]);
 }

@@ -8,7 +8,8 @@
 
 namespace fastnn::convert {
 
-// Size of a regular file; IoError if it cannot be stat'ed.
+// Size of a regular file; IoError if it cannot be stat'ed or is not a regular file (a FIFO, a folder...).
+// Every opener here goes through core/input_file.h: only regular files are opened.
 uint64_t file_size(const std::string& path);
 
 // pread(2) until `n` bytes are read. A short read (the file shrank since it was scanned) throws
@@ -39,7 +40,7 @@ class FileHandles {
 class Fd {
  public:
   Fd() = default;
-  explicit Fd(const std::string& path);  // open O_RDONLY; IoError on failure
+  explicit Fd(const std::string& path);  // open_regular_file (core/input_file.h); IoError on failure
   ~Fd();
   Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   Fd& operator=(Fd&& o) noexcept;

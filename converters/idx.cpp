@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/check.h"
+#include "core/input_file.h"
 
 namespace fastnn::convert {
 namespace {
@@ -125,8 +126,10 @@ IdxArray read_idx_header(const std::string& path, int expected_dims, const IdxLi
 namespace {
 IdxArray read_file(const std::string& path, int expected_dims, const IdxLimits& limits, bool header_only) {
   // gzread reads plain files transparently, so one path serves both.
-  gzFile f = gzopen(path.c_str(), "rb");
+  InputFile in(path);  // a regular file only: a FIFO would block gzopen
+  gzFile f = gzdopen(in.fd(), "rb");
   if (!f) throw_io_error(path, "open");
+  in.release();  // gzclose closes it
   gzbuffer(f, 1 << 20);
   struct Closer {
     gzFile f;

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <oneapi/tbb/parallel_for.h>
 
 #include "converters/file_io.h"
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/progress.h"
 
 namespace fastnn::convert {
@@ -18,6 +21,7 @@ struct Entry {
   std::string name;
   bool is_dir = false;
   bool is_file = false;
+  std::string problem;  // neither folder nor regular file: why ("a dangling symbolic link", "a FIFO ...")
 };
 
 // Sorted entries of a folder (symlinks followed), "." and ".." left out.
@@ -30,9 +34,19 @@ std::vector<Entry> list(const std::string& dir) {
     if (n == "." || n == "..") continue;
     struct stat st;
     Entry en{n};
-    if (::stat((dir + "/" + n).c_str(), &st) == 0) {
+    const std::string p = dir + "/" + n;
+    if (::stat(p.c_str(), &st) == 0) {
       en.is_dir = S_ISDIR(st.st_mode);
       en.is_file = S_ISREG(st.st_mode);
+      if (!en.is_dir && !en.is_file) en.problem = str("is ", file_kind_name(st.st_mode), ", not a regular file");
+    } else {
+      const int err = errno;
+      struct stat lst;
+      if (::lstat(p.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+        en.problem = err == ENOENT ? "a dangling symbolic link (its target does not exist)"
+                                   : str("a symbolic link that cannot be followed: ", std::strerror(err));
+      else
+        en.problem = str("cannot stat: ", std::strerror(err));
     }
     out.push_back(std::move(en));
   }
@@ -44,6 +58,7 @@ std::vector<Entry> list(const std::string& dir) {
 struct Candidate {
   std::string path;
   int32_t label;
+  std::string problem;  // known bad before reading (not a regular file)
 };
 
 // Every regular file under dir (sorted, depth first); hidden entries and non-files are counted.
@@ -56,7 +71,10 @@ void walk(const std::string& dir, int32_t label, std::vector<Candidate>* out, ui
     } else if (e.is_dir) {
       walk(p, label, out, ignored, depth + 1);
     } else if (e.is_file) {
-      out->push_back({p, label});
+      out->push_back({p, label, {}});
+    } else if (ImageFolderSource::has_image_extension(e.name)) {
+      // Named like an image but not one we can read (docs/FORMATS.md): a bad sample, not ignored.
+      out->push_back({p, label, e.problem});
     } else {
       ++*ignored;
     }
@@ -164,7 +182,9 @@ DatasetIndex ImageFolderSource::scan(const ScanOptions& scan) {
   progress.set_silent(scan.quiet);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, candidates.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
     std::string head, tail;
-    for (size_t i = r.begin(); i != r.end(); ++i) checked[i] = check_file(candidates[i].path, options_, &head, &tail);
+    for (size_t i = r.begin(); i != r.end(); ++i)
+      checked[i] = candidates[i].problem.empty() ? check_file(candidates[i].path, options_, &head, &tail)
+                                                 : Checked{Verdict::kBad, 0, candidates[i].problem};
     progress.add(r.size());
   });
   progress.finish();

@@ -17,7 +17,8 @@ constexpr uint64_t kMaxSide = 4096;
 
 bool is_file(const std::string& p) {
   struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  // Present at all: a FIFO or folder under that name is then refused by name when it is opened.
+  return ::stat(p.c_str(), &st) == 0;
 }
 
 std::string basename_of(const std::string& p) {

@@ -15,6 +15,7 @@
 
 #include "core/atomic_output.h"
 #include "core/check.h"
+#include "core/resources.h"
 #include "core/example.h"
 #include "core/image.h"
 #include "core/progress.h"
@@ -199,6 +200,7 @@ uint64_t CheckReport::error_count() const {
 }
 
 CheckReport check_shard_set(const CheckOptions& o) {
+  check_thread_count(o.threads, "--threads");
   const auto t0 = std::chrono::steady_clock::now();
   CheckReport report;
   report.manifest = read_manifest(o.dir);

@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kLockName = ".fastnn.lock";
 constexpr const char* kTempSuffix = ".fastnn-tmp";
+constexpr const char* kIncompleteName = ".fastnn-incomplete";
 
 std::vector<std::string> list_dir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
@@ -114,12 +115,27 @@ OutputDir::OutputDir(std::string dir, Options options) : dir_(std::move(dir)), o
     if (finished && !options_.overwrite)
       throw ConfigError(str(dir_, " already holds a finished output (", options_.marker,
                             "); choose another output directory or pass --overwrite"));
+    // Proof of authorship: the ownership file a run writes before its first temporary and removes
+    // after its marker. Without it, output-named files are not provably ours and are kept.
+    const bool ours = exists(final_path(kIncompleteName));
+    std::vector<std::string> foreign;
     for (const std::string& n : list_dir(dir_)) {
-      bool stale = is_temp_name(n) || (!finished && options_.owned && options_.owned(n));
-      if (!stale) continue;
-      remove_file(final_path(n));
-      cleaned_.push_back(n);
+      if (is_temp_name(n) || (!finished && ours && options_.owned && options_.owned(n))) {
+        remove_file(final_path(n));
+        cleaned_.push_back(n);
+      } else if (!finished && options_.owned && options_.owned(n)) {
+        foreign.push_back(n);
+      }
     }
+    if (!foreign.empty() && !options_.overwrite) {
+      std::string list;
+      for (size_t i = 0; i < foreign.size() && i < 5; ++i) list += (i ? ", " : "") + foreign[i];
+      if (foreign.size() > 5) list += str(", ... (", foreign.size(), " in all)");
+      throw ConfigError(str(dir_, " holds files named like this output (", list, ") but no ", options_.marker,
+                            " and no sign that fastnn wrote them, so they are left alone; move them away, or pass "
+                            "--overwrite to replace them"));
+    }
+    write_incomplete_marker();
   } catch (...) {
     if (created_) {
       ::unlink(final_path(kLockName).c_str());
@@ -134,9 +150,23 @@ OutputDir::OutputDir(std::string dir, Options options) : dir_(std::move(dir)), o
              cleaned_.size() > 1 ? ", ..." : "", ")");
 }
 
+void OutputDir::write_incomplete_marker() {
+  const std::string path = final_path(kIncompleteName);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw_io_error(path, "create");
+  const std::string text = str("fastnn output in progress (pid ", ::getpid(), "); removed when it is committed\n");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw_io_error(path, "write");
+  if (options_.sync) {
+    fsync_path(path);
+    fsync_path(dir_);
+  }
+}
+
 OutputDir::~OutputDir() {
   if (!committed_) {
     remove_temporaries();
+    if (lock_fd_ >= 0) ::unlink(final_path(kIncompleteName).c_str());
     // A directory this run created and left empty goes too (rmdir fails harmlessly otherwise).
     if (created_ && lock_fd_ >= 0 && ::unlink(final_path(kLockName).c_str()) == 0) ::rmdir(dir_.c_str());
   }
@@ -167,7 +197,7 @@ void OutputDir::commit() {
   }
   // --overwrite: the old set stops being a finished output before any of its files changes.
   std::string marker_path = final_path(options_.marker);
-  if (exists(marker_path)) {
+  if (exists(marker_path) || options_.overwrite) {  // overwrite: also files not provably ours
     remove_file(marker_path);
     if (options_.sync) fsync_path(dir_);
     for (const std::string& n : list_dir(dir_)) {
@@ -193,6 +223,8 @@ void OutputDir::commit() {
   }
   committed_ = true;
   if (options_.sync) fsync_path(dir_);
+  // Last: a kill before this leaves a finished output (the marker wins) plus a stale ownership file.
+  ::unlink(final_path(kIncompleteName).c_str());
 }
 
 }  // namespace fastnn

@@ -9,7 +9,11 @@
 //     removed again when nothing else is in it);
 //   - after a kill -9 only temporaries are left (outside the few-millisecond commit); the next
 //     OutputDir on that directory removes them, and also removes final-named files (`owned` names)
-//     that are not accompanied by a marker: leftovers of a commit that was interrupted.
+//     that are not accompanied by a marker: leftovers of a commit that was interrupted — but only
+//     when it can prove a fastnn run wrote them: every OutputDir creates ".fastnn-incomplete" before
+//     its first temporary and removes it after the marker. Owned names without a marker and without
+//     that file are someone else's: a ConfigError lists them (they are kept) unless `overwrite` is
+//     set, in which case commit() replaces them as it replaces a finished output.
 // A directory that already holds a marker is a finished output: opening it is a ConfigError unless
 // `overwrite` is set, in which case commit() removes the old marker first, then the old owned files
 // the new set does not replace, then renames the new set in.
@@ -62,6 +66,7 @@ class OutputDir {
 
  private:
   void remove_temporaries() noexcept;
+  void write_incomplete_marker();
 
   std::string dir_;
   Options options_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/crc32c.h"
 
 namespace fastnn {
@@ -143,8 +144,7 @@ bool Inflater::started() const { return impl_->started; }
 // ---- detect_compression ----
 
 Compression detect_compression(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_io_error(path, "open");
+  const int fd = open_regular_file(path);
   std::vector<unsigned char> head(64 << 10);
   size_t n = 0;
   while (n < head.size()) {

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/input_file.h"
+#include "core/name_escape.h"
 
 namespace fastnn {
 namespace {
@@ -60,13 +62,17 @@ void validate(const Manifest& m, const std::string& where) {
       if (sh.file != expect) bad(f + ".file", str("is \"", sh.file, "\", expected \"", expect, "\""));
       if (sh.label_histogram.size() != nc)
         bad(f + ".label_histogram", str("has ", sh.label_histogram.size(), " entries for ", nc, " classes"));
+      // Counts are untrusted: every sum is checked, so a huge count is an error naming its field,
+      // never a wrapped total that happens to match.
       uint64_t sum = 0;
       for (size_t c = 0; c < nc; ++c) {
-        sum += sh.label_histogram[c];
-        hist[c] += sh.label_histogram[c];
+        if (__builtin_add_overflow(sum, sh.label_histogram[c], &sum) ||
+            __builtin_add_overflow(hist[c], sh.label_histogram[c], &hist[c]) || hist[c] > uint64_t{INT64_MAX})
+          bad(str(f, ".label_histogram[", c, "]"), "counts add up to more than 2^63");
       }
       if (sum != sh.records) bad(f + ".label_histogram", str("adds up to ", sum, ", records is ", sh.records));
-      total += sh.records;
+      if (__builtin_add_overflow(total, sh.records, &total) || total > uint64_t{INT64_MAX})
+        bad(f + ".records", "the split's record counts add up to more than 2^63");
       lo = std::min(lo, sh.records);
       hi = std::max(hi, sh.records);
     }
@@ -81,16 +87,24 @@ void validate(const Manifest& m, const std::string& where) {
   }
 }
 
+// Names (paths, class names, reasons quoting them) are bytes: written in core/name_escape.h's form.
+std::vector<std::string> escaped(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const std::string& n : names) out.push_back(escape_name(n));
+  return out;
+}
+
 json to_json(const Manifest& m) {
   json j;
   j["format"] = m.format;
   j["version"] = m.version;
   j["dataset"] = m.dataset;
   j["created_by"] = m.created_by;
-  j["inputs"] = m.inputs;
+  j["inputs"] = escaped(m.inputs);
   j["num_classes"] = m.num_classes();
-  j["classes"] = m.class_names;
-  if (!m.coarse_class_names.empty()) j["coarse_classes"] = m.coarse_class_names;
+  j["classes"] = escaped(m.class_names);
+  if (!m.coarse_class_names.empty()) j["coarse_classes"] = escaped(m.coarse_class_names);
   j["seed"] = m.seed;
   j["num_gpus"] = m.num_gpus;
   j["shards_per_gpu"] = m.shards_per_gpu;
@@ -113,9 +127,11 @@ json to_json(const Manifest& m) {
                         {"label_histogram", sh.label_histogram}});
     js["shards"] = std::move(shards);
     json dropped = json::array(), padded = json::array(), skipped = json::array();
-    for (const auto& d : s.dropped) dropped.push_back({{"source", d.source}, {"label", d.label}});
-    for (const auto& p : s.padded) padded.push_back({{"source", p.source}, {"label", p.label}, {"shard", p.shard}});
-    for (const auto& k : s.skipped) skipped.push_back({{"source", k.source}, {"reason", k.reason}});
+    for (const auto& d : s.dropped) dropped.push_back({{"source", escape_name(d.source)}, {"label", d.label}});
+    for (const auto& p : s.padded)
+      padded.push_back({{"source", escape_name(p.source)}, {"label", p.label}, {"shard", p.shard}});
+    for (const auto& k : s.skipped)
+      skipped.push_back({{"source", escape_name(k.source)}, {"reason", escape_name(k.reason)}});
     js["dropped"] = std::move(dropped);
     js["padded"] = std::move(padded);
     js["skipped"] = std::move(skipped);
@@ -172,7 +188,7 @@ class Reader {
     const json& a = array(obj, key, path, max_size);
     for (size_t i = 0; i < a.size(); ++i) {
       if (!a[i].is_string()) fail(str(path, ".", key, "[", i, "]"), "is not a string");
-      out.push_back(a[i].get<std::string>());
+      out.push_back(unescape_name(a[i].get<std::string>()));
     }
     return out;
   }
@@ -255,18 +271,19 @@ Manifest from_json(const json& j, const std::string& where) {
     const json& dropped = r.array(js, "dropped", sp, kMaxListed);
     for (size_t i = 0; i < dropped.size(); ++i) {
       std::string f = str(sp, ".dropped[", i, "]");
-      s.dropped.push_back({r.string(dropped[i], "source", f), r.integer(dropped[i], "label", f, 0, kMaxClasses)});
+      s.dropped.push_back({unescape_name(r.string(dropped[i], "source", f)), r.integer(dropped[i], "label", f, 0, kMaxClasses)});
     }
     const json& padded = r.array(js, "padded", sp, kMaxListed);
     for (size_t i = 0; i < padded.size(); ++i) {
       std::string f = str(sp, ".padded[", i, "]");
-      s.padded.push_back({r.string(padded[i], "source", f), r.integer(padded[i], "label", f, 0, kMaxClasses),
+      s.padded.push_back({unescape_name(r.string(padded[i], "source", f)), r.integer(padded[i], "label", f, 0, kMaxClasses),
                           r.integer(padded[i], "shard", f, 0, kMaxShards)});
     }
     const json& skipped = r.array(js, "skipped", sp, kMaxListed);
     for (size_t i = 0; i < skipped.size(); ++i) {
       std::string f = str(sp, ".skipped[", i, "]");
-      s.skipped.push_back({r.string(skipped[i], "source", f), r.string(skipped[i], "reason", f)});
+      s.skipped.push_back(
+          {unescape_name(r.string(skipped[i], "source", f)), unescape_name(r.string(skipped[i], "reason", f))});
     }
     s.ignored_files = static_cast<uint64_t>(r.integer(js, "ignored_files", sp, 0, INT64_MAX));
     m.splits.push_back(std::move(s));
@@ -322,7 +339,11 @@ void validate_split_name(std::string_view name) {
 
 std::string serialize_manifest(const Manifest& m) {
   validate(m, "manifest to write");
-  return to_json(m).dump(2) + "\n";
+  try {
+    return to_json(m).dump(2) + "\n";
+  } catch (const json::exception& e) {  // a non-name field that is not UTF-8 (names are escaped)
+    throw FormatError(str("manifest to write: ", e.what()));
+  }
 }
 
 Manifest parse_manifest(std::string_view json_text, const std::string& name) {
@@ -340,17 +361,12 @@ Manifest read_manifest(const std::string& path) {
   std::string file = path;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) file = (std::filesystem::path(path) / kManifestFileName).string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_io_error(file, "open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_io_error(file, "read");
-  return parse_manifest(ss.str(), file);
+  return parse_manifest(read_regular_file(file, kMaxManifestBytes), file);
 }
 
 std::string format_labels_txt(const std::vector<std::string>& class_names) {
   std::string out;
-  for (size_t i = 0; i < class_names.size(); ++i) out += str(i, ":", class_names[i], "\n");
+  for (size_t i = 0; i < class_names.size(); ++i) out += str(i, ":", escape_name(class_names[i]), "\n");
   return out;
 }
 
@@ -370,6 +386,7 @@ std::vector<std::string> parse_labels_txt(std::string_view text, const std::stri
     if (l.find_first_not_of(" \t") != std::string_view::npos) lines.push_back({number, l});
     pos = end + 1;
   }
+  if (lines.empty()) throw FormatError(str(name, ": no class names (the file is empty)"));
   if (static_cast<int64_t>(lines.size()) > kMaxClasses) throw FormatError(str(name, ": more than ", kMaxClasses, " classes"));
   auto id_of = [](std::string_view l, int64_t* id) {
     size_t colon = l.find(':');
@@ -384,7 +401,7 @@ std::vector<std::string> parse_labels_txt(std::string_view text, const std::stri
   }
   std::vector<std::string> names;
   if (!all_ids) {
-    for (const Line& l : lines) names.emplace_back(l.text);
+    for (const Line& l : lines) names.push_back(unescape_name(l.text));
     return names;
   }
   names.resize(lines.size());
@@ -396,7 +413,7 @@ std::vector<std::string> parse_labels_txt(std::string_view text, const std::stri
       throw FormatError(str(name, ":", l.number, ": id ", id, " outside 0..", lines.size() - 1));
     if (seen[id]) throw FormatError(str(name, ":", l.number, ": id ", id, " appears twice"));
     seen[id] = true;
-    names[id] = std::string(l.text.substr(l.text.find(':') + 1));
+    names[id] = unescape_name(l.text.substr(l.text.find(':') + 1));
   }
   return names;
 }

@@ -23,6 +23,8 @@ inline constexpr int kManifestVersion = 1;
 // Bounds applied when reading (and checked when writing).
 inline constexpr int64_t kMaxClasses = int64_t{1} << 24;
 inline constexpr int64_t kMaxShards = 1 << 20;
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;  // manifest.json, checked before reading
+inline constexpr uint64_t kMaxLabelsBytes = uint64_t{256} << 20;  // labels.txt / --class-names files
 
 // A source sample that is not in the shards (train split, --remainder drop).
 struct DroppedSample {
@@ -107,10 +109,14 @@ Manifest parse_manifest(std::string_view json_text, const std::string& name = kM
 // `path` is the file or the directory holding manifest.json. Throws IoError / FormatError.
 Manifest read_manifest(const std::string& path);
 
+// Names are bytes: every class name, input path, sample source and skip reason is written in
+// core/name_escape.h's escaped form (\xHH for control characters, '\' and bytes that are not UTF-8)
+// and unescaped when read, so any byte sequence round-trips and labels.txt stays one line per class.
 // labels.txt: one "id:name" line per class, ids 0..n-1 in order.
 std::string format_labels_txt(const std::vector<std::string>& class_names);
 // Accepts "id:name" lines in any order (ids must be exactly 0..n-1, each once) or, when no line has
-// an "id:" prefix, plain names one per line. Blank lines are ignored. Throws FormatError with the line.
+// an "id:" prefix, plain names one per line. Blank lines are ignored. Throws FormatError with the line,
+// or naming the file when it holds no name at all.
 std::vector<std::string> parse_labels_txt(std::string_view text, const std::string& name);
 
 }  // namespace fastnn

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/safetensors.h"
 
 namespace fastnn::ckpt {
@@ -77,8 +78,7 @@ SafetensorsFile SafetensorsFile::parse(std::string_view bytes, std::string name,
 SafetensorsFile SafetensorsFile::open(const std::string& path, const SafetensorsLimits& limits) {
   SafetensorsFile f;
   f.name_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_io_error(path, "open");
+  const int fd = open_regular_file(path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     ::close(fd);

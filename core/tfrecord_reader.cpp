@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/compression.h"
 #include "core/crc32c.h"
 #include "core/tfrecord.h"
@@ -235,11 +236,8 @@ TFRecordReader::TFRecordReader(const std::string& path, const TFRecordReaderOpti
   Impl& r = *impl_;
   r.name = path;
   r.opt = options;
-  r.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (r.fd < 0) throw_io_error(path, "open");
-  struct stat st {};
   uint64_t file_size = kUnknown;
-  if (::fstat(r.fd, &st) == 0 && S_ISREG(st.st_mode)) file_size = static_cast<uint64_t>(st.st_size);
+  r.fd = open_regular_file(path, &file_size);  // a FIFO or folder is refused, never waited on
   ::posix_fadvise(r.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   const size_t chunk = std::max(options.read_buffer_bytes, kMinBuffer);
   // Small files get a buffer of their size (+1 so that end of file is seen without a regrow).

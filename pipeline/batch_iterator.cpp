@@ -203,6 +203,10 @@ struct BatchIterator::Impl {
         e->skipped[i] = 0;
         try {
           cfg.mapper->map(e->records[i], ctx, static_cast<char*>(e->data_) + sample_bytes * i, &e->labels_[i]);
+          const int64_t nc = cfg.options.num_classes;
+          if (e->labels_[i] < 0 || (nc > 0 && e->labels_[i] >= nc))
+            throw FormatError(str("label ", e->labels_[i], " is outside 0..", nc > 0 ? nc - 1 : INT32_MAX,
+                                  nc > 0 ? str(" (num_classes ", nc, ")") : std::string()));
           ++times.samples;
         } catch (const FormatError& ex) {
           if (cfg.options.skip_corrupt) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/check.h"
+#include "core/resources.h"
 #include "core/manifest.h"
 #include "core/tfrecord.h"
 #include "pipeline/dataset.h"
@@ -44,9 +45,16 @@ FileList bench_files(const std::string& data, const std::string& split) {
   if (std::filesystem::exists(std::filesystem::path(data) / kManifestFileName, ec))
     return file_list_from_manifest(data, split);
   std::vector<std::string> named, any;
-  for (const auto& e : std::filesystem::directory_iterator(data)) {
+  // error_code overloads throughout: a folder that cannot be listed is an IoError naming it, not an
+  // "internal error" from std::filesystem_error.
+  std::filesystem::directory_iterator it(data, ec), end;
+  if (ec) throw IoError(str(data, ": cannot list folder: ", ec.message()));
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw IoError(str(data, ": cannot list folder: ", ec.message()));
+    const auto& e = *it;
     std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || !name.ends_with(".tfrecord")) continue;
+    std::error_code fec;
+    if (!e.is_regular_file(fec) || !name.ends_with(".tfrecord")) continue;
     any.push_back(e.path().string());
     if (name.rfind(split + "-", 0) == 0) named.push_back(e.path().string());
   }
@@ -127,6 +135,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   if (o.steps < 2) throw ConfigError("bench: --steps must be >= 2");
   if (o.threads < 1) throw ConfigError("bench: --threads must be >= 1");
   if (o.rounds < 1) throw ConfigError("bench: --rounds must be >= 1");
+  check_thread_count(o.threads, "--threads");
   const int rounds = std::min(o.rounds, o.steps);
   PipelineBenchResult r;
   r.rounds = rounds;

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/checked_math.h"
+#include "pipeline/resources.h"
 #include "pipeline/batch_iterator_config.h"
 
 namespace fastnn::pipeline {
@@ -166,6 +168,7 @@ Dataset& Dataset::prefetch(int buffer_batches) {
 Dataset& Dataset::with_options(const DatasetOptions& options) {
   if (options.num_threads < 0) throw ConfigError("num_threads must be >= 0");
   if (options.max_held_batches < 1) throw ConfigError("max_held_batches must be >= 1");
+  if (options.num_classes < 0) throw ConfigError(str("num_classes ", options.num_classes, " must be >= 0"));
   options_ = options;
   reader_.verify_data_crc = options.verify_data_crc;
   reader_.skip_corrupt = options.skip_corrupt;
@@ -188,9 +191,14 @@ const FileList& Dataset::files() const { return *list_; }
 
 int64_t Dataset::batches_per_epoch() const {
   if (!mapper_) throw ConfigError("batches_per_epoch: the dataset has no map_and_batch");
-  uint64_t n = records_per_epoch();
-  uint64_t b = static_cast<uint64_t>(batch_size_);
-  return static_cast<int64_t>(drop_remainder_ ? n / b : (n + b - 1) / b);
+  const uint64_t n = records_per_epoch();
+  const uint64_t b = static_cast<uint64_t>(batch_size_);
+  return checked_int64(n / b + (!drop_remainder_ && n % b != 0 ? 1 : 0), str(list_->name, ": batches per epoch"));
+}
+
+int64_t Dataset::total_batches(int64_t epochs) const {
+  if (epochs < 1) throw ConfigError(str("total_batches: epochs ", epochs, " must be >= 1"));
+  return checked_mul(batches_per_epoch(), epochs, str(list_->name, ": batches per epoch × epochs"));
 }
 
 std::unique_ptr<RecordStream> Dataset::build_stream(ReadCounters* counters) const {
@@ -208,7 +216,21 @@ std::unique_ptr<RecordStream> Dataset::build_stream(ReadCounters* counters) cons
   return s;
 }
 
+void Dataset::check_resources() const {
+  PipelineResources r;
+  r.threads = options_.num_threads;
+  r.num_parallel_batches = num_parallel_batches_;
+  r.prefetch = prefetch_;
+  r.held_batches = options_.max_held_batches;
+  r.shuffle_buffer = shuffle_buffer_;
+  if (mapper_) r.batch_bytes = static_cast<uint64_t>(mapper_->spec().sample_bytes()) * static_cast<uint64_t>(batch_size_);
+  const uint64_t records = list_->counts_known() ? list_->total_records() : 0;
+  if (list_->total_bytes > 0 && records > 0) r.record_bytes = list_->total_bytes / records;
+  check_pipeline_resources(r);
+}
+
 std::unique_ptr<RecordIterator> Dataset::make_record_iterator() const {
+  check_resources();
   auto counters = std::make_unique<ReadCounters>();
   auto stream = build_stream(counters.get());
   return std::make_unique<StreamRecordIterator>(list_, std::move(counters), std::move(stream), epochs_);
@@ -216,6 +238,7 @@ std::unique_ptr<RecordIterator> Dataset::make_record_iterator() const {
 
 std::unique_ptr<BatchIterator> Dataset::make_iterator(uint64_t first_batch) const {
   if (!mapper_) throw ConfigError("make_iterator: the dataset has no map_and_batch stage");
+  check_resources();
   int64_t per_epoch = batches_per_epoch();
   if (per_epoch == 0)
     throw ConfigError(str(list_->name, ": ", records_per_epoch(), " records per epoch on this rank give no batch of ",
@@ -233,6 +256,7 @@ std::unique_ptr<BatchIterator> Dataset::make_iterator(uint64_t first_batch) cons
   c.batches_per_epoch = per_epoch;
   c.first_batch = first_batch;
   c.options = options_;
+  if (c.options.num_classes == 0) c.options.num_classes = list_->num_classes;
   return std::make_unique<BatchIterator>(std::move(c));
 }
 

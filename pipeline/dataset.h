@@ -49,6 +49,10 @@ struct DatasetOptions {
   int max_held_batches = 2;     // batches the consumer may hold at once (double buffering)
   std::shared_ptr<BatchAllocator> allocator;  // default: HostBatchAllocator
   bool guard = false;           // warn on a repeated batch or a constant label stream
+  // Labels must be in [0, num_classes): one outside is a FormatError naming the shard file, record
+  // index and byte offset (or skipped with skip_corrupt). 0: the manifest's class count when the
+  // dataset comes from a manifest, unchecked otherwise. A trainer passes its model's class count.
+  int64_t num_classes = 0;
 };
 
 // One record out of make_record_iterator().
@@ -88,6 +92,10 @@ class Dataset {
   const FileList& files() const;
   uint64_t records_per_epoch() const { return plan().records_per_rank; }
   int64_t batches_per_epoch() const;  // requires map_and_batch
+  // batches_per_epoch() × epochs, overflow-checked (Error naming the dataset when it does not fit):
+  // the step count a trainer may rely on. Record counts come from the manifest; the reader checks
+  // them against what each shard really holds (a mismatch is a FormatError naming the shard).
+  int64_t total_batches(int64_t epochs) const;
   int64_t epochs() const { return epochs_; }
 
   // The record stages only (shard → interleave → cache → shuffle → repeat), for tests and tools.
@@ -107,6 +115,8 @@ class Dataset {
  private:
   void order(int stage, const char* name);
   void ensure_plan() const;
+  // check_pipeline_resources (pipeline/resources.h) on this dataset's settings.
+  void check_resources() const;
 
   std::shared_ptr<FileList> list_;
   mutable std::shared_ptr<const ShardPlan> plan_;

@@ -40,12 +40,14 @@ class InterleaveReader final : public RecordStream {
       }
       std::string_view rec;
       if (read_one(&slot, &rec)) {
+        verify_count(slot, ++slot.records, false);
         out->assign(rec.data(), rec.size());
         *src = {slot.file, slot.reader->record_index(), slot.reader->record_offset()};
         counters_->records_read.fetch_add(1, std::memory_order_relaxed);
         if (++taken_in_block_ >= config_.block_length) advance();
         return true;
       }
+      if (!slot.corrupt) verify_count(slot, slot.records, true);
       slot.reader.reset();  // exhausted: its place takes the next file when the cycle comes round
       advance();
     }
@@ -56,8 +58,12 @@ class InterleaveReader final : public RecordStream {
     std::unique_ptr<TFRecordReader> reader;
     uint32_t file = 0;
     uint64_t bytes_seen = 0;
+    uint64_t records = 0;   // read from this file so far
+    bool corrupt = false;   // the rest was skipped (skip_corrupt): its count cannot be checked
     void reset() {
       reader.reset();
+      records = 0;
+      corrupt = false;
       bytes_seen = 0;
     }
   };
@@ -70,6 +76,8 @@ class InterleaveReader final : public RecordStream {
     slot->reader = std::make_unique<TFRecordReader>(path, opt);
     slot->file = file;
     slot->bytes_seen = 0;
+    slot->records = 0;
+    slot->corrupt = false;
     counters_->files_opened.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -81,12 +89,25 @@ class InterleaveReader final : public RecordStream {
       if (!config_.skip_corrupt) throw;
       counters_->corrupt_skipped.fetch_add(1, std::memory_order_relaxed);
       log_warn("skipping the rest of ", slot->reader->name(), " after a corrupt record: ", e.what());
+      slot->corrupt = true;
       ok = false;
     }
     uint64_t now = slot->reader->source_bytes_read();
     counters_->bytes_read.fetch_add(now - slot->bytes_seen, std::memory_order_relaxed);
     slot->bytes_seen = now;
     return ok;
+  }
+
+  // The record count the file list promised (the manifest's, or a caller's) against what the file
+  // holds: more records fail at the first extra one, fewer at the end of the file. Step counts are
+  // computed from the promised counts, so a wrong one must not pass silently.
+  void verify_count(const Slot& slot, uint64_t read, bool at_end) const {
+    const int64_t expected = list_.files[slot.file].records;
+    if (expected < 0) return;
+    if (read > static_cast<uint64_t>(expected) || (at_end && read != static_cast<uint64_t>(expected)))
+      throw FormatError(str(list_.files[slot.file].path, ": ", at_end ? "holds " : "holds more than ", at_end ? read : read - 1,
+                            " records, but ", list_.name, " says ", expected,
+                            " (the manifest does not match the shard; reconvert, or check it with fastnn check)"));
   }
 
   bool all_empty() const {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include "core/manifest.h"
 
 namespace fastnn::pipeline {
@@ -16,7 +17,7 @@ bool FileList::counts_known() const {
 uint64_t FileList::total_records() const {
   FASTNN_CHECK(counts_known(), "record counts of ", name, " are not known");
   uint64_t n = 0;
-  for (const auto& f : files) n += static_cast<uint64_t>(f.records);
+  for (const auto& f : files) n = checked_add(n, static_cast<uint64_t>(f.records), str(name, ": total record count"));
   return n;
 }
 
@@ -32,6 +33,8 @@ FileList file_list_from_manifest(const std::string& dir, const std::string& spli
   list.name = str(dir, " (split ", split, ")");
   list.compression_known = true;
   list.compression = parse_compression(m.compression);
+  list.num_classes = m.num_classes();
+  for (const auto& sh : s->shards) list.total_bytes = checked_add(list.total_bytes, sh.bytes, "shard bytes");
   for (const auto& sh : s->shards)
     list.files.push_back({(std::filesystem::path(dir) / sh.file).string(), static_cast<int64_t>(sh.records)});
   if (list.files.empty()) throw ConfigError(str(list.name, ": the split has no shards"));
@@ -88,7 +91,8 @@ ShardPlan plan_shards(const FileList& list, int rank, int world) {
   }
   if (nf % static_cast<size_t>(world) == 0) {
     std::vector<uint64_t> per_rank(world, 0);
-    for (size_t i = 0; i < nf; ++i) per_rank[i % world] += static_cast<uint64_t>(list.files[i].records);
+    for (size_t i = 0; i < nf; ++i)
+      per_rank[i % world] = checked_add(per_rank[i % world], static_cast<uint64_t>(list.files[i].records), "records per rank");
     bool equal = true;
     for (int r = 1; r < world; ++r) equal = equal && per_rank[r] == per_rank[0];
     if (equal) {

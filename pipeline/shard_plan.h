@@ -29,6 +29,8 @@ struct FileList {
   bool compression_known = false;
   Compression compression = Compression::kNone;
   std::string name;  // for messages: "DIR (split train)" or "3 files"
+  int64_t num_classes = 0;  // the manifest's class count; 0 when unknown (plain files)
+  uint64_t total_bytes = 0; // the manifest's shard sizes added up; 0 when unknown
 
   bool counts_known() const;
   uint64_t total_records() const;  // requires counts_known()

@@ -28,4 +28,13 @@ grep -q "left by an interrupted run" rerun.err || { cat rerun.err; fail "rerun s
 "$FASTNN" check out -q > /dev/null || fail "check after rerun"
 "$FASTNN" "${args[@]}" -o fresh
 same_files out fresh
+# The rerun could prove authorship (.fastnn-incomplete, written before the first shard and removed
+# after the manifest); files named like output that fastnn cannot prove it wrote are kept and named.
+[ ! -e out/.fastnn-incomplete ] || fail "ownership file left after a finished conversion"
+mkdir -p foreign && echo mine > foreign/train-00000-of-00004.tfrecord && echo mine > foreign/labels.txt
+expect_fail "train-00000-of-00004.tfrecord" "labels.txt" "--overwrite" -- "$FASTNN" "${args[@]}" -o foreign
+[ "$(cat foreign/train-00000-of-00004.tfrecord)" = mine ] || fail "a file fastnn did not write was changed"
+[ "$(cat foreign/labels.txt)" = mine ] || fail "labels.txt fastnn did not write was changed"
+"$FASTNN" "${args[@]}" -o foreign --overwrite
+same_files foreign fresh
 echo PASS

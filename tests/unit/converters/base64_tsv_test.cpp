@@ -154,3 +154,34 @@ TEST(Base64Tsv, ParseLabel) {
 
 }  // namespace
 }  // namespace fastnn::convert
+
+namespace fastnn::convert {
+namespace {
+using namespace testing;
+
+// One outlier label must not silently make 16.7 M classes: refused naming its line and --num-classes;
+// with --num-classes it is accepted as stated.
+TEST(Base64Tsv, OutlierLabelMakingMostClassesEmptyIsRefused) {
+  TempDir t;
+  write_tsv(t / "a.tsv", 6, 0, false, false);
+  std::string text;
+  {
+    std::ifstream in(t / "a.tsv");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  text += base64_encode(image(1)) + "\t16000000\n";
+  write_file(t / "a.tsv", text);
+  expect_error([&] { convert_tsv({t / "a.tsv"}, options_for(t / "out", 1, 1)); },
+               {"a.tsv:8", "16000001 classes", "--num-classes"});
+  EXPECT_FALSE(fs::exists(t / "out/manifest.json"));
+  Base64TsvOptions bo;
+  bo.files = {t / "a.tsv"};
+  bo.max_line_bytes = (uint64_t{1} << 30) + 1;
+  Base64TsvSource src(bo);
+  expect_error([&] { run_conversion(src, options_for(t / "o2", 1, 1)); }, {"--max-line-bytes"});
+}
+
+}  // namespace
+}  // namespace fastnn::convert

@@ -49,8 +49,8 @@ TEST(OutputDir, CommitRenamesEverythingMarkerLast) {
     write(out.temp_path("shard-0"), "zero");
     write(out.temp_path("shard-1"), "one");
     write(out.temp_path("manifest.json"), "{}");
-    EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", ".shard-0.fastnn-tmp", ".shard-1.fastnn-tmp",
-                                                 ".manifest.json.fastnn-tmp"}));
+    EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", ".fastnn-incomplete", ".shard-0.fastnn-tmp",
+                                                 ".shard-1.fastnn-tmp", ".manifest.json.fastnn-tmp"}));
     out.commit();
   }
   EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", "shard-0", "shard-1", "manifest.json"}));
@@ -81,9 +81,34 @@ TEST(OutputDir, CleansLeftoversOfAKilledRun) {
   write(dir + "/.shard-0.fastnn-tmp", "partial");    // a killed run's temporary
   write(dir + "/shard-7", "from an interrupted commit");  // owned, no marker: incomplete
   write(dir + "/notes.txt", "user file");              // not ours: kept
+  write(dir + "/.fastnn-incomplete", "");              // the killed run's ownership file
   OutputDir out(dir, options());
   EXPECT_EQ(out.cleaned_up().size(), 2u);
-  EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", "notes.txt"}));
+  EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", ".fastnn-incomplete", "notes.txt"}));
+}
+
+// Output-named files with no marker and no ownership file were not provably written by fastnn:
+// refused naming them and kept; --overwrite replaces them at commit.
+TEST(OutputDir, FilesItCannotProveItWroteAreKept) {
+  TempDir t;
+  std::string dir = t.path.string();
+  write(dir + "/shard-3", "someone else's");
+  try {
+    OutputDir out(dir, options());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--overwrite"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", "shard-3"}));
+  {
+    OutputDir out(dir, options(/*overwrite=*/true));
+    EXPECT_TRUE(names(dir).count("shard-3"));  // kept until commit
+    write(out.temp_path("shard-0"), "new0");
+    write(out.temp_path("manifest.json"), "new");
+    out.commit();
+  }
+  EXPECT_EQ(names(dir), (std::set<std::string>{".fastnn.lock", "shard-0", "manifest.json"}));
 }
 
 TEST(OutputDir, FinishedOutputNeedsOverwrite) {

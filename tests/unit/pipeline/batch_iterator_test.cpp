@@ -225,6 +225,36 @@ TEST(MapAndBatch, SampleErrorNamesFileRecordAndOffset) {
   EXPECT_EQ(seen[2].labels, (std::vector<int32_t>{1002, 1004, 1005})) << "compacted, in order";
 }
 
+// A label outside [0, num_classes) inside a valid shard names the shard file, record and offset.
+TEST(MapAndBatch, LabelOutOfRangeNamesFileRecordAndOffset) {
+  ScratchDir dir("label-range");
+  auto paths = write_named_shards(dir, {6, 6});  // labels: file * 1000 + record
+  Dataset ds = Dataset::from_files(paths);
+  ds.map_and_batch(naming_mapper(), 4, 2, false);
+  DatasetOptions o;
+  o.num_threads = 2;
+  o.num_classes = 1003;  // f1r3 (label 1003) is the first one out of range
+  ds.with_options(o);
+  auto it = ds.make_iterator();
+  BatchHandle b;
+  try {
+    while (it->next(&b)) {
+    }
+    FAIL() << "no error";
+  } catch (const FormatError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(paths[1] + ": record 3 at offset 60: label 1003 is outside 0..1002"), std::string::npos) << msg;
+  }
+  o.num_classes = 1006;  // every label in range
+  Dataset ok = Dataset::from_files(paths);
+  ok.map_and_batch(naming_mapper(), 4, 2, false).with_options(o);
+  size_t total = 0;
+  for (auto& s : run(ok)) total += s.labels.size();
+  EXPECT_EQ(total, 12u);
+  o.num_classes = -1;
+  EXPECT_THROW(Dataset::from_files(paths).with_options(o), ConfigError);
+}
+
 TEST(MapAndBatch, ConsumerHoldingEveryBufferIsAnError) {
   ScratchDir dir("hold");
   auto paths = write_named_shards(dir, {64});
