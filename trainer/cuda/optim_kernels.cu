@@ -6,10 +6,10 @@ namespace fastnn::cuda {
 
 namespace {
 
-using ops::cuda::block_sum;
-using ops::cuda::grid_for;
-using ops::cuda::kThreads;
-using ops::cuda::to_f;
+using ::fastnn::cuda::block_sum;
+using ::fastnn::cuda::grid_for;
+using ::fastnn::cuda::kThreads;
+using ::fastnn::cuda::to_f;
 
 // The updates use explicitly rounded intrinsics (__fmul_rn etc. are never fused into FMAs), in the
 // CPU's evaluation order; IEEE sqrt and division are correctly rounded on both sides, so with

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "core/check.h"
-#include "trainer/cuda/ops.h"
 #include "trainer/cuda/optim.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/loop/step_kernels.h"
@@ -17,8 +16,7 @@ namespace {
 const ops::OpRegistry& cuda_registry() {
   static const ops::OpRegistry* registry = [] {
     auto* r = new ops::OpRegistry;  // lives for the process: kernels keep pointers into it
-    ops::register_builtin_ops(*r);
-    ops::register_cuda_ops(*r);
+    ops::register_builtin_ops(*r);  // CPU and CUDA kernels of every op
     return r;
   }();
   return *registry;
