@@ -1,5 +1,5 @@
 // The optimizer on the GPU (CUDA builds only; the implementation is device_optimizer_cuda.cpp): f32
-// master weights and f32 slots in device memory, updated by the fused kernels of trainer/cuda/optim.h.
+// master weights and f32 slots in device memory, updated by the fused kernels of optim/update_kernels.h.
 //
 // All eight FastNN optimizers (sgd, momentum with Nesterov, adam, adamweightdecay, rmsprop, adagrad,
 // adadelta, ftrl), with the CPU optimizers' rules, slot initial values and state names ("<param>/momentum",

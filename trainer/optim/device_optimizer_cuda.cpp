@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "core/check.h"
-#include "trainer/cuda/optim.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/optim/device_optimizer.h"
+#include "trainer/optim/update_kernels.h"
 
 namespace fastnn {
 
@@ -68,28 +68,28 @@ void DeviceOptimizer::step(float lr, float grad_scale, void* stream) {
     const DeviceParam& p = params_[i];
     if (p.count == 0) continue;
     if (name_ == "sgd") {
-      cuda::sgd_update<float>(p.count, lr, grad_scale, p.master, p.grad, s);
+      optim::cuda::sgd_update<float>(p.count, lr, grad_scale, p.master, p.grad, s);
     } else if (name_ == "momentum") {
-      cuda::momentum_update<float>(p.count, lr, f(o_.momentum), o_.use_nesterov, grad_scale, p.master, p.grad,
+      optim::cuda::momentum_update<float>(p.count, lr, f(o_.momentum), o_.use_nesterov, grad_scale, p.master, p.grad,
                                    slots_[0].data[i].data<float>(), s);
     } else if (name_ == "adam") {
-      cuda::adam_update<float>(p.count, lr_t, f(o_.adam_beta1), f(o_.adam_beta2), f(o_.opt_epsilon), grad_scale,
+      optim::cuda::adam_update<float>(p.count, lr_t, f(o_.adam_beta1), f(o_.adam_beta2), f(o_.opt_epsilon), grad_scale,
                                p.master, p.grad, slots_[0].data[i].data<float>(), slots_[1].data[i].data<float>(), s);
     } else if (name_ == "rmsprop") {
-      cuda::rmsprop_update<float>(p.count, lr, f(o_.rmsprop_decay), f(o_.rmsprop_momentum), f(o_.opt_epsilon),
+      optim::cuda::rmsprop_update<float>(p.count, lr, f(o_.rmsprop_decay), f(o_.rmsprop_momentum), f(o_.opt_epsilon),
                                   grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(),
                                   slots_[1].data[i].data<float>(), s);
     } else if (name_ == "adagrad") {
-      cuda::adagrad_update<float>(p.count, lr, grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(), s);
+      optim::cuda::adagrad_update<float>(p.count, lr, grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(), s);
     } else if (name_ == "adadelta") {
-      cuda::adadelta_update<float>(p.count, lr, f(o_.adadelta_rho), f(o_.opt_epsilon), grad_scale, p.master, p.grad,
+      optim::cuda::adadelta_update<float>(p.count, lr, f(o_.adadelta_rho), f(o_.opt_epsilon), grad_scale, p.master, p.grad,
                                    slots_[0].data[i].data<float>(), slots_[1].data[i].data<float>(), s);
     } else if (name_ == "ftrl") {
-      cuda::ftrl_update<float>(p.count, lr, f(o_.ftrl_learning_rate_power), f(o_.ftrl_l1), f(o_.ftrl_l2), grad_scale,
+      optim::cuda::ftrl_update<float>(p.count, lr, f(o_.ftrl_learning_rate_power), f(o_.ftrl_l1), f(o_.ftrl_l2), grad_scale,
                                p.master, p.grad, slots_[0].data[i].data<float>(), slots_[1].data[i].data<float>(), s);
     } else {
       const float rate = (p.decay && f(o_.adam_weight_decay_rate) != 0.0f) ? f(o_.adam_weight_decay_rate) : 0.0f;
-      cuda::adam_weight_decay_update<float>(p.count, lr, f(o_.adam_beta1), f(o_.adam_beta2), f(o_.opt_epsilon), rate,
+      optim::cuda::adam_weight_decay_update<float>(p.count, lr, f(o_.adam_beta1), f(o_.adam_beta2), f(o_.opt_epsilon), rate,
                                             grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(),
                                             slots_[1].data[i].data<float>(), s);
     }

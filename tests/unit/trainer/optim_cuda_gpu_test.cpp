@@ -1,4 +1,4 @@
-// The fused GPU optimizer updates (trainer/cuda/optim.h) against the CPU optimizers (trainer/optim/):
+// The fused GPU optimizer updates (trainer/optim/update_kernels.h) against the CPU optimizers (trainer/optim/):
 // three steps of each of the eight (momentum plain and Nesterov) on the same weights and gradients must
 // give bitwise equal weights and slots (f32 gradients, and f16 gradients whose values the CPU sees
 // widened); ftrl with a power other than -0.5 (CUDA's powf) within a tolerance. DeviceOptimizer against
@@ -23,12 +23,12 @@ TEST(CudaOptim, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA 
 #include <vector>
 
 #include "core/half.h"
-#include "trainer/cuda/optim.h"
 #include "trainer/cuda/runtime.h"
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "schemas/job_config.pb.h"
 #include "trainer/optim/device_optimizer.h"
 #include "trainer/optim/optimizers.h"
+#include "trainer/optim/update_kernels.h"
 #include "trainer/ops/random.h"
 
 namespace fastnn {
@@ -112,23 +112,23 @@ TEST_P(CudaOptimTest, BitwiseEqualToTheCpuOptimizer) {
     float* V = static_cast<float*>(dv.raw());
     auto run = [&](auto* gp) {
       switch (kind) {
-        case Kind::kSgd: cuda::sgd_update(kCount, lr, 1.f, W, gp, s); break;
-        case Kind::kMomentum: cuda::momentum_update(kCount, lr, mom, false, 1.f, W, gp, M, s); break;
-        case Kind::kNesterov: cuda::momentum_update(kCount, lr, mom, true, 1.f, W, gp, M, s); break;
+        case Kind::kSgd: optim::cuda::sgd_update(kCount, lr, 1.f, W, gp, s); break;
+        case Kind::kMomentum: optim::cuda::momentum_update(kCount, lr, mom, false, 1.f, W, gp, M, s); break;
+        case Kind::kNesterov: optim::cuda::momentum_update(kCount, lr, mom, true, 1.f, W, gp, M, s); break;
         case Kind::kAdam: {
           const float lr_t = static_cast<float>(lr * std::sqrt(1.0 - static_cast<double>(b2p)) /
                                                 (1.0 - static_cast<double>(b1p)));
-          cuda::adam_update(kCount, lr_t, b1, b2, eps, 1.f, W, gp, M, V, s);
+          optim::cuda::adam_update(kCount, lr_t, b1, b2, eps, 1.f, W, gp, M, V, s);
           b1p *= b1;
           b2p *= b2;
           break;
         }
-        case Kind::kAdamW: cuda::adam_weight_decay_update(kCount, lr, b1, b2, eps, rate, 1.f, W, gp, M, V, s); break;
-        case Kind::kRmsProp: cuda::rmsprop_update(kCount, lr, decay, mom, eps, 1.f, W, gp, M, V, s); break;
-        case Kind::kAdagrad: cuda::adagrad_update(kCount, lr, 1.f, W, gp, M, s); break;
-        case Kind::kAdadelta: cuda::adadelta_update(kCount, lr, rho, eps, 1.f, W, gp, M, V, s); break;
+        case Kind::kAdamW: optim::cuda::adam_weight_decay_update(kCount, lr, b1, b2, eps, rate, 1.f, W, gp, M, V, s); break;
+        case Kind::kRmsProp: optim::cuda::rmsprop_update(kCount, lr, decay, mom, eps, 1.f, W, gp, M, V, s); break;
+        case Kind::kAdagrad: optim::cuda::adagrad_update(kCount, lr, 1.f, W, gp, M, s); break;
+        case Kind::kAdadelta: optim::cuda::adadelta_update(kCount, lr, rho, eps, 1.f, W, gp, M, V, s); break;
         case Kind::kFtrl:
-        case Kind::kFtrlPow: cuda::ftrl_update(kCount, lr, pow_, l1, l2, 1.f, W, gp, M, V, s); break;
+        case Kind::kFtrlPow: optim::cuda::ftrl_update(kCount, lr, pow_, l1, l2, 1.f, W, gp, M, V, s); break;
       }
     };
     if (grads_f16) run(static_cast<const __half*>(dg.raw()));
@@ -244,10 +244,10 @@ TEST(CudaOptim, GradStatsSumOfSquaresAndNonFinite) {
   for (float x : a) want_b16 += static_cast<double>(x) * x;
   for (float x : Tensor::from<float>({kCount}, b).to(DType::kBF16).to_vector<float>())
     if (std::isfinite(x)) want_b16 += static_cast<double>(x) * x;
-  const cuda::GradView views[] = {{da.raw(), kCount, 0}, {db.raw(), kCount, 2}};
-  Tensor ws = Tensor::empty({static_cast<int64_t>(cuda::grad_stats_workspace_bytes(views))}, DType::kU8, Device::kCuda);
+  const optim::cuda::GradView views[] = {{da.raw(), kCount, 0}, {db.raw(), kCount, 2}};
+  Tensor ws = Tensor::empty({static_cast<int64_t>(optim::cuda::grad_stats_workspace_bytes(views))}, DType::kU8, Device::kCuda);
   Tensor out = Tensor::empty({2}, DType::kF64, Device::kCuda);
-  cuda::grad_stats(views, static_cast<double*>(out.raw()), ws.raw(), cuda::current_stream());
+  optim::cuda::grad_stats(views, static_cast<double*>(out.raw()), ws.raw(), cuda::current_stream());
   const std::vector<double> r = cuda::to_host(out).to_vector<double>();
   EXPECT_NEAR(r[0], want_b16, 1e-9 * want_b16);
   EXPECT_EQ(r[1], 2.0);

@@ -1,8 +1,8 @@
-// Fused optimizer updates and the gradient statistics kernel (cuda/optim.h).
+// Fused optimizer updates and the gradient statistics kernel (optim/update_kernels.h).
 #include "trainer/cuda/device_util.cuh"
-#include "trainer/cuda/optim.h"
+#include "trainer/optim/update_kernels.h"
 
-namespace fastnn::cuda {
+namespace fastnn::optim::cuda {
 
 namespace {
 
@@ -287,4 +287,4 @@ void grad_stats(std::span<const GradView> grads, double* out, void* ws, cudaStre
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace fastnn::cuda
+}  // namespace fastnn::optim::cuda

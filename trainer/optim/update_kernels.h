@@ -6,7 +6,7 @@
 // Weights and optimizer state are f32 (the master copy); gradients are f32, f16 or bf16 (G) and are
 // multiplied by `grad_scale` as they are read (1 / loss_scale under dynamic loss scaling, times a
 // global-norm clipping factor if wanted), which fuses unscaling and clipping into the update.
-// Nothing allocates; everything is ordered on `s`.
+// Nothing allocates; everything is ordered on `s`. CUDA builds only (update_kernels.cu).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <span>
 
-namespace fastnn::cuda {
+namespace fastnn::optim::cuda {
 
 // w -= lr * g
 template <typename G>
@@ -71,4 +71,4 @@ size_t grad_stats_workspace_bytes(std::span<const GradView> grads);
 // overflow check of dynamic loss scaling in one pass over the gradients. `out` is 2 device doubles.
 void grad_stats(std::span<const GradView> grads, double* out, void* ws, cudaStream_t s);
 
-}  // namespace fastnn::cuda
+}  // namespace fastnn::optim::cuda
