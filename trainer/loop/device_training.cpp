@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/logging.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
@@ -22,8 +23,6 @@
 namespace fastnn::loop {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 
