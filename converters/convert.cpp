@@ -11,6 +11,7 @@
 #include "converters/shard_writer.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/logging.h"
 #include "core/progress.h"
 #include "core/resources.h"
@@ -18,8 +19,6 @@
 namespace fastnn::convert {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void write_file(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "wb");

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/resources.h"
 #include "core/manifest.h"
 #include "core/tfrecord.h"
@@ -18,10 +19,6 @@
 
 namespace fastnn::pipeline {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // CPU seconds of the whole process (every thread of the pipeline) or of the calling thread.
 double cpu_seconds(clockid_t clock) {

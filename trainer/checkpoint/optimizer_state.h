@@ -7,7 +7,7 @@
 
 #include "core/named_array.h"
 #include "core/safetensors.h"
-#include "trainer/optim/optimizer.h"
+#include "trainer/params.h"
 
 namespace fastnn::ckpt {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "trainer/comm/communicator.h"
-#include "trainer/optim/optimizer.h"
+#include "trainer/params.h"
 
 namespace fastnn {
 

@@ -10,7 +10,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::cuda {
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
@@ -60,7 +60,7 @@ __device__ __forceinline__ double warp_sum(double v) {
   return v;
 }
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::cuda
 
 // Explicit instantiation for the three storage types.
 #define FASTNN_CUDA_FOR_TYPES(M) M(float) M(__half) M(__nv_bfloat16)

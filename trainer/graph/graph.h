@@ -37,7 +37,7 @@
 
 #include "schemas/net.pb.h"
 #include "trainer/graph/net_plan.h"
-#include "trainer/optim/optimizer.h"
+#include "trainer/params.h"
 
 namespace fastnn::graph {
 

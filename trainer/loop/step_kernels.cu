@@ -4,10 +4,10 @@
 namespace fastnn::loop::cuda_step {
 namespace {
 
-using fastnn::ops::cuda::from_f;
-using fastnn::ops::cuda::grid_for;
-using fastnn::ops::cuda::kThreads;
-using fastnn::ops::cuda::to_f;
+using fastnn::cuda::from_f;
+using fastnn::cuda::grid_for;
+using fastnn::cuda::kThreads;
+using fastnn::cuda::to_f;
 
 template <typename T>
 __global__ void cast_from_f32_kernel(int64_t count, const float* x, T* y) {

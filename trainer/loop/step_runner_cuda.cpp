@@ -4,13 +4,12 @@
 #include <limits>
 
 #include "core/check.h"
-#include "trainer/cuda/ops.h"
-#include "trainer/cuda/optim.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/loop/step_kernels.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/update_order.h"
 #include "trainer/optim/device_optimizer.h"
+#include "trainer/optim/update_kernels.h"
 
 namespace fastnn::loop {
 namespace {
@@ -18,8 +17,7 @@ namespace {
 const ops::OpRegistry& cuda_registry() {
   static const ops::OpRegistry* registry = [] {
     auto* r = new ops::OpRegistry;  // lives for the process: kernels keep pointers into it
-    ops::register_builtin_ops(*r);
-    ops::register_cuda_ops(*r);
+    ops::register_builtin_ops(*r);  // CPU and CUDA kernels of every op
     return r;
   }();
   return *registry;
@@ -145,7 +143,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       params_.push_back(std::move(p));
     }
     optimizer_ = std::make_unique<DeviceOptimizer>(o.optimizer, std::move(dparams));
-    const size_t ws = cuda::grad_stats_workspace_bytes(grad_views_);
+    const size_t ws = optim::cuda::grad_stats_workspace_bytes(grad_views_);
     stats_ws_ = Tensor::empty({static_cast<int64_t>(std::max<size_t>(ws, 1))}, DType::kU8, Device::kCuda);
     stats_dev_ = Tensor::empty({2}, DType::kF64, Device::kCuda);
     stats_host_ = cuda::pinned_empty({2}, DType::kF64);
@@ -443,7 +441,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       }
     };
     stages.check = [this, s] {
-      cuda::grad_stats(grad_views_, stats_dev_.data<double>(), stats_ws_.raw(), s);
+      optim::cuda::grad_stats(grad_views_, stats_dev_.data<double>(), stats_ws_.raw(), s);
       cuda::copy_async(stats_host_, stats_dev_, s);
       CUDA_CHECK(cudaStreamSynchronize(s));  // the step's one read of the norm
       const double sumsq = stats_host_.data<double>()[0], nonfinite = stats_host_.data<double>()[1];
@@ -481,7 +479,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   TrainStep step_;
   LossScaler scaler_;
   std::vector<ParamState> params_;
-  std::vector<cuda::GradView> grad_views_;
+  std::vector<optim::cuda::GradView> grad_views_;
   std::vector<GradBucket> buckets_;                  // data parallel only
   std::vector<std::vector<size_t>> node_buckets_;    // per plan node
   cudaStream_t comm_stream_ = nullptr;

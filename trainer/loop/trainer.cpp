@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/logging.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
@@ -30,8 +31,6 @@
 namespace fastnn::loop {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Sums over a window of steps (since the last log line, or since the last evaluation).
 struct Window {

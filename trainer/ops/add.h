@@ -7,6 +7,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 void register_add(OpRegistry& registry);
@@ -15,4 +19,15 @@ namespace cpu {
 template <typename T>
 void add_forward(int64_t count, std::span<const T* const> xs, T* y);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// CUDA launchers (ops/elementwise_kernels.cu): the CPU functions' names and arguments plus a
+// stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
+namespace cuda {
+template <typename T>
+void add_forward(int64_t count, std::span<const T* const> xs, T* y, cudaStream_t s);  // <= 16 inputs
+}  // namespace cuda
+// The kCuda kernel (add_cuda.cpp); register_add adds it.
+void register_add_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -70,6 +70,9 @@ void register_add(OpRegistry& r) {
                                    {"three", {}, {{{4, 5}}, {{4, 5}}, {{4, 5}}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_add_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,6 +1,5 @@
 // add on CUDA (ops/add.h): one kernel sums all inputs; backward copies dy into every wanted dx.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/add.h"
 
 namespace fastnn::ops {

@@ -7,6 +7,10 @@
 #pragma once
 
 #include "trainer/ops/op.h"
+
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include "trainer/ops/window2d.h"
 
 namespace fastnn::ops {
@@ -19,4 +23,17 @@ void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y);
 template <typename T>
 void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// CUDA launchers (ops/window_kernels.cu): the CPU functions' names and arguments plus a
+// stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
+namespace cuda {
+template <typename T>
+void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s);
+template <typename T>
+void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx, cudaStream_t s);
+}  // namespace cuda
+// The kCuda kernel (avg_pool2d_cuda.cpp); register_avg_pool2d adds it.
+void register_avg_pool2d_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -106,6 +106,9 @@ void register_avg_pool2d(OpRegistry& r) {
         };
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_avg_pool2d_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,7 +1,6 @@
 // avg_pool2d on CUDA (ops/avg_pool2d.h): custom kernels keep the CPU's asymmetric padding and both
 // count_include_pad divisors (cuDNN pools only with symmetric padding).
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/avg_pool2d.h"
 
 namespace fastnn::ops {

@@ -31,6 +31,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 struct BatchNormParams {
@@ -58,4 +62,26 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
                          const T* save_mean, const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta,
                          CrossReplicaSum* replicas = nullptr);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
+// stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
+namespace cuda {
+template <typename T>
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd,
+                                 cudaStream_t s);
+template <typename T>
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
+                                  T* save_invstd, cudaStream_t s);
+// ws: batch_norm_workspace_bytes(p) bytes. dx, dgamma, dbeta may each be null.
+size_t batch_norm_workspace_bytes(const BatchNormParams& p);
+template <typename T>
+void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
+                         const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s);
+}  // namespace cuda
+// The kCuda kernel (batch_norm_cuda.cpp); register_batch_norm adds it.
+void register_batch_norm_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

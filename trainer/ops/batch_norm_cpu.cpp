@@ -216,6 +216,9 @@ void register_batch_norm(OpRegistry& r) {
                    }}},
       .test_cases = batch_norm_cases,
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_batch_norm_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -5,8 +5,7 @@
 // double, exactly the CPU's formulas (biased variance to normalise, unbiased for running_var,
 // momentum = weight of the old value). Workspace: 2*C doubles (backward coefficients).
 #include "core/check.h"
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/batch_norm.h"
 
 namespace fastnn::ops {

@@ -7,6 +7,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 void register_channel_pad(OpRegistry& registry);
@@ -18,4 +22,9 @@ void channel_pad_forward(int64_t n, int64_t c, int64_t inner, int64_t before, in
 template <typename T>
 void channel_pad_backward(int64_t n, int64_t c, int64_t inner, int64_t before, int64_t after, const T* dy, T* dx);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// The kCuda kernel (channel_pad_cuda.cpp); register_channel_pad adds it.
+void register_channel_pad_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -95,6 +95,9 @@ void register_channel_pad(OpRegistry& r) {
                                    {"flat_after", {{"after", 4}}, {{{3, 5}}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_channel_pad_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,5 +1,5 @@
 // channel_pad on CUDA (ops/channel_pad.h): a memset and one strided 2-D copy; backward one 2-D copy.
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/channel_pad.h"
 
 namespace fastnn::ops {

@@ -8,6 +8,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 void register_concat(OpRegistry& registry);
@@ -20,4 +24,9 @@ void concat_forward(int64_t n, int64_t inner, std::span<const int64_t> channels,
 template <typename T>
 void concat_backward(int64_t n, int64_t inner, std::span<const int64_t> channels, const T* dy, std::span<T* const> dxs);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// The kCuda kernel (concat_cuda.cpp); register_concat adds it.
+void register_concat_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

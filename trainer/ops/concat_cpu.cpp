@@ -110,6 +110,9 @@ void register_concat(OpRegistry& r) {
                                    {"nc2", {}, {{{3, 2}}, {{3, 4}}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_concat_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

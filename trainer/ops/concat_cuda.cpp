@@ -1,7 +1,7 @@
 // concat on CUDA (ops/concat.h): one strided 2-D copy per input each way (no kernel of its own).
 #include <vector>
 
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/concat.h"
 
 namespace fastnn::ops {

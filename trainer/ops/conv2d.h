@@ -27,6 +27,10 @@
 #include <span>
 
 #include "trainer/ops/op.h"
+
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include "trainer/ops/window2d.h"
 
 namespace fastnn::ops {
@@ -72,4 +76,9 @@ template <typename T>
 void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* db, std::span<T> ws);
 
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// The kCuda kernel (conv2d_cuda.cpp); register_conv2d adds it.
+void register_conv2d_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -377,6 +377,9 @@ void register_conv2d(OpRegistry& r) {
                    }}},
       .test_cases = conv2d_cases,
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_conv2d_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <string>
 
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_helpers.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/conv2d.h"
 
 namespace fastnn::ops {

@@ -100,6 +100,9 @@ void register_dropout(OpRegistry& r) {
                                    {"eval", {{"rate", 0.5}}, {{{5, 6}}}, false}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_dropout_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

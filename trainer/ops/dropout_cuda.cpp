@@ -1,6 +1,5 @@
 // dropout on CUDA (ops/dropout.h): the mask is the CPU's bit for bit (Philox of seed, step, index).
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/dropout.h"
 
 namespace fastnn::ops {

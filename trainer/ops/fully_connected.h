@@ -13,6 +13,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 struct FullyConnectedParams {
@@ -33,4 +37,9 @@ void fully_connected_backward_data(const FullyConnectedParams& p, const T* w, co
 template <typename T>
 void fully_connected_backward_filter(const FullyConnectedParams& p, const T* x, const T* dy, T* dw, T* db);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// The kCuda kernel (fully_connected_cuda.cpp); register_fully_connected adds it.
+void register_fully_connected_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

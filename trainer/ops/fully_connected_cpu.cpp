@@ -141,6 +141,9 @@ void register_fully_connected(OpRegistry& r) {
         };
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_fully_connected_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

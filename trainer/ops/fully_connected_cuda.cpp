@@ -2,8 +2,8 @@
 // row-major form, see cuda/blas.h) plus the bias kernels. f32 runs without TF32 unless the policy
 // allows it.
 #include "trainer/cuda/blas.h"
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_helpers.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/fully_connected.h"
 
 namespace fastnn::ops {

@@ -5,6 +5,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 void register_global_avg_pool(OpRegistry& registry);
@@ -16,4 +20,17 @@ void global_avg_pool_forward(int64_t planes, int64_t hw, const T* x, T* y);
 template <typename T>
 void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
+// stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
+namespace cuda {
+template <typename T>
+void global_avg_pool_forward(int64_t planes, int64_t hw, const T* x, T* y, cudaStream_t s);
+template <typename T>
+void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cudaStream_t s);
+}  // namespace cuda
+// The kCuda kernel (global_avg_pool_cuda.cpp); register_global_avg_pool adds it.
+void register_global_avg_pool_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -75,6 +75,9 @@ void register_global_avg_pool(OpRegistry& r) {
                    }}},
       .test_cases = [] { return std::vector<OpCase>{{"nchw", {}, {{{3, 4, 3, 5}}}}}; },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_global_avg_pool_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

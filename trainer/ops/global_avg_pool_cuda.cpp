@@ -1,6 +1,5 @@
 // global_avg_pool on CUDA (ops/global_avg_pool.h): one warp per plane forward, elementwise backward.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/global_avg_pool.h"
 
 namespace fastnn::ops {

@@ -15,6 +15,10 @@
 
 #include "trainer/ops/op.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace fastnn::ops {
 
 struct LrnParams {
@@ -36,4 +40,18 @@ void lrn_forward(const LrnParams& p, const T* x, T* y, T* scale);
 template <typename T>
 void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T* dx, T* ws);
 }  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// CUDA launchers (ops/window_kernels.cu): the CPU functions' names and arguments plus a
+// stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
+namespace cuda {
+template <typename T>
+void lrn_forward(const LrnParams& p, const T* x, T* y, T* scale, cudaStream_t s);
+// ws: N*C*H*W floats.
+template <typename T>
+void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T* dx, float* ws, cudaStream_t s);
+}  // namespace cuda
+// The kCuda kernel (lrn_cuda.cpp); register_lrn adds it.
+void register_lrn_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -135,6 +135,9 @@ void register_lrn(OpRegistry& r) {
             {"r0", {{"depth_radius", 0}, {"alpha", 2.0}}, {{{1, 3, 2, 2}}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_lrn_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,7 +1,6 @@
 // lrn on CUDA (ops/lrn.h): custom kernels (cuDNN's LRN caps the window at 16 channels, divides alpha
 // by the window and does not return the `scale` tensor the backward reads). Workspace: N*C*H*W floats.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/lrn.h"
 
 namespace fastnn::ops {

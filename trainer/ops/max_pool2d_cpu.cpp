@@ -134,6 +134,9 @@ void register_max_pool2d(OpRegistry& r) {
         };
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_max_pool2d_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,7 +1,6 @@
 // max_pool2d on CUDA (ops/max_pool2d.h): custom kernels keep the CPU's asymmetric padding and
 // first-maximum tie rule; the backward recomputes the argmax from x like the CPU (no saved indices).
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/max_pool2d.h"
 
 namespace fastnn::ops {

@@ -6,9 +6,10 @@
 //    struct, templated on the scalar type, that do the arithmetic:
 //        namespace fastnn::ops::cpu  { template <class T> void conv2d_forward(const Conv2dParams&,
 //                                          const T* x, const T* w, const T* b, T* y, std::span<T> ws); }
-//    The CUDA backend mirrors them with the same names and argument order in namespace
-//    fastnn::ops::cuda and adds a trailing cudaStream_t. The CPU ones are instantiated for float and
-//    double (double is what the gradient checks run in).
+//    In CUDA builds (FASTNN_HAVE_CUDA) the same header declares the CUDA launchers with the same names
+//    and argument order in namespace fastnn::ops::cuda plus a trailing cudaStream_t (defined in one of
+//    ops/{elementwise,reduce,window}_kernels.cu, or host code in ops/<op>_cuda.cpp for cuDNN/cuBLAS).
+//    The CPU ones are instantiated for float and double (double is what the gradient checks run in).
 //
 // 2. OpKernel (this header). One op bound to its attributes, input specs (shapes + dtypes) and a
 //    device: it reports the shapes of everything the caller must allocate (OpSignature) and runs
@@ -17,8 +18,9 @@
 //    used from one thread at a time (it is cheap to create one per layer).
 //
 // 3. OpDef + OpRegistry. An op kind by name ("conv2d"): per-device kernel factories and a small set
-//    of test cases. register_builtin_ops() lists every op explicitly (no static initialisers); the
-//    CUDA backend later adds its factories to the same entries with OpRegistry::add_kernel(). Generic
+//    of test cases. register_builtin_ops() lists every op explicitly (no static initialisers); each
+//    op's register_<op>() adds its CPU kernel and, in CUDA builds, calls register_<op>_cuda(), which
+//    adds the kCuda factory to the same entry with OpRegistry::add_kernel(). Generic
 //    tests iterate the registry: every op is gradient-checked in double precision by finite
 //    differences on its own test cases, and the CUDA kernels are compared with the CPU ones there.
 //

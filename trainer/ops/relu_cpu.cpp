@@ -64,6 +64,9 @@ void register_relu(OpRegistry& r) {
         return std::vector<OpCase>{{"nchw", {}, {{{2, 3, 4, 5}}}}, {"flat", {}, {{{7, 3}}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_relu_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,6 +1,5 @@
 // relu on CUDA (ops/relu.h): one elementwise kernel each way; y may alias x, dx may alias dy.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/relu.h"
 
 namespace fastnn::ops {

@@ -63,6 +63,9 @@ void register_scale(OpRegistry& r) {
                                    {"s-2", {{"scale", -2}}, {{{5, 4}}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_scale_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

@@ -1,6 +1,5 @@
 // scale on CUDA (ops/scale.h): y = scale * x; backward dx = scale * dy.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/scale.h"
 
 namespace fastnn::ops {

@@ -136,6 +136,9 @@ void register_softmax_xent(OpRegistry& r) {
         };
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_softmax_xent_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

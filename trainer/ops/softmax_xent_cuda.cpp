@@ -2,8 +2,7 @@
 // order. A label outside [0, K) makes its row NaN and, when cuda::Policy::check_labels is on (the
 // default), throws Error after the kernel (which synchronises the stream: one sync per loss call).
 // Workspace: N doubles (row losses) + the flag.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/softmax_xent.h"
 
 namespace fastnn::ops {

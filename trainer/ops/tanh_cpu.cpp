@@ -78,6 +78,9 @@ void register_tanh(OpRegistry& r) {
                                    {"singa_scaled", {{"outer", 1.7159}, {"inner", 0.6667}}, {{{7, 3}, DType::kF32, 0, -3.0, 3.0}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_tanh_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

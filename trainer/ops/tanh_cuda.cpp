@@ -1,6 +1,5 @@
 // tanh on CUDA (ops/tanh.h): outer * tanh(inner * x) elementwise; backward from y.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/tanh.h"
 
 namespace fastnn::ops {

@@ -84,6 +84,9 @@ void register_top_k(OpRegistry& r) {
                                    {"k3", {{"k", 3}}, {{{9, 10}}, {{9}, DType::kI64, 10}}}};
       },
   });
+#ifdef FASTNN_HAVE_CUDA
+  register_top_k_cuda(r);
+#endif
 }
 
 }  // namespace fastnn::ops

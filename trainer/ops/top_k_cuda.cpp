@@ -1,8 +1,7 @@
 // top_k on CUDA (ops/top_k.h): one warp per row counts the logits strictly above the label's (ties
 // count as correct); an integer atomic adds the rows up, so the count is exact. A bad label throws
 // Error when cuda::Policy::check_labels is on (synchronising the stream). Workspace: the flag.
-#include "trainer/cuda/kernels.h"
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/top_k.h"
 
 namespace fastnn::ops {

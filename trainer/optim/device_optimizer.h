@@ -1,11 +1,14 @@
 // The optimizer on the GPU (CUDA builds only; the implementation is device_optimizer_cuda.cpp): f32
-// master weights and f32 slots in device memory, updated by the fused kernels of trainer/cuda/optim.h.
+// master weights and f32 slots in device memory, updated by the fused kernels of optim/update_kernels.h.
 //
-// Supported: sgd, momentum (Nesterov too), adam, adamweightdecay, with the CPU optimizers' rules and
-// state names ("<param>/momentum", "<param>/adam_m", "<param>/adam_v", "adam/beta1_power",
-// "adam/beta2_power"), so export_state()/import_state() interchange with Optimizer's (checkpoints written
-// by a CPU run resume on the GPU and back). rmsprop, adagrad, adadelta and ftrl: ConfigError (no fused
-// kernel yet).
+// All eight FastNN optimizers (sgd, momentum with Nesterov, adam, adamweightdecay, rmsprop, adagrad,
+// adadelta, ftrl), with the CPU optimizers' rules, slot initial values and state names ("<param>/momentum",
+// "<param>/adam_m", "<param>/adam_v", "adam/beta1_power", "adam/beta2_power", "<param>/rms",
+// "<param>/accumulator", "<param>/accum", "<param>/accum_update", "<param>/linear"; see optimizers.h), so
+// export_state()/import_state() interchange with Optimizer's (checkpoints written by a CPU run resume on
+// the GPU and back). ftrl with a learning_rate_power other than -0.5 uses CUDA's powf and is close to, not
+// bitwise, the CPU's; everything else is bitwise. An unknown name: ConfigError. ftrl's step() throws
+// Error for lr <= 0, as the CPU's.
 //
 // Gradients are f32 device buffers prepared by the caller (unscaled and weight-decayed); step() multiplies
 // them by `grad_scale` as it reads them (the global-norm clipping factor, 1 when not clipping), so with

@@ -8,13 +8,6 @@
 
 namespace fastnn {
 
-bool default_weight_decay_for_name(std::string_view name) {
-  for (std::string_view excluded : {"LayerNorm", "layer_norm", "bias", "BatchNorm", "batch_norm"}) {
-    if (name.find(excluded) != std::string_view::npos) return false;
-  }
-  return true;
-}
-
 Optimizer::Optimizer(std::string name, std::vector<ParamRef> params)
     : name_(std::move(name)), params_(std::move(params)) {
   std::set<std::string_view> seen;

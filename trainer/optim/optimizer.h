@@ -1,6 +1,6 @@
 // Optimizers over plain float32 buffers (the CPU master weights), with TensorFlow 1.x update rules.
 //
-// An Optimizer is built over a fixed list of parameters (ParamRef: a name and three pointers the
+// An Optimizer is built over a fixed list of parameters (ParamRef, trainer/params.h: a name and pointers the
 // caller owns and keeps alive and in place for the optimizer's lifetime). step(lr) applies one update
 // to every parameter from its gradient; gradients are read only. Each optimizer's state (slots such as
 // Adam's m and v, and scalars such as its beta powers) is allocated at construction, initialised as TF
@@ -28,34 +28,15 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "trainer/params.h"
+
 namespace fastnn {
-
-struct ParamRef {
-  std::string name;        // unique; slot state is named after it
-  float* value = nullptr;  // `count` floats, updated in place by Optimizer::step
-  float* grad = nullptr;   // `count` floats; step() reads it, add_weight_decay/clip_by_global_norm edit it
-  size_t count = 0;
-  // Weight decay applies to this parameter: both the L2 term of add_weight_decay and adamweightdecay's
-  // decoupled decay. Layers set it false for biases and batch/layer-norm parameters (see
-  // default_weight_decay_for_name for the name-based rule FastNN uses).
-  bool decay = true;
-};
-
-// FastNN/BERT's exclusion rule by name: false when the name contains "LayerNorm", "layer_norm" or "bias"
-// (FastNN), or "BatchNorm" / "batch_norm" (fastnn: batch-norm parameters are excluded too).
-bool default_weight_decay_for_name(std::string_view name);
 
 // A view of one state array inside an optimizer; valid while the optimizer lives.
 struct StateArray {
   std::string name;
   float* data;
   size_t count;
-};
-
-// An owned copy of one state array (checkpoint I/O).
-struct NamedArray {
-  std::string name;
-  std::vector<float> data;
 };
 
 // Parameters with at least this many floats are updated by several oneTBB workers.

@@ -14,6 +14,12 @@
 #include "trainer/ops/op.h"
 #include "trainer/ops/op_case.h"
 
+#ifdef FASTNN_HAVE_CUDA
+#define FASTNN_CUDA_BUILD true
+#else
+#define FASTNN_CUDA_BUILD false
+#endif
+
 namespace fastnn::ops {
 namespace {
 
@@ -246,7 +252,14 @@ TEST(OpRegistry, RejectsDuplicatesUnknownNamesAndBadAttributes) {
   EXPECT_THROW(r.create("conv2d", Device::kCpu, {{"filters", 4}, {"kernel", 9}}, x), ConfigError);
   EXPECT_THROW(r.create("conv2d", Device::kCpu, {{"filters", 4}, {"kernel", 3}, {"padding", "full"}}, x), ConfigError);
   EXPECT_THROW(r.create("conv2d", Device::kCpu, {{"filters", 4}, {"kernel", "3"}}, x), ConfigError);
-  EXPECT_THROW(r.create("conv2d", Device::kCuda, {{"filters", 4}, {"kernel", 3}}, x), ConfigError);
+  // A device without a kernel is a ConfigError. In a CUDA build every op registers its kCuda kernel
+  // itself (register_<op> calls register_<op>_cuda), so test on a copy of conv2d with the CPU kernel only.
+  EXPECT_EQ(r.has_kernel("conv2d", Device::kCuda), FASTNN_CUDA_BUILD);
+  OpDef cpu_only = r.get("conv2d");
+  cpu_only.name = "conv2d_cpu_only";
+  cpu_only.kernels.erase(Device::kCuda);
+  r.add(cpu_only);
+  EXPECT_THROW(r.create("conv2d_cpu_only", Device::kCuda, {{"filters", 4}, {"kernel", 3}}, x), ConfigError);
   EXPECT_THROW(r.create("max_pool2d", Device::kCpu, {{"kernel", 2}, {"padding", 2}}, x), ConfigError);
   EXPECT_THROW(r.create("dropout", Device::kCpu, {{"rate", 1.0}}, x), ConfigError);
   const std::vector<TensorSpec> xf16{{.name = "x", .shape = {2, 3, 8, 8}, .dtype = DType::kF16}};

@@ -1,8 +1,11 @@
-// The fused GPU optimizer updates (trainer/cuda/optim.h) against the CPU optimizers (trainer/optim/):
-// three steps of sgd, momentum (plain and Nesterov), adam and adamweightdecay on the same weights and
-// gradients must give bitwise equal weights and slots (f32 gradients, and f16 gradients whose values
-// the CPU sees widened). grad_stats against a double sum of squares and a count of non-finite values.
-// Skipped without a CUDA device; one skipping test in a CPU-only build.
+// The fused GPU optimizer updates (trainer/optim/update_kernels.h) against the CPU optimizers (trainer/optim/):
+// three steps of each of the eight (momentum plain and Nesterov) on the same weights and gradients must
+// give bitwise equal weights and slots (f32 gradients, and f16 gradients whose values the CPU sees
+// widened); ftrl with a power other than -0.5 (CUDA's powf) within a tolerance. DeviceOptimizer against
+// Optimizer built from the same options: equal exported state (names, sizes, bits) after three steps.
+// grad_stats against a double sum of squares and a count of non-finite values.
+// Skipped without a CUDA device (DeviceOptimizer.SupportsEveryOptimizer needs none); one skipping test in
+// a CPU-only build.
 #include <gtest/gtest.h>
 
 #ifndef FASTNN_HAVE_CUDA
@@ -20,10 +23,12 @@ TEST(CudaOptim, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA 
 #include <vector>
 
 #include "core/half.h"
-#include "trainer/cuda/optim.h"
 #include "trainer/cuda/runtime.h"
 #include "tests/unit/trainer/cuda_test_util.h"
+#include "schemas/job_config.pb.h"
+#include "trainer/optim/device_optimizer.h"
 #include "trainer/optim/optimizers.h"
+#include "trainer/optim/update_kernels.h"
 #include "trainer/ops/random.h"
 
 namespace fastnn {
@@ -52,7 +57,21 @@ Tensor dev_grad(const std::vector<float>& g, bool as_f16) {
   return cuda::to_device(as_f16 ? h.to(DType::kF16) : h);
 }
 
-enum class Kind { kSgd, kMomentum, kNesterov, kAdam, kAdamW };
+enum class Kind { kSgd, kMomentum, kNesterov, kAdam, kAdamW, kRmsProp, kAdagrad, kAdadelta, kFtrl, kFtrlPow };
+
+// The slots' initial values, in the CPU optimizer's slot order (the kernels take them as M, V).
+std::vector<float> slot_inits(Kind kind) {
+  switch (kind) {
+    case Kind::kSgd: return {};
+    case Kind::kMomentum:
+    case Kind::kNesterov: return {0.f};
+    case Kind::kRmsProp: return {1.f, 0.f};  // rms starts at one
+    case Kind::kAdagrad: return {0.1f};
+    case Kind::kFtrl:
+    case Kind::kFtrlPow: return {0.1f, 0.f};
+    default: return {0.f, 0.f};
+  }
+}
 
 class CudaOptimTest : public testing::TestWithParam<std::tuple<Kind, bool>> {};
 
@@ -60,10 +79,13 @@ TEST_P(CudaOptimTest, BitwiseEqualToTheCpuOptimizer) {
   REQUIRE_GPU();
   const auto [kind, grads_f16] = GetParam();
   std::vector<float> w = uniform(1, -1, 1);
-  Tensor dw = dev(w), dm = dev(std::vector<float>(kCount, 0.f)), dv = dev(std::vector<float>(kCount, 0.f));
+  const std::vector<float> inits = slot_inits(kind);
+  Tensor dw = dev(w), dm = dev(std::vector<float>(kCount, inits.size() > 0 ? inits[0] : 0.f)),
+         dv = dev(std::vector<float>(kCount, inits.size() > 1 ? inits[1] : 0.f));
   std::vector<float> g(kCount);
   ParamRef p{"p", w.data(), g.data(), static_cast<size_t>(kCount), true};
   const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, mom = 0.9f, rate = 0.01f;
+  const float decay = 0.9f, rho = 0.95f, l1 = 0.05f, l2 = 0.01f, pow_ = kind == Kind::kFtrlPow ? -0.6f : -0.5f;
   std::unique_ptr<Optimizer> cpu;
   switch (kind) {
     case Kind::kSgd: cpu = make_sgd({p}); break;
@@ -71,6 +93,11 @@ TEST_P(CudaOptimTest, BitwiseEqualToTheCpuOptimizer) {
     case Kind::kNesterov: cpu = make_momentum({p}, mom, true); break;
     case Kind::kAdam: cpu = make_adam({p}, b1, b2, eps); break;
     case Kind::kAdamW: cpu = make_adam_weight_decay({p}, b1, b2, eps, rate); break;
+    case Kind::kRmsProp: cpu = make_rmsprop({p}, decay, mom, eps); break;
+    case Kind::kAdagrad: cpu = make_adagrad({p}, 0.1f); break;
+    case Kind::kAdadelta: cpu = make_adadelta({p}, rho, eps); break;
+    case Kind::kFtrl:
+    case Kind::kFtrlPow: cpu = make_ftrl({p}, pow_, 0.1f, l1, l2); break;
   }
   const cudaStream_t s = cuda::current_stream();
   float b1p = b1, b2p = b2;  // TF's beta powers, as the CPU Adam keeps them
@@ -85,46 +112,127 @@ TEST_P(CudaOptimTest, BitwiseEqualToTheCpuOptimizer) {
     float* V = static_cast<float*>(dv.raw());
     auto run = [&](auto* gp) {
       switch (kind) {
-        case Kind::kSgd: cuda::sgd_update(kCount, lr, 1.f, W, gp, s); break;
-        case Kind::kMomentum: cuda::momentum_update(kCount, lr, mom, false, 1.f, W, gp, M, s); break;
-        case Kind::kNesterov: cuda::momentum_update(kCount, lr, mom, true, 1.f, W, gp, M, s); break;
+        case Kind::kSgd: optim::cuda::sgd_update(kCount, lr, 1.f, W, gp, s); break;
+        case Kind::kMomentum: optim::cuda::momentum_update(kCount, lr, mom, false, 1.f, W, gp, M, s); break;
+        case Kind::kNesterov: optim::cuda::momentum_update(kCount, lr, mom, true, 1.f, W, gp, M, s); break;
         case Kind::kAdam: {
           const float lr_t = static_cast<float>(lr * std::sqrt(1.0 - static_cast<double>(b2p)) /
                                                 (1.0 - static_cast<double>(b1p)));
-          cuda::adam_update(kCount, lr_t, b1, b2, eps, 1.f, W, gp, M, V, s);
+          optim::cuda::adam_update(kCount, lr_t, b1, b2, eps, 1.f, W, gp, M, V, s);
           b1p *= b1;
           b2p *= b2;
           break;
         }
-        case Kind::kAdamW: cuda::adam_weight_decay_update(kCount, lr, b1, b2, eps, rate, 1.f, W, gp, M, V, s); break;
+        case Kind::kAdamW: optim::cuda::adam_weight_decay_update(kCount, lr, b1, b2, eps, rate, 1.f, W, gp, M, V, s); break;
+        case Kind::kRmsProp: optim::cuda::rmsprop_update(kCount, lr, decay, mom, eps, 1.f, W, gp, M, V, s); break;
+        case Kind::kAdagrad: optim::cuda::adagrad_update(kCount, lr, 1.f, W, gp, M, s); break;
+        case Kind::kAdadelta: optim::cuda::adadelta_update(kCount, lr, rho, eps, 1.f, W, gp, M, V, s); break;
+        case Kind::kFtrl:
+        case Kind::kFtrlPow: optim::cuda::ftrl_update(kCount, lr, pow_, l1, l2, 1.f, W, gp, M, V, s); break;
       }
     };
     if (grads_f16) run(static_cast<const __half*>(dg.raw()));
     else run(static_cast<const float*>(dg.raw()));
     cuda::synchronize();
   }
-  const std::vector<float> got = host(dw);
-  EXPECT_EQ(0, std::memcmp(got.data(), w.data(), w.size() * sizeof(float)));
+  // CUDA's powf is not glibc's: ftrl with another power is close, not bitwise.
+  auto expect_equal = [&](const float* want, const std::vector<float>& got, const std::string& what) {
+    if (kind != Kind::kFtrlPow) {
+      EXPECT_EQ(0, std::memcmp(got.data(), want, got.size() * sizeof(float))) << what;
+      return;
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5f + 1e-4f * std::fabs(want[i])) << what << " [" << i << "]";
+  };
+  expect_equal(w.data(), host(dw), "weights");
+  size_t slot_index = 0;
   for (const StateArray& a : cpu->state()) {
     if (a.count != static_cast<size_t>(kCount)) continue;  // scalars (beta powers)
-    const bool is_v = a.name.find("adam_v") != std::string::npos;
-    const std::vector<float> slot = host(is_v ? dv : dm);
-    EXPECT_EQ(0, std::memcmp(slot.data(), a.data, a.count * sizeof(float))) << a.name;
+    ASSERT_LT(slot_index, size_t{2});
+    expect_equal(a.data, host(slot_index == 0 ? dm : dv), a.name);
+    ++slot_index;
   }
+  EXPECT_EQ(slot_index, inits.size());
 }
 
 using OptimParam = std::tuple<Kind, bool>;
 std::string optim_case_name(const testing::TestParamInfo<OptimParam>& info) {
-  static const char* const names[] = {"sgd", "momentum", "nesterov", "adam", "adamw"};
+  static const char* const names[] = {"sgd",     "momentum", "nesterov", "adam", "adamw",
+                                      "rmsprop", "adagrad",  "adadelta", "ftrl", "ftrl_pow"};
   return std::string(names[static_cast<int>(std::get<0>(info.param))]) +
          (std::get<1>(info.param) ? "_f16_grads" : "_f32_grads");
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CudaOptimTest,
                          testing::Combine(testing::Values(Kind::kSgd, Kind::kMomentum, Kind::kNesterov, Kind::kAdam,
-                                                          Kind::kAdamW),
+                                                          Kind::kAdamW, Kind::kRmsProp, Kind::kAdagrad,
+                                                          Kind::kAdadelta, Kind::kFtrl, Kind::kFtrlPow),
                                           testing::Bool()),
                          optim_case_name);
+
+TEST(DeviceOptimizer, SupportsEveryOptimizer) {
+  for (std::string_view name : optimizer_names()) EXPECT_TRUE(DeviceOptimizer::supports(std::string(name))) << name;
+  EXPECT_FALSE(DeviceOptimizer::supports("lamb"));
+}
+
+// DeviceOptimizer and Optimizer from the same options (FastNN's defaults) over two parameters, one of them
+// without weight decay: after three steps the weights and the whole exported state are equal, bit for bit
+// (ftrl's default power is -0.5), under the same names in the same order — so checkpoints interchange.
+class DeviceOptimizerTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceOptimizerTest, ExportedStateEqualsTheCpuOptimizer) {
+  REQUIRE_GPU();
+  JobConfig config;
+  config.set_optimizer(GetParam());
+  config.set_adam_weight_decay_rate(0.01);
+  config.set_ftrl_l1(0.05);
+  const OptimizerOptions o = optimizer_options(config);
+  std::vector<float> w1 = uniform(40, -1, 1), w2 = uniform(41, -1, 1), g1(kCount), g2(kCount);
+  std::unique_ptr<Optimizer> cpu =
+      make_optimizer(o, {ParamRef{"a/weights", w1.data(), g1.data(), static_cast<size_t>(kCount), true},
+                         ParamRef{"a/bias", w2.data(), g2.data(), static_cast<size_t>(kCount), false}});
+  Tensor dw1 = dev(w1), dw2 = dev(w2), dg1 = dev(g1), dg2 = dev(g2);
+  DeviceOptimizer gpu(o, {DeviceParam{"a/weights", static_cast<float*>(dw1.raw()), static_cast<float*>(dg1.raw()),
+                                      kCount, true},
+                          DeviceParam{"a/bias", static_cast<float*>(dw2.raw()), static_cast<float*>(dg2.raw()),
+                                      kCount, false}});
+  for (int step = 0; step < 3; ++step) {
+    const float lr = 0.05f / static_cast<float>(step + 1);
+    g1 = uniform(50 + step, -2, 2);
+    g2 = uniform(60 + step, -2, 2);
+    const Tensor h1 = Tensor::from<float>({kCount}, g1), h2 = Tensor::from<float>({kCount}, g2);
+    cuda::copy_async(dg1, h1);
+    cuda::copy_async(dg2, h2);
+    cuda::synchronize();  // before h1, h2 die
+    cpu->step(lr);
+    gpu.step(lr, 1.0f, nullptr);
+    cuda::synchronize();
+  }
+  EXPECT_EQ(0, std::memcmp(host(dw1).data(), w1.data(), w1.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(host(dw2).data(), w2.data(), w2.size() * sizeof(float)));
+  const std::vector<NamedArray> want = cpu->export_state(), got = gpu.export_state();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    ASSERT_EQ(got[i].data.size(), want[i].data.size()) << want[i].name;
+    EXPECT_EQ(0, std::memcmp(got[i].data.data(), want[i].data.data(), want[i].data.size() * sizeof(float)))
+        << want[i].name;
+  }
+  // And back: the CPU state imported into a fresh device optimizer is exported unchanged.
+  DeviceOptimizer again(o, {DeviceParam{"a/weights", static_cast<float*>(dw1.raw()), static_cast<float*>(dg1.raw()),
+                                        kCount, true},
+                            DeviceParam{"a/bias", static_cast<float*>(dw2.raw()), static_cast<float*>(dg2.raw()),
+                                        kCount, false}});
+  again.import_state(want);
+  const std::vector<NamedArray> round_trip = again.export_state();
+  ASSERT_EQ(round_trip.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(round_trip[i].data, want[i].data) << want[i].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Eight, DeviceOptimizerTest,
+                         testing::Values("sgd", "momentum", "adam", "adamweightdecay", "rmsprop", "adagrad",
+                                         "adadelta", "ftrl"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(CudaOptim, GradStatsSumOfSquaresAndNonFinite) {
   REQUIRE_GPU();
@@ -136,10 +244,10 @@ TEST(CudaOptim, GradStatsSumOfSquaresAndNonFinite) {
   for (float x : a) want_b16 += static_cast<double>(x) * x;
   for (float x : Tensor::from<float>({kCount}, b).to(DType::kBF16).to_vector<float>())
     if (std::isfinite(x)) want_b16 += static_cast<double>(x) * x;
-  const cuda::GradView views[] = {{da.raw(), kCount, 0}, {db.raw(), kCount, 2}};
-  Tensor ws = Tensor::empty({static_cast<int64_t>(cuda::grad_stats_workspace_bytes(views))}, DType::kU8, Device::kCuda);
+  const optim::cuda::GradView views[] = {{da.raw(), kCount, 0}, {db.raw(), kCount, 2}};
+  Tensor ws = Tensor::empty({static_cast<int64_t>(optim::cuda::grad_stats_workspace_bytes(views))}, DType::kU8, Device::kCuda);
   Tensor out = Tensor::empty({2}, DType::kF64, Device::kCuda);
-  cuda::grad_stats(views, static_cast<double*>(out.raw()), ws.raw(), cuda::current_stream());
+  optim::cuda::grad_stats(views, static_cast<double*>(out.raw()), ws.raw(), cuda::current_stream());
   const std::vector<double> r = cuda::to_host(out).to_vector<double>();
   EXPECT_NEAR(r[0], want_b16, 1e-9 * want_b16);
   EXPECT_EQ(r[1], 2.0);

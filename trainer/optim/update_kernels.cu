@@ -1,15 +1,15 @@
-// Fused optimizer updates and the gradient statistics kernel (cuda/optim.h).
+// Fused optimizer updates and the gradient statistics kernel (optim/update_kernels.h).
 #include "trainer/cuda/device_util.cuh"
-#include "trainer/cuda/optim.h"
+#include "trainer/optim/update_kernels.h"
 
-namespace fastnn::cuda {
+namespace fastnn::optim::cuda {
 
 namespace {
 
-using ops::cuda::block_sum;
-using ops::cuda::grid_for;
-using ops::cuda::kThreads;
-using ops::cuda::to_f;
+using ::fastnn::cuda::block_sum;
+using ::fastnn::cuda::grid_for;
+using ::fastnn::cuda::kThreads;
+using ::fastnn::cuda::to_f;
 
 // The updates use explicitly rounded intrinsics (__fmul_rn etc. are never fused into FMAs), in the
 // CPU's evaluation order; IEEE sqrt and division are correctly rounded on both sides, so with
@@ -62,6 +62,70 @@ __global__ void adamw_kernel(int64_t count, float lr, float b1, float b2, float 
     float u = __fdiv_rn(mk, __fadd_rn(__fsqrt_rn(vk), eps));
     if (rate != 0.0f) u = __fadd_rn(u, __fmul_rn(rate, w[k]));
     w[k] = __fsub_rn(w[k], __fmul_rn(lr, u));
+  }
+}
+
+// The CPU's `ms[k] += (g*g - ms[k]) * one_minus_decay; mom[k] = mom[k]*momentum + (g*lr) / sqrt(ms[k] + eps)`.
+template <typename G>
+__global__ void rmsprop_kernel(int64_t count, float lr, float one_minus_decay, float momentum, float eps, float gs,
+                               float* w, const G* g, float* ms, float* mom) {
+  FASTNN_GRID_LOOP(k, count) {
+    const float gk = grad_at(g, k, gs);
+    const float msk = __fadd_rn(ms[k], __fmul_rn(__fsub_rn(__fmul_rn(gk, gk), ms[k]), one_minus_decay));
+    const float momk =
+        __fadd_rn(__fmul_rn(mom[k], momentum), __fdiv_rn(__fmul_rn(gk, lr), __fsqrt_rn(__fadd_rn(msk, eps))));
+    ms[k] = msk;
+    mom[k] = momk;
+    w[k] = __fsub_rn(w[k], momk);
+  }
+}
+
+// The CPU's `acc[k] += g*g; w[k] -= g*lr / sqrt(acc[k])`.
+template <typename G>
+__global__ void adagrad_kernel(int64_t count, float lr, float gs, float* w, const G* g, float* acc) {
+  FASTNN_GRID_LOOP(k, count) {
+    const float gk = grad_at(g, k, gs);
+    const float ak = __fadd_rn(acc[k], __fmul_rn(gk, gk));
+    acc[k] = ak;
+    w[k] = __fsub_rn(w[k], __fdiv_rn(__fmul_rn(gk, lr), __fsqrt_rn(ak)));
+  }
+}
+
+// The CPU's `acc = acc*rho + g*g*(1-rho); u = sqrt(up + eps) / sqrt(acc + eps) * g; w -= u*lr;
+// up = up*rho + u*u*(1-rho)`.
+template <typename G>
+__global__ void adadelta_kernel(int64_t count, float lr, float rho, float one_minus_rho, float eps, float gs,
+                                float* w, const G* g, float* acc, float* up) {
+  FASTNN_GRID_LOOP(k, count) {
+    const float gk = grad_at(g, k, gs);
+    const float ak = __fadd_rn(__fmul_rn(acc[k], rho), __fmul_rn(__fmul_rn(gk, gk), one_minus_rho));
+    acc[k] = ak;
+    const float u = __fmul_rn(__fdiv_rn(__fsqrt_rn(__fadd_rn(up[k], eps)), __fsqrt_rn(__fadd_rn(ak, eps))), gk);
+    w[k] = __fsub_rn(w[k], __fmul_rn(u, lr));
+    up[k] = __fadd_rn(__fmul_rn(up[k], rho), __fmul_rn(__fmul_rn(u, u), one_minus_rho));
+  }
+}
+
+// The CPU's ApplyFtrl loop, operation for operation.
+template <typename G>
+__global__ void ftrl_kernel(int64_t count, float lr, float neg_power, bool sqrt_power, float l1, float two_l2,
+                            float gs, float* w, const G* g, float* acc, float* lin) {
+  FASTNN_GRID_LOOP(k, count) {
+    const float gk = grad_at(g, k, gs);
+    const float old_acc = acc[k];
+    const float new_acc = __fadd_rn(old_acc, __fmul_rn(gk, gk));
+    const float pow_new = sqrt_power ? __fsqrt_rn(new_acc) : powf(new_acc, neg_power);
+    const float pow_old = sqrt_power ? __fsqrt_rn(old_acc) : powf(old_acc, neg_power);
+    const float lk = __fadd_rn(lin[k], __fsub_rn(gk, __fmul_rn(__fdiv_rn(__fsub_rn(pow_new, pow_old), lr), w[k])));
+    lin[k] = lk;
+    const float quadratic = __fadd_rn(__fdiv_rn(pow_new, lr), two_l2);
+    if (fabsf(lk) > l1) {
+      const float sign_l1 = lk > 0.0f ? l1 : -l1;
+      w[k] = __fdiv_rn(__fsub_rn(sign_l1, lk), quadratic);
+    } else {
+      w[k] = 0.0f;
+    }
+    acc[k] = new_acc;
   }
 }
 
@@ -146,6 +210,41 @@ void adam_weight_decay_update(int64_t count, float lr, float beta1, float beta2,
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename G>
+void rmsprop_update(int64_t count, float lr, float decay, float momentum, float epsilon, float grad_scale, float* w,
+                    const G* g, float* ms, float* mom, cudaStream_t s) {
+  if (count == 0) return;
+  rmsprop_kernel<G><<<grid_for(count), kThreads, 0, s>>>(count, lr, 1.0f - decay, momentum, epsilon, grad_scale, w, g,
+                                                         ms, mom);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename G>
+void adagrad_update(int64_t count, float lr, float grad_scale, float* w, const G* g, float* accum, cudaStream_t s) {
+  if (count == 0) return;
+  adagrad_kernel<G><<<grid_for(count), kThreads, 0, s>>>(count, lr, grad_scale, w, g, accum);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename G>
+void adadelta_update(int64_t count, float lr, float rho, float epsilon, float grad_scale, float* w, const G* g,
+                     float* accum, float* accum_update, cudaStream_t s) {
+  if (count == 0) return;
+  adadelta_kernel<G><<<grid_for(count), kThreads, 0, s>>>(count, lr, rho, 1.0f - rho, epsilon, grad_scale, w, g,
+                                                          accum, accum_update);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename G>
+void ftrl_update(int64_t count, float lr, float lr_power, float l1, float l2, float grad_scale, float* w, const G* g,
+                 float* accum, float* linear, cudaStream_t s) {
+  if (count == 0) return;
+  FASTNN_CHECK(lr > 0.0f, "ftrl needs a learning rate > 0, got ", lr);
+  ftrl_kernel<G><<<grid_for(count), kThreads, 0, s>>>(count, lr, -lr_power, lr_power == -0.5f, l1, 2.0f * l2,
+                                                      grad_scale, w, g, accum, linear);
+  CUDA_CHECK_LAUNCH();
+}
+
 size_t grad_stats_workspace_bytes(std::span<const GradView> grads) {
   int64_t blocks = 0;
   for (const GradView& v : grads) blocks += stat_blocks(v.count);
@@ -177,8 +276,15 @@ void grad_stats(std::span<const GradView> grads, double* out, void* ws, cudaStre
   template void adam_update<G>(int64_t, float, float, float, float, float, float*, const G*, float*, float*,   \
                                cudaStream_t);                                                                  \
   template void adam_weight_decay_update<G>(int64_t, float, float, float, float, float, float, float*, const G*, \
-                                            float*, float*, cudaStream_t);
+                                            float*, float*, cudaStream_t);                                   \
+  template void rmsprop_update<G>(int64_t, float, float, float, float, float, float*, const G*, float*, float*, \
+                                  cudaStream_t);                                                               \
+  template void adagrad_update<G>(int64_t, float, float, float*, const G*, float*, cudaStream_t);               \
+  template void adadelta_update<G>(int64_t, float, float, float, float, float*, const G*, float*, float*,       \
+                                   cudaStream_t);                                                              \
+  template void ftrl_update<G>(int64_t, float, float, float, float, float, float*, const G*, float*, float*,    \
+                               cudaStream_t);
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace fastnn::cuda
+}  // namespace fastnn::optim::cuda

@@ -6,9 +6,13 @@
 // ("same") padding, TensorFlow's count_include_pad=false divisor, first-maximum tie breaking, and LRN
 // with any radius that also yields the `scale` tensor its backward reads.
 #include "trainer/cuda/device_util.cuh"
-#include "trainer/cuda/kernels.h"
+#include "trainer/ops/avg_pool2d.h"
+#include "trainer/ops/lrn.h"
+#include "trainer/ops/max_pool2d.h"
 
 namespace fastnn::ops::cuda {
+
+using namespace ::fastnn::cuda;  // device_util.cuh
 
 namespace {
 

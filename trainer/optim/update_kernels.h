@@ -6,7 +6,7 @@
 // Weights and optimizer state are f32 (the master copy); gradients are f32, f16 or bf16 (G) and are
 // multiplied by `grad_scale` as they are read (1 / loss_scale under dynamic loss scaling, times a
 // global-norm clipping factor if wanted), which fuses unscaling and clipping into the update.
-// Nothing allocates; everything is ordered on `s`.
+// Nothing allocates; everything is ordered on `s`. CUDA builds only (update_kernels.cu).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <span>
 
-namespace fastnn::cuda {
+namespace fastnn::optim::cuda {
 
 // w -= lr * g
 template <typename G>
@@ -36,6 +36,28 @@ template <typename G>
 void adam_weight_decay_update(int64_t count, float lr, float beta1, float beta2, float epsilon, float rate,
                               float grad_scale, float* w, const G* g, float* m, float* v, cudaStream_t s);
 
+// tf.train.RMSPropOptimizer (centered=False): ms += (g^2 - ms)(1 - decay);
+// mom = mom momentum + (g lr) / sqrt(ms + eps); w -= mom.
+template <typename G>
+void rmsprop_update(int64_t count, float lr, float decay, float momentum, float epsilon, float grad_scale, float* w,
+                    const G* g, float* ms, float* mom, cudaStream_t s);
+// tf.train.AdagradOptimizer: acc += g^2; w -= (g lr) / sqrt(acc).
+template <typename G>
+void adagrad_update(int64_t count, float lr, float grad_scale, float* w, const G* g, float* accum, cudaStream_t s);
+// tf.train.AdadeltaOptimizer: acc = acc rho + g^2 (1 - rho); u = sqrt(up + eps) / sqrt(acc + eps) g;
+// w -= u lr; up = up rho + u^2 (1 - rho).
+template <typename G>
+void adadelta_update(int64_t count, float lr, float rho, float epsilon, float grad_scale, float* w, const G* g,
+                     float* accum, float* accum_update, cudaStream_t s);
+// TF's ApplyFtrl (no l2 shrinkage), p = lr_power: acc' = acc + g^2;
+// linear += g - (acc'^-p - acc^-p) / lr w; w = |linear| > l1 ? (sign(linear) l1 - linear) / (acc'^-p / lr + 2 l2)
+// : 0; acc = acc'. lr must be > 0 (the caller checks, as the CPU's begin_step). With lr_power -0.5 (the
+// default) the powers are IEEE square roots and the update is bitwise the CPU's; other powers use CUDA's
+// powf, within 2 ulp of glibc's, so they are close but not bitwise.
+template <typename G>
+void ftrl_update(int64_t count, float lr, float lr_power, float l1, float l2, float grad_scale, float* w, const G* g,
+                 float* accum, float* linear, cudaStream_t s);
+
 // One gradient buffer for grad_stats.
 struct GradView {
   const void* data = nullptr;
@@ -49,4 +71,4 @@ size_t grad_stats_workspace_bytes(std::span<const GradView> grads);
 // overflow check of dynamic loss scaling in one pass over the gradients. `out` is 2 device doubles.
 void grad_stats(std::span<const GradView> grads, double* out, void* ws, cudaStream_t s);
 
-}  // namespace fastnn::cuda
+}  // namespace fastnn::optim::cuda

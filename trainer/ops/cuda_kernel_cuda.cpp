@@ -1,4 +1,4 @@
-#include "trainer/cuda/op_util.h"
+#include "trainer/ops/cuda_kernel.h"
 
 #include "trainer/ops/cpu_kernel.h"
 

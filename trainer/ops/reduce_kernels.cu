@@ -4,9 +4,15 @@
 #include <cmath>
 
 #include "trainer/cuda/device_util.cuh"
-#include "trainer/cuda/kernels.h"
+#include "trainer/ops/batch_norm.h"
+#include "trainer/ops/cuda_helpers.h"
+#include "trainer/ops/global_avg_pool.h"
+#include "trainer/ops/softmax_xent.h"
+#include "trainer/ops/top_k.h"
 
 namespace fastnn::ops::cuda {
+
+using namespace ::fastnn::cuda;  // device_util.cuh
 
 namespace {
 

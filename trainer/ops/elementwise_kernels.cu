@@ -1,9 +1,16 @@
 // Elementwise kernels: add, scale, relu, tanh, dropout, bias add, 2-D pad / crop.
 #include "trainer/cuda/device_util.cuh"
-#include "trainer/cuda/kernels.h"
+#include "trainer/ops/add.h"
+#include "trainer/ops/cuda_helpers.h"
+#include "trainer/ops/dropout.h"
+#include "trainer/ops/relu.h"
+#include "trainer/ops/scale.h"
+#include "trainer/ops/tanh.h"
 #include "trainer/ops/random.h"
 
 namespace fastnn::ops::cuda {
+
+using namespace ::fastnn::cuda;  // device_util.cuh
 
 namespace {
 

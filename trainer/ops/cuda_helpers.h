@@ -1,0 +1,27 @@
+// CUDA kernels shared by several ops (CUDA builds only): bias add and bias gradient for conv2d and
+// fully_connected, and the zero-padded copy / crop conv2d uses for asymmetric padding. The same
+// conventions as the ops' launchers (T float, __half or __nv_bfloat16; device pointers; nothing allocates;
+// ordered on `s`). bias_add, pad2d, crop2d: ops/elementwise_kernels.cu; bias_grad: ops/reduce_kernels.cu.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace fastnn::ops::cuda {
+
+// y[n, k, i] += b[k] for y [N, K, inner].
+template <typename T>
+void bias_add(int64_t n, int64_t k, int64_t inner, const T* b, T* y, cudaStream_t s);
+// Zero-padded copy x [N*C, H, W] -> xp [N*C, H+top+bottom, W+left+right], and the inverse crop.
+template <typename T>
+void pad2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, int64_t left, int64_t right,
+           const T* x, T* xp, cudaStream_t s);
+template <typename T>
+void crop2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, int64_t left, int64_t right,
+            const T* xp, T* x, cudaStream_t s);
+// db[k] = sum over n, i of dy[n, k, i] (dy [N, K, inner]); summed in double.
+template <typename T>
+void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, cudaStream_t s);
+
+}  // namespace fastnn::ops::cuda
