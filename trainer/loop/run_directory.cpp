@@ -108,7 +108,13 @@ RunDirectory::RunDirectory(std::string dir, const JobConfig& config, Options opt
   if (options_.resume && options_.overwrite)
     throw ConfigError("--resume and --overwrite contradict each other: continue the run in the folder, or start over");
   if (options_.writer) lock();
-  open(config);
+  try {
+    open(config);
+  } catch (...) {
+    ::close(lock_fd_);  // a refusal must not keep the folder locked (the destructor does not run)
+    lock_fd_ = -1;
+    throw;
+  }
 }
 
 RunDirectory::~RunDirectory() {
