@@ -1,6 +1,8 @@
 // `fastnn train --config job.pbtxt [--name=value ...]` (or flags alone): every JobConfig field is a
 // `--name=value` flag, found by reflection (trainer/config/overrides.h), so CLI11 only knows --config,
-// --resume and --help and passes everything else through. The loop: trainer/loop/trainer.h.
+// --resume, --overwrite and --help and passes everything else through. The loop: trainer/loop/trainer.h.
+// Exit status: 0 when the run reached its last step; 1 on an error; 128 + signal (143 for SIGTERM,
+// 130 for SIGINT) when a signal stopped it after saving a checkpoint (docs/TRAINING.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -16,6 +18,7 @@ namespace {
 struct TrainArgs {
   std::string config;
   bool resume = false;
+  bool overwrite = false;
   bool help = false;
 };
 
@@ -32,12 +35,22 @@ void add_train_command(CLI::App& app) {
   cmd->set_help_flag();
   cmd->allow_extras();
   cmd->add_option("--config", a->config, "Job config, protobuf text format (schemas/job_config.proto)");
-  cmd->add_flag("--resume", a->resume, "Continue from the latest checkpoint in the run directory");
+  cmd->add_flag("--resume", a->resume, "Continue from the latest good checkpoint in the run directory, whatever its configuration");
+  cmd->add_flag("--overwrite", a->overwrite,
+                "Start over in a run directory that holds another run: first remove the files fastnn wrote there "
+                "(checkpoints, metrics.jsonl, events, traces), nothing else");
   cmd->add_flag("-h,--help", a->help, "Print this help and every job config field");
   cmd->callback([a, cmd] {
     if (a->help) return print_help(cmd);
     const JobConfig config = load_job_config(a->config, cmd->remaining());
-    const loop::TrainSummary s = loop::run_training(config, {.resume = a->resume});
+    if (a->resume && a->overwrite) throw ConfigError("--resume and --overwrite contradict each other");
+    const loop::TrainSummary s = loop::run_training(config, {.resume = a->resume, .overwrite = a->overwrite});
+    if (s.stop_signal != 0) {
+      if (s.rank == 0)
+        std::fprintf(stderr, "fastnn: stopped by signal %d after step %lld (checkpoint saved in %s); continue with --resume\n",
+                     s.stop_signal, static_cast<long long>(s.steps), s.run_dir.c_str());
+      throw ExitStatus{128 + s.stop_signal};
+    }
     if (s.rank != 0) return;  // data-parallel: rank 0 reports for the job
     std::printf("trained %lld steps in %.1f s (%.0f img/s), run directory %s\n",
                 static_cast<long long>(s.steps - s.first_step), s.train_seconds, s.images_per_sec, s.run_dir.c_str());

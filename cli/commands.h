@@ -1,10 +1,15 @@
 // Each `fastnn` subcommand lives in its own cli/cmd_*.cpp and registers itself here, in the explicit
 // list in main.cpp. A command's callback throws fastnn::Error on failure; main() prints it and exits 1.
+// A command that must end with another status (train stopped by SIGTERM: 143) throws ExitStatus.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 namespace fastnn::cli {
+
+struct ExitStatus {
+  int code;
+};
 
 void add_inspect_command(CLI::App& app);
 void add_convert_command(CLI::App& app);

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const fastnn::cli::ExitStatus& e) {
+    return e.code;
   } catch (const fastnn::Error& e) {
     std::fprintf(stderr, "fastnn: error: %s\n", e.what());
     return 1;

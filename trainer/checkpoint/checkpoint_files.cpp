@@ -3,7 +3,9 @@
 #include <google/protobuf/text_format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -160,13 +162,75 @@ std::optional<CheckpointInfo> latest_complete(const std::string& dir) {
 
 }  // namespace internal
 
+std::vector<CheckpointInfo> list_committed_latest_first(const std::string& dir) {
+  std::vector<CheckpointInfo> out;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return out;
+    throw IoError(str(dir, ": cannot list: ", ec.message()));
+  }
+  for (const auto& entry : it) {
+    std::string suffix;
+    const auto step = parse_checkpoint_name(entry.path().filename().string(), &suffix);
+    if (step && suffix == kMetaSuffix) out.push_back({*step, checkpoint_prefix(dir, *step)});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step > b.step; });
+  const std::string index = (std::filesystem::path(dir) / internal::kIndexName).string();
+  try {
+    CheckpointIndex idx;
+    parse_text(internal::read_small_file(index, kMaxCheckpointMetaBytes), index, &idx);
+    std::string suffix;
+    const auto step = parse_checkpoint_name(idx.model_checkpoint_path(), &suffix);
+    auto named = std::find_if(out.begin(), out.end(), [&](const auto& c) { return step && suffix.empty() && c.step == *step; });
+    if (named != out.end()) std::rotate(out.begin(), named, named + 1);
+  } catch (const Error&) {
+    // No index, or an unreadable one: the highest step is the latest.
+  }
+  return out;
+}
+
+std::string checkpoint_damage(const std::string& prefix, bool optimizer) {
+  try {
+    load_checkpoint(prefix, {.optimizer = optimizer, .verify = true});
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+std::vector<std::string> set_aside_checkpoint(const std::string& prefix) {
+  std::vector<std::string> moved;
+  for (const std::string& path : {meta_path(prefix), weights_path(prefix), optimizer_path(prefix)}) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) continue;
+    std::string to = path + ".damaged";
+    for (int n = 2; std::filesystem::exists(std::filesystem::symlink_status(to, ec)); ++n) to = str(path, ".damaged-", n);
+    if (std::rename(path.c_str(), to.c_str()) != 0) throw_io_error(path, str("rename to ", to));
+    moved.push_back(to);
+  }
+  return moved;
+}
+
 LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const CheckpointLoadOptions& options) {
   std::string prefix = path_or_prefix;
   std::error_code ec;
   if (std::filesystem::is_directory(path_or_prefix, ec)) {
-    const auto latest = internal::latest_complete(path_or_prefix);
-    if (!latest) throw ConfigError(str(path_or_prefix, ": no complete checkpoint in this directory"));
-    prefix = latest->prefix;
+    // The latest committed checkpoint, damaged or not: a damaged one is an error, never skipped.
+    const std::vector<CheckpointInfo> all = list_committed_latest_first(path_or_prefix);
+    if (all.empty()) throw ConfigError(str(path_or_prefix, ": no complete checkpoint in this directory"));
+    try {
+      return load_checkpoint(all.front().prefix, options);
+    } catch (const Error& e) {
+      std::string good = "none";
+      for (size_t i = 1; i < all.size(); ++i)
+        if (checkpoint_damage(all[i].prefix, options.optimizer).empty()) {
+          good = all[i].prefix;
+          break;
+        }
+      throw FormatError(str("the latest checkpoint ", all.front().prefix, " is damaged: ", e.what(),
+                            "; the last good checkpoint is ", good));
+    }
   } else {
     for (std::string_view s : {kWeightsSuffix, kOptimizerSuffix, kMetaSuffix})
       if (prefix.ends_with(s)) {

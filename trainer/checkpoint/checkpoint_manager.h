@@ -14,6 +14,14 @@
 // files without a meta (a crash mid-save) are ignored, and the next save() removes them. If the index is
 // missing or names an incomplete checkpoint, latest() falls back to the highest complete step.
 //
+// Damage: a checkpoint whose meta exists is *committed*; one that is committed but does not load and
+// verify (meta unparsable, a data file missing, resized or with another CRC32C) is *damaged*. It is never
+// passed over in silence by the readers that choose "the latest": load_checkpoint(<dir>) takes the
+// latest committed one and fails naming it, the reason and the last good checkpoint; the run directory
+// (trainer/loop/run_directory.h) sets a damaged one aside (set_aside_checkpoint) with a warning before a
+// resumed run could overwrite it. CheckpointManager::latest() keeps its complete-only view for callers
+// that only need a step.
+//
 // Retention: after a save, the keep_max highest steps are kept (0 keeps all) and the one just saved
 // is never deleted, even when higher steps exist (a run resumed from an earlier checkpoint).
 //
@@ -76,8 +84,18 @@ CheckpointMeta parse_checkpoint_meta(const std::string& text, const std::string&
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
 // Loads "<dir>/ckpt-<step>" given as the prefix, any of its three files, or a directory (its latest
-// checkpoint). ConfigError if a directory holds no complete checkpoint.
+// committed checkpoint). ConfigError if a directory holds no committed checkpoint; FormatError naming
+// the checkpoint, the reason and the last good one if a directory's latest is damaged.
 LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const CheckpointLoadOptions& options = {});
+
+// Committed checkpoints of `dir` (a meta file exists), latest first: the one the index names when it
+// is committed, then the others by descending step. Empty if `dir` does not exist.
+std::vector<CheckpointInfo> list_committed_latest_first(const std::string& dir);
+// Why `prefix` does not load with full verification (the error's message), or "" when it does.
+std::string checkpoint_damage(const std::string& prefix, bool optimizer = true);
+// Renames the files of a damaged checkpoint out of the way ("<file>.damaged", then ".damaged-2", ...),
+// so that no reader takes it and no save replaces it; returns the new paths. IoError on failure.
+std::vector<std::string> set_aside_checkpoint(const std::string& prefix);
 
 class CheckpointManager {
  public:

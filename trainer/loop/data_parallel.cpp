@@ -7,14 +7,17 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "core/named_array.h"
 #include "trainer/comm/world_check.h"
+#include "trainer/loop/stop_signal.h"
 
 namespace fastnn::loop {
 namespace {
 
 // Step metrics averaged over the ranks: loss, main_loss, aux_loss, correct, correct_top5,
-// examples, data wait seconds.
-constexpr size_t kStepMetrics = 7;
+// examples, data wait seconds, and the stop flag (stop_signal.h; > 0 after averaging if any rank
+// was signalled, so every rank stops after the same step).
+constexpr size_t kStepMetrics = 8;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -44,6 +47,7 @@ DataParallel::DataParallel(const JobConfig& c) {
   o.collective_timeout_seconds = c.collective_timeout_seconds();
   comm_ = make_communicator(o);
   if (world() == 1) return;
+  agreed([&] { check_job_config_consistency(*comm_, c); });  // one configuration per job (world_check.h)
   // Rank 0 tells the story; the others only warn (unless FASTNN_LOG_LEVEL asks for more).
   if (!chief() && std::getenv("FASTNN_LOG_LEVEL") == nullptr && log_level() == LogLevel::kInfo)
     set_log_level(LogLevel::kWarn);
@@ -65,8 +69,11 @@ void DataParallel::check_world(int64_t batches_per_epoch, int64_t train_shard_co
   }
 }
 
-void DataParallel::sync_start(int64_t start_step) {
+void DataParallel::sync_start(const graph::Graph& g, int64_t start_step) {
   if (world() == 1) return;
+  std::vector<std::string> variables;  // names and shapes: a different model is named, not MPI_ERR_TRUNCATE
+  for (const graph::NamedTensor& v : g.variables()) variables.push_back(str(v.name, " ", ckpt::shape_string(v.value.shape())));
+  agreed([&] { check_model_consistency(*comm_, variables); });
   const int64_t mine = start_step;
   std::vector<int64_t> all(static_cast<size_t>(world()));
   comm_->allgather(std::span<const int64_t>(&mine, 1), std::span<int64_t>(all));
@@ -111,6 +118,7 @@ void pack_metrics(const StepResult& r, double wait, float* m) {
   m[4] = static_cast<float>(r.correct_top5);
   m[5] = static_cast<float>(r.examples);
   m[6] = static_cast<float>(wait);
+  m[7] = stop_requested() ? 1.0f : 0.0f;
 }
 
 // Averages; counts are small integers, exact in float, so mean x world rounds back to the sum.
@@ -132,6 +140,7 @@ void DataParallel::average_metrics(StepResult& r, double& wait) {
   pack_metrics(r, wait, m);
   comm_->allreduce_average(std::span<float>(m, kStepMetrics));
   unpack_metrics(m, world(), r, wait);
+  stop_ = m[7] > 0;
 }
 
 EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_batch, const RunSetup& s,
@@ -153,6 +162,18 @@ EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_b
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+bool DataParallel::stop_requested() const { return world() == 1 ? loop::stop_requested() : stop_; }
+
+template <typename F>
+void DataParallel::agreed(F&& check) {
+  try {
+    check();
+  } catch (const ConfigError&) {
+    agreed_failure_ = true;  // every rank saw the same gathered values and throws the same error
+    throw;
+  }
 }
 
 void DataParallel::fail(const std::exception& e) noexcept {

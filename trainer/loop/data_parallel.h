@@ -18,6 +18,10 @@
 //     over every rank's batch (ops::CrossReplicaSum over the communicator; CPU backend);
 //   - evaluate(): each rank evaluates whole files of the held-out split (file i goes to rank
 //     i % world), the sums are allreduced, so every example counts exactly once;
+//   - stop_requested(): SIGTERM/SIGINT (stop_signal.h) agreed over ranks: the flag rides in the step
+//     metrics of average_metrics(), so it is true on every rank after the same step;
+//   - the constructor compares every rank's job configuration and sync_start() the model's variable
+//     names and shapes (trainer/comm/world_check.h), both agreed errors naming fields/variables;
 //   - fail(): an exception on one rank would leave the others blocked in the next collective, so it is
 //     logged and the job is aborted (MPI_Abort), unless it was an agreed error every rank raises.
 // rank_seed(): rank 0 keeps the configured seed (a world of one trains exactly as before); other
@@ -63,7 +67,7 @@ class DataParallel {
   bool chief() const { return rank() == 0; }
 
   void check_world(int64_t batches_per_epoch, int64_t train_shard_count);
-  void sync_start(int64_t start_step);
+  void sync_start(const graph::Graph& graph, int64_t start_step);
   void average_metrics(StepResult& result, double& data_wait_seconds);
   // Hands the graph a CrossReplicaSum over this world (a world of one: nothing to do).
   void sync_batch_norm(graph::Graph& graph);
@@ -71,12 +75,18 @@ class DataParallel {
   // (StepRunner::average_state).
   EvalResult evaluate(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const RunSetup& setup,
                       const JobConfig& config);
+  // After average_metrics(): a stop was asked for on any rank (a world of one: here).
+  bool stop_requested() const;
   void fail(const std::exception& error) noexcept;
 
  private:
+  template <typename F>
+  void agreed(F&& check);  // runs a collective check whose ConfigError every rank raises alike
+
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ops::CrossReplicaSum> replica_sum_;
   bool agreed_failure_ = false;
+  bool stop_ = false;
 };
 
 }  // namespace fastnn::loop

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -21,9 +22,11 @@
 #include "trainer/loop/device_setup.h"
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/profiler.h"
+#include "trainer/loop/run_directory.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
+#include "trainer/loop/stop_signal.h"
 #include "trainer/metrics/event_writer.h"
 #include "trainer/metrics/jsonl_writer.h"
 #include "trainer/schedule/lr_schedule.h"
@@ -101,6 +104,7 @@ class TrainingRun {
   LrSchedule schedule_;
   int64_t bpe_ = 0, total_ = 0, start_ = 0, replay_ = 0;  // replay_: per-rank batches to skip on resume
   double loop_seconds_ = 0;  // the step loop's time so far, evaluations excluded
+  std::unique_ptr<RunDirectory> run_dir_;  // run directory: lock, take-over rules (run_directory.h)
   std::unique_ptr<ckpt::CheckpointManager> ckpt_;
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_;
@@ -109,9 +113,9 @@ class TrainingRun {
 };
 
 void TrainingRun::restore_or_init() {
-  if (options_.resume) {
-    if (auto latest = ckpt_->latest()) {
-      ckpt::LoadedCheckpoint l = ckpt_->load(latest->prefix);
+  {
+    if (ckpt::LoadedCheckpoint* resumed = run_dir_->resume_from()) {  // --resume, or the same run continued
+      ckpt::LoadedCheckpoint& l = *resumed;
       if (l.meta.has_model_name() && l.meta.model_name() != setup_.model_name)
         throw ConfigError(str("--resume: ", l.prefix, " holds ", l.meta.model_name(), ", not ", setup_.model_name));
       if (l.meta.has_config() && (l.meta.config().batch_size() * std::max(1, l.meta.world_size()) != global_batch() ||
@@ -131,7 +135,6 @@ void TrainingRun::restore_or_init() {
       log_info("resumed from ", l.prefix, " at step ", start_, " (epoch ", epoch_of(start_), ")");
       return;
     }
-    log_warn("--resume: no checkpoint in ", setup_.run_dir, "; starting from scratch");
   }
   if (c_.task_type() == "finetune") {
     if (c_.model_dir().empty()) throw ConfigError("task_type=finetune needs model_dir (the checkpoint to start from)");
@@ -223,13 +226,16 @@ void TrainingRun::save(int64_t step, double lr) {
 }
 
 TrainSummary TrainingRun::run() {
+  StopSignalScope stop_scope;  // SIGTERM/SIGINT: checkpoint at the current step, then return
+  run_dir_ = std::make_unique<RunDirectory>(setup_.run_dir, c_, RunDirectory::Options{.resume = options_.resume,
+      .overwrite = options_.overwrite, .writer = dp_.chief(), .world = dp_.world()});
   ckpt_ = std::make_unique<ckpt::CheckpointManager>(
       setup_.run_dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
   restore_or_init();
-  dp_.sync_start(start_);         // same step everywhere,
+  dp_.sync_start(runner_->graph(), start_);  // same model and step everywhere,
   runner_->broadcast_variables();  // and rank 0's variables on every rank
   if (dp_.chief()) {
-    jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", options_.resume);
+    jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", /*append=*/true);
     events_ = std::make_unique<EventFileWriter>(setup_.run_dir);
   }
   const bool logging = has_hook(c_, "LoggingTensorHook") && c_.log_loss_every_n_iters() > 0;
@@ -282,11 +288,19 @@ TrainSummary TrainingRun::run() {
       run_eval(done);
       log_window_.start = Clock::now();  // evaluation time is not training throughput
     }
+    if (dp_.stop_requested()) {  // agreed over ranks: every rank stops after this step (stop_signal.h)
+      if (last_saved != done) save(done, lr);
+      summary_.stop_signal = stop_signal() ? stop_signal() : SIGTERM;
+      summary_.steps = done;
+      if (events_) events_->close();
+      if (jsonl_) jsonl_->close();
+      return summary_;
+    }
   }
   batch.reset();
   it.reset();
   if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
-  run_eval(total_);
+  if (total_ > start_) run_eval(total_);  // a finished run continued: its final eval line is there already
   summary_.steps = total_;
   summary_.train_seconds = loop_seconds_;
   summary_.images_per_sec = loop_seconds_ > 0 ? static_cast<double>(loop_images) / loop_seconds_ : 0;

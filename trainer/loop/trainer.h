@@ -12,6 +12,8 @@
 // the data position is restored by replaying the deterministic pipeline up to that step, and dropout
 // masks depend only on (seed, layer, step), so the resumed run repeats the uninterrupted one.
 // task_type=finetune (when not resuming an existing run): weights by name from model_dir.
+// The run directory is locked for the whole run and never silently taken over (run_directory.h);
+// SIGTERM/SIGINT end the run after the current step with a checkpoint there (stop_signal.h).
 // Under mpirun (world > 1) the run is data-parallel (data_parallel.h, docs/DISTRIBUTED.md): batch_size
 // is per rank, gradients and metrics are averaged over ranks, rank 0 alone logs and writes metrics,
 // events and checkpoints; an error on one rank aborts the whole job.
@@ -28,6 +30,7 @@ namespace fastnn::loop {
 
 struct TrainOptions {
   bool resume = false;
+  bool overwrite = false;  // start over: remove the run files of the folder first (run_directory.h)
 };
 
 struct TrainSummary {
@@ -39,6 +42,7 @@ struct TrainSummary {
   double images_per_sec = 0;  // over all ranks
   std::string run_dir;
   int rank = 0, world_size = 1;  // data-parallel: only rank 0 (the chief) reports
+  int stop_signal = 0;  // SIGTERM/SIGINT stopped the run after `steps` (checkpoint saved); 0: it ran to the end
 };
 
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options = {});

@@ -3,7 +3,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 
+#include <unistd.h>
+
+#include "core/atomic_output.h"
 #include "core/check.h"
 
 namespace fastnn {
@@ -75,6 +82,46 @@ void JsonlMetricsWriter::close() {
   const int rc = std::fclose(file_);
   file_ = nullptr;
   if (rc != 0) throw_io_error(path_, "close");
+}
+
+JsonlRepair repair_jsonl_for_resume(const std::string& path, int64_t resume_step) {
+  JsonlRepair r;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return r;
+    throw_io_error(path, "open");
+  }
+  std::vector<std::string> keep;
+  std::string line;
+  while (std::getline(in, line)) {
+    const bool complete = !in.eof();  // getline stopped at a '\n', not at the end of the file
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!complete || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
+      ++r.torn;
+    } else if (j["step"].get<int64_t>() > resume_step) {
+      ++r.after_step;
+    } else {
+      keep.push_back(std::move(line));
+    }
+  }
+  if (in.bad()) throw_io_error(path, "read");
+  r.kept = static_cast<int64_t>(keep.size());
+  if (r.torn == 0 && r.after_step == 0) return r;
+  const std::string tmp = path + ".fastnn-tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "we");
+  if (!f) throw_io_error(tmp, "create");
+  bool ok = true;
+  for (const std::string& l : keep) ok = ok && std::fwrite(l.data(), 1, l.size(), f) == l.size() && std::fputc('\n', f) != EOF;
+  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    throw_io_error(tmp, "write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw_io_error(tmp, str("rename to ", path));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  fsync_path(dir.empty() ? "." : dir);
+  return r;
 }
 
 }  // namespace fastnn

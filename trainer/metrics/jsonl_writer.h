@@ -10,6 +10,10 @@
 // value, which JSON cannot represent, is written as null. Extra fields go in `extra` and are merged
 // into the object (they may not replace the fixed ones).
 //
+// A run appends to its file; it is never truncated by a later run (the run directory,
+// trainer/loop/run_directory.h, decides whether a run may write there at all). On resume,
+// repair_jsonl_for_resume() first makes the file end at the resumed step.
+//
 // Errors: IoError naming the file. Threading: one writer per file, used by one thread at a time.
 #pragma once
 
@@ -71,5 +75,16 @@ class JsonlMetricsWriter {
   std::string path_;
   std::FILE* file_ = nullptr;
 };
+
+// Resuming a run at `resume_step`: keeps, in order, the lines of `path` that are complete JSON objects
+// with an integer "step" <= resume_step, and drops the rest: a torn last line (a failed write or kill -9
+// mid-line), any other line that is not such an object, and the lines of the steps the resumed run will
+// write again. So after any number of kill -9 + resume the file holds each step's lines once. It is
+// rewritten atomically (temporary + fsync + rename) only when something is dropped; a missing file is
+// fine (all counts 0).
+struct JsonlRepair {
+  int64_t kept = 0, torn = 0, after_step = 0;  // lines kept, unusable lines dropped, later steps dropped
+};
+JsonlRepair repair_jsonl_for_resume(const std::string& path, int64_t resume_step);
 
 }  // namespace fastnn
