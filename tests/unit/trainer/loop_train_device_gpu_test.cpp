@@ -138,7 +138,7 @@ TEST(TrainDeviceGpu, OverflowSkipsTheStepAndHalvesTheScale) {
 TEST(TrainDeviceGpu, OptimizerStateInterchangesWithTheCpu) {
   REQUIRE_GPU();
   const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
-  for (const char* name : {"momentum", "adam", "adamweightdecay", "sgd"}) {
+  for (const char* name : {"momentum", "adam", "adamweightdecay", "sgd", "rmsprop", "adagrad", "adadelta", "ftrl"}) {
     StepRunnerOptions oc = options(Device::kCpu, DType::kF32), og = options(Device::kCuda, DType::kF32);
     oc.optimizer.optimizer = og.optimizer.optimizer = name;
     auto cpu = make_step_runner(net, oc);
@@ -155,8 +155,8 @@ TEST(TrainDeviceGpu, OptimizerStateInterchangesWithTheCpu) {
     gpu->import_optimizer_state(sc);  // CPU checkpoint state resumes on the GPU
     cpu->import_optimizer_state(sg);
   }
-  StepRunnerOptions bad = options(Device::kCuda, DType::kF32);
-  bad.optimizer.optimizer = "rmsprop";
+  StepRunnerOptions bad = options(Device::kCuda, DType::kF32);  // all eight run on the GPU; unknown names do not
+  bad.optimizer.optimizer = "lamb";
   EXPECT_THROW(make_step_runner(net, bad), ConfigError);
 }
 
