@@ -10,6 +10,9 @@ namespace fastnn::loop {
 
 void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int world) {
   if (t.device == Device::kCpu) {
+    if (c.input_dtype() == "uint8" || c.input_dtype() == "float16")
+      throw ConfigError(str("input_dtype=", c.input_dtype(), " is for the GPU (normalised there); the CPU step takes "
+                            "float32 batches: use input_dtype=auto or float32 on device=cpu"));
     if (c.use_fp16() || (c.precision() != "auto" && c.precision() != "fp32"))
       log_info("use_fp16 / precision have no effect on the CPU backend (it computes in float32)");
     return;

@@ -5,6 +5,7 @@
 //   sync_batch_norm with several ranks      the CPU backend only (the NCCL statistics are not written)
 //   optimizer                               every device must have the fused update (DeviceOptimizer)
 //   use_fp16 / precision on the CPU         no effect (the CPU computes in f32): an info line
+//   input_dtype uint8 / float16 on the CPU  refused (the CPU step reads float32 batches)
 #pragma once
 
 #include "schemas/job_config.pb.h"

@@ -25,7 +25,16 @@ pipeline::DatasetOptions dataset_options(const JobConfig& c, int rank = 0) {
   return o;
 }
 
-std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool train) {
+pipeline::DatasetOptions dataset_options(const RunSetup& s, const JobConfig& c, int rank = 0) {
+  pipeline::DatasetOptions o = dataset_options(c, rank);
+  o.allocator = s.batch.allocator;  // pinned host memory when the runner copies batches to a GPU
+  // The CUDA runner's two stages each keep the batch they copied until they are reused, besides the
+  // loop's current one.
+  if (s.batch.allocator) o.max_held_batches = 3;
+  return o;
+}
+
+pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
   pipeline::PreprocessConfig p;
   p.preset = s.preset;
   p.label_offset = s.labels_offset;
@@ -33,16 +42,20 @@ std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool trai
   p.height = s.height;
   p.width = s.width;
   p.channels = s.channels;
-  p.dtype = pipeline::DType::kFloat32;
-  p.layout = pipeline::Layout::kNCHW;
-  return pipeline::make_preprocessor(p);
+  p.dtype = s.batch.dtype;
+  p.layout = s.batch.layout;
+  return p;
+}
+
+std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool train) {
+  return pipeline::make_preprocessor(preprocess_config(s, train));
 }
 
 pipeline::Dataset batched_eval(pipeline::Dataset ds, const RunSetup& s, const JobConfig& c, int batch_size) {
   ds.repeat(1)
       .map_and_batch(make_mapper(s, false), batch_size, std::max(1, c.num_parallel_batches()), false)
       .prefetch(std::max(1, c.prefetch_buffer_size()))
-      .with_options(dataset_options(c));
+      .with_options(dataset_options(s, c));
   return ds;
 }
 
@@ -120,6 +133,11 @@ RunSetup make_run_setup(const JobConfig& c) {
   s.height = s.width = model.default_size;
   s.channels = model.default_channels;
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
+  {
+    const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
+    std::copy(f.mean, f.mean + 4, s.input.mean);
+    std::copy(f.inv_std, f.inv_std + 4, s.input.inv_std);
+  }
   s.samples_per_epoch = c.has_num_sample_per_epoch() ? c.num_sample_per_epoch()
                                                      : static_cast<int64_t>(s.train_files.total_records());
   s.net = zoo::build_net(s.model_name, {.num_classes = s.num_classes, .height = s.height, .width = s.width,
@@ -138,7 +156,7 @@ pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int 
   ds.repeat(-1)
       .map_and_batch(make_mapper(s, true), c.batch_size(), std::max(1, c.num_parallel_batches()), true)
       .prefetch(std::max(1, c.prefetch_buffer_size()))
-      .with_options(dataset_options(c, rank));
+      .with_options(dataset_options(s, c, rank));
   return ds;
 }
 

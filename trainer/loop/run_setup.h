@@ -25,6 +25,7 @@
 #include "pipeline/dataset.h"
 #include "schemas/job_config.pb.h"
 #include "schemas/net.pb.h"
+#include "trainer/loop/input_format.h"
 
 namespace fastnn::loop {
 
@@ -41,6 +42,10 @@ struct RunSetup {
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
   int64_t samples_per_epoch = 0;
   NetDef net;
+  // The batches the step runner reads (StepRunner::batch_format; the CPU's float32 NCHW until the
+  // loop sets it) and the preset's normalisation for the uint8 ones.
+  BatchFormat batch;
+  InputNormalization input;
 };
 
 std::string run_directory(const JobConfig& config);

@@ -28,7 +28,37 @@ __global__ void prepare_grad_kernel(int64_t count, const G* g, float inv_scale, 
   }
 }
 
+template <typename S>
+__device__ float input_value(S v, float, float) {
+  return to_f(v);
+}
+template <>
+__device__ float input_value<uint8_t>(uint8_t v, float mean, float inv_std) {
+  return __fmul_rn(__fsub_rn(static_cast<float>(v), mean), inv_std);
+}
+
+// One thread per output element; the source index follows the layout.
+template <typename S, typename T>
+__global__ void input_to_nchw_kernel(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc,
+                                     InputNorm norm, T* y) {
+  const int64_t count = n * c * h * w;
+  FASTNN_GRID_LOOP(i, count) {
+    const int64_t col = i % w, row = (i / w) % h, ch = (i / (w * h)) % c, img = i / (w * h * c);
+    const int64_t src = nhwc ? ((img * h + row) * w + col) * c + ch : i;
+    y[i] = from_f<T>(input_value<S>(x[src], norm.mean[ch], norm.inv_std[ch]));
+  }
+}
+
 }  // namespace
+
+template <typename S, typename T>
+void input_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc, InputNorm norm, T* y,
+                   cudaStream_t s) {
+  const int64_t count = n * c * h * w;
+  if (count <= 0) return;
+  input_to_nchw_kernel<S, T><<<grid_for(count), kThreads, 0, s>>>(n, c, h, w, x, nhwc, norm, y);
+  CUDA_CHECK_LAUNCH();
+}
 
 template <typename T>
 void cast_from_f32(int64_t count, const float* x, T* y, cudaStream_t s) {
@@ -54,7 +84,13 @@ void prepare_grad(int64_t count, const G* g, float inv_scale, float wd, const fl
 #define FASTNN_STEP_KERNELS(T)                                                                          \
   template void cast_from_f32<T>(int64_t, const float*, T*, cudaStream_t);                             \
   template void cast_to_f32<T>(int64_t, const T*, float*, cudaStream_t);                               \
-  template void prepare_grad<T>(int64_t, const T*, float, float, const float*, float*, cudaStream_t);
+  template void prepare_grad<T>(int64_t, const T*, float, float, const float*, float*, cudaStream_t);   \
+  template void input_to_nchw<uint8_t, T>(int64_t, int64_t, int64_t, int64_t, const uint8_t*, bool, InputNorm, T*, \
+                                          cudaStream_t);                                                \
+  template void input_to_nchw<__half, T>(int64_t, int64_t, int64_t, int64_t, const __half*, bool, InputNorm, T*,   \
+                                         cudaStream_t);                                                 \
+  template void input_to_nchw<float, T>(int64_t, int64_t, int64_t, int64_t, const float*, bool, InputNorm, T*,     \
+                                        cudaStream_t);
 FASTNN_CUDA_FOR_TYPES(FASTNN_STEP_KERNELS)
 #undef FASTNN_STEP_KERNELS
 

@@ -23,4 +23,16 @@ void cast_to_f32(int64_t count, const T* x, float* y, cudaStream_t s);
 template <typename G>
 void prepare_grad(int64_t count, const G* g, float inv_scale, float wd, const float* w, float* out, cudaStream_t s);
 
+// The input hop (input_format.h): images [n, c, h, w] of source type S (uint8_t, __half or float; NHWC
+// when nhwc, else NCHW) to T NCHW. uint8 values become (v - mean[c]) * inv_std[c] in float, the
+// subtraction and product rounded separately (normalize_input_reference's arithmetic); the others are
+// only converted. mean / inv_std: 4 floats each, by value.
+struct InputNorm {
+  float mean[4];
+  float inv_std[4];
+};
+template <typename S, typename T>
+void input_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc, InputNorm norm, T* y,
+                   cudaStream_t s);
+
 }  // namespace fastnn::loop::cuda_step

@@ -33,6 +33,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
   o.optimizer = optimizer_options(c);
   o.scaling = loss_scaler_options(c, target.dtype);
+  o.input_dtype = c.input_dtype();
   return o;
 }
 

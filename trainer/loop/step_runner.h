@@ -18,18 +18,20 @@
 //   - parameters are initialised on the host with the graph's seeds and uploaded, so a CUDA run starts
 //     from the CPU run's weights (f16/bf16 graphs: the f32 master copy holds the CPU values exactly,
 //     the graph holds them rounded);
-//   - kernels from a registry holding the CPU and CUDA kernels (register_cuda_ops);
+//   - kernels from the op registry (each op registers its CPU and CUDA kernels);
 //   - the optimizer keeps f32 master weights and slots on the device (optim/device_optimizer.h) with
 //     the CPU optimizer's state names, so checkpoints interchange;
 //   - gradients are unscaled and weight-decayed into f32 in one pass, then one grad_stats reduction
 //     gives the global norm and the overflow count, read to the host with the losses (two small
 //     copies per step); an f16 step that overflowed is skipped under dynamic loss scaling;
-//   - host batches go through two pinned staging buffers, copied on a separate stream; the compute
-//     stream waits on that batch's event only. f32 host images are cast to the compute dtype on the
-//     device.
+//   - host batches (input_format.h): by default uint8 NHWC in the pipeline's pinned buffers, copied
+//     from there on a copy stream (other host memory goes through two pinned staging buffers first),
+//     the compute stream waits on that batch's event only; on the device uint8 is normalised with the
+//     preset's mean and 1/std, transposed to NCHW and cast to the compute dtype in one kernel (f16/f32
+//     batches are only transposed / cast). The stage keeps the host batch alive until its copy is done.
 //
 // Threading: one thread drives a runner. Errors: ConfigError for options the device path does not
-// support (rmsprop/adagrad/adadelta/ftrl on cuda), Error from the graph and kernels.
+// support (capabilities.h asks first), Error from the graph and kernels.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,7 @@
 #include "schemas/net.pb.h"
 #include "trainer/graph/graph.h"
 #include "trainer/loop/device_setup.h"
+#include "trainer/loop/input_format.h"
 #include "trainer/loop/step_timeline.h"
 #include "trainer/optim/loss_scaler.h"
 #include "trainer/optim/optimizers.h"
@@ -106,6 +109,10 @@ struct StepRunnerOptions {
   // one: one process.
   Communicator* host_comm = nullptr;
   double allreduce_bucket_mb = 25;
+  // The batches the runner asks the pipeline for (input_dtype: auto, uint8, float16, float32) and the
+  // preset's normalisation it applies to uint8 ones (input_format.h).
+  std::string input_dtype = "auto";
+  InputNormalization input;
 };
 
 struct StepRunnerStats {
@@ -120,8 +127,11 @@ class StepRunner {
   virtual ~StepRunner() = default;
   virtual const ComputeTarget& target() const = 0;
   virtual graph::Graph& graph() = 0;
+  // The batches train()/evaluate() read fastest (dtype, layout, allocator): what the pipeline makes.
+  virtual BatchFormat batch_format() const { return {}; }
 
-  // images [N, C, H, W] f32 (host) or the compute dtype (device); labels [N] i32/i64, host or device.
+  // images: a host batch in batch_format() (the CPU: [N, C, H, W] f32), or [N, C, H, W] in the compute
+  // dtype on the device; labels [N] i32/i64, host or device.
   virtual StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) = 0;
   virtual StepResult evaluate(const Tensor& images, const Tensor& labels) = 0;
   // A random batch placed where train() reads it fastest (synthetic-data benchmarks).

@@ -1,4 +1,5 @@
 // The CUDA step runner (contract in step_runner.h).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -59,11 +60,35 @@ struct ParamState {
 };
 
 // One of two input slots: pinned host copy, device copy, and the events ordering their reuse.
+// dev_raw: the host batch's bytes on the device (its dtype and layout); dev_images: the graph's input
+// (compute dtype, NCHW; dev_raw itself when nothing needs converting). host_images: the pipeline's
+// pinned batch, kept alive until this stage is reused (its copy is done by then).
 struct Stage {
-  Tensor pinned_images, pinned_labels, dev_images_f32, dev_images, dev_labels;
+  Tensor pinned_images, pinned_labels, dev_raw, dev_images, dev_labels, host_images;
   cudaEvent_t copied = nullptr, consumed = nullptr;
   bool used = false;
 };
+
+// The pipeline's batch buffers in page-locked memory (input_format.h): copies start from them directly.
+class PinnedBatchAllocator final : public pipeline::BatchAllocator {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable));
+    return p;
+  }
+  void deallocate(void* p, size_t) override { cudaFreeHost(p); }
+  const char* name() const override { return "cuda-pinned"; }
+};
+
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // plain host memory on older drivers: not an error for us
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
 
 // A bucket of gradients averaged by one collective call (data parallel).
 struct GradBucket {
@@ -173,6 +198,12 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
 
   const ComputeTarget& target() const override { return o_.target; }
   graph::Graph& graph() override { return graph_; }
+  // uint8 NHWC in pinned memory unless input_dtype asks otherwise; always pinned.
+  BatchFormat batch_format() const override {
+    BatchFormat f = batch_format_for(o_.input_dtype, {.dtype = pipeline::DType::kUint8, .layout = pipeline::Layout::kNHWC});
+    f.allocator = pinned_allocator_;
+    return f;
+  }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     auto [x, y] = place(images, labels);
@@ -309,24 +340,35 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return x;
   }
 
-  // Device batch for the step: device tensors pass through; host ones go through a pinned stage,
-  // copied on copy_stream_, and the compute stream waits on that stage's event only.
+  // Device batch for the step: device tensors pass through; a host batch (input_format.h) is copied on
+  // copy_stream_ — straight from the pipeline's buffer when it is pinned, else through this stage's
+  // pinned buffer — and the compute stream waits on that batch's event only, then converts it to the
+  // compute dtype in NCHW (uint8: normalised with the preset's mean and 1/std).
   std::pair<Tensor, Tensor> place(const Tensor& images, const Tensor& labels) {
     if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
-    FASTNN_CHECK(images.device() == Device::kCpu && labels.device() == Device::kCpu && images.dtype() == DType::kF32,
-                 "cuda step: a host batch must be f32 images and labels on the host, got ", images.describe(), ", ",
-                 labels.describe());
+    const DType in = images.dtype();
+    FASTNN_CHECK(images.device() == Device::kCpu && labels.device() == Device::kCpu && images.shape().size() == 4 &&
+                     (in == DType::kU8 || in == DType::kF16 || in == DType::kF32),
+                 "cuda step: a host batch must be uint8, f16 or f32 images [N, C, H, W] or [N, H, W, C] and labels on "
+                 "the host, got ", images.describe(), ", ", labels.describe());
+    const bool nhwc = images.layout() == Layout::kNHWC;
+    const Shape& sh = images.shape();
+    const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
     Stage& s = stages_[next_stage_];
     next_stage_ = (next_stage_ + 1) % 2;
     if (s.used) CUDA_CHECK(cudaEventSynchronize(s.consumed));  // the step that read this stage is done
+    s.host_images = Tensor();  // so is its copy: the pipeline may have that buffer back
     bool fresh = false;
-    if (!s.pinned_images.defined() || s.pinned_images.shape() != images.shape()) {
+    if (!s.dev_raw.defined() || s.dev_raw.shape() != sh || s.dev_raw.dtype() != in) {
       fresh = true;
-      s.pinned_images = cuda::pinned_empty(images.shape(), DType::kF32, Layout::kNCHW);
-      s.dev_images_f32 = Tensor::empty(images.shape(), DType::kF32, Device::kCuda, Layout::kNCHW);
-      s.dev_images = o_.target.dtype == DType::kF32
-                         ? s.dev_images_f32
-                         : Tensor::empty(images.shape(), o_.target.dtype, Device::kCuda, Layout::kNCHW);
+      s.dev_raw = Tensor::empty(sh, in, Device::kCuda, images.layout());
+      s.dev_images = (in == o_.target.dtype && !nhwc) ? s.dev_raw
+                                                      : Tensor::empty(nchw, o_.target.dtype, Device::kCuda, Layout::kNCHW);
+    }
+    const bool direct = is_pinned(images.raw());
+    if (!direct && (!s.pinned_images.defined() || s.pinned_images.shape() != sh || s.pinned_images.dtype() != in)) {
+      fresh = true;
+      s.pinned_images = cuda::pinned_empty(sh, in, images.layout());
     }
     if (!s.pinned_labels.defined() || s.pinned_labels.shape() != labels.shape() || s.pinned_labels.dtype() != labels.dtype()) {
       fresh = true;
@@ -334,21 +376,42 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       s.dev_labels = Tensor::empty(labels.shape(), labels.dtype(), Device::kCuda);
     }
     if (fresh) cuda::synchronize();  // new buffers are stream-ordered on the compute stream; the copy stream uses them
-    std::memcpy(s.pinned_images.raw(), images.raw(), images.nbytes());
+    if (direct) {
+      s.host_images = images;
+    } else {
+      std::memcpy(s.pinned_images.raw(), images.raw(), images.nbytes());
+    }
     std::memcpy(s.pinned_labels.raw(), labels.raw(), labels.nbytes());
-    cuda::copy_async(s.dev_images_f32, s.pinned_images, copy_stream_);
+    cuda::copy_async(s.dev_raw, direct ? images : s.pinned_images, copy_stream_);
     cuda::copy_async(s.dev_labels, s.pinned_labels, copy_stream_);
     CUDA_CHECK(cudaEventRecord(s.copied, copy_stream_));
     CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s.copied, 0));
-    if (o_.target.dtype != DType::kF32)
-      with_type(o_.target.dtype, [&](auto t) {
-        using T = decltype(t);
-        cuda_step::cast_from_f32<T>(images.numel(), s.dev_images_f32.data<float>(), static_cast<T*>(s.dev_images.raw()),
-                                    cuda::current_stream());
-      });
+    if (s.dev_images.raw() != s.dev_raw.raw()) convert_input(s.dev_raw, nhwc, nchw, s.dev_images);
     s.used = true;
     current_stage_ = &s;
     return {s.dev_images, s.dev_labels};
+  }
+
+  void convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out) {
+    cuda_step::InputNorm norm;
+    std::copy(o_.input.mean, o_.input.mean + 4, norm.mean);
+    std::copy(o_.input.inv_std, o_.input.inv_std + 4, norm.inv_std);
+    with_type(o_.target.dtype, [&](auto t) {
+      using T = decltype(t);
+      T* y = static_cast<T*>(out.raw());
+      cudaStream_t st = cuda::current_stream();
+      switch (raw.dtype()) {
+        case DType::kU8:
+          return cuda_step::input_to_nchw<uint8_t, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                      static_cast<const uint8_t*>(raw.raw()), nhwc, norm, y, st);
+        case DType::kF16:
+          return cuda_step::input_to_nchw<__half, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                     static_cast<const __half*>(raw.raw()), nhwc, norm, y, st);
+        default:
+          return cuda_step::input_to_nchw<float, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                    static_cast<const float*>(raw.raw()), nhwc, norm, y, st);
+      }
+    });
   }
 
   void release() {
@@ -491,6 +554,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   size_t next_stage_ = 0;
   Stage* current_stage_ = nullptr;
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
+  std::shared_ptr<PinnedBatchAllocator> pinned_allocator_ = std::make_shared<PinnedBatchAllocator>();
   StepRunnerStats stats_;
 };
 

@@ -70,6 +70,11 @@ class TrainingRun {
     check_backend_supports(c_, target_, dp_.world());
     collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
     if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
+    StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
+    ro.input = setup_.input;
+    runner_ = make_step_runner(setup_.net, ro);
+    if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
+    setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest
     train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
     bpe_ = train_ds_->batches_per_epoch();
     dp_.check_world(bpe_, static_cast<int64_t>(train_ds_->files().files.size()));
@@ -78,8 +83,6 @@ class TrainingRun {
     JobConfig sc = c_;
     sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
     schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
-    runner_ = make_step_runner(setup_.net, rank_runner_options(c_, target_, dp_, collectives_.get()));
-    if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
     std::filesystem::create_directories(setup_.run_dir);
   }
 
@@ -246,7 +249,7 @@ TrainSummary TrainingRun::run() {
   log_info("training ", setup_.model_name, " on ", target_.describe(), " (", setup_.num_classes, " classes, ",
            runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
            " batches of ", global_batch(), " per epoch, steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",
-           schedule_.describe());
+           schedule_.describe(), ", batches ", setup_.batch.describe());
 
   // Resuming starts the deterministic stream at the saved position without decoding what came before.
   auto it = train_ds_->make_iterator(static_cast<uint64_t>(replay_));
@@ -323,13 +326,15 @@ TrainSummary run_training(const JobConfig& config, const TrainOptions& options) 
 }
 
 CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint) {
-  const RunSetup setup = make_run_setup(config);
+  RunSetup setup = make_run_setup(config);
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
   const ComputeTarget target = resolve_compute_target(config);
   StepRunnerOptions o = step_runner_options(config, target);
   o.label_smoothing = 0;  // the held-out loss is the plain cross-entropy
+  o.input = setup.input;
   const std::unique_ptr<StepRunner> runner = make_step_runner(setup.net, o);
+  setup.batch = runner->batch_format();
   const std::string path = checkpoint.empty() ? setup.run_dir : checkpoint;
   ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
   runner->set_host_variables(checkpoint_variables(runner->graph().variables(), l.weights.arrays(), l.prefix));

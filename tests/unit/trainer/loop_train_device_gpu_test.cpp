@@ -18,6 +18,7 @@ TEST(TrainDeviceGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the 
 
 #include "trainer/config/job_config.h"
 #include "trainer/cuda/runtime.h"
+#include "trainer/loop/input_format.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
@@ -158,6 +159,34 @@ TEST(TrainDeviceGpu, OptimizerStateInterchangesWithTheCpu) {
   StepRunnerOptions bad = options(Device::kCuda, DType::kF32);  // all eight run on the GPU; unknown names do not
   bad.optimizer.optimizer = "lamb";
   EXPECT_THROW(make_step_runner(net, bad), ConfigError);
+}
+
+
+// The input hop: a uint8 NHWC host batch, normalised on the GPU, gives the step exactly what the
+// float32 NCHW batch the pipeline would have made gives it (same losses and hits, f32 compute), from
+// the pipeline's pinned memory (copied directly) and from ordinary memory (through the stage).
+TEST(TrainDeviceGpu, Uint8BatchesNormalisedOnTheGpuEqualFloatBatches) {
+  REQUIRE_GPU();
+  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
+  o.input.mean[0] = 128.0f;
+  o.input.inv_std[0] = 1.0f / 128.0f;
+  auto runner = make_step_runner(zoo::build_net("lenet", {.num_classes = 10}), o);
+  EXPECT_EQ(runner->batch_format().dtype, pipeline::DType::kUint8);
+  ASSERT_NE(runner->batch_format().allocator, nullptr);
+  const Shape nhwc{4, 28, 28, 1};
+  Tensor plain = Tensor::empty(nhwc, DType::kU8, Device::kCpu, Layout::kNHWC);
+  Tensor pinned = cuda::pinned_empty(nhwc, DType::kU8, Layout::kNHWC);
+  for (int64_t i = 0; i < plain.numel(); ++i)
+    plain.data<uint8_t>()[i] = pinned.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37) % 256);
+  const Tensor labels = Tensor::from<int32_t>({4}, {1, 7, 3, 9});
+  const Tensor f32 = normalize_input_reference(plain, o.input);
+  const StepResult want = runner->evaluate(f32, labels);
+  for (const Tensor* x : {&plain, &pinned}) {
+    const StepResult got = runner->evaluate(*x, labels);
+    EXPECT_EQ(got.loss, want.loss);
+    EXPECT_EQ(got.correct, want.correct);
+    EXPECT_EQ(got.correct_top5, want.correct_top5);
+  }
 }
 
 }  // namespace
