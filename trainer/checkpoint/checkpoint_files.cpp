@@ -125,15 +125,9 @@ bool is_complete(const std::string& prefix) {
 
 std::vector<CheckpointInfo> list_complete(const std::string& dir) {
   std::vector<CheckpointInfo> out;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec);
-  if (ec) {
-    if (ec == std::errc::no_such_file_or_directory) return out;
-    throw IoError(str(dir, ": cannot list: ", ec.message()));
-  }
-  for (const auto& entry : it) {
+  for (const std::string& name : list_entry_names(dir)) {
     std::string suffix;
-    const auto step = parse_checkpoint_name(entry.path().filename().string(), &suffix);
+    const auto step = parse_checkpoint_name(name, &suffix);
     if (!step || suffix != kMetaSuffix) continue;
     const std::string prefix = checkpoint_prefix(dir, *step);
     if (is_complete(prefix)) out.push_back({*step, prefix});
@@ -162,17 +156,23 @@ std::optional<CheckpointInfo> latest_complete(const std::string& dir) {
 
 }  // namespace internal
 
-std::vector<CheckpointInfo> list_committed_latest_first(const std::string& dir) {
-  std::vector<CheckpointInfo> out;
+std::vector<std::string> list_entry_names(const std::string& dir) {
+  std::vector<std::string> out;
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) {
     if (ec == std::errc::no_such_file_or_directory) return out;
     throw IoError(str(dir, ": cannot list: ", ec.message()));
   }
-  for (const auto& entry : it) {
+  for (const auto& entry : it) out.push_back(entry.path().filename().string());
+  return out;
+}
+
+std::vector<CheckpointInfo> list_committed_latest_first(const std::string& dir) {
+  std::vector<CheckpointInfo> out;
+  for (const std::string& name : list_entry_names(dir)) {
     std::string suffix;
-    const auto step = parse_checkpoint_name(entry.path().filename().string(), &suffix);
+    const auto step = parse_checkpoint_name(name, &suffix);
     if (step && suffix == kMetaSuffix) out.push_back({*step, checkpoint_prefix(dir, *step)});
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step > b.step; });

@@ -91,6 +91,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
 // Committed checkpoints of `dir` (a meta file exists), latest first: the one the index names when it
 // is committed, then the others by descending step. Empty if `dir` does not exist.
 std::vector<CheckpointInfo> list_committed_latest_first(const std::string& dir);
+// The names of `dir`'s entries (none when it does not exist); IoError naming it when it cannot be read.
+std::vector<std::string> list_entry_names(const std::string& dir);
 // Why `prefix` does not load with full verification (the error's message), or "" when it does.
 std::string checkpoint_damage(const std::string& prefix, bool optimizer = true);
 // Renames the files of a damaged checkpoint out of the way ("<file>.damaged", then ".damaged-2", ...),

@@ -64,15 +64,8 @@ std::string list_some(const std::vector<std::string>& names) {
 std::vector<std::string> run_files(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec);
-  if (ec) {
-    if (ec == std::errc::no_such_file_or_directory) return out;
-    throw IoError(str(dir, ": cannot list: ", ec.message()));
-  }
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (is_run_file(name) && !entry.is_directory(ec)) out.push_back(name);
-  }
+  for (const std::string& name : ckpt::list_entry_names(dir))
+    if (is_run_file(name) && !std::filesystem::is_directory(std::filesystem::path(dir) / name, ec)) out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
