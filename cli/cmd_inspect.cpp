@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/example.h"
 #include "core/image.h"
+#include "core/name_escape.h"
 #include "core/tfrecord.h"
 
 namespace fastnn::cli {
@@ -130,13 +131,14 @@ void run_inspect(const InspectOptions& o) {
     if (o.json) {
       nlohmann::json features = nlohmann::json::object();
       for_each_feature(record, [&](std::string_view key, const FeatureView& f) {
-        features[std::string(key)] = feature_json(f);
+        features[escape_name(key)] = feature_json(f);  // keys of a hostile record need not be UTF-8
       });
       nlohmann::json j = {{"index", reader.record_index()},
                           {"offset", reader.record_offset()},
                           {"size", record.size()},
                           {"features", features}};
-      std::printf("%s\n", j.dump().c_str());
+      // Display only: any text that is still not UTF-8 is replaced, never an "internal error".
+      std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       continue;
     }
     std::printf("record %llu (offset %llu, %zu bytes)\n", static_cast<unsigned long long>(reader.record_index()),

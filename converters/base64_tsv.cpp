@@ -228,6 +228,8 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
               for (size_t i = 0; i < b->results.size(); ++i) {
                 const LineResult& r = b->results[i];
                 const uint64_t line = b->first_line + i;
+                // Samples keep their line number in 32 bits (SampleRef::aux).
+                if (line > UINT32_MAX) throw FormatError(str(path, ":", line, ": more than 2^32 - 1 lines"));
                 if (r.status == LineStatus::kBlank) {
                   ++split.ignored_files;
                 } else if (r.status == LineStatus::kBad) {
