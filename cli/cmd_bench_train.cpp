@@ -33,6 +33,10 @@ void add_bench_train_command(CLI::App& bench) {
   cmd->add_option("--warmup", a->o.warmup, "Steps before the clock starts")->check(CLI::NonNegativeNumber);
   cmd->add_option("--image-size", a->o.image_size, "Input height and width (0: the model's default)")
       ->check(CLI::Range(0, 4096));
+  cmd->add_option("--profile", a->o.profile_steps,
+                  "Steps after the timed ones to time layer by layer on the device (0: none); prints where the "
+                  "step's milliseconds go, by phase, op type and layer")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a, cmd] {
     const JobConfig config = load_job_config(a->config, cmd->remaining());
@@ -49,6 +53,7 @@ void add_bench_train_command(CLI::App& bench) {
       if (r.target.dtype == DType::kF16)
         std::printf(", loss scale %g, %lld skipped", r.loss_scale, static_cast<long long>(r.skipped_steps));
       std::printf("\n");
+      if (r.profile) std::printf("%s", r.profile->format().c_str());
     }
     std::fflush(stdout);
   });

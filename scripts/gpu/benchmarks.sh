@@ -8,6 +8,8 @@
 #   Fashion-MNIST (data converted by run.sh in $FASTNN_GPU_DATA): resnet_cifar_20 trained with
 #     fastnn train --device=cuda, evaluated every epoch; the time to the first evaluation >= 93% top-1,
 #     interpolated from the run's wall time by step (evaluation time excluded by the loop's clock).
+#   ResNet-50 fp16 profiled per layer (bench train --profile); real JPEG shards trained with uint8 and
+#   with float32 input batches (data-wait share, host CPU time per step).
 set -uo pipefail
 out=${FASTNN_GPU_OUT:-/tmp}
 steps=${FASTNN_BENCH_STEPS:-30}
@@ -29,6 +31,19 @@ bench resnet50_fp16_nccl --model_name=resnet_v1_50 --batch_size=256 --device=cud
 [[ ${FASTNN_BENCH_BF16:-0} == 1 ]] && bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum
 bench inception_v3_fp16 --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 bench vgg16_fp16 --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+# Where ResNet-50 fp16's step goes (CUDA events per layer and phase, 5 profiled steps after the timed ones):
+# bench_resnet50_fp16_profile.json has every layer; the table line gives the phases and the largest ops.
+bench resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --profile 5
+if [[ -f $out/bench_resnet50_fp16_profile.json ]]; then
+  python3 - "$out/bench_resnet50_fp16_profile.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])).get("profile", {})
+step = p.get("step_ms", 0) or 1
+phases = ", ".join(f"{k} {v:.1f}" for k, v in p.get("phases", {}).items())
+ops = sorted(p.get("ops", {}).items(), key=lambda kv: -kv[1])[:6]
+print(f"fastnn resnet50_fp16_profile\t{p.get('step_ms', 0):.1f} ms/step: {phases}; ops " + ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in ops))
+PY
+fi
 
 # NCCL allreduce of float32 buffers (one process: what a world of one costs; scripts/gpu/scaling.sh for N GPUs).
 if timeout 60 fastnn bench allreduce --device=cuda --sizes 1048576,16777216,104857600 --iters 20 --json >"$out/bench_allreduce.json" 2>"$out/bench_allreduce.log"; then
@@ -49,18 +64,35 @@ photos=${FASTNN_GPU_PHOTOS:-}
 if [[ -n $photos && -f $photos/china.jpg ]]; then
   jp=$out/jpeg_shards
   if python3 scripts/bench/make_photo_folder.py --out /tmp/fastnn-photos --count 2000 --classes 10 "$photos"/*.jpg >"$out/jpeg_make.log" 2>&1 &&
-     fastnn convert image-folder --input /tmp/fastnn-photos --output "$jp" --num-gpus 1 --validation-count 500 -q --overwrite >>"$out/jpeg_make.log" 2>&1 &&
-     timeout 150 fastnn train --model_name=resnet_v1_50 --dataset_dir="$jp" --output_dir="$out/jpeg_run" --device=cuda --precision=fp16        --loss_scale=1024 --dynamic_loss_scale --batch_size=128 --optimizer=momentum --learning_rate=0.01        --preprocessing_name=inception --num_preprocessing_threads=16 --stop_at_step=200 --log_loss_every_n_iters=50        --hooks=StopAtStepHook,LoggingTensorHook --eval_every_n_steps=0 >"$out/jpeg_train.log" 2>&1; then
-    python3 - "$out/jpeg_run/metrics.jsonl" <<'PY'
+     fastnn convert image-folder --input /tmp/fastnn-photos --output "$jp" --num-gpus 1 --validation-count 500 -q --overwrite >>"$out/jpeg_make.log" 2>&1; then
+    # uint8 NHWC in pinned memory normalised on the GPU (the default) against float32 batches (the old hop).
+    timer=(); [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f "%U %S" -o)
+    for dt in uint8 float32; do
+      rm -rf "$out/jpeg_run_$dt"
+      if "${timer[@]}" ${timer:+"$out/jpeg_cpu_$dt.txt"} timeout 150 fastnn train --model_name=resnet_v1_50 --dataset_dir="$jp" \
+          --output_dir="$out/jpeg_run_$dt" --device=cuda --precision=fp16 --input_dtype=$dt \
+          --loss_scale=1024 --dynamic_loss_scale --batch_size=128 --optimizer=momentum --learning_rate=0.01 \
+          --preprocessing_name=inception --num_preprocessing_threads=16 --stop_at_step=200 --log_loss_every_n_iters=50 \
+          --hooks=StopAtStepHook,LoggingTensorHook --eval_every_n_steps=0 >"$out/jpeg_train_$dt.log" 2>&1; then
+        python3 - "$out/jpeg_run_$dt/metrics.jsonl" "$out/jpeg_cpu_$dt.txt" "$dt" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 train = [r for r in rows if r.get("event") == "train"][1:]  # the first window holds start-up
 wait = sum(r["data_wait_fraction"] for r in train) / max(1, len(train))
 ips = sum(r["images_per_sec"] for r in train) / max(1, len(train))
-print(f"fastnn jpeg_resnet50_fp16_data_wait\t{100 * wait:.1f}% of step time waiting, {ips:.0f} img/s (steps 51-200)")
+try:
+    user, sys_s = (float(x) for x in open(sys.argv[2]).read().split()[-2:])
+    cpu = f", host CPU {user + sys_s:.0f} s for 200 steps ({1000 * (user + sys_s) / 200:.0f} ms/step)"
+except Exception:
+    cpu = ""
+print(f"fastnn jpeg_resnet50_fp16_{sys.argv[3]}_input\t{100 * wait:.1f}% of step time waiting, {ips:.0f} img/s (steps 51-200){cpu}")
 PY
+      else
+        printf 'fastnn jpeg_resnet50_fp16_%s_input\tfailed (see jpeg_train_%s.log)\n' "$dt" "$dt"
+      fi
+    done
   else
-    printf 'fastnn jpeg_resnet50_fp16_data_wait\tfailed (see jpeg_make.log / jpeg_train.log)\n'
+    printf 'fastnn jpeg_resnet50_fp16\tfailed (see jpeg_make.log)\n'
   fi
 fi
 

@@ -9,8 +9,9 @@
 namespace fastnn::loop {
 
 TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o) {
-  FASTNN_CHECK(o.steps >= 1 && o.warmup >= 0, "bench train: need steps >= 1 and warmup >= 0, got ", o.steps, ", ",
-               o.warmup);
+  FASTNN_CHECK(o.steps >= 1 && o.warmup >= 0 && o.profile_steps >= 0,
+               "bench train: need steps >= 1, warmup >= 0 and profile steps >= 0, got ", o.steps, ", ", o.warmup, ", ",
+               o.profile_steps);
   if (c.batch_size() < 1) throw ConfigError(str("batch_size must be >= 1, got ", c.batch_size()));
   const zoo::ZooModel& model = zoo::zoo_model(c.model_name());
   const int size = o.image_size;
@@ -54,6 +55,15 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
       r.last_loss = s.loss;
     }
   });
+  if (o.profile_steps > 0) {
+    StepProfile prof(*runner);
+    for (int64_t i = 0; i < o.profile_steps; ++i) {
+      prof.begin_step();
+      r.last_loss = runner->train(images, labels, step++, lr).loss;
+      prof.end_step();
+    }
+    r.profile = prof.table();
+  }
   r.ms_per_step = r.milliseconds / static_cast<double>(o.steps);
   r.images_per_sec = r.milliseconds > 0 ? 1000.0 * static_cast<double>(o.steps * r.batch_size) / r.milliseconds : 0;
   const StepRunnerStats st = runner->stats();
@@ -63,7 +73,7 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
 }
 
 nlohmann::json train_bench_json(const TrainBenchResult& r) {
-  return {{"bench", "train"},
+  nlohmann::json j = {{"bench", "train"},
           {"model", r.model},
           {"device", r.target.device == Device::kCpu ? "cpu" : "cuda"},
           {"device_index", r.target.device_index},
@@ -83,6 +93,8 @@ nlohmann::json train_bench_json(const TrainBenchResult& r) {
           {"last_loss", r.last_loss},
           {"loss_scale", r.loss_scale},
           {"skipped_steps", r.skipped_steps}};
+  if (r.profile) j["profile"] = r.profile->json();
+  return j;
 }
 
 }  // namespace fastnn::loop

@@ -10,16 +10,21 @@
 // (mpirun) or comm_backend=nccl, every step also averages the gradients over NCCL (the training path),
 // so `mpirun -np N fastnn bench train --device=cuda` measures data-parallel scaling; the CPU bench
 // times one process's step only.
+// profile_steps > 0: that many more steps after the timed ones, each timed layer by layer and phase by
+// phase on the device (step_profile.h), averaged into `profile` (apart from the timed steps, so the
+// event records do not change the images/s).
 // Errors: ConfigError from the config / zoo / device resolution; Error from the step.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "schemas/job_config.pb.h"
 #include "trainer/loop/device_setup.h"
+#include "trainer/loop/step_profile.h"
 
 namespace fastnn::loop {
 
@@ -27,6 +32,7 @@ struct TrainBenchOptions {
   int64_t steps = 20;
   int64_t warmup = 5;
   int image_size = 0;  // 0: the model's default input size
+  int64_t profile_steps = 0;
 };
 
 struct TrainBenchResult {
@@ -42,6 +48,7 @@ struct TrainBenchResult {
   double loss_scale = 1;
   int64_t skipped_steps = 0;
   int64_t parameters = 0;  // trainable elements
+  std::optional<ProfileTable> profile;
 };
 
 TrainBenchResult run_train_bench(const JobConfig& config, const TrainBenchOptions& options);

@@ -49,6 +49,7 @@ void set_runner_policy(const StepRunnerOptions& o) {
   cuda::Policy p = cuda::policy();
   p.check_labels = o.check_labels;
   p.deterministic = o.deterministic;
+  p.conv_search = o.exhaustive_conv_search ? cuda::ConvAlgoSearch::kExhaustive : cuda::ConvAlgoSearch::kHeuristic;
   cuda::set_policy(p);
 }
 

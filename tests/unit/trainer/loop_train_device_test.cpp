@@ -141,6 +141,38 @@ TEST(TrainBench, CpuBenchTrainsASmallModel) {
   EXPECT_DOUBLE_EQ(j["images_per_sec"].get<double>(), r.images_per_sec);
 }
 
+// --profile: every layer of the plan has a row, each layer's time lies inside the step's
+// forward_backward phase, the phases and op sums add up, and the JSON carries it all.
+TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
+  const JobConfig c = config_of({"--model_name=resnet_cifar_20", "--batch_size=4", "--optimizer=momentum",
+                                 "--device=cpu"});
+  const TrainBenchResult r = run_train_bench(c, {.steps = 1, .warmup = 0, .profile_steps = 2});
+  ASSERT_TRUE(r.profile.has_value());
+  const ProfileTable& t = *r.profile;
+  EXPECT_EQ(t.steps, 2);
+  ASSERT_EQ(t.phases.size(), 2u);  // one process: no allreduce
+  EXPECT_EQ(t.phases[0].first, "forward_backward");
+  EXPECT_EQ(t.phases[1].first, "optimizer");
+  EXPECT_NEAR(t.phases[0].second + t.phases[1].second, t.step_ms, 1e-6 * t.step_ms + 1e-9);
+  double layers = 0, ops = 0;
+  int backward_rows = 0;
+  for (const ProfileRow& row : t.layers) {
+    EXPECT_GE(row.forward_ms, 0);
+    EXPECT_GE(row.backward_ms, 0);
+    layers += row.forward_ms + row.backward_ms;
+    backward_rows += row.backward_ms > 0;
+  }
+  for (const auto& op : t.ops) ops += op.second;
+  EXPECT_GT(backward_rows, 10);
+  EXPECT_GT(layers, 0);
+  EXPECT_LE(layers, t.phases[0].second * (1 + 1e-9));
+  EXPECT_NEAR(ops, layers, 1e-9 * layers);
+  EXPECT_EQ(t.ops.front().first, "conv2d");  // ResNet's time is in its convolutions
+  const nlohmann::json j = train_bench_json(r);
+  EXPECT_EQ(j["profile"]["layers"].size(), t.layers.size());
+  EXPECT_NE(t.format().find("forward_backward"), std::string::npos);
+}
+
 TEST(TrainBench, RejectsBadRequests) {
   EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet"}), {.steps = 0}), Error);
   EXPECT_THROW(run_train_bench(config_of({"--model_name=no_such_net"}), {}), ConfigError);
