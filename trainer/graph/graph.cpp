@@ -54,7 +54,7 @@ struct Graph::NodeMemory {
 
 Graph::Graph(const NetDef& net, const GraphOptions& options)
     : options_(options),
-      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry})),
+      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry, options.fuse})),
       net_(net) {
   mem_.resize(plan_.nodes().size());
   for (size_t i = 0; i < mem_.size(); ++i) {
@@ -157,7 +157,7 @@ void Graph::initialize(uint64_t seed) {
 
 void Graph::set_batch_size(int64_t batch_size) {
   if (batch_size == plan_.batch_size()) return;
-  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry});
+  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry, options_.fuse});
   FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
   plan_ = std::move(plan);
   options_.batch_size = batch_size;

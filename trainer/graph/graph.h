@@ -51,6 +51,7 @@ struct GraphOptions {
   // provides it). Initialisation draws on the host and uploads; without it such a graph cannot be
   // initialised (Error).
   void (*upload)(const Tensor& host, Tensor& device) = nullptr;
+  bool fuse = false;  // PlanOptions::fuse: relu fused into the batch_norm / add before it
 };
 
 // A graph-owned tensor by name. `grad` is defined for trainable parameters.

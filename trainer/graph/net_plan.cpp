@@ -1,5 +1,7 @@
 #include "trainer/graph/net_plan.h"
 
+#include "trainer/ops/fused.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -294,12 +296,55 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
       throw ConfigError(str("net: aux_logits layer '", net.aux_logits(), "' outputs ", shape_str(as),
                             ", logits ", shape_str(ls), "; they must match"));
   }
+  if (options.fuse) plan.fuse_activations();
   return plan;
+}
+
+void NetPlan::fuse_activations() {
+  const size_t n = nodes_.size();
+  std::vector<int> readers(n, 0);
+  for (const PlanNode& node : nodes_)
+    for (int p : node.inputs)
+      if (p != kDataInput) ++readers[static_cast<size_t>(p)];
+  std::vector<int> into(n, -1);  // a fused-away relu -> the node it joined
+  for (size_t j = 0; j < n; ++j) {
+    PlanNode& tail = nodes_[j];
+    if (tail.op != "relu" || tail.inputs.size() != 1 || tail.inputs[0] == kDataInput) continue;
+    if (static_cast<int>(j) == logits_ || static_cast<int>(j) == aux_logits_) continue;
+    const auto i = static_cast<size_t>(tail.inputs[0]);
+    PlanNode& head = nodes_[i];
+    if ((head.op != "batch_norm" && head.op != "add") || readers[i] != 1) continue;
+    if (static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_) continue;
+    head.kernel = ops::make_fused_kernel(std::move(head.kernel), std::move(tail.kernel));
+    head.op += "+relu";
+    head.type += "+" + tail.type;
+    head.output_shape = head.kernel->signature().outputs[0].shape;
+    into[j] = static_cast<int>(i);
+  }
+  std::vector<int> index(n, -1);  // old node -> new node
+  std::vector<PlanNode> kept;
+  for (size_t k = 0; k < n; ++k)
+    if (into[k] < 0) {
+      index[k] = static_cast<int>(kept.size());
+      kept.push_back(std::move(nodes_[k]));
+    }
+  for (size_t k = 0; k < n; ++k)
+    if (into[k] >= 0) index[k] = index[static_cast<size_t>(into[k])];
+  for (size_t k = 0; k < n; ++k)
+    if (into[k] >= 0) fused_names_.push_back({nodes_[k].name, index[k]});
+  for (PlanNode& node : kept)
+    for (int& p : node.inputs)
+      if (p != kDataInput) p = index[static_cast<size_t>(p)];
+  logits_ = index[static_cast<size_t>(logits_)];
+  if (aux_logits_ >= 0) aux_logits_ = index[static_cast<size_t>(aux_logits_)];
+  nodes_ = std::move(kept);
 }
 
 int NetPlan::find(const std::string& layer_name) const {
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].name == layer_name) return static_cast<int>(i);
+  for (const auto& [name, node] : fused_names_)
+    if (name == layer_name) return node;
   return -1;
 }
 

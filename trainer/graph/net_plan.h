@@ -40,6 +40,10 @@ struct PlanOptions {
   DType dtype = DType::kF32;
   Device device = Device::kCpu;
   const ops::OpRegistry* registry = nullptr;  // null: builtin_op_registry()
+  // Fuse a relu into the batch_norm or add before it when that layer's output has no other reader
+  // (ops/fused.h): one plan node, named after the first layer, its op "batch_norm+relu" / "add+relu";
+  // find() still knows the relu's name. Bitwise the unfused plan on every device.
+  bool fuse = false;
 };
 
 // A parameter or state tensor of a layer.
@@ -82,7 +86,8 @@ class NetPlan {
   int aux_logits_node() const { return aux_logits_; }  // -1 when none
   double aux_loss_weight() const { return aux_loss_weight_; }
   int64_t num_classes() const { return nodes_[static_cast<size_t>(logits_)].output_shape[1]; }
-  // Node index of a layer by name, or -1.
+  // Node index of a layer by name, or -1. A layer fused into another (PlanOptions::fuse) gives the
+  // fused node, whose output is that layer's output.
   int find(const std::string& layer_name) const;
 
   int64_t trainable_param_count() const;  // elements of trainable params
@@ -93,7 +98,10 @@ class NetPlan {
   PlanOptions options_;
   std::string net_name_;
   Shape input_shape_;
+  void fuse_activations();
+
   std::vector<PlanNode> nodes_;
+  std::vector<std::pair<std::string, int>> fused_names_;  // a fused-away layer -> its node
   int logits_ = -1, aux_logits_ = -1;
   double aux_loss_weight_ = 0.4;
 };

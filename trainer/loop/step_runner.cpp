@@ -29,6 +29,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.label_smoothing = c.label_smoothing();
   o.deterministic = c.deterministic();
   o.exhaustive_conv_search = c.conv_search() == "exhaustive";
+  o.fuse = c.fuse_ops();
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
   o.weight_decay = c.weight_decay();
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
@@ -75,7 +76,7 @@ std::vector<NamedArray> copy_out(const std::vector<graph::NamedTensor>& tensors)
 class CpuStepRunner final : public StepRunner {
  public:
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
-      : o_(o), graph_(net, {.batch_size = o.batch_size, .seed = o.seed}),
+      : o_(o), graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse}),
         step_(graph_, {.label_smoothing = o.label_smoothing}), params_(graph_.param_refs()),
         optimizer_(make_optimizer(o.optimizer, params_)) {
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",

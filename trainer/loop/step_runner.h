@@ -100,6 +100,8 @@ struct StepRunnerOptions {
   // CUDA: time every cuDNN convolution algorithm once per shape (cuda::Policy::conv_search; the
   // conv_search config field) instead of taking cuDNN's heuristic ranking.
   bool exhaustive_conv_search = false;
+  // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
+  bool fuse = false;
   // CUDA: gradients are averaged over the ranks while backward runs: in buckets of at most
   // allreduce_bucket_mb (parameters in backward order, the compute dtype, still loss-scaled), each
   // issued on a communication stream as soon as the backward pass has written all its gradients; the

@@ -1,0 +1,60 @@
+// Fusion as a plan rewrite (GraphOptions::fuse, ops/fused.h): a relu after a batch_norm or an add
+// becomes part of that layer, and the fused plan is bitwise the unfused one on the CPU — loss, every
+// parameter gradient, the batch-norm moving statistics after a training step, and the output of a
+// fused-away relu, which find() / layer_output() still reach by its name.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "tests/unit/trainer/graph_test_util.h"
+#include "trainer/graph/graph.h"
+#include "trainer/train_step.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::graph {
+namespace {
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+void expect_fused_equals_unfused(const std::string& model, int size) {
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  Graph plain(net, {.batch_size = 2, .seed = 5});
+  Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true});
+  ASSERT_LT(fused.plan().nodes().size(), plain.plan().nodes().size()) << model << ": nothing was fused";
+  std::string relu_name;
+  for (const PlanNode& n : plain.plan().nodes())
+    if (n.op == "relu" && fused.plan().nodes()[static_cast<size_t>(fused.plan().find(n.name))].name != n.name) {
+      relu_name = n.name;
+      break;
+    }
+  ASSERT_FALSE(relu_name.empty()) << model << ": no relu was fused away";
+  EXPECT_NE(fused.plan().nodes()[static_cast<size_t>(fused.plan().find(relu_name))].op.find("+relu"), std::string::npos);
+
+  const Shape in = plain.input_shape();
+  const Tensor x = testing_util::random_tensor(in, DType::kF32, 3);
+  const Tensor labels = testing_util::labels_of({1, 7});
+  TrainStep sp(plain), sf(fused);
+  for (uint64_t step = 0; step < 2; ++step) {
+    const StepResult a = sp.train(x, labels, step), b = sf.train(x, labels, step);
+    EXPECT_EQ(a.loss, b.loss) << model << " step " << step;
+    const std::vector<NamedTensor> pa = plain.parameters(), pb = fused.parameters();
+    ASSERT_EQ(pa.size(), pb.size());
+    for (size_t k = 0; k < pa.size(); ++k) {
+      EXPECT_EQ(pa[k].name, pb[k].name);
+      EXPECT_TRUE(same_bits(pa[k].grad, pb[k].grad)) << model << ": gradient of " << pa[k].name;
+    }
+    const std::vector<NamedTensor> sa = plain.state(), sb = fused.state();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t k = 0; k < sa.size(); ++k) EXPECT_TRUE(same_bits(sa[k].value, sb[k].value)) << sa[k].name;
+    EXPECT_TRUE(same_bits(plain.layer_output(relu_name), fused.layer_output(relu_name))) << relu_name;
+  }
+}
+
+TEST(GraphFusion, ResNetCifarFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_cifar_20", 32); }
+TEST(GraphFusion, ResNetV1FusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_18", 32); }
+
+}  // namespace
+}  // namespace fastnn::graph
