@@ -1,4 +1,6 @@
-// The `fastnn` executable: parses arguments, runs one subcommand, maps errors to exit codes.
+// The `fastnn` executable: parses arguments, runs one subcommand, maps errors to exit codes:
+// 0 success (and --help, --version), 1 an error (fastnn::Error, and an internal one), 2 a usage error
+// (bad flag, missing argument, unknown subcommand), 128+signal after SIGTERM/SIGINT (train).
 #include <cstdio>
 #include <exception>
 
@@ -20,7 +22,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help / version); its own codes (105, 106, 109...) become
+    // DESIGN.md's: 0 for --help / --version, 2 for every usage error.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   } catch (const fastnn::cli::ExitStatus& e) {
     return e.code;
   } catch (const fastnn::Error& e) {
@@ -28,7 +33,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fastnn: internal error: %s\n", e.what());
-    return 2;
+    return 1;
   }
   return 0;
 }

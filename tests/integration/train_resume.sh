@@ -29,6 +29,12 @@ j = json.load(open(sys.argv[1]))
 assert j["num_examples"] == 100 and j["step"] == 60, j
 assert 0 <= j["top1"] <= j["top5"] <= 1 and j["loss"] > 0, j
 PY
+# No model flags: eval takes the model from the checkpoint's metadata and gives the same numbers.
+"$FASTNN" eval --dataset_dir=data --output_dir=full --batch_size=16 --json > bare.json 2> bare.err ||
+  { cat bare.err; fail "eval without model_name"; }
+grep -q "evaluating lenet, the model the checkpoint holds" bare.err || { cat bare.err; fail "eval should say whose model"; }
+python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["top1"]==b["top1"] and a["loss"]==b["loss"], (a,b)' full.json bare.json ||
+  fail "eval without model_name differs"
 "$FASTNN" train "${args[@]}" --output_dir=bad --bogus_flag=1 2> bad.err && fail "unknown flag accepted"
 grep -q "bogus_flag" bad.err || fail "unknown flag error should name it"
 

@@ -35,6 +35,16 @@ namespace fastnn::loop {
 namespace {
 
 
+// "45s", "12m05s", "3h07m".
+std::string format_duration(double seconds) {
+  const auto t = static_cast<long long>(std::max(0.0, seconds) + 0.5);
+  char buf[32];
+  if (t < 60) std::snprintf(buf, sizeof buf, "%llds", t);
+  else if (t < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
+  return buf;
+}
+
 // Sums over a window of steps (since the last log line, or since the last evaluation).
 struct Window {
   double loss_sum = 0, wait_s = 0;
@@ -166,9 +176,12 @@ void TrainingRun::log_window(int64_t step, double lr) {
     e.extra = {{"loss_scale", st.loss_scale}, {"skipped_steps", static_cast<double>(st.skipped_steps)}};
     scalars.push_back({"train/loss_scale", st.loss_scale});
   }
-  std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%\n",
+  // ETA: the step loop's mean time per step so far (evaluations excluded) over the steps left.
+  const double per_step = step > start_ ? loop_seconds_ / static_cast<double>(step - start_) : 0;
+  std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%  eta %s\n",
               static_cast<long long>(step), static_cast<long long>(total_), e.epoch, e.loss, e.accuracy, lr,
-              e.images_per_sec, 100 * e.data_wait_fraction);
+              e.images_per_sec, 100 * e.data_wait_fraction,
+              format_duration(per_step * static_cast<double>(total_ - step)).c_str());
   std::fflush(stdout);
   jsonl_->write(e);
   events_->add_scalars(scalars, step);
@@ -325,7 +338,28 @@ TrainSummary run_training(const JobConfig& config, const TrainOptions& options) 
   }
 }
 
-CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint) {
+// The model is the checkpoint's own unless the command line or config file names one: fastnn eval
+// --dataset_dir D --output_dir R evaluates what R trained (model_name, num_classes, preprocessing_name,
+// labels_offset from the checkpoint's metadata, each only where the caller did not set it).
+JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& meta) {
+  JobConfig c = given;
+  const JobConfig* saved = meta.has_config() ? &meta.config() : nullptr;
+  if (!given.has_model_name() && meta.has_model_name()) c.set_model_name(meta.model_name());
+  if (saved) {
+    if (!given.has_num_classes() && saved->has_num_classes()) c.set_num_classes(saved->num_classes());
+    if (!given.has_preprocessing_name() && saved->has_preprocessing_name())
+      c.set_preprocessing_name(saved->preprocessing_name());
+    if (!given.has_labels_offset() && saved->has_labels_offset()) c.set_labels_offset(saved->labels_offset());
+  }
+  if (!given.has_model_name() && c.model_name() != given.model_name())
+    log_info("evaluating ", c.model_name(), ", the model the checkpoint holds (set model_name to choose another)");
+  return c;
+}
+
+CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& checkpoint) {
+  const std::string path = checkpoint.empty() ? run_directory(given) : checkpoint;
+  ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
+  const JobConfig config = with_checkpoint_model(given, l.meta);
   RunSetup setup = make_run_setup(config);
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
@@ -335,8 +369,6 @@ CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& c
   o.input = setup.input;
   const std::unique_ptr<StepRunner> runner = make_step_runner(setup.net, o);
   setup.batch = runner->batch_format();
-  const std::string path = checkpoint.empty() ? setup.run_dir : checkpoint;
-  ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
   runner->set_host_variables(checkpoint_variables(runner->graph().variables(), l.weights.arrays(), l.prefix));
   CheckpointEval out;
   out.checkpoint = l.prefix;
