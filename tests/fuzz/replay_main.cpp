@@ -1,9 +1,12 @@
 // Driver for fuzz targets in builds without libFuzzer: feeds every file of the seed directory given
 // as argv[1], then a fixed number of deterministic mutations of each (byte flips, truncations,
 // insertions, overwrites with extreme values), to LLVMFuzzerTestOneInput. Exits 0 when none crashed.
+// FASTNN_REPLAY_MUTATIONS (default 2000 per seed) and FASTNN_REPLAY_SEED (default 12345) make longer or
+// other runs by hand, for targets without a libFuzzer build (the trainer's parsers).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -49,13 +52,16 @@ int main(int argc, char** argv) {
     for (const auto& f : files) seeds.push_back(read_file(f));
   }
   seeds.push_back({});
-  std::mt19937_64 rng(12345);
+  const char* n_env = std::getenv("FASTNN_REPLAY_MUTATIONS");
+  const char* seed_env = std::getenv("FASTNN_REPLAY_SEED");
+  const long mutations = n_env ? std::strtol(n_env, nullptr, 10) : 2000;
+  std::mt19937_64 rng(seed_env ? std::strtoull(seed_env, nullptr, 10) : 12345);
   size_t runs = 0;
   for (const auto& seed : seeds) {
     LLVMFuzzerTestOneInput(seed.data(), seed.size());
     ++runs;
     std::vector<uint8_t> cur = seed;
-    for (int i = 0; i < 2000; ++i) {
+    for (long i = 0; i < mutations; ++i) {
       cur = (i % 16 == 0) ? seed : mutate(cur, rng);
       LLVMFuzzerTestOneInput(cur.data(), cur.size());
       ++runs;
