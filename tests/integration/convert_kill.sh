@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# kill -9 in the middle of a conversion: no final-named file exists afterwards (only temporaries), and
-# a rerun into the same folder removes them and succeeds with output identical to an uninterrupted run.
+# kill -9 (and SIGTERM) in the middle of a conversion: no final-named file exists afterwards (only
+# temporaries), and a rerun into the same folder removes them and succeeds with output identical to an
+# uninterrupted run.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 source "$SRC/tests/integration/convert_helpers.bash"
 cd "$SCRATCH"
@@ -37,4 +38,20 @@ expect_fail "train-00000-of-00004.tfrecord" "labels.txt" "--overwrite" -- "$FAST
 [ "$(cat foreign/labels.txt)" = mine ] || fail "labels.txt fastnn did not write was changed"
 "$FASTNN" "${args[@]}" -o foreign --overwrite
 same_files foreign fresh
+# SIGTERM (a scheduler's stop) ends a conversion the same way: non-zero, nothing final-named.
+"$FASTNN" "${args[@]}" -o term &
+pid=$!
+for _ in $(seq 1 400); do
+  if [ -n "$(find term -name '.train-*.fastnn-tmp' -size +20k 2>/dev/null | head -1)" ]; then break; fi
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.02
+done
+kill -TERM $pid 2>/dev/null || fail "the conversion ended before SIGTERM (make it bigger)"
+rc=0
+wait $pid || rc=$?
+[ "$rc" != 0 ] || fail "a conversion stopped by SIGTERM exited 0"
+finals=$(ls term | grep -v '^\.' || true)
+[ -z "$finals" ] || fail "final-named files after SIGTERM: $finals"
+"$FASTNN" "${args[@]}" -o term 2> term.err || { cat term.err; fail "rerun after SIGTERM"; }
+same_files term fresh
 echo PASS
