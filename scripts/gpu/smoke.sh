@@ -39,7 +39,7 @@ lenet() {  # name, then extra train flags; FASTNN_SMOKE (a regex) picks runs by 
   end=$(date +%s.%N)
   local json
   if ! json=$(timeout 120 fastnn eval --model_name=lenet --dataset_dir="$data" --output_dir="$run" --batch_size=500 \
-      --json 2>>"$out/smoke_$name.log"); then
+      --device=cpu --json 2>>"$out/smoke_$name.log"); then
     printf 'smoke lenet %s\teval failed (see smoke_%s.log)\n' "$name" "$name"; return
   fi
   printf 'smoke lenet %s\ttop1 %s (CPU eval), train %s s, loss %s -> %s\n' "$name" \
@@ -57,3 +57,31 @@ lenet cuda_fp32_nccl --device=cuda --precision=fp32 --comm_backend=nccl
 LENET_STEPS=300 source scripts/lenet_recipe.sh
 lenet cpu_300 --device=cpu
 lenet cuda_fp32_300 --device=cuda --precision=fp32
+
+# The one loop on the GPU: kill -9 after the step-100 checkpoint of a --deterministic fp32 run, --resume,
+# and the final weights are bitwise those of an uninterrupted run; the GPU's own eval of the same
+# checkpoint beside the CPU's.
+resume_smoke() {
+  [[ resume =~ ${FASTNN_SMOKE:-.} ]] || return 0
+  local args=(--model_name=lenet --dataset_dir="$data" --batch_size=64 --optimizer=momentum --learning_rate=0.01
+              --learning_rate_decay_type=fixed --stop_at_step=300 --save_checkpoints_steps=100 --seed=1
+              --deterministic --device=cuda --precision=fp32 --log_loss_every_n_iters=50)
+  rm -rf "$out/smoke_resume_full" "$out/smoke_resume_killed"
+  timeout 240 fastnn train "${args[@]}" --output_dir="$out/smoke_resume_full" >"$out/smoke_resume.log" 2>&1 ||
+    { printf 'smoke gpu resume	uninterrupted run failed (see smoke_resume.log)\n'; return; }
+  timeout 240 fastnn train "${args[@]}" --output_dir="$out/smoke_resume_killed" >>"$out/smoke_resume.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 2400); do [[ -f $out/smoke_resume_killed/ckpt-100.meta.pbtxt ]] && break; sleep 0.05; done
+  kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+  timeout 240 fastnn train "${args[@]}" --output_dir="$out/smoke_resume_killed" --resume >>"$out/smoke_resume.log" 2>&1 ||
+    { printf 'smoke gpu resume	resume failed (see smoke_resume.log)\n'; return; }
+  local same=no
+  cmp -s "$out/smoke_resume_full/ckpt-300.weights.safetensors" "$out/smoke_resume_killed/ckpt-300.weights.safetensors" && same=yes
+  local gpu cpu
+  gpu=$(timeout 120 fastnn eval --dataset_dir="$data" --output_dir="$out/smoke_resume_full" --batch_size=500 --device=cuda --json 2>>"$out/smoke_resume.log")
+  cpu=$(timeout 120 fastnn eval --dataset_dir="$data" --output_dir="$out/smoke_resume_full" --batch_size=500 --device=cpu --json 2>>"$out/smoke_resume.log")
+  printf 'smoke gpu resume\tkill -9 at step >= 100 then --resume: final weights bitwise equal: %s; eval top1 gpu %s cpu %s\n' "$same" \
+    "$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["top1"], 4))' "$gpu" 2>/dev/null)" \
+    "$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["top1"], 4))' "$cpu" 2>/dev/null)"
+}
+resume_smoke
