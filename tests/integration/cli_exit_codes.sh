@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CLI's exit codes (DESIGN.md): 0 for success, --help and --version; 2 for a usage error (an unknown
 # flag, a missing required option, an unknown subcommand, a bad value), whatever CLI11's own code;
-# 1 for an error while running (a missing dataset). --version names the backends of this build.
+# 1 for an error while running (a missing dataset, a FIFO as the job config). --version names the backends of this build.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
@@ -24,4 +24,10 @@ expect 2 inspect                            # the file is required
 expect 2 bench train --steps 0 --model_name=lenet
 expect 1 check "$SCRATCH/no-such-dataset"
 expect 1 train --model_name=lenet --dataset_dir="$SCRATCH/no-such-dataset" --output_dir=run --device=cpu
+# A FIFO as the job config is refused at once (never waited on), naming it.
+mkfifo config.fifo
+timeout 20 "$FASTNN" train --config config.fifo --output_dir=run > out.txt 2> err.txt
+rc=$?
+[ "$rc" = 1 ] || { cat err.txt; fail "train --config FIFO: exit $rc (124: it waited)"; }
+grep -q "config.fifo" err.txt || { cat err.txt; fail "the FIFO error does not name the file"; }
 echo "exit codes as documented"

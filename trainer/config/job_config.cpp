@@ -10,6 +10,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/logging.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/config/overrides.h"
@@ -70,18 +71,8 @@ JobConfig parse_job_config_text(std::string_view text, const std::string& source
 }
 
 JobConfig read_job_config_file(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw IoError(str(path, ": cannot read job config: ", ec.message()));
-  if (size > kMaxJobConfigBytes) {
-    throw ConfigError(str(path, ": ", size, " bytes is too large for a job config (limit ", kMaxJobConfigBytes, ")"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io_error(path, "open job config");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_io_error(path, "read job config");
-  return parse_job_config_text(ss.str(), path);
+  // A regular file only (a FIFO is refused at once, not waited on), size-checked before reading.
+  return parse_job_config_text(read_regular_file(path, kMaxJobConfigBytes), path);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include "pipeline/preprocess.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/data_parallel.h"
@@ -28,6 +29,7 @@ pipeline::DatasetOptions dataset_options(const JobConfig& c, int rank = 0) {
 pipeline::DatasetOptions dataset_options(const RunSetup& s, const JobConfig& c, int rank = 0) {
   pipeline::DatasetOptions o = dataset_options(c, rank);
   o.allocator = s.batch.allocator;  // pinned host memory when the runner copies batches to a GPU
+  o.num_classes = s.num_classes;    // a label outside the model's classes names its shard and record
   // The CUDA runner's two stages each keep the batch they copied until they are reused, besides the
   // loop's current one.
   if (s.batch.allocator) o.max_held_batches = 3;
@@ -180,7 +182,9 @@ std::optional<pipeline::Dataset> make_eval_shard(const RunSetup& s, const JobCon
 }
 
 int64_t total_train_steps(const JobConfig& c, int64_t batches_per_epoch) {
-  const int64_t by_epochs = static_cast<int64_t>(c.num_epochs()) * batches_per_epoch;
+  // Overflow-checked: a manifest or flag cannot make the step count wrap (core/checked_math.h).
+  const int64_t by_epochs = checked_mul(static_cast<int64_t>(std::max(0, c.num_epochs())), batches_per_epoch,
+                                        "num_epochs x batches per epoch");
   if (c.has_stop_at_step() && c.has_num_epochs()) return std::min(c.stop_at_step(), by_epochs);
   if (c.has_stop_at_step()) return c.stop_at_step();
   if (c.has_num_epochs()) return by_epochs;
