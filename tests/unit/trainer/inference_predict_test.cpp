@@ -106,9 +106,9 @@ TEST_F(InputsTest, FoldersAreRecursiveSortedImagesOnly) {
 TEST_F(InputsTest, FilesKeepArgumentOrderAndKind) {
   touch("2.jpg");
   touch("1.tfrecord");
-  touch("test-00000-of-00002");
+  touch("x.TFRecord.gz");
   const auto in = resolve_inputs({(dir_ / "2.jpg").string(), (dir_ / "1.tfrecord").string(),
-                                  (dir_ / "test-00000-of-00002").string()});
+                                  (dir_ / "x.TFRecord.gz").string()});
   ASSERT_EQ(in.size(), 3u);
   EXPECT_EQ(in[0].kind, PredictInput::Kind::kImage);
   EXPECT_EQ(in[1].kind, PredictInput::Kind::kTFRecord);
