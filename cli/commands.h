@@ -19,5 +19,6 @@ void add_bench_train_command(CLI::App& bench);  // `bench train`, called by add_
 void add_bench_allreduce_command(CLI::App& bench);  // `bench allreduce`, likewise
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
 
 }  // namespace fastnn::cli

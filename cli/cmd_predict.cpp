@@ -1,0 +1,102 @@
+// `fastnn predict --checkpoint RUN_OR_CKPT --input PATH... [--output FILE] [--top_k 5] [--format jsonl|csv]`:
+// classifies image files, image folders and TFRecord shard sets with a trained checkpoint
+// (trainer/inference/predict.h; docs/INFERENCE.md).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "trainer/inference/predict.h"
+
+namespace fastnn::cli {
+namespace {
+
+struct PredictArgs {
+  std::string checkpoint, output, format = "jsonl", device = "auto", split;
+  std::vector<std::string> inputs;
+  int top_k = 5, batch_size = 0;
+  bool skip_bad = false, quiet = false;
+};
+
+// The output file appears complete or not at all: written under a temporary name, renamed at the end.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".fastnn-tmp") {
+    f_ = std::fopen(tmp_.c_str(), "wb");
+    if (!f_) throw IoError(str(tmp_, ": cannot create: ", std::strerror(errno)));
+  }
+  ~OutputFile() {
+    if (f_) {
+      std::fclose(f_);
+      std::remove(tmp_.c_str());
+    }
+  }
+  std::FILE* get() { return f_; }
+  void commit() {
+    const bool ok = std::fflush(f_) == 0 && std::ferror(f_) == 0;
+    const int rc = std::fclose(f_);
+    f_ = nullptr;
+    if (!ok || rc != 0) {
+      std::remove(tmp_.c_str());
+      throw IoError(str(tmp_, ": write failed"));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp_, path_, ec);
+    if (ec) throw IoError(str(path_, ": cannot rename into place: ", ec.message()));
+  }
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+};
+
+}  // namespace
+
+void add_predict_command(CLI::App& app) {
+  auto a = std::make_shared<PredictArgs>();
+  CLI::App* cmd = app.add_subcommand("predict", "Classify images, image folders or TFRecord shards with a checkpoint");
+  cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)")->required();
+  cmd->add_option("--input,-i", a->inputs,
+                  "Image file, folder of images (recursive), TFRecord file, or shard folder with manifest.json; repeatable")
+      ->required();
+  cmd->add_option("--output,-o", a->output, "Write the predictions here (default: stdout)");
+  cmd->add_option("--top_k,--top-k", a->top_k, "Classes per input in `topk`")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--format", a->format, "jsonl (one JSON object per input) or csv");
+  cmd->add_option("--device", a->device, "cpu, cuda or auto");
+  cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--split", a->split, "Split of a shard folder (default: validation, else test)");
+  cmd->add_flag("--skip-bad,--skip_bad", a->skip_bad, "Report an undecodable image with its path and go on (default: fatal)");
+  cmd->add_flag("--quiet,-q", a->quiet, "No progress or summary on stderr");
+  cmd->callback([a] {
+    const inference::PredictFormat format = inference::parse_predict_format(a->format);
+    const std::vector<inference::PredictInput> inputs = inference::resolve_inputs(a->inputs, a->split);
+    inference::Predictor predictor(a->checkpoint, {.device = a->device, .batch_size = a->batch_size, .top_k = a->top_k});
+    const inference::ModelInfo& m = predictor.model();
+    if (!a->quiet)
+      std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d\n",
+                   m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
+                   m.width, m.channels, m.preset.c_str(), m.device.c_str(), predictor.batch_size());
+    std::unique_ptr<OutputFile> file;
+    if (!a->output.empty()) file = std::make_unique<OutputFile>(a->output);
+    std::FILE* out = file ? file->get() : stdout;
+    const inference::PredictSummary s = inference::run_predict(
+        predictor, inputs, {.format = format, .skip_bad = a->skip_bad, .progress = !a->quiet},
+        [out](const std::string& line) {
+          std::fwrite(line.data(), 1, line.size(), out);
+          std::fputc('\n', out);
+        });
+    if (file) file->commit();
+    else std::fflush(stdout);
+    if (!a->quiet)
+      std::fprintf(stderr, "predict: %lld inputs classified, %lld skipped, %.1f s\n", static_cast<long long>(s.predicted),
+                   static_cast<long long>(s.skipped), s.seconds);
+  });
+}
+
+}  // namespace fastnn::cli

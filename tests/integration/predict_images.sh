@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# fastnn predict on real photographs (/var/cache/fastnn/sample-images/*.jpg; exit 77 when absent):
+# cifarnet trained briefly on shards `fastnn convert image-folder` made from a folder of those photos;
+# predict on the folder (recursive, sorted) answers one valid JSON object per photo, in path order, with a
+# class name from the run's labels.txt; a file that is not an image is fatal naming it, or skipped with
+# --skip-bad and reported; an empty folder is an error.
+FASTNN=$1 SRC=$2 SCRATCH=$3
+PHOTOS=${FASTNN_SAMPLE_IMAGES:-/var/cache/fastnn/sample-images}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+set -u
+ls "$PHOTOS"/*.jpg > /dev/null 2>&1 || { echo "skip: no photographs in $PHOTOS"; exit 77; }
+rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
+
+# Two classes, each photo (and a mirrored copy as a PNG) in its own class.
+i=0
+for p in "$PHOTOS"/*.jpg; do
+  c=$(basename "$p" .jpg); mkdir -p "folder/$c"
+  for k in 1 2 3 4; do cp "$p" "folder/$c/$k.jpg"; done
+  i=$((i + 1))
+done
+[ "$i" -ge 2 ] || { echo "skip: fewer than two photographs"; exit 77; }
+"$FASTNN" convert image-folder -i folder -o data --num-gpus 1 --validation-fraction 0.25 -q > /dev/null || fail "convert"
+"$FASTNN" train --model_name=cifarnet --dataset_dir=data --output_dir=run --batch_size=4 --stop_at_step=3 \
+  --device=cpu > train.log 2>&1 || { tail train.log; fail "train"; }
+cp data/labels.txt run/labels.txt
+
+mkdir -p photos/sub && cp "$PHOTOS"/*.jpg photos/sub/ && cp "$(ls "$PHOTOS"/*.jpg | head -1)" photos/a.jpg
+"$FASTNN" predict --checkpoint run --input photos --device=cpu --top_k 5 -q > pred.jsonl || fail "predict"
+python3 - pred.jsonl photos data/labels.txt <<'PY' || fail "predictions"
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+want = sorted(os.path.join(d, f) for d, _, fs in os.walk(sys.argv[2]) for f in fs)
+assert [r["source"] for r in rows] == want, ([r["source"] for r in rows], want)
+names = [l.split(":", 1)[1].strip() for l in open(sys.argv[3])]
+for r in rows:
+    assert "record" not in r and set(r) == {"source", "label", "name", "topk"}, r
+    assert len(r["topk"]) == len(names) and r["topk"][0][0] == r["label"] and r["name"] == names[r["label"]], r
+    assert abs(sum(p for _, p in r["topk"]) - 1) < 1e-6, r
+# The same photo twice gives the same answer.
+a = next(r for r in rows if r["source"].endswith("/a.jpg"))
+same = [r for r in rows if r["source"] != a["source"] and os.path.basename(r["source"]) and
+        open(r["source"], "rb").read() == open(a["source"], "rb").read()]
+assert same and all(s["topk"] == a["topk"] for s in same), (a, same)
+print(len(rows), "photos classified")
+PY
+
+# Not an image: fatal, naming it; skipped and reported with --skip-bad.
+echo "not a jpeg" > photos/sub/broken.jpg
+if "$FASTNN" predict --checkpoint run --input photos --device=cpu -q > /dev/null 2> bad.err; then fail "bad image accepted"; fi
+grep -q "photos/sub/broken.jpg" bad.err || { cat bad.err; fail "error does not name the bad image"; }
+"$FASTNN" predict --checkpoint run --input photos --device=cpu --skip-bad > skip.jsonl 2> skip.err || { cat skip.err; fail "--skip-bad"; }
+grep -q "skipping .*photos/sub/broken.jpg" skip.err || { cat skip.err; fail "skip not reported"; }
+[ "$(wc -l < skip.jsonl)" = "$(wc -l < pred.jsonl)" ] || fail "--skip-bad should classify the others"
+grep -q "1 skipped" skip.err || { cat skip.err; fail "skip count"; }
+
+mkdir empty
+if "$FASTNN" predict --checkpoint run --input empty --device=cpu -q > /dev/null 2> empty.err; then fail "empty folder accepted"; fi
+grep -q "holds no image" empty.err || { cat empty.err; fail "empty folder message"; }
+echo "ok"

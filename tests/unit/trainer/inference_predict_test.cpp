@@ -1,0 +1,145 @@
+// trainer/inference: top-k softmax, the output lines, and input resolution (what `fastnn predict` reads,
+// in which order). The end-to-end checks against `fastnn eval` are tests/integration/predict_*.sh.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/example.h"
+#include "trainer/inference/predict.h"
+
+namespace fastnn::inference {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(TopKSoftmax, OrderedProbabilitiesSumToOne) {
+  const float z[4] = {1.0f, 3.0f, -2.0f, 3.0f};
+  const auto all = top_k_softmax(z, 4, 10);  // k clamped to the class count
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].first, 1);  // tie with class 3: the lower id first
+  EXPECT_EQ(all[1].first, 3);
+  EXPECT_EQ(all[2].first, 0);
+  EXPECT_EQ(all[3].first, 2);
+  double sum = 0;
+  for (const auto& [id, p] : all) sum += p;
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  const double e = std::exp(1.0), t = std::exp(3.0), m = std::exp(-2.0);
+  EXPECT_NEAR(all[0].second, t / (2 * t + e + m), 1e-12);
+  EXPECT_NEAR(all[2].second, e / (2 * t + e + m), 1e-12);
+  const auto top1 = top_k_softmax(z, 4, 1);
+  ASSERT_EQ(top1.size(), 1u);
+  EXPECT_EQ(top1[0].first, 1);
+  EXPECT_DOUBLE_EQ(top1[0].second, all[0].second);
+}
+
+TEST(TopKSoftmax, LargeLogitsDoNotOverflow) {
+  const float z[3] = {1000.0f, 999.0f, -1000.0f};
+  const auto r = top_k_softmax(z, 3, 2);
+  EXPECT_NEAR(r[0].second, 1 / (1 + std::exp(-1.0)), 1e-12);
+  EXPECT_TRUE(std::isfinite(r[1].second));
+}
+
+Prediction sample(int64_t record) {
+  Prediction p;
+  p.path = record < 0 ? "a,b \"c\".jpg" : "data/test-00000-of-00001.tfrecord";
+  p.record = record;
+  p.target = record < 0 ? -1 : 2;
+  p.topk = {{1, 0.75}, {0, 0.25}};
+  return p;
+}
+
+TEST(PredictOutput, JsonLines) {
+  const std::vector<std::string> names = {"cat", "dog"};
+  const nlohmann::json img = nlohmann::json::parse(prediction_json(sample(-1), names));
+  EXPECT_EQ(img.dump(), R"({"label":1,"name":"dog","source":"a,b \"c\".jpg","topk":[[1,0.75],[0,0.25]]})");
+  const nlohmann::json rec = nlohmann::json::parse(prediction_json(sample(7), {}));
+  EXPECT_EQ(rec["record"], 7);
+  EXPECT_EQ(rec["target"], 2);
+  EXPECT_FALSE(rec.contains("name"));
+  // Keys in a fixed order, source first.
+  EXPECT_EQ(prediction_json(sample(7), {}).rfind("{\"source\":", 0), 0u);
+}
+
+TEST(PredictOutput, CsvQuotesAndEmptyFields) {
+  EXPECT_EQ(csv_header(), "source,record,target,label,name,topk");
+  EXPECT_EQ(prediction_csv(sample(-1), {"cat", "dog"}), "\"a,b \"\"c\"\".jpg\",,,1,dog,1:0.75 0:0.25");
+  EXPECT_EQ(prediction_csv(sample(3), {}), "data/test-00000-of-00001.tfrecord,3,2,1,,1:0.75 0:0.25");
+  EXPECT_THROW(parse_predict_format("xml"), ConfigError);
+  EXPECT_EQ(parse_predict_format("csv"), PredictFormat::kCsv);
+}
+
+class InputsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fastnn_predict_inputs_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "b" / "c");
+    fs::create_directories(dir_ / ".hidden");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void touch(const fs::path& p, const std::string& bytes = "x") { std::ofstream(dir_ / p, std::ios::binary) << bytes; }
+  fs::path dir_;
+};
+
+TEST_F(InputsTest, FoldersAreRecursiveSortedImagesOnly) {
+  touch("z.PNG");
+  touch("b/c/a.jpeg");
+  touch("b/a.jpg");
+  touch("notes.txt");
+  touch(".hidden/h.jpg");
+  touch(".dot.jpg");
+  const auto in = resolve_inputs({dir_.string()});
+  std::vector<std::string> got;
+  for (const auto& i : in) {
+    EXPECT_EQ(i.kind, PredictInput::Kind::kImage);
+    got.push_back(fs::relative(i.path, dir_).string());
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"b/a.jpg", "b/c/a.jpeg", "z.PNG"}));
+  EXPECT_EQ(known_total(in), 3u);
+}
+
+TEST_F(InputsTest, FilesKeepArgumentOrderAndKind) {
+  touch("2.jpg");
+  touch("1.tfrecord");
+  touch("x.TFRecord.gz");
+  const auto in = resolve_inputs({(dir_ / "2.jpg").string(), (dir_ / "1.tfrecord").string(),
+                                  (dir_ / "x.TFRecord.gz").string()});
+  ASSERT_EQ(in.size(), 3u);
+  EXPECT_EQ(in[0].kind, PredictInput::Kind::kImage);
+  EXPECT_EQ(in[1].kind, PredictInput::Kind::kTFRecord);
+  EXPECT_EQ(in[2].kind, PredictInput::Kind::kTFRecord);
+  EXPECT_EQ(known_total(in), 0u);  // TFRecord counts unknown without a manifest
+}
+
+TEST_F(InputsTest, MissingAndEmptyAreErrors) {
+  EXPECT_THROW(resolve_inputs({(dir_ / "nope.jpg").string()}), IoError);
+  EXPECT_THROW(resolve_inputs({(dir_ / "b").string()}), ConfigError);  // no image inside
+  EXPECT_THROW(resolve_inputs({}), ConfigError);
+}
+
+TEST_F(InputsTest, ImageFilesBecomeExamplesAndBadOnesCarryTheirError) {
+  touch("good.png", std::string("\x89PNG\r\n\x1a\n", 8) + "rest");
+  touch("big.jpg");
+  fs::resize_file(dir_ / "big.jpg", kMaxImageFileBytes + 1);
+  InputStream s(resolve_inputs({(dir_ / "good.png").string(), (dir_ / "big.jpg").string()}));
+  InputItem it;
+  ASSERT_TRUE(s.next(&it));
+  EXPECT_TRUE(it.error.empty());
+  EXPECT_EQ(it.record, -1);
+  const ExampleParser parser({keys::kImageFormat, keys::kLabel});
+  FeatureView f[2];
+  parser.parse(it.bytes, std::span<FeatureView>(f, 2));
+  EXPECT_EQ(f[0].single_bytes(keys::kImageFormat), "png");
+  EXPECT_EQ(f[1].single_int64(keys::kLabel), 0);
+  ASSERT_TRUE(s.next(&it));
+  EXPECT_NE(it.error.find("big.jpg"), std::string::npos) << it.error;  // bounded before reading
+  EXPECT_FALSE(s.next(&it));
+}
+
+}  // namespace
+}  // namespace fastnn::inference

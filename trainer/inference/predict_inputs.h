@@ -1,0 +1,61 @@
+// What `fastnn predict` classifies: the --input arguments resolved, in order, into one stream of
+// records (tf.train.Example bytes, the form the preprocessing reads), each with where it came from.
+//
+// An argument is
+//   - a folder with manifest.json: that shard set's split (`split`, else the held-out one: validation
+//     if the manifest has it, else test), its files in the manifest's order, every record;
+//   - another folder: every image file under it (.jpg .jpeg .png, any case; hidden entries skipped),
+//     recursively, sorted by path;
+//   - a file: TFRecord when its name ends in .tfrecord (optionally .gz/.zz) or is a shard name
+//     (<split>-NNNNN-of-NNNNN...), else an image file. A folder given explicitly may still hold no image
+//     (ConfigError naming it): an empty input is a mistake, not a result.
+// An image file becomes an in-memory Example of its bytes (image/encoded, image/format from its magic
+// bytes, label 0): the eval preprocessing then treats it exactly as a converted record. Images larger
+// than kMaxImageFileBytes are bad inputs (reported like an undecodable one), never read whole.
+// Errors: IoError / FormatError naming the file (and record index and offset for TFRecords).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fastnn::inference {
+
+inline constexpr uint64_t kMaxImageFileBytes = uint64_t{256} << 20;
+
+struct PredictInput {
+  enum class Kind { kImage, kTFRecord };
+  Kind kind = Kind::kImage;
+  std::string path;
+  int64_t records = -1;  // TFRecord: the manifest's count when known, else -1
+};
+
+struct InputItem {
+  std::string path;
+  int64_t record = -1;  // TFRecord: index of the record in its file; image: -1
+  std::string bytes;    // serialized tf.train.Example; empty with `error` set for a bad image file
+  std::string error;
+};
+
+// The arguments resolved into files, in the order they will be read.
+std::vector<PredictInput> resolve_inputs(const std::vector<std::string>& args, const std::string& split = {});
+// Sum of the records (TFRecords with known counts) and images; 0 when some count is unknown.
+uint64_t known_total(const std::vector<PredictInput>& inputs);
+
+// Reads the inputs one item at a time. A TFRecord error (CRC, framing, truncation) throws.
+class InputStream {
+ public:
+  explicit InputStream(std::vector<PredictInput> inputs);
+  ~InputStream();
+  bool next(InputItem* item);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The Example an image file's bytes become (see above).
+std::string image_example(const std::string& bytes);
+
+}  // namespace fastnn::inference

@@ -1,0 +1,226 @@
+#include "trainer/inference/predictor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "core/check.h"
+#include "core/input_file.h"
+#include "core/manifest.h"
+#include "pipeline/preprocess.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/loop/checkpoint_io.h"
+#include "trainer/loop/run_setup.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/zoo/zoo.h"
+#ifdef FASTNN_HAVE_CUDA
+#include "trainer/cuda/runtime.h"
+#endif
+
+namespace fastnn::inference {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr uint64_t kMaxLabelsBytes = 64 << 20;
+
+// The class count when the run did not set num_classes: its dataset's manifest, else the logits' bias.
+int class_count(const JobConfig& c, const ckpt::LoadedCheckpoint& l) {
+  if (c.has_num_classes()) return c.num_classes();
+  if (!c.dataset_dir().empty() && fs::exists(fs::path(c.dataset_dir()) / kManifestFileName))
+    return static_cast<int>(read_manifest(c.dataset_dir()).num_classes());
+  for (const ckpt::ArrayView& a : l.weights.arrays()) {
+    const std::string& n = a.name;
+    if (n.size() >= 14 && n.compare(n.size() - 14, 14, "logits/biases") == 0 && a.shape.size() == 1 &&
+        n.find("Aux") == std::string::npos)
+      return static_cast<int>(a.shape[0]);
+  }
+  throw ConfigError(str(l.prefix, ": the run set no num_classes, its dataset ", c.dataset_dir(),
+                        " has no manifest.json here, and the checkpoint has no logits/biases array to count classes"));
+}
+
+std::vector<std::string> class_names(const std::string& prefix, const JobConfig& c, int classes) {
+  std::vector<std::string> dirs = {fs::path(prefix).parent_path().string()};
+  if (!c.dataset_dir().empty()) dirs.push_back(c.dataset_dir());
+  for (const std::string& d : dirs) {
+    const fs::path p = fs::path(d.empty() ? "." : d) / "labels.txt";
+    if (!fs::is_regular_file(p)) continue;
+    std::vector<std::string> names = parse_labels_txt(read_regular_file(p.string(), kMaxLabelsBytes), p.string());
+    if (static_cast<int>(names.size()) == classes) return names;
+  }
+  return {};
+}
+
+Tensor host_logits(const Tensor& t) {
+#ifdef FASTNN_HAVE_CUDA
+  if (t.device() != Device::kCpu) return cuda::to_host(t).to(DType::kF32);
+#endif
+  return t.dtype() == DType::kF32 ? t : t.to(DType::kF32);
+}
+
+DType tensor_dtype(pipeline::DType d) {
+  switch (d) {
+    case pipeline::DType::kFloat32: return DType::kF32;
+    case pipeline::DType::kFloat16: return DType::kF16;
+    case pipeline::DType::kUint8: return DType::kU8;
+  }
+  throw Error("predict: unknown batch dtype");
+}
+
+}  // namespace
+
+std::vector<std::pair<int, double>> top_k_softmax(const float* z, int classes, int k) {
+  FASTNN_CHECK(classes > 0, "top_k_softmax: no class");
+  k = std::clamp(k, 1, classes);
+  double mx = z[0];
+  for (int j = 1; j < classes; ++j) mx = std::max(mx, static_cast<double>(z[j]));
+  double sum = 0;
+  for (int j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(z[j]) - mx);
+  std::vector<int> ids(static_cast<size_t>(classes));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [z](int a, int b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+  std::vector<std::pair<int, double>> out;
+  for (int i = 0; i < k; ++i) out.emplace_back(ids[static_cast<size_t>(i)], std::exp(static_cast<double>(z[ids[static_cast<size_t>(i)]]) - mx) / sum);
+  return out;
+}
+
+struct Predictor::Impl {
+  ModelInfo info;
+  PredictorOptions options;
+  int batch = 0;
+  std::unique_ptr<loop::StepRunner> runner;
+  std::shared_ptr<pipeline::SampleMapper> mapper;
+  pipeline::BatchSpec spec;
+  std::vector<pipeline::StageTimes> times;
+  int64_t labels_offset = 0;
+};
+
+Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.options = options;
+  ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(checkpoint, {.optimizer = false});
+  if (!l.meta.has_config() || l.meta.config().model_name().empty())
+    throw FormatError(str(l.prefix, ": the checkpoint's metadata holds no job config with a model_name"));
+  ModelInfo& m = s.info;
+  m.config = l.meta.config();
+  m.checkpoint = l.prefix;
+  m.step = l.meta.step();
+  m.model_name = m.config.model_name();
+  const zoo::ZooModel& zm = zoo::zoo_model(m.model_name);
+  m.num_classes = class_count(m.config, l);
+  m.height = m.width = zm.default_size;
+  m.channels = zm.default_channels;
+  m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
+  m.class_names = class_names(l.prefix, m.config, m.num_classes);
+  s.labels_offset = m.config.labels_offset();
+  s.batch = options.batch_size > 0 ? options.batch_size : std::max(1, m.config.batch_size());
+  if (options.top_k < 1) throw ConfigError(str("top_k must be at least 1, not ", options.top_k));
+
+  JobConfig run = m.config;
+  run.set_device(options.device);
+  run.set_batch_size(s.batch);
+  const loop::ComputeTarget target = loop::resolve_compute_target(run);
+  m.device = target.describe();
+  loop::StepRunnerOptions o = loop::step_runner_options(run, target);
+  o.label_smoothing = 0;
+  pipeline::PreprocessConfig p;
+  p.preset = m.preset;
+  p.train = false;
+  p.height = m.height;
+  p.width = m.width;
+  p.channels = m.channels;
+  p.label_offset = 0;  // image files carry label 0; labels_offset is applied to targets here
+  {
+    const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(p));
+    std::copy(f.mean, f.mean + 4, o.input.mean);
+    std::copy(f.inv_std, f.inv_std + 4, o.input.inv_std);
+  }
+  const NetDef net = zoo::build_net(m.model_name, {.num_classes = m.num_classes, .height = m.height, .width = m.width,
+                                                   .channels = m.channels});
+  s.runner = loop::make_step_runner(net, o);
+  s.runner->set_host_variables(loop::checkpoint_variables(s.runner->graph().variables(), l.weights.arrays(), l.prefix));
+  const loop::BatchFormat bf = s.runner->batch_format();
+  p.dtype = bf.dtype;
+  p.layout = bf.layout;
+  s.mapper = pipeline::make_preprocessor(p);
+  s.spec = s.mapper->spec();
+  const int workers = tbb::this_task_arena::max_concurrency();
+  s.mapper->prepare(workers);
+  s.times.resize(static_cast<size_t>(workers));
+}
+
+Predictor::~Predictor() = default;
+const ModelInfo& Predictor::model() const { return impl_->info; }
+int Predictor::batch_size() const { return impl_->batch; }
+
+std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, const BadInput& on_bad) {
+  Impl& s = *impl_;
+  FASTNN_CHECK(items.size() <= static_cast<size_t>(s.batch), "classify: ", items.size(), " items, batch_size is ", s.batch);
+  const size_t n = items.size();
+  const size_t sample = s.spec.sample_bytes();
+  std::vector<std::byte> pixels(n * sample);
+  std::vector<int32_t> labels(n, 0);
+  std::vector<std::string> errors(n);
+  tbb::parallel_for(size_t{0}, n, [&](size_t i) {
+    const InputItem& it = items[i];
+    if (!it.error.empty()) {
+      errors[i] = it.error;
+      return;
+    }
+    const int worker = std::max(0, tbb::this_task_arena::current_thread_index());
+    pipeline::SampleContext ctx;
+    ctx.index = i;
+    ctx.worker = worker;
+    ctx.times = &s.times[static_cast<size_t>(worker)];
+    try {
+      s.mapper->map(it.bytes, ctx, pixels.data() + i * sample, &labels[i]);
+    } catch (const Error& e) {
+      errors[i] = e.what();
+      if (errors[i].empty()) errors[i] = "cannot decode";
+    }
+  });
+  std::vector<size_t> good;
+  for (size_t i = 0; i < n; ++i) {
+    if (errors[i].empty()) {
+      good.push_back(i);
+      continue;
+    }
+    const InputItem& it = items[i];
+    if (!on_bad)
+      throw FormatError(it.record < 0 ? str(it.path, ": ", errors[i])
+                                      : str(it.path, ": record ", it.record, ": ", errors[i]));
+    on_bad(it, errors[i]);
+  }
+  std::vector<Prediction> out;
+  if (good.empty()) return out;
+  const auto g = static_cast<int64_t>(good.size());
+  const bool nchw = s.spec.layout == pipeline::Layout::kNCHW;
+  const Shape shape = nchw ? Shape{g, s.spec.channels, s.spec.height, s.spec.width}
+                           : Shape{g, s.spec.height, s.spec.width, s.spec.channels};
+  Tensor images = Tensor::empty(shape, tensor_dtype(s.spec.dtype), Device::kCpu, nchw ? Layout::kNCHW : Layout::kNHWC);
+  Tensor zero_labels = Tensor::zeros({g}, DType::kI32);
+  auto* dst = static_cast<std::byte*>(images.raw());
+  for (size_t j = 0; j < good.size(); ++j) std::memcpy(dst + j * sample, pixels.data() + good[j] * sample, sample);
+  graph::Graph& graph = s.runner->graph();
+  if (graph.batch_size() != g) graph.set_batch_size(g);
+  s.runner->evaluate(images, zero_labels);
+  const Tensor logits = host_logits(graph.output(0));
+  const float* z = logits.data<float>();
+  const int classes = s.info.num_classes;
+  for (size_t j = 0; j < good.size(); ++j) {
+    const InputItem& it = items[good[j]];
+    Prediction p;
+    p.path = it.path;
+    p.record = it.record;
+    if (it.record >= 0) p.target = labels[good[j]] - s.labels_offset;
+    p.topk = top_k_softmax(z + static_cast<int64_t>(j) * classes, classes, s.options.top_k);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace fastnn::inference

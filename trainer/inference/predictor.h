@@ -1,0 +1,79 @@
+// A trained model answering questions about new images: the checkpoint's model, restored on a step
+// runner (loop/step_runner.h, any device), classifying batches of records (predict_inputs.h).
+//
+// Everything about the model comes from the checkpoint's metadata (CheckpointMeta.config, the JobConfig
+// of the run): model_name, preprocessing_name (else the model's preset, run_setup.h's rule), the class
+// count (num_classes when the run set it, else the dataset's manifest, else the length of the
+// checkpoint's "*/logits/biases" array), batch_size (unless given), labels_offset. Input geometry is the
+// zoo model's default size and channels, as `fastnn train` used.
+// Preprocessing is the preset's eval variant through the pipeline's own mapper (pipeline/preprocess.h),
+// so a shard record is classified from exactly the values `fastnn eval` feeds the model; the forward is
+// the runner's evaluate() (eval mode: moving BN statistics, no dropout), then a softmax of the logits
+// in double precision.
+// Class names: labels.txt in the checkpoint's folder, else in the run's dataset_dir, when it has exactly
+// num_classes names; else none.
+// Top-k: the k largest logits, ties to the lower class id (`fastnn eval` counts a tie as a hit, the only
+// way the two can disagree; tied float logits do not happen in practice).
+// Threading: one thread drives a Predictor; decoding runs in parallel on oneTBB inside classify().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schemas/job_config.pb.h"
+#include "trainer/inference/predict_inputs.h"
+
+namespace fastnn::inference {
+
+struct PredictorOptions {
+  std::string device = "auto";  // cpu, cuda, auto (the config field's values)
+  int batch_size = 0;           // 0: the checkpoint run's batch_size
+  int top_k = 5;                // clamped to the class count
+};
+
+struct ModelInfo {
+  std::string checkpoint;  // the prefix loaded
+  int64_t step = 0;
+  std::string model_name, preset;
+  int num_classes = 0, height = 0, width = 0, channels = 0;
+  std::vector<std::string> class_names;  // empty or num_classes names
+  std::string device;                    // "cpu f32", "cuda:0 f16"
+  JobConfig config;
+};
+
+struct Prediction {
+  std::string path;
+  int64_t record = -1;   // TFRecord record index; -1 for an image file
+  int64_t target = -1;   // the record's label (labels_offset applied); -1 for an image file
+  std::vector<std::pair<int, double>> topk;  // (class id, probability), best first
+  int label() const { return topk.front().first; }
+};
+
+// The k best classes of one row of logits with their softmax probabilities (double precision).
+std::vector<std::pair<int, double>> top_k_softmax(const float* logits, int classes, int k);
+
+class Predictor {
+ public:
+  // checkpoint: a prefix, file or run directory (its latest), as load_checkpoint takes.
+  Predictor(const std::string& checkpoint, const PredictorOptions& options = {});
+  ~Predictor();
+  const ModelInfo& model() const;
+  int batch_size() const;
+
+  // Classifies up to batch_size() items, in order. An item that cannot be decoded (or arrived with an
+  // error) goes to on_bad(item, message) and gets no prediction; without on_bad it throws FormatError
+  // naming its path (and record).
+  using BadInput = std::function<void(const InputItem& item, const std::string& message)>;
+  std::vector<Prediction> classify(std::span<const InputItem> items, const BadInput& on_bad = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fastnn::inference
