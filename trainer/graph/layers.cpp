@@ -99,6 +99,23 @@ LoweredLayer lower_layer(const LayerDef& l) {
       weight_rules(out, l, c.weight_init(), c.bias_init(), c.weight_decay(), c.bias_weight_decay());
       break;
     }
+    case LayerDef::kDepthwiseConv: {
+      const DepthwiseConvLayer& c = l.depthwise_conv();
+      out.type = "depthwise_conv";
+      out.op = "depthwise_conv2d";
+      window_attrs(l, a, c.kernel(), c.stride(), c.padding(), c.pad());
+      if (c.dilation_size() > 2) fail(l, "dilation takes 1 or 2 values");
+      if (!c.dilation().empty()) a.set("dilation", ints(c.dilation()));
+      a.set("multiplier", int64_t{c.multiplier()});
+      a.set("bias", c.bias());
+      // TF-slim's separable_conv2d names its depthwise filter "depthwise_weights".
+      out.params["weight"] = ParamRule{"depthwise_weights", true,
+                                       to_init_rule(c.weight_init(), l.name() + "/depthwise_weights"),
+                                       c.weight_decay()};
+      out.params["bias"] = ParamRule{"biases", true, to_init_rule(c.bias_init(), l.name() + "/biases"),
+                                     c.bias_weight_decay()};
+      break;
+    }
     case LayerDef::kBatchNorm: {
       const BatchNormLayer& b = l.batch_norm();
       out.type = "batch_norm";
@@ -116,6 +133,10 @@ LoweredLayer lower_layer(const LayerDef& l) {
     case LayerDef::kRelu:
       out.type = "relu";
       out.op = "relu";
+      break;
+    case LayerDef::kRelu6:
+      out.type = "relu6";
+      out.op = "relu6";
       break;
     case LayerDef::kTanh:
       out.type = "tanh";
@@ -185,7 +206,7 @@ LoweredLayer lower_layer(const LayerDef& l) {
     }
     case LayerDef::LAYER_NOT_SET:
       fail(l, "no layer type set (one of conv, batch_norm, relu, tanh, pool, global_avg_pool, fully_connected, "
-              "dropout, add, concat, scale, channel_pad, lrn)");
+              "dropout, add, concat, scale, channel_pad, lrn, relu6, depthwise_conv)");
   }
   return out;
 }

@@ -161,8 +161,8 @@ std::vector<int> topological_order(const std::vector<Parsed>& layers) {
 
 int64_t node_macs(const PlanNode& n) {
   const ops::OpSignature& sig = n.kernel->signature();
-  if (n.op == "conv2d") {
-    const Shape& w = sig.params[0].shape;  // [K, C/g, R, S]
+  if (n.op == "conv2d" || n.op == "depthwise_conv2d") {
+    const Shape& w = sig.params[0].shape;  // [K, C/g, R, S]; depthwise [C*M, 1, R, S]
     return shape_numel(n.output_shape) * w[1] * w[2] * w[3];
   }
   if (n.op == "fully_connected") {

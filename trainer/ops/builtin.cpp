@@ -6,6 +6,7 @@
 #include "trainer/ops/channel_pad.h"
 #include "trainer/ops/concat.h"
 #include "trainer/ops/conv2d.h"
+#include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/dropout.h"
 #include "trainer/ops/fully_connected.h"
 #include "trainer/ops/global_avg_pool.h"
@@ -13,6 +14,7 @@
 #include "trainer/ops/max_pool2d.h"
 #include "trainer/ops/op.h"
 #include "trainer/ops/relu.h"
+#include "trainer/ops/relu6.h"
 #include "trainer/ops/scale.h"
 #include "trainer/ops/softmax_xent.h"
 #include "trainer/ops/tanh.h"
@@ -27,12 +29,14 @@ void register_builtin_ops(OpRegistry& r) {
   register_channel_pad(r);
   register_concat(r);
   register_conv2d(r);
+  register_depthwise_conv2d(r);
   register_dropout(r);
   register_fully_connected(r);
   register_global_avg_pool(r);
   register_lrn(r);
   register_max_pool2d(r);
   register_relu(r);
+  register_relu6(r);
   register_scale(r);
   register_softmax_xent(r);
   register_tanh(r);

@@ -14,5 +14,7 @@ NetDef build_resnet_v2(const ZooOptions& o, int depth);
 NetDef build_vgg(const ZooOptions& o, int depth);
 NetDef build_inception_v3(const ZooOptions& o);
 NetDef build_inception_resnet_v2(const ZooOptions& o);
+NetDef build_mobilenet_v1(const ZooOptions& o, double multiplier);
+NetDef build_mobilenet_v2(const ZooOptions& o, double multiplier, bool finegrain);
 
 }  // namespace fastnn::zoo

@@ -103,9 +103,45 @@ std::string NetBuilder::conv2d(const std::string& in, const std::string& name, c
   }
   if (a.relu.value_or(d.relu)) {
     auto s = scope(name);
-    out = relu(out, "Relu");
+    out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
   }
   return out;
+}
+
+std::string NetBuilder::depthwise_conv2d(const std::string& in, const std::string& name, const DepthwiseArgs& a) {
+  const ConvDefaults& d = conv_defaults;
+  const bool normalize = d.batch_norm.has_value();
+  const std::string full = full_name(name);
+  LayerDef& l = add_layer(full, {in});
+  DepthwiseConvLayer* c = l.mutable_depthwise_conv();
+  set_ints(c->mutable_kernel(), a.kernel);
+  if (a.stride != std::vector<int>{1}) set_ints(c->mutable_stride(), a.stride);
+  const std::string padding = a.padding.value_or(d.padding);
+  c->set_padding(padding);
+  c->set_multiplier(a.multiplier);
+  c->set_bias(!normalize);
+  *c->mutable_weight_init() = d.weight_init;
+  if (!normalize) *c->mutable_bias_init() = d.bias_init;
+  c->set_weight_decay(a.weight_decay);
+  c->set_bias_weight_decay(d.bias_weight_decay);
+  dims_[full] = window_dims(dims(in), dims(in).at(0) * a.multiplier, a.kernel, a.stride, padding, {});
+  std::string out = full;
+  if (normalize) {
+    auto s = scope(name);
+    out = batch_norm(out, "BatchNorm", *d.batch_norm);
+  }
+  if (a.relu.value_or(d.relu)) {
+    auto s = scope(name);
+    out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
+  }
+  return out;
+}
+
+std::string NetBuilder::relu6(const std::string& in, const std::string& name) {
+  const std::string full = full_name(name);
+  add_layer(full, {in}).mutable_relu6();
+  dims_[full] = dims(in);
+  return full;
 }
 
 std::string NetBuilder::batch_norm(const std::string& in, const std::string& name, const BatchNormLayer& bn) {

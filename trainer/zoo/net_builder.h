@@ -8,7 +8,7 @@
 //
 // Each call appends layers named "<scope>/<name>" and returns the name of the layer holding the
 // result (the "tensor"). conv2d follows slim.conv2d: with a normalizer, no bias, then
-// "<conv>/BatchNorm"; with an activation, "<conv>/Relu". The builder tracks [C, H, W] of every result
+// "<conv>/BatchNorm"; with an activation, "<conv>/Relu" (or "<conv>/Relu6"). The builder tracks [C, H, W] of every result
 // (the formulas of ops/window2d.h) for the builders that size kernels from feature maps, as slim's
 // nets do; the NetPlan re-derives and checks every shape.
 #pragma once
@@ -31,6 +31,7 @@ struct ConvDefaults {
   InitSpec bias_init;
   std::optional<BatchNormLayer> batch_norm;  // normalizer; none: the conv has a bias
   bool relu = true;
+  bool relu6 = false;  // the activation is ReLU6 ("<conv>/Relu6", MobileNet) instead of ReLU
   std::string padding = "same";
   bool weight_decay = true, bias_weight_decay = false;
 };
@@ -44,6 +45,17 @@ struct ConvArgs {
   std::optional<bool> normalize;       // default: ConvDefaults::batch_norm present
   std::optional<bool> relu;            // default: ConvDefaults::relu
   std::optional<InitSpec> weight_init;
+};
+
+// slim.separable_conv2d with num_outputs None: a depthwise convolution, then (as conv2d) the
+// normalizer and the activation of ConvDefaults; its filter is "<name>/depthwise_weights".
+struct DepthwiseArgs {
+  std::vector<int> kernel;
+  std::vector<int> stride{1};
+  int multiplier = 1;
+  std::optional<std::string> padding;  // default: ConvDefaults::padding
+  std::optional<bool> relu;            // default: ConvDefaults::relu
+  bool weight_decay = false;           // TF-slim's MobileNets leave depthwise filters unregularised
 };
 
 struct FcDefaults {
@@ -82,6 +94,8 @@ class NetBuilder {
   std::string full_name(const std::string& local) const;
 
   std::string conv2d(const std::string& in, const std::string& name, const ConvArgs& args);
+  std::string depthwise_conv2d(const std::string& in, const std::string& name, const DepthwiseArgs& args);
+  std::string relu6(const std::string& in, const std::string& name);
   std::string batch_norm(const std::string& in, const std::string& name, const BatchNormLayer& bn);
   std::string relu(const std::string& in, const std::string& name);
   std::string tanh(const std::string& in, const std::string& name, float outer, float inner);

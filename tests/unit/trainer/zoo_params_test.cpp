@@ -19,6 +19,14 @@
 //   lenet                     TF-slim LeNet on 28x28x1, 10 classes: 3,274,634.
 //   mlp                       784-2500-2000-1500-1000-500-10 with biases: 11,972,510.
 //   cifarnet                  TF-slim CifarNet on 32x32x3, 10 classes: 1,756,426.
+//   mobilenet_v1              Keras MobileNet (alpha 1.0, the same variables): 4,231,976 trainable +
+//                             21,888 non-trainable with 1000 classes; TF-slim's 1001: + 1,025.
+//   mobilenet_v1_075/050/025  With 1001 classes: 2,586,329 / 1,332,105 / 470,329, against TF-slim's
+//                             table (mobilenet_v1.md) 2.59 / 1.34 / 0.47 M (docs/MODELS.md on the 1.34).
+//   mobilenet_v2              Keras MobileNetV2 (alpha 1.0): 3,504,872 trainable + 34,112 non-trainable
+//                             with 1000 classes. TF-slim's table (mobilenet/README.md) counts weights
+//                             without the batch-norm gamma/beta: 3.47 M = 3,506,153 - 34,112 (1001 classes).
+//   mobilenet_v2_140 / _035   The same way: 6.06 M = 6,110,569 - 47,936; 1.66 M = 1,678,409 - 14,080.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,6 +34,7 @@
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/message_differencer.h>
 
+#include <map>
 #include <set>
 
 #include "trainer/graph/net_plan.h"
@@ -42,7 +51,11 @@ struct Expected {
   int64_t state;  // -1: not checked
 };
 
-void PrintTo(const Expected& e, std::ostream* os) { *os << e.model << (e.options.aux_logits ? "" : "_noaux"); }
+std::string case_name(const Expected& e) {
+  return e.model + (e.options.aux_logits ? "" : "_noaux") +
+         (e.options.num_classes ? "_" + std::to_string(e.options.num_classes) : "");
+}
+void PrintTo(const Expected& e, std::ostream* os) { *os << case_name(e); }
 
 class ZooParams : public testing::TestWithParam<Expected> {};
 
@@ -71,16 +84,25 @@ INSTANTIATE_TEST_SUITE_P(
                     Expected{"inception_resnet_v2", {}, 55'813'192 + 3'366'760, 60'544 + 2 * (128 + 768)},
                     Expected{"resnet_cifar_20", {}, 269'722, -1}, Expected{"resnet_cifar_56", {}, 853'018, -1},
                     Expected{"lenet", {}, 3'274'634, 0}, Expected{"mlp", {}, 11'972'510, 0},
-                    Expected{"cifarnet", {}, 1'756'426, 0}),
-    [](const testing::TestParamInfo<Expected>& i) {
-      return i.param.model + (i.param.options.aux_logits ? "" : "_noaux");
-    });
+                    Expected{"cifarnet", {}, 1'756'426, 0}, Expected{"mobilenet_v1", {}, 4'231'976, 21'888},
+                    Expected{"mobilenet_v1", {.num_classes = 1001}, 4'233'001, 21'888},
+                    Expected{"mobilenet_v1_075", {.num_classes = 1001}, 2'586'329, 16'416},
+                    Expected{"mobilenet_v1_050", {.num_classes = 1001}, 1'332'105, 10'944},
+                    Expected{"mobilenet_v1_025", {.num_classes = 1001}, 470'329, 5'472},
+                    Expected{"mobilenet_v2", {}, 3'504'872, 34'112},
+                    Expected{"mobilenet_v2", {.num_classes = 1001}, 3'506'153, 34'112},
+                    Expected{"mobilenet_v2_140", {.num_classes = 1001}, 6'110'569, 47'936},
+                    Expected{"mobilenet_v2_035", {.num_classes = 1001}, 1'678'409, 14'080},
+                    Expected{"vgg_a", {}, 132'863'336, 0}),
+    [](const testing::TestParamInfo<Expected>& i) { return case_name(i.param); });
 
 TEST(ZooParams, EveryModelIsCovered) {
   std::set<std::string> tested;
   for (const char* m : {"resnet_v1_18", "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v2_50", "vgg_11",
                         "vgg_16", "vgg_19", "inception_v3", "inception_resnet_v2", "resnet_cifar_20",
-                        "resnet_cifar_56", "lenet", "mlp", "cifarnet"})
+                        "resnet_cifar_56", "lenet", "mlp", "cifarnet", "mobilenet_v1", "mobilenet_v1_075",
+                        "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035",
+                        "vgg_a"})
     tested.insert(m);
   for (const std::string& name : zoo::zoo_model_names()) EXPECT_TRUE(tested.count(name)) << name;
 }
@@ -140,6 +162,71 @@ TEST(ZooRegistry, NetsRoundTripThroughTheTextFormatUsersWrite) {
                            "InceptionV3/Logits/Conv2d_1c_1x1/weights"})
     EXPECT_TRUE(names.count(want)) << want;
   EXPECT_FALSE(names.count("InceptionV3/Conv2d_1a_3x3/BatchNorm/gamma"));  // slim's batch_norm: scale off
+}
+
+// TF-slim's MobileNet variable names, layer types (ReLU6, depthwise) and depth rounding.
+TEST(ZooRegistry, MobileNetsUseSlimNamesAndDepths) {
+  const auto trainable = [](const std::string& m) {
+    std::map<std::string, Shape> out;
+    const graph::NetPlan plan = graph::NetPlan::make(zoo::build_net(m, {.num_classes = 1001}), {});
+    for (const graph::PlanNode& n : plan.nodes())
+      for (const graph::PlannedTensor& p : n.params)
+        if (p.trainable) out[p.name] = p.spec.shape;
+    return out;
+  };
+  const auto v1 = trainable("mobilenet_v1");
+  EXPECT_EQ(v1.at("MobilenetV1/Conv2d_0/weights"), (Shape{32, 3, 3, 3}));
+  EXPECT_EQ(v1.at("MobilenetV1/Conv2d_1_depthwise/depthwise_weights"), (Shape{32, 1, 3, 3}));
+  EXPECT_EQ(v1.at("MobilenetV1/Conv2d_13_pointwise/weights"), (Shape{1024, 1024, 1, 1}));
+  EXPECT_TRUE(v1.count("MobilenetV1/Conv2d_13_pointwise/BatchNorm/gamma"));
+  EXPECT_EQ(v1.at("MobilenetV1/Logits/Conv2d_1c_1x1/biases"), (Shape{1001}));
+  EXPECT_FALSE(v1.count("MobilenetV1/Conv2d_1_depthwise/biases"));  // BN after every conv: no biases
+  // max(int(32 * 0.25), 8) = 8.
+  EXPECT_EQ(trainable("mobilenet_v1_025").at("MobilenetV1/Conv2d_0/weights"), (Shape{8, 3, 3, 3}));
+
+  const auto v2 = trainable("mobilenet_v2");
+  EXPECT_EQ(v2.at("MobilenetV2/Conv/weights"), (Shape{32, 3, 3, 3}));
+  EXPECT_FALSE(v2.count("MobilenetV2/expanded_conv/expand/weights"));  // expansion 1: no expand conv
+  EXPECT_EQ(v2.at("MobilenetV2/expanded_conv/depthwise/depthwise_weights"), (Shape{32, 1, 3, 3}));
+  EXPECT_EQ(v2.at("MobilenetV2/expanded_conv_1/expand/weights"), (Shape{96, 16, 1, 1}));
+  EXPECT_EQ(v2.at("MobilenetV2/expanded_conv_16/project/weights"), (Shape{320, 960, 1, 1}));
+  EXPECT_EQ(v2.at("MobilenetV2/Conv_1/weights"), (Shape{1280, 320, 1, 1}));
+  EXPECT_TRUE(v2.count("MobilenetV2/Logits/Conv2d_1c_1x1/weights"));
+  // _make_divisible: 32 * 0.35 = 11.2 -> 8 is below 90% of it -> 16; 16 * 0.35 -> 8; Conv_1 stays 1280
+  // (finegrain classification mode); 1.4 widens it to 1792.
+  const auto v2s = trainable("mobilenet_v2_035");
+  EXPECT_EQ(v2s.at("MobilenetV2/Conv/weights"), (Shape{16, 3, 3, 3}));
+  EXPECT_EQ(v2s.at("MobilenetV2/expanded_conv/project/weights"), (Shape{8, 16, 1, 1}));
+  EXPECT_EQ(v2s.at("MobilenetV2/Conv_1/weights")[0], 1280);
+  EXPECT_EQ(trainable("mobilenet_v2_140").at("MobilenetV2/Conv_1/weights")[0], 1792);
+
+  // ReLU6 activations, linear bottlenecks, residual adds only where stride 1 keeps the depth.
+  const NetDef net = zoo::build_net("mobilenet_v2");
+  int relu6 = 0, relu = 0, adds = 0, depthwise = 0;
+  for (const LayerDef& l : net.layers()) {
+    relu6 += l.has_relu6();
+    relu += l.has_relu();
+    adds += l.has_add();
+    depthwise += l.has_depthwise_conv();
+    if (l.name().ends_with("/project/Relu6")) ADD_FAILURE() << l.name() << ": the bottleneck is linear";
+  }
+  EXPECT_EQ(relu, 0);
+  EXPECT_EQ(depthwise, 17);
+  EXPECT_EQ(adds, 10);  // blocks 2, 4, 5, 7, 8, 9, 11, 12, 14, 15
+  EXPECT_EQ(relu6, 1 + 16 + 17 + 1);  // Conv, 16 expands, 17 depthwise, Conv_1
+}
+
+// Published multiply-adds (TF-slim's tables, 224 x 224): MobileNet v1 1.0 569 M, 0.25 41 M; v2 1.0
+// 300 M, 1.4 582 M, 0.35 59 M.
+TEST(ZooFlops, MobileNetsAsPublished) {
+  const auto mmacs = [](const std::string& m) {
+    return static_cast<double>(graph::model_statistics(zoo::build_net(m, {.num_classes = 1001})).flops) / 2e6;
+  };
+  EXPECT_NEAR(mmacs("mobilenet_v1"), 569, 6);
+  EXPECT_NEAR(mmacs("mobilenet_v1_025"), 41, 1.5);
+  EXPECT_NEAR(mmacs("mobilenet_v2"), 300, 6);
+  EXPECT_NEAR(mmacs("mobilenet_v2_140"), 582, 8);
+  EXPECT_NEAR(mmacs("mobilenet_v2_035"), 59, 3);
 }
 
 TEST(ZooRegistry, UnknownNamesListTheZooAndSizesAreChecked) {

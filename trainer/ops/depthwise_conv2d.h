@@ -1,0 +1,80 @@
+// depthwise_conv2d: each input channel convolved with its own `multiplier` filters (TF's
+// tf.nn.depthwise_conv2d; MobileNet's depthwise layers), NCHW. The same arithmetic as conv2d with
+// groups = C and filters = C*M, without conv2d's im2col + per-group GEMM (a 1-row GEMM per channel).
+//
+//   inputs   x [N, C, H, W]
+//   params   weight [C*M, 1, R, S] (conv2d's grouped layout; He-normal, fan_in = R*S), bias [C*M] if `bias`
+//   outputs  y [N, C*M, P, Q], output channel k = c*M + m (TF's order)
+//   y[n,k,p,q] = bias[k] + sum_{r,s} w[k,0,r,s] * x[n, k/M, p*stride_h - pad_top + r*dil_h, q*stride_w - pad_left + s*dil_w]
+//   (x outside the image reads as 0).
+// Attributes: kernel (required), stride, dilation, padding (window2d.h: "same" is TF's SAME,
+// "valid", or ints), multiplier (M, default 1), bias (default true).
+//
+// CPU: direct loops, no workspace. Forward runs (n, k) planes in parallel on oneTBB; each output row
+// accumulates the R*S shifted input rows that touch it (the row stays in L1, the inner loop is a
+// contiguous axpy for stride 1). Backward data runs (n, c) planes in parallel (a plane gathers its M
+// output channels, so no two tasks write the same dx). The filter and bias gradients run output
+// channels in parallel, each summing over the batch in sample order in double: every pass's result
+// is independent of the thread count.
+//
+// CUDA (depthwise_conv2d_cuda.cu): direct kernels; forward one thread per output, backward data one
+// thread per input pixel (gathering, no atomics), backward filter one block per (k, r, s) tap with a
+// block reduction in double; the bias gradient is the shared bias_grad.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "trainer/ops/op.h"
+#include "trainer/ops/window2d.h"
+
+#ifdef FASTNN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace fastnn::ops {
+
+struct DepthwiseConv2dParams {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t multiplier = 1;               // M; output channels K = C*M
+  bool bias = true;
+  Window2d win;  // kernel R x S, stride, dilation, padding, output P x Q
+
+  int64_t k() const { return c * multiplier; }
+  int64_t weight_numel() const { return k() * win.r * win.s; }
+};
+
+// Parses attributes for input x; throws ConfigError.
+DepthwiseConv2dParams depthwise_conv2d_params(const Attrs& attrs, std::span<const TensorSpec> inputs);
+OpSignature depthwise_conv2d_signature(const DepthwiseConv2dParams& p, DType dtype);
+
+void register_depthwise_conv2d(OpRegistry& registry);
+
+namespace cpu {
+// b may be null when !p.bias.
+template <typename T>
+void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y);
+// Overwrites dx.
+template <typename T>
+void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx);
+// dw and db may each be null (skipped); overwrites both.
+template <typename T>
+void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db);
+}  // namespace cpu
+
+#ifdef FASTNN_HAVE_CUDA
+// CUDA launchers: the CPU functions plus a stream; T is float, __half or __nv_bfloat16.
+namespace cuda {
+template <typename T>
+void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y,
+                              cudaStream_t s);
+template <typename T>
+void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx, cudaStream_t s);
+template <typename T>
+void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db,
+                                      cudaStream_t s);
+}  // namespace cuda
+// The kCuda kernel (depthwise_conv2d_cuda.cu); register_depthwise_conv2d adds it.
+void register_depthwise_conv2d_cuda(OpRegistry& registry);
+#endif  // FASTNN_HAVE_CUDA
+}  // namespace fastnn::ops
