@@ -7,6 +7,7 @@
 namespace fastnn {
 namespace {
 constexpr int64_t kDrawIntervalNs = 200'000'000;
+}  // namespace
 
 std::string seconds_text(double s) {
   char buf[32];
@@ -14,7 +15,6 @@ std::string seconds_text(double s) {
   else std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
   return buf;
 }
-}  // namespace
 
 Progress::Progress(std::string label, uint64_t total, std::string unit)
     : Progress(std::move(label), total, std::move(unit), ::isatty(STDERR_FILENO) == 1) {}

@@ -14,6 +14,9 @@
 
 namespace fastnn {
 
+// "12.3 s" below two minutes, else "125m04s": progress lines and training ETAs.
+std::string seconds_text(double seconds);
+
 class Progress {
  public:
   // total == 0: unknown total (no ETA). unit names what is counted ("records", "bytes").

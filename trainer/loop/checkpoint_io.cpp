@@ -1,6 +1,5 @@
 #include "trainer/loop/checkpoint_io.h"
 
-#include <algorithm>
 #include <map>
 
 #include "core/check.h"
@@ -59,21 +58,6 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
     if (auto it = by_name.find(v.name); it != by_name.end()) out.push_back(as_f32(v, *it->second, c.prefix));
   log_info(str("fine-tuning from ", c.prefix, ":\n", sel.summary()));
   return out;
-}
-
-std::vector<ckpt::ArrayView> weight_views(const graph::Graph& g) {
-  std::vector<ckpt::ArrayView> out;
-  for (const graph::NamedTensor& v : g.variables()) {
-    FASTNN_CHECK(v.value.dtype() == DType::kF32, "checkpoints of ", v.value.describe(), " are not supported yet");
-    out.push_back(ckpt::f32_view(v.name, v.value.shape(), v.value.data<float>(), static_cast<size_t>(v.value.numel())));
-  }
-  return out;
-}
-
-void restore_weights(graph::Graph& g, std::span<const ckpt::ArrayView> arrays, const std::string& source) {
-  std::vector<graph::NamedTensor> vars = g.variables();
-  const std::vector<NamedArray> values = checkpoint_variables(vars, arrays, source);
-  for (size_t i = 0; i < vars.size(); ++i) std::copy(values[i].data.begin(), values[i].data.end(), vars[i].value.data<float>());
 }
 
 }  // namespace fastnn::loop

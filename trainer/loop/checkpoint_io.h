@@ -7,7 +7,6 @@
 //   checkpoint_variables  every variable from the checkpoint, same shapes required (FormatError
 //                         naming the first that is missing or differs): --resume, eval
 //   finetune_variables    what select_for_finetune() accepts (task_type=finetune), the rest logged
-// The graph forms (weight_views / restore_weights) do the same on a CPU graph's own tensors.
 #pragma once
 
 #include <span>
@@ -26,10 +25,5 @@ std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTenso
                                              std::span<const ckpt::ArrayView> arrays, const std::string& source);
 // Loads `path` (a checkpoint prefix or file, or a directory's latest).
 std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path);
-
-// Views into the graph's variables (valid while the graph lives and keeps its batch size).
-std::vector<ckpt::ArrayView> weight_views(const graph::Graph& graph);
-// Copies checkpoint arrays into the graph's variables by name: all of them (strict).
-void restore_weights(graph::Graph& graph, std::span<const ckpt::ArrayView> arrays, const std::string& source);
 
 }  // namespace fastnn::loop

@@ -9,10 +9,6 @@
 
 namespace fastnn::loop {
 
-EvalResult evaluate_dataset(graph::Graph& g, TrainStep& step, const pipeline::Dataset& ds) {
-  return evaluate_dataset(g, [&step](const Tensor& x, const Tensor& y) { return step.evaluate(x, y); }, ds);
-}
-
 EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& ds) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t train_batch = g.batch_size();

@@ -17,8 +17,7 @@ struct EvalResult {
   double seconds = 0;
 };
 
-EvalResult evaluate_dataset(graph::Graph& graph, TrainStep& step, const pipeline::Dataset& dataset);
-// The same over any step that evaluates one batch of `graph` (the GPU loop's StepRunner).
+// `evaluate_batch` evaluates one batch of `graph` (a StepRunner's evaluate, on any device).
 using EvalBatchFn = std::function<StepResult(const Tensor& images, const Tensor& labels)>;
 EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& dataset);
 

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/progress.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/config/job_config.h"
@@ -34,16 +35,6 @@
 namespace fastnn::loop {
 namespace {
 
-
-// "45s", "12m05s", "3h07m".
-std::string format_duration(double seconds) {
-  const auto t = static_cast<long long>(std::max(0.0, seconds) + 0.5);
-  char buf[32];
-  if (t < 60) std::snprintf(buf, sizeof buf, "%llds", t);
-  else if (t < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
-  return buf;
-}
 
 // Sums over a window of steps (since the last log line, or since the last evaluation).
 struct Window {
@@ -181,7 +172,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
   std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%  eta %s\n",
               static_cast<long long>(step), static_cast<long long>(total_), e.epoch, e.loss, e.accuracy, lr,
               e.images_per_sec, 100 * e.data_wait_fraction,
-              format_duration(per_step * static_cast<double>(total_ - step)).c_str());
+              seconds_text(per_step * static_cast<double>(total_ - step)).c_str());
   std::fflush(stdout);
   jsonl_->write(e);
   events_->add_scalars(scalars, step);

@@ -14,6 +14,7 @@
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
+#include "trainer/loop/step_runner.h"
 #include "trainer/zoo/zoo.h"
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
@@ -154,24 +155,29 @@ TEST(LoopSanity, AccuracyGap) {
   EXPECT_NE(r.line.find("+0.5500"), std::string::npos) << r.line;
 }
 
-TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededGraph) {
+// The loop's checkpoint path on a step runner: host values -> views -> arrays (as if read back from a
+// file) -> checkpoint_variables -> set_host_variables into a differently seeded runner.
+TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededRunner) {
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  graph::Graph a(net, {.batch_size = 2, .seed = 1});
-  graph::Graph b(net, {.batch_size = 2, .seed = 2});
-  const std::vector<ckpt::ArrayView> views = weight_views(a);
-  ASSERT_EQ(views.size(), a.variables().size());
-  const auto first_a = a.variables()[0].value.to_vector<float>();
-  ASSERT_NE(first_a, b.variables()[0].value.to_vector<float>());
-  const std::vector<ckpt::Array> copies = ckpt::to_arrays(views);  // as if read back from a file
-  restore_weights(b, ckpt::views_of(copies), "test");
-  for (size_t i = 0; i < views.size(); ++i)
-    EXPECT_EQ(a.variables()[i].value.to_vector<float>(), b.variables()[i].value.to_vector<float>()) << views[i].name;
+  StepRunnerOptions o{.batch_size = 2, .seed = 1};
+  o.optimizer.optimizer = "sgd";
+  auto a = make_step_runner(net, o);
+  o.seed = 2;
+  auto b = make_step_runner(net, o);
+  const std::vector<NamedArray> values = a->host_variables();
+  const std::vector<ckpt::ArrayView> views = variable_views(a->graph().variables(), values);
+  ASSERT_EQ(views.size(), a->graph().variables().size());
+  ASSERT_NE(values[0].data, b->host_variables()[0].data);
+  const std::vector<ckpt::Array> copies = ckpt::to_arrays(views);
+  b->set_host_variables(checkpoint_variables(b->graph().variables(), ckpt::views_of(copies), "test"));
+  const std::vector<NamedArray> restored = b->host_variables();
+  for (size_t i = 0; i < views.size(); ++i) EXPECT_EQ(values[i].data, restored[i].data) << views[i].name;
   // A missing array is an error naming it.
   std::vector<ckpt::ArrayView> partial = ckpt::views_of(copies);
   const std::string dropped = partial.back().name;
   partial.pop_back();
   try {
-    restore_weights(b, partial, "ckpt-9");
+    checkpoint_variables(b->graph().variables(), partial, "ckpt-9");
     FAIL() << "missing array accepted";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find(dropped), std::string::npos) << e.what();
