@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# allreduce (sum/average; float, double, int64), broadcast (also raw bytes, like an NCCL id), allgather
-# and barrier over 2 MPI ranks with known values.
+# allreduce (sum/average/max; float, double, int64), broadcast (also raw bytes, like an NCCL id), allgather,
+# reduce_scatter and barrier over 2 MPI ranks with known values.
 source "$2/tests/integration/mpi_helpers.bash"
 run_mpi 30 collectives collectives
 [ "$RC" = 0 ] || fail "collectives exited $RC"

@@ -91,6 +91,29 @@ void run_collectives(Communicator& c) {
   const double dm = 1.5 * r;
   c.allgather(std::span<const double>(&dm, 1), std::span<double>(dg));
   for (int q = 0; q < w; ++q) EXPECT(dg[q] == 1.5 * q, "double allgather ", q);
+  // Max: rank r holds {r, -r, 7 - 2r}; int64 and double too.
+  std::vector<float> fm = {static_cast<float>(r), -static_cast<float>(r), 7.0f - 2.0f * r};
+  c.allreduce_max(std::span<float>(fm));
+  EXPECT(fm[0] == w - 1 && fm[1] == 0 && fm[2] == 7, "float max ", fm[0], " ", fm[1], " ", fm[2]);
+  std::vector<int64_t> im = {(int64_t{1} << 40) * r, -r};
+  c.allreduce_max(std::span<int64_t>(im));
+  EXPECT(im[0] == (int64_t{1} << 40) * (w - 1) && im[1] == 0, "int64 max ", im[0], " ", im[1]);
+  std::vector<double> dmx = {-1e300 * (r + 1)};
+  c.allreduce_max(std::span<double>(dmx));
+  EXPECT(dmx[0] == -1e300, "double max ", dmx[0]);
+  // Reduce-scatter: rank q sends block b = {q + 10 b, q * b}; rank r gets the sums of block r.
+  std::vector<double> rs_send(2 * static_cast<size_t>(w)), rs_recv(2);
+  for (int b = 0; b < w; ++b) {
+    rs_send[2 * b] = r + 10.0 * b;
+    rs_send[2 * b + 1] = static_cast<double>(r) * b;
+  }
+  c.reduce_scatter_sum(std::span<const double>(rs_send), std::span<double>(rs_recv));
+  const double qsum = w * (w - 1) / 2.0;
+  EXPECT(rs_recv[0] == qsum + 10.0 * r * w && rs_recv[1] == static_cast<double>(r) * qsum, "reduce_scatter ",
+         rs_recv[0], " ", rs_recv[1]);
+  std::vector<float> rsf_send(3 * static_cast<size_t>(w), 0.5f), rsf_recv(3);
+  c.reduce_scatter_sum(std::span<const float>(rsf_send), std::span<float>(rsf_recv));
+  for (float v : rsf_recv) EXPECT(v == 0.5f * w, "float reduce_scatter ", v);
   c.barrier();
 }
 

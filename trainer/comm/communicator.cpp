@@ -58,6 +58,26 @@ void Communicator::allgather_checked(const void* send, size_t count, void* recv,
   allgather_impl(send, count, recv, type);
 }
 
+void Communicator::reduce_scatter_checked(const void* send, size_t send_count, void* recv, size_t recv_count,
+                                          CommDType type) {
+  FASTNN_CHECK(send_count == recv_count * static_cast<size_t>(world_size()), "reduce_scatter: send holds ",
+               send_count, " elements, need ", recv_count, " x ", world_size(), " ranks");
+  if (recv_count == 0) return;
+  reduce_scatter_impl(send, recv, recv_count, type);
+}
+
+void Communicator::allreduce_max_impl(void*, size_t, CommDType) {
+  throw Error(str("the ", name(), " communicator has no allreduce_max"));
+}
+
+void Communicator::reduce_scatter_impl(const void*, void*, size_t, CommDType) {
+  throw Error(str("the ", name(), " communicator has no reduce_scatter"));
+}
+
+void LocalCommunicator::reduce_scatter_impl(const void* send, void* recv, size_t recv_count, CommDType type) {
+  if (send != recv) std::memmove(recv, send, recv_count * comm_dtype_size(type));
+}
+
 void LocalCommunicator::allgather_impl(const void* send, size_t count, void* recv, CommDType type) {
   if (send != recv) std::memmove(recv, send, count * comm_dtype_size(type));
 }

@@ -17,8 +17,12 @@
 // exact whatever the algorithm.
 //
 // allreduce_average divides the sum by world_size (for int64, C++ truncating division).
+// allreduce_max: the elementwise maximum (exact, so bitwise the same everywhere whatever the order).
 // allgather: `send` has n elements, `recv` has n * world_size, rank r's block at [r*n, (r+1)*n);
 // send and recv must not overlap.
+// reduce_scatter_sum: `send` has n * world_size elements; rank r receives in `recv` (n elements) the
+// sum over ranks of their block [r*n, (r+1)*n) (the model-parallel head returns each rank its rows of
+// the feature gradient this way). send and recv must not overlap.
 //
 // Threading: a Communicator is used from one thread at a time. Errors: argument mismatches (bad
 // root, recv size) throw fastnn::Error; a failed MPI call throws fastnn::Error naming the call.
@@ -55,6 +59,9 @@ class Communicator {
   void allreduce_average(std::span<float> data);
   void allreduce_average(std::span<double> data);
   void allreduce_average(std::span<int64_t> data);
+  void allreduce_max(std::span<float> data) { allreduce_max_impl(data.data(), data.size(), CommDType::kFloat32); }
+  void allreduce_max(std::span<double> data) { allreduce_max_impl(data.data(), data.size(), CommDType::kFloat64); }
+  void allreduce_max(std::span<int64_t> data) { allreduce_max_impl(data.data(), data.size(), CommDType::kInt64); }
 
   void broadcast(std::span<float> data, int root) { broadcast_checked(data.data(), data.size(), CommDType::kFloat32, root); }
   void broadcast(std::span<double> data, int root) { broadcast_checked(data.data(), data.size(), CommDType::kFloat64, root); }
@@ -64,6 +71,9 @@ class Communicator {
   void allgather(std::span<const float> send, std::span<float> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat32); }
   void allgather(std::span<const double> send, std::span<double> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat64); }
   void allgather(std::span<const int64_t> send, std::span<int64_t> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kInt64); }
+
+  void reduce_scatter_sum(std::span<const float> send, std::span<float> recv) { reduce_scatter_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat32); }
+  void reduce_scatter_sum(std::span<const double> send, std::span<double> recv) { reduce_scatter_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat64); }
 
   virtual void barrier() = 0;
 
@@ -77,8 +87,13 @@ class Communicator {
   virtual void allreduce_sum_impl(void* data, size_t count, CommDType type) = 0;
   virtual void broadcast_impl(void* data, size_t count, CommDType type, int root) = 0;
   virtual void allgather_impl(const void* send, size_t count, void* recv, CommDType type) = 0;
+  // The model-parallel collectives; a communicator that lacks them (test doubles) throws Error.
+  virtual void allreduce_max_impl(void* data, size_t count, CommDType type);
+  // `recv_count` elements per rank; send holds recv_count * world_size.
+  virtual void reduce_scatter_impl(const void* send, void* recv, size_t recv_count, CommDType type);
 
  private:
+  void reduce_scatter_checked(const void* send, size_t send_count, void* recv, size_t recv_count, CommDType type);
   void broadcast_checked(void* data, size_t count, CommDType type, int root);
   void allgather_checked(const void* send, size_t count, void* recv, size_t recv_count, CommDType type);
 };
@@ -96,6 +111,8 @@ class LocalCommunicator final : public Communicator {
   void allreduce_sum_impl(void*, size_t, CommDType) override {}
   void broadcast_impl(void*, size_t, CommDType, int) override {}
   void allgather_impl(const void* send, size_t count, void* recv, CommDType type) override;
+  void allreduce_max_impl(void*, size_t, CommDType) override {}
+  void reduce_scatter_impl(const void* send, void* recv, size_t recv_count, CommDType type) override;
 };
 
 struct CommOptions {

@@ -89,16 +89,32 @@ void MpiCommunicator::abort(int code) noexcept {
 }
 
 void MpiCommunicator::allreduce_sum_impl(void* data, size_t count, CommDType type) {
-  FASTNN_CHECK(type != CommDType::kByte, "allreduce_sum on bytes is not defined");
+  allreduce(data, count, type, MPI_SUM, "allreduce_sum");
+}
+
+void MpiCommunicator::allreduce_max_impl(void* data, size_t count, CommDType type) {
+  allreduce(data, count, type, MPI_MAX, "allreduce_max");
+}
+
+void MpiCommunicator::allreduce(void* data, size_t count, CommDType type, MPI_Op op, const char* what) {
+  FASTNN_CHECK(type != CommDType::kByte, what, " on bytes is not defined");
   if (count == 0) return;
-  CollectiveGuard::Scope scope(*guard_, "allreduce_sum", count, type_name(type));
+  CollectiveGuard::Scope scope(*guard_, what, count, type_name(type));
   auto* p = static_cast<unsigned char*>(data);
   const size_t esize = comm_dtype_size(type);
   for (size_t done = 0; done < count;) {
     const size_t n = std::min(kMaxPiece, count - done);
-    FASTNN_MPI(MPI_Allreduce(MPI_IN_PLACE, p + done * esize, static_cast<int>(n), mpi_type(type), MPI_SUM, comm_));
+    FASTNN_MPI(MPI_Allreduce(MPI_IN_PLACE, p + done * esize, static_cast<int>(n), mpi_type(type), op, comm_));
     done += n;
   }
+}
+
+void MpiCommunicator::reduce_scatter_impl(const void* send, void* recv, size_t recv_count, CommDType type) {
+  FASTNN_CHECK(type != CommDType::kByte, "reduce_scatter on bytes is not defined");
+  CollectiveGuard::Scope scope(*guard_, "reduce_scatter", recv_count, type_name(type));
+  // One block per rank must fit MPI's int count (2^30 elements: 4 GiB of f32 per rank's block).
+  FASTNN_CHECK(recv_count <= kMaxPiece, "reduce_scatter of ", recv_count, " elements per rank is larger than supported");
+  FASTNN_MPI(MPI_Reduce_scatter_block(send, recv, static_cast<int>(recv_count), mpi_type(type), MPI_SUM, comm_));
 }
 
 void MpiCommunicator::broadcast_impl(void* data, size_t count, CommDType type, int root) {

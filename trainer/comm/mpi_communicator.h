@@ -45,6 +45,8 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum_impl(void* data, size_t count, CommDType type) override;
   void broadcast_impl(void* data, size_t count, CommDType type, int root) override;
   void allgather_impl(const void* send, size_t count, void* recv, CommDType type) override;
+  void allreduce_max_impl(void* data, size_t count, CommDType type) override;
+  void reduce_scatter_impl(const void* send, void* recv, size_t recv_count, CommDType type) override;
 
  private:
   bool owns_init_ = false;
@@ -52,6 +54,8 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::unique_ptr<CollectiveGuard> guard_;
+
+  void allreduce(void* data, size_t count, CommDType type, MPI_Op op, const char* what);
 };
 
 }  // namespace fastnn

@@ -73,6 +73,17 @@ void NcclCommunicator::allgather(const float* send, float* recv, size_t count, c
   NCCL_CHECK(ncclAllGather(send, recv, count, ncclFloat32, comm_, stream));
 }
 
+void NcclCommunicator::allreduce_max(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+  last_op_ = str("allreduce_max #", ++issued_, " (", count, " x ", type_name(type), ")");
+  NCCL_CHECK(ncclAllReduce(data, data, count, type, ncclMax, comm_, stream));
+}
+
+void NcclCommunicator::reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type,
+                                          cudaStream_t stream) {
+  last_op_ = str("reduce_scatter #", ++issued_, " (", recv_count, " x ", type_name(type), " per rank)");
+  NCCL_CHECK(ncclReduceScatter(send, recv, recv_count, type, ncclSum, comm_, stream));
+}
+
 void NcclCommunicator::wait(cudaStream_t stream) {
   const auto start = std::chrono::steady_clock::now();
   for (int spins = 0;; ++spins) {

@@ -53,6 +53,10 @@ class NcclCommunicator {
   void group_end();
   // recv holds count * world_size floats, rank r's block at [r*count, (r+1)*count).
   void allgather(const float* send, float* recv, size_t count, cudaStream_t stream);
+  // The model-parallel head's collectives (docs/LARGE_SCALE.md): the elementwise maximum, and the sum
+  // of every rank's block r delivered to rank r (send holds recv_count * world_size elements).
+  void allreduce_max(void* data, size_t count, ncclDataType_t type, cudaStream_t stream);
+  void reduce_scatter_sum(const void* send, void* recv, size_t recv_count, ncclDataType_t type, cudaStream_t stream);
 
   // Blocks until `stream` has drained, under the timeout described above.
   void wait(cudaStream_t stream);
