@@ -142,7 +142,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   const NetDef net = zoo::build_net(m.model_name, {.num_classes = m.num_classes, .height = m.height, .width = m.width,
                                                    .channels = m.channels});
   s.runner = loop::make_step_runner(net, o);
-  s.runner->set_host_variables(loop::checkpoint_variables(s.runner->graph().variables(), l.weights.arrays(), l.prefix));
+  s.runner->set_host_variables(loop::checkpoint_variables(s.runner->variables(), l.weights.arrays(), l.prefix));
   const loop::BatchFormat bf = s.runner->batch_format();
   p.dtype = bf.dtype;
   p.layout = bf.layout;

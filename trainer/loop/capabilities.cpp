@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "trainer/head/head_config.h"
 #ifdef FASTNN_HAVE_CUDA
 #include "trainer/optim/device_optimizer.h"
 #endif
@@ -17,6 +18,10 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
       log_info("use_fp16 / precision have no effect on the CPU backend (it computes in float32)");
     return;
   }
+  if (head::uses_head(c))
+    throw ConfigError(str("loss_type=", c.loss_type(), (c.has_emb_dim() ? " with emb_dim" : ""),
+                          " (the classifier head, docs/LARGE_SCALE.md) runs on device=cpu only so far: its GPU kernels "
+                          "are not written; use device=cpu"));
   if (c.sync_batch_norm() && world > 1)
     throw ConfigError("sync_batch_norm is not available on device=cuda yet (batch-norm statistics across GPUs are "
                       "not written); use device=cpu for synchronised batch norm, or train without sync_batch_norm");

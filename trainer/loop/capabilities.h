@@ -6,6 +6,7 @@
 //   optimizer                               every device must have the fused update (DeviceOptimizer)
 //   use_fp16 / precision on the CPU         no effect (the CPU computes in f32): an info line
 //   input_dtype uint8 / float16 on the CPU  refused (the CPU step reads float32 batches)
+//   the classifier head (loss_type, emb_dim) the CPU backend only (its GPU kernels are not written)
 #pragma once
 
 #include "schemas/job_config.pb.h"

@@ -144,8 +144,8 @@ void DataParallel::average_metrics(StepResult& r, double& wait) {
 }
 
 EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_batch, const RunSetup& s,
-                                  const JobConfig& c) {
-  if (world() == 1) return evaluate_dataset(g, evaluate_batch, make_eval_dataset(s, c, c.batch_size()));
+                                  const JobConfig& c, bool collective) {
+  if (world() == 1 || collective) return evaluate_dataset(g, evaluate_batch, make_eval_dataset(s, c, c.batch_size()));
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult local;
   if (std::optional<pipeline::Dataset> ds = make_eval_shard(s, c, c.batch_size(), rank(), world()))

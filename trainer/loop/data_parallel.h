@@ -17,7 +17,9 @@
 //   - sync_batch_norm(): with sync_batch_norm, the graph's batch norms take their training statistics
 //     over every rank's batch (ops::CrossReplicaSum over the communicator; CPU backend);
 //   - evaluate(): each rank evaluates whole files of the held-out split (file i goes to rank
-//     i % world), the sums are allreduced, so every example counts exactly once;
+//     i % world), the sums are allreduced, so every example counts exactly once; with a collective
+//     evaluation (a sharded classifier head, StepRunner::collective_evaluation) every rank evaluates
+//     the whole split, batch by batch together, and gets the same result;
 //   - stop_requested(): SIGTERM/SIGINT (stop_signal.h) agreed over ranks: the flag rides in the step
 //     metrics of average_metrics(), so it is true on every rank after the same step;
 //   - the constructor compares every rank's job configuration and sync_start() the model's variable
@@ -74,7 +76,7 @@ class DataParallel {
   // Through `evaluate_batch` (a step runner); the caller has averaged the batch-norm statistics
   // (StepRunner::average_state).
   EvalResult evaluate(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const RunSetup& setup,
-                      const JobConfig& config);
+                      const JobConfig& config, bool collective = false);
   // After average_metrics(): a stop was asked for on any rank (a world of one: here).
   bool stop_requested() const;
   void fail(const std::exception& error) noexcept;

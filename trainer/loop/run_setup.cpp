@@ -8,6 +8,7 @@
 #include "core/checked_math.h"
 #include "pipeline/preprocess.h"
 #include "trainer/config/job_config.h"
+#include "trainer/head/head_config.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/zoo/zoo.h"
 
@@ -142,9 +143,30 @@ RunSetup make_run_setup(const JobConfig& c) {
   }
   s.samples_per_epoch = c.has_num_sample_per_epoch() ? c.num_sample_per_epoch()
                                                      : static_cast<int64_t>(s.train_files.total_records());
-  s.net = zoo::build_net(s.model_name, {.num_classes = s.num_classes, .height = s.height, .width = s.width,
+  head::check_head_config(c);
+  const auto outputs = static_cast<int>(head::net_outputs(c, s.num_classes));  // a head's embedding, or the classes
+  s.net = zoo::build_net(s.model_name, {.num_classes = outputs, .height = s.height, .width = s.width,
                                         .channels = s.channels});
+  if (head::uses_head(c)) s.net = head::with_embedding(std::move(s.net));
   return s;
+}
+
+std::optional<head::HeadOptions> head_for(const JobConfig& c, const RunSetup& s) {
+  if (!head::uses_head(c)) return std::nullopt;
+  return head::head_options(c, s.num_classes, static_cast<uint64_t>(c.seed()));
+}
+
+void copy_head_fields(const JobConfig& given, const JobConfig& saved, JobConfig& out) {
+  // Reflection copies one field without a line per field: each is copied only where `given` left it unset.
+  const google::protobuf::Reflection* r = JobConfig::GetReflection();
+  for (const char* name : {"loss_type", "emb_dim", "margin", "scale", "margin1", "margin2", "margin3", "easy_margin",
+                           "sample_ratio"}) {
+    const google::protobuf::FieldDescriptor* f = JobConfig::descriptor()->FindFieldByName(name);
+    FASTNN_CHECK(f != nullptr, "JobConfig has no field ", name);
+    if (r->HasField(given, f) || !r->HasField(saved, f)) continue;
+    JobConfig one = saved;
+    r->SwapFields(&one, &out, {f});
+  }
 }
 
 pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int rank, int world) {

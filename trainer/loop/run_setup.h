@@ -25,6 +25,7 @@
 #include "pipeline/dataset.h"
 #include "schemas/job_config.pb.h"
 #include "schemas/net.pb.h"
+#include "trainer/head/classifier_head.h"
 #include "trainer/loop/input_format.h"
 
 namespace fastnn::loop {
@@ -49,6 +50,11 @@ struct RunSetup {
 };
 
 std::string run_directory(const JobConfig& config);
+// The classifier head's options when the job uses one (head_config.h), seeded with the job's seed.
+std::optional<head::HeadOptions> head_for(const JobConfig& config, const RunSetup& setup);
+// The head fields (loss_type, emb_dim, margins, scale, sample_ratio) of `saved` that `given` leaves
+// unset, into `out`: evaluating a checkpoint rebuilds its head.
+void copy_head_fields(const JobConfig& given, const JobConfig& saved, JobConfig& out);
 std::string preset_for_model(const std::string& model_name);
 RunSetup make_run_setup(const JobConfig& config);
 

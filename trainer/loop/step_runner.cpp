@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "trainer/comm/bucketed_allreduce.h"
 #include "trainer/comm/communicator.h"
+#include "trainer/loop/head_step.h"
 #include "trainer/loop/update_order.h"
 #include "trainer/ops/random.h"
 #include "trainer/optim/gradient_ops.h"
@@ -73,12 +74,20 @@ std::vector<NamedArray> copy_out(const std::vector<graph::NamedTensor>& tensors)
   return out;
 }
 
+// The backbone's parameters, and a replicated head's weights as one more.
+std::vector<ParamRef> model_params(const graph::Graph& g, HeadStep* head) {
+  std::vector<ParamRef> p = g.param_refs();
+  if (head && !head->sharded()) p.push_back(head->param());
+  return p;
+}
+
 class CpuStepRunner final : public StepRunner {
  public:
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_(o), graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse}),
-        step_(graph_, {.label_smoothing = o.label_smoothing}), params_(graph_.param_refs()),
-        optimizer_(make_optimizer(o.optimizer, params_)) {
+        step_(graph_, {.label_smoothing = o.label_smoothing}),
+        head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
+        params_(model_params(graph_, head_.get())), optimizer_(make_optimizer(o.optimizer, params_)) {
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",
                  o.target.describe());
     if (o.host_comm && o.host_comm->world_size() > 1)
@@ -90,21 +99,37 @@ class CpuStepRunner final : public StepRunner {
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     check_host_batch(images);
-    StepResult r = step_.train(images, labels, step);
+    StepResult r;
+    if (head_) {
+      graph_.forward(images, true, step);
+      r = head_->train(graph_, labels, step);
+      graph_.backward();
+    } else {
+      r = step_.train(images, labels, step);
+    }
     phase("forward_backward");
+    HeadStep* sharded = head_ && head_->sharded() ? head_.get() : nullptr;
     UpdateStages stages;
     if (grads_) stages.average = [this] {
       grads_->average();
       phase("allreduce");
     };
-    if (o_.weight_decay > 0) stages.decay = [this] { add_weight_decay(params_, o_.weight_decay); };
-    stages.check = [this] {
-      const double norm = global_norm(params_);
+    if (o_.weight_decay > 0) stages.decay = [this, sharded] {
+      add_weight_decay(params_, o_.weight_decay);
+      if (sharded) sharded->add_weight_decay(o_.weight_decay);
+    };
+    stages.check = [this, sharded] {
+      double norm = global_norm(params_);
+      if (sharded) norm = std::sqrt(norm * norm + sharded->norm_squared());  // the same on every rank
       return GradientCheck{.norm = norm, .overflow = !std::isfinite(norm)};
     };
-    stages.apply = [this, lr](float factor) {
+    stages.apply = [this, lr, sharded](float factor) {
       if (factor != 1.0f) scale_gradients(params_, factor);
       optimizer_->step(lr);
+      if (sharded) {
+        if (factor != 1.0f) sharded->scale(factor);
+        sharded->step(lr);
+      }
     };
     stats_.last_global_norm = apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm}).norm;
     phase("optimizer");
@@ -112,14 +137,21 @@ class CpuStepRunner final : public StepRunner {
   }
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
     check_host_batch(images);
-    return step_.evaluate(images, labels);
+    if (!head_) return step_.evaluate(images, labels);
+    graph_.forward(images, false);
+    return head_->evaluate(graph_, labels);
   }
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override { return random_host_batch(graph_, seed); }
   std::vector<NamedArray> export_optimizer_state() const override { return optimizer_->export_state(); }
   void import_optimizer_state(const std::vector<NamedArray>& a) override { optimizer_->import_state(a); }
-  std::vector<NamedArray> host_variables() override { return copy_out(graph_.variables()); }
+  std::vector<graph::NamedTensor> variables() override {
+    std::vector<graph::NamedTensor> v = graph_.variables();
+    if (head_ && !head_->sharded()) v.push_back(head_->variable());
+    return v;
+  }
+  std::vector<NamedArray> host_variables() override { return copy_out(variables()); }
   void set_host_variables(const std::vector<NamedArray>& arrays) override {
-    std::vector<graph::NamedTensor> vars = graph_.variables();
+    std::vector<graph::NamedTensor> vars = variables();
     const std::vector<size_t> at = match_variables(vars, arrays);
     for (size_t k = 0; k < arrays.size(); ++k)
       std::copy(arrays[k].data.begin(), arrays[k].data.end(), vars[at[k]].value.data<float>());
@@ -130,9 +162,11 @@ class CpuStepRunner final : public StepRunner {
     graph_.set_layer_observer(observer);
   }
 
+  bool collective_evaluation() const override { return head_ && head_->sharded(); }
+
   void broadcast_variables() override {
     if (!grads_) return;
-    for (graph::NamedTensor& v : graph_.variables())
+    for (graph::NamedTensor& v : variables())
       o_.host_comm->broadcast(std::span<float>(v.value.data<float>(), static_cast<size_t>(v.value.numel())), 0);
   }
   void average_state() override {
@@ -162,6 +196,7 @@ class CpuStepRunner final : public StepRunner {
   StepRunnerOptions o_;
   graph::Graph graph_;
   TrainStep step_;
+  std::unique_ptr<HeadStep> head_;  // a classifier head after the embedding; null: TrainStep's loss
   std::vector<ParamRef> params_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BucketedAllreduce> grads_;  // data parallel only

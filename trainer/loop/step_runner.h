@@ -37,12 +37,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "schemas/net.pb.h"
 #include "trainer/graph/graph.h"
+#include "trainer/head/classifier_head.h"
 #include "trainer/loop/device_setup.h"
 #include "trainer/loop/input_format.h"
 #include "trainer/loop/step_timeline.h"
@@ -118,6 +120,10 @@ struct StepRunnerOptions {
   // preset's normalisation it applies to uint8 ones (input_format.h).
   std::string input_dtype = "auto";
   InputNormalization input;
+  // The classifier head after the net's embedding output (trainer/head, head_config.h: loss_type,
+  // emb_dim); absent: the net's own softmax cross-entropy (TrainStep). CPU runner only. A sharded head
+  // (dist_*) splits its class rows over host_comm's ranks.
+  std::optional<head::HeadOptions> head;
 };
 
 struct StepRunnerStats {
@@ -149,8 +155,9 @@ class StepRunner {
   // Optimizer state under the CPU optimizer's names; f32 host copies.
   virtual std::vector<NamedArray> export_optimizer_state() const = 0;
   virtual void import_optimizer_state(const std::vector<NamedArray>& arrays) = 0;
-  // Parameters (the f32 master values) then state, f32 host copies by name, in graph().variables()
-  // order.
+  // What a checkpoint holds: the graph's variables, plus a replicated classifier head's weights.
+  virtual std::vector<graph::NamedTensor> variables() { return graph().variables(); }
+  // Parameters (the f32 master values) then state, f32 host copies by name, in variables() order.
   virtual std::vector<NamedArray> host_variables() = 0;
   // Writes f32 host values into the variables of the same names (parameters: the master copy, and the
   // compute-dtype copy rounded from it; batch-norm statistics). Any subset, in any order; a name the
@@ -171,6 +178,8 @@ class StepRunner {
   // rank's drifted with its own batches). No-ops without collectives.
   virtual void broadcast_variables() {}
   virtual void average_state() {}
+  // True when evaluate() is a collective (a sharded head): every rank must evaluate the same batches.
+  virtual bool collective_evaluation() const { return false; }
 };
 
 // The job config's runner options for `target`: batch_size, seed, label_smoothing, deterministic,

@@ -73,6 +73,7 @@ class TrainingRun {
     if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
     StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
     ro.input = setup_.input;
+    ro.head = head_for(c_, setup_);
     runner_ = make_step_runner(setup_.net, ro);
     if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
     setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest
@@ -131,7 +132,7 @@ void TrainingRun::restore_or_init() {
         log_warn("--resume: ", l.prefix, " was written by ", l.meta.world_size(), " rank(s), this run has ", dp_.world(),
                  "; each rank shuffles its own shard, so the data order will not continue the interrupted run");
       replay_ = resume_replay_batches(l.meta, dp_.world(), c_.batch_size(), bpe_);
-      runner_->set_host_variables(checkpoint_variables(runner_->graph().variables(), l.weights.arrays(), l.prefix));
+      runner_->set_host_variables(checkpoint_variables(runner_->variables(), l.weights.arrays(), l.prefix));
       FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
       runner_->import_optimizer_state(ckpt::optimizer_state_from(*l.optimizer));
       if (l.meta.has_loss_scale()) runner_->restore_loss_scale(l.meta.loss_scale().scale(), l.meta.loss_scale().clean_steps());
@@ -143,7 +144,7 @@ void TrainingRun::restore_or_init() {
   if (c_.task_type() == "finetune") {
     if (c_.model_dir().empty()) throw ConfigError("task_type=finetune needs model_dir (the checkpoint to start from)");
     const std::string path = c_.ckpt_file_name().empty() ? c_.model_dir() : c_.model_dir() + "/" + c_.ckpt_file_name();
-    runner_->set_host_variables(finetune_variables(runner_->graph().variables(), path));
+    runner_->set_host_variables(finetune_variables(runner_->variables(), path));
   }
 }
 
@@ -184,7 +185,8 @@ void TrainingRun::run_eval(int64_t step) {
   runner_->average_state();  // every rank evaluates with the ranks' mean batch-norm statistics
   StepRunner& runner = *runner_;
   const EvalResult r = dp_.evaluate(
-      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_);
+      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
+      runner.collective_evaluation());
   summary_.evaluated = true;
   summary_.eval = r;
   if (!dp_.chief()) return eval_window_.reset();
@@ -208,7 +210,7 @@ void TrainingRun::save(int64_t step, double lr) {
   runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
   if (!dp_.chief()) return;
   const std::vector<NamedArray> values = runner_->host_variables();  // f32 master weights on every device
-  const std::vector<ckpt::ArrayView> weights = variable_views(runner_->graph().variables(), values);
+  const std::vector<ckpt::ArrayView> weights = variable_views(runner_->variables(), values);
   const std::vector<NamedArray> state = runner_->export_optimizer_state();
   CheckpointMeta meta;
   meta.set_epoch(step / bpe_);
@@ -341,6 +343,7 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
     if (!given.has_preprocessing_name() && saved->has_preprocessing_name())
       c.set_preprocessing_name(saved->preprocessing_name());
     if (!given.has_labels_offset() && saved->has_labels_offset()) c.set_labels_offset(saved->labels_offset());
+    copy_head_fields(given, *saved, c);
   }
   if (!given.has_model_name() && c.model_name() != given.model_name())
     log_info("evaluating ", c.model_name(), ", the model the checkpoint holds (set model_name to choose another)");
@@ -358,9 +361,10 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   StepRunnerOptions o = step_runner_options(config, target);
   o.label_smoothing = 0;  // the held-out loss is the plain cross-entropy
   o.input = setup.input;
+  o.head = head_for(config, setup);
   const std::unique_ptr<StepRunner> runner = make_step_runner(setup.net, o);
   setup.batch = runner->batch_format();
-  runner->set_host_variables(checkpoint_variables(runner->graph().variables(), l.weights.arrays(), l.prefix));
+  runner->set_host_variables(checkpoint_variables(runner->variables(), l.weights.arrays(), l.prefix));
   CheckpointEval out;
   out.checkpoint = l.prefix;
   out.step = l.meta.step();

@@ -1,0 +1,146 @@
+#include "trainer/loop/head_step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "trainer/optim/gradient_ops.h"
+
+namespace fastnn::loop {
+namespace {
+
+constexpr const char* kHeadWeights = "Head/weights";
+
+// A tensor over memory the head owns (it outlives the runner's use of the view).
+class HeadStorage final : public Storage {
+ public:
+  HeadStorage(void* data, size_t bytes) {
+    data_ = data;
+    bytes_ = bytes;
+  }
+  Device device() const override { return Device::kCpu; }
+};
+
+std::vector<int64_t> labels_of(const Tensor& labels) {
+  std::vector<int64_t> out(static_cast<size_t>(labels.numel()));
+  if (labels.dtype() == DType::kI64) {
+    std::copy_n(labels.data<int64_t>(), out.size(), out.begin());
+  } else {
+    const int32_t* l = labels.data<int32_t>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = l[i];
+  }
+  return out;
+}
+
+StepResult step_result(const head::HeadResult& h) {
+  StepResult r;
+  r.loss = r.main_loss = h.loss;
+  r.correct = h.correct;
+  r.correct_top5 = h.correct_top5;
+  r.examples = h.examples;
+  return r;
+}
+
+}  // namespace
+
+HeadStep::HeadStep(const head::HeadOptions& options, Communicator* comm, const OptimizerOptions& optimizer)
+    : head_(options, options.sharded ? comm : nullptr), comm_(comm), sharded_(options.sharded),
+      optimizer_options_(optimizer) {
+  if (!sharded_) return;
+  // On the PartialFC path the gradient buffer only holds the sampled rows: this optimizer is never
+  // stepped over all rows there, it keeps the slots step() gathers from and scatters back.
+  ParamRef p{kHeadWeights, head_.weights().data(),
+             head_.sampled_path() ? head_.weights().data() : head_.gradients().data(), head_.weights().size(), true};
+  optimizer_ = make_optimizer(optimizer, {p});
+}
+
+HeadStep::~HeadStep() = default;
+
+StepResult HeadStep::train(graph::Graph& graph, const Tensor& labels, uint64_t step) {
+  labels_ = labels_of(labels);
+  const Tensor& features = graph.output(0);
+  FASTNN_CHECK(features.ndim() == 2 && features.dim(1) == head_.emb_dim(), "the head takes [N, ", head_.emb_dim(),
+               "] embeddings, the net gives ", features.describe());
+  for (size_t k = 1; k < graph.num_outputs(); ++k) {
+    Tensor& g = graph.output_grad(k);
+    std::memset(g.raw(), 0, g.nbytes());
+  }
+  return step_result(head_.train(features.data<float>(), labels_.data(), features.dim(0), step,
+                                 graph.output_grad(0).data<float>()));
+}
+
+StepResult HeadStep::evaluate(graph::Graph& graph, const Tensor& labels) {
+  labels_ = labels_of(labels);
+  const Tensor& features = graph.output(0);
+  const int64_t n = features.dim(0);
+  return step_result(sharded_ ? head_.evaluate_shared(features.data<float>(), labels_.data(), n)
+                              : head_.evaluate(features.data<float>(), labels_.data(), n));
+}
+
+ParamRef HeadStep::param() {
+  FASTNN_CHECK(!sharded_, "a sharded head's rows are not a model parameter");
+  return {kHeadWeights, head_.weights().data(), head_.gradients().data(), head_.weights().size(), true};
+}
+
+graph::NamedTensor HeadStep::variable() {
+  const size_t bytes = head_.weights().size() * sizeof(float);
+  Tensor w({head_.rows(), head_.emb_dim()}, DType::kF32, std::make_shared<HeadStorage>(head_.weights().data(), bytes));
+  return {kHeadWeights, w, Tensor(), true};
+}
+
+void HeadStep::add_weight_decay(double weight_decay) {
+  if (weight_decay <= 0) return;
+  std::span<float> g = head_.gradients(), w = head_.weights();
+  const int64_t d = head_.emb_dim();
+  const std::vector<int64_t>& rows = head_.sampled_rows();
+  for (size_t j = 0; j < g.size() / static_cast<size_t>(d); ++j) {
+    const size_t row = head_.sampled_path() ? static_cast<size_t>(rows[j]) : j;
+    for (int64_t k = 0; k < d; ++k)
+      g[j * d + k] += static_cast<float>(weight_decay) * w[row * d + k];
+  }
+}
+
+double HeadStep::norm_squared() {
+  double ss = 0;
+  for (float v : head_.gradients()) ss += static_cast<double>(v) * v;
+  if (comm_) comm_->allreduce_sum(std::span<double>(&ss, 1));
+  return ss;
+}
+
+void HeadStep::scale(float factor) {
+  for (float& v : head_.gradients()) v *= factor;
+}
+
+void HeadStep::step(float lr) {
+  if (!head_.sampled_path()) return optimizer_->step(lr);
+  // Lazy PartialFC update: the sampled rows and their slots are gathered into a compact problem,
+  // stepped by a fresh optimizer of the same kind, and scattered back; scalars (beta powers) follow.
+  const int64_t d = head_.emb_dim();
+  const std::vector<int64_t>& rows = head_.sampled_rows();
+  const size_t m = rows.size();
+  std::vector<float> w(m * static_cast<size_t>(d));
+  auto gather = [&](const float* from, float* to) {
+    for (size_t j = 0; j < m; ++j) std::copy_n(from + rows[j] * d, d, to + j * d);
+  };
+  auto scatter = [&](const float* from, float* to) {
+    for (size_t j = 0; j < m; ++j) std::copy_n(from + j * d, d, to + rows[j] * d);
+  };
+  gather(head_.weights().data(), w.data());
+  std::unique_ptr<Optimizer> sub =
+      make_optimizer(optimizer_options_, {ParamRef{kHeadWeights, w.data(), head_.gradients().data(), w.size(), true}});
+  std::vector<StateArray> full = optimizer_->state(), part = sub->state();
+  FASTNN_CHECK(full.size() == part.size(), "PartialFC: optimizer state layouts differ");
+  for (size_t s = 0; s < full.size(); ++s) {
+    if (part[s].count == w.size()) gather(full[s].data, part[s].data);
+    else std::copy_n(full[s].data, part[s].count, part[s].data);
+  }
+  sub->step(lr);
+  scatter(w.data(), head_.weights().data());
+  for (size_t s = 0; s < full.size(); ++s) {
+    if (part[s].count == w.size()) scatter(part[s].data, full[s].data);
+    else std::copy_n(part[s].data, part[s].count, full[s].data);
+  }
+}
+
+}  // namespace fastnn::loop
