@@ -16,6 +16,7 @@
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/config/job_config.h"
+#include "trainer/head/head_config.h"
 #include "trainer/loop/batch_tensors.h"
 #include "trainer/loop/capabilities.h"
 #include "trainer/loop/checkpoint_io.h"
@@ -280,7 +281,9 @@ TrainSummary TrainingRun::run() {
     StepResult r = runner_->train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
     dp_.average_metrics(r, wait);  // this step's metrics over the ranks (the runner averaged the gradients)
     check_loss_finite(r.loss, step, lr);
-    if (step == start_ && start_ == 0 && dp_.chief()) report_first_loss(r.main_loss, runner_->graph().output(0));
+    // The first-loss check reads softmax logits; a classifier head's output is an embedding.
+    if (step == start_ && start_ == 0 && dp_.chief() && !head::uses_head(c_))
+      report_first_loss(r.main_loss, runner_->graph().output(0));
     if (const std::string trace = profiler.end_step(); !trace.empty()) log_info("profile written to ", trace);
     loop_seconds_ += seconds_since(t0);
     loop_images += r.examples;
