@@ -53,8 +53,8 @@ MarginSpec margin_spec(std::string_view loss_type, double margin, double scale, 
   if (!loss->normalized) {
     const char* flag = m1 ? "--margin1" : m2 ? "--margin2" : m3 ? "--margin3" : easy_margin ? "--easy_margin" : nullptr;
     if (flag)
-      throw ConfigError(str(flag, " applies to the margin losses (arcface, cosface and their dist_ forms), not --loss_type=",
-                            loss_type));
+      throw ConfigError(str(flag, " applies to the margin losses (arcface, cosface and their dist_ forms), ",
+                            "not --loss_type=", loss_type));
     return spec;
   }
   spec.normalized = true;

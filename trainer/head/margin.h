@@ -18,7 +18,7 @@
 //   e = π − θ_t (the extra angle the margin adds at θ_t) and mm = max(e·sin e, 1 − cos e).
 //   For ArcFace e = m and mm = m·sin m: InsightFace's `th = cos(π − m)`, `mm = sin(π − m)·m`, exactly.
 //   e·sin e is the first-order cosine cost of the extra angle at θ_t (cos(θ+e) ≈ cos θ − e·sin θ, and
-//   sin θ_t = sin e); the max with 1 − cos e (which wins only for e > ~2.33, i.e. huge m1) keeps the
+//   sin θ_t = sin e); the max with 1 − cos e (which wins only for e > ~2.33, i.e. m1 ≳ 4) keeps the
 //   fallback at or below the margin branch's value −1 − m3 at x_t, so ψ never increases as θ grows.
 //   Like InsightFace's, ψ jumps down at x_t (by mm − (1 − cos e) ≥ 0); margin branch iff x > x_t.
 // - easy_margin: the margin (all of m1, m2, m3) applies only where x > 0; elsewhere ψ(x) = x. As in
