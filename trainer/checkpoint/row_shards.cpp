@@ -322,4 +322,19 @@ std::vector<std::string> RowShardReader::files_opened() const {
   return out;
 }
 
+std::vector<Array> read_row_sharded_arrays(const LoadedCheckpoint& checkpoint, bool optimizer_state,
+                                           RowShardReadOptions options) {
+  std::vector<Array> out;
+  if (checkpoint.meta.shard_files_size() == 0) return out;
+  RowShardReader reader(checkpoint, options);
+  for (const RowShardedArrayLayout& l : reader.arrays()) {
+    if (l.optimizer && !optimizer_state) continue;
+    const std::vector<float> v = reader.read_all(l.name);
+    Array a{l.name, DType::kF32, l.global_shape, std::vector<std::byte>(v.size() * sizeof(float))};
+    std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace fastnn::ckpt

@@ -159,4 +159,10 @@ class RowShardReader {
   std::map<size_t, SafetensorsFile> open_;
 };
 
+// Every row-partitioned array of `checkpoint` whole (global shape, F32), sorted by name; optimizer
+// slots only when `optimizer_state`. For one process that needs the full head (fastnn eval, predict,
+// export): append their views to checkpoint.weights.arrays() and load by name as usual.
+std::vector<Array> read_row_sharded_arrays(const LoadedCheckpoint& checkpoint, bool optimizer_state = false,
+                                           RowShardReadOptions options = {});
+
 }  // namespace fastnn::ckpt

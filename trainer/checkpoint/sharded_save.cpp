@@ -16,13 +16,13 @@ CheckpointInfo save_sharded_checkpoint(Communicator& comm, CheckpointManager* ch
                                        std::span<const ArrayView> weights, std::span<const ArrayView> optimizer,
                                        CheckpointMeta meta, bool fsync) {
   const int rank = comm.rank(), world = comm.world_size();
-  FASTNN_CHECK(rank != 0 || (chief != nullptr && chief->dir() == dir), "save_sharded_checkpoint: rank 0 needs the ",
-               "CheckpointManager of ", dir);
   const CheckpointInfo info{step, checkpoint_prefix(dir, step)};
 
-  // 1. This rank's shard; a failure is reported to the others instead of leaving them waiting.
+  // 1. This rank's shard. Any failure (a bad argument included) is reported to the others through the
+  // collectives below instead of leaving them waiting in one.
   std::string record, my_error;
   try {
+    FASTNN_CHECK(rank != 0 || (chief != nullptr && chief->dir() == dir), "rank 0 needs the CheckpointManager of ", dir);
     record = write_row_shard(dir, step, rank, world, my_rows, fsync).SerializeAsString();
   } catch (const std::exception& e) {
     my_error = e.what();

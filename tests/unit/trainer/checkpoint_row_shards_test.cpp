@@ -160,6 +160,14 @@ TEST(RowShards, SavedAtAnyWorldReadsBackAtAnyOtherBitwise) {
       EXPECT_FALSE(reader.at("head/weights").optimizer);
       EXPECT_EQ(reader.at("head/table").global_shape, (std::vector<int64_t>{rows, 2, 2}));
       EXPECT_EQ(m.parts.size(), static_cast<size_t>(saved));
+      // One process's view (eval): the partitioned weights whole, optimizer slots only when asked for.
+      const std::vector<Array> whole = read_row_sharded_arrays(ck);
+      ASSERT_EQ(whole.size(), 2u);
+      EXPECT_EQ(whole[0].name, "head/table");
+      EXPECT_EQ(whole[1].name, "head/weights");
+      EXPECT_EQ(whole[1].shape, (std::vector<int64_t>{rows, 3}));
+      EXPECT_EQ(std::memcmp(whole[1].bytes.data(), head.data[0].data(), whole[1].bytes.size()), 0);
+      EXPECT_EQ(read_row_sharded_arrays(ck, true).size(), 3u);
     }
   }
 }
