@@ -2,7 +2,11 @@
 // a TFRecord file, every key with its type and values. Bytes values are summarised (an image as
 // format, dimensions and size; short printable text quoted). Human output by default; --json prints
 // one JSON object per record (JSON lines).
+// A checkpoint (a directory of checkpoints, a prefix "<dir>/ckpt-<step>" or any of its files) is
+// verified and described instead: step, files, arrays, and row-partitioned arrays with the row range of
+// each shard file (trainer/checkpoint/checkpoint_summary.h); --json prints it as one object.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +17,8 @@
 #include "core/image.h"
 #include "core/name_escape.h"
 #include "core/tfrecord.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/checkpoint/checkpoint_summary.h"
 
 namespace fastnn::cli {
 namespace {
@@ -115,7 +121,23 @@ struct InspectOptions {
   std::string compression = "auto";
 };
 
+// A directory, a checkpoint file name, or a prefix whose meta exists.
+bool is_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return true;
+  return ckpt::parse_checkpoint_name(std::filesystem::path(path).filename().string()).has_value() &&
+         (std::filesystem::exists(path, ec) || std::filesystem::exists(ckpt::meta_path(path), ec));
+}
+
 void run_inspect(const InspectOptions& o) {
+  if (is_checkpoint(o.file)) {
+    const ckpt::LoadedCheckpoint ck = ckpt::load_checkpoint(o.file);
+    if (o.json)
+      std::printf("%s\n", ckpt::checkpoint_summary_json(ck).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    else
+      std::fputs(ckpt::checkpoint_summary_text(ck).c_str(), stdout);
+    return;
+  }
   TFRecordReaderOptions ro;
   ro.compression = o.compression == "auto" ? detect_compression(o.file) : parse_compression(o.compression);
   TFRecordReader reader(o.file, ro);
@@ -160,8 +182,17 @@ void run_inspect(const InspectOptions& o) {
 
 void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
-  auto* cmd = app.add_subcommand("inspect", "Print the tf.train.Example records of a TFRecord file");
-  cmd->add_option("file", opts->file, "TFRecord file")->required()->check(CLI::ExistingFile);
+  auto* cmd = app.add_subcommand("inspect", "Print the tf.train.Example records of a TFRecord file, or describe a checkpoint");
+  cmd->add_option("file", opts->file, "TFRecord file, or a checkpoint (directory, <dir>/ckpt-<step> prefix or one of its files)")
+      ->required()
+      ->check(CLI::ExistingPath | CLI::Validator(
+                                      [](std::string& p) {
+                                        std::error_code ec;
+                                        return std::filesystem::exists(ckpt::meta_path(p), ec)
+                                                   ? std::string()
+                                                   : "no such file or checkpoint prefix: " + p;
+                                      },
+                                      "PREFIX", "checkpoint prefix"));
   cmd->add_option("--limit", opts->limit, "Records to print (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", opts->json, "One JSON object per record (JSON lines)");
   cmd->add_option("--compression", opts->compression, "auto (detect), none, gzip or zlib")

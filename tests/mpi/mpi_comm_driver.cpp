@@ -10,6 +10,10 @@
 //   mismatch     ranks report different epoch lengths to check_world_consistency
 //   shards       3 shards over the world (2 ranks) to check_world_consistency
 //   consistent   equal epoch lengths and 4 shards: check_world_consistency passes
+//   ckpt_save    (args: timeout DIR) save_sharded_checkpoint of step 10 into DIR: a row-partitioned head
+//                of 11 rows (weights [11, 3] and an optimizer slot) whose values are a formula of (row, col)
+//   ckpt_read    (args: timeout DIR) the latest checkpoint of DIR read back at this world size: each rank
+//                its row_range rows, bitwise equal to the formula
 // Prints "rank R: OK <mode>" on success; failures print "rank R: FAIL ..." and exit 1; a refused
 // configuration prints "rank R: refused: <message>" and exits 3.
 #include <unistd.h>
@@ -19,11 +23,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/check.h"
+#include "trainer/checkpoint/row_shards.h"
+#include "trainer/checkpoint/sharded_save.h"
 #include "trainer/comm/bucketed_allreduce.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/comm/world_check.h"
@@ -203,9 +210,49 @@ void run_stall(Communicator& c) {
 
 }  // namespace
 
+// The sharded head of ckpt_save/ckpt_read: element (row, col) of array k, exact in float.
+constexpr int64_t kHeadRows = 11, kHeadCols = 3;
+float head_value(int k, int64_t row, int64_t col) { return static_cast<float>(k == 0 ? row * 1000 + col : -(row * 7 + col)) + 0.5f; }
+
+void run_ckpt_save(Communicator& c, const std::string& dir) {
+  const fastnn::ckpt::RowRange rr = fastnn::ckpt::row_range(kHeadRows, c.rank(), c.world_size());
+  std::vector<std::vector<float>> rows(2);
+  for (int k = 0; k < 2; ++k)
+    for (int64_t r = rr.begin; r < rr.end; ++r)
+      for (int64_t j = 0; j < kHeadCols; ++j) rows[static_cast<size_t>(k)].push_back(head_value(k, r, j));
+  const std::vector<fastnn::ckpt::RowShardSlice> slices = {
+      {"head/weights", {kHeadRows, kHeadCols}, rr.begin, rr.end, rows[0].data(), rows[0].size(), false},
+      {"head/weights/momentum", {kHeadRows, kHeadCols}, rr.begin, rr.end, rows[1].data(), rows[1].size(), true}};
+  const std::vector<float> backbone = {1.5f, -2.5f};
+  const std::vector<fastnn::ckpt::ArrayView> weights = {fastnn::ckpt::f32_view("backbone/w", {2}, backbone.data(), 2)};
+  std::unique_ptr<fastnn::ckpt::CheckpointManager> chief;
+  if (c.rank() == 0) chief = std::make_unique<fastnn::ckpt::CheckpointManager>(dir);
+  const auto info = fastnn::ckpt::save_sharded_checkpoint(c, chief.get(), dir, 10, slices, weights, {},
+                                                          fastnn::CheckpointMeta());
+  EXPECT(info.step == 10, "step ", info.step);
+}
+
+void run_ckpt_read(Communicator& c, const std::string& dir) {
+  const auto ck = fastnn::ckpt::load_checkpoint(dir, {.verify_shards = false});
+  EXPECT(ck.meta.step() == 10, "step ", ck.meta.step());
+  fastnn::ckpt::RowShardReader reader(ck);
+  const fastnn::ckpt::RowRange rr = fastnn::ckpt::row_range(kHeadRows, c.rank(), c.world_size());
+  const char* names[] = {"head/weights", "head/weights/momentum"};
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<float> got = reader.read_rows(names[k], rr.begin, rr.end);
+    for (int64_t r = rr.begin; r < rr.end; ++r)
+      for (int64_t j = 0; j < kHeadCols; ++j) {
+        const float want = head_value(k, r, j), have = got[static_cast<size_t>((r - rr.begin) * kHeadCols + j)];
+        EXPECT(std::memcmp(&want, &have, sizeof want) == 0, names[k], " row ", r, " col ", j, ": ", have, " != ", want);
+      }
+  }
+  std::printf("rank %d: read rows %lld..%lld of %d saved shard files\n", c.rank(), static_cast<long long>(rr.begin),
+              static_cast<long long>(rr.end), ck.meta.shard_files_size());
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s collectives|bucket|kill|stall|mismatch|shards|consistent [timeout_s]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s collectives|bucket|kill|stall|mismatch|shards|consistent [timeout_s] | ckpt_save|ckpt_read timeout_s DIR\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -223,6 +270,8 @@ int main(int argc, char** argv) {
     else if (mode == "mismatch") fastnn::check_world_consistency(*comm, 100 - comm->rank(), 4);
     else if (mode == "shards") fastnn::check_world_consistency(*comm, 50, 3);
     else if (mode == "consistent") fastnn::check_world_consistency(*comm, 50, 4);
+    else if (mode == "ckpt_save" && argc > 3) run_ckpt_save(*comm, argv[3]);
+    else if (mode == "ckpt_read" && argc > 3) run_ckpt_read(*comm, argv[3]);
     else {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;

@@ -13,6 +13,7 @@
 #include "core/crc32c.h"
 #include "trainer/checkpoint/checkpoint_internal.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/checkpoint/row_shards.h"
 
 namespace fastnn::ckpt {
 namespace {
@@ -70,7 +71,9 @@ std::optional<int64_t> parse_checkpoint_name(const std::string& name, std::strin
   const auto r = std::from_chars(begin, p, step);
   if (r.ec != std::errc() || r.ptr != p) return std::nullopt;
   const std::string_view rest(p, static_cast<size_t>(end - p));
-  if (!rest.empty() && rest != kWeightsSuffix && rest != kOptimizerSuffix && rest != kMetaSuffix) return std::nullopt;
+  if (!rest.empty() && rest != kWeightsSuffix && rest != kOptimizerSuffix && rest != kMetaSuffix &&
+      !parse_shard_suffix(rest))
+    return std::nullopt;
   if (suffix) *suffix = std::string(rest);
   return step;
 }
@@ -120,7 +123,22 @@ bool is_complete(const std::string& prefix) {
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     if (static_cast<uint64_t>(st.st_size) != rec->size_bytes()) return false;
   }
+  try {
+    verify_row_shard_files(prefix, meta, meta_path(prefix), /*crc=*/false);
+  } catch (const Error&) {
+    return false;
+  }
   return true;
+}
+
+std::vector<std::string> shard_names_of_step(const std::string& dir, int64_t step) {
+  std::vector<std::string> out;
+  for (const std::string& name : list_entry_names(dir)) {
+    std::string suffix;
+    if (parse_checkpoint_name(name, &suffix) == step && parse_shard_suffix(suffix)) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<CheckpointInfo> list_complete(const std::string& dir) {
@@ -200,8 +218,14 @@ std::string checkpoint_damage(const std::string& prefix, bool optimizer) {
 }
 
 std::vector<std::string> set_aside_checkpoint(const std::string& prefix) {
-  std::vector<std::string> moved;
-  for (const std::string& path : {meta_path(prefix), weights_path(prefix), optimizer_path(prefix)}) {
+  std::vector<std::string> moved, paths = {meta_path(prefix), weights_path(prefix), optimizer_path(prefix)};
+  // Every shard file of the step, listed by the meta or not: none may be taken for a later save's.
+  const std::filesystem::path p(prefix);
+  if (const auto step = parse_checkpoint_name(p.filename().string())) {
+    const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+    for (const std::string& name : internal::shard_names_of_step(dir, *step)) paths.push_back((std::filesystem::path(dir) / name).string());
+  }
+  for (const std::string& path : paths) {
     std::error_code ec;
     if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) continue;
     std::string to = path + ".damaged";
@@ -232,11 +256,16 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
                             "; the last good checkpoint is ", good));
     }
   } else {
-    for (std::string_view s : {kWeightsSuffix, kOptimizerSuffix, kMetaSuffix})
-      if (prefix.ends_with(s)) {
-        prefix.resize(prefix.size() - s.size());
-        break;
-      }
+    std::string suffix;
+    if (parse_checkpoint_name(std::filesystem::path(prefix).filename().string(), &suffix)) {
+      prefix.resize(prefix.size() - suffix.size());
+    } else {
+      for (std::string_view s : {kWeightsSuffix, kOptimizerSuffix, kMetaSuffix})
+        if (prefix.ends_with(s)) {
+          prefix.resize(prefix.size() - s.size());
+          break;
+        }
+    }
   }
   const std::string meta_file = meta_path(prefix);
   if (!std::filesystem::exists(meta_file, ec))
@@ -244,11 +273,13 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
                           "' a checkpoint prefix such as <dir>/ckpt-1000, one of its files, or a directory?)"));
   LoadedCheckpoint ck{prefix, read_checkpoint_meta(meta_file), SafetensorsFile::open(weights_path(prefix), options.limits),
                       std::nullopt};
+  validate_row_shards(ck.meta, meta_file);
   if (options.verify) verify_file(ck.weights, ck.meta.weights_file(), meta_file);
   if (options.optimizer) {
     ck.optimizer = SafetensorsFile::open(optimizer_path(prefix), options.limits);
     if (options.verify) verify_file(*ck.optimizer, ck.meta.optimizer_file(), meta_file);
   }
+  if (options.verify) verify_row_shard_files(prefix, ck.meta, meta_file, options.verify_shards, options.limits);
   return ck;
 }
 

@@ -20,4 +20,7 @@ std::vector<CheckpointInfo> list_complete(const std::string& dir);
 // The index's checkpoint if it is complete, else the highest complete step, else nullopt.
 std::optional<CheckpointInfo> latest_complete(const std::string& dir);
 
+// Names (in `dir`) of the shard files of checkpoint `step` that exist, whatever world size wrote them.
+std::vector<std::string> shard_names_of_step(const std::string& dir, int64_t step);
+
 }  // namespace fastnn::ckpt::internal

@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "core/atomic_output.h"
 #include "core/check.h"
 #include "trainer/checkpoint/checkpoint_internal.h"
+#include "trainer/checkpoint/row_shards.h"
 
 namespace fastnn::ckpt {
 namespace {
@@ -107,7 +110,7 @@ void CheckpointManager::stage(const std::string& name) {
   if (options_.fault_hook) options_.fault_hook(name);
 }
 
-void CheckpointManager::acquire_lock() {
+void CheckpointManager::acquire_lock(const std::vector<std::string>& spare) {
   if (lock_fd_ >= 0) return;
   make_directories(dir_);
   const std::string path = (std::filesystem::path(dir_) / ".checkpoint.lock").string();
@@ -122,15 +125,17 @@ void CheckpointManager::acquire_lock() {
     throw_io_error(path, "lock");
   }
   lock_fd_ = fd;
-  remove_leftovers();
+  remove_leftovers(spare);
 }
 
 // After a crash: temporaries of checkpoint files or of the index, and data files whose meta never
-// arrived. Only names this manager writes are touched.
-void CheckpointManager::remove_leftovers() {
+// arrived. Only names this manager writes are touched, and never the `spare` names (the shard
+// temporaries the other ranks wrote for the save under way).
+void CheckpointManager::remove_leftovers(const std::vector<std::string>& spare) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
+    if (std::find(spare.begin(), spare.end(), name) != spare.end()) continue;
     if (name.size() > 1 + kTempSuffix.size() && name.front() == '.' && name.ends_with(kTempSuffix)) {
       const std::string inner = name.substr(1, name.size() - 1 - kTempSuffix.size());
       if (inner == internal::kIndexName || parse_checkpoint_name(inner)) remove_file(entry.path().string());
@@ -138,8 +143,21 @@ void CheckpointManager::remove_leftovers() {
     }
     std::string suffix;
     const auto step = parse_checkpoint_name(name, &suffix);
-    if (step && suffix.ends_with(".safetensors") && !std::filesystem::exists(meta_path(checkpoint_prefix(dir_, *step))))
+    if (!step || !suffix.ends_with(".safetensors")) continue;
+    const std::string meta_file = meta_path(checkpoint_prefix(dir_, *step));
+    if (!std::filesystem::exists(meta_file)) {
       remove_file(entry.path().string());
+    } else if (parse_shard_suffix(suffix)) {
+      // A shard file its committed meta does not list: left by a crash while a checkpoint of the same
+      // step was replaced at another world size. An unreadable meta keeps everything (it is damaged).
+      try {
+        const CheckpointMeta meta = read_checkpoint_meta(meta_file);
+        if (std::none_of(meta.shard_files().begin(), meta.shard_files().end(),
+                         [&](const RowShardFile& s) { return s.name() == name; }))
+          remove_file(entry.path().string());
+      } catch (const FormatError&) {
+      }
+    }
   }
   if (ec) throw IoError(str(dir_, ": cannot list: ", ec.message()));
 }
@@ -160,12 +178,35 @@ void CheckpointManager::write_index(const CheckpointInfo& latest, const std::vec
 
 CheckpointInfo CheckpointManager::save(int64_t step, std::span<const ArrayView> weights,
                                        std::span<const ArrayView> optimizer, CheckpointMeta meta) {
+  return save(step, weights, optimizer, std::move(meta), {});
+}
+
+CheckpointInfo CheckpointManager::save(int64_t step, std::span<const ArrayView> weights,
+                                       std::span<const ArrayView> optimizer, CheckpointMeta meta,
+                                       std::span<const RowShardFile> shards) {
   FASTNN_CHECK(step >= 0, "checkpoint step ", step, " < 0");
-  acquire_lock();
   const CheckpointInfo info{step, checkpoint_prefix(dir_, step)};
+  meta.set_step(step);
+  meta.clear_shard_files();
+  for (const RowShardFile& s : shards) *meta.add_shard_files() = s;
+  validate_row_shards(meta, str("checkpoint ", info.prefix, " (shard records to commit)"));
+  std::vector<std::string> shard_temps, shard_finals, spare;
+  for (const RowShardFile& s : shards) {
+    spare.push_back(OutputDir::temp_name(s.name()));
+    shard_temps.push_back(shard_temp_path(dir_, s.name()));
+    shard_finals.push_back((std::filesystem::path(dir_) / s.name()).string());
+  }
+  acquire_lock(spare);
   const std::string w = weights_path(info.prefix), o = optimizer_path(info.prefix), m = meta_path(info.prefix);
   const std::string tw = temp_path_for(dir_, w), to = temp_path_for(dir_, o), tm = temp_path_for(dir_, m);
   TempGuard guard{{tw, to, tm}};
+  guard.paths.insert(guard.paths.end(), shard_temps.begin(), shard_temps.end());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    struct stat st;
+    if (::stat(shard_temps[i].c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != shards[i].size_bytes())
+      throw IoError(str(shard_temps[i], ": rank ", shards[i].rank(), "'s shard file is missing or not ",
+                        shards[i].size_bytes(), " bytes (do all ranks save into the same directory?)"));
+  }
 
   const std::map<std::string, std::string> st_meta = {{"fastnn_step", std::to_string(step)}};
   const auto rw = write_safetensors(tw, weights, st_meta, options_.fsync);
@@ -173,7 +214,6 @@ CheckpointInfo CheckpointManager::save(int64_t step, std::span<const ArrayView> 
   const auto ro = write_safetensors(to, optimizer, st_meta, options_.fsync);
   stage("optimizer");
 
-  meta.set_step(step);
   *meta.mutable_weights_file() = file_record(w, rw, weights.size());
   *meta.mutable_optimizer_file() = file_record(o, ro, optimizer.size());
   if (!meta.has_wall_time())
@@ -191,11 +231,16 @@ CheckpointInfo CheckpointManager::save(int64_t step, std::span<const ArrayView> 
   }
   rename_file(tw, w);
   rename_file(to, o);
+  for (size_t i = 0; i < shards.size(); ++i) rename_file(shard_temps[i], shard_finals[i]);
   if (options_.fsync) fsync_path(dir_);
   stage("renamed_data");
   rename_file(tm, m);
   if (options_.fsync) fsync_path(dir_);
   stage("meta");
+  // Shard files of an earlier checkpoint of this step (saved at another world size) are not ours.
+  for (const std::string& name : internal::shard_names_of_step(dir_, step))
+    if (std::find_if(shards.begin(), shards.end(), [&](const RowShardFile& s) { return s.name() == name; }) == shards.end())
+      remove_file((std::filesystem::path(dir_) / name).string());
 
   // Retention: this checkpoint plus the highest other steps, keep_max in all.
   std::vector<CheckpointInfo> all = internal::list_complete(dir_), kept, drop;
@@ -217,6 +262,8 @@ CheckpointInfo CheckpointManager::save(int64_t step, std::span<const ArrayView> 
     remove_file(meta_path(d.prefix));  // un-commit first
     remove_file(weights_path(d.prefix));
     remove_file(optimizer_path(d.prefix));
+    for (const std::string& name : internal::shard_names_of_step(dir_, d.step))
+      remove_file((std::filesystem::path(dir_) / name).string());
   }
   stage("retention");
   return info;

@@ -2,15 +2,18 @@
 //
 //   <dir>/ckpt-<step>.weights.safetensors     model arrays (safetensors.h)
 //   <dir>/ckpt-<step>.optimizer.safetensors   optimizer state arrays (optimizer_state.h)
+//   <dir>/ckpt-<step>.shard-<r>-of-<W>.safetensors  rank r's rows of row-partitioned arrays (row_shards.h)
 //   <dir>/ckpt-<step>.meta.pbtxt              CheckpointMeta (schemas/checkpoint_meta.proto), text format
 //   <dir>/checkpoint                          CheckpointIndex: the latest prefix and every kept one
 //
 // Atomicity: save() writes each file under a temporary name in the same directory (".<name>.fastnn-tmp"),
-// fsyncs it, and renames the two safetensors files, then the meta, into place, fsyncing the directory;
+// fsyncs it, and renames the two safetensors files (and the shard files every rank wrote under their
+// temporary names, see row_shards.h), then the meta, into place, fsyncing the directory;
 // then it rewrites the index the same way, and only then deletes checkpoints beyond keep_max (meta first,
 // so a half-deleted one is simply incomplete). The meta is the commit marker: it records the size and
-// CRC32C of both data files, so a checkpoint is *complete* when its meta parses and both files exist
-// with the recorded sizes. list() and latest() see only complete checkpoints; temporaries and data
+// CRC32C of both data files and of every shard file, so a checkpoint is *complete* when its meta parses
+// and all of them exist with the recorded sizes (shard files are part of the checkpoint in everything
+// below: completeness, verification, damage, set-aside, retention and leftover removal). list() and latest() see only complete checkpoints; temporaries and data
 // files without a meta (a crash mid-save) are ignored, and the next save() removes them. If the index is
 // missing or names an incomplete checkpoint, latest() falls back to the highest complete step.
 //
@@ -66,6 +69,10 @@ struct CheckpointLoadOptions {
   bool optimizer = true;
   // Compare each data file's size, CRC32C and array count with the meta (reads the whole file once).
   bool verify = true;
+  // With verify: also read every shard file (row_shards.h) whole to compare its CRC32C and tensors with
+  // the meta. Without it, shard files are checked for existence and size only; a multi-rank resume may
+  // turn it off and let RowShardReader verify just the files each rank reads.
+  bool verify_shards = true;
   SafetensorsLimits limits;
 };
 
@@ -75,7 +82,7 @@ std::string weights_path(const std::string& prefix);
 std::string optimizer_path(const std::string& prefix);
 std::string meta_path(const std::string& prefix);
 // Step of a file name "ckpt-<step>" + optional ".weights.safetensors" / ".optimizer.safetensors" /
-// ".meta.pbtxt" (no directory); nullopt for any other name.
+// ".meta.pbtxt" / ".shard-<r>-of-<W>.safetensors" (no directory); nullopt for any other name.
 std::optional<int64_t> parse_checkpoint_name(const std::string& name, std::string* suffix = nullptr);
 
 // Text format <-> CheckpointMeta / CheckpointIndex; `source` names the text in FormatErrors (with line).
@@ -83,7 +90,7 @@ std::string checkpoint_meta_to_text(const CheckpointMeta& meta);
 CheckpointMeta parse_checkpoint_meta(const std::string& text, const std::string& source);
 CheckpointMeta read_checkpoint_meta(const std::string& path);
 
-// Loads "<dir>/ckpt-<step>" given as the prefix, any of its three files, or a directory (its latest
+// Loads "<dir>/ckpt-<step>" given as the prefix, any of its files, or a directory (its latest
 // committed checkpoint). ConfigError if a directory holds no committed checkpoint; FormatError naming
 // the checkpoint, the reason and the last good one if a directory's latest is damaged.
 LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const CheckpointLoadOptions& options = {});
@@ -126,6 +133,13 @@ class CheckpointManager {
   // checkpoint is still the latest.
   CheckpointInfo save(int64_t step, std::span<const ArrayView> weights, std::span<const ArrayView> optimizer,
                       CheckpointMeta meta);
+  // The same, committing row-partitioned arrays too: `shards` are the records write_row_shard() returned
+  // on every rank of the world (rank order, all for `step`), whose files wait under their temporary names
+  // in dir(). They are checked (validate_row_shards, each temporary present with its recorded size),
+  // renamed into place with the weights and optimizer files, and recorded in meta.shard_files; shard
+  // files of an earlier checkpoint of the same step that the new one does not list are removed.
+  CheckpointInfo save(int64_t step, std::span<const ArrayView> weights, std::span<const ArrayView> optimizer,
+                      CheckpointMeta meta, std::span<const RowShardFile> shards);
 
   // Complete checkpoints, ascending step.
   std::vector<CheckpointInfo> list() const;
@@ -136,8 +150,8 @@ class CheckpointManager {
   LoadedCheckpoint load(const std::string& path_or_prefix, const CheckpointLoadOptions& options = {}) const;
 
  private:
-  void acquire_lock();
-  void remove_leftovers();
+  void acquire_lock(const std::vector<std::string>& spare);
+  void remove_leftovers(const std::vector<std::string>& spare);
   void write_index(const CheckpointInfo& latest, const std::vector<CheckpointInfo>& kept);
   void stage(const std::string& name);
 
