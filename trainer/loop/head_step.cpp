@@ -143,4 +143,41 @@ void HeadStep::step(float lr) {
   }
 }
 
+std::vector<ckpt::RowShardSlice> HeadStep::row_slices() {
+  const std::vector<int64_t> shape = {head_.options().num_classes, head_.emb_dim()};
+  std::vector<ckpt::RowShardSlice> out;
+  out.push_back({kHeadWeights, shape, head_.row_begin(), head_.row_end(), head_.weights().data(), head_.weights().size(), false});
+  for (const StateArray& a : optimizer_->state())
+    if (a.count == head_.weights().size())
+      out.push_back({a.name, shape, head_.row_begin(), head_.row_end(), a.data, a.count, true});
+  return out;
+}
+
+std::vector<NamedArray> HeadStep::export_scalars() const {
+  std::vector<NamedArray> out;
+  for (NamedArray& a : optimizer_->export_state())
+    if (a.data.size() != static_cast<size_t>(head_.rows() * head_.emb_dim())) out.push_back({std::string("Head/") + a.name, std::move(a.data)});
+  return out;
+}
+
+void HeadStep::import_scalars(const std::vector<NamedArray>& arrays) {
+  for (const StateArray& a : optimizer_->state()) {
+    if (a.count == head_.weights().size()) continue;
+    const std::string name = std::string("Head/") + a.name;
+    auto it = std::find_if(arrays.begin(), arrays.end(), [&](const NamedArray& n) { return n.name == name; });
+    if (it == arrays.end() || it->data.size() != a.count) throw FormatError(str("the checkpoint has no ", name));
+    std::copy(it->data.begin(), it->data.end(), a.data);
+  }
+}
+
+void HeadStep::load_rows(ckpt::RowShardReader& reader, bool optimizer) {
+  const ckpt::RowShardedArrayLayout& w = reader.at(kHeadWeights);
+  if (w.global_shape.size() != 2 || w.global_shape[0] != head_.options().num_classes || w.global_shape[1] != head_.emb_dim())
+    throw FormatError(str(kHeadWeights, " in the checkpoint is not [", head_.options().num_classes, ", ", head_.emb_dim(), "]"));
+  reader.read_rows(kHeadWeights, head_.row_begin(), head_.row_end(), head_.weights().data(), head_.weights().size());
+  if (!optimizer) return;
+  for (const StateArray& a : optimizer_->state())
+    if (a.count == head_.weights().size()) reader.read_rows(a.name, head_.row_begin(), head_.row_end(), a.data, a.count);
+}
+
 }  // namespace fastnn::loop

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "trainer/checkpoint/row_shards.h"
 #include "trainer/graph/graph.h"
 #include "trainer/head/classifier_head.h"
 #include "trainer/optim/optimizers.h"
@@ -48,6 +49,16 @@ class HeadStep {
   double norm_squared();  // the gradient's, over every rank
   void scale(float factor);
   void step(float lr);
+
+  // Sharded head's checkpoint arrays: this rank's rows of "Head/weights" and of each optimizer slot
+  // ("Head/weights/<slot>"), global shape [classes, emb_dim] (row_shards.h); views valid until the
+  // next step. The optimizer's scalars (beta powers) are replicated: "Head/<name>" in the chief's
+  // optimizer file.
+  std::vector<ckpt::RowShardSlice> row_slices();
+  std::vector<NamedArray> export_scalars() const;
+  void import_scalars(const std::vector<NamedArray>& arrays);
+  // This rank's rows from a checkpoint written at any number of ranks; slots too with `optimizer`.
+  void load_rows(ckpt::RowShardReader& reader, bool optimizer);
 
  private:
   head::ClassifierHead<float> head_;

@@ -142,8 +142,26 @@ class CpuStepRunner final : public StepRunner {
     return head_->evaluate(graph_, labels);
   }
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override { return random_host_batch(graph_, seed); }
-  std::vector<NamedArray> export_optimizer_state() const override { return optimizer_->export_state(); }
-  void import_optimizer_state(const std::vector<NamedArray>& a) override { optimizer_->import_state(a); }
+  std::vector<NamedArray> export_optimizer_state() const override {
+    std::vector<NamedArray> state = optimizer_->export_state();
+    if (head_ && head_->sharded())
+      for (NamedArray& a : head_->export_scalars()) state.push_back(std::move(a));
+    return state;
+  }
+  void import_optimizer_state(const std::vector<NamedArray>& a) override {
+    if (!head_ || !head_->sharded()) return optimizer_->import_state(a);
+    std::vector<NamedArray> own;
+    for (const NamedArray& n : a)
+      if (!n.name.starts_with("Head/")) own.push_back(n);
+    optimizer_->import_state(own);
+    head_->import_scalars(a);
+  }
+  std::vector<ckpt::RowShardSlice> sharded_rows() override {
+    return head_ && head_->sharded() ? head_->row_slices() : std::vector<ckpt::RowShardSlice>{};
+  }
+  void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) override {
+    if (head_ && head_->sharded()) head_->load_rows(reader, optimizer);
+  }
   std::vector<graph::NamedTensor> variables() override {
     std::vector<graph::NamedTensor> v = graph_.variables();
     if (head_ && !head_->sharded()) v.push_back(head_->variable());

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "schemas/net.pb.h"
+#include "trainer/checkpoint/row_shards.h"
 #include "trainer/graph/graph.h"
 #include "trainer/head/classifier_head.h"
 #include "trainer/loop/device_setup.h"
@@ -180,6 +181,12 @@ class StepRunner {
   virtual void average_state() {}
   // True when evaluate() is a collective (a sharded head): every rank must evaluate the same batches.
   virtual bool collective_evaluation() const { return false; }
+  // A sharded head's rows on this rank (weights, optimizer slots): what the rank writes into its
+  // checkpoint shard file (trainer/checkpoint/row_shards.h); empty without one. Its optimizer
+  // scalars travel in export_optimizer_state().
+  virtual std::vector<ckpt::RowShardSlice> sharded_rows() { return {}; }
+  // This rank's rows from a checkpoint of any world size (slots too with `optimizer`).
+  virtual void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) {}
 };
 
 // The job config's runner options for `target`: batch_size, seed, label_smoothing, deterministic,

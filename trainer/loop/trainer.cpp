@@ -15,6 +15,8 @@
 #include "core/progress.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
+#include "trainer/checkpoint/row_shards.h"
+#include "trainer/checkpoint/sharded_save.h"
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/batch_tensors.h"
@@ -52,6 +54,13 @@ struct Window {
   double accuracy() const { return examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0; }
   void reset() { *this = Window{}; }
 };
+
+// A sharded head's rows of this rank, from a checkpoint written at any number of ranks.
+void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer) {
+  if (runner.sharded_rows().empty()) return;
+  ckpt::RowShardReader reader(l);
+  runner.load_sharded_rows(reader, optimizer);
+}
 
 // The runner's options for this rank: its seed, and the gradient average over the ranks (the host
 // communicator for the CPU runner, NCCL collectives for the CUDA runner).
@@ -136,6 +145,7 @@ void TrainingRun::restore_or_init() {
       runner_->set_host_variables(checkpoint_variables(runner_->variables(), l.weights.arrays(), l.prefix));
       FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
       runner_->import_optimizer_state(ckpt::optimizer_state_from(*l.optimizer));
+      load_head_rows(*runner_, l, /*optimizer=*/true);
       if (l.meta.has_loss_scale()) runner_->restore_loss_scale(l.meta.loss_scale().scale(), l.meta.loss_scale().clean_steps());
       start_ = l.meta.step();
       log_info("resumed from ", l.prefix, " at step ", start_, " (epoch ", epoch_of(start_), ")");
@@ -209,7 +219,9 @@ void TrainingRun::run_eval(int64_t step) {
 
 void TrainingRun::save(int64_t step, double lr) {
   runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
-  if (!dp_.chief()) return;
+  // A sharded head's rows are written by every rank into its own shard file (a collective save).
+  const std::vector<ckpt::RowShardSlice> rows = runner_->sharded_rows();
+  if (!dp_.chief() && rows.empty()) return;
   const std::vector<NamedArray> values = runner_->host_variables();  // f32 master weights on every device
   const std::vector<ckpt::ArrayView> weights = variable_views(runner_->variables(), values);
   const std::vector<NamedArray> state = runner_->export_optimizer_state();
@@ -231,8 +243,12 @@ void TrainingRun::save(int64_t step, double lr) {
     ls->set_clean_steps(st.clean_steps);
     ls->set_dynamic(c_.dynamic_loss_scale());
   }
-  const ckpt::CheckpointInfo info = ckpt_->save(step, weights, ckpt::optimizer_state_views(state), std::move(meta));
-  log_info("saved checkpoint ", info.prefix);
+  const std::vector<ckpt::ArrayView> optimizer = ckpt::optimizer_state_views(state);
+  const ckpt::CheckpointInfo info =
+      rows.empty() ? ckpt_->save(step, weights, optimizer, std::move(meta))
+                   : ckpt::save_sharded_checkpoint(dp_.comm(), dp_.chief() ? ckpt_.get() : nullptr, setup_.run_dir, step,
+                                                   rows, weights, optimizer, std::move(meta));
+  if (dp_.chief()) log_info("saved checkpoint ", info.prefix);
 }
 
 TrainSummary TrainingRun::run() {
@@ -368,6 +384,7 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   const std::unique_ptr<StepRunner> runner = make_step_runner(setup.net, o);
   setup.batch = runner->batch_format();
   runner->set_host_variables(checkpoint_variables(runner->variables(), l.weights.arrays(), l.prefix));
+  load_head_rows(*runner, l, /*optimizer=*/false);
   CheckpointEval out;
   out.checkpoint = l.prefix;
   out.step = l.meta.step();
