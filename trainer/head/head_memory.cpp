@@ -74,10 +74,11 @@ HeadMemory head_memory(int64_t num_classes, int64_t emb_dim, int world_size, int
   m.weights = checked_add(checked_mul(row_elems, wb), master_copy ? checked_mul(row_elems, 4) : 0);
   m.gradients = checked_mul(checked_mul(m.sampled_rows, emb_dim), wb);
   m.optimizer_state = checked_mul(checked_mul(row_elems, 4), optimizer_slots);
-  m.features = checked_mul(checked_mul(global_batch, emb_dim), 8);
+  m.sampled_weights = sample_ratio < 1 ? checked_mul(checked_mul(m.sampled_rows, emb_dim), wb) : 0;
+  m.features = checked_mul(checked_mul(global_batch, emb_dim), 12);
   m.logits = checked_mul(checked_mul(global_batch, m.sampled_rows), 8);
   m.total = checked_add(checked_add(checked_add(m.weights, m.gradients), checked_add(m.optimizer_state, m.features)),
-                        m.logits);
+                        checked_add(m.logits, m.sampled_weights));
   return m;
 }
 
@@ -124,7 +125,8 @@ namespace {
 
 std::string parts_text(const HeadMemory& m) {
   return str("weights ", bytes_text(m.weights), m.master_copy ? " (with an f32 master copy)" : "", " + gradients ",
-             bytes_text(m.gradients), " + optimizer state ", bytes_text(m.optimizer_state), " + features ",
+             bytes_text(m.gradients), " + optimizer state ", bytes_text(m.optimizer_state),
+             m.sample_ratio < 1 ? str(" + sampled rows' copy ", bytes_text(m.sampled_weights)) : std::string(), " + features ",
              bytes_text(m.features), " + logits ", bytes_text(m.logits), " (batch ", m.global_batch, " x ",
              m.sampled_rows, " f32, and gradient)");
 }

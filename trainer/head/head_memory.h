@@ -9,16 +9,20 @@
 //   gradients        sampled_rows × D × weight_bytes: only rows used this step get a gradient (all rows
 //                    when sample_ratio = 1)
 //   optimizer_state  rows × D × 4 × optimizer_slots (f32 slots for every row: momentum 1, adam/rmsprop 2)
-//   features         B × D × 4 × 2: the all-gathered f32 features and their gradient
-//   logits           B × sampled_rows × 4 × 2: the f32 logits (softmax in f32 whatever the compute dtype)
-//                    and their gradient
+//   sampled_weights  sampled_rows × D × weight_bytes when sample_ratio < 1: PartialFC's compact copy of
+//                    the used rows (PLSC's sub_weight); 0 at sample_ratio 1
+//   features         B × D × 4 × 3: the all-gathered f32 features, their unit-length copy, and the global
+//                    batch's feature gradient before the reduce-scatter
+//   logits           B × sampled_rows × 4 × 2: the f32 logits and their gradient (an implementation that
+//                    overwrites the logits with their gradient needs half: the estimate errs on the safe side)
 //   total            the sum
 // with B the global batch (the head sees every rank's samples) and sampled_rows an upper bound on the
 // rows a step uses: every row when sample_ratio = 1, else
 //   min(rows, ceil(ratio·rows + 6·sqrt(rows·ratio·(1 − ratio))) + min(B, rows))
 // (the expected negatives plus six standard deviations of the binomial draw — exceeded with probability
 // below 1e-9 per step — plus every possible positive). Not counted: per-row max/sum/label vectors
-// (O(B)), the communicators' staging buffers, and the backbone.
+// (O(B)), the communicators' staging buffers, the backbone, and a lazy PartialFC update's gathered rows
+// and slots (sampled_rows × D × 4 × (1 + slots), allocated after the step's logits are freed).
 #pragma once
 
 #include <cstddef>
@@ -36,7 +40,7 @@ std::pair<int64_t, int64_t> class_range(int64_t num_classes, int world, int rank
 struct HeadMemory {
   int64_t rows = 0;  // rows this rank holds
   int64_t weights = 0, gradients = 0, optimizer_state = 0, logits = 0, total = 0;
-  int64_t features = 0;
+  int64_t sampled_weights = 0, features = 0;
   int64_t sampled_rows = 0;  // the bound above
   // The inputs, echoed for the messages.
   int64_t first_row = 0, num_classes = 0, emb_dim = 0, global_batch = 0;

@@ -28,8 +28,8 @@ inline constexpr uint64_t kPartialFcKeyTag = 0x5041525449414C46ull;
 
 // The sorted, distinct class ids in [begin, end) used at `step`: each label of `positives` that lies in
 // range (others are ignored; duplicates allowed), plus each other class whose draw falls below `ratio`.
-// ratio must be in (0, 1] (ConfigError naming --sample_ratio otherwise); ratio == 1 returns all of
-// [begin, end). Requires 0 <= begin <= end.
+// ratio must be in (0, 1] (ConfigError naming --sample_ratio otherwise) and acts rounded to a multiple of
+// 2^-32; ratio == 1 returns all of [begin, end). Requires 0 <= begin <= end.
 std::vector<int64_t> sample_classes(uint64_t seed, uint64_t step, int64_t begin, int64_t end, double ratio,
                                     std::span<const int64_t> positives);
 

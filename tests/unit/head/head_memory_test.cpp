@@ -51,9 +51,10 @@ TEST(HeadMemory, TenMillionClassesFp32MomentumOnEightRanks) {
   EXPECT_EQ(m.weights, 2560000000);          // 1.25e6 x 512 x 4
   EXPECT_EQ(m.gradients, 2560000000);        // every row
   EXPECT_EQ(m.optimizer_state, 2560000000);  // one f32 slot
-  EXPECT_EQ(m.features, 4194304);            // 1024 x 512 x 4 x 2
+  EXPECT_EQ(m.sampled_weights, 0);           // no PartialFC copy at ratio 1
+  EXPECT_EQ(m.features, 6291456);            // 1024 x 512 x 4 x 3
   EXPECT_EQ(m.logits, 10240000000);          // 1024 x 1.25e6 x 4 x 2
-  EXPECT_EQ(m.total, 17924194304);
+  EXPECT_EQ(m.total, 17926291456);
 }
 
 TEST(HeadMemory, PartialFcFp16MasterCopyAdam) {
@@ -66,7 +67,9 @@ TEST(HeadMemory, PartialFcFp16MasterCopyAdam) {
   EXPECT_EQ(m.gradients, 131109888);         // 128037 x 512 x 2
   EXPECT_EQ(m.optimizer_state, 5120000000);  // 1.25e6 x 512 x 4 x 2
   EXPECT_EQ(m.logits, 1048879104);           // 1024 x 128037 x 8
-  EXPECT_EQ(m.total, 3840000000 + 131109888 + 5120000000 + 4194304 + 1048879104);
+  EXPECT_EQ(m.sampled_weights, 131109888);   // the compact copy of the used rows, f16
+  EXPECT_EQ(m.features, 6291456);
+  EXPECT_EQ(m.total, 3840000000 + 131109888 + 5120000000 + 6291456 + 1048879104 + 131109888);
 }
 
 TEST(HeadMemory, UnevenSplitAndSmallShares) {
@@ -75,8 +78,8 @@ TEST(HeadMemory, UnevenSplitAndSmallShares) {
   EXPECT_EQ(m.weights, 48);
   EXPECT_EQ(m.optimizer_state, 0);
   EXPECT_EQ(m.logits, 48);    // 2 x 3 x 8
-  EXPECT_EQ(m.features, 64);  // 2 x 4 x 8
-  EXPECT_EQ(m.total, 48 + 48 + 64 + 48);
+  EXPECT_EQ(m.features, 96);  // 2 x 4 x 12
+  EXPECT_EQ(m.total, 48 + 48 + 96 + 48);
   m = head_memory(100, 4, 1, 0, 16, 0.5, 4, 0, false);
   EXPECT_EQ(m.sampled_rows, 96);  // 50 + 6 x 5 = 80, plus 16 positives
   m = head_memory(1000, 4, 1, 0, 16, 0.5, 4, 0, false);
@@ -126,6 +129,7 @@ TEST(HeadMemoryText, StartupLineNamesRangeAndParts) {
   const auto sampled = head_memory_text(head_memory(10000000, 512, 8, 0, 1024, 0.1, 2, 2, true));
   EXPECT_TRUE(contains(sampled, "at most 128037 used per step at sample_ratio 0.1")) << sampled;
   EXPECT_TRUE(contains(sampled, "with an f32 master copy")) << sampled;
+  EXPECT_TRUE(contains(sampled, "+ sampled rows' copy 125 MiB + features 6.00 MiB")) << sampled;
 }
 
 TEST(HeadMemoryText, RefusalGivesNumbersAndTheRanksThatWouldFit) {
@@ -133,12 +137,12 @@ TEST(HeadMemoryText, RefusalGivesNumbersAndTheRanksThatWouldFit) {
   const auto m = head_memory(10000000, 512, 2, 0, 1024, 1.0, 4, 1, false);
   const auto msg = head_memory_refusal(m, 16 * gib, "GPU 0");
   const int64_t w = min_world_size(m, 16 * gib);
-  // By hand: at W ranks rank 0 needs ceil(1e7/W) rows x (512 x 4 x 3 + 1024 x 8 = 14336 bytes) + 4 MiB of
-  // features; 16 GiB holds (17179869184 - 4194304) / 14336 = 1198100 rows: W = 9 (1111112 rows), not 8 (1250000).
+  // By hand: at W ranks rank 0 needs ceil(1e7/W) rows x (512 x 4 x 3 + 1024 x 8 = 14336 bytes) + 6 MiB of
+  // features; 16 GiB holds (17179869184 - 6291456) / 14336 = 1197954 rows: W = 9 (1111112 rows), not 8 (1250000).
   EXPECT_EQ(w, 9);
   for (int64_t world : {w - 1, w}) {
     const auto rows = class_range(10000000, static_cast<int>(world), 0).second;
-    EXPECT_EQ(head_memory(10000000, 512, static_cast<int>(world), 0, 1024, 1.0, 4, 1, false).total, rows * 14336 + 4194304);
+    EXPECT_EQ(head_memory(10000000, 512, static_cast<int>(world), 0, 1024, 1.0, 4, 1, false).total, rows * 14336 + 6291456);
   }
   EXPECT_TRUE(contains(msg, "does not fit: rank 0 of 2 needs ")) << msg;
   EXPECT_TRUE(contains(msg, str("(", m.total, " bytes) but GPU 0 has 16.0 GiB (", 16 * gib, " bytes)"))) << msg;
