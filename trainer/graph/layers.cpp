@@ -1,5 +1,6 @@
 #include "trainer/graph/layers.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -36,8 +37,9 @@ void window_attrs(const LayerDef& l, ops::Attrs& a, const google::protobuf::Repe
 }
 
 void weight_rules(LoweredLayer& out, const LayerDef& l, const InitSpec& w_init, const InitSpec& b_init,
-                  bool w_decay, bool b_decay) {
-  out.params["weight"] = ParamRule{"weights", true, to_init_rule(w_init, l.name() + "/weights"), w_decay};
+                  bool w_decay, bool b_decay, const std::string& weights_name = "weights") {
+  out.params["weight"] =
+      ParamRule{weights_name, true, to_init_rule(w_init, l.name() + "/" + weights_name), w_decay};
   out.params["bias"] = ParamRule{"biases", true, to_init_rule(b_init, l.name() + "/biases"), b_decay};
 }
 
@@ -96,7 +98,10 @@ LoweredLayer lower_layer(const LayerDef& l) {
       if (!c.dilation().empty()) a.set("dilation", ints(c.dilation()));
       a.set("groups", int64_t{c.groups()});
       a.set("bias", c.bias());
-      weight_rules(out, l, c.weight_init(), c.bias_init(), c.weight_decay(), c.bias_weight_decay());
+      for (char ch : c.weights_name())
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') fail(l, "weights_name takes [A-Za-z0-9_]");
+      weight_rules(out, l, c.weight_init(), c.bias_init(), c.weight_decay(), c.bias_weight_decay(),
+                   c.weights_name().empty() ? "weights" : c.weights_name());
       break;
     }
     case LayerDef::kDepthwiseConv: {

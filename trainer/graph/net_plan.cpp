@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <set>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -82,6 +83,9 @@ std::vector<Parsed> parse_layers(const NetDef& net) {
       if (!valid_name_char(c))
         throw ConfigError(str("net: layer name '", name, "' has a character outside [A-Za-z0-9_./-]"));
     if (name == "data") throw ConfigError(str("net: layer #", i, " is named 'data', which names the input batch"));
+    for (char c : net.layers(i).param_scope())
+      if (!valid_name_char(c))
+        throw ConfigError(str("net: layer '", name, "': param_scope has a character outside [A-Za-z0-9_./-]"));
     if (!index.emplace(name, i).second)
       throw ConfigError(str("net: layer name '", name, "' is used by layers #", index[name], " and #", i));
     names.push_back(name);
@@ -234,6 +238,7 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
 
   // Kernels in topological order: shape inference.
   std::vector<int> node_of(layers.size(), -1);
+  std::set<std::string> param_names;
   plan.nodes_.reserve(layers.size());
   for (int decl : order) {
     Parsed& p = layers[static_cast<size_t>(decl)];
@@ -264,6 +269,7 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
       throw ConfigError(str("layer '", node.name, "' (", node.type, ") on input ", shapes, ": ", e.what()));
     }
     const ops::OpSignature& sig = node.kernel->signature();
+    const std::string& param_scope = p.def->param_scope().empty() ? node.name : p.def->param_scope();
     FASTNN_CHECK(sig.outputs.size() == 1, "layer '", node.name, "': op ", node.op, " has ", sig.outputs.size(),
                  " outputs; layers need exactly one");
     node.output_shape = sig.outputs[0].shape;
@@ -271,14 +277,19 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
       auto it = p.lowered.params.find(s.name);
       FASTNN_CHECK(it != p.lowered.params.end(), "layer '", node.name, "': no rule for op param ", s.name);
       const ParamRule& r = it->second;
-      node.params.push_back(PlannedTensor{node.name + "/" + r.local_name, s, r.trainable,
+      node.params.push_back(PlannedTensor{param_scope + "/" + r.local_name, s, r.trainable,
                                           r.trainable && r.weight_decay, r.init});
     }
     for (const ops::TensorSpec& s : sig.state) {
       auto it = p.lowered.state.find(s.name);
       FASTNN_CHECK(it != p.lowered.state.end(), "layer '", node.name, "': no name for op state ", s.name);
-      node.state.push_back(PlannedTensor{node.name + "/" + it->second, s, false, false, std::nullopt});
+      node.state.push_back(PlannedTensor{param_scope + "/" + it->second, s, false, false, std::nullopt});
     }
+    // param_scope lets two layers share a scope; a name given twice would alias two tensors.
+    for (const auto* list : {&node.params, &node.state})
+      for (const PlannedTensor& t : *list)
+        if (!param_names.insert(t.name).second)
+          throw ConfigError(str("layer '", node.name, "': parameter name '", t.name, "' is used twice"));
     node.macs = node_macs(node);
     node_of[static_cast<size_t>(decl)] = static_cast<int>(plan.nodes_.size());
     plan.nodes_.push_back(std::move(node));

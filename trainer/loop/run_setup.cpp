@@ -96,11 +96,9 @@ std::string run_directory(const JobConfig& c) {
 }
 
 std::string preset_for_model(const std::string& m) {
-  if (m == "lenet" || m == "mlp") return "lenet";
-  if (m == "cifarnet" || starts_with(m, "resnet_cifar")) return "cifarnet";
-  if (starts_with(m, "vgg")) return "vgg";
-  if (starts_with(m, "resnet_v")) return "resnet";
-  return "inception";
+  for (const zoo::ZooModel& z : zoo::zoo_models())
+    if (z.name == m) return z.preset;
+  return "inception";  // not a zoo name (a net {} of its own): TF-slim's most common preset
 }
 
 RunSetup make_run_setup(const JobConfig& c) {

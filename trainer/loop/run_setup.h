@@ -7,8 +7,9 @@
 //                   (checkpoints, metrics.jsonl and TensorBoard events go there)
 //   num_classes     the config's when set, else the manifest's class count
 //   samples/epoch   the manifest's train record count unless num_sample_per_epoch is set explicitly
-//   preset          preprocessing_name, else the model's family (lenet/mlp -> lenet, cifarnet and
-//                   resnet_cifar_* -> cifarnet, vgg_* -> vgg, resnet_v* -> resnet, else inception)
+//   preset          preprocessing_name, else the zoo entry's preset (zoo::ZooModel::preset: lenet/mlp
+//                   -> lenet, cifarnet and resnet_cifar_* -> cifarnet, vgg_*, alexnet_v2, overfeat ->
+//                   vgg, resnet_v* -> resnet, else inception; inception for names not in the zoo)
 //   held-out split  "validation" if the manifest has it, else "test"
 //   total steps     stop_at_step and num_epochs x batches_per_epoch: the smaller of those set
 //                   explicitly; with neither set, the smaller of both defaults

@@ -16,5 +16,10 @@ NetDef build_inception_v3(const ZooOptions& o);
 NetDef build_inception_resnet_v2(const ZooOptions& o);
 NetDef build_mobilenet_v1(const ZooOptions& o, double multiplier);
 NetDef build_mobilenet_v2(const ZooOptions& o, double multiplier, bool finegrain);
+NetDef build_alexnet_v2(const ZooOptions& o);
+NetDef build_overfeat(const ZooOptions& o);
+NetDef build_inception_v1(const ZooOptions& o);
+NetDef build_inception_v2(const ZooOptions& o);
+NetDef build_inception_v4(const ZooOptions& o);
 
 }  // namespace fastnn::zoo

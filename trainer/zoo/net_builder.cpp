@@ -137,6 +137,53 @@ std::string NetBuilder::depthwise_conv2d(const std::string& in, const std::strin
   return out;
 }
 
+std::string NetBuilder::separable_conv2d(const std::string& in, const std::string& name, const SeparableArgs& a) {
+  const ConvDefaults& d = conv_defaults;
+  const bool normalize = a.normalize.value_or(d.batch_norm.has_value());
+  FASTNN_CHECK(!normalize || d.batch_norm, "zoo: separable_conv2d with a normalizer but no batch_norm defaults");
+  const std::string full = full_name(name);
+  const std::string padding = a.padding.value_or(d.padding);
+  const InitSpec init = a.weight_init.value_or(d.weight_init);
+  std::string dw;
+  {
+    auto s = scope(name);
+    dw = full_name("depthwise");
+    LayerDef& l = add_layer(dw, {in});
+    l.set_param_scope(full);
+    DepthwiseConvLayer* c = l.mutable_depthwise_conv();
+    set_ints(c->mutable_kernel(), a.kernel);
+    if (a.stride != std::vector<int>{1}) set_ints(c->mutable_stride(), a.stride);
+    c->set_padding(padding);
+    c->set_multiplier(a.multiplier);
+    c->set_bias(false);
+    *c->mutable_weight_init() = init;
+    c->set_weight_decay(a.weight_decay.value_or(d.weight_decay));
+    dims_[dw] = window_dims(dims(in), dims(in).at(0) * a.multiplier, a.kernel, a.stride, padding, {});
+  }
+  LayerDef& l = add_layer(full, {dw});
+  ConvLayer* c = l.mutable_conv();
+  c->set_filters(a.filters);
+  c->add_kernel(1);
+  c->set_padding("valid");
+  c->set_bias(!normalize);
+  c->set_weights_name("pointwise_weights");
+  *c->mutable_weight_init() = init;
+  if (!normalize) *c->mutable_bias_init() = d.bias_init;
+  c->set_weight_decay(a.weight_decay.value_or(d.weight_decay));
+  c->set_bias_weight_decay(d.bias_weight_decay);
+  dims_[full] = {a.filters, dims(dw)[1], dims(dw)[2]};
+  std::string out = full;
+  if (normalize) {
+    auto s = scope(name);
+    out = batch_norm(out, "BatchNorm", *d.batch_norm);
+  }
+  if (a.relu.value_or(d.relu)) {
+    auto s = scope(name);
+    out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
+  }
+  return out;
+}
+
 std::string NetBuilder::relu6(const std::string& in, const std::string& name) {
   const std::string full = full_name(name);
   add_layer(full, {in}).mutable_relu6();

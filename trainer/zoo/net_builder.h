@@ -58,6 +58,21 @@ struct DepthwiseArgs {
   bool weight_decay = false;           // TF-slim's MobileNets leave depthwise filters unregularised
 };
 
+// slim.separable_conv2d with num_outputs: a depthwise convolution ("<name>/depthwise", no bias, no
+// activation) then a 1x1 convolution ("<name>", weights "pointwise_weights") with ConvDefaults'
+// normalizer and activation, both with parameters in slim's one scope "<name>".
+struct SeparableArgs {
+  int filters = 0;
+  std::vector<int> kernel;
+  std::vector<int> stride{1};
+  int multiplier = 1;
+  std::optional<std::string> padding;  // default: ConvDefaults::padding
+  std::optional<bool> normalize;       // default: ConvDefaults::batch_norm present
+  std::optional<bool> relu;            // default: ConvDefaults::relu
+  std::optional<InitSpec> weight_init; // both filters; default ConvDefaults::weight_init
+  std::optional<bool> weight_decay;    // both filters; default ConvDefaults::weight_decay
+};
+
 struct FcDefaults {
   InitSpec weight_init, bias_init;
   bool relu = true;
@@ -95,6 +110,7 @@ class NetBuilder {
 
   std::string conv2d(const std::string& in, const std::string& name, const ConvArgs& args);
   std::string depthwise_conv2d(const std::string& in, const std::string& name, const DepthwiseArgs& args);
+  std::string separable_conv2d(const std::string& in, const std::string& name, const SeparableArgs& args);
   std::string relu6(const std::string& in, const std::string& name);
   std::string batch_norm(const std::string& in, const std::string& name, const BatchNormLayer& bn);
   std::string relu(const std::string& in, const std::string& name);

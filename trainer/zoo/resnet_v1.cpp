@@ -6,6 +6,7 @@
 //   by 2 (in its 3x3 conv); shortcut: identity (max-pool 1x1 subsample when striding) when the depth
 //   is unchanged, else 1x1 conv + BN; output relu(shortcut + residual)
 //   head: global average pool, logits (slim's 1x1 conv with bias, here a fully connected layer)
+// Units per block: 50 [3, 4, 6, 3], 101 [3, 4, 23, 3], 152 [3, 8, 36, 3], 200 [3, 24, 36, 3].
 // resnet_v1_18 is not in TF-slim: He et al.'s ResNet-18 (basic blocks of two 3x3 convs, [2, 2, 2, 2]
 // units, the first unit of blocks 2-4 striding, projection shortcuts where the depth changes) with
 // slim's names ("basic_v1") and arg scope; torchvision's resnet18 has the same 11,689,512 parameters.
@@ -53,6 +54,7 @@ NetDef build_resnet_v1(const ZooOptions& o, int depth) {
     case 50: units = {3, 4, 6, 3}; break;
     case 101: units = {3, 4, 23, 3}; break;
     case 152: units = {3, 8, 36, 3}; break;
+    case 200: units = {3, 24, 36, 3}; break;
     default: throw ConfigError(str("resnet_v1: no depth ", depth));
   }
   NetBuilder b(str("resnet_v1_", depth), {o.channels, o.height, o.width});

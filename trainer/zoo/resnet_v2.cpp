@@ -4,7 +4,7 @@
 //   unchanged, else a 1x1 conv of preact with a bias; residual: conv1 1x1 and conv2 3x3 (stride,
 //   conv2d_same) with BN + ReLU, conv3 1x1 with a bias and nothing after; output shortcut + residual
 //   after the blocks: postnorm BN + ReLU, global average pool, logits
-// Blocks and strides as resnet_v1 (the last unit of blocks 1-3 strides). Keras' ResNet50V2 is the same
+// Blocks, units and strides as resnet_v1 (the last unit of blocks 1-3 strides): 50 / 101 / 152 / 200. Keras' ResNet50V2 is the same
 // net: 25,568,360 trainable parameters and 45,440 moving statistics with 1000 classes.
 #include "core/check.h"
 #include "trainer/zoo/builders.h"
@@ -38,8 +38,14 @@ std::string bottleneck_v2(NetBuilder& b, const std::string& x, int depth, int bo
 }  // namespace
 
 NetDef build_resnet_v2(const ZooOptions& o, int depth) {
-  if (depth != 50) throw ConfigError(str("resnet_v2: no depth ", depth));
-  const std::vector<int> units = {3, 4, 6, 3};
+  std::vector<int> units;
+  switch (depth) {
+    case 50: units = {3, 4, 6, 3}; break;
+    case 101: units = {3, 4, 23, 3}; break;
+    case 152: units = {3, 8, 36, 3}; break;
+    case 200: units = {3, 24, 36, 3}; break;
+    default: throw ConfigError(str("resnet_v2: no depth ", depth));
+  }
   NetBuilder b(str("resnet_v2_", depth), {o.channels, o.height, o.width});
   b.conv_defaults.weight_init = variance_scaling();
   b.conv_defaults.bias_init = zeros_init();

@@ -25,8 +25,16 @@ const std::vector<ZooModel>& zoo_models() {
          [](const ZooOptions& o) { return build_resnet_v1(o, 101); }},
         {"resnet_v1_152", "TF-slim resnet_v1_152", 224, 1, 3, 1000,
          [](const ZooOptions& o) { return build_resnet_v1(o, 152); }},
+        {"resnet_v1_200", "TF-slim resnet_v1_200", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v1(o, 200); }},
         {"resnet_v2_50", "TF-slim resnet_v2_50 (pre-activation)", 224, 1, 3, 1000,
          [](const ZooOptions& o) { return build_resnet_v2(o, 50); }},
+        {"resnet_v2_101", "TF-slim resnet_v2_101 (pre-activation)", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v2(o, 101); }},
+        {"resnet_v2_152", "TF-slim resnet_v2_152 (pre-activation)", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v2(o, 152); }},
+        {"resnet_v2_200", "TF-slim resnet_v2_200 (pre-activation)", 224, 1, 3, 1000,
+         [](const ZooOptions& o) { return build_resnet_v2(o, 200); }},
         {"mobilenet_v1", "TF-slim mobilenet_v1 (depth multiplier 1.0)", 224, 32, 3, 1000,
          [](const ZooOptions& o) { return build_mobilenet_v1(o, 1.0); }},
         {"mobilenet_v1_075", "TF-slim mobilenet_v1_075 (depth multiplier 0.75)", 224, 32, 3, 1000,
@@ -45,11 +53,28 @@ const std::vector<ZooModel>& zoo_models() {
         {"vgg_11", "TF-slim vgg_a (VGG-11; alias of vgg_a)", 224, 32, 3, 1000, [](const ZooOptions& o) { return build_vgg(o, 11); }},
         {"vgg_16", "TF-slim vgg_16", 224, 32, 3, 1000, [](const ZooOptions& o) { return build_vgg(o, 16); }},
         {"vgg_19", "TF-slim vgg_19", 224, 32, 3, 1000, [](const ZooOptions& o) { return build_vgg(o, 19); }},
+        {"alexnet_v2", "TF-slim alexnet_v2 (5 convs, fc6 5x5, fc7, fc8; no LRN)", 224, 67, 3, 1000, build_alexnet_v2},
+        {"overfeat", "TF-slim overfeat (the fast model: 5 convs, fc6 6x6, fc7, fc8)", 231, 71, 3, 1000,
+         build_overfeat},
+        {"inception_v1", "TF-slim inception_v1 (GoogLeNet with batch norm, no aux heads)", 224, 32, 3, 1000,
+         build_inception_v1},
+        {"inception_v2", "TF-slim inception_v2 (BN-Inception, separable 7x7 stem)", 224, 32, 3, 1000,
+         build_inception_v2},
         {"inception_v3", "TF-slim inception_v3 with aux logits (loss weight 0.4)", 299, 75, 3, 1000,
          build_inception_v3},
+        {"inception_v4", "TF-slim inception_v4 with aux logits (loss weight 0.4)", 299, 75, 3, 1000,
+         build_inception_v4},
         {"inception_resnet_v2", "TF-slim inception_resnet_v2 with aux logits (FastNN's default model)", 299, 75, 3,
          1000, build_inception_resnet_v2},
     };
+    for (ZooModel& z : m) {
+      const std::string& n = z.name;
+      if (n == "lenet" || n == "mlp") z.preset = "lenet";
+      else if (n == "cifarnet" || n.starts_with("resnet_cifar")) z.preset = "cifarnet";
+      else if (n.starts_with("vgg") || n == "alexnet_v2" || n == "overfeat") z.preset = "vgg";
+      else if (n.starts_with("resnet_v")) z.preset = "resnet";
+      z.has_aux_logits = n == "inception_v3" || n == "inception_v4" || n == "inception_resnet_v2";
+    }
     std::sort(m.begin(), m.end(), [](const ZooModel& a, const ZooModel& b) { return a.name < b.name; });
     return m;
   }();

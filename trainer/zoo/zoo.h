@@ -36,6 +36,11 @@ struct ZooModel {
   int default_channels = 3;
   int default_classes = 1000;
   NetDef (*build)(const ZooOptions& resolved) = nullptr;  // options with every 0 resolved
+  // The preprocessing preset (pipeline/preset.h) a run uses when preprocessing_name is not set:
+  // TF-slim's preprocessing_factory (vgg for alexnet_v2 / overfeat / vgg_*, inception for the
+  // Inception, MobileNet and NASNet families) with FastNN's own lenet, cifarnet and resnet presets.
+  std::string preset = "inception";
+  bool has_aux_logits = false;  // builds an auxiliary head unless ZooOptions::aux_logits is false
 };
 
 // Every model, sorted by name.

@@ -27,6 +27,15 @@
 //                             with 1000 classes. TF-slim's table (mobilenet/README.md) counts weights
 //                             without the batch-norm gamma/beta: 3.47 M = 3,506,153 - 34,112 (1001 classes).
 //   mobilenet_v2_140 / _035   The same way: 6.06 M = 6,110,569 - 47,936; 1.66 M = 1,678,409 - 14,080.
+//   resnet_v2_101 / _152      Keras ResNet101V2 / ResNet152V2 (the same nets as slim's, as for 50):
+//                             44,675,560 / 60,380,648 parameters in all, trainable + moving statistics.
+//   inception_v1              torchvision googlenet (slim's layout, 3x3 "5x5" branches included, no aux
+//                             heads, BN with gamma): 6,624,904 = slim's trainable + one gamma per BN
+//                             channel (state / 2).
+//   inception_v4              timm's inception_v4 (a port of slim's checkpoint, BN with gamma, no aux
+//                             head): 42.68 M = slim's trainable without the aux head + state / 2.
+//   alexnet_v2, overfeat, inception_v2, resnet_v1_200, resnet_v2_200: no published count; the expected
+//                             numbers are computed from slim's layer shapes (docs/MODELS.md).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -36,6 +45,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "trainer/graph/net_plan.h"
 #include "trainer/graph/statistics.h"
@@ -66,7 +76,7 @@ TEST_P(ZooParams, MatchPublishedCounts) {
   const graph::NetPlan plan = graph::NetPlan::make(net, {});
   EXPECT_EQ(plan.trainable_param_count(), e.trainable) << e.model;
   if (e.state >= 0) EXPECT_EQ(plan.state_count(), e.state) << e.model;
-  EXPECT_EQ(net.has_aux_logits(), e.options.aux_logits && (e.model == "inception_v3" || e.model == "inception_resnet_v2"));
+  EXPECT_EQ(net.has_aux_logits(), e.options.aux_logits && zoo::zoo_model(e.model).has_aux_logits);
   // Shape inference only: cheap even for 60 M parameters.
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
 }
@@ -93,7 +103,18 @@ INSTANTIATE_TEST_SUITE_P(
                     Expected{"mobilenet_v2", {.num_classes = 1001}, 3'506'153, 34'112},
                     Expected{"mobilenet_v2_140", {.num_classes = 1001}, 6'110'569, 47'936},
                     Expected{"mobilenet_v2_035", {.num_classes = 1001}, 1'678'409, 14'080},
-                    Expected{"vgg_a", {}, 132'863'336, 0}),
+                    Expected{"vgg_a", {}, 132'863'336, 0},
+                    Expected{"resnet_v2_101", {}, 44'675'560 - 97'664, 97'664},
+                    Expected{"resnet_v2_152", {}, 60'380'648 - 143'744, 143'744},
+                    Expected{"inception_v1", {}, 6'624'904 - 14'560 / 2, 14'560},
+                    Expected{"inception_v4", {.aux_logits = false}, 42'679'816 - 63'168 / 2, 63'168},
+                    // Computed from TF-slim's definitions (docs/MODELS.md shows the sums).
+                    Expected{"alexnet_v2", {}, 50'303'912, 0}, Expected{"alexnet_v2", {.num_classes = 1001}, 50'308'009, 0},
+                    Expected{"overfeat", {}, 145'704'424, 0}, Expected{"overfeat", {.num_classes = 1001}, 145'708'521, 0},
+                    Expected{"inception_v2", {}, 11'178'336, 19'776},
+                    Expected{"inception_v4", {}, 42'648'232 + 3'358'568, 63'168 + 2 * (128 + 768)},
+                    Expected{"resnet_v1_200", {}, 64'673'832, 176'000},
+                    Expected{"resnet_v2_200", {}, 64'726'120, 168'320}),
     [](const testing::TestParamInfo<Expected>& i) { return case_name(i.param); });
 
 TEST(ZooParams, EveryModelIsCovered) {
@@ -102,7 +123,8 @@ TEST(ZooParams, EveryModelIsCovered) {
                         "vgg_16", "vgg_19", "inception_v3", "inception_resnet_v2", "resnet_cifar_20",
                         "resnet_cifar_56", "lenet", "mlp", "cifarnet", "mobilenet_v1", "mobilenet_v1_075",
                         "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035",
-                        "vgg_a"})
+                        "vgg_a", "alexnet_v2", "overfeat", "inception_v1", "inception_v2", "inception_v4",
+                        "resnet_v1_200", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200"})
     tested.insert(m);
   for (const std::string& name : zoo::zoo_model_names()) EXPECT_TRUE(tested.count(name)) << name;
 }
@@ -246,14 +268,132 @@ TEST(ZooRegistry, UnknownNamesListTheZooAndSizesAreChecked) {
   EXPECT_THROW(zoo::build_net("lenet", {.num_classes = -1}), ConfigError);
   // The smallest documented inputs are valid nets.
   for (const zoo::ZooModel& m : zoo::zoo_models()) {
-    const bool aux = m.name == "inception_v3" || m.name == "inception_resnet_v2";
-    const zoo::ZooOptions o{.height = m.min_size, .width = m.min_size, .aux_logits = !aux};
+    const zoo::ZooOptions o{.height = m.min_size, .width = m.min_size, .aux_logits = !m.has_aux_logits};
     EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m.name, o), {})) << m.name;
   }
-  for (const char* m : {"inception_v3", "inception_resnet_v2"}) {
+  for (const char* m : {"inception_v3", "inception_v4", "inception_resnet_v2"}) {
     EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m, {.height = 107, .width = 107}), {})) << m;
     EXPECT_THROW(zoo::build_net(m, {.height = 106, .width = 106}), ConfigError) << m;
   }
+}
+
+}  // namespace
+}  // namespace fastnn
+
+namespace fastnn {
+namespace {
+
+std::map<std::string, Shape> trainable_shapes(const std::string& m, zoo::ZooOptions o = {}) {
+  std::map<std::string, Shape> out;
+  const graph::NetPlan plan = graph::NetPlan::make(zoo::build_net(m, o), {});
+  for (const graph::PlanNode& n : plan.nodes())
+    for (const graph::PlannedTensor& p : n.params)
+      if (p.trainable) out[p.name] = p.spec.shape;
+  return out;
+}
+
+// TF-slim's variable names (scopes and quirks) for the nets added with issue 16.
+TEST(ZooRegistry, NewNetsUseSlimNames) {
+  const auto a = trainable_shapes("alexnet_v2", {.num_classes = 1001});
+  EXPECT_EQ(a.at("alexnet_v2/conv1/weights"), (Shape{64, 3, 11, 11}));
+  EXPECT_EQ(a.at("alexnet_v2/fc6/weights"), (Shape{4096, 256, 5, 5}));
+  EXPECT_EQ(a.at("alexnet_v2/fc8/biases"), (Shape{1001}));
+  const auto o = trainable_shapes("overfeat");
+  EXPECT_EQ(o.at("overfeat/fc6/weights"), (Shape{3072, 1024, 6, 6}));
+  EXPECT_EQ(o.at("overfeat/conv2/weights"), (Shape{256, 64, 5, 5}));
+
+  const auto v1 = trainable_shapes("inception_v1");
+  EXPECT_EQ(v1.at("InceptionV1/Conv2d_1a_7x7/weights"), (Shape{64, 3, 7, 7}));
+  EXPECT_EQ(v1.at("InceptionV1/Mixed_5b/Branch_2/Conv2d_0a_3x3/weights"), (Shape{128, 32, 3, 3}));  // slim's name
+  EXPECT_EQ(v1.at("InceptionV1/Mixed_5c/Branch_2/Conv2d_0b_3x3/weights"), (Shape{128, 48, 3, 3}));
+  EXPECT_TRUE(v1.count("InceptionV1/Logits/Conv2d_0c_1x1/biases"));
+  EXPECT_FALSE(v1.count("InceptionV1/Conv2d_1a_7x7/BatchNorm/gamma"));
+
+  // InceptionV2's stem is slim.separable_conv2d outside the arg scope's normalizer: two filters in one
+  // scope, a bias, no batch norm.
+  const auto v2 = trainable_shapes("inception_v2");
+  EXPECT_EQ(v2.at("InceptionV2/Conv2d_1a_7x7/depthwise_weights"), (Shape{24, 1, 7, 7}));
+  EXPECT_EQ(v2.at("InceptionV2/Conv2d_1a_7x7/pointwise_weights"), (Shape{64, 24, 1, 1}));
+  EXPECT_EQ(v2.at("InceptionV2/Conv2d_1a_7x7/biases"), (Shape{64}));
+  EXPECT_FALSE(v2.count("InceptionV2/Conv2d_1a_7x7/BatchNorm/beta"));
+  EXPECT_EQ(v2.at("InceptionV2/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights"), (Shape{128, 1024, 1, 1}));
+  EXPECT_TRUE(v2.count("InceptionV2/Logits/Conv2d_1c_1x1/weights"));
+
+  const auto v4 = trainable_shapes("inception_v4");
+  EXPECT_EQ(v4.at("InceptionV4/Mixed_3a/Branch_1/Conv2d_0a_3x3/weights"), (Shape{96, 64, 3, 3}));
+  EXPECT_EQ(v4.at("InceptionV4/Mixed_6h/Branch_2/Conv2d_0e_1x7/weights"), (Shape{256, 224, 1, 7}));
+  EXPECT_EQ(v4.at("InceptionV4/Mixed_7d/Branch_2/Conv2d_0c_1x3/weights"), (Shape{512, 448, 1, 3}));
+  EXPECT_EQ(v4.at("InceptionV4/AuxLogits/Conv2d_2a/weights"), (Shape{768, 128, 5, 5}));
+  EXPECT_EQ(v4.at("InceptionV4/AuxLogits/Aux_logits/weights"), (Shape{1000, 768}));
+  EXPECT_EQ(v4.at("InceptionV4/Logits/Logits/weights"), (Shape{1000, 1536}));
+
+  EXPECT_TRUE(trainable_shapes("resnet_v1_200").count("resnet_v1_200/block2/unit_24/bottleneck_v1/conv3/weights"));
+  const auto r2 = trainable_shapes("resnet_v2_200");
+  EXPECT_TRUE(r2.count("resnet_v2_200/block2/unit_24/bottleneck_v2/conv3/biases"));
+  EXPECT_FALSE(r2.count("resnet_v2_200/block2/unit_25/bottleneck_v2/conv3/biases"));
+  EXPECT_TRUE(trainable_shapes("resnet_v2_101").count("resnet_v2_101/block3/unit_23/bottleneck_v2/preact/beta"));
+}
+
+// Sizes: the classifier kernels follow the map below the default, and a map larger than slim's
+// fixed kernel (which slim's spatial squeeze would refuse) is an error.
+TEST(ZooRegistry, NewNetsCheckTheirSizes) {
+  for (auto [m, lo, hi] : {std::tuple{"alexnet_v2", 67, 226}, std::tuple{"overfeat", 71, 262},
+                           std::tuple{"inception_v1", 32, 224}, std::tuple{"inception_v2", 32, 224}}) {
+    EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m, {.height = lo, .width = lo}), {})) << m;
+    EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m, {.height = hi, .width = hi}), {})) << m;
+    EXPECT_THROW(zoo::build_net(m, {.height = hi + 1, .width = hi + 1}), ConfigError) << m;
+    EXPECT_THROW(zoo::build_net(m, {.height = lo - 1, .width = lo - 1}), ConfigError) << m;
+  }
+  EXPECT_THROW(zoo::build_net("inception_v4", {.height = 106, .width = 106}), ConfigError);  // aux needs 107
+  EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net("inception_v4", {.height = 400, .width = 400}), {}));
+}
+
+// Multiply-adds at the default size: torchvision's googlenet 1.50 G (the same layers; its aux heads
+// are off in eval); Szegedy et al. 2016 give Inception-v4 about 12.3 G (no aux head here).
+TEST(ZooFlops, InceptionsAsPublished) {
+  const auto gmacs = [](const std::string& m, zoo::ZooOptions o = {}) {
+    return static_cast<double>(graph::model_statistics(zoo::build_net(m, o)).flops) / 2e9;
+  };
+  EXPECT_NEAR(gmacs("inception_v1"), 1.50, 0.01);
+  EXPECT_NEAR(gmacs("inception_v4", {.aux_logits = false}), 12.3, 0.1);
+}
+
+// The default preprocessing follows TF-slim's preprocessing_factory, with FastNN's own presets.
+TEST(ZooRegistry, DefaultPresets) {
+  EXPECT_EQ(zoo::zoo_model("alexnet_v2").preset, "vgg");
+  EXPECT_EQ(zoo::zoo_model("overfeat").preset, "vgg");
+  EXPECT_EQ(zoo::zoo_model("vgg_16").preset, "vgg");
+  EXPECT_EQ(zoo::zoo_model("inception_v4").preset, "inception");
+  EXPECT_EQ(zoo::zoo_model("mobilenet_v2").preset, "inception");
+  EXPECT_EQ(zoo::zoo_model("resnet_v2_200").preset, "resnet");
+  EXPECT_EQ(zoo::zoo_model("resnet_cifar_20").preset, "cifarnet");
+  EXPECT_EQ(zoo::zoo_model("mlp").preset, "lenet");
+  EXPECT_EQ(zoo::zoo_model("overfeat").default_size, 231);
+}
+
+// LayerDef.param_scope / ConvLayer.weights_name give slim's separable_conv2d names; a name that two
+// layers would both own is refused instead of silently aliasing two tensors.
+TEST(ZooRegistry, ParamScopeNamesAndRefusesDuplicates) {
+  NetDef net;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    input { channels: 2 height: 4 width: 4 }
+    layers { name: "s/depthwise" inputs: "data" param_scope: "s"
+             depthwise_conv { kernel: 3 padding: "same" multiplier: 2 bias: false } }
+    layers { name: "s" inputs: "s/depthwise" conv { filters: 3 kernel: 1 weights_name: "pointwise_weights" } }
+    layers { name: "fc" inputs: "s" fully_connected { units: 2 } }
+    logits: "fc"
+  )pb", &net));
+  std::set<std::string> names;
+  const graph::NetPlan plan = graph::NetPlan::make(net, {});
+  for (const graph::PlanNode& n : plan.nodes())
+    for (const graph::PlannedTensor& p : n.params) names.insert(p.name);
+  EXPECT_EQ(names, (std::set<std::string>{"s/depthwise_weights", "s/pointwise_weights", "s/biases", "fc/weights",
+                                          "fc/biases"}));
+  net.mutable_layers(0)->mutable_depthwise_conv()->set_bias(true);  // "s/biases" twice
+  EXPECT_THROW(graph::NetPlan::make(net, {}), ConfigError);
+  net.mutable_layers(0)->mutable_depthwise_conv()->set_bias(false);
+  net.mutable_layers(1)->mutable_conv()->set_weights_name("bad/name");
+  EXPECT_THROW(graph::NetPlan::make(net, {}), ConfigError);
 }
 
 }  // namespace

@@ -73,7 +73,11 @@ INSTANTIATE_TEST_SUITE_P(
                     StepCase{"mobilenet_v1_075", 32, 2}, StepCase{"mobilenet_v1_050", 32, 2},
                     StepCase{"mobilenet_v1_025", 32, 2}, StepCase{"mobilenet_v2", 32, 2},
                     StepCase{"mobilenet_v2_140", 32, 2}, StepCase{"mobilenet_v2_035", 32, 2},
-                    StepCase{"vgg_a", 32, 2}),
+                    StepCase{"vgg_a", 32, 2}, StepCase{"alexnet_v2", 67, 2}, StepCase{"overfeat", 71, 2},
+                    StepCase{"inception_v1", 32, 2}, StepCase{"inception_v2", 32, 2},
+                    StepCase{"inception_v4", 107, 2}, StepCase{"resnet_v1_200", 32, 2},
+                    StepCase{"resnet_v2_101", 32, 2}, StepCase{"resnet_v2_152", 32, 2},
+                    StepCase{"resnet_v2_200", 32, 2}),
     [](const testing::TestParamInfo<StepCase>& i) { return i.param.model; });
 
 TEST(ZooStep, EveryModelIsCovered) {
@@ -81,7 +85,9 @@ TEST(ZooStep, EveryModelIsCovered) {
                                 "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v2_50", "vgg_11", "vgg_16",
                                 "vgg_19", "inception_v3", "inception_resnet_v2", "mobilenet_v1", "mobilenet_v1_075",
                                 "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140",
-                                "mobilenet_v2_035", "vgg_a"};
+                                "mobilenet_v2_035", "vgg_a", "alexnet_v2", "overfeat", "inception_v1",
+                                "inception_v2", "inception_v4", "resnet_v1_200", "resnet_v2_101", "resnet_v2_152",
+                                "resnet_v2_200"};
   for (const std::string& name : zoo::zoo_model_names()) EXPECT_TRUE(covered.count(name)) << name;
 }
 
