@@ -20,5 +20,6 @@ void add_bench_allreduce_command(CLI::App& bench);  // `bench allreduce`, likewi
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 
 }  // namespace fastnn::cli
