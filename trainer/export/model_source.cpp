@@ -73,7 +73,7 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
     s.seed = o.seed;
   }
   s.net = zoo::build_net(m.model_name, {.num_classes = m.num_classes, .height = m.height, .width = m.width,
-                                        .channels = m.channels});
+                                        .channels = m.channels, .aux_logits = false});
   pipeline::PreprocessConfig p;
   p.preset = m.preset;
   p.train = false;

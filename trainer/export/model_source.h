@@ -8,6 +8,7 @@
 //               from `seed` as `fastnn train` would start: for checking a deployment tool chain, the
 //               graph and the preprocessing before a model is trained (and for testing every zoo model
 //               at a reduced size)
+// The auxiliary head of the Inception nets is training-only and not built (its arrays stay unread).
 // Exactly one of the two (ConfigError otherwise). The preprocessing is the preset's evaluation variant,
 // as predict and eval apply it: its mean / scale (input = (pixel - mean) * scale per channel, pixels
 // 0..255) and geometry go into the ONNX metadata (metadata(), keys in docs/INFERENCE.md).

@@ -13,7 +13,7 @@ namespace fastnn::onnx_export {
 namespace fs = std::filesystem;
 namespace {
 
-std::string temp_beside(const fs::path& p) { return (p.parent_path() / ("." + p.filename().string() + ".fastnn-tmp")).string(); }
+std::string temp_beside(const fs::path& p) { return (p.parent_path() / str(".", p.filename().string(), ".fastnn-tmp")).string(); }
 
 void rename_into_place(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
@@ -68,6 +68,11 @@ WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, E
   if (big && external == External::kNever)
     throw ConfigError(str(path, ": the model is ", model.ByteSizeLong() >> 20,
                           " MiB, beyond protobuf's 2 GiB limit for one file; it needs external data"));
+  if (!out_path.parent_path().empty()) {
+    std::error_code ec;
+    fs::create_directories(out_path.parent_path(), ec);
+    if (ec) throw IoError(str(out_path.parent_path().string(), ": cannot create: ", ec.message()));
+  }
   WrittenModel w;
   w.model_path = path;
   const std::string data_name = out_path.filename().string() + ".data";

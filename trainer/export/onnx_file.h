@@ -7,7 +7,7 @@
 // ONNX spec wants), offset, length}, offsets aligned to 4096 bytes so runtimes can mmap them. Smaller
 // initializers stay inline. onnx.load / onnx.checker.check_model(path) / onnxruntime read both forms.
 //
-// Files are written under temporary names beside the output and renamed into place, the data file
+// The output's folder is created when missing. Files are written under temporary names beside the output and renamed into place, the data file
 // first, so a model file never names data that is not there; an existing output is replaced (a
 // "<name>.data" left by an earlier external export is left alone: an inline model does not read it).
 // Errors: IoError naming the path.
