@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   fastnn::cli::add_eval_command(app);
   fastnn::cli::add_predict_command(app);
   fastnn::cli::add_models_command(app);
+  fastnn::cli::add_export_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

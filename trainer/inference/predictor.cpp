@@ -88,6 +88,23 @@ std::vector<std::pair<int, double>> top_k_softmax(const float* z, int classes, i
   return out;
 }
 
+ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
+  if (!l.meta.has_config() || l.meta.config().model_name().empty())
+    throw FormatError(str(l.prefix, ": the checkpoint's metadata holds no job config with a model_name"));
+  ModelInfo m;
+  m.config = l.meta.config();
+  m.checkpoint = l.prefix;
+  m.step = l.meta.step();
+  m.model_name = m.config.model_name();
+  const zoo::ZooModel& zm = zoo::zoo_model(m.model_name);
+  m.num_classes = class_count(m.config, l);
+  m.height = m.width = zm.default_size;
+  m.channels = zm.default_channels;
+  m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
+  m.class_names = class_names(l.prefix, m.config, m.num_classes);
+  return m;
+}
+
 struct Predictor::Impl {
   ModelInfo info;
   PredictorOptions options;
@@ -103,19 +120,8 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   Impl& s = *impl_;
   s.options = options;
   ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(checkpoint, {.optimizer = false});
-  if (!l.meta.has_config() || l.meta.config().model_name().empty())
-    throw FormatError(str(l.prefix, ": the checkpoint's metadata holds no job config with a model_name"));
+  s.info = describe_checkpoint(l);
   ModelInfo& m = s.info;
-  m.config = l.meta.config();
-  m.checkpoint = l.prefix;
-  m.step = l.meta.step();
-  m.model_name = m.config.model_name();
-  const zoo::ZooModel& zm = zoo::zoo_model(m.model_name);
-  m.num_classes = class_count(m.config, l);
-  m.height = m.width = zm.default_size;
-  m.channels = zm.default_channels;
-  m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
-  m.class_names = class_names(l.prefix, m.config, m.num_classes);
   s.labels_offset = m.config.labels_offset();
   s.batch = options.batch_size > 0 ? options.batch_size : std::max(1, m.config.batch_size());
   if (options.top_k < 1) throw ConfigError(str("top_k must be at least 1, not ", options.top_k));

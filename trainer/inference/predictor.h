@@ -28,6 +28,10 @@
 #include "schemas/job_config.pb.h"
 #include "trainer/inference/predict_inputs.h"
 
+namespace fastnn::ckpt {
+struct LoadedCheckpoint;
+}
+
 namespace fastnn::inference {
 
 struct PredictorOptions {
@@ -53,6 +57,10 @@ struct Prediction {
   std::vector<std::pair<int, double>> topk;  // (class id, probability), best first
   int label() const { return topk.front().first; }
 };
+
+// The model a checkpoint holds, from its metadata (the rules above): everything but `device`.
+// FormatError when the metadata has no job config with a model_name. Also used by `fastnn export`.
+ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& checkpoint);
 
 // The k best classes of one row of logits with their softmax probabilities (double precision).
 std::vector<std::pair<int, double>> top_k_softmax(const float* logits, int classes, int k);

@@ -1,0 +1,82 @@
+// `fastnn export --checkpoint RUN_OR_CKPT --format onnx --output model.onnx [--dtype float32|float16]`:
+// a trained model as an ONNX file (opset 17, dynamic batch, preprocessing in its metadata; external
+// weight data beyond 2 GiB). `--model_name NAME` instead of --checkpoint exports a zoo model freshly
+// initialised. The exporter is trainer/export/export_model.h; docs/INFERENCE.md describes the file.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "trainer/export/export_model.h"
+
+namespace fastnn::cli {
+namespace {
+
+struct ExportArgs {
+  std::string checkpoint, model_name, output, format = "onnx", dtype = "float32", external = "auto", test_data;
+  int num_classes = 0, image_size = 0, test_samples = 8;
+  uint64_t seed = 0;
+  bool quiet = false;
+};
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto a = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand("export", "Export a trained model as ONNX (opset 17) for onnxruntime, TensorRT...");
+  auto* ckpt = cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)");
+  auto* zoo = cmd->add_option("--model_name,--model-name", a->model_name,
+                              "Instead of a checkpoint: a zoo model, freshly initialised (untrained)");
+  ckpt->excludes(zoo);
+  cmd->add_option("--output,-o", a->output, "The ONNX file to write (its weights go to <output>.data when external)")
+      ->required();
+  cmd->add_option("--format", a->format, "Export format")->check(CLI::IsMember({"onnx"}));
+  cmd->add_option("--dtype", a->dtype, "Weights and compute: float32 or float16 (inputs and logits stay float32)")
+      ->check(CLI::IsMember({"float32", "float16"}));
+  cmd->add_option("--external_data,--external-data", a->external,
+                  "Weights as ONNX external data: auto (beyond protobuf's 2 GiB), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_option("--num_classes,--num-classes", a->num_classes, "With --model_name: classes (default: the model's)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--image_size,--image-size", a->image_size, "With --model_name: input height = width (default: the model's)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--seed", a->seed, "With --model_name: initialisation seed");
+  cmd->add_option("--test_data,--test-data", a->test_data,
+                  "Also write reference inputs and fastnn's logits here (ONNX test_data_set_0 layout)");
+  cmd->add_option("--test_samples,--test-samples", a->test_samples, "Samples in the test data")->check(CLI::Range(1, 4096));
+  cmd->add_flag("--quiet,-q", a->quiet, "No summary on stderr");
+  cmd->callback([a] {
+    if (a->checkpoint.empty() && a->model_name.empty()) throw ConfigError("export: give --checkpoint (or --model_name)");
+    onnx_export::ExportRequest r;
+    r.source = {.checkpoint = a->checkpoint, .model_name = a->model_name, .num_classes = a->num_classes,
+                .image_size = a->image_size, .seed = a->seed};
+    r.output = a->output;
+    r.float16 = a->dtype == "float16";
+    r.external = a->external == "always" ? onnx_export::External::kAlways
+                 : a->external == "never" ? onnx_export::External::kNever
+                                          : onnx_export::External::kAuto;
+    r.test_data_dir = a->test_data;
+    r.test_samples = a->test_samples;
+    r.producer_version = FASTNN_VERSION;
+    const onnx_export::ExportReport rep = onnx_export::export_model(r);
+    if (a->quiet) return;
+    const inference::ModelInfo& m = rep.model;
+    std::string ops;
+    for (const auto& [op, n] : rep.op_types) ops += str(ops.empty() ? "" : " ", op, ":", n);
+    std::fprintf(stderr, "export: %s: %s, %d classes, %dx%dx%d NCHW, %s preprocessing, %s\n",
+                 m.checkpoint.empty() ? "zoo (initialised)" : m.checkpoint.c_str(), m.model_name.c_str(), m.num_classes,
+                 m.height, m.width, m.channels, m.preset.c_str(), a->dtype.c_str());
+    std::fprintf(stderr, "export: %lld nodes (%s), %lld initializers, %lld parameters\n",
+                 static_cast<long long>(rep.nodes), ops.c_str(), static_cast<long long>(rep.initializers),
+                 static_cast<long long>(rep.parameters));
+    std::fprintf(stderr, "export: wrote %s (%llu bytes)", rep.files.model_path.c_str(),
+                 static_cast<unsigned long long>(rep.files.model_bytes));
+    if (!rep.files.data_path.empty())
+      std::fprintf(stderr, " + external data %s (%d tensors, %llu bytes)", rep.files.data_path.c_str(),
+                   rep.files.external_tensors, static_cast<unsigned long long>(rep.files.data_bytes));
+    std::fprintf(stderr, "\n");
+  });
+}
+
+}  // namespace fastnn::cli

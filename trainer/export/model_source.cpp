@@ -1,0 +1,151 @@
+#include "trainer/export/model_source.h"
+
+#include <charconv>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "pipeline/preset.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/loop/run_setup.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::onnx_export {
+namespace {
+
+// Shortest decimals that read back as the same floats ("0.0078125,0.0078125").
+std::string join(const float* v, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v[i]);
+    if (i) s += ',';
+    s.append(buf, r.ptr);
+  }
+  return s;
+}
+
+// The evaluation geometry of a resolved preset, in words (what a caller must do before the mean / scale).
+std::string eval_geometry(const pipeline::PreprocessConfig& c) {
+  const std::string out = str(c.height, "x", c.width);
+  switch (pipeline::parse_preset(c.preset)) {
+    case pipeline::PresetKind::kLenet:
+    case pipeline::PresetKind::kCifarnet:
+      return str("centre crop or zero-pad to ", out, " (no resampling)");
+    case pipeline::PresetKind::kInception:
+      return str("central crop of ", c.central_fraction * 100, "% of each side, bilinear resize to ", out);
+    case pipeline::PresetKind::kVgg:
+      return str("bilinear resize of the shorter side to ", c.eval_resize, ", centre crop ", out);
+  }
+  return "";
+}
+
+}  // namespace
+
+struct ModelSource::Impl {
+  inference::ModelInfo info;
+  NetDef net;
+  pipeline::PreprocessConfig pre;  // resolved
+  pipeline::OutputFormat format;
+  std::optional<ckpt::LoadedCheckpoint> checkpoint;
+  std::map<std::string, std::vector<float>> initial;  // zoo model: the initialised variables
+  uint64_t seed = 0;
+};
+
+ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  if (o.checkpoint.empty() == o.model_name.empty())
+    throw ConfigError("export: give either a checkpoint or a model_name (a zoo model, initialised), not both");
+  inference::ModelInfo& m = s.info;
+  if (!o.checkpoint.empty()) {
+    if (o.num_classes || o.image_size) throw ConfigError("export: num_classes and image_size come from the checkpoint");
+    s.checkpoint = ckpt::load_checkpoint(o.checkpoint, {.optimizer = false});
+    m = inference::describe_checkpoint(*s.checkpoint);
+  } else {
+    const zoo::ZooModel& zm = zoo::zoo_model(o.model_name);
+    m.model_name = o.model_name;
+    m.num_classes = o.num_classes > 0 ? o.num_classes : zm.default_classes;
+    m.height = m.width = o.image_size > 0 ? o.image_size : zm.default_size;
+    m.channels = zm.default_channels;
+    m.preset = loop::preset_for_model(o.model_name);
+    s.seed = o.seed;
+  }
+  s.net = zoo::build_net(m.model_name, {.num_classes = m.num_classes, .height = m.height, .width = m.width,
+                                        .channels = m.channels, .aux_logits = false});
+  pipeline::PreprocessConfig p;
+  p.preset = m.preset;
+  p.train = false;
+  p.height = m.height;
+  p.width = m.width;
+  p.channels = m.channels;
+  s.pre = pipeline::resolve_preset(p);
+  s.format = pipeline::output_format(s.pre);
+  if (!s.checkpoint) {
+    const graph::Graph g(s.net, {.batch_size = 1, .seed = s.seed});
+    for (const graph::NamedTensor& v : g.variables())
+      s.initial[v.name].assign(v.value.data<float>(), v.value.data<float>() + v.value.numel());
+  }
+}
+
+ModelSource::~ModelSource() = default;
+const inference::ModelInfo& ModelSource::info() const { return impl_->info; }
+const NetDef& ModelSource::net() const { return impl_->net; }
+float ModelSource::mean(int c) const { return impl_->format.mean[c]; }
+float ModelSource::scale(int c) const { return impl_->format.inv_std[c]; }
+
+std::vector<float> ModelSource::value(const std::string& name, const Shape& shape) const {
+  const Impl& s = *impl_;
+  if (s.checkpoint) {
+    const ckpt::ArrayView* a = s.checkpoint->weights.find(name);
+    if (!a) throw FormatError(str(s.checkpoint->prefix, ": no array named ", name));
+    if (a->shape != shape)
+      throw FormatError(str(s.checkpoint->prefix, ": array ", name, " has shape ", ckpt::shape_string(a->shape),
+                            ", the model ", ckpt::shape_string(shape)));
+    return ckpt::to_f32(*a);
+  }
+  auto it = s.initial.find(name);
+  FASTNN_CHECK(it != s.initial.end(), "export: no variable ", name);
+  return it->second;
+}
+
+graph::Graph ModelSource::make_graph(int64_t batch) const {
+  graph::Graph g(impl_->net, {.batch_size = batch, .seed = impl_->seed});
+  for (const graph::NamedTensor& v : g.variables()) {
+    const std::vector<float> x = value(v.name, v.value.shape());
+    Tensor t = v.value;
+    std::copy(x.begin(), x.end(), t.data<float>());
+  }
+  return g;
+}
+
+std::vector<std::pair<std::string, std::string>> ModelSource::metadata(bool float16) const {
+  const Impl& s = *impl_;
+  const inference::ModelInfo& m = s.info;
+  std::vector<std::pair<std::string, std::string>> md = {
+      {"fastnn.model_name", m.model_name},
+      {"fastnn.source", s.checkpoint ? m.checkpoint : str("initialised (seed ", s.seed, "), not trained")},
+      {"fastnn.step", str(m.step)},
+      {"fastnn.weights", float16 ? "float16" : "float32"},
+      {"fastnn.num_classes", str(m.num_classes)},
+      {"fastnn.input_name", "images"},
+      {"fastnn.input_layout", "NCHW"},
+      {"fastnn.input_height", str(m.height)},
+      {"fastnn.input_width", str(m.width)},
+      {"fastnn.input_channels", str(m.channels)},
+      {"fastnn.input_color", m.channels == 1 ? "grayscale" : m.channels == 3 ? "RGB" : str(m.channels, " channels")},
+      {"fastnn.input_mean", join(s.format.mean, m.channels)},
+      {"fastnn.input_scale", join(s.format.inv_std, m.channels)},
+      {"fastnn.input_formula", "images[n, c, y, x] = (pixel[y, x, c] - mean[c]) * scale[c], pixel in 0..255"},
+      {"fastnn.preprocessing", m.preset},
+      {"fastnn.resize", eval_geometry(s.pre)},
+      {"fastnn.output_name", "logits"},
+      {"fastnn.output", "logits [batch, num_classes], before softmax; class id = column"},
+  };
+  if (s.checkpoint) md.push_back({"fastnn.labels_offset", str(m.config.labels_offset())});
+  if (!m.class_names.empty()) md.push_back({"fastnn.class_names", nlohmann::json(m.class_names).dump()});
+  return md;
+}
+
+}  // namespace fastnn::onnx_export
