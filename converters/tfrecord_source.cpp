@@ -60,16 +60,18 @@ FileScan scan_file(const std::string& path, uint32_t file, const ForeignRecordPa
   TFRecordReader reader(path);
   std::string_view rec;
   uint64_t reported = 0;
+  uint64_t next_offset = 0;  // where the next frame starts (plain files: frames back to back)
   for (;;) {
     try {
       if (!reader.next(&rec)) break;
     } catch (const FormatError& e) {
       // Framing or CRC: nothing after this point of the file can be trusted.
       if (!skip_bad) throw;
-      out.skipped.push_back({str(path, "#", reader.record_offset()), str("rest of the file unreadable: ", e.what())});
+      out.skipped.push_back({str(path, "#", next_offset), str("rest of the file unreadable: ", e.what())});
       break;
     }
     const uint64_t offset = reader.record_offset();
+    next_offset = offset + tfrecord_frame_size(rec.size());
     try {
       if (rec.size() > UINT32_MAX) throw FormatError(str("record of ", rec.size(), " bytes"));
       SampleRef s;
