@@ -1,4 +1,5 @@
-// `fastnn check DIR`: verifies a shard set (CRCs, keys, labels, counts, balance) and prints a report;
+// `fastnn check DIR|PATTERNS`: verifies a shard set (CRCs, keys, labels, counts, balance), with or
+// without a manifest, and prints a report;
 // exits non-zero when anything is wrong. What is checked: converters/shard_check.h.
 #include <cstdio>
 #include <memory>
@@ -14,10 +15,17 @@ namespace {
 
 void print_report(const convert::CheckReport& r) {
   const Manifest& m = r.manifest;
-  std::printf("%s (%s), %lld classes, %lld GPUs × %lld shards per GPU, compression %s%s\n",
-              m.dataset.c_str(), m.created_by.c_str(), static_cast<long long>(m.num_classes()),
-              static_cast<long long>(r.num_gpus), static_cast<long long>(m.shards_per_gpu), m.compression.c_str(),
-              r.decoded ? ", every image decoded" : "");
+  if (r.has_manifest) {
+    std::printf("%s (%s), %lld classes, %lld GPUs × %lld shards per GPU, compression %s%s\n",
+                m.dataset.c_str(), m.created_by.c_str(), static_cast<long long>(m.num_classes()),
+                static_cast<long long>(r.num_gpus), static_cast<long long>(m.shards_per_gpu), m.compression.c_str(),
+                r.decoded ? ", every image decoded" : "");
+  } else {
+    std::printf("no manifest.json: TFRecord shards checked on their own, %lld classes (%s)%s\n",
+                static_cast<long long>(m.num_classes()),
+                r.labels_file.empty() ? "largest label + 1, no labels.txt" : r.labels_file.c_str(),
+                r.decoded ? ", every image decoded" : "");
+  }
   for (const convert::SplitReport& s : r.splits) {
     std::printf("\nsplit %s (balance: chi-square against the split's label histogram, error below p = %.2g)\n",
                 s.name.c_str(), s.p_threshold);
@@ -42,6 +50,7 @@ void print_report(const convert::CheckReport& r) {
   }
   for (const std::string& e : r.errors) std::printf("error: %s\n", e.c_str());
   for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
+  for (const std::string& n : r.not_checked) std::printf("not checked without a manifest: %s\n", n.c_str());
   std::printf("\n%llu records, %.1f MB checked in %.2f s: %s\n", static_cast<unsigned long long>(r.records),
               r.bytes / 1e6, r.seconds, r.ok() ? "OK" : str("FAILED, ", r.error_count(), " problem(s)").c_str());
   std::fflush(stdout);
@@ -52,9 +61,13 @@ void print_report(const convert::CheckReport& r) {
 void add_check_command(CLI::App& app) {
   auto o = std::make_shared<convert::CheckOptions>();
   CLI::App* cmd = app.add_subcommand("check", "Verify a shard set: CRCs, record keys and types, labels, counts per "
-                                              "shard and per GPU against the manifest, label balance");
+                                              "shard and per GPU against the manifest, label balance (a set without "
+                                              "a manifest: what can be checked without one)");
   cmd->option_defaults()->always_capture_default();
-  cmd->add_option("dir", o->dir, "Folder holding manifest.json and the shards")->required();
+  cmd->add_option("dir", o->dir,
+                  "Folder holding manifest.json and the shards; or a folder of shards without a manifest (TF-slim, "
+                  "FastNN; labels.txt read when present), or PATTERN[,PATTERN...] globs of shard files")
+      ->required();
   cmd->add_option("--split", o->split, "Check only this split");
   cmd->add_option("--num-gpus", o->num_gpus, "GPUs to check the spread for (0: the manifest's)")
       ->check(CLI::Range(int64_t{0}, int64_t{65536}));

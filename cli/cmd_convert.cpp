@@ -13,6 +13,7 @@
 #include "converters/image_folder.h"
 #include "converters/mnist.h"
 #include "converters/synthetic.h"
+#include "converters/tfrecord_source.h"
 #include "core/check.h"
 #include "core/manifest.h"
 #include "core/progress.h"
@@ -212,6 +213,37 @@ void add_convert_command(CLI::App& app) {
       bo->files = a->inputs;
       bo->class_names = a->class_names();
       convert::Base64TsvSource src(*bo);
+      run(src, a->options());
+    });
+  }
+  {
+    auto a = std::make_shared<CommonArgs>();
+    auto to = std::make_shared<convert::TFRecordSourceOptions>();
+    CLI::App* sub = add_format(convert, "tfrecord",
+                               "Existing TFRecord shards (TF-slim, FastNN, tf.data; any common key spelling) → "
+                               "re-sharded, balanced and shuffled, image bytes unchanged",
+                               *a, true);
+    sub->add_option("--split", to->split,
+                    "Put every input in this split (default: train/validation/test from each file's name)");
+    sub->add_option("--labels-file", to->labels_file,
+                    "Class names, TF-slim's id:name lines (default: labels.txt beside the first input, if any)");
+    sub->add_option("--num-classes", to->num_classes,
+                    "Labels must be below this (default: the labels file's count, else the largest label + 1)")
+        ->check(CLI::Range(int64_t{1}, kMaxClasses));
+    sub->add_option("--labels-offset", to->labels_offset,
+                    "Subtracted from every label (records whose class 0 is a background class)")
+        ->check(CLI::NonNegativeNumber);
+    sub->callback([a, to] {
+      // --input PATTERN[,PATTERN...], repeatable; each a glob or a file name.
+      to->patterns.clear();
+      for (const std::string& in : a->inputs)
+        for (size_t start = 0; start <= in.size();) {
+          size_t comma = in.find(',', start);
+          if (comma == std::string::npos) comma = in.size();
+          if (comma > start) to->patterns.push_back(in.substr(start, comma - start));
+          start = comma + 1;
+        }
+      convert::TFRecordSource src(*to);
       run(src, a->options());
     });
   }

@@ -1,5 +1,7 @@
 #include "converters/shard_check.h"
 
+#include "converters/shard_check_internal.h"
+
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -88,23 +90,23 @@ std::string check_record(const Context& ctx, std::string_view rec, std::vector<u
   return "";
 }
 
+}  // namespace
+
 void add_error(ShardReport* r, size_t max_listed, std::string msg) {
   ++r->error_count;
   if (r->errors.size() < max_listed) r->errors.push_back(std::move(msg));
 }
 
-void check_shard(const Context& ctx, const std::string& path, const ShardInfo& expect, Compression compression,
-                 size_t max_listed, Progress* progress, ShardReport* r) {
-  r->file = expect.file;
-  r->histogram.assign(ctx.m->num_classes(), 0);
+
+bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string& path, Compression compression,
+                size_t max_listed, Progress* progress, ShardReport* r) {
+  if (num_classes > 0) r->histogram.assign(num_classes, 0);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     add_error(r, max_listed, "file is missing");
-    return;
+    return false;
   }
   r->bytes = static_cast<uint64_t>(st.st_size);
-  if (r->bytes != expect.bytes) add_error(r, max_listed, str("file has ", r->bytes, " bytes, the manifest says ", expect.bytes));
-
   TFRecordReaderOptions ro;
   ro.compression = compression;
   std::unique_ptr<TFRecordReader> reader;
@@ -113,7 +115,7 @@ void check_shard(const Context& ctx, const std::string& path, const ShardInfo& e
     reader = std::make_unique<TFRecordReader>(path, ro);
   } catch (const Error& e) {
     add_error(r, max_listed, e.what());
-    return;
+    return false;
   }
   const int concurrency = std::max(1, tbb::this_task_arena::max_concurrency());
   const size_t tokens = static_cast<size_t>(2 * concurrency);
@@ -165,13 +167,13 @@ void check_shard(const Context& ctx, const std::string& path, const ShardInfo& e
                                                c->labels.assign(n, -1);
                                                c->errors.assign(n, "");
                                                for (size_t i = 0; i < n; ++i)
-                                                 c->errors[i] = check_record(ctx, c->records[i], &pixels.local(),
-                                                                             &c->labels[i]);
+                                                 c->errors[i] = check(c->records[i], &pixels.local(), &c->labels[i]);
                                                return c;
                                              }) &
             tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
               for (size_t i = 0; i < c->records.size(); ++i) {
-                if (c->labels[i] >= 0) ++r->histogram[c->labels[i]];
+                if (c->labels[i] >= 0 && num_classes > 0) ++r->histogram[c->labels[i]];
+                if (c->labels[i] >= 0 && num_classes <= 0) ++r->label_counts[c->labels[i]];
                 if (!c->errors[i].empty())
                   add_error(r, max_listed, str("record ", c->first_index + i, " at offset ", c->offsets[i], ": ", c->errors[i]));
               }
@@ -182,11 +184,25 @@ void check_shard(const Context& ctx, const std::string& path, const ShardInfo& e
             }));
   });
   if (!read_error.empty()) add_error(r, max_listed, read_error);
+  return true;
+}
+
+namespace {
+
+void check_shard(const Context& ctx, const std::string& path, const ShardInfo& expect, Compression compression,
+                 size_t max_listed, Progress* progress, ShardReport* r) {
+  r->file = expect.file;
+  const RecordCheck check = [&ctx](std::string_view rec, std::vector<uint8_t>* pixels, int64_t* label) {
+    return check_record(ctx, rec, pixels, label);
+  };
+  if (!scan_shard(check, ctx.m->num_classes(), path, compression, max_listed, progress, r)) return;
+  if (r->bytes != expect.bytes) add_error(r, max_listed, str("file has ", r->bytes, " bytes, the manifest says ", expect.bytes));
   if (r->records != expect.records)
     add_error(r, max_listed, str("holds ", r->records, " records, the manifest says ", expect.records));
   else if (r->histogram != expect.label_histogram)
     add_error(r, max_listed, "label histogram differs from the manifest's");
 }
+
 
 }  // namespace
 
@@ -202,6 +218,11 @@ uint64_t CheckReport::error_count() const {
 CheckReport check_shard_set(const CheckOptions& o) {
   check_thread_count(o.threads, "--threads");
   const auto t0 = std::chrono::steady_clock::now();
+  {
+    struct stat st;
+    const bool is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (!is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0) return check_plain_shards(o);
+  }
   CheckReport report;
   report.manifest = read_manifest(o.dir);
   const Manifest& m = report.manifest;

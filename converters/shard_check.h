@@ -12,11 +12,25 @@
 // tested against the split's (chi-square goodness of fit); a p-value below alpha / shards
 // (Bonferroni) is an error: the split is not shuffled. With `decode`, every image is fully decoded.
 //
-// A manifest that is missing or invalid throws (nothing can be checked); everything else is collected
-// in the report. Shards are checked in parallel (oneTBB); the report does not depend on the threads.
+// Without a manifest (a folder of TF-slim / FastNN shards and perhaps labels.txt, or `dir` given as
+// comma-separated glob patterns of shard files; core/dataset_files.h): the shards are the folder's
+// files named *.tfrecord* or *-NNNNN-of-NNNNN*, grouped into splits by the train/validation/test
+// token of their names; records are read with converters/foreign_record.h's key spellings. Checked:
+// framing and both CRCs; the image and label keys and their types; labels non-negative and, with
+// labels.txt, below its class count; a declared format (jpg, png, raw...) against the bytes; the
+// record's height, width and channels (where present) against the image header; every image decoded
+// with `decode`; a "-NNNNN-of-MMMMM" name set complete (no shard index missing); per-split counts
+// (unequal train shards are a warning); the balance test as above. What cannot be checked without a
+// manifest (expected record counts, file sizes and histograms, the intended GPU spread, the class
+// count without labels.txt) is listed in CheckReport::not_checked.
+//
+// A manifest that is invalid throws (nothing can be checked); so does a folder with neither a manifest
+// nor shard files. Everything else is collected in the report. Shards are checked in parallel
+// (oneTBB); the report does not depend on the threads.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,7 +54,8 @@ struct ShardReport {
   std::string file;
   uint64_t records = 0;
   uint64_t bytes = 0;
-  std::vector<uint64_t> histogram;
+  std::vector<uint64_t> histogram;          // by class (empty when the class count is unknown)
+  std::map<int64_t, uint64_t> label_counts;  // no class count known (no manifest, no labels.txt)
   ChiSquare balance;
   uint64_t error_count = 0;
   std::vector<std::string> errors;  // the first max_errors_listed
@@ -57,7 +72,10 @@ struct SplitReport {
 };
 
 struct CheckReport {
-  Manifest manifest;
+  Manifest manifest;  // without manifest.json: what could be learned (classes, shard names; dataset "")
+  bool has_manifest = true;
+  std::string labels_file;               // no manifest: the labels.txt used ("" = none)
+  std::vector<std::string> not_checked;  // no manifest: what could not be checked, and why
   int64_t num_gpus = 0;
   bool decoded = false;
   std::vector<SplitReport> splits;

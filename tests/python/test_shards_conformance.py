@@ -242,6 +242,40 @@ def main():
         assert len(recs["validation"]) == 5
         print(f"image-folder: {len(written)} records ok")
 
+        # Existing TFRecords: TF-slim-style shards of the folder images written here with python3-protobuf
+        # (image/format "jpg"/"png", no image/channels), re-sharded by `convert tfrecord`.
+        slim = os.path.join(work, "slim")
+        os.makedirs(slim)
+        items = sorted(files.items())
+        with open(os.path.join(slim, "labels.txt"), "w") as f:
+            f.write("".join(f"{i}:{n}\n" for i, n in enumerate(m["classes"])))
+        frame_at = {}  # "file#offset" → (bytes, label)
+        for k in range(3):
+            split = "validation" if k == 2 else "train"
+            name = os.path.join(slim, f"flowers_{split}_{k:05d}-of-00003.tfrecord")
+            with open(name, "wb") as f:
+                for path, (blob, label) in items[k::3]:
+                    ex = example_pb2.Example()
+                    feat = ex.features.feature
+                    feat["image/encoded"].bytes_list.value.append(blob)
+                    feat["image/format"].bytes_list.value.append(b"png" if blob.startswith(b"\x89PNG") else b"jpg")
+                    feat["image/class/label"].int64_list.value.append(label)
+                    rec = ex.SerializeToString()
+                    frame_at[f"{name}#{f.tell()}"] = (blob, label)
+                    length = struct.pack("<Q", len(rec))
+                    f.write(length + struct.pack("<I", masked(crc32c(length))) + rec + struct.pack("<I", masked(crc32c(rec))))
+        out = c.convert("tfrecord", "tfrecord_out", "-i", os.path.join(slim, "flowers_*.tfrecord"), "--num-gpus", "2",
+                        "--shards-per-gpu", "2", "--seed", "5")
+        recs, m2 = c.records(out)
+        assert m2["classes"] == m["classes"] and m2["dataset"] == "tfrecord"
+        for split in ("train", "validation"):
+            info = m2["splits"][split]
+            info["dropped_keys"] = [frame_at[d["source"]] for d in info["dropped"]]
+            info["padded_keys"] = [frame_at[p["source"]] for p in info["padded"]]
+            source = [v for key, v in frame_at.items() if ("_validation_" in key) == (split == "validation")]
+            check_accounted(f"tfrecord {split}", [(r["encoded"], r["label"]) for _, r in recs[split]], source, info)
+        print(f"tfrecord: {sum(len(v) for v in recs.values())} records ok")
+
         # base64-TSV: the record bytes are the decoded lines.
         tsv = os.path.join(work, "data.tsv")
         data.tsv(tsv, 25)

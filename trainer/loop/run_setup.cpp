@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/checked_math.h"
+#include "core/dataset_files.h"
 #include "pipeline/preprocess.h"
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
@@ -63,28 +64,46 @@ pipeline::Dataset batched_eval(pipeline::Dataset ds, const RunSetup& s, const Jo
 }
 
 // FastNN's train_files / eval_files: comma-separated file names inside dataset_dir (or absolute
-// paths), read in the order given. Record counts come from the manifest when it lists the file, else
-// from reading the file once (length CRCs).
-pipeline::FileList named_files(const JobConfig& c, const char* field, const std::string& csv, const Manifest& m) {
+// paths), read in the order given; an item with a wildcard is a glob (core/dataset_files.h: its
+// matches sorted). Record counts come from the manifest when it lists the file, else from reading
+// the file once (length CRCs).
+pipeline::FileList named_files(const JobConfig& c, const char* field, const std::vector<std::string>& items,
+                               const Manifest& m) {
   std::vector<std::string> paths;
   std::vector<int64_t> counts;
-  for (const std::string& name : split_list(csv)) {
-    const std::filesystem::path p = std::filesystem::path(name).is_absolute()
-                                        ? std::filesystem::path(name)
-                                        : std::filesystem::path(c.dataset_dir()) / name;
-    if (!std::filesystem::is_regular_file(p)) throw ConfigError(str(field, ": ", p.string(), " is not a file"));
-    int64_t records = -1;
-    for (const SplitInfo& split : m.splits)
-      for (const ShardInfo& shard : split.shards)
-        if (std::filesystem::path(c.dataset_dir()) / shard.file == p) records = static_cast<int64_t>(shard.records);
-    paths.push_back(p.string());
-    counts.push_back(records);
+  for (const std::string& name : items) {
+    std::vector<std::string> matched;
+    if (has_wildcard(name)) {
+      matched = match_files(name, c.dataset_dir());
+      if (matched.empty()) throw ConfigError(str(field, ": ", name, " matches no file in ", c.dataset_dir()));
+    } else {
+      matched.push_back(std::filesystem::path(name).is_absolute()
+                            ? name
+                            : (std::filesystem::path(c.dataset_dir()) / name).string());
+    }
+    for (const std::string& f : matched) {
+      const std::filesystem::path p(f);
+      if (!std::filesystem::is_regular_file(p)) throw ConfigError(str(field, ": ", p.string(), " is not a file"));
+      int64_t records = -1;
+      for (const SplitInfo& split : m.splits)
+        for (const ShardInfo& shard : split.shards)
+          if (std::filesystem::path(c.dataset_dir()) / shard.file == p) records = static_cast<int64_t>(shard.records);
+      paths.push_back(p.string());
+      counts.push_back(records);
+    }
   }
   if (paths.empty()) throw ConfigError(str(field, " names no file"));
   pipeline::FileList list = pipeline::file_list_from_paths(std::move(paths), std::move(counts));
   list.name = str(field, " (", list.name, ")");
   pipeline::count_records(&list);
   return list;
+}
+
+// FastNN's file_pattern with %s = split, as one train_files-style item; nullopt when it matches nothing.
+std::optional<pipeline::FileList> pattern_files(const JobConfig& c, const std::string& split, const Manifest& m) {
+  const std::string pattern = substitute_split(c.file_pattern(), split);
+  if (match_files(pattern, c.dataset_dir()).empty()) return std::nullopt;
+  return named_files(c, str("file_pattern ", pattern).c_str(), {pattern}, m);
 }
 
 }  // namespace
@@ -105,32 +124,62 @@ RunSetup make_run_setup(const JobConfig& c) {
   if (c.dataset_dir().empty()) throw ConfigError("dataset_dir is not set: give the folder of a `fastnn convert` output");
   RunSetup s;
   s.run_dir = run_directory(c);
-  // Without train_files the manifest is required (read_manifest says so when it is missing).
+  // Without train_files or file_pattern the manifest is required (read_manifest says so when it is
+  // missing). Precedence for each split: train_files / eval_files, then file_pattern, then the manifest.
   const bool have_manifest = std::filesystem::exists(std::filesystem::path(c.dataset_dir()) / "manifest.json");
-  if (have_manifest || c.train_files().empty()) s.manifest = read_manifest(c.dataset_dir());
+  const bool by_pattern = !c.file_pattern().empty();
+  if (have_manifest || (c.train_files().empty() && !by_pattern)) s.manifest = read_manifest(c.dataset_dir());
   if (!c.train_files().empty()) {
-    s.train_files = named_files(c, "train_files", c.train_files(), s.manifest);
+    s.train_files = named_files(c, "train_files", split_list(c.train_files()), s.manifest);
+  } else if (by_pattern) {
+    std::optional<pipeline::FileList> train = pattern_files(c, "train", s.manifest);
+    if (!train)
+      throw ConfigError(str("file_pattern: ", substitute_split(c.file_pattern(), "train"), " matches no file in ",
+                            c.dataset_dir()));
+    s.train_files = std::move(*train);
   } else {
     if (!s.manifest.find_split("train")) throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
     s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), "train");
   }
   if (!c.eval_files().empty()) {
-    s.eval_files = named_files(c, "eval_files", c.eval_files(), s.manifest);
+    s.eval_files = named_files(c, "eval_files", split_list(c.eval_files()), s.manifest);
     s.eval_split = "eval_files";
+  } else if (by_pattern) {
+    for (const char* split : {"validation", "test"}) {
+      if (std::optional<pipeline::FileList> files = pattern_files(c, split, s.manifest)) {
+        s.eval_files = std::move(*files);
+        s.eval_split = split;
+        break;
+      }
+    }
   } else if (have_manifest && s.manifest.find_split("validation")) {
     s.eval_split = "validation";
   } else if (have_manifest && s.manifest.find_split("test")) {
     s.eval_split = "test";
   }
-  if (s.eval_split == "validation" || s.eval_split == "test")
+  if ((s.eval_split == "validation" || s.eval_split == "test") && s.eval_files.files.empty())
     s.eval_files = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
   s.labels_offset = c.labels_offset();
   s.model_name = c.model_name();
   const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
-  if (!c.has_num_classes() && !have_manifest)
+  // No manifest: TF-slim's labels.txt gives the class count (less labels_offset, as TF-slim's
+  // num_classes - labels_offset).
+  std::optional<std::vector<std::string>> labels;
+  if (!have_manifest) labels = read_labels_in(c.dataset_dir());
+  if (!c.has_num_classes() && !have_manifest && !labels)
     throw ConfigError(str("num_classes is not set and ", c.dataset_dir(),
-                          " has no manifest.json to read it from (train_files names plain TFRecord files)"));
-  s.num_classes = c.has_num_classes() ? c.num_classes() : static_cast<int>(s.manifest.num_classes());
+                          " has neither manifest.json nor labels.txt to read it from"));
+  if (c.has_num_classes()) {
+    s.num_classes = c.num_classes();
+  } else if (have_manifest) {
+    s.num_classes = static_cast<int>(s.manifest.num_classes());
+  } else {
+    const int64_t n = static_cast<int64_t>(labels->size()) - c.labels_offset();
+    if (n < 1)
+      throw ConfigError(str(c.dataset_dir(), "/labels.txt names ", labels->size(), " classes, labels_offset is ",
+                            c.labels_offset(), ": no class is left"));
+    s.num_classes = static_cast<int>(n);
+  }
   s.height = s.width = model.default_size;
   s.channels = model.default_channels;
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();

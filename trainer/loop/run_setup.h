@@ -5,7 +5,10 @@
 // Resolution rules (docs/TRAINING.md):
 //   run directory   output_dir when set, else model_dir when set and task_type is pretrain, else "."
 //                   (checkpoints, metrics.jsonl and TensorBoard events go there)
-//   num_classes     the config's when set, else the manifest's class count
+//   files           train_files / eval_files (items may be globs), else file_pattern (FastNN's %s form:
+//                   train, and validation else test for the held-out split), else the manifest's splits
+//   num_classes     the config's when set, else the manifest's class count, else (no manifest) the
+//                   lines of dataset_dir/labels.txt less labels_offset
 //   samples/epoch   the manifest's train record count unless num_sample_per_epoch is set explicitly
 //   preset          preprocessing_name, else the zoo entry's preset (zoo::ZooModel::preset: lenet/mlp
 //                   -> lenet, cifarnet and resnet_cifar_* -> cifarnet, vgg_*, alexnet_v2, overfeat ->
@@ -33,7 +36,7 @@ namespace fastnn::loop {
 
 struct RunSetup {
   std::string run_dir;
-  Manifest manifest;  // empty when dataset_dir has no manifest.json (train_files named the files)
+  Manifest manifest;  // empty when dataset_dir has no manifest.json (train_files / file_pattern named the files)
   pipeline::FileList train_files;  // the manifest's train split, or train_files
   pipeline::FileList eval_files;   // the held-out split (validation, else test) or eval_files; none: empty
   int64_t labels_offset = 0;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "core/check.h"
@@ -87,6 +88,61 @@ TEST(LoopSetup, TrainAndEvalFilesNamePlainTfrecordFiles) {
   EXPECT_EQ(s.labels_offset, 1);
   c.set_train_files("a.tfrecord,missing.tfrecord");
   EXPECT_THROW(make_run_setup(c), ConfigError);
+  std::filesystem::remove_all(dir);
+}
+
+// FastNN's file_pattern (%s = split) and globs in train_files, on a TF-slim layout without a manifest:
+// labels.txt gives the class count (less labels_offset, as TF-slim), validation before test.
+TEST(LoopSetup, FilePatternGlobsAndLabelsTxt) {
+  const std::filesystem::path dir =
+      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("file-pattern-", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, n] : std::vector<std::pair<std::string, int>>{{"flowers_train_00001-of-00002.tfrecord", 3},
+                                                                       {"flowers_train_00000-of-00002.tfrecord", 5},
+                                                                       {"flowers_test_00000-of-00001.tfrecord", 2},
+                                                                       {"flowers_validation_00000-of-00001.tfrecord", 4}}) {
+    TFRecordWriter w((dir / name).string());
+    for (int r = 0; r < n; ++r) w.write(str(name, r));
+    w.close();
+  }
+  JobConfig c;
+  c.set_model_name("lenet");
+  c.set_dataset_dir(dir.string());
+  c.set_file_pattern("flowers_%s_*.tfrecord");
+  EXPECT_THROW(make_run_setup(c), ConfigError);  // neither manifest nor labels.txt nor num_classes
+  { std::ofstream(dir / "labels.txt") << "0:background\n1:daisy\n2:roses\n"; }
+  RunSetup s = make_run_setup(c);
+  EXPECT_EQ(s.num_classes, 3);
+  ASSERT_EQ(s.train_files.files.size(), 2u);
+  EXPECT_EQ(s.train_files.files[0].path, (dir / "flowers_train_00000-of-00002.tfrecord").string());  // sorted
+  EXPECT_EQ(s.samples_per_epoch, 8);
+  EXPECT_EQ(s.eval_split, "validation");
+  EXPECT_EQ(s.eval_files.total_records(), 4u);
+  c.set_labels_offset(1);
+  EXPECT_EQ(make_run_setup(c).num_classes, 2);
+  c.set_num_classes(7);  // an explicit num_classes wins
+  EXPECT_EQ(make_run_setup(c).num_classes, 7);
+  std::filesystem::remove(dir / "flowers_validation_00000-of-00001.tfrecord");
+  s = make_run_setup(c);
+  EXPECT_EQ(s.eval_split, "test");
+  EXPECT_EQ(s.eval_files.total_records(), 2u);
+  // train_files globs beat file_pattern; a glob matching nothing is an error naming it.
+  c.set_train_files("flowers_train_0000[1]-*, flowers_test_*");
+  s = make_run_setup(c);
+  EXPECT_EQ(s.samples_per_epoch, 5);
+  c.set_train_files("flowers_nothing_*");
+  try {
+    make_run_setup(c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("train_files: flowers_nothing_* matches no file"), std::string::npos) << e.what();
+  }
+  c.clear_train_files();
+  c.set_file_pattern("flowers_%s_*.tf");
+  EXPECT_THROW(make_run_setup(c), ConfigError);  // no train match
+  c.set_file_pattern("flowers_*.tfrecord");
+  EXPECT_THROW(make_run_setup(c), ConfigError);  // no %s
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,38 @@
+// Shared by the two `fastnn check` paths (shard_check.cpp: against a manifest; shard_check_plain.cpp:
+// a shard set without one). Not a public interface.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "converters/shard_check.h"
+#include "core/tfrecord.h"
+
+namespace fastnn {
+class Progress;
+}
+
+namespace fastnn::convert {
+
+// Checks one record: "" when fine, else the problem; sets *label (>= 0) when the label is usable.
+// Called from several threads at once; `pixels` is the calling thread's decode buffer.
+using RecordCheck = std::function<std::string(std::string_view record, std::vector<uint8_t>* pixels, int64_t* label)>;
+
+// Counts an error on the shard, keeping the first max_listed messages.
+void add_error(ShardReport* r, size_t max_listed, std::string msg);
+
+// Reads every record of `path` (framing, both CRCs) and runs `check` on each, in parallel (oneTBB,
+// inside the caller's arena). Fills r->bytes, r->records, r->histogram (num_classes > 0) or
+// r->label_counts (num_classes == 0: the classes are unknown), and r's errors, each naming the record
+// index and byte offset. A framing or CRC error ends the shard (nothing after it can be trusted).
+// Returns false when the file could not be opened at all (the error is recorded).
+bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string& path, Compression compression,
+                size_t max_listed, Progress* progress, ShardReport* r);
+
+// The check of a folder or pattern list without manifest.json (shard_check.h).
+CheckReport check_plain_shards(const CheckOptions& options);
+
+}  // namespace fastnn::convert
