@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/checked_math.h"
+#include "core/logging.h"
 #include "pipeline/preprocess.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/data_parallel.h"
@@ -89,9 +90,17 @@ pipeline::FileList named_files(const JobConfig& c, const char* field, const std:
 }  // namespace
 
 std::string run_directory(const JobConfig& c) {
-  if (c.has_output_dir() && !c.output_dir().empty()) return c.output_dir();
+  if (!c.output_dir().empty()) return c.output_dir();
   if (!c.model_dir().empty() && c.task_type() != "finetune") return c.model_dir();
-  return c.output_dir();  // the default, "."
+  // Never the current directory unless asked (output_dir=.): a fixed name, not a timestamp, so every
+  // rank of a data-parallel job agrees on it, eval finds it, and running the same command again
+  // continues the run (or is refused, naming the field that changed: run_directory.h).
+  return "runs/" + model_label(c);
+}
+
+std::string model_label(const JobConfig& c) {
+  if (!c.has_net() || c.has_model_name()) return c.model_name();
+  return c.net().name().empty() ? "net" : c.net().name();
 }
 
 std::string preset_for_model(const std::string& m) {
@@ -126,14 +135,23 @@ RunSetup make_run_setup(const JobConfig& c) {
   if (s.eval_split == "validation" || s.eval_split == "test")
     s.eval_files = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
   s.labels_offset = c.labels_offset();
-  s.model_name = c.model_name();
-  const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
+  s.model_name = model_label(c);
   if (!c.has_num_classes() && !have_manifest)
     throw ConfigError(str("num_classes is not set and ", c.dataset_dir(),
                           " has no manifest.json to read it from (train_files names plain TFRecord files)"));
   s.num_classes = c.has_num_classes() ? c.num_classes() : static_cast<int>(s.manifest.num_classes());
-  s.height = s.width = model.default_size;
-  s.channels = model.default_channels;
+  if (c.has_net()) {  // the config's own layers replace the zoo net (schemas/net.proto)
+    const InputDef& in = c.net().input();
+    s.height = in.height();
+    s.width = in.width();
+    s.channels = in.channels();
+    if (s.height < 1 || s.width < 1 || s.channels < 1)
+      throw ConfigError("net: input needs channels, height and width (net { input { channels: 1 height: 28 width: 28 } })");
+  } else {
+    const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
+    s.height = s.width = model.default_size;
+    s.channels = model.default_channels;
+  }
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
   {
     const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
@@ -142,8 +160,19 @@ RunSetup make_run_setup(const JobConfig& c) {
   }
   s.samples_per_epoch = c.has_num_sample_per_epoch() ? c.num_sample_per_epoch()
                                                      : static_cast<int64_t>(s.train_files.total_records());
-  s.net = zoo::build_net(s.model_name, {.num_classes = s.num_classes, .height = s.height, .width = s.width,
-                                        .channels = s.channels});
+  s.net = c.has_net() ? c.net()
+                      : zoo::build_net(s.model_name, {.num_classes = s.num_classes, .height = s.height,
+                                                      .width = s.width, .channels = s.channels});
+  if (c.has_dataset_name() && have_manifest && c.dataset_name() != s.manifest.dataset)
+    log_warn("dataset_name=", c.dataset_name(), " has no effect: fastnn reads the records by their Example keys, and ",
+             c.dataset_dir(), "/manifest.json says the shards are ", s.manifest.dataset, " data");
+  else if (c.has_dataset_name() && !have_manifest)
+    log_warn("dataset_name=", c.dataset_name(), " has no effect: fastnn reads the records by their Example keys, and "
+             "there is no manifest.json to check the name against");
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (c.has_num_preprocessing_threads() && c.num_preprocessing_threads() > hw)
+    log_warn("num_preprocessing_threads=", c.num_preprocessing_threads(), " is more than this machine's ", hw,
+             " cores; the pipeline uses ", hw, " (more only steal time from the training kernels)");
   return s;
 }
 

@@ -3,8 +3,11 @@
 // train / held-out datasets.
 //
 // Resolution rules (docs/TRAINING.md):
-//   run directory   output_dir when set, else model_dir when set and task_type is pretrain, else "."
-//                   (checkpoints, metrics.jsonl and TensorBoard events go there)
+//   run directory   output_dir when set, else model_dir when set and task_type is pretrain, else
+//                   runs/<model_name> (never the current directory unless output_dir=.); checkpoints,
+//                   metrics.jsonl and TensorBoard events go there
+//   model           the `net` field's layers when set (model_name then only names the run), else
+//                   the zoo's model_name at its default input size
 //   num_classes     the config's when set, else the manifest's class count
 //   samples/epoch   the manifest's train record count unless num_sample_per_epoch is set explicitly
 //   preset          preprocessing_name, else the model's family (lenet/mlp -> lenet, cifarnet and
@@ -49,6 +52,8 @@ struct RunSetup {
 };
 
 std::string run_directory(const JobConfig& config);
+// model_name, or for a config `net` without model_name the net's name ("net" when it has none).
+std::string model_label(const JobConfig& config);
 std::string preset_for_model(const std::string& model_name);
 RunSetup make_run_setup(const JobConfig& config);
 
