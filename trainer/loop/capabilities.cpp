@@ -68,8 +68,8 @@ void check_before_allocating(const RunSetup& s, const JobConfig& c, const Comput
 }
 
 std::string device_placement_text(const graph::Graph& g, const ComputeTarget& t) {
-  std::string out = str("Device placement (", g.plan().nodes().size(), " layers, all on ", t.describe(), "):\n");
-  for (const graph::PlanNode& n : g.plan().nodes()) out += str("  ", n.name, "  ", n.type, "  -> ", t.describe(), "\n");
+  std::string out = str("Device placement (", g.plan().nodes().size(), " layers, all on ", t.describe(), "):");
+  for (const graph::PlanNode& n : g.plan().nodes()) out += str("\n  ", n.name, "  ", n.type, "  -> ", t.describe());
   return out;
 }
 
