@@ -129,7 +129,7 @@ refused memory_lenet 'the run needs an estimated' 'is available (memory_limit_mb
 TIME=(); [ -x /usr/bin/time ] && TIME=(/usr/bin/time -f "%M" -o defaults.rss)
 "${TIME[@]}" "$FASTNN" train --dataset_dir=data --output_dir=runs/defaults \
   --memory_limit_mb=16384 > defaults.log 2>&1 && fail "FastNN's defaults were not refused under 16 GiB"
-for n in 'inception_resnet_v2 trains at 299x299 while the data is 28x28' 'model_name=lenet' 'lower batch_size (now 32' \
+for n in 'inception_resnet_v2 trains at 299x299, the data is 28x28' 'model_name=lenet' 'lower batch_size (now 32' \
          'is available (memory_limit_mb)'; do
   grep -qF -- "$n" defaults.log || { cat defaults.log; fail "defaults refusal lacks \"$n\""; }
 done

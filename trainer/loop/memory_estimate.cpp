@@ -202,13 +202,14 @@ void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConf
   std::string data;
   if (s.manifest.image.height > 0 && s.manifest.image.width > 0 &&
       (s.manifest.image.height != s.height || s.manifest.image.width != s.width))
-    data = str(" while the data is ", s.manifest.image.height, "x", s.manifest.image.width,
-               " (a smaller model fits it: model_name=lenet for 28x28, resnet_cifar_56 for 32x32; `fastnn models`)");
+    data = str(", the data is ", s.manifest.image.height, "x", s.manifest.image.width);
   const std::string msg = str(
       problem, ": parameters ", bytes_text(e.parameters), ", optimizer state ", bytes_text(e.optimizer),
       ", activations ", bytes_text(e.activations), " (", s.model_name, " trains at ", s.height, "x", s.width, data,
       "), pipeline buffers ", bytes_text(e.pipeline), ", fastnn itself ", bytes_text(e.process),
-      ". To fit: lower batch_size (now ", c.batch_size(), "; activations scale with it), choose a smaller model_name, "
+      ". To fit: lower batch_size (now ", c.batch_size(), "; activations scale with it), choose a smaller model_name",
+      data.empty() ? "" : " made for the data's size (model_name=lenet for 28x28, resnet_cifar_56 for 32x32: `fastnn models`)",
+      ", "
       "lower prefetch_buffer_size (", c.prefetch_buffer_size(), ") and num_parallel_batches (", c.num_parallel_batches(),
       ")", c.datasets_use_caching() ? ", turn off datasets_use_caching" : "",
       "; or set check_memory=false to try anyway (print_model_statistics shows the estimate)");
