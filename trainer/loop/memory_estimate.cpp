@@ -125,7 +125,9 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     records += std::max<int64_t>(0, f.records);
   }
   const int64_t record = records > 0 ? file_bytes / records : 0;
-  e.pipeline = (in_flight + eval_batches) * batch_bytes(s, batch) +
+  // Each batch being built also holds its records (docs/PERFORMANCE.md, pipeline peak RSS: "pool record
+  // strings").
+  e.pipeline = (in_flight + eval_batches) * (batch_bytes(s, batch) + batch * record) +
                std::min<int64_t>(c.shuffle_buffer_size(), records) * record + (c.datasets_use_caching() ? file_bytes : 0);
 
   // What the process holds now, and glibc's per-thread arenas (up to 8 x cores, 64 MiB reserved each,

@@ -9,8 +9,8 @@
 //                tensors its kernel saves for backward, its gradient buffer (and extra ones for a
 //                tensor read several times), and the largest kernel workspace; plus the input batch
 //   pipeline     batches in flight (prefetch_buffer_size + num_parallel_batches + the held ones, and
-//                the evaluation pipeline's at the same time), the shuffle buffer of records, and the
-//                record cache (datasets_use_caching)
+//                the evaluation pipeline's at the same time) with the records they are built from,
+//                the shuffle buffer of records, and the record cache (datasets_use_caching)
 //   process      what fastnn holds already when the estimate is made (VmRSS: code, libraries, the
 //                manifest), plus the per-thread arenas of the allocator
 // The device part (device=cuda): parameters in the compute dtype, f32 master weights and gradients,
