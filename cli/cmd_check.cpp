@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "converters/shard_check.h"
 #include "core/check.h"
@@ -56,6 +58,26 @@ void print_report(const convert::CheckReport& r) {
   std::fflush(stdout);
 }
 
+// --json: the report as one object (the same numbers as the text report), for scripts.
+void print_json_report(const convert::CheckReport& r) {
+  nlohmann::json splits = nlohmann::json::array();
+  for (const convert::SplitReport& s : r.splits) {
+    nlohmann::json shards = nlohmann::json::array();
+    for (const convert::ShardReport& sh : s.shards)
+      shards.push_back({{"file", sh.file}, {"records", sh.records}, {"bytes", sh.bytes}, {"histogram", sh.histogram},
+                        {"chi_square", sh.balance.statistic}, {"dof", sh.balance.dof}, {"p_value", sh.balance.p_value},
+                        {"error_count", sh.error_count}, {"errors", sh.errors}});
+    splits.push_back({{"name", s.name}, {"shards", shards}, {"histogram", s.histogram}, {"records_per_gpu", s.per_gpu},
+                      {"min_p_value", s.min_p_value}, {"p_threshold", s.p_threshold}, {"errors", s.errors}});
+  }
+  const nlohmann::json j = {{"ok", r.ok()}, {"error_count", r.error_count()}, {"dataset", r.manifest.dataset},
+                            {"num_classes", r.manifest.num_classes()}, {"num_gpus", r.num_gpus}, {"decoded", r.decoded},
+                            {"records", r.records}, {"bytes", r.bytes}, {"seconds", r.seconds}, {"splits", splits},
+                            {"errors", r.errors}, {"warnings", r.warnings}};
+  std::printf("%s\n", j.dump().c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 void add_check_command(CLI::App& app) {
@@ -75,9 +97,11 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--alpha", o->alpha, "Significance of the label balance test (per split, Bonferroni over shards)");
   cmd->add_option("--threads", o->threads, "Worker threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
-  cmd->callback([o] {
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print the report as one JSON object (the exit status is the same)");
+  cmd->callback([o, json] {
     convert::CheckReport r = convert::check_shard_set(*o);
-    print_report(r);
+    *json ? print_json_report(r) : print_report(r);
     if (!r.ok()) throw FormatError(str(o->dir, ": check failed with ", r.error_count(), " problem(s) (see the report)"));
   });
 }

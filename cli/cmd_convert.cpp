@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "converters/base64_tsv.h"
 #include "converters/cifar.h"
@@ -38,6 +40,7 @@ struct CommonArgs {
   bool overwrite = false;
   bool quiet = false;
   bool no_sync = false;
+  bool json = false;
   std::string class_names_file;
 
   ConvertOptions options() const {
@@ -85,6 +88,7 @@ CLI::App* add_format(CLI::App* convert, const char* name, const char* descriptio
   sub->add_flag("--skip-bad", a.skip_bad, "Skip, count and list bad samples instead of failing");
   sub->add_flag("--overwrite", a.overwrite, "Replace a finished conversion already in --output");
   sub->add_flag("--quiet,-q", a.quiet, "No progress lines");
+  sub->add_flag("--json", a.json, "Print the result as one JSON object: output, seconds, bytes written, the manifest");
   sub->add_flag("--no-sync", a.no_sync,
                 "Skip the fsync before the commit (faster; a power failure may then leave a manifest naming "
                 "unwritten data; kill -9 safety is unchanged)");
@@ -119,7 +123,20 @@ void print_summary(const convert::ConvertResult& r) {
   std::fflush(stdout);
 }
 
-void run(convert::Source& source, const ConvertOptions& o) { print_summary(convert::run_conversion(source, o)); }
+// --json: the manifest as written (splits, shard record counts, histograms) with the run's totals.
+void print_json(const convert::ConvertResult& r) {
+  const nlohmann::json j = {{"output", r.output}, {"seconds", r.total_seconds}, {"scan_seconds", r.scan_seconds},
+                            {"write_seconds", r.write_seconds}, {"source_bytes", r.source_bytes},
+                            {"bytes_written", r.bytes_written}, {"manifest", nlohmann::json::parse(serialize_manifest(r.manifest))}};
+  std::printf("%s\n", j.dump().c_str());
+  std::fflush(stdout);
+}
+
+// `json` has no default, so that a new format cannot leave its --json flag silently unread.
+void run(convert::Source& source, const ConvertOptions& o, bool json) {
+  const convert::ConvertResult r = convert::run_conversion(source, o);
+  json ? print_json(r) : print_summary(r);
+}
 
 }  // namespace
 
@@ -146,7 +163,7 @@ void add_convert_command(CLI::App& app) {
       mo.class_names = a->class_names();
       mo.png_compression_level = *level;
       convert::MnistSource src(mo);
-      run(src, a->options());
+      run(src, a->options(), a->json);
     });
   }
   for (bool c100 : {false, true}) {
@@ -166,7 +183,7 @@ void add_convert_command(CLI::App& app) {
       co.class_names = a->class_names();
       co.png_compression_level = *level;
       convert::CifarSource src(co);
-      run(src, a->options());
+      run(src, a->options(), a->json);
     });
   }
   {
@@ -191,7 +208,7 @@ void add_convert_command(CLI::App& app) {
       o.validation_fraction = *vfrac;
       o.validation_count = *vcount;
       convert::ImageFolderSource src(*fo);
-      run(src, o);
+      run(src, o, a->json);
     });
   }
   {
@@ -213,7 +230,7 @@ void add_convert_command(CLI::App& app) {
       bo->files = a->inputs;
       bo->class_names = a->class_names();
       convert::Base64TsvSource src(*bo);
-      run(src, a->options());
+      run(src, a->options(), a->json);
     });
   }
   {
@@ -264,7 +281,7 @@ void add_convert_command(CLI::App& app) {
       if (!a->inputs.empty()) throw ConfigError("synthetic takes no --input");
       so->class_names = a->class_names();
       convert::SyntheticSource src(*so);
-      run(src, a->options());
+      run(src, a->options(), a->json);
     });
   }
 }

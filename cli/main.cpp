@@ -3,10 +3,43 @@
 // (bad flag, missing argument, unknown subcommand), 128+signal after SIGTERM/SIGINT (train).
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/check.h"
 #include "trainer/loop/build_info.h"
+
+namespace {
+
+// Every command takes both spellings of a flag (docs/CONFIG.md): an argument `--x_y[=v]` that the
+// command being parsed lacks becomes `--x-y[=v]` when it has that one, and the other way round. train
+// and eval take config fields, whose '-' spelling trainer/config/overrides.h accepts itself.
+void accept_both_spellings(CLI::App& app, int argc, char** argv, std::vector<std::string>& respelled) {
+  respelled.reserve(static_cast<size_t>(argc));  // argv points into it: no reallocation
+  CLI::App* cmd = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!arg.starts_with("--")) {
+      try {
+        cmd = cmd->get_subcommand(arg);
+      } catch (const CLI::Error&) {  // a positional argument or a flag's value
+      }
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    if (cmd->get_option_no_throw(name) != nullptr) continue;
+    std::string other = name;
+    for (size_t k = 2; k < other.size(); ++k)
+      if (other[k] == '_' || other[k] == '-') other[k] = other[k] == '_' ? '-' : '_';
+    if (cmd->get_option_no_throw(other) == nullptr) continue;
+    respelled.push_back(other + (eq == std::string::npos ? "" : arg.substr(eq)));
+    argv[i] = respelled.back().data();
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
@@ -22,6 +55,8 @@ int main(int argc, char** argv) {
   fastnn::cli::add_predict_command(app);
   fastnn::cli::add_models_command(app);
   fastnn::cli::add_export_command(app);
+  std::vector<std::string> respelled;
+  accept_both_spellings(app, argc, argv, respelled);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

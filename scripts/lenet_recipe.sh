@@ -5,7 +5,7 @@
 # sourcing (the drop stays at step 1874 when that is inside the run, else there is none).
 LENET_STEPS=${LENET_STEPS:-2342}
 if [ "$LENET_STEPS" -gt 1874 ]; then
-  LENET_LR=(--learning_rate=0.01 --learning_rate_decay_type=piecewise --lr_boundaries=1874 --lr_values=0.01,0.001)
+  LENET_LR=(--learning_rate_decay_type=piecewise --lr_boundaries=1874 --lr_values=0.01,0.001)  # no learning_rate: inert
 else
   LENET_LR=(--learning_rate=0.01 --learning_rate_decay_type=fixed)
 fi

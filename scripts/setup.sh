@@ -48,5 +48,8 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
-cmake --build "$build" -j "$jobs"
-echo "setup: built $build/bin/fastnn"
+# FASTNN_TARGETS: only these targets (scripts/quickstart.sh builds just `fastnn`); unset: everything
+# (tests, benchmarks, the fuzz side build), as scripts/test.sh needs.
+read -r -a targets <<< "${FASTNN_TARGETS:-}"
+cmake --build "$build" -j "$jobs" ${targets[@]:+--target "${targets[@]}"}
+echo "setup: built ${FASTNN_TARGETS:-everything} in $build"

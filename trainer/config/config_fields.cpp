@@ -111,12 +111,12 @@ std::string folded(std::string_view s) {
 
 }  // namespace
 
-std::vector<std::string> closest_field_names(const Descriptor& type, std::string_view name, size_t max_results) {
+std::vector<std::string> closest_names(std::span<const std::string> candidates, std::string_view name,
+                                       size_t max_results) {
   const size_t threshold = std::clamp<size_t>(name.size() / 3, 1, 3);
   const std::string needle = folded(name);
   std::vector<std::pair<size_t, std::string>> scored;
-  for (int i = 0; i < type.field_count(); ++i) {
-    const std::string& candidate = type.field(i)->name();
+  for (const std::string& candidate : candidates) {
     const size_t d = edit_distance(name, candidate);
     const std::string hay = folded(candidate);
     const bool contains = needle.size() >= 3 && (hay.find(needle) != std::string::npos ||
@@ -127,6 +127,12 @@ std::vector<std::string> closest_field_names(const Descriptor& type, std::string
   std::vector<std::string> out;
   for (size_t i = 0; i < scored.size() && i < max_results; ++i) out.push_back(scored[i].second);
   return out;
+}
+
+std::vector<std::string> closest_field_names(const Descriptor& type, std::string_view name, size_t max_results) {
+  std::vector<std::string> names;
+  for (int i = 0; i < type.field_count(); ++i) names.push_back(type.field(i)->name());
+  return closest_names(names, name, max_results);
 }
 
 namespace {

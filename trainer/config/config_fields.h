@@ -6,6 +6,7 @@
 // Works on any message type; JobConfig is the one with the options filled in.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,9 @@ std::string format_choices(const std::vector<std::string>& choices);
 // names containing `name`, or contained in it, also count as close. Empty when nothing is close.
 std::vector<std::string> closest_field_names(const Descriptor& type, std::string_view name,
                                              size_t max_results = 3);
+// The same rule over any list of names (hook names, scopes).
+std::vector<std::string> closest_names(std::span<const std::string> candidates, std::string_view name,
+                                       size_t max_results = 3);
 
 // The --help text: every field in declaration order under its section, with type, default, choices
 // and help, e.g.

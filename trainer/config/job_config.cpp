@@ -13,6 +13,7 @@
 #include "core/input_file.h"
 #include "core/logging.h"
 #include "trainer/config/config_fields.h"
+#include "trainer/config/field_effects.h"
 #include "trainer/config/overrides.h"
 
 namespace fastnn {
@@ -118,7 +119,12 @@ void validate_job_config(const JobConfig& c) {
   p.check(c.num_preprocessing_threads() >= 1, "num_preprocessing_threads must be >= 1, got ",
           c.num_preprocessing_threads());
 
-  p.check(c.task_type() != "finetune" || !c.model_dir().empty(), "task_type finetune needs model_dir");
+  p.check(c.task_type() != "finetune" || !c.model_dir().empty() || !c.checkpoint_path().empty(),
+          "task_type finetune needs model_dir (or TF-slim's checkpoint_path)");
+  p.check(c.task_type() != "finetune" || c.model_dir().empty() || c.checkpoint_path().empty(),
+          "checkpoint_path and task_type finetune with model_dir both name a start checkpoint; set one");
+  p.check(c.memory_limit_mb() >= 0 && std::isfinite(c.memory_limit_mb()), "memory_limit_mb must be >= 0, got ",
+          c.memory_limit_mb());
   p.check(c.num_epochs() >= 1, "num_epochs must be >= 1, got ", c.num_epochs());
   p.check(c.weight_decay() >= 0, "weight_decay must be >= 0, got ", c.weight_decay());
   p.check(!c.has_max_gradient_norm() || c.max_gradient_norm() > 0,
@@ -183,6 +189,12 @@ void validate_job_config(const JobConfig& c) {
   p.check(c.allreduce_bucket_mb() > 0 && std::isfinite(c.allreduce_bucket_mb()), "allreduce_bucket_mb must be > 0, got ",
           c.allreduce_bucket_mb());
 
+  try {
+    validate_hooks(c);
+  } catch (const ConfigError& e) {
+    p.list.push_back(e.what());
+  }
+
   if (!p.list.empty()) {
     std::string msg = "invalid job config:";
     for (const std::string& s : p.list) msg += "\n  " + s;
@@ -208,6 +220,7 @@ JobConfig load_job_config(const std::string& path, std::span<const std::string> 
   apply_overrides(config, overrides);
   validate_job_config(config);
   for (const std::string& notice : ignored_field_notices(config)) log_warn(notice);
+  for (const std::string& warning : inert_field_warnings(config)) log_warn(warning);
   return config;
 }
 

@@ -25,7 +25,8 @@ JobConfig parse_job_config_text(std::string_view text, const std::string& source
 JobConfig read_job_config_file(const std::string& path);
 
 // Enumerated strings are among their (fastnn.choices); counts, rates and factors are in range;
-// piecewise / cosine settings are consistent. Does not look at the file system.
+// piecewise / cosine settings are consistent; hook names are known (field_effects.h). Does not look at
+// the file system.
 void validate_job_config(const JobConfig& config);
 
 // One line per set field that fastnn accepts for FastNN compatibility but ignores (enable_paisoar,
@@ -33,7 +34,7 @@ void validate_job_config(const JobConfig& config);
 std::vector<std::string> ignored_field_notices(const JobConfig& config);
 
 // The whole flow: read `path` (none when empty: all defaults), apply `overrides`, validate, log the
-// ignored-field notices as warnings.
+// ignored-field notices and the inert-field warnings (field_effects.h) as warnings.
 JobConfig load_job_config(const std::string& path, std::span<const std::string> overrides);
 
 // Text format of the fields that are set, for logs and checkpoint metadata; parse_job_config_text

@@ -198,8 +198,12 @@ void apply_overrides(Message& msg, std::span<const std::string> args) {
     if (a.size() < 3 || a[0] != '-' || a[1] != '-') {
       throw ConfigError(str("unexpected argument '", a, "': config overrides are written --name=value"));
     }
-    const std::string_view body = std::string_view(a).substr(2);
-    const size_t eq = body.find('=');
+    // --batch-size and --batch_size are one flag (field names have no '-'; the value keeps its own).
+    std::string spelled = a.substr(2);
+    const size_t eq = spelled.find('=');
+    std::replace(spelled.begin(), eq == std::string::npos ? spelled.end() : spelled.begin() + static_cast<std::ptrdiff_t>(eq),
+                 '-', '_');
+    const std::string_view body = spelled;
     if (eq != std::string_view::npos) {
       set_field_from_text(msg, body.substr(0, eq), body.substr(eq + 1));
       continue;
@@ -210,7 +214,7 @@ void apply_overrides(Message& msg, std::span<const std::string> args) {
       continue;
     }
     if (f == nullptr && body.starts_with("no")) {
-      const FieldDescriptor* neg = type.FindFieldByName(std::string(body.substr(2)));
+      const FieldDescriptor* neg = type.FindFieldByName(std::string(body.substr(body.starts_with("no_") ? 3 : 2)));
       if (neg != nullptr && neg->cpp_type() == FieldDescriptor::CPPTYPE_BOOL && !neg->is_repeated()) {
         msg.GetReflection()->SetBool(&msg, neg, false);
         continue;

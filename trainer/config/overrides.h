@@ -4,6 +4,7 @@
 //                    `--name=` empties it); `--name=` on a scalar clears it back to unset/default
 //   --name value     the same, for non-bool fields (the next argument is the value)
 //   --name           bool fields: true;   --noname: false (as absl/TF flags)
+//   '-' in a name is '_': --batch-size=64 is --batch_size=64 (every fastnn command takes both)
 //
 // Values: bool true/false/1/0 (any case); ints in decimal, range-checked for int32; floats as strtod
 // reads them; strings as given. Fields with (fastnn.choices) only take one of their choices.

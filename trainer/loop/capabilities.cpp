@@ -1,8 +1,11 @@
 #include "trainer/loop/capabilities.h"
 
+#include <cstdio>
+
 #include "core/check.h"
 #include "core/logging.h"
 #include "trainer/head/head_config.h"
+#include "trainer/loop/memory_estimate.h"
 #ifdef FASTNN_HAVE_CUDA
 #include "trainer/optim/device_optimizer.h"
 #endif
@@ -10,12 +13,32 @@
 namespace fastnn::loop {
 
 void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int world) {
+  if (world == 1) {
+    const char* one = " has no effect: this is a world of one process (no gradients to average; mpirun starts several)";
+    if (c.has_allreduce_bucket_mb()) log_warn("allreduce_bucket_mb=", c.allreduce_bucket_mb(), one);
+    if (c.has_collective_timeout_seconds()) log_warn("collective_timeout_seconds=", c.collective_timeout_seconds(), one);
+    if (c.has_sync_batch_norm() && c.sync_batch_norm()) log_warn("sync_batch_norm", one);
+  }
+  if (c.has_profile_at_task() && c.profile_at_task() >= world && c.profile_every_n_iters() > 0)
+    log_warn("profile_at_task=", c.profile_at_task(), " has no effect: there are ", world,
+             " rank(s), numbered from 0, so nothing is profiled");
   if (t.device == Device::kCpu) {
     if (c.input_dtype() == "uint8" || c.input_dtype() == "float16")
       throw ConfigError(str("input_dtype=", c.input_dtype(), " is for the GPU (normalised there); the CPU step takes "
                             "float32 batches: use input_dtype=auto or float32 on device=cpu"));
-    if (c.use_fp16() || (c.precision() != "auto" && c.precision() != "fp32"))
-      log_info("use_fp16 / precision have no effect on the CPU backend (it computes in float32)");
+    const char* cpu = " has no effect on the CPU backend: it computes in float32 (loss scaling and fp16 are for device=cuda)";
+    const bool explicit_half = (c.has_use_fp16() && c.use_fp16()) || c.precision() == "fp16" || c.precision() == "bf16";
+    if (explicit_half) log_warn("use_fp16 / precision=", c.precision(), cpu);
+    else if (c.use_fp16()) log_info("use_fp16 (the default) has no effect on the CPU backend (it computes in float32)");
+    // Only where field_effects did not already say so (it does when the config itself is not fp16).
+    const bool f16_config = c.precision() == "fp16" || (c.precision() == "auto" && c.use_fp16());
+    if (f16_config) {
+      if (c.has_loss_scale()) log_warn("loss_scale=", c.loss_scale(), cpu);
+      if (c.has_dynamic_loss_scale() && c.dynamic_loss_scale()) log_warn("dynamic_loss_scale", cpu);
+      if (c.has_loss_scale_window() && c.dynamic_loss_scale()) log_warn("loss_scale_window=", c.loss_scale_window(), cpu);
+    }
+    if (c.has_conv_search())
+      log_warn("conv_search=", c.conv_search(), " has no effect on the CPU backend: it chooses cuDNN algorithms on device=cuda");
     return;
   }
   if (head::uses_head(c))
@@ -25,11 +48,34 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (c.sync_batch_norm() && world > 1)
     throw ConfigError("sync_batch_norm is not available on device=cuda yet (batch-norm statistics across GPUs are "
                       "not written); use device=cpu for synchronised batch norm, or train without sync_batch_norm");
+  if (!c.trainable_scopes().empty())
+    throw ConfigError("trainable_scopes is not available on device=cuda yet (the device optimizer updates every "
+                      "parameter); use device=cpu to train only some scopes");
 #ifdef FASTNN_HAVE_CUDA
   if (!DeviceOptimizer::supports(c.optimizer()))
     throw ConfigError(str("optimizer=", c.optimizer(), " has no GPU update on device=cuda; use device=cpu for it, or "
                           "one of the optimizers the GPU has (docs/CUDA.md)"));
 #endif
+}
+
+void check_before_allocating(const RunSetup& s, const JobConfig& c, const ComputeTarget& t, int world, bool chief) {
+  check_backend_supports(c, t, world);
+  if (c.eval_every_n_steps() > 0 && s.eval_split.empty())
+    log_warn("eval_every_n_steps=", c.eval_every_n_steps(), " has no effect: ", c.dataset_dir(),
+             " has no validation or test split (name files with eval_files)");
+  const MemoryEstimate e = estimate_training_memory(s, c, t);
+  const MemoryLimit limit = host_memory_limit(c);
+  if (chief && c.print_model_statistics()) {
+    std::printf("%s", format_memory_estimate(e, s, c, limit).c_str());
+    std::fflush(stdout);
+  }
+  check_memory_fits(e, s, c, t, limit);
+}
+
+std::string device_placement_text(const graph::Graph& g, const ComputeTarget& t) {
+  std::string out = str("Device placement (", g.plan().nodes().size(), " layers, all on ", t.describe(), "):");
+  for (const graph::PlanNode& n : g.plan().nodes()) out += str("\n  ", n.name, "  ", n.type, "  -> ", t.describe());
+  return out;
 }
 
 }  // namespace fastnn::loop

@@ -1,5 +1,7 @@
 #include "trainer/loop/checkpoint_io.h"
 
+#include <algorithm>
+
 #include <map>
 
 #include "core/check.h"
@@ -45,12 +47,17 @@ std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTenso
   return out;
 }
 
-std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path) {
+std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path,
+                                           std::span<const std::string> exclude_scopes) {
+  for (const std::string& scope : exclude_scopes)  // a misspelt scope would restore what it meant to exclude
+    if (std::none_of(variables.begin(), variables.end(), [&](const graph::NamedTensor& v) { return v.name.starts_with(scope); }))
+      throw ConfigError(str("checkpoint_exclude_scopes: \"", scope, "\" matches no variable of the model "
+                            "(print_model_statistics lists the names)"));
   ckpt::LoadedCheckpoint c = ckpt::load_checkpoint(path, {.optimizer = false});
   std::map<std::string, std::vector<int64_t>> expected;
   for (const graph::NamedTensor& v : variables) expected[v.name] = v.value.shape();
   const std::vector<ckpt::ArrayView> arrays = c.weights.arrays();
-  const ckpt::FinetuneSelection sel = ckpt::select_for_finetune(arrays, expected);
+  const ckpt::FinetuneSelection sel = ckpt::select_for_finetune(arrays, expected, exclude_scopes);
   std::map<std::string, const ckpt::ArrayView*> by_name;
   for (const ckpt::ArrayView& a : sel.loaded) by_name[a.name] = &a;
   std::vector<NamedArray> out;

@@ -23,7 +23,9 @@ std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor
                                             const std::vector<NamedArray>& values);
 std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTensor>& variables,
                                              std::span<const ckpt::ArrayView> arrays, const std::string& source);
-// Loads `path` (a checkpoint prefix or file, or a directory's latest).
-std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path);
+// Loads `path` (a checkpoint prefix or file, or a directory's latest), except the arrays under
+// `exclude_scopes` (TF-slim's checkpoint_exclude_scopes; a scope matching no variable: ConfigError).
+std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path,
+                                           std::span<const std::string> exclude_scopes = {});
 
 }  // namespace fastnn::loop

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/checked_math.h"
 #include "core/dataset_files.h"
+#include "core/logging.h"
 #include "pipeline/preprocess.h"
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
@@ -109,9 +110,17 @@ std::optional<pipeline::FileList> pattern_files(const JobConfig& c, const std::s
 }  // namespace
 
 std::string run_directory(const JobConfig& c) {
-  if (c.has_output_dir() && !c.output_dir().empty()) return c.output_dir();
+  if (!c.output_dir().empty()) return c.output_dir();
   if (!c.model_dir().empty() && c.task_type() != "finetune") return c.model_dir();
-  return c.output_dir();  // the default, "."
+  // Never the current directory unless asked (output_dir=.): a fixed name, not a timestamp, so every
+  // rank of a data-parallel job agrees on it, eval finds it, and running the same command again
+  // continues the run (or is refused, naming the field that changed: run_directory.h).
+  return "runs/" + model_label(c);
+}
+
+std::string model_label(const JobConfig& c) {
+  if (!c.has_net() || c.has_model_name()) return c.model_name();
+  return c.net().name().empty() ? "net" : c.net().name();
 }
 
 std::string preset_for_model(const std::string& m) {
@@ -160,8 +169,7 @@ RunSetup make_run_setup(const JobConfig& c) {
   if ((s.eval_split == "validation" || s.eval_split == "test") && s.eval_files.files.empty())
     s.eval_files = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
   s.labels_offset = c.labels_offset();
-  s.model_name = c.model_name();
-  const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
+  s.model_name = model_label(c);
   // No manifest: TF-slim's labels.txt gives the class count (less labels_offset, as TF-slim's
   // num_classes - labels_offset).
   std::optional<std::vector<std::string>> labels;
@@ -180,8 +188,18 @@ RunSetup make_run_setup(const JobConfig& c) {
                             c.labels_offset(), ": no class is left"));
     s.num_classes = static_cast<int>(n);
   }
-  s.height = s.width = model.default_size;
-  s.channels = model.default_channels;
+  if (c.has_net()) {  // the config's own layers replace the zoo net (schemas/net.proto)
+    const InputDef& in = c.net().input();
+    s.height = in.height();
+    s.width = in.width();
+    s.channels = in.channels();
+    if (s.height < 1 || s.width < 1 || s.channels < 1)
+      throw ConfigError("net: input needs channels, height and width (net { input { channels: 1 height: 28 width: 28 } })");
+  } else {
+    const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
+    s.height = s.width = model.default_size;
+    s.channels = model.default_channels;
+  }
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
   {
     const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
@@ -192,9 +210,20 @@ RunSetup make_run_setup(const JobConfig& c) {
                                                      : static_cast<int64_t>(s.train_files.total_records());
   head::check_head_config(c);
   const auto outputs = static_cast<int>(head::net_outputs(c, s.num_classes));  // a head's embedding, or the classes
-  s.net = zoo::build_net(s.model_name, {.num_classes = outputs, .height = s.height, .width = s.width,
-                                        .channels = s.channels});
+  s.net = c.has_net() ? c.net()
+                      : zoo::build_net(s.model_name, {.num_classes = outputs, .height = s.height, .width = s.width,
+                                                      .channels = s.channels});
   if (head::uses_head(c)) s.net = head::with_embedding(std::move(s.net));
+  if (c.has_dataset_name() && have_manifest && c.dataset_name() != s.manifest.dataset)
+    log_warn("dataset_name=", c.dataset_name(), " has no effect: fastnn reads the records by their Example keys, and ",
+             c.dataset_dir(), "/manifest.json says the shards are ", s.manifest.dataset, " data");
+  else if (c.has_dataset_name() && !have_manifest)
+    log_warn("dataset_name=", c.dataset_name(), " has no effect: fastnn reads the records by their Example keys, and "
+             "there is no manifest.json to check the name against");
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (c.has_num_preprocessing_threads() && c.num_preprocessing_threads() > hw)
+    log_warn("num_preprocessing_threads=", c.num_preprocessing_threads(), " is more than this machine's ", hw,
+             " cores; the pipeline uses ", hw, " (more only steal time from the training kernels)");
   return s;
 }
 

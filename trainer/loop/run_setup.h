@@ -3,8 +3,11 @@
 // train / held-out datasets.
 //
 // Resolution rules (docs/TRAINING.md):
-//   run directory   output_dir when set, else model_dir when set and task_type is pretrain, else "."
-//                   (checkpoints, metrics.jsonl and TensorBoard events go there)
+//   run directory   output_dir when set, else model_dir when set and task_type is pretrain, else
+//                   runs/<model_name> (never the current directory unless output_dir=.); checkpoints,
+//                   metrics.jsonl and TensorBoard events go there
+//   model           the `net` field's layers when set (model_name then only names the run), else
+//                   the zoo's model_name at its default input size
 //   files           train_files / eval_files (items may be globs), else file_pattern (FastNN's %s form:
 //                   train, and validation else test for the held-out split), else the manifest's splits
 //   num_classes     the config's when set, else the manifest's class count, else (no manifest) the
@@ -59,6 +62,8 @@ std::optional<head::HeadOptions> head_for(const JobConfig& config, const RunSetu
 // The head fields (loss_type, emb_dim, margins, scale, sample_ratio) of `saved` that `given` leaves
 // unset, into `out`: evaluating a checkpoint rebuilds its head.
 void copy_head_fields(const JobConfig& given, const JobConfig& saved, JobConfig& out);
+// model_name, or for a config `net` without model_name the net's name ("net" when it has none).
+std::string model_label(const JobConfig& config);
 std::string preset_for_model(const std::string& model_name);
 RunSetup make_run_setup(const JobConfig& config);
 

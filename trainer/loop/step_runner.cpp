@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "trainer/config/config_fields.h"
+#include "trainer/config/job_config.h"
 #include "trainer/comm/bucketed_allreduce.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/loop/head_step.h"
@@ -37,7 +39,30 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.optimizer = optimizer_options(c);
   o.scaling = loss_scaler_options(c, target.dtype);
   o.input_dtype = c.input_dtype();
+  o.trainable_scopes = split_list(c.trainable_scopes());
   return o;
+}
+
+std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const std::vector<std::string>& scopes) {
+  if (scopes.empty()) return all;
+  std::vector<ParamRef> out;
+  for (const ParamRef& p : all)
+    if (std::any_of(scopes.begin(), scopes.end(), [&p](const std::string& s) { return p.name.starts_with(s); }))
+      out.push_back(p);
+  for (const std::string& scope : scopes) {
+    if (std::any_of(all.begin(), all.end(), [&scope](const ParamRef& p) { return p.name.starts_with(scope); })) continue;
+    std::vector<std::string> prefixes;  // every scope of the model: "a/", "a/b/", ...
+    for (const ParamRef& p : all)
+      for (size_t at = p.name.find('/'); at != std::string::npos; at = p.name.find('/', at + 1))
+        prefixes.push_back(p.name.substr(0, at));
+    std::sort(prefixes.begin(), prefixes.end());
+    prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+    const std::vector<std::string> near = closest_names(prefixes, scope);
+    throw ConfigError(str("trainable_scopes: \"", scope, "\" matches no parameter of the model",
+                          near.empty() ? "" : str("; did you mean ", format_choices(near), "?"),
+                          " (print_model_statistics lists the parameter names)"));
+  }
+  return out;
 }
 
 std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed) {
@@ -87,7 +112,8 @@ class CpuStepRunner final : public StepRunner {
       : o_(o), graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse}),
         step_(graph_, {.label_smoothing = o.label_smoothing}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
-        params_(model_params(graph_, head_.get())), optimizer_(make_optimizer(o.optimizer, params_)) {
+        params_(model_params(graph_, head_.get())), trainable_(select_trainable(params_, o.trainable_scopes)),
+        optimizer_(make_optimizer(o.optimizer, trainable_)) {
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",
                  o.target.describe());
     if (o.host_comm && o.host_comm->world_size() > 1)
@@ -115,16 +141,16 @@ class CpuStepRunner final : public StepRunner {
       phase("allreduce");
     };
     if (o_.weight_decay > 0) stages.decay = [this, sharded] {
-      add_weight_decay(params_, o_.weight_decay);
+      add_weight_decay(trainable_, o_.weight_decay);
       if (sharded) sharded->add_weight_decay(o_.weight_decay);
     };
     stages.check = [this, sharded] {
-      double norm = global_norm(params_);
+      double norm = global_norm(trainable_);
       if (sharded) norm = std::sqrt(norm * norm + sharded->norm_squared());  // the same on every rank
       return GradientCheck{.norm = norm, .overflow = !std::isfinite(norm)};
     };
     stages.apply = [this, lr, sharded](float factor) {
-      if (factor != 1.0f) scale_gradients(params_, factor);
+      if (factor != 1.0f) scale_gradients(trainable_, factor);
       optimizer_->step(lr);
       if (sharded) {
         if (factor != 1.0f) sharded->scale(factor);
@@ -216,6 +242,7 @@ class CpuStepRunner final : public StepRunner {
   TrainStep step_;
   std::unique_ptr<HeadStep> head_;  // a classifier head after the embedding; null: TrainStep's loss
   std::vector<ParamRef> params_;
+  std::vector<ParamRef> trainable_;  // params_ under trainable_scopes (all of them when none)
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BucketedAllreduce> grads_;  // data parallel only
   graph::LayerObserver* observer_ = nullptr;

@@ -125,7 +125,16 @@ struct StepRunnerOptions {
   // emb_dim); absent: the net's own softmax cross-entropy (TrainStep). CPU runner only. A sharded head
   // (dist_*) splits its class rows over host_comm's ranks.
   std::optional<head::HeadOptions> head;
+  // TF-slim's trainable_scopes: only parameters under one of these name prefixes are updated (weight
+  // decay, the global norm and the optimizer see only them; gradients are still averaged whole). Empty:
+  // every parameter. Each scope must match a parameter (ConfigError with the closest scopes). CPU runner
+  // only: capabilities.h refuses it on device=cuda.
+  std::vector<std::string> trainable_scopes;
 };
+
+// The parameters of `all` under `scopes` (all of them when `scopes` is empty); ConfigError naming a
+// scope that matches none, with the model's closest scopes.
+std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const std::vector<std::string>& scopes);
 
 struct StepRunnerStats {
   double loss_scale = 1;

@@ -17,6 +17,7 @@
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/checkpoint/row_shards.h"
 #include "trainer/checkpoint/sharded_save.h"
+#include "trainer/config/field_effects.h"
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/batch_tensors.h"
@@ -78,7 +79,7 @@ class TrainingRun {
   TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
       : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
         target_(resolve_compute_target(config, dp.comm().local_rank())) {
-    check_backend_supports(c_, target_, dp_.world());
+    check_before_allocating(setup_, c_, target_, dp_.world(), dp_.chief());  // refuses what cannot fit
     collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
     if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
     StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
@@ -148,14 +149,15 @@ void TrainingRun::restore_or_init() {
       load_head_rows(*runner_, l, /*optimizer=*/true);
       if (l.meta.has_loss_scale()) runner_->restore_loss_scale(l.meta.loss_scale().scale(), l.meta.loss_scale().clean_steps());
       start_ = l.meta.step();
-      log_info("resumed from ", l.prefix, " at step ", start_, " (epoch ", epoch_of(start_), ")");
+      log_info("resumed from ", l.prefix, " at step ", start_, " (epoch ", epoch_of(start_), ")",
+               start_checkpoint(c_).empty() ? "" : str("; the start checkpoint ", start_checkpoint(c_), " is not read"));
       return;
     }
   }
-  if (c_.task_type() == "finetune") {
-    if (c_.model_dir().empty()) throw ConfigError("task_type=finetune needs model_dir (the checkpoint to start from)");
-    const std::string path = c_.ckpt_file_name().empty() ? c_.model_dir() : c_.model_dir() + "/" + c_.ckpt_file_name();
-    runner_->set_host_variables(finetune_variables(runner_->variables(), path));
+  // task_type=finetune (model_dir) or TF-slim's checkpoint_path (field_effects.h: start_checkpoint).
+  if (const std::string path = start_checkpoint(c_); !path.empty()) {
+    const std::vector<std::string> exclude = split_list(c_.checkpoint_exclude_scopes());
+    runner_->set_host_variables(finetune_variables(runner_->variables(), path, exclude));
   }
 }
 
@@ -269,6 +271,7 @@ TrainSummary TrainingRun::run() {
   StepProfiler profiler(has_hook(c_, "ProfilerHook") && dp_.rank() == c_.profile_at_task() ? c_.profile_every_n_iters() : 0,
                         setup_.run_dir, *runner_);
   if (c_.print_model_statistics() && dp_.chief()) print_model_statistics(runner_->graph());
+  if (c_.log_device_placement() && dp_.chief()) log_info(device_placement_text(runner_->graph(), target_));
   log_info("training ", setup_.model_name, " on ", target_.describe(), " (", setup_.num_classes, " classes, ",
            runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
            " batches of ", global_batch(), " per epoch, steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",

@@ -40,13 +40,17 @@ TEST(LoopSetup, TotalStepsTakesTheSmallerOfWhatIsSet) {
 
 TEST(LoopSetup, RunDirectory) {
   JobConfig c;
-  EXPECT_EQ(run_directory(c), ".");
+  EXPECT_EQ(run_directory(c), "runs/inception_resnet_v2");  // never the current directory by default
+  c.set_model_name("lenet");
+  EXPECT_EQ(run_directory(c), "runs/lenet");
   c.set_model_dir("runA");
   EXPECT_EQ(run_directory(c), "runA");
   c.set_task_type("finetune");  // model_dir is then the checkpoint to start from
-  EXPECT_EQ(run_directory(c), ".");
+  EXPECT_EQ(run_directory(c), "runs/lenet");
   c.set_output_dir("out");
   EXPECT_EQ(run_directory(c), "out");
+  c.set_output_dir(".");  // asked for
+  EXPECT_EQ(run_directory(c), ".");
 }
 
 TEST(LoopSetup, PresetFollowsTheModelFamily) {

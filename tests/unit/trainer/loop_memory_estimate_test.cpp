@@ -1,0 +1,102 @@
+// The memory estimate (trainer/loop/memory_estimate.h) counts, from shapes alone, exactly what the graph
+// and the optimizer then allocate; the limit rule and the refusal.
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "trainer/graph/graph.h"
+#include "trainer/loop/memory_estimate.h"
+#include "trainer/loop/run_setup.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/optim/optimizers.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+namespace {
+
+RunSetup setup_for(const std::string& model, int size, int channels) {
+  RunSetup s;
+  s.model_name = model;
+  s.height = s.width = size;
+  s.channels = channels;
+  s.num_classes = 10;
+  s.net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size, .channels = channels});
+  return s;
+}
+
+int64_t state_floats(const Optimizer& o) {
+  int64_t n = 0;
+  for (const NamedArray& a : o.export_state()) n += a.data.size() > 1 ? static_cast<int64_t>(a.data.size()) : 0;
+  return n;
+}
+
+TEST(MemoryEstimate, MatchesWhatTheGraphAndOptimizerAllocate) {
+  struct Case {
+    const char* model;
+    int size, channels, batch;
+    const char* optimizer;
+  };
+  for (const Case& k : {Case{"lenet", 28, 1, 4, "momentum"}, Case{"resnet_cifar_20", 32, 3, 2, "adam"},
+                        Case{"inception_v3", 107, 3, 1, "rmsprop"}, Case{"mobilenet_v2", 32, 3, 2, "sgd"}}) {
+    SCOPED_TRACE(k.model);
+    const RunSetup s = setup_for(k.model, k.size, k.channels);
+    JobConfig c;
+    c.set_batch_size(k.batch);
+    c.set_optimizer(k.optimizer);
+    const MemoryEstimate e = estimate_training_memory(s, c, ComputeTarget{});
+    graph::Graph g(s.net, {.batch_size = k.batch});
+    const int64_t input = int64_t{k.batch} * k.channels * k.size * k.size * 4 + k.batch * 8;
+    EXPECT_EQ(e.activations - input, static_cast<int64_t>(g.activation_bytes()));
+    EXPECT_EQ(e.parameters, static_cast<int64_t>(g.parameter_bytes()));
+    StepRunnerOptions o;
+    o.optimizer.optimizer = k.optimizer;
+    EXPECT_EQ(e.optimizer, 4 * state_floats(*make_optimizer(o.optimizer, g.param_refs())));
+    EXPECT_GT(e.process, 0);  // VmRSS of this test
+    EXPECT_EQ(e.device, 0);
+  }
+}
+
+TEST(MemoryEstimate, ScalesWithBatchAndSeesTrainableScopes) {
+  const RunSetup s = setup_for("lenet", 28, 1);
+  JobConfig c;
+  c.set_optimizer("adam");
+  c.set_batch_size(8);
+  const MemoryEstimate small = estimate_training_memory(s, c, ComputeTarget{});
+  c.set_batch_size(64);
+  const MemoryEstimate big = estimate_training_memory(s, c, ComputeTarget{});
+  EXPECT_GT(big.activations, 5 * small.activations);  // 8x the batch, the same workspace
+  EXPECT_GT(big.pipeline, small.pipeline);
+  EXPECT_EQ(big.parameters, small.parameters);
+  c.set_trainable_scopes("LeNet/fc4");
+  EXPECT_EQ(estimate_training_memory(s, c, ComputeTarget{}).optimizer, 2 * 4 * (10 * 1024 + 10));
+}
+
+TEST(MemoryEstimate, RefusesOverTheLimitNamingPartsAndKnobs) {
+  RunSetup s = setup_for("lenet", 28, 1);
+  s.manifest.image.height = s.manifest.image.width = 14;
+  JobConfig c;
+  c.set_batch_size(32);
+  c.set_memory_limit_mb(1);
+  const MemoryLimit limit = host_memory_limit(c);
+  EXPECT_EQ(limit.bytes, int64_t{1} << 20);
+  EXPECT_EQ(limit.source, "memory_limit_mb");
+  const MemoryEstimate e = estimate_training_memory(s, c, ComputeTarget{});
+  try {
+    check_memory_fits(e, s, c, ComputeTarget{}, limit);
+    FAIL() << "not refused";
+  } catch (const ConfigError& err) {
+    const std::string m = err.what();
+    for (const char* part : {"the run needs an estimated", "1.0 MiB is available (memory_limit_mb)", "activations",
+                             "lenet trains at 28x28, the data is 14x14", "lower batch_size (now 32", "check_memory=false"})
+      EXPECT_NE(m.find(part), std::string::npos) << part << "\n" << m;
+  }
+  c.set_check_memory(false);
+  EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, limit));
+  c.set_memory_limit_mb(0);  // the machine's: MemAvailable plus this process, far above LeNet's
+  const MemoryLimit machine = host_memory_limit(c);
+  EXPECT_GT(machine.bytes, e.host_total());
+  c.set_check_memory(true);
+  EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, machine));
+}
+
+}  // namespace
+}  // namespace fastnn::loop
