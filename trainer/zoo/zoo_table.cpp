@@ -38,6 +38,7 @@ std::vector<ZooTableRow> zoo_table(int num_classes) {
     r.trainable_params = s.trainable_params;
     r.state_elements = s.state_elements;
     r.macs = s.flops / 2;  // statistics count 2 FLOPs per multiply-add
+    r.layers = net.layers_size();
     rows.push_back(std::move(r));
   }
   return rows;
@@ -52,6 +53,7 @@ nlohmann::json zoo_table_json(const std::vector<ZooTableRow>& rows) {
                    {"moving_statistics", r.state_elements},
                    {"macs", r.macs},
                    {"flops", 2 * r.macs},
+                   {"layers", r.layers},
                    {"input", {{"height", r.default_size}, {"width", r.default_size}, {"channels", r.channels}}},
                    {"min_size", r.min_size},
                    {"num_classes", r.num_classes},

@@ -18,6 +18,7 @@ struct ZooTableRow {
   int64_t trainable_params = 0;    // with the aux head where there is one
   int64_t state_elements = 0;      // moving statistics (batch norm)
   int64_t macs = 0;                // forward multiply-adds per image, conv and fully connected layers
+  int layers = 0;                  // NetDef layers
 };
 
 // `num_classes` 0: each model's default (10 for the MNIST / CIFAR nets, 1000 otherwise); TF-slim's

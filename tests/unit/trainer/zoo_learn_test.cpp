@@ -1,4 +1,4 @@
-// The zoo's TF-slim ImageNet nets learn: a few momentum-SGD steps on one small batch of real
+// The zoo's TF-slim ImageNet nets learn: a few Adam steps on one small batch of real
 // Fashion-MNIST images (upscaled to the net's smallest practical input, grey replicated to RGB,
 // scaled to [-1, 1] as the inception preset does) bring the training loss well below where it
 // started. Each step is a full forward + backward through every layer, so a wrong gradient anywhere
@@ -75,7 +75,7 @@ class ZooLearn : public testing::TestWithParam<LearnCase> {};
 
 TEST_P(ZooLearn, LossFallsOnARealBatch) {
   const LearnCase& c = GetParam();
-  const Batch data = read_fashion(8);
+  const Batch data = read_fashion(4);
   if (data.labels.empty()) GTEST_SKIP() << kDir << " is not installed (scripts/setup.sh)";
   const int n = static_cast<int>(data.labels.size());
   const Tensor images = images_at(data, c.size);
@@ -85,7 +85,9 @@ TEST_P(ZooLearn, LossFallsOnARealBatch) {
                  {.batch_size = n, .seed = 5});
   TrainStep ts(g);
   const std::vector<ParamRef> refs = g.param_refs();
-  auto opt = make_momentum(refs, 0.9f, false);
+  // Adam: from TF-slim's initialisations, momentum SGD needs many more steps to settle the 100-200
+  // layer nets than a unit test should take (its loss wanders at every learning rate tried).
+  auto opt = make_adam(refs, 0.9f, 0.999f, 1e-8f);
   std::vector<double> losses;
   for (int s = 0; s < c.steps; ++s) {
     const StepResult r = ts.train(images, labels, static_cast<uint64_t>(s));
@@ -101,14 +103,15 @@ TEST_P(ZooLearn, LossFallsOnARealBatch) {
   EXPECT_LT(last, 0.5 * first) << c.model << " losses:" << curve;
 }
 
-// The smallest practical inputs (docs/MODELS.md) keep a step cheap on two CPU cores.
+// The smallest practical inputs (docs/MODELS.md) keep a step cheap on two CPU cores. alexnet_v2 and
+// overfeat drop half their fc units (keep 0.5), so they get more, gentler steps.
 INSTANTIATE_TEST_SUITE_P(
     NewModels, ZooLearn,
-    testing::Values(LearnCase{"alexnet_v2", 67, 12, 0.01f}, LearnCase{"overfeat", 71, 12, 0.01f},
-                    LearnCase{"inception_v1", 32, 10, 0.05f}, LearnCase{"inception_v2", 32, 10, 0.05f},
-                    LearnCase{"inception_v4", 107, 8, 0.05f}, LearnCase{"resnet_v1_200", 32, 8, 0.05f},
-                    LearnCase{"resnet_v2_101", 32, 8, 0.05f}, LearnCase{"resnet_v2_152", 32, 8, 0.05f},
-                    LearnCase{"resnet_v2_200", 32, 8, 0.05f}),
+    testing::Values(LearnCase{"alexnet_v2", 67, 12, 3e-4f}, LearnCase{"overfeat", 71, 12, 3e-4f},
+                    LearnCase{"inception_v1", 32, 8, 1e-3f}, LearnCase{"inception_v2", 32, 8, 1e-3f},
+                    LearnCase{"inception_v4", 107, 8, 1e-3f}, LearnCase{"resnet_v1_200", 32, 8, 1e-3f},
+                    LearnCase{"resnet_v2_101", 32, 8, 1e-3f}, LearnCase{"resnet_v2_152", 32, 8, 1e-3f},
+                    LearnCase{"resnet_v2_200", 32, 8, 1e-3f}),
     [](const testing::TestParamInfo<LearnCase>& i) { return i.param.model; });
 
 }  // namespace
