@@ -19,6 +19,7 @@ struct Emit {
   std::string in;  // the op's first input
   Shape in_shape;
   std::string out;
+  bool first = true;  // the first op of a (fused) layer: its node writing `out` is named after the layer
 
   // The layer's param by the op's name, as an initializer named "<layer>/<local name>".
   std::string param(const std::string& op_name, const std::string& local, const Shape& shape) const {
@@ -27,7 +28,7 @@ struct Emit {
   }
   std::string temp(const std::string& what) const { return b.fresh(layer + "/" + what); }
   onnx::NodeProto& node(const std::string& onnx_op, const std::vector<std::string>& inputs, const std::string& output) {
-    return b.node(onnx_op, inputs, {output}, layer + (op == onnx_op ? "" : "/" + onnx_op));
+    return b.node(onnx_op, inputs, {output}, first && output == out ? layer : layer + "/" + onnx_op);
   }
 };
 
@@ -180,7 +181,7 @@ std::string emit_layer(OnnxBuilder& b, const graph::PlanNode& node, const LayerT
   for (size_t i = 0; i < parts.size(); ++i) {
     const bool last = i + 1 == parts.size();
     Emit e{b, parts[i], i == 0 ? node.attrs : kNone, node.name, t, x, shape,
-           last ? t.output : b.fresh(node.name + "/" + parts[i])};
+           last ? t.output : b.fresh(node.name + "/" + parts[i]), i == 0};
     x = emit_op(e);
     shape = node.output_shape;  // fused tails are element-wise
   }

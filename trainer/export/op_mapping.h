@@ -21,7 +21,8 @@
 //   A+B (fused, graph/net_plan.h PlanOptions::fuse): A's nodes, then B's.
 // The loss and metric ops (softmax_xent, top_k) are not layers and have no mapping.
 //
-// Shapes come from the plan (batch dim included); the ONNX tensors of a layer are named after it.
+// Shapes come from the plan (batch dim included). A layer's output tensor and main node are named after
+// the layer; helper nodes and tensors "<layer>/<OnnxOp>" (a fused tail: "<layer>/Relu").
 #pragma once
 
 #include <functional>
