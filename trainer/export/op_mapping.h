@@ -39,9 +39,14 @@ struct LayerTensors {
   std::vector<std::string> inputs;  // ONNX names of the layer's inputs, in order
   std::vector<Shape> input_shapes;  // their plan shapes
   std::string output;               // the name wanted for the layer's output
-  // Values (f32, row-major, the op's shape) of the op's param / state tensor by the op's name for it
-  // ("weight", "bias", "gamma", "running_mean"...).
-  std::function<std::vector<float>(const std::string& op_name)> value;
+  // The op's param / state tensor by the op's name for it ("weight", "bias", "gamma", "running_mean"...):
+  // its full name (the initializer's), shape and f32 values, row-major.
+  struct Value {
+    std::string name;
+    Shape shape;
+    std::vector<float> values;
+  };
+  std::function<Value(const std::string& op_name)> value;
 };
 
 // Emits `node`'s ONNX nodes; returns the name of the tensor holding its output (t.output, or an input's
