@@ -4,8 +4,8 @@
 #  - usage and errors: no source / two sources / an unknown format are usage errors (2); a missing
 #    checkpoint is an error (1) that leaves no output file;
 #  - every zoo model (names from the CLI's own error message, so a new model is covered by default),
-#    at a reduced size with 10 classes and freshly initialised: float32 and float16 exports pass
-#    onnx.checker.check_model(full_check) (strict shape and type inference), and the numpy evaluator's
+#    at a reduced size with 10 classes and freshly initialised: float32 exports (and float16 ones of one
+#    model per family) pass onnx.checker.check_model(full_check) (strict shape and type inference), and the numpy evaluator's
 #    logits on fastnn's reference inputs (--test_data) are within 1e-4 of fastnn's (relative to the
 #    largest logit; also onnxruntime's where it is importable);
 #  - real checkpoints trained here on Fashion-MNIST: LeNet (float32, float16, external data) and
@@ -49,21 +49,28 @@ for m in $models; do
   "$FASTNN" export --model_name "$m" --num_classes 10 --image_size $size --seed 3 -q -o zoo/$m.onnx \
     --test_data zoo/$m --test_samples 2 2>err.txt || { cat err.txt; fail "export $m"; }
   "$PY" "$CHECK" model zoo/$m.onnx --test_data zoo/$m --name "$m" || fail "$m float32"
+  rm -rf zoo/$m zoo/$m.onnx
+done
+# float16: one model of each family, so every layer type is covered (the deep variants only repeat them).
+for m in mlp cifarnet resnet_cifar_20 resnet_v1_18 resnet_v2_50 mobilenet_v1_025 mobilenet_v2_035 vgg_a inception_v3 \
+         inception_resnet_v2; do
+  case $m in inception*) size=75 ;; mlp) size=28 ;; *) size=32 ;; esac
   "$FASTNN" export --model_name "$m" --num_classes 10 --image_size $size -q --dtype float16 -o zoo/$m.f16.onnx 2>err.txt ||
     { cat err.txt; fail "export $m float16"; }
   "$PY" "$CHECK" model zoo/$m.f16.onnx --name "$m float16" || fail "$m float16"
-  rm -rf zoo/$m zoo/$m.onnx zoo/$m.f16.onnx
+  rm -f zoo/$m.f16.onnx
 done
 
 if [ ! -f "$DATA_SRC/t10k-images-idx3-ubyte.gz" ]; then
   echo "$DATA_SRC has no Fashion-MNIST: the trained-checkpoint part is skipped"
   exit 0
 fi
-"$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 --shards-per-gpu 2 -q > /dev/null || fail "convert"
+"$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 --shards-per-gpu 4 -q > /dev/null || fail "convert"
 "$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=lenet --batch_size=32 --optimizer=momentum \
   --learning_rate=0.01 --stop_at_step=100 --device=cpu > train.log 2>&1 || { tail train.log; fail "train lenet"; }
 "$FASTNN" train --model_name=resnet_cifar_20 --dataset_dir=data --output_dir=resnet --batch_size=16 \
-  --optimizer=momentum --learning_rate=0.01 --stop_at_step=15 --device=cpu > train_resnet.log 2>&1 ||
+  --optimizer=momentum --learning_rate=0.01 --stop_at_step=15 --device=cpu --eval_files=test-00000-of-00004.tfrecord \
+  > train_resnet.log 2>&1 ||
   { tail train_resnet.log; fail "train resnet_cifar_20"; }
 
 "$FASTNN" export --checkpoint lenet --format onnx -o lenet.onnx --test_data lenet_td --test_samples 16 2>export.log ||

@@ -391,6 +391,21 @@ TEST_F(ExportOnnxFile, ExternalDataHoldsTheLargeInitializers) {
     EXPECT_EQ(e.path().filename().string().find("fastnn-tmp"), std::string::npos) << e.path();
 }
 
+TEST_F(ExportOnnxFile, AutoGoesExternalAtTheLimitAndNeverRefuses) {
+  onnx::ModelProto m = export_net(net_from_text(kEveryLayer));
+  const uint64_t size = m.ByteSizeLong();
+  onnx::ModelProto copy = m;
+  EXPECT_THROW(onnx_export::write_onnx_file(copy, (dir_ / "n.onnx").string(), onnx_export::External::kNever, size),
+               ConfigError);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "n.onnx"));
+  const onnx_export::WrittenModel w =
+      onnx_export::write_onnx_file(m, (dir_ / "a.onnx").string(), onnx_export::External::kAuto, size);
+  EXPECT_FALSE(w.data_path.empty());
+  EXPECT_GE(w.external_tensors, 1);
+  EXPECT_LT(w.model_bytes, size);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "a.onnx.data"));
+}
+
 TEST_F(ExportOnnxFile, SmallModelsAreOneFile) {
   onnx::ModelProto m = export_net(net_from_text(kEveryLayer));
   const std::string serialized = m.SerializeAsString();
