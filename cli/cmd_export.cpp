@@ -47,7 +47,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--test_samples,--test-samples", a->test_samples, "Samples in the test data")->check(CLI::Range(1, 4096));
   cmd->add_flag("--quiet,-q", a->quiet, "No summary on stderr");
   cmd->callback([a] {
-    if (a->checkpoint.empty() && a->model_name.empty()) throw ConfigError("export: give --checkpoint (or --model_name)");
+    if (a->checkpoint.empty() && a->model_name.empty()) throw CLI::RequiredError("--checkpoint (or --model_name)");
     onnx_export::ExportRequest r;
     r.source = {.checkpoint = a->checkpoint, .model_name = a->model_name, .num_classes = a->num_classes,
                 .image_size = a->image_size, .seed = a->seed};

@@ -1,5 +1,6 @@
 #include "trainer/export/onnx_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -60,11 +61,12 @@ struct TempFiles {
   }
 };
 
-WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, External external) {
+WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, External external,
+                             uint64_t inline_limit) {
   TempFiles temps;
   const fs::path out_path(path);
   if (out_path.filename().empty()) throw ConfigError(str(path, ": the output names a directory, not a file"));
-  const bool big = model.ByteSizeLong() >= kInlineLimit;
+  const bool big = model.ByteSizeLong() >= std::min(inline_limit, kInlineLimit);
   if (big && external == External::kNever)
     throw ConfigError(str(path, ": the model is ", model.ByteSizeLong() >> 20,
                           " MiB, beyond protobuf's 2 GiB limit for one file; it needs external data"));

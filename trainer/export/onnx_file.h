@@ -32,8 +32,9 @@ struct WrittenModel {
   int external_tensors = 0;
 };
 
-// Moves initializers out of `model` (when external) and writes it to `path`.
-// kNever with a model at or above kInlineLimit is a ConfigError.
-WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, External external = External::kAuto);
+// Moves initializers out of `model` (when external) and writes it to `path`. kAuto goes external when the
+// serialised model reaches inline_limit (tests lower it); kNever with such a model is a ConfigError.
+WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, External external = External::kAuto,
+                             uint64_t inline_limit = kInlineLimit);
 
 }  // namespace fastnn::onnx_export

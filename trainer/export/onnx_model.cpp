@@ -28,7 +28,7 @@ std::vector<float> fixed_value(const graph::PlannedTensor& t) {
   return std::vector<float>(v.data<float>(), v.data<float>() + v.numel());
 }
 
-std::vector<float> layer_value(const graph::PlanNode& node, const std::string& op_name, const ValueSource& values) {
+LayerTensors::Value layer_value(const graph::PlanNode& node, const std::string& op_name, const ValueSource& values) {
   const ops::OpSignature& sig = node.kernel->signature();
   auto pick = [&](const std::vector<ops::TensorSpec>& specs,
                   const std::vector<graph::PlannedTensor>& planned) -> const graph::PlannedTensor* {
@@ -43,7 +43,7 @@ std::vector<float> layer_value(const graph::PlanNode& node, const std::string& o
   std::vector<float> v = is_param && !t->trainable ? fixed_value(*t) : values(*t);
   if (static_cast<int64_t>(v.size()) != t->numel())
     throw Error(str(t->name, ": ", v.size(), " values for shape ", shape_str(t->spec.shape)));
-  return v;
+  return {t->name, t->spec.shape, std::move(v)};
 }
 
 }  // namespace

@@ -19,15 +19,16 @@ struct Emit {
   std::string in;  // the op's first input
   Shape in_shape;
   std::string out;
+  bool first = true;  // the first op of a (fused) layer: its node writing `out` is named after the layer
 
-  // The layer's param by the op's name, as an initializer named "<layer>/<local name>".
-  std::string param(const std::string& op_name, const std::string& local, const Shape& shape) const {
-    const std::vector<float> v = t.value(op_name);
-    return b.initializer(layer + "/" + local, shape, v);
+  // The layer's param / state tensor by the op's name, as an initializer under its full name.
+  std::string param(const std::string& op_name) const {
+    const LayerTensors::Value v = t.value(op_name);
+    return b.initializer(v.name, v.shape, v.values);
   }
   std::string temp(const std::string& what) const { return b.fresh(layer + "/" + what); }
   onnx::NodeProto& node(const std::string& onnx_op, const std::vector<std::string>& inputs, const std::string& output) {
-    return b.node(onnx_op, inputs, {output}, layer + (op == onnx_op ? "" : "/" + onnx_op));
+    return b.node(onnx_op, inputs, {output}, first && output == out ? layer : layer + "/" + onnx_op);
   }
 };
 
@@ -43,17 +44,9 @@ void conv(Emit& e, bool depthwise) {
   const Shape& x = e.in_shape;
   FASTNN_CHECK(x.size() == 4, e.layer, ": conv input rank ", x.size());
   const ops::Window2d w = ops::parse_window2d(e.op, e.a, x[2], x[3], true, false);
-  int64_t k = 0, group = 1;
-  if (depthwise) {
-    k = x[1] * e.a.get_int(e.op, "multiplier", 1);
-    group = x[1];
-  } else {
-    k = e.a.get_int(e.op, "filters");
-    group = e.a.get_int(e.op, "groups", 1);
-  }
-  std::vector<std::string> in = {e.in, e.param("weight", depthwise ? "depthwise_weights" : "weights",
-                                               {k, x[1] / group, w.r, w.s})};
-  if (e.a.get_bool(e.op, "bias", true)) in.push_back(e.param("bias", "biases", {k}));
+  const int64_t group = depthwise ? x[1] : e.a.get_int(e.op, "groups", 1);
+  std::vector<std::string> in = {e.in, e.param("weight")};
+  if (e.a.get_bool(e.op, "bias", true)) in.push_back(e.param("bias"));
   onnx::NodeProto& n = e.node("Conv", in, e.out);
   window_attrs(n, w, true);
   OnnxBuilder::attr(n, "group", group);
@@ -68,27 +61,20 @@ void pool(Emit& e, bool avg) {
 }
 
 void batch_norm(Emit& e) {
-  const int64_t c = e.in_shape.at(1);
   onnx::NodeProto& n = e.node("BatchNormalization",
-                              {e.in, e.param("gamma", "gamma", {c}), e.param("beta", "beta", {c}),
-                               e.param("running_mean", "moving_mean", {c}),
-                               e.param("running_var", "moving_variance", {c})},
+                              {e.in, e.param("gamma"), e.param("beta"), e.param("running_mean"), e.param("running_var")},
                               e.out);
   OnnxBuilder::attr(n, "epsilon", static_cast<float>(e.a.get_float(e.op, "epsilon", 1e-5)));
 }
 
 void fully_connected(Emit& e) {
-  const Shape& x = e.in_shape;
-  int64_t d = 1;
-  for (size_t i = 1; i < x.size(); ++i) d *= x[i];
-  const int64_t units = e.a.get_int(e.op, "units");
   std::string flat = e.in;
-  if (x.size() != 2) {
+  if (e.in_shape.size() != 2) {
     flat = e.temp("Flatten");
     OnnxBuilder::attr(e.node("Flatten", {e.in}, flat), "axis", int64_t{1});
   }
-  std::vector<std::string> in = {flat, e.param("weight", "weights", {units, d})};
-  if (e.a.get_bool(e.op, "bias", true)) in.push_back(e.param("bias", "biases", {units}));
+  std::vector<std::string> in = {flat, e.param("weight")};
+  if (e.a.get_bool(e.op, "bias", true)) in.push_back(e.param("bias"));
   OnnxBuilder::attr(e.node("Gemm", in, e.out), "transB", int64_t{1});
 }
 
@@ -180,7 +166,7 @@ std::string emit_layer(OnnxBuilder& b, const graph::PlanNode& node, const LayerT
   for (size_t i = 0; i < parts.size(); ++i) {
     const bool last = i + 1 == parts.size();
     Emit e{b, parts[i], i == 0 ? node.attrs : kNone, node.name, t, x, shape,
-           last ? t.output : b.fresh(node.name + "/" + parts[i])};
+           last ? t.output : b.fresh(node.name + "/" + parts[i]), i == 0};
     x = emit_op(e);
     shape = node.output_shape;  // fused tails are element-wise
   }

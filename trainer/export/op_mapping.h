@@ -21,7 +21,8 @@
 //   A+B (fused, graph/net_plan.h PlanOptions::fuse): A's nodes, then B's.
 // The loss and metric ops (softmax_xent, top_k) are not layers and have no mapping.
 //
-// Shapes come from the plan (batch dim included); the ONNX tensors of a layer are named after it.
+// Shapes come from the plan (batch dim included). A layer's output tensor and main node are named after
+// the layer; helper nodes and tensors "<layer>/<OnnxOp>" (a fused tail: "<layer>/Relu").
 #pragma once
 
 #include <functional>
@@ -38,9 +39,14 @@ struct LayerTensors {
   std::vector<std::string> inputs;  // ONNX names of the layer's inputs, in order
   std::vector<Shape> input_shapes;  // their plan shapes
   std::string output;               // the name wanted for the layer's output
-  // Values (f32, row-major, the op's shape) of the op's param / state tensor by the op's name for it
-  // ("weight", "bias", "gamma", "running_mean"...).
-  std::function<std::vector<float>(const std::string& op_name)> value;
+  // The op's param / state tensor by the op's name for it ("weight", "bias", "gamma", "running_mean"...):
+  // its full name (the initializer's), shape and f32 values, row-major.
+  struct Value {
+    std::string name;
+    Shape shape;
+    std::vector<float> values;
+  };
+  std::function<Value(const std::string& op_name)> value;
 };
 
 // Emits `node`'s ONNX nodes; returns the name of the tensor holding its output (t.output, or an input's

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# fastnn export --format onnx, checked by Debian's python3-onnx and an independent numpy evaluator
+# (onnx_numpy_eval.py; check_onnx_export.py runs the checks):
+#  - usage and errors: no source / two sources / an unknown format are usage errors (2); a missing
+#    checkpoint is an error (1) that leaves no output file;
+#  - every zoo model (names from the CLI's own error message, so a new model is covered by default),
+#    at a reduced size with 10 classes and freshly initialised: float32 exports (and float16 ones of one
+#    model per family) pass onnx.checker.check_model(full_check) (strict shape and type inference), and the numpy evaluator's
+#    logits on fastnn's reference inputs (--test_data) are within 1e-4 of fastnn's (relative to the
+#    largest logit; also onnxruntime's where it is importable);
+#  - real checkpoints trained here on Fashion-MNIST: LeNet (float32, float16, external data) and
+#    ResNet-20 (BN moving statistics no longer trivial): logits within 1e-4 (float16: 1e-2), and LeNet's
+#    top-1 on the whole test set from the exported model (preprocessed from its metadata) equal to
+#    `fastnn predict`'s (float16 within 0.2 points).
+# Exit 77 (skipped) only where python3 cannot import onnx and numpy; without the Fashion-MNIST package
+# the zoo part still runs and the checkpoint part is skipped (said on stdout).
+FASTNN=$1 SRC=$2 SCRATCH=$3
+DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+CHECK="$SRC/tests/integration/check_onnx_export.py"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+set -u
+rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
+
+# Usage and errors (no Python needed).
+"$FASTNN" export -o x.onnx 2>err.txt; [ $? -eq 2 ] || fail "no --checkpoint: want exit 2"
+"$FASTNN" export --checkpoint a --model_name lenet -o x.onnx 2>err.txt; [ $? -eq 2 ] || fail "two sources: want exit 2"
+"$FASTNN" export --model_name lenet --format tflite -o x.onnx 2>err.txt; [ $? -eq 2 ] || fail "format tflite: want exit 2"
+"$FASTNN" export --checkpoint no_such_run -o x.onnx 2>err.txt; [ $? -eq 1 ] || fail "missing checkpoint: want exit 1"
+[ ! -e x.onnx ] || fail "a failed export left x.onnx"
+grep -q no_such_run err.txt || { cat err.txt; fail "the error does not name the checkpoint"; }
+
+PY=""
+for p in /usr/bin/python3 python3; do
+  if "$p" -c "import onnx, numpy" 2>/dev/null; then PY=$p; break; fi
+done
+if [ -z "$PY" ]; then echo "SKIPPED: no python3 with onnx and numpy (Debian python3-onnx)"; exit 77; fi
+"$PY" -c "import onnxruntime" 2>/dev/null && echo "onnxruntime found: its logits are compared too" ||
+  echo "onnxruntime not importable: numpy evaluator only"
+
+# Every zoo model, reduced.
+models=$("$FASTNN" export --model_name '?' -o x.onnx 2>&1 | sed -n 's/.*the zoo has: //p' | tr -d ',')
+[ "$(echo $models | wc -w)" -ge 20 ] || fail "zoo model list: '$models'"
+for m in $models; do
+  case $m in
+    inception*) size=75 ;;
+    lenet | mlp) size=28 ;;
+    *) size=32 ;;
+  esac
+  "$FASTNN" export --model_name "$m" --num_classes 10 --image_size $size --seed 3 -q -o zoo/$m.onnx \
+    --test_data zoo/$m --test_samples 2 2>err.txt || { cat err.txt; fail "export $m"; }
+  "$PY" "$CHECK" model zoo/$m.onnx --test_data zoo/$m --name "$m" || fail "$m float32"
+  rm -rf zoo/$m zoo/$m.onnx
+done
+# float16: one model of each family, so every layer type is covered (the deep variants only repeat them).
+for m in mlp cifarnet resnet_cifar_20 resnet_v1_18 resnet_v2_50 mobilenet_v1_025 mobilenet_v2_035 vgg_a inception_v3 \
+         inception_resnet_v2; do
+  case $m in inception*) size=75 ;; mlp) size=28 ;; *) size=32 ;; esac
+  "$FASTNN" export --model_name "$m" --num_classes 10 --image_size $size -q --dtype float16 -o zoo/$m.f16.onnx 2>err.txt ||
+    { cat err.txt; fail "export $m float16"; }
+  "$PY" "$CHECK" model zoo/$m.f16.onnx --name "$m float16" || fail "$m float16"
+  rm -f zoo/$m.f16.onnx
+done
+
+if [ ! -f "$DATA_SRC/t10k-images-idx3-ubyte.gz" ]; then
+  echo "$DATA_SRC has no Fashion-MNIST: the trained-checkpoint part is skipped"
+  exit 0
+fi
+"$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 --shards-per-gpu 4 -q > /dev/null || fail "convert"
+"$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=lenet --batch_size=32 --optimizer=momentum \
+  --learning_rate=0.01 --stop_at_step=100 --device=cpu > train.log 2>&1 || { tail train.log; fail "train lenet"; }
+"$FASTNN" train --model_name=resnet_cifar_20 --dataset_dir=data --output_dir=resnet --batch_size=16 \
+  --optimizer=momentum --learning_rate=0.01 --stop_at_step=15 --device=cpu --eval_files=test-00000-of-00004.tfrecord \
+  > train_resnet.log 2>&1 ||
+  { tail train_resnet.log; fail "train resnet_cifar_20"; }
+
+"$FASTNN" export --checkpoint lenet --format onnx -o lenet.onnx --test_data lenet_td --test_samples 16 2>export.log ||
+  { cat export.log; fail "export lenet"; }
+cat export.log
+grep -q "lenet, 10 classes, 28x28x1 NCHW, lenet preprocessing, float32" export.log || fail "summary line"
+"$PY" "$CHECK" model lenet.onnx --test_data lenet_td --name "lenet checkpoint" || fail "lenet checkpoint"
+"$PY" - lenet.onnx data/labels.txt <<'PY' || fail "lenet metadata"
+import json, sys, onnx
+md = {p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}
+names = [l.split(":", 1)[1].strip() for l in open(sys.argv[2])]
+assert json.loads(md["fastnn.class_names"]) == names, md.get("fastnn.class_names")
+assert md["fastnn.input_mean"] == "128" and md["fastnn.input_scale"] == "0.0078125", md
+assert md["fastnn.step"] == "100" and md["fastnn.source"].endswith("ckpt-100"), md
+PY
+"$FASTNN" export --checkpoint lenet -o lenet16.onnx --dtype float16 --test_data lenet16_td -q || fail "export lenet float16"
+"$PY" "$CHECK" model lenet16.onnx --test_data lenet16_td --rtol 1e-2 --name "lenet float16" || fail "lenet float16"
+[ $(stat -c %s lenet16.onnx) -lt $(( $(stat -c %s lenet.onnx) * 6 / 10 )) ] || fail "float16 file is not about half"
+"$FASTNN" export --checkpoint lenet -o ext/lenet.onnx --external_data always -q || fail "export external"
+[ -s ext/lenet.onnx.data ] && [ $(stat -c %s ext/lenet.onnx) -lt 65536 ] || fail "external data layout"
+"$PY" "$CHECK" model ext/lenet.onnx --test_data lenet_td --name "lenet external data" || fail "external data"
+
+ckpt=$(ls resnet/ckpt-*.meta.pbtxt | sort -V | tail -1); ckpt=${ckpt%.meta.pbtxt}
+"$FASTNN" export --checkpoint "$ckpt" -o resnet20.onnx --test_data resnet20_td --test_samples 8 -q || fail "export resnet"
+"$PY" "$CHECK" model resnet20.onnx --test_data resnet20_td --name "resnet_cifar_20 checkpoint" || fail "resnet_cifar_20"
+
+"$FASTNN" predict --checkpoint lenet --input data --device=cpu --batch_size=500 -q > pred.jsonl || fail "predict"
+"$PY" "$CHECK" fashion lenet.onnx pred.jsonl "$DATA_SRC" || fail "lenet top-1 on the test set"
+"$PY" "$CHECK" fashion lenet16.onnx pred.jsonl "$DATA_SRC" --max_top1_diff 20 || fail "lenet float16 top-1"
+echo "export_onnx: ok"
