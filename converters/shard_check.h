@@ -18,7 +18,7 @@
 // token of their names; records are read with converters/foreign_record.h's key spellings. Checked:
 // framing and both CRCs; the image and label keys and their types; labels non-negative and, with
 // labels.txt, below its class count; a declared format (jpg, png, raw...) against the bytes; the
-// record's height, width and channels (where present) against the image header; every image decoded
+// record's height and width (where present) against the image header; every image decoded
 // with `decode`; a "-NNNNN-of-MMMMM" name set complete (no shard index missing); per-split counts
 // (unequal train shards are a warning); the balance test as above. What cannot be checked without a
 // manifest (expected record counts, file sizes and histograms, the intended GPU spread, the class

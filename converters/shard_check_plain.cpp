@@ -32,7 +32,7 @@ std::optional<std::pair<int64_t, int64_t>> shard_position(std::string_view name)
     while (a > 0 && std::isdigit(static_cast<unsigned char>(name[a - 1]))) --a;
     size_t e = b;
     while (e < name.size() && std::isdigit(static_cast<unsigned char>(name[e]))) ++e;
-    if (a == p || e == b || p - a > 9 || e - b > 9 || a == 0 || name[a - 1] != '-' && name[a - 1] != '_') continue;
+    if (a == p || e == b || p - a > 9 || e - b > 9 || a == 0 || (name[a - 1] != '-' && name[a - 1] != '_')) continue;
     return std::make_pair(std::stoll(std::string(name.substr(a, p - a))), std::stoll(std::string(name.substr(b, e - b))));
   }
   return std::nullopt;
@@ -92,11 +92,12 @@ std::string check_foreign(const ForeignRecordParser& parser, int64_t num_classes
     *label = r.label;
     if (r.format_mismatch) return str("image/format says ", r.declared_format, " but the image is ", r.format);
     if (r.format == std::string_view("raw")) return "";
+    // Channels are not compared: TF-slim's ImageNet records say 3 for grayscale JPEGs too (the
+    // channels tf.image.decode_jpeg is asked for), which readers handle.
     const bool h = r.record_height && r.record_height != r.height, w = r.record_width && r.record_width != r.width;
-    const bool c = r.record_channels && r.record_channels != r.channels;
-    if (h || w || c)
-      return str("the ", r.format, " header says ", r.height, "x", r.width, "x", r.channels, ", the record says ",
-                 r.record_height, "x", r.record_width, "x", r.record_channels, " (0: not given)");
+    if (h || w)
+      return str("the ", r.format, " header says ", r.height, "x", r.width, ", the record says ", r.record_height, "x",
+                 r.record_width, " (0: not given)");
     if (decode) {
       const ImageInfo info{detect_image_format(r.encoded), r.width, r.height, r.channels};
       pixels->resize(decoded_size(info, 0));

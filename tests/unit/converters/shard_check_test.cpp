@@ -92,9 +92,19 @@ TEST(ShardCheck, FlippedByteIsACrcErrorInThatShard) {
   std::filesystem::remove(t / "s/test-00001-of-00004.tfrecord");
   r = check_shard_set(check_options(t / "s"));
   EXPECT_EQ(r.splits[1].shards[1].errors.at(0), "file is missing");
-  // No manifest: nothing to check against.
+  // No manifest: the shards are checked on their own (the CRC error is still found), and the report
+  // says what could not be checked.
   std::filesystem::remove(t / "s/manifest.json");
-  EXPECT_THROW(check_shard_set(check_options(t / "s")), IoError);
+  r = check_shard_set(check_options(t / "s"));
+  EXPECT_FALSE(r.has_manifest);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.not_checked.empty());
+  ASSERT_EQ(r.splits.at(0).name, "train");
+  EXPECT_NE(r.splits[0].shards.at(2).errors.at(0).find("CRC"), std::string::npos);
+  EXPECT_EQ(r.splits[0].shards[2].error_count, 1u);  // no expected count to fall short of
+  // An invalid manifest still throws: nothing can be checked against it.
+  write_file(t / "s/manifest.json", "{");
+  EXPECT_THROW(check_shard_set(check_options(t / "s")), FormatError);
 }
 
 // A hand-made shard set: `shards[k]` lists the records of shard k as (label, format, bytes).
