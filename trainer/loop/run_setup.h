@@ -52,6 +52,10 @@ struct RunSetup {
 };
 
 std::string run_directory(const JobConfig& config);
+// What `fastnn eval` reads without --checkpoint: run_directory(), except when nothing names the run
+// (no output_dir, model_dir, model_name or net): then the only folder under runs/, else ConfigError
+// listing them.
+std::string eval_run_directory(const JobConfig& config);
 // model_name, or for a config `net` without model_name the net's name ("net" when it has none).
 std::string model_label(const JobConfig& config);
 std::string preset_for_model(const std::string& model_name);
