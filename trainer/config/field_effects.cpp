@@ -25,15 +25,14 @@ bool is_set(const JobConfig& c, const char* name) {
 // "name=value" as the user wrote it (strings quoted, lists joined).
 std::string shown(const JobConfig& c, const char* name) {
   const FieldDescriptor& f = field(name);
-  std::string out = str(name, "=");
-  const int n = f.is_repeated() ? c.GetReflection()->FieldSize(c, &f) : -1;
-  for (int i = f.is_repeated() ? 0 : -1; i < n || i == -1; ++i) {
+  std::string values;
+  if (!f.is_repeated()) google::protobuf::TextFormat::PrintFieldValueToString(c, &f, -1, &values);
+  for (int i = 0; f.is_repeated() && i < c.GetReflection()->FieldSize(c, &f); ++i) {
     std::string v;
     google::protobuf::TextFormat::PrintFieldValueToString(c, &f, i, &v);
-    out += (i > 0 ? "," : "") + v;
-    if (i == -1) break;
+    values += (i ? "," : "") + v;
   }
-  return out;
+  return str(name, "=", values);
 }
 
 bool has_hook(const JobConfig& c, std::string_view hook) {
