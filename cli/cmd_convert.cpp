@@ -261,7 +261,7 @@ void add_convert_command(CLI::App& app) {
           start = comma + 1;
         }
       convert::TFRecordSource src(*to);
-      run(src, a->options());
+      run(src, a->options(), a->json);
     });
   }
   {

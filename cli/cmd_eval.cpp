@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/logging.h"
 #include "trainer/config/config_fields.h"
+#include "trainer/config/field_effects.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/trainer.h"
 
@@ -37,6 +39,7 @@ void add_eval_command(CLI::App& app) {
       return;
     }
     const JobConfig config = load_job_config(a->config, cmd->remaining());
+    for (const std::string& w : eval_ignored_flags(cmd->remaining())) log_warn(w);
     const loop::CheckpointEval e = loop::evaluate_checkpoint(config, a->checkpoint);
     const loop::EvalResult& r = e.result;
     if (a->json) {

@@ -8,7 +8,8 @@
 #   distributed fields, the config's `net` (trained, not ignored);
 #   TF-slim fine-tuning: checkpoint_path + checkpoint_exclude_scopes restore all but the excluded
 #   scope, trainable_scopes updates only its scope (checked array by array in the checkpoints);
-#   --batch-size spelled with a dash; no run written into the current directory unless asked;
+#   --batch-size spelled with a dash; no run written into the current directory unless asked, and eval
+#   finds that run; a training flag given to eval is named;
 #   the memory estimate refuses a run over memory_limit_mb before allocating, FastNN's defaults on
 #   28x28 data included, naming why and what to change.
 FASTNN=$1 SRC=$2 SCRATCH=$3
@@ -80,6 +81,10 @@ EOF
   --preprocessing_name=lenet > net.log 2>&1 || { cat net.log; fail "net: train failed"; }
 grep -q "training tiny on cpu" net.log || { cat net.log; fail "net: the config's net was not trained"; }
 grep -q '"tiny/fc/weights"' runs/net/ckpt-2.weights.safetensors || fail "net: checkpoint lacks tiny/fc/weights"
+"$FASTNN" eval --dataset_dir=data --output_dir=runs/net > net_eval.log 2>&1 || { cat net_eval.log; fail "net: eval failed"; }
+grep -q "on 32 examples" net_eval.log || { cat net_eval.log; fail "net: eval of the net's checkpoint"; }
+refused net_classes 'net: the logits layer has 10 units, and num_classes is 7' -- --config net.pbtxt \
+  --dataset_dir=data --num_classes=7 --output_dir=runs/net7
 echo "ok: net"
 
 # No run in the current directory unless asked: the default is runs/<model_name>.
@@ -87,6 +92,12 @@ mkdir -p cwd && (cd cwd && "$FASTNN" train --model_name=lenet --dataset_dir=../d
   --num_preprocessing_threads=1 > ../cwd.log 2>&1) || { cat cwd.log; fail "default output_dir: train failed"; }
 [ "$(ls -A cwd)" = "runs" ] || fail "default output_dir wrote into the current directory: $(ls -A cwd)"
 [ -f cwd/runs/lenet/ckpt-1.weights.safetensors ] || fail "default output_dir: no checkpoint in runs/lenet"
+# eval in that folder with no run named: the only run under runs/, its model from the checkpoint; a
+# training flag given to eval is named.
+(cd cwd && "$FASTNN" eval --dataset_dir=../data --learning_rate=3 > ../cwd_eval.log 2>&1) \
+  || { cat cwd_eval.log; fail "eval of the default run directory"; }
+grep -q "runs/lenet/ckpt-1 (step 1)" cwd_eval.log || { cat cwd_eval.log; fail "eval did not find runs/lenet"; }
+grep -q -- "--learning_rate has no effect on eval" cwd_eval.log || { cat cwd_eval.log; fail "eval --learning_rate silent"; }
 echo "ok: default output_dir"
 
 # TF-slim fine-tuning. The start: 3 steps of LeNet.

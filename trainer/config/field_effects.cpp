@@ -25,15 +25,14 @@ bool is_set(const JobConfig& c, const char* name) {
 // "name=value" as the user wrote it (strings quoted, lists joined).
 std::string shown(const JobConfig& c, const char* name) {
   const FieldDescriptor& f = field(name);
-  std::string out = str(name, "=");
-  const int n = f.is_repeated() ? c.GetReflection()->FieldSize(c, &f) : -1;
-  for (int i = f.is_repeated() ? 0 : -1; i < n || i == -1; ++i) {
+  std::string values;
+  if (!f.is_repeated()) google::protobuf::TextFormat::PrintFieldValueToString(c, &f, -1, &values);
+  for (int i = 0; f.is_repeated() && i < c.GetReflection()->FieldSize(c, &f); ++i) {
     std::string v;
     google::protobuf::TextFormat::PrintFieldValueToString(c, &f, i, &v);
-    out += (i > 0 ? "," : "") + v;
-    if (i == -1) break;
+    values += (i ? "," : "") + v;
   }
-  return out;
+  return str(name, "=", values);
 }
 
 bool has_hook(const JobConfig& c, std::string_view hook) {
@@ -93,6 +92,27 @@ void validate_hooks(const JobConfig& c) {
     throw ConfigError(str("hooks: unknown hook \"", h, "\"", near.empty() ? "" : str("; did you mean ", near[0], "?"),
                           " (the hooks are ", format_choices(valid), ")"));
   }
+}
+
+std::vector<std::string> eval_ignored_flags(std::span<const std::string> args) {
+  static const std::vector<std::string_view> read = {
+      "dataset_name", "dataset_dir", "file_pattern", "train_files", "eval_files", "num_classes", "labels_offset",
+      "preprocessing_name", "num_parallel_batches", "prefetch_buffer_size", "num_preprocessing_threads",
+      "task_type", "model_name", "batch_size", "model_dir", "output_dir", "device", "precision", "use_fp16",
+      "input_dtype", "conv_search", "fuse_ops", "deterministic", "net", "enable_paisoar", "protocol"};
+  const Descriptor& type = *JobConfig::descriptor();
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    if (!a.starts_with("--")) continue;  // a value
+    std::string name = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (type.FindFieldByName(name) == nullptr && name.starts_with("no")) name = name.substr(name.starts_with("no_") ? 3 : 2);
+    if (type.FindFieldByName(name) == nullptr) continue;  // apply_overrides has refused it already
+    if (std::find(read.begin(), read.end(), name) == read.end())
+      out.push_back(str("--", name, " has no effect on eval: it evaluates a checkpoint, and ", name,
+                        " is a training field"));
+  }
+  return out;
 }
 
 std::string start_checkpoint(const JobConfig& c) {

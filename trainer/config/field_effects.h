@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,11 @@ void validate_hooks(const JobConfig& config);
 
 // One line per explicitly set field this config leaves without effect (the rules above).
 std::vector<std::string> inert_field_warnings(const JobConfig& config);
+
+// `fastnn eval` reads only the fields that choose the data, the model, the batches and the device; one
+// warning per command-line flag (--name=value, --name value, --name, --noname) naming another field,
+// e.g. "--learning_rate has no effect on eval: it evaluates a checkpoint; the field is for training".
+std::vector<std::string> eval_ignored_flags(std::span<const std::string> args);
 
 // The start checkpoint of a fine-tune, "" for none: checkpoint_path, else model_dir[/ckpt_file_name]
 // for task_type finetune.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/check.h"
 #include "core/checked_math.h"
@@ -10,6 +12,7 @@
 #include "core/logging.h"
 #include "pipeline/preprocess.h"
 #include "trainer/config/job_config.h"
+#include "trainer/graph/net_plan.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/zoo/zoo.h"
@@ -118,6 +121,24 @@ std::string run_directory(const JobConfig& c) {
   return "runs/" + model_label(c);
 }
 
+std::string eval_run_directory(const JobConfig& c) {
+  const bool named = !c.output_dir().empty() || (!c.model_dir().empty() && c.task_type() != "finetune") ||
+                     c.has_model_name() || c.has_net();
+  if (named) return run_directory(c);
+  // `fastnn eval --dataset_dir D` after `fastnn train --model_name M --dataset_dir D`: the run is
+  // runs/M, and the model comes from its checkpoint; take it when it is the only run there.
+  std::vector<std::string> runs;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("runs", ec))
+    if (e.is_directory()) runs.push_back(e.path().string());
+  std::sort(runs.begin(), runs.end());
+  if (runs.size() == 1) return runs[0];
+  std::string listed;
+  for (const std::string& r : runs) listed += (listed.empty() ? "" : ", ") + r;
+  throw ConfigError(str("which run? name it with --output_dir (or --model_name, or --checkpoint): ",
+                        runs.empty() ? "there is no runs/ folder here" : "runs/ holds " + listed));
+}
+
 std::string model_label(const JobConfig& c) {
   if (!c.has_net() || c.has_model_name()) return c.model_name();
   return c.net().name().empty() ? "net" : c.net().name();
@@ -214,6 +235,15 @@ RunSetup make_run_setup(const JobConfig& c) {
                       : zoo::build_net(s.model_name, {.num_classes = outputs, .height = s.height, .width = s.width,
                                                       .channels = s.channels});
   if (head::uses_head(c)) s.net = head::with_embedding(std::move(s.net));
+  if (c.has_net() && !head::uses_head(c)) {  // its logits layer fixes the classes: the data's must agree
+    const int64_t net_classes = graph::NetPlan::make(s.net, {}).num_classes();
+    if (net_classes != s.num_classes)
+      throw ConfigError(str("net: the logits layer has ", net_classes, " units, and ",
+                            c.has_num_classes() ? "num_classes is " : "the dataset has ", s.num_classes,
+                            " classes; make them agree"));
+  }
+  if (c.has_prefetch_buffer_size() && c.prefetch_buffer_size() == 0)
+    log_warn("prefetch_buffer_size=0 is raised to 1: the pipeline always prepares the next batch");
   if (c.has_dataset_name() && have_manifest && c.dataset_name() != s.manifest.dataset)
     log_warn("dataset_name=", c.dataset_name(), " has no effect: fastnn reads the records by their Example keys, and ",
              c.dataset_dir(), "/manifest.json says the shards are ", s.manifest.dataset, " data");

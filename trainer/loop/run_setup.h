@@ -62,6 +62,10 @@ std::optional<head::HeadOptions> head_for(const JobConfig& config, const RunSetu
 // The head fields (loss_type, emb_dim, margins, scale, sample_ratio) of `saved` that `given` leaves
 // unset, into `out`: evaluating a checkpoint rebuilds its head.
 void copy_head_fields(const JobConfig& given, const JobConfig& saved, JobConfig& out);
+// What `fastnn eval` reads without --checkpoint: run_directory(), except when nothing names the run
+// (no output_dir, model_dir, model_name or net): then the only folder under runs/, else ConfigError
+// listing them.
+std::string eval_run_directory(const JobConfig& config);
 // model_name, or for a config `net` without model_name the net's name ("net" when it has none).
 std::string model_label(const JobConfig& config);
 std::string preset_for_model(const std::string& model_name);

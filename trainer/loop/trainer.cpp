@@ -355,11 +355,13 @@ TrainSummary run_training(const JobConfig& config, const TrainOptions& options) 
 
 // The model is the checkpoint's own unless the command line or config file names one: fastnn eval
 // --dataset_dir D --output_dir R evaluates what R trained (model_name, num_classes, preprocessing_name,
-// labels_offset from the checkpoint's metadata, each only where the caller did not set it).
+// labels_offset, and a config's own `net`, from the checkpoint's metadata, each only where the caller did
+// not set it).
 JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& meta) {
   JobConfig c = given;
   const JobConfig* saved = meta.has_config() ? &meta.config() : nullptr;
   if (!given.has_model_name() && meta.has_model_name()) c.set_model_name(meta.model_name());
+  if (!given.has_model_name() && !given.has_net() && saved && saved->has_net()) *c.mutable_net() = saved->net();
   if (saved) {
     if (!given.has_num_classes() && saved->has_num_classes()) c.set_num_classes(saved->num_classes());
     if (!given.has_preprocessing_name() && saved->has_preprocessing_name())
@@ -373,7 +375,7 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
 }
 
 CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& checkpoint) {
-  const std::string path = checkpoint.empty() ? run_directory(given) : checkpoint;
+  const std::string path = checkpoint.empty() ? eval_run_directory(given) : checkpoint;
   ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
   const JobConfig config = with_checkpoint_model(given, l.meta);
   RunSetup setup = make_run_setup(config);

@@ -218,7 +218,7 @@ TEST(Overrides, UnknownNameSuggestsClosestFields) {
   EXPECT_NE(e.find("fastnn train --help"), std::string::npos) << e;
   e = error_of([&] { override_with(c, {"--epsilon=1e-8"}); });
   EXPECT_NE(e.find("--opt_epsilon"), std::string::npos) << e;
-  e = error_of([&] { override_with(c, {"--batch-size=3"}); });
+  e = error_of([&] { override_with(c, {"--batch-sizes=3"}); });  // --batch-size itself is --batch_size
   EXPECT_NE(e.find("did you mean --batch_size"), std::string::npos) << e;
   e = error_of([&] { override_with(c, {"--zzzzzzzzzzzzzzzz"}); });
   EXPECT_EQ(e.find("did you mean"), std::string::npos) << e;
