@@ -46,8 +46,14 @@ for m in $models; do
     lenet | mlp) size=28 ;;
     *) size=32 ;;
   esac
-  "$FASTNN" export --model_name "$m" --num_classes 10 --image_size $size --seed 3 -q -o zoo/$m.onnx \
-    --test_data zoo/$m --test_samples 2 2>err.txt || { cat err.txt; fail "export $m"; }
+  export_zoo() {
+    "$FASTNN" export --model_name "$m" --num_classes 10 --image_size $size --seed 3 -q -o zoo/$m.onnx \
+      --test_data zoo/$m --test_samples 2 2>err.txt
+  }
+  if ! export_zoo; then  # a net with a larger smallest input (alexnet_v2, overfeat...) names it
+    size=$(sed -n 's/.*is outside \[\([0-9]*\),.*/\1/p' err.txt)
+    [ -n "$size" ] && export_zoo || { cat err.txt; fail "export $m"; }
+  fi
   "$PY" "$CHECK" model zoo/$m.onnx --test_data zoo/$m --name "$m" || fail "$m float32"
   rm -rf zoo/$m zoo/$m.onnx
 done
