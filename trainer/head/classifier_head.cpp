@@ -68,6 +68,18 @@ void normalize_backward(const T* v, const std::vector<double>& inv, int64_t rows
   });
 }
 
+// z[i, j] *= inv[j] * factor for every row: the cosine logits' 1/|w_j| (and scale), applied to z instead
+// of normalising a copy of W.
+template <typename T>
+void scale_columns(std::vector<T>& z, int64_t rows, int64_t cols, const std::vector<double>& inv, double factor) {
+  tbb::parallel_for(int64_t{0}, rows, [&](int64_t i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      T& v = z[static_cast<size_t>(i * cols + j)];
+      v = static_cast<T>(factor * (v * inv[static_cast<size_t>(j)]));
+    }
+  });
+}
+
 struct Candidate {
   double value;
   int64_t cls;
@@ -154,9 +166,7 @@ std::vector<T> ClassifierHead<T>::logits(const T* features, int64_t n) {
   inverse_norms(b.x.data(), b.n, d, xs.data());
   const std::vector<double> inv_w = inverse_norms(weights_.data(), m, d);
   gemm_nt_blocked(b.n, m, d, xs.data(), weights_.data(), z.data());
-  for (int64_t i = 0; i < b.n; ++i)
-    for (int64_t j = 0; j < m; ++j)
-      z[static_cast<size_t>(i * m + j)] = static_cast<T>(o_.margin.scale * (z[static_cast<size_t>(i * m + j)] * inv_w[static_cast<size_t>(j)]));
+  scale_columns(z, b.n, m, inv_w, o_.margin.scale);
   return z;
 }
 
@@ -223,10 +233,7 @@ HeadResult ClassifierHead<T>::run(const T* features, const int64_t* labels, int6
   }
   std::vector<T> z(static_cast<size_t>(b.n * m));  // cos (normalized) or raw logits
   if (m > 0) gemm_nt_blocked(b.n, m, d, xs.data(), w, z.data());
-  if (mg.normalized)
-    tbb::parallel_for(int64_t{0}, b.n, [&](int64_t i) {
-      for (int64_t j = 0; j < m; ++j) z[static_cast<size_t>(i * m + j)] = static_cast<T>(z[static_cast<size_t>(i * m + j)] * inv_w[static_cast<size_t>(j)]);
-    });
+  if (mg.normalized) scale_columns(z, b.n, m, inv_w, 1.0);
 
   // Per row: the target's column and logits, the maximum, then the sum of exp over every rank.
   const double s = mg.normalized ? mg.scale : 1.0;
@@ -336,9 +343,7 @@ HeadResult ClassifierHead<T>::run(const T* features, const int64_t* labels, int6
   if (m > 0) gemm_tn_blocked(b.n, m, d, z.data(), xs.data(), grads_.data());
   if (mg.normalized) {
     normalize_backward(w, inv_w, m, d, grads_.data(), 1.0);
-    tbb::parallel_for(int64_t{0}, b.n, [&](int64_t i) {
-      for (int64_t j = 0; j < m; ++j) z[static_cast<size_t>(i * m + j)] = static_cast<T>(z[static_cast<size_t>(i * m + j)] * inv_w[static_cast<size_t>(j)]);
-    });
+    scale_columns(z, b.n, m, inv_w, 1.0);
   }
   std::vector<T> dx(static_cast<size_t>(b.n * d), T(0));
   if (m > 0) ops::cpu::gemm(false, false, b.n, d, m, T(1), z.data(), m, w, d, T(0), dx.data(), d);
