@@ -43,6 +43,26 @@ done
 grep -q "rank 0/2: collective allreduce_sum #[0-9]* ([0-9]* x float32) has not completed after" stop.log \
   || fail "stop: no collective-timeout message from rank 0's gradient allreduce"
 
+# The model-parallel head (docs/LARGE_SCALE.md) adds its own collectives before the gradient allreduce
+# (all-gather of features and labels, the softmax's max and sum allreduces, the reduce-scatter): a
+# stopped rank 1 must time out there the same way, and a killed one end the job.
+head=(--loss_type=dist_arcface --emb_dim=16 --num_classes=10)
+for case in kill stop; do
+  sig=KILL; [ $case = stop ] && sig=STOP
+  timeout -k 5 60 mpirun --oversubscribe -np 2 "$FASTNN" train "${args[@]}" "${head[@]}" --output_dir=head-$case \
+    > head-$case.log 2>&1 &
+  job=$!
+  signal_rank_1 $sig head-$case
+  wait $job
+  RC=$?
+  down=$((SECONDS - KILLED_AT))
+  echo "--- head $case: rc=$RC, job ended ${down}s after SIG$sig to rank 1"; tail -n 15 head-$case.log
+  [ "$RC" != 0 ] || fail "head $case: the job survived"
+  [ "$RC" != 124 ] && [ "$down" -lt 25 ] || fail "head $case: took ${down}s to go down (rc $RC)"
+done
+grep -Eq "rank 0/2: collective (allgather|allreduce_max|allreduce_sum|reduce_scatter_sum) #[0-9]* .* has not completed after" \
+  head-stop.log || fail "head stop: no collective-timeout message from rank 0"
+
 # (3) An error on one rank only: rank 1's shard has a corrupt record, so rank 1 throws while rank 0 waits
 # in the gradient allreduce. The collective timeout is 60 s here: the job must end at once, because
 # rank 1 logs its error and aborts the job (MPI_Abort) instead of finalizing alone.

@@ -63,8 +63,12 @@ void check_before_allocating(const RunSetup& s, const JobConfig& c, const Comput
   if (c.eval_every_n_steps() > 0 && s.eval_split.empty())
     log_warn("eval_every_n_steps=", c.eval_every_n_steps(), " has no effect: ", c.dataset_dir(),
              " has no validation or test split (name files with eval_files)");
-  const MemoryEstimate e = estimate_training_memory(s, c, t);
+  const MemoryEstimate e = estimate_training_memory(s, c, t, world);
   const MemoryLimit limit = host_memory_limit(c);
+  if (chief && e.has_head) {  // the head's bytes per rank, always (docs/LARGE_SCALE.md)
+    std::printf("%s\n", head::head_memory_text(e.head).c_str());
+    std::fflush(stdout);
+  }
   if (chief && c.print_model_statistics()) {
     std::printf("%s", format_memory_estimate(e, s, c, limit).c_str());
     std::fflush(stdout);

@@ -12,6 +12,7 @@
 #include "core/logging.h"
 #include "trainer/config/job_config.h"
 #include "trainer/graph/net_plan.h"
+#include "trainer/head/head_config.h"
 #ifdef FASTNN_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -62,8 +63,17 @@ int64_t batch_bytes(const RunSetup& s, int64_t batch) {
 
 }  // namespace
 
-MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, const ComputeTarget& target) {
+MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, const ComputeTarget& target, int world) {
   MemoryEstimate e;
+  if (head::uses_head(c)) {
+    // The CPU head keeps f32 rows and no master copy; a dist_ head sees the global batch.
+    const bool sharded = head::is_model_parallel_loss(c.loss_type());
+    const int ranks = sharded ? std::max(1, world) : 1;
+    e.has_head = true;
+    e.head = head::head_memory(s.num_classes, c.emb_dim(), ranks, 0, int64_t{c.batch_size()} * ranks,
+                               sharded ? c.sample_ratio() : 1.0, 4, static_cast<int>(optimizer_slots(c.optimizer())),
+                               false);
+  }
   const int64_t batch = c.batch_size();
   const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = c.fuse_ops()});
   const std::vector<std::string> scopes = split_list(c.trainable_scopes());
@@ -178,6 +188,9 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& s, c
   row("pipeline", e.pipeline, str("prefetch_buffer_size ", c.prefetch_buffer_size(), " + num_parallel_batches ",
                                   c.num_parallel_batches(), " batches, shuffle buffer", c.datasets_use_caching() ? ", cache" : ""));
   row("process", e.process, "fastnn itself (code, libraries) and thread arenas");
+  if (e.has_head)
+    row("head", e.head.total, str("classifier head, rank 0 of ", e.head.world_size, ": ", e.head.rows, " rows x ",
+                                  e.head.emb_dim, " (docs/LARGE_SCALE.md)"));
   row("total", e.host_total(), limit.bytes > 0 ? str("limit ", bytes_text(limit.bytes), " (", limit.source, ")") : "");
   if (e.device > 0) row("device", e.device, "GPU: weights, master copy, optimizer, activations, 2 batches (no cuDNN workspace)");
   return os.str();
@@ -201,6 +214,18 @@ void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConf
   (void)target;
 #endif
   if (problem.empty()) return;
+  if (e.has_head && limit.bytes > 0) {
+    // The head alone does not fit in what the rest leaves: its own refusal names the way out.
+    const int64_t room = limit.bytes - (e.host_total() - e.head.total);
+    if (e.head.total > room) {
+      const std::string msg = head::head_memory_refusal(e.head, std::max<int64_t>(0, room),
+                                                        str("host memory (", limit.source, ", less ",
+                                                            bytes_text(e.host_total() - e.head.total), " for the rest of the run)"));
+      if (c.check_memory()) throw ConfigError(msg);
+      log_warn(msg);
+      return;
+    }
+  }
   std::string data;
   if (s.manifest.image.height > 0 && s.manifest.image.width > 0 &&
       (s.manifest.image.height != s.height || s.manifest.image.width != s.width))

@@ -13,6 +13,11 @@
 //                the shuffle buffer of records, and the record cache (datasets_use_caching)
 //   process      what fastnn holds already when the estimate is made (VmRSS: code, libraries, the
 //                manifest), plus the per-thread arenas of the allocator
+//   head         the classifier head (loss_type other than softmax, or emb_dim; docs/LARGE_SCALE.md):
+//                rank 0's share (the largest) of a dist_ head over `world` ranks, or the whole
+//                replicated head, as head::head_memory counts it (weights, gradients, optimizer
+//                state, features, logits at the global batch). Every rank checks rank 0's share, so
+//                all ranks refuse together instead of one dying in a collective.
 // The device part (device=cuda): parameters in the compute dtype, f32 master weights and gradients,
 // optimizer slots, activations in the compute dtype, two staged input batches. It leaves out cuDNN's
 // workspaces and the CUDA context (a few hundred MiB); it is compiled but unmeasured (no GPU here).
@@ -30,6 +35,7 @@
 #include <string>
 
 #include "schemas/job_config.pb.h"
+#include "trainer/head/head_memory.h"
 #include "trainer/loop/device_setup.h"
 #include "trainer/loop/run_setup.h"
 
@@ -38,10 +44,14 @@ namespace fastnn::loop {
 struct MemoryEstimate {
   int64_t parameters = 0, optimizer = 0, activations = 0, pipeline = 0, process = 0;
   int64_t device = 0;  // device=cuda only; 0 on the CPU
-  int64_t host_total() const { return parameters + optimizer + activations + pipeline + process; }
+  bool has_head = false;
+  head::HeadMemory head;  // when has_head: rank 0's share
+  int64_t host_total() const { return parameters + optimizer + activations + pipeline + process + (has_head ? head.total : 0); }
 };
 
-MemoryEstimate estimate_training_memory(const RunSetup& setup, const JobConfig& config, const ComputeTarget& target);
+// `world`: the number of data-parallel ranks (a dist_ head's rows are split over them).
+MemoryEstimate estimate_training_memory(const RunSetup& setup, const JobConfig& config, const ComputeTarget& target,
+                                        int world = 1);
 
 struct MemoryLimit {
   int64_t bytes = 0;
@@ -59,7 +69,9 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& setu
                                    const MemoryLimit& limit);
 
 // Refuses (ConfigError) or, with check_memory=false, warns about a run whose host estimate exceeds the
-// limit, or whose device estimate exceeds the GPU's free memory.
+// limit, or whose device estimate exceeds the GPU's free memory. When the classifier head alone does
+// not fit in what the rest leaves, the refusal is the head's (head_memory_refusal: the world size,
+// sample_ratio or batch that would fit).
 void check_memory_fits(const MemoryEstimate& e, const RunSetup& setup, const JobConfig& config,
                        const ComputeTarget& target, const MemoryLimit& limit);
 

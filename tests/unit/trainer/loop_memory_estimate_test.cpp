@@ -98,5 +98,49 @@ TEST(MemoryEstimate, RefusesOverTheLimitNamingPartsAndKnobs) {
   EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, machine));
 }
 
+TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
+  RunSetup s = setup_for("lenet", 28, 1);
+  s.num_classes = 1'000'000;
+  JobConfig c;
+  c.set_batch_size(16);
+  c.set_optimizer("momentum");
+  c.set_loss_type("dist_arcface");
+  c.set_emb_dim(128);
+  const MemoryEstimate one = estimate_training_memory(s, c, ComputeTarget{}, 1);
+  const MemoryEstimate two = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  ASSERT_TRUE(one.has_head && two.has_head);
+  EXPECT_EQ(one.head.rows, 1'000'000);
+  EXPECT_EQ(two.head.rows, 500'000);
+  EXPECT_EQ(two.head.global_batch, 32);  // the head sees every rank's samples
+  // weights + gradients + one momentum slot, f32, for 500,000 x 128 rows; then features and logits.
+  EXPECT_GE(two.head.total, 3 * int64_t{500'000} * 128 * 4);
+  EXPECT_EQ(two.host_total() - two.head.total, one.host_total() - one.head.total);
+  EXPECT_EQ(one.host_total() - two.host_total(), one.head.total - two.head.total);
+  c.set_loss_type("arcface");  // replicated: every rank holds every row, at its own batch
+  const MemoryEstimate replicated = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  EXPECT_EQ(replicated.head.rows, 1'000'000);
+  EXPECT_EQ(replicated.head.global_batch, 16);
+  c.set_loss_type("softmax");
+  c.clear_emb_dim();
+  EXPECT_FALSE(estimate_training_memory(s, c, ComputeTarget{}, 2).has_head);
+
+  // The head does not fit beside the rest: the refusal is the head's, naming the ranks that would fit.
+  c.set_loss_type("dist_softmax");
+  c.set_emb_dim(128);
+  const MemoryEstimate e = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  const int64_t rest = e.host_total() - e.head.total;
+  const MemoryLimit limit{rest + e.head.total / 3, "memory_limit_mb"};
+  try {
+    check_memory_fits(e, s, c, ComputeTarget{}, limit);
+    FAIL() << "not refused";
+  } catch (const ConfigError& err) {
+    const std::string m = err.what();
+    for (const char* part : {"the classifier head does not fit: rank 0 of 2", "500000", "or more ranks (mpirun -np)",
+                             "memory_limit_mb"})
+      EXPECT_NE(m.find(part), std::string::npos) << part << "\n" << m;
+  }
+  EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, MemoryLimit{e.host_total(), "memory_limit_mb"}));
+}
+
 }  // namespace
 }  // namespace fastnn::loop
