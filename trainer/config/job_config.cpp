@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <google/protobuf/io/tokenizer.h>
@@ -15,6 +16,7 @@
 #include "trainer/config/config_fields.h"
 #include "trainer/config/field_effects.h"
 #include "trainer/config/overrides.h"
+#include "trainer/head/margin.h"
 
 namespace fastnn {
 
@@ -112,6 +114,12 @@ void validate_job_config(const JobConfig& c) {
 
   p.check(c.num_sample_per_epoch() >= 1, "num_sample_per_epoch must be >= 1, got ", c.num_sample_per_epoch());
   p.check(c.num_classes() >= 1, "num_classes must be >= 1, got ", c.num_classes());
+  // A replicated classifier's logits are one layer of int-sized units; only the model-parallel head
+  // (its rows split over the ranks, int64 throughout) goes beyond. 2^62 keeps rows x emb_dim in range.
+  p.check(c.num_classes() <= std::numeric_limits<int32_t>::max() || head::is_model_parallel_loss(c.loss_type()),
+          "num_classes ", c.num_classes(), " is above 2147483647: only a dist_ loss_type (the model-parallel head, "
+          "docs/LARGE_SCALE.md) holds that many classes");
+  p.check(c.num_classes() <= (int64_t{1} << 62), "num_classes must be <= 2^62, got ", c.num_classes());
   p.check(c.labels_offset() >= 0, "labels_offset must be >= 0, got ", c.labels_offset());
   p.check(c.shuffle_buffer_size() >= 0, "shuffle_buffer_size must be >= 0, got ", c.shuffle_buffer_size());
   p.check(c.num_parallel_batches() >= 1, "num_parallel_batches must be >= 1, got ", c.num_parallel_batches());

@@ -37,7 +37,7 @@ ModelAverageRow time_model_average(const JobConfig& c, const AllreduceBenchOptio
                                    DeviceCollectives* nccl, void* stream, Device device) {
   ModelAverageRow row;
   row.model = c.model_name();
-  row.parameters = graph::model_statistics(zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? c.num_classes() : 0})).trainable_params;
+  row.parameters = graph::model_statistics(zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? static_cast<int>(c.num_classes()) : 0})).trainable_params;
   const size_t bucket_bytes = bucket_bytes_from_mib(c.allreduce_bucket_mb());
   Tensor grads = Tensor::empty({row.parameters}, DType::kF32, device);
   std::function<void()> call;

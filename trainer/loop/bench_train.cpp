@@ -15,7 +15,7 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   if (c.batch_size() < 1) throw ConfigError(str("batch_size must be >= 1, got ", c.batch_size()));
   const zoo::ZooModel& model = zoo::zoo_model(c.model_name());
   const int size = o.image_size;
-  const NetDef net = zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? c.num_classes() : 0,
+  const NetDef net = zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? static_cast<int>(c.num_classes()) : 0,
                                                      .height = size, .width = size});
   // Several ranks (mpirun) or comm_backend=nccl on a GPU: every step's gradients are averaged over NCCL,
   // as in training, so the difference to a plain run is the allreduce's cost.

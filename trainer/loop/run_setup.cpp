@@ -201,13 +201,13 @@ RunSetup make_run_setup(const JobConfig& c) {
   if (c.has_num_classes()) {
     s.num_classes = c.num_classes();
   } else if (have_manifest) {
-    s.num_classes = static_cast<int>(s.manifest.num_classes());
+    s.num_classes = static_cast<int64_t>(s.manifest.num_classes());
   } else {
     const int64_t n = static_cast<int64_t>(labels->size()) - c.labels_offset();
     if (n < 1)
       throw ConfigError(str(c.dataset_dir(), "/labels.txt names ", labels->size(), " classes, labels_offset is ",
                             c.labels_offset(), ": no class is left"));
-    s.num_classes = static_cast<int>(n);
+    s.num_classes = n;
   }
   if (c.has_net()) {  // the config's own layers replace the zoo net (schemas/net.proto)
     const InputDef& in = c.net().input();

@@ -44,7 +44,7 @@ struct RunSetup {
   pipeline::FileList eval_files;   // the held-out split (validation, else test) or eval_files; none: empty
   int64_t labels_offset = 0;
   std::string model_name;
-  int num_classes = 0;
+  int64_t num_classes = 0;  // above 2^31 - 1 only with a dist_ head (job_config.cpp checks)
   int height = 0, width = 0, channels = 0;
   std::string preset;
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
