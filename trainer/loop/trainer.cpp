@@ -63,6 +63,42 @@ void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool op
   runner.load_sharded_rows(reader, optimizer);
 }
 
+// Fine-tuning a run with a sharded head (task_type=finetune, checkpoint_path): its rows come from the
+// start checkpoint's row shards, written at any number of ranks, when the checkpoint has them at the
+// same global shape and no exclude scope covers them; otherwise they keep their initial values and the
+// log says why — TF-slim's rule for every other variable (equal shapes load, the rest is skipped with
+// the reason). Returns the exclude scopes that name no row array, for finetune_variables (which refuses
+// a scope matching none of the model's variables, and the rows are not among those).
+std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
+                                            const std::vector<std::string>& exclude) {
+  const std::vector<ckpt::RowShardSlice> mine = runner.sharded_rows();
+  if (mine.empty()) return exclude;
+  std::vector<std::string> rest;
+  bool excluded = false;
+  for (const std::string& scope : exclude) {
+    const bool covers = std::any_of(mine.begin(), mine.end(), [&](const ckpt::RowShardSlice& r) { return r.name.starts_with(scope); });
+    excluded = excluded || covers;
+    if (!covers) rest.push_back(scope);
+  }
+  const ckpt::RowShardSlice& w = mine.front();  // the weights (slots follow it)
+  if (excluded) {
+    log_info("fine-tuning: the classifier head's rows (", w.name, ") are excluded by checkpoint_exclude_scopes: initialised");
+    return rest;
+  }
+  const ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
+  ckpt::RowShardReader reader(l);
+  const ckpt::RowShardedArrayLayout* saved = reader.find(w.name);
+  if (saved == nullptr || saved->global_shape != w.global_shape) {
+    log_info("fine-tuning: the classifier head's rows (", w.name, " ", ckpt::shape_string(w.global_shape), ") are not in ",
+             l.prefix, saved ? str(" at that shape (it has ", ckpt::shape_string(saved->global_shape), ")") : std::string(),
+             ": initialised");
+    return rest;
+  }
+  runner.load_sharded_rows(reader, false);
+  log_info("fine-tuning: the classifier head's rows [", w.row_begin, ", ", w.row_end, ") of ", w.name, " from ", l.prefix);
+  return rest;
+}
+
 // The runner's options for this rank: its seed, and the gradient average over the ranks (the host
 // communicator for the CPU runner, NCCL collectives for the CUDA runner).
 StepRunnerOptions rank_runner_options(const JobConfig& c, const ComputeTarget& target, DataParallel& dp,
@@ -156,7 +192,7 @@ void TrainingRun::restore_or_init() {
   }
   // task_type=finetune (model_dir) or TF-slim's checkpoint_path (field_effects.h: start_checkpoint).
   if (const std::string path = start_checkpoint(c_); !path.empty()) {
-    const std::vector<std::string> exclude = split_list(c_.checkpoint_exclude_scopes());
+    const std::vector<std::string> exclude = finetune_head_rows(*runner_, path, split_list(c_.checkpoint_exclude_scopes()));
     runner_->set_host_variables(finetune_variables(runner_->variables(), path, exclude));
   }
 }
