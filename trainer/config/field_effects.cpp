@@ -194,6 +194,16 @@ std::vector<std::string> inert_field_warnings(const JobConfig& c) {
   w.when("loss_scale_window", !f16 || !c.dynamic_loss_scale(),
          f16 ? "dynamic_loss_scale is false (the scale is static)" : not_f16);
   w.when("use_fp16", c.precision() != "auto", "precision=", c.precision(), " chooses the compute dtype");
+
+  // The classifier head's margin fields (trainer/head/margin.h: margin_spec). m1/m2/m3 or easy_margin
+  // with a plain softmax are refused there; margin and scale have defaults, so they are only warned.
+  const bool plain = c.loss_type() == "softmax" || c.loss_type() == "dist_softmax";
+  const bool combined = c.has_margin1() || c.has_margin2() || c.has_margin3();
+  w.when("margin", plain, "loss_type ", c.loss_type(), " has no margin (arcface, cosface and their dist_ forms read it)");
+  w.when("margin", !plain && combined, "margin1/margin2/margin3 are given: the combined margin cos(m1*theta + m2) - m3 "
+         "replaces it");
+  w.when("scale", plain, "loss_type ", c.loss_type(), " uses the plain logits (the scale multiplies the cosine logits "
+         "of arcface, cosface and their dist_ forms)");
   return w.out;
 }
 

@@ -96,6 +96,20 @@ TEST(FieldEffects, LossScalingOutsideFp16) {
   EXPECT_NE(warning_for(c, "use_fp16").find("precision=bf16"), std::string::npos);
 }
 
+TEST(FieldEffects, MarginAndScaleOfTheClassifierHead) {
+  JobConfig c = with({"--loss_type=softmax", "--emb_dim=16", "--margin=0.3", "--scale=30"});
+  EXPECT_EQ(warning_for(c, "margin"), "margin=0.3 has no effect: loss_type softmax has no margin (arcface, cosface and "
+                                      "their dist_ forms read it)");
+  EXPECT_NE(warning_for(c, "scale").find("uses the plain logits"), std::string::npos);
+  c = with({"--loss_type=dist_softmax", "--margin=0.3"});
+  EXPECT_NE(warning_for(c, "margin"), "");
+  c = with({"--loss_type=dist_arcface", "--margin=0.3", "--margin2=0.4"});
+  EXPECT_NE(warning_for(c, "margin").find("the combined margin"), std::string::npos);
+  c = with({"--loss_type=arcface", "--margin=0.3", "--scale=30"});  // both read
+  EXPECT_EQ(warning_for(c, "margin"), "");
+  EXPECT_EQ(warning_for(c, "scale"), "");
+}
+
 TEST(FieldEffects, UnknownHooksAreRefusedWithTheClosestName) {
   try {
     with({"--hooks=StopAtStepHook,LogingTensorHook"});
