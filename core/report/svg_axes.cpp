@@ -36,6 +36,16 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
   return ticks;
 }
 
+namespace {
+
+// Axis labels: whole numbers in full (30000, not 3e+04), others with 4 significant digits.
+std::string tick_label(double v) {
+  if (std::fabs(v) < 1e12 && v == std::round(v)) return str(static_cast<long long>(v));
+  return format_number(v, 4);
+}
+
+}  // namespace
+
 std::string coord(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.2f", v);
@@ -62,14 +72,14 @@ std::string svg_open(const PlotBox& b, int width, int height, const std::string&
     const std::string y = coord(b.py(t));
     s += str("<line x1=\"", coord(b.left), "\" x2=\"", coord(b.left + b.width), "\" y1=\"", y, "\" y2=\"", y,
              "\" stroke=\"#e4e4e4\"/><text x=\"", coord(b.left - 4), "\" y=\"", y,
-             "\" text-anchor=\"end\" dominant-baseline=\"middle\">", html_escape(format_number(t, 4)), "</text>\n");
+             "\" text-anchor=\"end\" dominant-baseline=\"middle\">", html_escape(tick_label(t)), "</text>\n");
   }
   for (double t : x_ticks) {
     if (t < b.x_min - 1e-12 || t > b.x_max + 1e-12) continue;
     const std::string x = coord(b.px(t));
     s += str("<line x1=\"", x, "\" x2=\"", x, "\" y1=\"", coord(b.top + b.height), "\" y2=\"",
              coord(b.top + b.height + 4), "\" stroke=\"#999\"/><text x=\"", x, "\" y=\"", coord(b.top + b.height + 15),
-             "\" text-anchor=\"middle\">", html_escape(format_number(t, 6)), "</text>\n");
+             "\" text-anchor=\"middle\">", html_escape(tick_label(t)), "</text>\n");
   }
   if (!x_label.empty())
     s += str("<text x=\"", coord(b.left + b.width / 2), "\" y=\"", coord(b.top + b.height + 30),
