@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "pipeline/dataset.h"
+#include "trainer/metrics/jsonl_writer.h"  // kMaxConfusionClasses
 #include "trainer/train_step.h"
 
 namespace fastnn::loop {
-
-inline constexpr int64_t kMaxConfusionClasses = 256;  // classes² counters, one metrics.jsonl line
 
 struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;

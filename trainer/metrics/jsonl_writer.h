@@ -40,6 +40,9 @@ struct TrainLogEntry {
   std::map<std::string, double> extra;
 };
 
+// The largest confusion matrix an eval line holds: classes² counts on one line.
+inline constexpr int64_t kMaxConfusionClasses = 256;
+
 struct EvalLogEntry {
   int64_t step = 0;
   double epoch = 0;
