@@ -88,6 +88,28 @@ TEST(SampleTable, KeepsTheSmallestKeysWhateverTheOrder) {
   EXPECT_EQ(got[0], got[1]);
 }
 
+TEST(SampleTable, LargeImagesBecomeThumbnails) {
+  SurveyOptions so;
+  std::vector<uint8_t> px(100 * 128 * 3);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i / 3) % 128 < 64 ? 20 : 220);
+  RecordFacts f;
+  f.height = 100, f.width = 128, f.channels = 3, f.format = "raw";
+  f.encoded = std::string_view(reinterpret_cast<const char*>(px.data()), px.size());
+  SampleTable t(so);
+  t.offer(0, {0, 0, 0}, f, "train", "s");
+  const Image th = t.take().at(0).at(0).thumbnail;
+  EXPECT_EQ(th.width, kThumbnailSide);
+  EXPECT_EQ(th.height, 50);
+  EXPECT_EQ(th.channels, 3);
+  EXPECT_EQ(th.pixels[0], 20);                       // left half dark,
+  EXPECT_EQ(th.pixels[(th.width - 1) * 3], 220);     // right half light (area average, no blur across)
+  RecordFacts bad = f;
+  bad.format = "png";  // not a PNG: skipped, not thrown (the check reports the record)
+  SampleTable t2(so);
+  t2.offer(0, {0, 0, 0}, bad, "train", "s");
+  EXPECT_TRUE(t2.take().empty());
+}
+
 TEST(CheckSurvey, StatisticsEqualTheSourcePixelsAndSamplesDoNotDependOnThreads) {
   TempDir t;
   SyntheticSource src(synthetic());
