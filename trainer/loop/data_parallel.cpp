@@ -163,12 +163,14 @@ EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_b
     r.loss = sums[2] / sums[3];
   }
   if (logits) {  // the ranks' confusion matrices: agree on the class count, then sum
+    // Every rank takes the same branch: the decision uses only the summed values. The class counts
+    // agree when (sum C)² = ranks × sum C² (equality of the mean square and the squared mean).
     const bool has = local.confusion_classes > 0;
-    double info[3] = {!has && local.num_examples > 0 ? 1.0 : 0.0, has ? static_cast<double>(local.confusion_classes) : 0,
-                      has ? 1.0 : 0.0};
-    comm_->allreduce_sum(std::span<double>(info, 3));
+    const double cc = has ? static_cast<double>(local.confusion_classes) : 0;
+    double info[4] = {!has && local.num_examples > 0 ? 1.0 : 0.0, cc, has ? 1.0 : 0.0, cc * cc};
+    comm_->allreduce_sum(std::span<double>(info, 4));
     const int64_t classes = info[2] > 0 ? std::llround(info[1] / info[2]) : 0;
-    if (info[0] == 0 && classes > 0 && (!has || local.confusion_classes == classes)) {
+    if (info[0] == 0 && classes > 0 && info[1] * info[1] == info[2] * info[3]) {
       std::vector<double> m(static_cast<size_t>(classes * classes), 0);
       for (size_t i = 0; i < local.confusion.size(); ++i) m[i] = static_cast<double>(local.confusion[i]);
       comm_->allreduce_sum(std::span<double>(m));
