@@ -1,6 +1,10 @@
 // `fastnn check DIR|PATTERNS`: verifies a shard set (CRCs, keys, labels, counts, balance), with or
-// without a manifest, and prints a report;
-// exits non-zero when anything is wrong. What is checked: converters/shard_check.h.
+// without a manifest, and prints a report; --report FILE.html also writes the picture page (sample
+// images per class, class balance, image sizes, channel statistics) from the same pass;
+// exits non-zero when anything is wrong. What is checked: converters/shard_check.h; the page:
+// converters/check_report_page.h.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "converters/check_report_page.h"
 #include "converters/shard_check.h"
 #include "core/check.h"
 #include "core/progress.h"
+#include "core/report/page_file.h"
 
 namespace fastnn::cli {
 namespace {
@@ -99,9 +105,33 @@ void add_check_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print the report as one JSON object (the exit status is the same)");
-  cmd->callback([o, json] {
+  struct PageArgs {
+    std::string path;
+    bool overwrite = false;
+  };
+  auto page = std::make_shared<PageArgs>();
+  cmd->add_option("--report", page->path,
+                  "Also write a self-contained HTML page: sample images per class, class balance per shard, image "
+                  "sizes, per-channel mean and standard deviation (written even when the check fails)");
+  cmd->add_flag("--overwrite", page->overwrite, "Replace an existing --report file");
+  cmd->add_option("--report-samples", o->survey.samples_per_class, "Sample images per class on the page")
+      ->check(CLI::Range(int64_t{0}, int64_t{64}));
+  cmd->add_option("--report-classes", o->survey.max_sample_classes, "Show samples of the classes below this label")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}));
+  cmd->add_option("--report-stats-records", o->survey.stats_records,
+                  "Records decoded for the channel statistics, spread evenly over the shards (--decode: all)");
+  cmd->callback([o, json, page] {
+    o->survey.enabled = !page->path.empty();
+    // Refused before the pass, not after minutes of checking (the write checks again).
+    if (o->survey.enabled && !page->overwrite && ::access(page->path.c_str(), F_OK) == 0)
+      throw ConfigError(str(page->path, " exists; pass --overwrite to replace it"));
     convert::CheckReport r = convert::check_shard_set(*o);
     *json ? print_json_report(r) : print_report(r);
+    if (o->survey.enabled) {
+      report::write_page_file(page->path, convert::check_report_page(r, *o), page->overwrite);
+      if (!*json) std::printf("report written to %s\n", page->path.c_str());
+      std::fflush(stdout);
+    }
     if (!r.ok()) throw FormatError(str(o->dir, ": check failed with ", r.error_count(), " problem(s) (see the report)"));
   });
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,7 +32,8 @@ void add_eval_command(CLI::App& app) {
   cmd->allow_extras();
   cmd->add_option("--config", a->config, "Job config, protobuf text format (schemas/job_config.proto)");
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix, file or directory (default: latest in the run directory)");
-  cmd->add_flag("--json", a->json, "Print one JSON object: top1, top5, loss, num_examples, step, checkpoint");
+  cmd->add_flag("--json", a->json, "Print one JSON object: top1, top5, loss, num_examples, step, checkpoint, confusion_matrix (rows: true "
+                "class, columns: predicted; up to 256 classes)");
   cmd->add_flag("-h,--help", a->help, "Print this help and every job config field");
   cmd->callback([a, cmd] {
     if (a->help) {
@@ -43,8 +45,14 @@ void add_eval_command(CLI::App& app) {
     const loop::CheckpointEval e = loop::evaluate_checkpoint(config, a->checkpoint);
     const loop::EvalResult& r = e.result;
     if (a->json) {
-      const nlohmann::json j = {{"top1", r.top1}, {"top5", r.top5}, {"loss", r.loss}, {"num_examples", r.num_examples},
-                                {"step", e.step}, {"checkpoint", e.checkpoint}};
+      nlohmann::json j = {{"top1", r.top1}, {"top5", r.top5}, {"loss", r.loss}, {"num_examples", r.num_examples},
+                          {"step", e.step}, {"checkpoint", e.checkpoint}};
+      // The same rows as metrics.jsonl's eval lines (trainer/metrics/jsonl_writer.h): [true][predicted].
+      if (r.confusion_classes > 0) {
+        const size_t c = static_cast<size_t>(r.confusion_classes);
+        for (size_t i = 0; i < c; ++i)
+          j["confusion_matrix"].push_back(std::vector<int64_t>(r.confusion.begin() + i * c, r.confusion.begin() + (i + 1) * c));
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("%s (step %lld): top1 %.4f  top5 %.4f  loss %.4f  on %lld examples (%.1f s)\n", e.checkpoint.c_str(),

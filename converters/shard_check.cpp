@@ -34,6 +34,7 @@ struct Chunk {
   std::vector<uint64_t> offsets;
   std::vector<int64_t> labels;       // -1: unusable
   std::vector<std::string> errors;   // "" = fine
+  std::vector<RecordFacts> facts;    // views into `records`
 };
 
 struct Context {
@@ -45,7 +46,8 @@ struct Context {
 };
 
 // Checks one record; returns "" or the problem. *label is set when the label is usable.
-std::string check_record(const Context& ctx, std::string_view rec, std::vector<uint8_t>* pixels, int64_t* label) {
+std::string check_record(const Context& ctx, std::string_view rec, bool measure, std::vector<uint8_t>* pixels,
+                         int64_t* label, RecordFacts* facts) {
   *label = -1;
   try {
     FeatureView f[7];
@@ -69,6 +71,8 @@ std::string check_record(const Context& ctx, std::string_view rec, std::vector<u
     if (format == "raw") {
       if (static_cast<int64_t>(encoded.size()) != h * w * c)
         return str("raw image holds ", encoded.size(), " bytes, ", h, "x", w, "x", c, " needs ", h * w * c);
+      *facts = RecordFacts{.height = h, .width = w, .channels = c, .encoded = encoded, .format = format};
+      if (measure) measure_record(false, {}, pixels, facts);
       return "";
     }
     if (format != "png" && format != "jpeg") return str("image/format \"", format, "\" is not png, jpeg or raw");
@@ -80,10 +84,12 @@ std::string check_record(const Context& ctx, std::string_view rec, std::vector<u
     if (info.height != h || info.width != w || info.channels != c)
       return str("the ", format, " header says ", info.height, "x", info.width, "x", info.channels,
                  ", the record says ", h, "x", w, "x", c);
+    *facts = RecordFacts{.height = h, .width = w, .channels = c, .encoded = encoded, .format = format};
     if (ctx.decode) {
       pixels->resize(decoded_size(info, 0));
       decode_image_into(encoded, 0, pixels->data(), pixels->size());
     }
+    if (measure) measure_record(ctx.decode, {}, pixels, facts);
   } catch (const Error& e) {
     return e.what();
   }
@@ -97,9 +103,26 @@ void add_error(ShardReport* r, size_t max_listed, std::string msg) {
   if (r->errors.size() < max_listed) r->errors.push_back(std::move(msg));
 }
 
+uint64_t measure_per_shard(const CheckOptions& o, size_t shards) {
+  if (o.decode) return UINT64_MAX;
+  return shards == 0 ? 0 : (o.survey.stats_records + shards - 1) / shards;
+}
+
+void measure_record(bool decoded, const ImageLimits& limits, std::vector<uint8_t>* pixels, RecordFacts* f) {
+  const size_t n = static_cast<size_t>(f->height * f->width);
+  const int c = static_cast<int>(f->channels);
+  if (f->format == "raw") return measure_pixels(reinterpret_cast<const uint8_t*>(f->encoded.data()), n, c, f);
+  if (!decoded) {
+    pixels->resize(n * static_cast<size_t>(c));
+    const ImageInfo info = decode_image_into(f->encoded, c, pixels->data(), pixels->size(), limits);
+    FASTNN_CHECK(info.width == f->width && info.height == f->height, "decoded size differs from the header");
+  }
+  measure_pixels(pixels->data(), n, c, f);
+}
+
 
 bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string& path, Compression compression,
-                size_t max_listed, Progress* progress, ShardReport* r) {
+                size_t max_listed, Progress* progress, ShardReport* r, const ShardSurvey* survey) {
   if (num_classes > 0) r->histogram.assign(num_classes, 0);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -166,8 +189,13 @@ bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string
                                                size_t n = c->records.size();
                                                c->labels.assign(n, -1);
                                                c->errors.assign(n, "");
-                                               for (size_t i = 0; i < n; ++i)
-                                                 c->errors[i] = check(c->records[i], &pixels.local(), &c->labels[i]);
+                                               c->facts.assign(n, RecordFacts{});
+                                               for (size_t i = 0; i < n; ++i) {
+                                                 const bool measure =
+                                                     survey && c->first_index + i < survey->measure_first;
+                                                 c->errors[i] = check(c->records[i], measure, &pixels.local(),
+                                                                      &c->labels[i], &c->facts[i]);
+                                               }
                                                return c;
                                              }) &
             tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
@@ -176,6 +204,13 @@ bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string
                 if (c->labels[i] >= 0 && num_classes <= 0) ++r->label_counts[c->labels[i]];
                 if (!c->errors[i].empty())
                   add_error(r, max_listed, str("record ", c->first_index + i, " at offset ", c->offsets[i], ": ", c->errors[i]));
+                if (!survey) continue;
+                const RecordFacts& f = c->facts[i];
+                r->survey.add(f);
+                // Samples come from records that passed the check; the serial stage sees them in order.
+                const SampleTable::Key key{survey->split, survey->shard, c->first_index + i};
+                if (c->errors[i].empty() && survey->samples && survey->samples->wants(c->labels[i], key))
+                  survey->samples->offer(c->labels[i], key, f, survey->split_name, r->file);
               }
               r->records += c->records.size();
               if (progress) progress->add(c->records.size());
@@ -190,12 +225,11 @@ bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string
 namespace {
 
 void check_shard(const Context& ctx, const std::string& path, const ShardInfo& expect, Compression compression,
-                 size_t max_listed, Progress* progress, ShardReport* r) {
+                 size_t max_listed, Progress* progress, ShardReport* r, const ShardSurvey* survey) {
   r->file = expect.file;
-  const RecordCheck check = [&ctx](std::string_view rec, std::vector<uint8_t>* pixels, int64_t* label) {
-    return check_record(ctx, rec, pixels, label);
-  };
-  if (!scan_shard(check, ctx.m->num_classes(), path, compression, max_listed, progress, r)) return;
+  const RecordCheck check = [&ctx](std::string_view rec, bool measure, std::vector<uint8_t>* pixels, int64_t* label,
+                                   RecordFacts* facts) { return check_record(ctx, rec, measure, pixels, label, facts); };
+  if (!scan_shard(check, ctx.m->num_classes(), path, compression, max_listed, progress, r, survey)) return;
   if (r->bytes != expect.bytes) add_error(r, max_listed, str("file has ", r->bytes, " bytes, the manifest says ", expect.bytes));
   if (r->records != expect.records)
     add_error(r, max_listed, str("holds ", r->records, " records, the manifest says ", expect.records));
@@ -272,6 +306,12 @@ CheckReport check_shard_set(const CheckOptions& o) {
     report.splits.push_back(std::move(sr));
     for (size_t k = 0; k < splits[i]->shards.size(); ++k) jobs.push_back({i, k});
   }
+  report.surveyed = o.survey.enabled;
+  report.measured_per_shard = o.survey.enabled ? measure_per_shard(o, jobs.size()) : 0;
+  SampleTable samples(o.survey);
+  std::vector<ShardSurvey> surveys(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j)
+    surveys[j] = {report.measured_per_shard, &samples, jobs[j].split, jobs[j].shard, splits[jobs[j].split]->name};
   Progress progress("check", total, "records");
   progress.set_silent(o.quiet);
   std::optional<tbb::global_control> allow;
@@ -284,11 +324,16 @@ CheckReport check_shard_set(const CheckOptions& o) {
         const Job& job = jobs[j];
         const ShardInfo& sh = splits[job.split]->shards[job.shard];
         check_shard(ctx, o.dir + "/" + sh.file, sh, compression, o.max_errors_listed, &progress,
-                    &report.splits[job.split].shards[job.shard]);
+                    &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
       }
     });
   });
   progress.finish();
+  if (o.survey.enabled) {
+    for (const SplitReport& sr : report.splits)
+      for (const ShardReport& sh : sr.shards) report.survey.merge(sh.survey);
+    report.samples = samples.take();
+  }
 
   for (size_t i = 0; i < splits.size(); ++i) {
     const SplitInfo& s = *splits[i];

@@ -24,6 +24,10 @@
 // manifest (expected record counts, file sizes and histograms, the intended GPU spread, the class
 // count without labels.txt) is listed in CheckReport::not_checked.
 //
+// With `survey.enabled` (`--report`), the same pass also gathers image sizes, per-channel pixel
+// statistics and sample thumbnails per class (converters/image_survey.h), into ShardReport::survey,
+// CheckReport::survey (merged in shard order) and CheckReport::samples.
+//
 // A manifest that is invalid throws (nothing can be checked); so does a folder with neither a manifest
 // nor shard files. Everything else is collected in the report. Shards are checked in parallel
 // (oneTBB); the report does not depend on the threads.
@@ -34,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "converters/image_survey.h"
 #include "converters/stats.h"
 #include "core/manifest.h"
 
@@ -48,6 +53,7 @@ struct CheckOptions {
   int threads = 0;
   bool quiet = false;
   size_t max_errors_listed = 5;  // per shard
+  SurveyOptions survey;           // --report
 };
 
 struct ShardReport {
@@ -59,6 +65,7 @@ struct ShardReport {
   ChiSquare balance;
   uint64_t error_count = 0;
   std::vector<std::string> errors;  // the first max_errors_listed
+  ImageSurvey survey;               // survey.enabled
 };
 
 struct SplitReport {
@@ -83,6 +90,12 @@ struct CheckReport {
   std::vector<std::string> warnings;
   uint64_t records = 0, bytes = 0;
   double seconds = 0;
+  // survey.enabled: the shards' surveys merged in (split, shard) order; the sample thumbnails by label;
+  // how many records of each shard were decoded for the channel statistics (UINT64_MAX: all).
+  bool surveyed = false;
+  ImageSurvey survey;
+  std::map<int64_t, std::vector<SampleImage>> samples;
+  uint64_t measured_per_shard = 0;
   uint64_t error_count() const;
   bool ok() const { return error_count() == 0; }
 };

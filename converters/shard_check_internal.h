@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "converters/image_survey.h"
 #include "converters/shard_check.h"
+#include "core/image.h"
 #include "core/tfrecord.h"
 
 namespace fastnn {
@@ -17,9 +19,29 @@ class Progress;
 
 namespace fastnn::convert {
 
-// Checks one record: "" when fine, else the problem; sets *label (>= 0) when the label is usable.
-// Called from several threads at once; `pixels` is the calling thread's decode buffer.
-using RecordCheck = std::function<std::string(std::string_view record, std::vector<uint8_t>* pixels, int64_t* label)>;
+// Checks one record: "" when fine, else the problem; sets *label (>= 0) when the label is usable and
+// fills *facts (image_survey.h) as far as it got; with `measure` it decodes the image (if the check
+// did not anyway) and sums its pixels into *facts. Called from several threads at once; `pixels` is
+// the calling thread's decode buffer.
+using RecordCheck = std::function<std::string(std::string_view record, bool measure, std::vector<uint8_t>* pixels,
+                                              int64_t* label, RecordFacts* facts)>;
+
+// The survey's part in one shard's scan (nullptr: no survey).
+struct ShardSurvey {
+  uint64_t measure_first = 0;  // records decoded for the channel statistics (UINT64_MAX: all)
+  SampleTable* samples = nullptr;
+  size_t split = 0, shard = 0;
+  std::string split_name;
+};
+
+// The channel-statistics budget per shard (image_survey.h): all records with --decode, else
+// ceil(stats_records / shards).
+uint64_t measure_per_shard(const CheckOptions& o, size_t shards);
+
+// Sums the pixels of the image *f describes (geometry, format and bytes set) into *f: from *pixels when
+// the check decoded it already there (`decoded`, at the stored channels), from the bytes for raw,
+// else decoding into *pixels first. Throws FormatError when the image does not decode.
+void measure_record(bool decoded, const ImageLimits& limits, std::vector<uint8_t>* pixels, RecordFacts* f);
 
 // Counts an error on the shard, keeping the first max_listed messages.
 void add_error(ShardReport* r, size_t max_listed, std::string msg);
@@ -29,8 +51,9 @@ void add_error(ShardReport* r, size_t max_listed, std::string msg);
 // r->label_counts (num_classes == 0: the classes are unknown), and r's errors, each naming the record
 // index and byte offset. A framing or CRC error ends the shard (nothing after it can be trusted).
 // Returns false when the file could not be opened at all (the error is recorded).
+// With `survey`, also fills r->survey and offers samples to survey->samples.
 bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string& path, Compression compression,
-                size_t max_listed, Progress* progress, ShardReport* r);
+                size_t max_listed, Progress* progress, ShardReport* r, const ShardSurvey* survey = nullptr);
 
 // The check of a folder or pattern list without manifest.json (shard_check.h).
 CheckReport check_plain_shards(const CheckOptions& options);

@@ -82,7 +82,7 @@ std::vector<std::string> find_shards(const CheckOptions& o, bool is_dir, std::st
 }
 
 std::string check_foreign(const ForeignRecordParser& parser, int64_t num_classes, bool decode, std::string_view rec,
-                          std::vector<uint8_t>* pixels, int64_t* label) {
+                          bool measure, std::vector<uint8_t>* pixels, int64_t* label, RecordFacts* facts) {
   *label = -1;
   try {
     const ForeignRecord r = parser.parse(rec);
@@ -91,7 +91,12 @@ std::string check_foreign(const ForeignRecordParser& parser, int64_t num_classes
       return str("label ", r.label, " is outside labels.txt's ", num_classes, " classes 0..", num_classes - 1);
     *label = r.label;
     if (r.format_mismatch) return str("image/format says ", r.declared_format, " but the image is ", r.format);
-    if (r.format == std::string_view("raw")) return "";
+    *facts = RecordFacts{.height = r.height, .width = r.width, .channels = r.channels, .encoded = r.encoded,
+                         .format = r.format};
+    if (r.format == std::string_view("raw")) {
+      if (measure) measure_record(false, parser.limits(), pixels, facts);
+      return "";
+    }
     // Channels are not compared: TF-slim's ImageNet records say 3 for grayscale JPEGs too (the
     // channels tf.image.decode_jpeg is asked for), which readers handle.
     const bool h = r.record_height && r.record_height != r.height, w = r.record_width && r.record_width != r.width;
@@ -103,6 +108,7 @@ std::string check_foreign(const ForeignRecordParser& parser, int64_t num_classes
       pixels->resize(decoded_size(info, 0));
       decode_image_into(r.encoded, 0, pixels->data(), pixels->size(), parser.limits());
     }
+    if (measure) measure_record(decode, parser.limits(), pixels, facts);
   } catch (const Error& e) {
     return e.what();
   }
@@ -176,9 +182,16 @@ CheckReport check_plain_shards(const CheckOptions& o) {
   }
 
   const ForeignRecordParser parser;
-  const RecordCheck check = [&](std::string_view rec, std::vector<uint8_t>* pixels, int64_t* label) {
-    return check_foreign(parser, num_classes, o.decode, rec, pixels, label);
+  const RecordCheck check = [&](std::string_view rec, bool measure, std::vector<uint8_t>* pixels, int64_t* label,
+                                RecordFacts* facts) {
+    return check_foreign(parser, num_classes, o.decode, rec, measure, pixels, label, facts);
   };
+  report.surveyed = o.survey.enabled;
+  report.measured_per_shard = o.survey.enabled ? measure_per_shard(o, jobs.size()) : 0;
+  SampleTable samples(o.survey);
+  std::vector<ShardSurvey> surveys(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j)
+    surveys[j] = {report.measured_per_shard, &samples, jobs[j].split, jobs[j].shard, split_names[jobs[j].split]};
   Progress progress("check", 0, "records");
   progress.set_silent(o.quiet);
   std::optional<tbb::global_control> allow;
@@ -190,11 +203,16 @@ CheckReport check_plain_shards(const CheckOptions& o) {
       for (size_t j = r.begin(); j != r.end(); ++j) {
         const Job& job = jobs[j];
         scan_shard(check, num_classes, splits[job.split][job.shard], compression[j], o.max_errors_listed, &progress,
-                   &report.splits[job.split].shards[job.shard]);
+                   &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
       }
     });
   });
   progress.finish();
+  if (o.survey.enabled) {
+    for (const SplitReport& sr : report.splits)
+      for (const ShardReport& sh : sr.shards) report.survey.merge(sh.survey);
+    report.samples = samples.take();
+  }
 
   // Without labels.txt the class count is the largest label + 1 (for the balance test only).
   bool balance = true;

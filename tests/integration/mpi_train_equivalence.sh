@@ -3,7 +3,8 @@
 #   - 2 ranks x batch 8 end with the same parameters as 1 process x batch 16 after 10 steps (within float
 #     rounding: the mean of two 8-example gradient means vs one 16-example mean), across an epoch
 #     boundary, with weight decay and clipping; 1 process x batch 8 (the control) does not;
-#   - the sharded evaluation counts every test example once and agrees with the single-process one;
+#   - the sharded evaluation counts every test example once and agrees with the single-process one,
+#     its confusion matrix (summed over the ranks) too;
 #   - rank 0 alone logs and writes metrics.jsonl, events and checkpoints (world_size 2 in the meta);
 #   - the pre-flight check refuses 3 train shards on 2 ranks without training.
 # Exactness needs a net without dropout and batch norm (mlp) and no shuffling (docs/DISTRIBUTED.md).
@@ -47,6 +48,10 @@ for x, y in zip(a, b):
     else:
         assert x["num_examples"] == y["num_examples"] == 40, ("every test example once", x, y)
         assert x["top1"] == y["top1"] and x["top5"] == y["top5"], ("eval", x, y)
+        # The ranks' confusion matrices are summed into the single-process one.
+        m = y["confusion_matrix"]
+        assert m == x["confusion_matrix"] and sum(map(sum, m)) == 40, ("confusion", x, y)
+        assert sum(m[i][i] for i in range(10)) == round(40 * y["top1"]), ("trace is top-1", y)
 print("metrics agree:", b[-1])
 PY
 

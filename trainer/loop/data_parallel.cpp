@@ -144,12 +144,14 @@ void DataParallel::average_metrics(StepResult& r, double& wait) {
 }
 
 EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_batch, const RunSetup& s,
-                                  const JobConfig& c, bool collective) {
-  if (world() == 1 || collective) return evaluate_dataset(g, evaluate_batch, make_eval_dataset(s, c, c.batch_size()));
+                                  const JobConfig& c, bool collective, const EvalLogitsFn& logits) {
+  // A collective (sharded-head) evaluation has no per-rank logits to count.
+  if (world() == 1 || collective)
+    return evaluate_dataset(g, evaluate_batch, make_eval_dataset(s, c, c.batch_size()), collective ? nullptr : logits);
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult local;
   if (std::optional<pipeline::Dataset> ds = make_eval_shard(s, c, c.batch_size(), rank(), world()))
-    local = evaluate_dataset(g, evaluate_batch, *ds);
+    local = evaluate_dataset(g, evaluate_batch, *ds, logits);
   const auto n = static_cast<double>(local.num_examples);
   double sums[4] = {std::round(local.top1 * n), std::round(local.top5 * n), local.loss * n, n};
   comm_->allreduce_sum(std::span<double>(sums, 4));
@@ -159,6 +161,23 @@ EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_b
     r.top1 = sums[0] / sums[3];
     r.top5 = sums[1] / sums[3];
     r.loss = sums[2] / sums[3];
+  }
+  if (logits) {  // the ranks' confusion matrices: agree on the class count, then sum
+    // Every rank takes the same branch: the decision uses only the summed values. The class counts
+    // agree when (sum C)² = ranks × sum C² (equality of the mean square and the squared mean).
+    const bool has = local.confusion_classes > 0;
+    const double cc = has ? static_cast<double>(local.confusion_classes) : 0;
+    double info[4] = {!has && local.num_examples > 0 ? 1.0 : 0.0, cc, has ? 1.0 : 0.0, cc * cc};
+    comm_->allreduce_sum(std::span<double>(info, 4));
+    const int64_t classes = info[2] > 0 ? std::llround(info[1] / info[2]) : 0;
+    if (info[0] == 0 && classes > 0 && info[1] * info[1] == info[2] * info[3]) {
+      std::vector<double> m(static_cast<size_t>(classes * classes), 0);
+      for (size_t i = 0; i < local.confusion.size(); ++i) m[i] = static_cast<double>(local.confusion[i]);
+      comm_->allreduce_sum(std::span<double>(m));
+      r.confusion_classes = classes;
+      r.confusion.resize(m.size());
+      for (size_t i = 0; i < m.size(); ++i) r.confusion[i] = std::llround(m[i]);
+    }
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -74,9 +74,10 @@ class DataParallel {
   // Hands the graph a CrossReplicaSum over this world (a world of one: nothing to do).
   void sync_batch_norm(graph::Graph& graph);
   // Through `evaluate_batch` (a step runner); the caller has averaged the batch-norm statistics
-  // (StepRunner::average_state).
+  // (StepRunner::average_state). With `logits`, the confusion matrix too, summed over the ranks (none
+  // when a rank that evaluated examples could not count one).
   EvalResult evaluate(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const RunSetup& setup,
-                      const JobConfig& config, bool collective = false);
+                      const JobConfig& config, bool collective = false, const EvalLogitsFn& logits = {});
   // After average_metrics(): a stop was asked for on any rank (a world of one: here).
   bool stop_requested() const;
   void fail(const std::exception& error) noexcept;

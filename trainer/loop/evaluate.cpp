@@ -9,23 +9,49 @@
 
 namespace fastnn::loop {
 
-EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& ds) {
+bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r) {
+  if (!logits.defined() || logits.shape().size() != 2 || logits.shape()[0] != labels.numel()) return false;
+  const int64_t n = logits.shape()[0], c = logits.shape()[1];
+  if (c < 1 || c > kMaxConfusionClasses || (r->confusion_classes != 0 && r->confusion_classes != c)) return false;
+  if (r->confusion_classes == 0) {
+    r->confusion_classes = c;
+    r->confusion.assign(static_cast<size_t>(c * c), 0);
+  }
+  const std::vector<float> x = logits.to_vector<float>();
+  const std::vector<int64_t> y = labels.to_vector<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = x.data() + i * c;
+    int64_t best = 0;
+    for (int64_t k = 1; k < c; ++k)
+      if (row[k] > row[best]) best = k;
+    FASTNN_CHECK(y[i] >= 0 && y[i] < c, "evaluation: label ", y[i], " outside 0..", c - 1);
+    ++r->confusion[static_cast<size_t>(y[i] * c + best)];
+  }
+  return true;
+}
+
+EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& ds,
+                            const EvalLogitsFn& logits) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t train_batch = g.batch_size();
   EvalResult r;
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
+  bool confusion_ok = true;
   auto it = ds.make_iterator();
   for (pipeline::BatchHandle b; it->next(&b);) {
     if (b->size() != g.batch_size()) g.set_batch_size(b->size());
     const BatchTensors t = wrap_batch(std::move(b));  // the batch's own buffer, no copy
     const StepResult s = evaluate_batch(t.images, t.labels);
+    // One batch that cannot be counted (a head's embedding, too many classes) drops the whole matrix.
+    if (logits && confusion_ok) confusion_ok = count_confusion(logits(), t.labels, &r);
     loss_sum += s.main_loss * static_cast<double>(s.examples);
     top1 += s.correct;
     top5 += s.correct_top5;
     r.num_examples += s.examples;
   }
   if (g.batch_size() != train_batch) g.set_batch_size(train_batch);
+  if (!confusion_ok) r.confusion_classes = 0, r.confusion.clear();
   if (r.num_examples > 0) {
     const double n = static_cast<double>(r.num_examples);
     r.top1 = static_cast<double>(top1) / n;

@@ -1,12 +1,18 @@
 // Evaluation over a whole held-out split: top-1, top-5 and mean loss of the main head, in eval mode
 // (moving BN statistics, no dropout). The last, smaller batch is evaluated at its own size (the
 // graph is re-planned for it and set back afterwards), so every example counts exactly once.
+// With `logits` (the batch's logits on the host, StepRunner::host_logits) and at most
+// kMaxConfusionClasses classes, also the confusion matrix: confusion[true * classes + predicted]
+// examples, predicted = the arg-max of the logits (the lowest index among equal maxima); its trace
+// over num_examples is top-1 up to ties. Skipped (empty) when the logits are undefined or not [N, C].
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "pipeline/dataset.h"
+#include "trainer/metrics/jsonl_writer.h"  // kMaxConfusionClasses
 #include "trainer/train_step.h"
 
 namespace fastnn::loop {
@@ -15,10 +21,18 @@ struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;
   int64_t num_examples = 0;
   double seconds = 0;
+  int64_t confusion_classes = 0;   // 0: no confusion matrix
+  std::vector<int64_t> confusion;  // row-major [true][predicted]
 };
 
 // `evaluate_batch` evaluates one batch of `graph` (a StepRunner's evaluate, on any device).
 using EvalBatchFn = std::function<StepResult(const Tensor& images, const Tensor& labels)>;
-EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& dataset);
+using EvalLogitsFn = std::function<Tensor()>;
+EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& dataset,
+                            const EvalLogitsFn& logits = {});
+
+// Adds one batch's predictions to r's confusion matrix (sized on first use from the logits' width).
+// false (and nothing counted) when the logits are not [labels, C] with C <= kMaxConfusionClasses.
+bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r);
 
 }  // namespace fastnn::loop

@@ -167,6 +167,7 @@ class CpuStepRunner final : public StepRunner {
     graph_.forward(images, false);
     return head_->evaluate(graph_, labels);
   }
+  Tensor host_logits() override { return head_ ? Tensor() : graph_.output(0); }
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override { return random_host_batch(graph_, seed); }
   std::vector<NamedArray> export_optimizer_state() const override {
     std::vector<NamedArray> state = optimizer_->export_state();

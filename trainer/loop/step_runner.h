@@ -155,6 +155,10 @@ class StepRunner {
   // dtype on the device; labels [N] i32/i64, host or device.
   virtual StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) = 0;
   virtual StepResult evaluate(const Tensor& images, const Tensor& labels) = 0;
+  // The logits [N, classes] of the batch evaluate() just ran, on the host (a device graph's are
+  // copied): what the confusion matrix is counted from (loop/evaluate.h). Undefined when the output
+  // is not per-class logits (a classifier head's embedding).
+  virtual Tensor host_logits() { return Tensor(); }
   // A random batch placed where train() reads it fastest (synthetic-data benchmarks).
   virtual std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) = 0;
   // Waits for the device (no-op on the CPU).

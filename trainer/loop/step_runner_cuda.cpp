@@ -240,6 +240,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     release();
     return r;
   }
+  Tensor host_logits() override { return cuda::to_host(graph_.output(0)); }
 
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override {
     auto [hx, hy] = random_host_batch(graph_, seed);

@@ -235,7 +235,7 @@ void TrainingRun::run_eval(int64_t step) {
   StepRunner& runner = *runner_;
   const EvalResult r = dp_.evaluate(
       runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
-      runner.collective_evaluation());
+      runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
   summary_.evaluated = true;
   summary_.eval = r;
   if (!dp_.chief()) return eval_window_.reset();
@@ -251,7 +251,8 @@ void TrainingRun::run_eval(int64_t step) {
   eval_window_.reset();
   jsonl_->write(EvalLogEntry{.step = step, .epoch = epoch_of(step), .split = setup_.eval_split, .top1 = r.top1,
                              .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples,
-                             .extra = {{"train_seconds", loop_seconds_}}});  // time to accuracy
+                             .extra = {{"train_seconds", loop_seconds_}},  // time to accuracy
+                             .confusion_classes = r.confusion_classes, .confusion = r.confusion});
   events_->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
 }
 
@@ -431,7 +432,8 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   out.step = l.meta.step();
   StepRunner& r = *runner;
   out.result = evaluate_dataset(r.graph(), [&r](const Tensor& x, const Tensor& y) { return r.evaluate(x, y); },
-                                make_eval_dataset(setup, config, config.batch_size()));
+                                make_eval_dataset(setup, config, config.batch_size()),
+                                [&r] { return r.host_logits(); });
   return out;
 }
 

@@ -62,6 +62,15 @@ nlohmann::json JsonlMetricsWriter::to_json(const EvalLogEntry& m) {
                       {"loss", number(m.loss)},  {"num_examples", m.num_examples},
                       {"wall_time", or_now(m.wall_time)}};
   merge_extra(j, m.extra);
+  if (m.confusion_classes > 0) {
+    const size_t c = static_cast<size_t>(m.confusion_classes);
+    FASTNN_CHECK(m.confusion.size() == c * c, "metrics: confusion matrix of ", m.confusion.size(), " entries for ", c,
+                 " classes");
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t r = 0; r < c; ++r)
+      rows.push_back(std::vector<int64_t>(m.confusion.begin() + r * c, m.confusion.begin() + (r + 1) * c));
+    j["confusion_matrix"] = std::move(rows);
+  }
   return j;
 }
 

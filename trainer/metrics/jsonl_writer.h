@@ -4,7 +4,9 @@
 //   {"event":"train","step":100,"epoch":0.64,"loss":0.41,"accuracy":0.875,"lr":0.01,
 //    "images_per_sec":5120.5,"data_wait_fraction":0.02,"wall_time":1714567890.123}
 //   {"event":"eval","step":1000,"epoch":6.4,"split":"test","top1":0.9,"top5":0.99,"loss":0.31,
-//    "num_examples":10000,"wall_time":1714567999.5}
+//    "num_examples":10000,"wall_time":1714567999.5,"confusion_matrix":[[980,3,...],...]}
+// confusion_matrix (eval lines, when the evaluation counted one: at most 256 classes, not a sharded
+// head; trainer/loop/evaluate.h): rows are the true class, columns the predicted one, counts of examples.
 //
 // Numbers are JSON numbers (doubles printed with enough digits to round-trip); a NaN or infinite
 // value, which JSON cannot represent, is written as null. Extra fields go in `extra` and are merged
@@ -22,6 +24,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace fastnn {
 
@@ -37,6 +40,9 @@ struct TrainLogEntry {
   std::map<std::string, double> extra;
 };
 
+// The largest confusion matrix an eval line holds: classes² counts on one line.
+inline constexpr int64_t kMaxConfusionClasses = 256;
+
 struct EvalLogEntry {
   int64_t step = 0;
   double epoch = 0;
@@ -47,6 +53,8 @@ struct EvalLogEntry {
   int64_t num_examples = 0;
   double wall_time = 0;  // 0: now
   std::map<std::string, double> extra;
+  int64_t confusion_classes = 0;   // 0: no "confusion_matrix"
+  std::vector<int64_t> confusion;  // row-major [true][predicted], confusion_classes² entries
 };
 
 // Seconds since the Unix epoch, sub-millisecond resolution.

@@ -1,0 +1,78 @@
+// `fastnn report RUN_DIR [--output FILE.html] [--overwrite] [--dataset_dir DIR]`: the run's picture
+// page (loss, accuracy, learning-rate and throughput curves; the last evaluation's confusion matrix
+// and per-class accuracy) from RUN_DIR/metrics.jsonl, as one self-contained HTML file (default
+// RUN_DIR/report.html). The page: trainer/metrics/run_report.h.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "core/dataset_files.h"
+#include "core/logging.h"
+#include "core/report/page_file.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/metrics/run_report.h"
+
+namespace fastnn::cli {
+namespace {
+
+struct ReportArgs {
+  std::string run_dir, output, dataset_dir;
+  bool overwrite = false;
+};
+
+// Model and dataset from the latest checkpoint's metadata, class names from the dataset's labels.txt
+// (or manifest); each only where it can be found, with a note saying what was not.
+void describe_run(const ReportArgs& a, RunReportInfo* info) {
+  std::string dataset = a.dataset_dir;
+  try {
+    const std::vector<ckpt::CheckpointInfo> ckpts = ckpt::list_committed_latest_first(a.run_dir);
+    if (!ckpts.empty()) {
+      const CheckpointMeta meta = ckpt::read_checkpoint_meta(ckpt::meta_path(ckpts.front().prefix));
+      info->model_name = meta.model_name();
+      if (dataset.empty() && meta.has_config()) dataset = meta.config().dataset_dir();
+    }
+  } catch (const Error& e) {
+    info->notes.push_back(str("checkpoint metadata not read (model and dataset unknown): ", e.what()));
+  }
+  info->dataset_dir = dataset;
+  if (dataset.empty()) {
+    info->notes.push_back("class names: no dataset known (no checkpoint; give --dataset_dir)");
+    return;
+  }
+  try {
+    if (auto labels = read_labels_in(dataset)) info->class_names = *labels;
+    else info->notes.push_back(str("class names: no labels.txt in ", dataset, "; classes are shown by number"));
+  } catch (const Error& e) {
+    info->notes.push_back(str("class names: ", e.what()));
+  }
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto a = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Write a run's picture page: loss, accuracy, learning-rate and throughput curves and the last "
+                "evaluation's confusion matrix and per-class accuracy, from RUN_DIR/metrics.jsonl, as one "
+                "self-contained HTML file");
+  cmd->add_option("run_dir", a->run_dir, "The run directory (train's --output_dir)")->required();
+  cmd->add_option("--output,-o", a->output, "The HTML file to write (default RUN_DIR/report.html)");
+  cmd->add_flag("--overwrite", a->overwrite, "Replace an existing output file");
+  cmd->add_option("--dataset_dir,--dataset-dir", a->dataset_dir,
+                  "Where labels.txt is, for class names (default: the dataset the run's checkpoint names)");
+  cmd->callback([a] {
+    const RunMetrics m = read_run_metrics(a->run_dir + "/metrics.jsonl");
+    RunReportInfo info;
+    info.run_dir = a->run_dir;
+    describe_run(*a, &info);
+    const std::string out = a->output.empty() ? a->run_dir + "/report.html" : a->output;
+    report::write_page_file(out, run_report_page(m, info), a->overwrite);
+    std::printf("report written to %s (%zu train lines, %zu evaluations%s)\n", out.c_str(), m.train_step.size(),
+                m.evals.size(), m.confusion_classes ? ", confusion matrix" : "");
+    std::fflush(stdout);
+  });
+}
+
+}  // namespace fastnn::cli
