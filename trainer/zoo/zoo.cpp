@@ -80,7 +80,7 @@ const std::vector<ZooModel>& zoo_models() {
     for (ZooModel& z : m) {
       const std::string& n = z.name;
       if (n == "lenet" || n == "mlp") z.preset = "lenet";
-      else if (n == "cifarnet" || n.starts_with("resnet_cifar")) z.preset = "cifarnet";
+      else if (n == "cifarnet" || n.starts_with("resnet_cifar") || n == "nasnet_cifar") z.preset = "cifarnet";
       else if (n.starts_with("vgg") || n == "alexnet_v2" || n == "overfeat") z.preset = "vgg";
       else if (n.starts_with("resnet_v")) z.preset = "resnet";
       z.has_aux_logits = n == "inception_v3" || n == "inception_v4" || n == "inception_resnet_v2" ||
