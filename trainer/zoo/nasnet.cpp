@@ -21,7 +21,8 @@
 // The auxiliary head (built in training by TF-slim, always here as for inception_v3; loss weight 0.4 as
 // TF-slim's training notes say) sits after the normal cell before the second reduction: relu, avg pool
 // 5x5/3 VALID, 1x1 128 + BN + relu, conv with the map's size 768 VALID + BN + relu, fully connected.
-// It needs that map to be at least 5x5: inputs of at least 67 (ImageNet nets) or 9 (nasnet_cifar).
+// It needs that map to be at least 5x5: inputs of at least 67 (ImageNet nets) or 9 (nasnet_cifar);
+// without it any input from 3 (the stem's VALID 3x3) or 1 works.
 // Parameter counts and their sources: docs/MODELS.md.
 #include <algorithm>
 #include <set>
@@ -187,7 +188,8 @@ struct Nas {
     auto al = b.scope("aux_logits");
     if (size(a) < 5 || b.dims(a)[2] < 5)
       throw ConfigError(str(model, ": the aux logits head needs a map of at least 5x5 after cell ", cell_num, " (got ",
-                            size(a), "x", b.dims(a)[2], "); use a larger input"));
+                            size(a), "x", b.dims(a)[2], "): inputs of at least ", model == "nasnet_cifar" ? 9 : 67,
+                            "; build without it (aux_logits = false) for smaller ones"));
     a = b.avg_pool2d(a, "AvgPool", {5}, {3}, "valid");
     a = b.relu(batch_norm(conv1x1(a, "proj", 128), "aux_bn0"), "Relu");
     const int kh = static_cast<int>(b.dims(a)[1]), kw = static_cast<int>(b.dims(a)[2]);

@@ -10,7 +10,7 @@
 //
 // Input size: each model has a default (its training size) and a minimum (the smallest input whose
 // feature maps stay valid: inception_v3 and inception_resnet_v2 need 107 x 107 with aux logits, 75
-// without). Models whose kernels follow the feature map (VGG's fc6, the Inception heads) shrink them
+// without; the ImageNet NASNets 67 with aux logits, 3 without). Models whose kernels follow the feature map (VGG's fc6, the Inception heads) shrink them
 // for small inputs, as TF-slim does, so parameter counts are the published ones only at the default size.
 #pragma once
 

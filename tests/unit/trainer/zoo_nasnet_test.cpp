@@ -153,11 +153,15 @@ TEST(ZooNasnet, DropPathFollowsSlimsHparams) {
 TEST(ZooNasnet, SizesAndPresets) {
   for (const char* m : {"nasnet_mobile", "nasnet_large", "pnasnet_mobile", "pnasnet_large"}) {
     EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m, {.height = 67, .width = 67}), {})) << m;
-    EXPECT_THROW(zoo::build_net(m, {.height = 66, .width = 66}), ConfigError) << m;
+    EXPECT_THROW(zoo::build_net(m, {.height = 66, .width = 66}), ConfigError) << m;  // the aux head's 5x5
+    EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net(m, {.height = 3, .width = 3, .aux_logits = false}), {})) << m;
+    EXPECT_THROW(zoo::build_net(m, {.height = 2, .width = 2, .aux_logits = false}), ConfigError) << m;
     EXPECT_EQ(zoo::zoo_model(m).preset, "inception");
     EXPECT_TRUE(zoo::zoo_model(m).has_aux_logits);
   }
   EXPECT_EQ(zoo::zoo_model("nasnet_cifar").preset, "cifarnet");  // slim's preprocessing_factory
+  EXPECT_NO_THROW(graph::NetPlan::make(zoo::build_net("nasnet_cifar", {.height = 9, .width = 9}), {}));
+  EXPECT_THROW(zoo::build_net("nasnet_cifar", {.height = 8, .width = 8}), ConfigError);
   EXPECT_EQ(zoo::zoo_model("nasnet_cifar").default_size, 32);
   EXPECT_EQ(zoo::zoo_model("nasnet_mobile").default_size, 224);
   EXPECT_EQ(zoo::zoo_model("pnasnet_large").default_size, 331);
