@@ -44,6 +44,8 @@ for m in $models; do
   case $m in
     inception*) size=75 ;;
     lenet | mlp) size=28 ;;
+    nasnet_large | pnasnet_large) size=8 ;;  # 4032 / 4320 channels: small maps keep numpy's evaluation short
+    nasnet_cifar) size=16 ;;
     *) size=32 ;;
   esac
   export_zoo() {

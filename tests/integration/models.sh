@@ -23,7 +23,8 @@ listed = {line.split()[0] for line in text[1:]}
 assert listed == set(names), sorted(listed ^ set(names))
 issue16 = ["alexnet_v2", "overfeat", "vgg_a", "vgg_11", "inception_v1", "inception_v2", "inception_v4",
            "resnet_v1_200", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200", "mobilenet_v1", "mobilenet_v1_075",
-           "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035"]
+           "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035",
+           "nasnet_cifar", "nasnet_mobile", "nasnet_large", "pnasnet_mobile", "pnasnet_large"]
 missing = [n for n in issue16 if n not in names]
 assert not missing, missing
 by = {r["name"]: r for r in rows}
@@ -40,6 +41,14 @@ assert rows1001["mobilenet_v1"]["trainable_params"] == 4233001
 assert rows1001["resnet_v1_50"]["trainable_params"] - by["resnet_v1_50"]["trainable_params"] == 2049
 assert (by["overfeat"]["input"]["height"], by["overfeat"]["preprocessing"]) == (231, "vgg")
 assert (by["inception_v4"]["input"]["height"], by["inception_v4"]["aux_logits"]) == (299, True)
+# NASNet / PNASNet as trained (aux head on): slim's sizes and presets; multiply-adds near TF-slim's tables
+# (564 M, 23.8 G, 588 M, 25.0 G without the aux head, which adds 0.06 % - 0.6 %).
+for n, size, preset in [("nasnet_cifar", 32, "cifarnet"), ("nasnet_mobile", 224, "inception"),
+                        ("nasnet_large", 331, "inception"), ("pnasnet_mobile", 224, "inception"),
+                        ("pnasnet_large", 331, "inception")]:
+    assert (by[n]["input"]["height"], by[n]["preprocessing"], by[n]["aux_logits"]) == (size, preset, True), by[n]
+for n, macs in [("nasnet_mobile", 564e6), ("nasnet_large", 23.8e9), ("pnasnet_mobile", 588e6), ("pnasnet_large", 25.0e9)]:
+    assert abs(by[n]["macs"] / macs - 1) < 0.01, (n, by[n]["macs"])
 PYEOF
 
 help=$("$FASTNN" models --help)

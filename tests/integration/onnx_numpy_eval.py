@@ -150,7 +150,9 @@ def run(model, feeds, dtype=np.float64):
             pads = [int(v) for v in ins[1]]
             r = len(pads) // 2
             value = ins[2] if len(ins) > 2 and ins[2] is not None else 0.0
-            y = np.pad(ins[0], [(pads[i], pads[i + r]) for i in range(r)], constant_values=value)
+            # ONNX: a negative pad removes elements (fastnn's spatial_shift crops the top-left this way).
+            y = np.pad(ins[0], [(max(pads[i], 0), max(pads[i + r], 0)) for i in range(r)], constant_values=value)
+            y = y[tuple(slice(max(-pads[i], 0), y.shape[i] - max(-pads[i + r], 0)) for i in range(r))]
         elif op == "LRN":
             y = lrn(ins[0], a)
         elif op == "BatchNormalization":

@@ -163,6 +163,13 @@ std::vector<std::string> inert_field_warnings(const JobConfig& c) {
   w.when("warmup_scheme", c.warmup_steps() == 0 || type == "fixed",
          type == "fixed" ? "learning_rate_decay_type fixed has no warmup" : "warmup_steps is 0");
 
+  // NASNet / PNASNet hparams (trainer/zoo/nasnet.cpp); a net {} of its own has its drop_path layers' values.
+  const bool nas = !c.has_net() && c.model_name().find("nasnet_") != std::string::npos;
+  w.when("drop_path_keep_prob", !nas, "only the zoo's nasnet_* / pnasnet_* models have drop-path (model_name is ",
+         c.has_net() ? "a net {} of its own" : c.model_name(), ")");
+  w.when("total_training_steps", !nas, "only the zoo's nasnet_* / pnasnet_* models have drop-path (model_name is ",
+         c.has_net() ? "a net {} of its own" : c.model_name(), ")");
+
   // Hooks and the fields only they read.
   w.when("log_loss_every_n_iters", !has_hook(c, "LoggingTensorHook"), "hooks does not name LoggingTensorHook");
   w.when("profile_every_n_iters", !has_hook(c, "ProfilerHook") && c.profile_every_n_iters() > 0,

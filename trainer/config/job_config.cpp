@@ -140,6 +140,11 @@ void validate_job_config(const JobConfig& c) {
   p.check(c.batch_size() >= 1, "batch_size must be >= 1, got ", c.batch_size());
   p.check(c.label_smoothing() >= 0 && c.label_smoothing() < 1, "label_smoothing must be in [0, 1), got ",
           c.label_smoothing());
+  if (c.has_drop_path_keep_prob())
+    p.check(c.drop_path_keep_prob() > 0 && c.drop_path_keep_prob() <= 1, "drop_path_keep_prob must be in (0, 1], got ",
+            c.drop_path_keep_prob());
+  if (c.has_total_training_steps())
+    p.check(c.total_training_steps() >= 0, "total_training_steps must be >= 0, got ", c.total_training_steps());
 
   p.check(c.learning_rate() >= 0 && std::isfinite(c.learning_rate()), "learning_rate must be >= 0, got ",
           c.learning_rate());

@@ -104,6 +104,12 @@ void lrn(Emit& e) {
   OnnxBuilder::attr(n, "bias", static_cast<float>(e.a.get_float(e.op, "bias", 1)));
 }
 
+// Pad with negative begin pads crops: [-dy, -dx] at the start and [dy, dx] at the end of H and W.
+void spatial_shift(Emit& e) {
+  const int64_t dy = e.a.get_int(e.op, "dy", 1), dx = e.a.get_int(e.op, "dx", 1);
+  e.node("Pad", {e.in, e.b.int64s(e.layer + "/pads", {0, 0, -dy, -dx, 0, 0, dy, dx})}, e.out);
+}
+
 void channel_pad(Emit& e) {
   const size_t rank = e.in_shape.size();
   std::vector<int64_t> pads(2 * rank, 0);
@@ -128,13 +134,14 @@ std::string emit_op(Emit& e) {
     e.node("GlobalAveragePool", {e.in}, pooled);
     OnnxBuilder::attr(e.node("Flatten", {pooled}, e.out), "axis", int64_t{1});
   } else if (op == "fully_connected") fully_connected(e);
-  else if (op == "dropout") return e.in;
+  else if (op == "dropout" || op == "drop_path") return e.in;
   else if (op == "add") e.node(e.t.inputs.size() == 2 ? "Add" : "Sum", e.t.inputs, e.out);
   else if (op == "concat") OnnxBuilder::attr(e.node("Concat", e.t.inputs, e.out), "axis", int64_t{1});
   else if (op == "scale")
     e.node("Mul", {e.in, e.b.scalar(e.layer + "/scale", static_cast<float>(e.a.get_float(op, "scale", 1)))}, e.out);
   else if (op == "channel_pad") channel_pad(e);
   else if (op == "lrn") lrn(e);
+  else if (op == "spatial_shift") spatial_shift(e);
   else throw ConfigError(str("layer '", e.layer, "': op ", op, " has no ONNX mapping (exportable: ",
                              [] { std::string s; for (const std::string& o : exportable_ops()) s += (s.empty() ? "" : ", ") + o; return s; }(), ")"));
   return e.out;
@@ -145,7 +152,8 @@ std::string emit_op(Emit& e) {
 std::vector<std::string> exportable_ops() {
   std::vector<std::string> ops = {"conv2d", "depthwise_conv2d", "batch_norm", "relu",  "relu6",
                                   "tanh",   "max_pool2d",       "avg_pool2d", "global_avg_pool",
-                                  "fully_connected", "dropout", "add", "concat", "scale", "channel_pad", "lrn"};
+                                  "fully_connected", "dropout", "add", "concat", "scale", "channel_pad", "lrn",
+                                  "drop_path", "spatial_shift"};
   std::sort(ops.begin(), ops.end());
   return ops;
 }

@@ -12,6 +12,8 @@
 //   global_avg_pool   GlobalAveragePool, Flatten (the layer's output is [N, C])
 //   fully_connected   [Flatten(axis 1) when the input is not 2-D] Gemm(transB = 1)
 //   dropout           nothing: the identity in evaluation (its output is its input's tensor)
+//   drop_path         nothing, as dropout
+//   spatial_shift     Pad (constant 0) with pads [0, 0, -dy, -dx, 0, 0, dy, dx]: a negative pad crops
 //   add               Add (2 inputs) or Sum
 //   concat            Concat(axis 1)
 //   scale             Mul by a scalar

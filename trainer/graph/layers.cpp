@@ -177,6 +177,22 @@ LoweredLayer lower_layer(const LayerDef& l) {
       out.op = "dropout";
       a.set("rate", widen(l.dropout().rate()));
       break;
+    case LayerDef::kDropPath: {
+      const DropPathLayer& d = l.drop_path();
+      out.type = "drop_path";
+      out.op = "drop_path";
+      a.set("keep_prob", widen(d.keep_prob()));
+      a.set("cell_index", int64_t{d.cell_index()});
+      a.set("total_cells", int64_t{d.total_cells()});
+      a.set("total_steps", d.total_steps());
+      break;
+    }
+    case LayerDef::kSpatialShift:
+      out.type = "spatial_shift";
+      out.op = "spatial_shift";
+      a.set("dy", int64_t{l.spatial_shift().dy()});
+      a.set("dx", int64_t{l.spatial_shift().dx()});
+      break;
     case LayerDef::kAdd:
       out.type = "add";
       out.op = "add";
@@ -211,7 +227,7 @@ LoweredLayer lower_layer(const LayerDef& l) {
     }
     case LayerDef::LAYER_NOT_SET:
       fail(l, "no layer type set (one of conv, batch_norm, relu, tanh, pool, global_avg_pool, fully_connected, "
-              "dropout, add, concat, scale, channel_pad, lrn, relu6, depthwise_conv)");
+              "dropout, add, concat, scale, channel_pad, lrn, relu6, depthwise_conv, drop_path, spatial_shift)");
   }
   return out;
 }

@@ -232,8 +232,11 @@ RunSetup make_run_setup(const JobConfig& c) {
   head::check_head_config(c);
   const auto outputs = static_cast<int>(head::net_outputs(c, s.num_classes));  // a head's embedding, or the classes
   s.net = c.has_net() ? c.net()
-                      : zoo::build_net(s.model_name, {.num_classes = outputs, .height = s.height, .width = s.width,
-                                                      .channels = s.channels});
+                      : zoo::build_net(s.model_name,
+                                       {.num_classes = outputs, .height = s.height, .width = s.width,
+                                        .channels = s.channels,
+                                        .drop_path_keep_prob = c.has_drop_path_keep_prob() ? c.drop_path_keep_prob() : -1,
+                                        .total_training_steps = c.has_total_training_steps() ? c.total_training_steps() : -1});
   if (head::uses_head(c)) s.net = head::with_embedding(std::move(s.net));
   if (c.has_net() && !head::uses_head(c)) {  // its logits layer fixes the classes: the data's must agree
     const int64_t net_classes = graph::NetPlan::make(s.net, {}).num_classes();

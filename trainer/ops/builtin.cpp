@@ -7,6 +7,7 @@
 #include "trainer/ops/concat.h"
 #include "trainer/ops/conv2d.h"
 #include "trainer/ops/depthwise_conv2d.h"
+#include "trainer/ops/drop_path.h"
 #include "trainer/ops/dropout.h"
 #include "trainer/ops/fully_connected.h"
 #include "trainer/ops/global_avg_pool.h"
@@ -17,6 +18,7 @@
 #include "trainer/ops/relu6.h"
 #include "trainer/ops/scale.h"
 #include "trainer/ops/softmax_xent.h"
+#include "trainer/ops/spatial_shift.h"
 #include "trainer/ops/tanh.h"
 #include "trainer/ops/top_k.h"
 
@@ -30,6 +32,7 @@ void register_builtin_ops(OpRegistry& r) {
   register_concat(r);
   register_conv2d(r);
   register_depthwise_conv2d(r);
+  register_drop_path(r);
   register_dropout(r);
   register_fully_connected(r);
   register_global_avg_pool(r);
@@ -39,6 +42,7 @@ void register_builtin_ops(OpRegistry& r) {
   register_relu6(r);
   register_scale(r);
   register_softmax_xent(r);
+  register_spatial_shift(r);
   register_tanh(r);
   register_top_k(r);
 }

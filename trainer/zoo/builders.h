@@ -21,5 +21,8 @@ NetDef build_overfeat(const ZooOptions& o);
 NetDef build_inception_v1(const ZooOptions& o);
 NetDef build_inception_v2(const ZooOptions& o);
 NetDef build_inception_v4(const ZooOptions& o);
+enum class NasVariant { kCifar, kMobile, kLarge };
+NetDef build_nasnet(const ZooOptions& o, NasVariant v);
+NetDef build_pnasnet(const ZooOptions& o, NasVariant v);  // kMobile or kLarge
 
 }  // namespace fastnn::zoo

@@ -53,7 +53,8 @@ NetBuilder::Scope::~Scope() { b_.scopes_.pop_back(); }
 
 std::string NetBuilder::full_name(const std::string& local) const {
   std::string s;
-  for (const std::string& p : scopes_) s += p + "/";
+  for (const std::string& p : scopes_)
+    if (!p.empty()) s += p + "/";
   return s + local;
 }
 
@@ -90,9 +91,10 @@ std::string NetBuilder::conv2d(const std::string& in, const std::string& name, c
   const std::string padding = a.pad.empty() ? a.padding.value_or(d.padding) : "valid";
   c->set_padding(padding);
   set_ints(c->mutable_pad(), a.pad);
-  c->set_bias(!normalize);
+  const bool bias = d.bias.value_or(!normalize);
+  c->set_bias(bias);
   *c->mutable_weight_init() = a.weight_init.value_or(d.weight_init);
-  if (!normalize) *c->mutable_bias_init() = d.bias_init;
+  if (bias) *c->mutable_bias_init() = d.bias_init;
   c->set_weight_decay(d.weight_decay);
   c->set_bias_weight_decay(d.bias_weight_decay);
   dims_[full] = window_dims(dims(in), a.filters, a.kernel, a.stride, padding, a.pad);
@@ -119,9 +121,10 @@ std::string NetBuilder::depthwise_conv2d(const std::string& in, const std::strin
   const std::string padding = a.padding.value_or(d.padding);
   c->set_padding(padding);
   c->set_multiplier(a.multiplier);
-  c->set_bias(!normalize);
+  const bool bias = d.bias.value_or(!normalize);
+  c->set_bias(bias);
   *c->mutable_weight_init() = d.weight_init;
-  if (!normalize) *c->mutable_bias_init() = d.bias_init;
+  if (bias) *c->mutable_bias_init() = d.bias_init;
   c->set_weight_decay(a.weight_decay);
   c->set_bias_weight_decay(d.bias_weight_decay);
   dims_[full] = window_dims(dims(in), dims(in).at(0) * a.multiplier, a.kernel, a.stride, padding, {});
@@ -165,10 +168,11 @@ std::string NetBuilder::separable_conv2d(const std::string& in, const std::strin
   c->set_filters(a.filters);
   c->add_kernel(1);
   c->set_padding("valid");
-  c->set_bias(!normalize);
+  const bool bias = d.bias.value_or(!normalize);
+  c->set_bias(bias);
   c->set_weights_name("pointwise_weights");
   *c->mutable_weight_init() = init;
-  if (!normalize) *c->mutable_bias_init() = d.bias_init;
+  if (bias) *c->mutable_bias_init() = d.bias_init;
   c->set_weight_decay(a.weight_decay.value_or(d.weight_decay));
   c->set_bias_weight_decay(d.bias_weight_decay);
   dims_[full] = {a.filters, dims(dw)[1], dims(dw)[2]};
@@ -308,6 +312,22 @@ std::string NetBuilder::lrn(const std::string& in, const std::string& name, int 
   l->set_bias(bias);
   l->set_alpha(alpha);
   l->set_beta(beta);
+  dims_[full] = dims(in);
+  return full;
+}
+
+std::string NetBuilder::drop_path(const std::string& in, const std::string& name, const DropPathLayer& schedule) {
+  const std::string full = full_name(name);
+  *add_layer(full, {in}).mutable_drop_path() = schedule;
+  dims_[full] = dims(in);
+  return full;
+}
+
+std::string NetBuilder::spatial_shift(const std::string& in, const std::string& name, int dy, int dx) {
+  const std::string full = full_name(name);
+  SpatialShiftLayer* s = add_layer(full, {in}).mutable_spatial_shift();
+  s->set_dy(dy);
+  s->set_dx(dx);
   dims_[full] = dims(in);
   return full;
 }

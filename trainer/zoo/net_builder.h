@@ -6,6 +6,7 @@
 //   { auto s = b.scope("block1"); ... }              // tf.variable_scope
 //   return b.finish(logits);
 //
+// An empty net scope (NASNet: TF-slim builds it at the root) leaves names unprefixed.
 // Each call appends layers named "<scope>/<name>" and returns the name of the layer holding the
 // result (the "tensor"). conv2d follows slim.conv2d: with a normalizer, no bias, then
 // "<conv>/BatchNorm"; with an activation, "<conv>/Relu" (or "<conv>/Relu6"). The builder tracks [C, H, W] of every result
@@ -34,6 +35,9 @@ struct ConvDefaults {
   bool relu6 = false;  // the activation is ReLU6 ("<conv>/Relu6", MobileNet) instead of ReLU
   std::string padding = "same";
   bool weight_decay = true, bias_weight_decay = false;
+  // Whether conv, depthwise and separable layers have biases; default: when they have no normalizer.
+  // NASNet's arg scope (biases_initializer None, batch norm as its own layer) sets it false.
+  std::optional<bool> bias;
 };
 
 struct ConvArgs {
@@ -128,6 +132,8 @@ class NetBuilder {
   std::string channel_pad(const std::string& in, const std::string& name, int before, int after);
   std::string lrn(const std::string& in, const std::string& name, int depth_radius, float bias, float alpha,
                   float beta);
+  std::string drop_path(const std::string& in, const std::string& name, const DropPathLayer& schedule);
+  std::string spatial_shift(const std::string& in, const std::string& name, int dy, int dx);
 
   const Dims& dims(const std::string& tensor) const;
   NetDef finish(const std::string& logits, const std::string& aux_logits = "", float aux_loss_weight = 0.4f);

@@ -66,14 +66,25 @@ const std::vector<ZooModel>& zoo_models() {
          build_inception_v4},
         {"inception_resnet_v2", "TF-slim inception_resnet_v2 with aux logits (FastNN's default model)", 299, 75, 3,
          1000, build_inception_resnet_v2},
+        {"nasnet_cifar", "TF-slim NASNet-A CIFAR (18 cells @ 32 filters, drop-path 0.6) with aux logits", 32, 1, 3,
+         10, [](const ZooOptions& o) { return build_nasnet(o, NasVariant::kCifar); }},
+        {"nasnet_mobile", "TF-slim NASNet-A Mobile (12 cells @ 44 filters) with aux logits", 224, 3, 3, 1000,
+         [](const ZooOptions& o) { return build_nasnet(o, NasVariant::kMobile); }},
+        {"nasnet_large", "TF-slim NASNet-A Large (18 cells @ 168 filters, drop-path 0.7) with aux logits", 331, 3, 3,
+         1000, [](const ZooOptions& o) { return build_nasnet(o, NasVariant::kLarge); }},
+        {"pnasnet_mobile", "TF-slim PNASNet-5 Mobile (9 cells @ 54 filters) with aux logits", 224, 3, 3, 1000,
+         [](const ZooOptions& o) { return build_pnasnet(o, NasVariant::kMobile); }},
+        {"pnasnet_large", "TF-slim PNASNet-5 Large (12 cells @ 216 filters, drop-path 0.6) with aux logits", 331, 3,
+         3, 1000, [](const ZooOptions& o) { return build_pnasnet(o, NasVariant::kLarge); }},
     };
     for (ZooModel& z : m) {
       const std::string& n = z.name;
       if (n == "lenet" || n == "mlp") z.preset = "lenet";
-      else if (n == "cifarnet" || n.starts_with("resnet_cifar")) z.preset = "cifarnet";
+      else if (n == "cifarnet" || n.starts_with("resnet_cifar") || n == "nasnet_cifar") z.preset = "cifarnet";
       else if (n.starts_with("vgg") || n == "alexnet_v2" || n == "overfeat") z.preset = "vgg";
       else if (n.starts_with("resnet_v")) z.preset = "resnet";
-      z.has_aux_logits = n == "inception_v3" || n == "inception_v4" || n == "inception_resnet_v2";
+      z.has_aux_logits = n == "inception_v3" || n == "inception_v4" || n == "inception_resnet_v2" ||
+                         n.find("nasnet_") != std::string::npos;
     }
     std::sort(m.begin(), m.end(), [](const ZooModel& a, const ZooModel& b) { return a.name < b.name; });
     return m;

@@ -10,10 +10,11 @@
 //
 // Input size: each model has a default (its training size) and a minimum (the smallest input whose
 // feature maps stay valid: inception_v3 and inception_resnet_v2 need 107 x 107 with aux logits, 75
-// without). Models whose kernels follow the feature map (VGG's fc6, the Inception heads) shrink them
+// without; the ImageNet NASNets 67 with aux logits, 3 without). Models whose kernels follow the feature map (VGG's fc6, the Inception heads) shrink them
 // for small inputs, as TF-slim does, so parameter counts are the published ones only at the default size.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct ZooOptions {
   int height = 0, width = 0;   // 0: the model's default size
   int channels = 0;            // 0: the model's default (1 for lenet and mlp, 3 otherwise)
   bool aux_logits = true;      // inception_v3, inception_resnet_v2: build the auxiliary head
+  // NASNet / PNASNet drop-path (TF-slim's hparams): < 0 keeps the model's own value (nasnet_cifar 0.6,
+  // nasnet_large 0.7, pnasnet_large 0.6, the mobile nets 1.0 = none; total_training_steps 937,500 for
+  // cifar, 250,000 otherwise); total_training_steps 0 leaves out the ramp over steps.
+  double drop_path_keep_prob = -1;
+  int64_t total_training_steps = -1;
 };
 
 struct ZooModel {

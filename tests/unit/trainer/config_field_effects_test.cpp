@@ -132,3 +132,19 @@ TEST(FieldEffects, DashAndUnderscoreSpellTheSameFlag) {
 
 }  // namespace
 }  // namespace fastnn
+
+namespace fastnn {
+namespace {
+
+TEST(FieldEffects, DropPathFieldsNeedANasnet) {
+  EXPECT_NE(warning_for(with({"--drop_path_keep_prob=0.8"}), "drop_path_keep_prob").find("inception_resnet_v2"),
+            std::string::npos);
+  EXPECT_NE(warning_for(with({"--total_training_steps=10"}), "total_training_steps"), "");
+  EXPECT_EQ(warning_for(with({"--model_name=nasnet_mobile", "--drop_path_keep_prob=0.8", "--total_training_steps=10"}),
+                        "drop_path_keep_prob"),
+            "");
+  EXPECT_EQ(warning_for(with({"--model_name=pnasnet_large", "--total_training_steps=10"}), "total_training_steps"), "");
+}
+
+}  // namespace
+}  // namespace fastnn

@@ -321,3 +321,22 @@ TEST(ConfigHelp, ListsEveryFieldWithTypeDefaultAndChoices) {
 
 }  // namespace
 }  // namespace fastnn
+
+namespace fastnn {
+namespace {
+
+TEST(JobConfig, DropPathFieldsAreCheckedWhenSet) {
+  JobConfig c;
+  override_with(c, {"--drop_path_keep_prob=0.7", "--total_training_steps=1000"});
+  EXPECT_NO_THROW(validate_job_config(c));
+  EXPECT_DOUBLE_EQ(c.drop_path_keep_prob(), 0.7);
+  EXPECT_EQ(c.total_training_steps(), 1000);
+  override_with(c, {"--drop_path_keep_prob=0"});
+  EXPECT_NE(error_of([&] { validate_job_config(c); }).find("drop_path_keep_prob"), std::string::npos);
+  JobConfig d;
+  override_with(d, {"--total_training_steps=-1"});
+  EXPECT_NE(error_of([&] { validate_job_config(d); }).find("total_training_steps"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fastnn

@@ -317,7 +317,8 @@ TEST(ExportOnnx, EveryRegisteredLayerOpHasAMapping) {
 
 TEST(ExportOnnx, ZooModelsExportWithTheirVariables) {
   for (const auto& [name, size] : std::vector<std::pair<std::string, int>>{
-           {"lenet", 28}, {"cifarnet", 32}, {"mobilenet_v2_035", 32}, {"resnet_cifar_20", 32}, {"inception_v3", 75}}) {
+           {"lenet", 28}, {"cifarnet", 32}, {"mobilenet_v2_035", 32}, {"resnet_cifar_20", 32}, {"inception_v3", 75},
+           {"nasnet_mobile", 32}, {"pnasnet_mobile", 32}}) {
     SCOPED_TRACE(name);
     const NetDef net = zoo::build_net(name, {.num_classes = 7, .height = size, .width = size, .aux_logits = false});
     const graph::NetPlan plan = graph::NetPlan::make(net, {});

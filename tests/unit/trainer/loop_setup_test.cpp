@@ -95,6 +95,43 @@ TEST(LoopSetup, TrainAndEvalFilesNamePlainTfrecordFiles) {
   std::filesystem::remove_all(dir);
 }
 
+// drop_path_keep_prob / total_training_steps reach the NASNet a run builds (TF-slim's hparams otherwise).
+TEST(LoopSetup, DropPathFieldsReachTheNasnet) {
+  const std::filesystem::path dir =
+      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("drop-path-", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    TFRecordWriter w((dir / "a.tfrecord").string());
+    w.write("x");
+    w.close();
+  }
+  JobConfig c;
+  c.set_model_name("nasnet_cifar");
+  c.set_dataset_dir(dir.string());
+  c.set_train_files("a.tfrecord");
+  c.set_num_classes(10);
+  const auto drop_paths = [&] {
+    std::vector<DropPathLayer> v;
+    const RunSetup s = make_run_setup(c);
+    for (const LayerDef& l : s.net.layers())
+      if (l.has_drop_path()) v.push_back(l.drop_path());
+    return v;
+  };
+  std::vector<DropPathLayer> d = drop_paths();
+  ASSERT_FALSE(d.empty());
+  EXPECT_FLOAT_EQ(d[0].keep_prob(), 0.6f);  // slim's cifar_config
+  EXPECT_EQ(d[0].total_steps(), 937500);
+  EXPECT_EQ(preset_for_model("nasnet_cifar"), "cifarnet");
+  c.set_drop_path_keep_prob(0.9);
+  c.set_total_training_steps(500);
+  d = drop_paths();
+  ASSERT_FALSE(d.empty());
+  EXPECT_FLOAT_EQ(d[0].keep_prob(), 0.9f);
+  EXPECT_EQ(d[0].total_steps(), 500);
+  std::filesystem::remove_all(dir);
+}
+
 // FastNN's file_pattern (%s = split) and globs in train_files, on a TF-slim layout without a manifest:
 // labels.txt gives the class count (less labels_offset, as TF-slim), validation before test.
 TEST(LoopSetup, FilePatternGlobsAndLabelsTxt) {

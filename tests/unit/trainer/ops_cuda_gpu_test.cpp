@@ -70,6 +70,11 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"top_k", {"big_k5", {{"k", 5}}, {{{64, 1000}}, {{64}, DType::kI64, 1000}}}},
       {"max_pool2d", {"big_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{4, 8, 17, 16}}}}},
       {"dropout", {"big_odd", {{"rate", 0.25}}, {{{3, 7, 11, 13}}}, true}},
+      // NASNet: per-example keep bits over an odd batch (past the ramp: keep 0.5), the factorized
+      // reduction's shift on an odd map.
+      {"drop_path", {"big_odd", {{"keep_prob", 0.5}, {"cell_index", 1}, {"total_cells", 2}, {"total_steps", 1}},
+                     {{{37, 3, 5, 7}}}, true}},
+      {"spatial_shift", {"big_odd", {{"dy", 1}, {"dx", 1}}, {{{4, 8, 17, 15}}}}},
   };
 }
 

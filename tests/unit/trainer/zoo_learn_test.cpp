@@ -111,7 +111,9 @@ INSTANTIATE_TEST_SUITE_P(
                     LearnCase{"inception_v1", 32, 8, 1e-3f}, LearnCase{"inception_v2", 32, 8, 1e-3f},
                     LearnCase{"inception_v4", 107, 8, 1e-3f}, LearnCase{"resnet_v1_200", 32, 8, 1e-3f},
                     LearnCase{"resnet_v2_101", 32, 8, 1e-3f}, LearnCase{"resnet_v2_152", 32, 8, 1e-3f},
-                    LearnCase{"resnet_v2_200", 32, 8, 1e-3f}),
+                    LearnCase{"resnet_v2_200", 32, 8, 1e-3f}, LearnCase{"nasnet_cifar", 16, 8, 1e-3f},
+                    LearnCase{"nasnet_mobile", 67, 8, 1e-3f}, LearnCase{"nasnet_large", 67, 8, 1e-3f},
+                    LearnCase{"pnasnet_mobile", 67, 8, 1e-3f}, LearnCase{"pnasnet_large", 67, 8, 1e-3f}),
     [](const testing::TestParamInfo<LearnCase>& i) { return i.param.model; });
 
 }  // namespace

@@ -114,7 +114,12 @@ INSTANTIATE_TEST_SUITE_P(
                     Expected{"inception_v2", {}, 11'178'336, 19'776},
                     Expected{"inception_v4", {}, 42'648'232 + 3'358'568, 63'168 + 2 * (128 + 768)},
                     Expected{"resnet_v1_200", {}, 64'673'832, 176'000},
-                    Expected{"resnet_v2_200", {}, 64'726'120, 168'320}),
+                    Expected{"resnet_v2_200", {}, 64'726'120, 168'320},
+                    Expected{"nasnet_mobile", {.aux_logits = false}, 5'289'978, 36'738},
+                    Expected{"nasnet_large", {.aux_logits = false}, 88'753'150, 196'668},
+                    Expected{"pnasnet_large", {.aux_logits = false}, 86'057'668, 176'988},
+                    Expected{"nasnet_cifar", {.aux_logits = false}, 3'346'538, 37'248},
+                    Expected{"pnasnet_mobile", {.aux_logits = false}, 5'065'121, 33'716}),
     [](const testing::TestParamInfo<Expected>& i) { return case_name(i.param); });
 
 TEST(ZooParams, EveryModelIsCovered) {
@@ -124,7 +129,8 @@ TEST(ZooParams, EveryModelIsCovered) {
                         "resnet_cifar_56", "lenet", "mlp", "cifarnet", "mobilenet_v1", "mobilenet_v1_075",
                         "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035",
                         "vgg_a", "alexnet_v2", "overfeat", "inception_v1", "inception_v2", "inception_v4",
-                        "resnet_v1_200", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200"})
+                        "resnet_v1_200", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200", "nasnet_mobile",
+                        "nasnet_large", "pnasnet_large", "nasnet_cifar", "pnasnet_mobile"})
     tested.insert(m);
   for (const std::string& name : zoo::zoo_model_names()) EXPECT_TRUE(tested.count(name)) << name;
 }

@@ -77,7 +77,9 @@ INSTANTIATE_TEST_SUITE_P(
                     StepCase{"inception_v1", 32, 2}, StepCase{"inception_v2", 32, 2},
                     StepCase{"inception_v4", 107, 2}, StepCase{"resnet_v1_200", 32, 2},
                     StepCase{"resnet_v2_101", 32, 2}, StepCase{"resnet_v2_152", 32, 2},
-                    StepCase{"resnet_v2_200", 32, 2}),
+                    StepCase{"resnet_v2_200", 32, 2}, StepCase{"nasnet_cifar", 9, 2},
+                    StepCase{"nasnet_mobile", 67, 2}, StepCase{"nasnet_large", 67, 2},
+                    StepCase{"pnasnet_mobile", 67, 2}, StepCase{"pnasnet_large", 67, 2}),
     [](const testing::TestParamInfo<StepCase>& i) { return i.param.model; });
 
 TEST(ZooStep, EveryModelIsCovered) {
@@ -87,7 +89,8 @@ TEST(ZooStep, EveryModelIsCovered) {
                                 "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140",
                                 "mobilenet_v2_035", "vgg_a", "alexnet_v2", "overfeat", "inception_v1",
                                 "inception_v2", "inception_v4", "resnet_v1_200", "resnet_v2_101", "resnet_v2_152",
-                                "resnet_v2_200"};
+                                "resnet_v2_200", "nasnet_cifar", "nasnet_mobile", "nasnet_large", "pnasnet_mobile",
+                                "pnasnet_large"};
   for (const std::string& name : zoo::zoo_model_names()) EXPECT_TRUE(covered.count(name)) << name;
 }
 
