@@ -22,5 +22,6 @@ void add_eval_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
 void add_models_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace fastnn::cli

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   fastnn::cli::add_predict_command(app);
   fastnn::cli::add_models_command(app);
   fastnn::cli::add_export_command(app);
+  fastnn::cli::add_serve_command(app);
   std::vector<std::string> respelled;
   accept_both_spellings(app, argc, argv, respelled);
   try {

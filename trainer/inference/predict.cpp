@@ -39,11 +39,8 @@ PredictFormat parse_predict_format(const std::string& name) {
   throw ConfigError(str("--format \"", name, "\" is not one of: jsonl, csv"));
 }
 
-std::string prediction_json(const Prediction& p, const std::vector<std::string>& names) {
-  // Built by hand to keep the key order stable and the probabilities at full precision.
-  std::string s = "{\"source\":" + nlohmann::json(p.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (p.record >= 0) s += ",\"record\":" + std::to_string(p.record) + ",\"target\":" + std::to_string(p.target);
-  s += ",\"label\":" + std::to_string(p.label());
+std::string prediction_json_fields(const Prediction& p, const std::vector<std::string>& names) {
+  std::string s = "\"label\":" + std::to_string(p.label());
   if (const std::string* n = name_of(p.label(), names))
     s += ",\"name\":" + nlohmann::json(*n).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   s += ",\"topk\":[";
@@ -51,7 +48,14 @@ std::string prediction_json(const Prediction& p, const std::vector<std::string>&
     if (i) s += ',';
     s += '[' + std::to_string(p.topk[i].first) + ',' + prob(p.topk[i].second) + ']';
   }
-  return s + "]}";
+  return s + ']';
+}
+
+std::string prediction_json(const Prediction& p, const std::vector<std::string>& names) {
+  // Built by hand to keep the key order stable and the probabilities at full precision.
+  std::string s = "{\"source\":" + nlohmann::json(p.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (p.record >= 0) s += ",\"record\":" + std::to_string(p.record) + ",\"target\":" + std::to_string(p.target);
+  return s + ',' + prediction_json_fields(p, names) + '}';
 }
 
 std::string csv_header() { return "source,record,target,label,name,topk"; }

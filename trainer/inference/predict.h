@@ -24,6 +24,8 @@ enum class PredictFormat { kJsonl, kCsv };
 PredictFormat parse_predict_format(const std::string& name);  // jsonl|json|csv; ConfigError otherwise
 
 std::string prediction_json(const Prediction& p, const std::vector<std::string>& class_names);
+// The fields after source/record/target: "label":ID[,"name":NAME],"topk":[...] (no braces; serve's answers).
+std::string prediction_json_fields(const Prediction& p, const std::vector<std::string>& class_names);
 std::string csv_header();
 std::string prediction_csv(const Prediction& p, const std::vector<std::string>& class_names);
 
