@@ -54,7 +54,8 @@ void add_serve_command(CLI::App& app) {
     o.batching.max_delay = std::chrono::microseconds(static_cast<int64_t>(a->max_delay_ms * 1000.0));
     o.access_log = !a->quiet;
     // Installed before any thread starts: the first signal only sets a flag, polled below.
-    loop::StopSignalScope signals;
+    loop::StopSignalScope signals(
+        "fastnn: stop requested; answering the requests in flight (signal again to exit at once)\n");
     inference::Predictor predictor(
         a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .top_k = a->top_k, .embeddings = true});
     const inference::ModelInfo& m = predictor.model();
@@ -66,7 +67,6 @@ void add_serve_command(CLI::App& app) {
     std::printf("listening on http://%s:%d\n", o.host.c_str(), port);
     std::fflush(stdout);
     while (!loop::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::fprintf(stderr, "serve: signal %d: finishing the requests in flight\n", loop::stop_signal());
     server.stop();
     const serve::BatchStats st = server.stats();
     std::fprintf(stderr, "serve: stopped after %lld images in %lld batches (largest %lld)\n", static_cast<long long>(st.items),
