@@ -216,8 +216,9 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
     }
     const InputItem& it = items[i];
     if (!on_bad)
-      throw FormatError(it.record < 0 ? str(it.path, ": ", errors[i])
-                                      : str(it.path, ": record ", it.record, ": ", errors[i]));
+      throw FormatError(it.record >= 0 ? str(it.path, ": record ", it.record, ": ", errors[i])
+                        : it.line >= 0 ? str(it.path, ":", it.line, ": ", errors[i])
+                                       : str(it.path, ": ", errors[i]));
     on_bad(it, errors[i]);
   }
   std::vector<Prediction> out;
@@ -247,7 +248,8 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
     Prediction p;
     p.path = it.path;
     p.record = it.record;
-    if (it.record >= 0) p.target = labels[good[j]] - s.labels_offset;
+    p.line = it.line;
+    if (it.record >= 0 || it.line >= 0) p.target = labels[good[j]] - s.labels_offset;
     p.topk = top_k_softmax(z + static_cast<int64_t>(j) * classes, classes, s.options.top_k);
     if (features.defined()) {
       const float* f = features.data<float>() + static_cast<int64_t>(j) * s.info.embedding_size;

@@ -61,7 +61,8 @@ struct ModelInfo {
 struct Prediction {
   std::string path;
   int64_t record = -1;   // TFRecord record index; -1 for an image file
-  int64_t target = -1;   // the record's label (labels_offset applied); -1 for an image file
+  int64_t line = -1;     // base64-TSV line number (1-based); -1 otherwise
+  int64_t target = -1;   // the record's or TSV line's label (labels_offset applied); -1 for an image file
   std::vector<std::pair<int, double>> topk;  // (class id, probability), best first
   std::vector<float> embedding;              // embedding_size floats when PredictorOptions::embeddings
   int label() const { return topk.front().first; }
