@@ -36,9 +36,9 @@ TIMEOUT_S = 2
 PROB_TOL = 2e-6
 EMB_TOL = 1e-5
 # RSS: after warm-up the server holds the model; the first round adds a graph plan per batch size seen
-# (1..16), glibc arenas for the connection threads and the decoders' scratch (~20 MB measured), after
-# which rounds repeat the same work: measured 73.7, 76.7, 76.8, 77.4, 77.5, 77.7 MB over six rounds
-# (allocator settling, < 0.6 MB a round). Round 3 may add at most RSS_ROUND_MB over round 2: a leak of
+# (1..16), the connection threads' stacks and buffers and the decoders' scratch (~20 MB measured), after
+# which rounds repeat the same work: with MALLOC_ARENA_MAX=2, measured 73.7, 78.0, 78.6, 78.6, 78.7,
+# 78.7 MB over six rounds (allocator settling in round 2, then < 0.6 MB a round). Round 3 may add at most RSS_ROUND_MB over round 2: a leak of
 # 2 KB per request (~1100 requests a round) would break that; nothing may pass warm-up + RSS_TOTAL_MB.
 RSS_ROUND_MB = 2
 RSS_TOTAL_MB = 48
@@ -74,7 +74,10 @@ server = subprocess.Popen(
     [FASTNN, "serve", "--checkpoint", CKPT, "--port", "0", "--device", "cpu", "--max_batch", "16",
      "--max_delay_ms", "2", "--queue", "64", "--max_body_bytes", str(MAX_BODY), "--threads", "16",
      "--timeout_s", str(TIMEOUT_S)],
-    stdout=subprocess.PIPE, stderr=open("serve.err", "w"), text=True)
+    stdout=subprocess.PIPE, stderr=open("serve.err", "w"), text=True,
+    # Two glibc arenas instead of one per connection thread: RSS then measures what is allocated, not how
+    # many arenas the scheduler happened to spread 16 threads over (that alone moved it by 1-3 MB a round).
+    env=dict(os.environ, MALLOC_ARENA_MAX="2"))
 line = server.stdout.readline()
 if not line.startswith("listening on http://127.0.0.1:"):
     fail(f"serve did not start: {line!r}; see serve.err")
