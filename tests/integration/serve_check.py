@@ -7,7 +7,7 @@ IMAGE_DIR holds the PNGs that PREDICT_JSONL (`fastnn predict --batch_size 1 --em
 path order. Starts the server on an ephemeral port (--port 0, the bound port read from its stdout), then:
   1. warm-up, then bounded concurrent load: CLIENTS threads x REQUESTS requests (raw PNG bodies and
      base64 JSON of 1-3 images, /v1/classify and /v1/embed) must get predict's answers;
-  2. hostile requests get their status codes (truncated body, oversized body, wrong content type, not an
+  2. a burst of 48 simultaneous connections is answered in full; hostile requests get their status codes (truncated body, oversized body, wrong content type, not an
      image, an undecodable PNG, invalid JSON, bad base64, too many images, unknown path) and a client
      that stalls mid-request is timed out while others are served;
   3. load + hostile twice more; the server's VmRSS must stay flat (see RSS_* below);
@@ -233,6 +233,35 @@ def hostile():
     alive()
 
 
+def burst(n=48):
+    """n clients connect at once (more than the 16 connection threads, far more than a backlog of 5) and
+    each sends one request: every one is answered 200 with predict's answer."""
+    gate = threading.Barrier(n)
+    errors = []
+
+    def one(k):
+        try:
+            gate.wait()
+            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+            conn.request("POST", "/v1/classify", body=pngs[k], headers={"Content-Type": "image/png"})
+            r = conn.getresponse()
+            ans = json.loads(r.read())
+            conn.close()
+            assert r.status == 200, r.status
+            close_enough(ans["predictions"][0], expected[k], "burst")
+        except BaseException as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        fail(f"burst of {n} connections: {len(errors)} failed, first: {errors[0]}")
+    alive()
+
+
 def slow_client():
     """A client that sends its headers and stalls: others are served meanwhile; it is dropped after the timeout."""
     s = socket.create_connection(("127.0.0.1", PORT), timeout=5 * TIMEOUT_S + 10)
@@ -323,6 +352,7 @@ try:
     rss = [rss_kb()]
     for round_ in range(1, int(os.environ.get("SERVE_ROUNDS", "3")) + 1):
         load(round_)
+        burst()
         hostile()
         slow_client()
         rss.append(rss_kb())

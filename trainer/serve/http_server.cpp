@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 
 #include "core/check.h"
@@ -15,6 +17,7 @@ namespace fastnn::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kListenBacklog = 1024;  // connections the kernel holds before accept (capped by somaxconn)
 // Set when a request is routed, read by the access log on the same connection thread (cpp-httplib
 // calls the logger on the thread that served the request); zero for a request refused before routing.
 thread_local Clock::time_point request_start{};
@@ -52,6 +55,17 @@ const char* status_text(int status) {
   }
 }
 
+// cpp-httplib 0.11 (Debian's) listens with a backlog of 5, fixed in its compiled library: a burst of a few
+// dozen clients overflows it and connections are dropped or reset. listen() again on the bound socket
+// raises the backlog (Linux applies a new backlog to a listening socket).
+class Server : public httplib::Server {
+ public:
+  void raise_backlog(int backlog) {
+    const socket_t fd = svr_sock_;
+    if (fd != INVALID_SOCKET && ::listen(fd, backlog) != 0) throw IoError(str("serve: listen(", backlog, ") failed"));
+  }
+};
+
 void answer_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_content(error_json(message), "application/json");
@@ -63,7 +77,7 @@ struct HttpServer::Impl {
   inference::Predictor& predictor;
   ServeOptions options;
   Batcher batcher;
-  httplib::Server http;
+  Server http;
   std::thread listener;
   std::atomic<bool> stopping{false}, listener_done{false};
   std::mutex stop_mu;
@@ -168,6 +182,7 @@ int HttpServer::start() {
   } else if (!s.http.bind_to_port(s.options.host, port)) {
     throw IoError(str("serve: cannot bind ", s.options.host, ":", port, " (in use, or not an address of this machine)"));
   }
+  s.http.raise_backlog(kListenBacklog);
   s.listener = std::thread([&s] {
     s.http.listen_after_bind();
     s.listener_done = true;
