@@ -22,7 +22,9 @@ struct ServeArgs {
   std::string checkpoint, device = "auto";
   serve::ServeOptions options;
   int top_k = 5;
-  double max_delay_ms = 2;
+  // 0: a batch is whatever queued while the previous one ran. Waiting for company cost a lone client more
+  // than the wait itself on a loaded CPU (wake-up latency) and bought no throughput (docs/PERFORMANCE.md).
+  double max_delay_ms = 0;
   bool quiet = false;
 };
 

@@ -8,8 +8,10 @@ For each model: a checkpoint (LeNet: 50 steps on real Fashion-MNIST; ResNet-50: 
 one step at learning rate 0 on synthetic data; the weights do not change the work), `fastnn export` of it,
 and the request images (LeNet: Fashion-MNIST test images as PNGs; ResNet-50: the JPEG photographs
 scripts/setup.sh fetched, 640x427). Then, at each concurrency C (C client threads, one keep-alive
-connection each, raw image bodies, as many requests as fit in --seconds after a warm-up):
-  - fastnn: `fastnn serve` (micro-batching: --max_batch 32, --max_delay_ms 2);
+connection each, raw image bodies; after one warm-up request per client, requests for --seconds and at least
+two per client; throughput = requests / time to the last answer, latency p50/p99 over all of them):
+  - fastnn bN dD: `fastnn serve --max_batch N --max_delay_ms D` for each N:D of --fastnn-configs (default
+    32:0 the defaults, 32:2 waiting 2 ms for company, 1:0 one image per forward);
   - ort-http: onnxruntime behind a minimal Python http.server (ThreadingHTTPServer, one session shared,
     run with batch 1 per request: no batching), preprocessing by PIL + numpy from the model's metadata;
 and, without HTTP, onnxruntime's session.run on preprocessed tensors at batch 1, 8 and 32 (ort-inproc).
@@ -122,55 +124,65 @@ def ort_inproc(model_path, threads, batches, seconds):
 
 
 # ------------------------------------------------------------------------------------------- client
-def measure(port, bodies, ctype, concurrency, seconds, warmup=1.0):
+def measure(port, bodies, ctype, concurrency, seconds, min_per_client=2):
+    """C clients, one keep-alive connection each. Each first sends one warm-up request (not counted); when
+    all have, the clock starts and each sends requests until `seconds` have passed and it has made at least
+    `min_per_client`. Throughput: counted requests / (last answer - start); latency: each request's."""
     lat, errors = [], []
     lock = threading.Lock()
-    start = threading.Barrier(concurrency + 1)
-    t_end = [0.0]
+    t_start = [0.0]
+    # The action runs before any thread leaves the barrier: every client sees the start time.
+    warmed = threading.Barrier(concurrency + 1, action=lambda: t_start.__setitem__(0, time.perf_counter()))
+    t_last = [0.0]
 
     def client(k):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        mine = []
-        i = k
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
+        mine, i, ok = [], k, False
         try:
-            start.wait()
-            while True:
-                now = time.perf_counter()
-                if now >= t_end[0]:
-                    break
-                body = bodies[i % len(bodies)]
-                i += concurrency
-                conn.request("POST", "/v1/classify", body=body, headers={"Content-Type": ctype})
-                r = conn.getresponse()
-                r.read()
-                if r.status != 200:
-                    raise RuntimeError(f"status {r.status}")
-                done = time.perf_counter()
-                if now >= t_end[0] - seconds:  # after the warm-up
-                    mine.append(done - now)
+            for phase in ("warm-up", "measure"):
+                while True:
+                    if phase == "measure":
+                        now = time.perf_counter()
+                        if now >= t_start[0] + seconds and len(mine) >= min_per_client:
+                            break
+                    t = time.perf_counter()
+                    conn.request("POST", "/v1/classify", body=bodies[i % len(bodies)], headers={"Content-Type": ctype})
+                    i += concurrency
+                    r = conn.getresponse()
+                    r.read()
+                    if r.status != 200:
+                        raise RuntimeError(f"status {r.status}")
+                    if phase == "warm-up":
+                        break
+                    mine.append(time.perf_counter() - t)
+                if phase == "warm-up":
+                    warmed.wait()
+            ok = True
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
+            warmed.abort()
         finally:
             conn.close()
             with lock:
                 lat.extend(mine)
+                if ok:
+                    t_last[0] = max(t_last[0], time.perf_counter())
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(concurrency)]
     for t in threads:
         t.start()
-    t0 = time.perf_counter()
-    t_end[0] = t0 + warmup + seconds
-    start.wait()
+    try:
+        warmed.wait()
+    except threading.BrokenBarrierError:
+        pass
     for t in threads:
         t.join()
     if errors:
         raise RuntimeError(f"{len(errors)} clients failed: {errors[0]}")
     lat.sort()
     n = len(lat)
-    # Requests started in the measured window, over the window (their tails run a little past it).
-    return {"requests": n, "req_per_s": n / seconds,
-            "p50_ms": 1e3 * lat[n // 2] if n else None,
-            "p99_ms": 1e3 * lat[min(n - 1, int(0.99 * n))] if n else None}
+    return {"requests": n, "req_per_s": n / (t_last[0] - t_start[0]),
+            "p50_ms": 1e3 * lat[n // 2], "p99_ms": 1e3 * lat[min(n - 1, int(0.99 * n))]}
 
 
 def start_server(cmd):
@@ -242,22 +254,27 @@ def main():
     ap.add_argument("--concurrency", default="1,8,32")
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per point (after 1 s of warm-up)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="compute threads of onnxruntime")
-    ap.add_argument("--max_batch", type=int, default=32)
-    ap.add_argument("--max_delay_ms", type=float, default=2.0)
+    ap.add_argument("--fastnn-configs", default="32:0,32:2,1:0",
+                    help="fastnn serve settings to measure, MAX_BATCH:MAX_DELAY_MS, comma-separated, one server each")
     ap.add_argument("--ort-python", default=sys.executable, help="a python with onnxruntime, numpy, PIL, onnx")
     ap.add_argument("--ort-server", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.ort_server:
         return ort_server(a.ort_server, a.threads)
-    have_ort = subprocess.run([a.ort_python, "-c", "import onnxruntime, numpy, PIL, onnx"],
-                              stderr=subprocess.DEVNULL).returncode == 0
+    have_ort = shutil.which(a.ort_python) is not None and subprocess.run(
+        [a.ort_python, "-c", "import onnxruntime, numpy, PIL, onnx"], stderr=subprocess.DEVNULL).returncode == 0
+    if not have_ort:
+        print(f"onnxruntime, numpy, PIL or onnx not importable by {a.ort_python}: fastnn only", file=sys.stderr)
     conc = [int(c) for c in a.concurrency.split(",")]
     rows = []
     for model in a.models.split(","):
         ckpt, onnx_path, bodies, ctype = setup(model, a.fastnn, a.work)
-        servers = [("fastnn", [a.fastnn, "serve", "--checkpoint", ckpt, "--port", "0", "--device", "cpu", "-q",
-                               "--max_batch", str(a.max_batch), "--max_delay_ms", str(a.max_delay_ms),
-                               "--threads", "64", "--queue", "4096"])]
+        servers = []
+        for cfg in a.fastnn_configs.split(","):
+            mb, delay = cfg.split(":")
+            servers.append((f"fastnn b{mb} d{delay}", [a.fastnn, "serve", "--checkpoint", ckpt, "--port", "0", "--device",
+                                                       "cpu", "-q", "--max_batch", mb, "--max_delay_ms", delay,
+                                                       "--threads", "64", "--queue", "4096"]))
         if have_ort:
             servers.append(("ort-http", [a.ort_python, os.path.abspath(__file__), "--ort-server", onnx_path,
                                          "--threads", str(a.threads)]))
@@ -279,13 +296,13 @@ def main():
                 print(json.dumps(r), flush=True)
                 rows.append(r)
     print()
-    print(f"{'model':<14}{'server':<12}{'conc/batch':>11}{'req/s | img/s':>15}{'p50 ms':>10}{'p99 ms':>10}")
+    print(f"{'model':<14}{'server':<17}{'conc/batch':>11}{'req/s | img/s':>15}{'p50 ms':>10}{'p99 ms':>10}")
     for r in rows:
         if r["server"] == "ort-inproc":
-            print(f"{r['model']:<14}{r['server']:<12}{'b' + str(r['batch']):>11}{r['images_per_s']:>15.1f}"
+            print(f"{r['model']:<14}{r['server']:<17}{'b' + str(r['batch']):>11}{r['images_per_s']:>15.1f}"
                   f"{r['batch_ms_p50']:>10.2f}{'':>10}")
         else:
-            print(f"{r['model']:<14}{r['server']:<12}{r['concurrency']:>11}{r['req_per_s']:>15.1f}"
+            print(f"{r['model']:<14}{r['server']:<17}{r['concurrency']:>11}{r['req_per_s']:>15.1f}"
                   f"{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}")
 
 

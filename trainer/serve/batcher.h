@@ -38,7 +38,7 @@ struct Outcome {
 
 struct BatcherOptions {
   int max_batch = 32;
-  std::chrono::microseconds max_delay{2000};
+  std::chrono::microseconds max_delay{0};  // 0: run what is queued at once (batches still form under load)
   int queue_capacity = 256;  // items
 };
 
