@@ -157,6 +157,9 @@ def measure(port, bodies, ctype, concurrency, seconds, min_per_client=2):
                     mine.append(time.perf_counter() - t)
                 if phase == "warm-up":
                     warmed.wait()
+                    # Waiting for the slowest warm-up may outlast the server's keep-alive timeout: reconnect.
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
             ok = True
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
