@@ -346,6 +346,12 @@ try:
     if model["embedding"]["size"] != len(embeddings[0]):
         fail(f"/v1/model embedding size {model['embedding']['size']} vs predict's {len(embeddings[0])}")
 
+    # A second server on the same port fails (no silent port sharing), naming the address.
+    second = subprocess.run([FASTNN, "serve", "--checkpoint", CKPT, "--port", str(PORT), "--device", "cpu"],
+                            capture_output=True, text=True, timeout=120)
+    if second.returncode != 1 or f"127.0.0.1:{PORT}" not in second.stderr:
+        fail(f"a second server on port {PORT}: status {second.returncode}, stderr {second.stderr[-300:]!r}")
+
     client(1, 100, errs := [])  # warm-up: one client, every code path once
     if errs:
         fail(errs[0])

@@ -137,6 +137,12 @@ HttpServer::HttpServer(inference::Predictor& predictor, const ServeOptions& o) :
   h.set_keep_alive_timeout(std::min(o.timeout_s, 5));
   h.set_keep_alive_max_count(1000);
   h.set_tcp_nodelay(true);
+  // cpp-httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and silently
+  // share its connections; SO_REUSEADDR alone still allows a restart while old connections sit in TIME_WAIT.
+  h.set_socket_options([](socket_t fd) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   h.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     request_start = Clock::now();
     return httplib::Server::HandlerResponse::Unhandled;
