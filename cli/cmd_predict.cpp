@@ -1,5 +1,5 @@
-// `fastnn predict --checkpoint RUN_OR_CKPT --input PATH... [--output FILE] [--top_k 5] [--format jsonl|csv]`:
-// classifies image files, image folders and TFRecord shard sets with a trained checkpoint
+// `fastnn predict --checkpoint RUN_OR_CKPT --input PATH... [--output FILE] [--top_k 5] [--format jsonl|csv]
+//  [--embeddings FILE.npy]`: classifies image files, image folders, TFRecord shard sets and base64-TSV files with a trained checkpoint
 // (trainer/inference/predict.h; docs/INFERENCE.md).
 #include <cerrno>
 #include <cstdio>
@@ -11,13 +11,14 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
+#include "trainer/inference/npy_writer.h"
 #include "trainer/inference/predict.h"
 
 namespace fastnn::cli {
 namespace {
 
 struct PredictArgs {
-  std::string checkpoint, output, format = "jsonl", device = "auto", split;
+  std::string checkpoint, output, format = "jsonl", device = "auto", split, embeddings;
   std::vector<std::string> inputs;
   int top_k = 5, batch_size = 0;
   bool skip_bad = false, quiet = false;
@@ -62,7 +63,8 @@ void add_predict_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("predict", "Classify images, image folders or TFRecord shards with a checkpoint");
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)")->required();
   cmd->add_option("--input,-i", a->inputs,
-                  "Image file, folder of images (recursive), TFRecord file, or shard folder with manifest.json; repeatable")
+                  "Image file, folder of images (recursive), TFRecord file, shard folder with manifest.json, or base64-TSV "
+                  "file (*.tsv); repeatable")
       ->required();
   cmd->add_option("--output,-o", a->output, "Write the predictions here (default: stdout)");
   cmd->add_option("--top_k,--top-k", a->top_k, "Classes per input in `topk`")->check(CLI::Range(1, 1 << 20));
@@ -70,13 +72,19 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--device", a->device, "cpu, cuda or auto");
   cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--embeddings", a->embeddings,
+                  "Also write each input's embedding (the features feeding the classifier) as a float32 [N, D] .npy, in "
+                  "output order");
   cmd->add_option("--split", a->split, "Split of a shard folder (default: validation, else test)");
   cmd->add_flag("--skip-bad,--skip_bad", a->skip_bad, "Report an undecodable image with its path and go on (default: fatal)");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress or summary on stderr");
   cmd->callback([a] {
     const inference::PredictFormat format = inference::parse_predict_format(a->format);
     const std::vector<inference::PredictInput> inputs = inference::resolve_inputs(a->inputs, a->split);
-    inference::Predictor predictor(a->checkpoint, {.device = a->device, .batch_size = a->batch_size, .top_k = a->top_k});
+    if (!a->embeddings.empty() && !a->embeddings.ends_with(".npy"))
+      throw ConfigError(str("--embeddings ", a->embeddings, ": only .npy is written (name it *.npy)"));
+    inference::Predictor predictor(a->checkpoint, {.device = a->device, .batch_size = a->batch_size, .top_k = a->top_k,
+                                                   .embeddings = !a->embeddings.empty()});
     const inference::ModelInfo& m = predictor.model();
     if (!a->quiet)
       std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d\n",
@@ -85,12 +93,17 @@ void add_predict_command(CLI::App& app) {
     std::unique_ptr<OutputFile> file;
     if (!a->output.empty()) file = std::make_unique<OutputFile>(a->output);
     std::FILE* out = file ? file->get() : stdout;
+    std::unique_ptr<inference::NpyWriter> npy;
+    if (!a->embeddings.empty()) npy = std::make_unique<inference::NpyWriter>(a->embeddings, m.embedding_size);
+    inference::PredictRunOptions ro{.format = format, .skip_bad = a->skip_bad, .progress = !a->quiet};
+    if (npy) ro.on_prediction = [&npy](const inference::Prediction& p) { npy->add_row(p.embedding); };
     const inference::PredictSummary s = inference::run_predict(
-        predictor, inputs, {.format = format, .skip_bad = a->skip_bad, .progress = !a->quiet},
+        predictor, inputs, ro,
         [out](const std::string& line) {
           std::fwrite(line.data(), 1, line.size(), out);
           std::fputc('\n', out);
         });
+    if (npy) npy->commit();
     if (file) file->commit();
     else std::fflush(stdout);
     if (!a->quiet)

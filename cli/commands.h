@@ -23,5 +23,6 @@ void add_predict_command(CLI::App& app);
 void add_models_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace fastnn::cli

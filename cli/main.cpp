@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   fastnn::cli::add_models_command(app);
   fastnn::cli::add_export_command(app);
   fastnn::cli::add_report_command(app);
+  fastnn::cli::add_serve_command(app);
   std::vector<std::string> respelled;
   accept_both_spellings(app, argc, argv, respelled);
   try {

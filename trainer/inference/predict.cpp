@@ -39,11 +39,8 @@ PredictFormat parse_predict_format(const std::string& name) {
   throw ConfigError(str("--format \"", name, "\" is not one of: jsonl, csv"));
 }
 
-std::string prediction_json(const Prediction& p, const std::vector<std::string>& names) {
-  // Built by hand to keep the key order stable and the probabilities at full precision.
-  std::string s = "{\"source\":" + nlohmann::json(p.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (p.record >= 0) s += ",\"record\":" + std::to_string(p.record) + ",\"target\":" + std::to_string(p.target);
-  s += ",\"label\":" + std::to_string(p.label());
+std::string prediction_json_fields(const Prediction& p, const std::vector<std::string>& names) {
+  std::string s = "\"label\":" + std::to_string(p.label());
   if (const std::string* n = name_of(p.label(), names))
     s += ",\"name\":" + nlohmann::json(*n).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   s += ",\"topk\":[";
@@ -51,7 +48,15 @@ std::string prediction_json(const Prediction& p, const std::vector<std::string>&
     if (i) s += ',';
     s += '[' + std::to_string(p.topk[i].first) + ',' + prob(p.topk[i].second) + ']';
   }
-  return s + "]}";
+  return s + ']';
+}
+
+std::string prediction_json(const Prediction& p, const std::vector<std::string>& names) {
+  // Built by hand to keep the key order stable and the probabilities at full precision.
+  std::string s = "{\"source\":" + nlohmann::json(p.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (p.record >= 0) s += ",\"record\":" + std::to_string(p.record) + ",\"target\":" + std::to_string(p.target);
+  if (p.line >= 0) s += ",\"line\":" + std::to_string(p.line) + ",\"target\":" + std::to_string(p.target);
+  return s + ',' + prediction_json_fields(p, names) + '}';
 }
 
 std::string csv_header() { return "source,record,target,label,name,topk"; }
@@ -59,6 +64,7 @@ std::string csv_header() { return "source,record,target,label,name,topk"; }
 std::string prediction_csv(const Prediction& p, const std::vector<std::string>& names) {
   std::string s = csv_field(p.path) + ',';
   if (p.record >= 0) s += std::to_string(p.record) + ',' + std::to_string(p.target);
+  else if (p.line >= 0) s += std::to_string(p.line) + ',' + std::to_string(p.target);
   else s += ',';
   s += ',' + std::to_string(p.label()) + ',';
   if (const std::string* n = name_of(p.label(), names)) s += csv_field(*n);
@@ -80,7 +86,8 @@ PredictSummary run_predict(Predictor& predictor, const std::vector<PredictInput>
   Predictor::BadInput on_bad;
   if (o.skip_bad) {
     on_bad = [&sum](const InputItem& it, const std::string& why) {
-      if (it.record < 0) std::fprintf(stderr, "fastnn: skipping %s: %s\n", it.path.c_str(), why.c_str());
+      if (it.line >= 0) std::fprintf(stderr, "fastnn: skipping %s:%lld: %s\n", it.path.c_str(), static_cast<long long>(it.line), why.c_str());
+      else if (it.record < 0) std::fprintf(stderr, "fastnn: skipping %s: %s\n", it.path.c_str(), why.c_str());
       else std::fprintf(stderr, "fastnn: skipping %s: record %lld: %s\n", it.path.c_str(), static_cast<long long>(it.record), why.c_str());
       ++sum.skipped;
     };
@@ -95,6 +102,7 @@ PredictSummary run_predict(Predictor& predictor, const std::vector<PredictInput>
     if (n == 0) break;
     for (const Prediction& p : predictor.classify(std::span<const InputItem>(items.data(), n), on_bad)) {
       sink(o.format == PredictFormat::kCsv ? prediction_csv(p, names) : prediction_json(p, names));
+      if (o.on_prediction) o.on_prediction(p);
       ++sum.predicted;
     }
     progress.add(n);

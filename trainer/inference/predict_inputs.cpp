@@ -1,8 +1,12 @@
 #include "trainer/inference/predict_inputs.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 
+#include "core/base64.h"
 #include "core/check.h"
 #include "core/example.h"
 #include "core/image.h"
@@ -27,6 +31,32 @@ bool ends_with(const std::string& s, const std::string& tail) {
 bool is_image_name(const fs::path& p) {
   const std::string e = lower(p.extension().string());
   return e == ".jpg" || e == ".jpeg" || e == ".png";
+}
+
+bool is_tsv_name(const fs::path& p) { return ends_with(lower(p.filename().string()), ".tsv"); }
+
+bool all_digits(std::string_view f) {
+  return !f.empty() && f.size() <= 9 && std::all_of(f.begin(), f.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// One base64-TSV line into *item (bytes, or error).
+void tsv_item(std::string_view line, InputItem* item) {
+  const size_t tab = line.find('\t');
+  if (tab == std::string_view::npos || line.find('\t', tab + 1) != std::string_view::npos) {
+    item->error = "expected two tab-separated fields: base64 image and label";
+    return;
+  }
+  std::string_view a = line.substr(0, tab), b = line.substr(tab + 1);
+  if (all_digits(a) && !all_digits(b)) std::swap(a, b);
+  if (!all_digits(b)) {
+    item->error = "no label field (decimal digits) beside the base64 image";
+    return;
+  }
+  try {
+    item->bytes = image_example(base64_decode(a), std::stoll(std::string(b)));
+  } catch (const Error& e) {
+    item->error = e.what();
+  }
 }
 
 bool is_tfrecord_name(const fs::path& p) {
@@ -76,6 +106,8 @@ std::vector<PredictInput> resolve_inputs(const std::vector<std::string>& args, c
         add_shard_set(a, split, &out);
       else
         add_image_folder(a, &out);
+    } else if (is_tsv_name(a)) {
+      out.push_back({PredictInput::Kind::kBase64Tsv, a, -1});
     } else if (is_tfrecord_name(a)) {
       out.push_back({PredictInput::Kind::kTFRecord, a, -1});
     } else {
@@ -95,12 +127,12 @@ uint64_t known_total(const std::vector<PredictInput>& inputs) {
   return n;
 }
 
-std::string image_example(const std::string& bytes) {
+std::string image_example(const std::string& bytes, int64_t label) {
   const ImageFormat f = detect_image_format(bytes);
   ExampleBuilder b;
   b.add_bytes(keys::kImageEncoded, bytes);
   b.add_bytes(keys::kImageFormat, f == ImageFormat::kUnknown ? std::string_view("unknown") : image_format_name(f));
-  b.add_int64(keys::kLabel, 0);
+  b.add_int64(keys::kLabel, label);
   return b.serialize();
 }
 
@@ -108,6 +140,30 @@ struct InputStream::Impl {
   std::vector<PredictInput> inputs;
   size_t next_input = 0;
   std::unique_ptr<TFRecordReader> reader;
+  std::FILE* tsv = nullptr;
+  std::string tsv_path, line;
+  int64_t tsv_line = 0;
+  ~Impl() {
+    if (tsv) std::fclose(tsv);
+  }
+  // The next line of the open TSV file into `line` (without "\n" / "\r\n"); false at its end.
+  bool next_line() {
+    line.clear();
+    int c;
+    bool any = false;
+    while ((c = getc_unlocked(tsv)) != EOF) {
+      any = true;
+      if (c == '\n') break;
+      if (line.size() >= kMaxTsvLineBytes)
+        throw FormatError(str(tsv_path, ":", tsv_line + 1, ": line longer than ", kMaxTsvLineBytes, " bytes"));
+      line += static_cast<char>(c);
+    }
+    if (std::ferror(tsv)) throw IoError(str(tsv_path, ": read failed"));
+    if (!any) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    ++tsv_line;
+    return true;
+  }
 };
 
 InputStream::InputStream(std::vector<PredictInput> inputs) : impl_(std::make_unique<Impl>()) {
@@ -123,20 +179,43 @@ bool InputStream::next(InputItem* item) {
       if (s.reader->next(&rec)) {
         item->path = s.reader->name();
         item->record = static_cast<int64_t>(s.reader->record_index());
+        item->line = -1;
         item->bytes.assign(rec);
         item->error.clear();
         return true;
       }
       s.reader.reset();
     }
+    if (s.tsv) {
+      while (s.next_line()) {
+        if (s.line.empty()) continue;
+        item->path = s.tsv_path;
+        item->record = -1;
+        item->line = s.tsv_line;
+        item->error.clear();
+        item->bytes.clear();
+        tsv_item(s.line, item);
+        return true;
+      }
+      std::fclose(s.tsv);
+      s.tsv = nullptr;
+    }
     if (s.next_input >= s.inputs.size()) return false;
     const PredictInput& in = s.inputs[s.next_input++];
+    if (in.kind == PredictInput::Kind::kBase64Tsv) {
+      s.tsv = std::fopen(in.path.c_str(), "rb");
+      if (!s.tsv) throw IoError(str(in.path, ": cannot open: ", std::strerror(errno)));
+      s.tsv_path = in.path;
+      s.tsv_line = 0;
+      continue;
+    }
     if (in.kind == PredictInput::Kind::kTFRecord) {
       s.reader = std::make_unique<TFRecordReader>(in.path, TFRecordReaderOptions{.compression = detect_compression(in.path)});
       continue;
     }
     item->path = in.path;
     item->record = -1;
+    item->line = -1;
     item->error.clear();
     item->bytes.clear();
     try {

@@ -7,7 +7,13 @@
 //   - another folder: every image file under it (.jpg .jpeg .png, any case; hidden entries skipped),
 //     recursively, sorted by path;
 //   - a file: TFRecord when its name ends in .tfrecord (optionally .gz/.zz) or is a shard name
-//     (<split>-NNNNN-of-NNNNN...), else an image file. A folder given explicitly may still hold no image
+//     (<split>-NNNNN-of-NNNNN...); base64-TSV (the converter's format, docs/FORMATS.md) when it ends in
+//     .tsv; else an image file.
+// A base64-TSV line is `base64(image)<TAB>label` or `label<TAB>base64(image)` (told apart per line: the
+// field of decimal digits is the label), strict base64 (core/base64.h), "\r\n" accepted; blank lines are
+// passed over (they still count in line numbers). Each line is an item with `line` its 1-based number
+// and the label carried into the Example (Prediction::target); a line that is not two such fields is a
+// bad input naming file and line. Lines longer than kMaxTsvLineBytes are fatal (never buffered whole). A folder given explicitly may still hold no image
 //     (ConfigError naming it): an empty input is a mistake, not a result.
 // An image file becomes an in-memory Example of its bytes (image/encoded, image/format from its magic
 // bytes, label 0): the eval preprocessing then treats it exactly as a converted record. Images larger
@@ -23,9 +29,10 @@
 namespace fastnn::inference {
 
 inline constexpr uint64_t kMaxImageFileBytes = uint64_t{256} << 20;
+inline constexpr size_t kMaxTsvLineBytes = size_t{64} << 20;  // the converter's default --max-line-bytes
 
 struct PredictInput {
-  enum class Kind { kImage, kTFRecord };
+  enum class Kind { kImage, kTFRecord, kBase64Tsv };
   Kind kind = Kind::kImage;
   std::string path;
   int64_t records = -1;  // TFRecord: the manifest's count when known, else -1
@@ -34,6 +41,7 @@ struct PredictInput {
 struct InputItem {
   std::string path;
   int64_t record = -1;  // TFRecord: index of the record in its file; image: -1
+  int64_t line = -1;    // base64-TSV: 1-based line number; else -1
   std::string bytes;    // serialized tf.train.Example; empty with `error` set for a bad image file
   std::string error;
 };
@@ -55,7 +63,7 @@ class InputStream {
   std::unique_ptr<Impl> impl_;
 };
 
-// The Example an image file's bytes become (see above).
-std::string image_example(const std::string& bytes);
+// The Example an image file's bytes become (see above); a base64-TSV line's carries its label.
+std::string image_example(const std::string& bytes, int64_t label = 0);
 
 }  // namespace fastnn::inference

@@ -105,6 +105,17 @@ ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
   return m;
 }
 
+// The layer whose output feeds the logits layer, passing over dropout (the identity in eval mode).
+std::string embedding_layer_of(const graph::NetPlan& plan) {
+  const auto& nodes = plan.nodes();
+  const graph::PlanNode* logits = &nodes[static_cast<size_t>(plan.logits_node())];
+  FASTNN_CHECK(!logits->inputs.empty() && logits->inputs[0] != graph::kDataInput, "predict: the logits layer reads the images");
+  const graph::PlanNode* n = &nodes[static_cast<size_t>(logits->inputs[0])];
+  while (n->type == "dropout" && !n->inputs.empty() && n->inputs[0] != graph::kDataInput)
+    n = &nodes[static_cast<size_t>(n->inputs[0])];
+  return n->name;
+}
+
 struct Predictor::Impl {
   ModelInfo info;
   PredictorOptions options;
@@ -154,6 +165,14 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   p.layout = bf.layout;
   s.mapper = pipeline::make_preprocessor(p);
   s.spec = s.mapper->spec();
+  m.input_layout = bf.layout == pipeline::Layout::kNCHW ? "NCHW" : "NHWC";
+  {
+    const graph::NetPlan& plan = s.runner->graph().plan();
+    m.embedding_layer = embedding_layer_of(plan);
+    const Shape& shape = plan.nodes()[static_cast<size_t>(plan.find(m.embedding_layer))].output_shape;
+    m.embedding_size = 1;
+    for (size_t d = 1; d < shape.size(); ++d) m.embedding_size *= shape[d];
+  }
   const int workers = tbb::this_task_arena::max_concurrency();
   s.mapper->prepare(workers);
   s.times.resize(static_cast<size_t>(workers));
@@ -197,8 +216,9 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
     }
     const InputItem& it = items[i];
     if (!on_bad)
-      throw FormatError(it.record < 0 ? str(it.path, ": ", errors[i])
-                                      : str(it.path, ": record ", it.record, ": ", errors[i]));
+      throw FormatError(it.record >= 0 ? str(it.path, ": record ", it.record, ": ", errors[i])
+                        : it.line >= 0 ? str(it.path, ":", it.line, ": ", errors[i])
+                                       : str(it.path, ": ", errors[i]));
     on_bad(it, errors[i]);
   }
   std::vector<Prediction> out;
@@ -217,13 +237,24 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
   const Tensor logits = host_logits(graph.output(0));
   const float* z = logits.data<float>();
   const int classes = s.info.num_classes;
+  Tensor features;
+  if (s.options.embeddings) {
+    features = host_logits(graph.layer_output(s.info.embedding_layer));
+    FASTNN_CHECK(features.numel() == g * s.info.embedding_size, "predict: embedding layer ", s.info.embedding_layer, " has ",
+                 features.numel(), " values for ", g, " images of ", s.info.embedding_size);
+  }
   for (size_t j = 0; j < good.size(); ++j) {
     const InputItem& it = items[good[j]];
     Prediction p;
     p.path = it.path;
     p.record = it.record;
-    if (it.record >= 0) p.target = labels[good[j]] - s.labels_offset;
+    p.line = it.line;
+    if (it.record >= 0 || it.line >= 0) p.target = labels[good[j]] - s.labels_offset;
     p.topk = top_k_softmax(z + static_cast<int64_t>(j) * classes, classes, s.options.top_k);
+    if (features.defined()) {
+      const float* f = features.data<float>() + static_cast<int64_t>(j) * s.info.embedding_size;
+      p.embedding.assign(f, f + s.info.embedding_size);
+    }
     out.push_back(std::move(p));
   }
   return out;

@@ -14,6 +14,10 @@
 // num_classes names; else none.
 // Top-k: the k largest logits, ties to the lower class id (`fastnn eval` counts a tie as a hit, the only
 // way the two can disagree; tied float logits do not happen in practice).
+// Embeddings (PredictorOptions::embeddings): the features feeding the classifier, i.e. the output of
+// the layer the logits layer reads (a dropout before it is passed over: the identity in eval mode),
+// flattened to one float32 row per image. No zoo model has a separate embedding layer, so these
+// penultimate features are its embedding (`fastnn predict --embeddings`, `fastnn serve`'s /v1/embed).
 // Threading: one thread drives a Predictor; decoding runs in parallel on oneTBB inside classify().
 #pragma once
 
@@ -38,6 +42,7 @@ struct PredictorOptions {
   std::string device = "auto";  // cpu, cuda, auto (the config field's values)
   int batch_size = 0;           // 0: the checkpoint run's batch_size
   int top_k = 5;                // clamped to the class count
+  bool embeddings = false;      // fill Prediction::embedding
 };
 
 struct ModelInfo {
@@ -47,14 +52,19 @@ struct ModelInfo {
   int num_classes = 0, height = 0, width = 0, channels = 0;
   std::vector<std::string> class_names;  // empty or num_classes names
   std::string device;                    // "cpu f32", "cuda:0 f16"
+  std::string input_layout;              // the model's input tensor: "NCHW" or "NHWC" (set by Predictor)
+  std::string embedding_layer;           // the layer whose output is the embedding (set by Predictor)
+  int64_t embedding_size = 0;
   JobConfig config;
 };
 
 struct Prediction {
   std::string path;
   int64_t record = -1;   // TFRecord record index; -1 for an image file
-  int64_t target = -1;   // the record's label (labels_offset applied); -1 for an image file
+  int64_t line = -1;     // base64-TSV line number (1-based); -1 otherwise
+  int64_t target = -1;   // the record's or TSV line's label (labels_offset applied); -1 for an image file
   std::vector<std::pair<int, double>> topk;  // (class id, probability), best first
+  std::vector<float> embedding;              // embedding_size floats when PredictorOptions::embeddings
   int label() const { return topk.front().first; }
 };
 

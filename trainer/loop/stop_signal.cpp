@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -13,20 +14,24 @@ namespace {
 std::atomic<int> g_signal{0};  // 0: no stop asked for
 std::atomic<bool> g_installed{false};
 struct sigaction g_old_term, g_old_int;
+constexpr char kTrainNote[] = "fastnn: stop requested; saving a checkpoint at the end of this step "
+                              "(signal again to exit at once)\n";
+std::atomic<const char*> g_note{kTrainNote};
+std::atomic<size_t> g_note_size{sizeof kTrainNote - 1};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal flag must be lock-free");
 
 extern "C" void on_stop_signal(int sig) {
   int expected = 0;
   if (!g_signal.compare_exchange_strong(expected, sig)) _exit(128 + sig);  // the second one: at once
-  static const char msg[] = "fastnn: stop requested; saving a checkpoint at the end of this step "
-                            "(signal again to exit at once)\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, g_note.load(), g_note_size.load());
 }
 
 }  // namespace
 
-StopSignalScope::StopSignalScope() {
+StopSignalScope::StopSignalScope(const char* note) {
   FASTNN_CHECK(!g_installed.exchange(true), "StopSignalScope: one at a time");
+  g_note.store(note ? note : kTrainNote);
+  g_note_size.store(note ? std::strlen(note) : sizeof kTrainNote - 1);
   g_signal.store(0);
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;

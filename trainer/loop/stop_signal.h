@@ -14,7 +14,9 @@ namespace fastnn::loop {
 
 class StopSignalScope {
  public:
-  StopSignalScope();
+  // note: the line written to stderr on the first signal (default: training's "saving a checkpoint"
+  // note); a static string ending in a newline.
+  explicit StopSignalScope(const char* note = nullptr);
   ~StopSignalScope();
   StopSignalScope(const StopSignalScope&) = delete;
   StopSignalScope& operator=(const StopSignalScope&) = delete;

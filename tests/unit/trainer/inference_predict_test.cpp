@@ -3,14 +3,17 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/base64.h"
 #include "core/check.h"
 #include "core/example.h"
+#include "trainer/inference/npy_writer.h"
 #include "trainer/inference/predict.h"
 
 namespace fastnn::inference {
@@ -139,6 +142,75 @@ TEST_F(InputsTest, ImageFilesBecomeExamplesAndBadOnesCarryTheirError) {
   ASSERT_TRUE(s.next(&it));
   EXPECT_NE(it.error.find("big.jpg"), std::string::npos) << it.error;  // bounded before reading
   EXPECT_FALSE(s.next(&it));
+}
+
+TEST_F(InputsTest, Base64TsvLinesCarryLineNumbersAndLabels) {
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + "rest";
+  const std::string b64 = base64_encode(png);
+  touch("a.TSV", b64 + "\t3\n\n7\t" + b64 + "\r\n" + "QUJD@\t1\n" + b64 + "\n" + "12\t34\n" + b64 + "\t5");
+  const auto in = resolve_inputs({(dir_ / "a.TSV").string()});
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].kind, PredictInput::Kind::kBase64Tsv);
+  EXPECT_EQ(known_total(in), 0u);
+  InputStream s(in);
+  const ExampleParser parser({keys::kImageEncoded, keys::kLabel});
+  auto label_of = [&](const InputItem& it) {
+    FeatureView f[2];
+    parser.parse(it.bytes, std::span<FeatureView>(f, 2));
+    EXPECT_EQ(f[0].single_bytes(keys::kImageEncoded), png);
+    return f[1].single_int64(keys::kLabel);
+  };
+  InputItem it;
+  ASSERT_TRUE(s.next(&it));
+  EXPECT_EQ(it.line, 1);
+  EXPECT_EQ(it.record, -1);
+  EXPECT_TRUE(it.error.empty()) << it.error;
+  EXPECT_EQ(label_of(it), 3);
+  ASSERT_TRUE(s.next(&it));  // line 2 is blank: passed over, still counted
+  EXPECT_EQ(it.line, 3);
+  EXPECT_EQ(label_of(it), 7);  // label first, "\r\n"
+  ASSERT_TRUE(s.next(&it));
+  EXPECT_EQ(it.line, 4);
+  EXPECT_NE(it.error.find("base64"), std::string::npos) << it.error;
+  ASSERT_TRUE(s.next(&it));
+  EXPECT_EQ(it.line, 5);
+  EXPECT_NE(it.error.find("two tab-separated fields"), std::string::npos) << it.error;
+  ASSERT_TRUE(s.next(&it));
+  EXPECT_EQ(it.line, 6);
+  EXPECT_FALSE(it.error.empty());  // two numbers: "12" is taken as the image, and is not base64
+  ASSERT_TRUE(s.next(&it));  // the last line has no newline
+  EXPECT_EQ(it.line, 7);
+  EXPECT_EQ(label_of(it), 5);
+  EXPECT_FALSE(s.next(&it));
+}
+
+TEST_F(InputsTest, NpyWriterHeaderAndRows) {
+  const std::string path = (dir_ / "e.npy").string();
+  {
+    NpyWriter w(path, 3);
+    w.add_row(std::vector<float>{1.f, 2.f, 3.f});
+    w.add_row(std::vector<float>{-1.f, 0.5f, 1e30f});
+    EXPECT_THROW(w.add_row(std::vector<float>{1.f}), Error);
+    EXPECT_FALSE(fs::exists(path));  // not before commit
+    w.commit();
+  }
+  std::ifstream f(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), kNpyHeaderBytes + 6 * sizeof(float));
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  EXPECT_EQ(static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]), kNpyHeaderBytes - 10);
+  EXPECT_NE(bytes.find("'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), std::string::npos);
+  EXPECT_EQ(bytes[kNpyHeaderBytes - 1], '\n');
+  float v[6];
+  std::memcpy(v, bytes.data() + kNpyHeaderBytes, sizeof v);
+  EXPECT_EQ(v[2], 3.f);
+  EXPECT_EQ(v[5], 1e30f);
+  {
+    NpyWriter w((dir_ / "gone.npy").string(), 2);
+    w.add_row(std::vector<float>{1.f, 2.f});
+  }  // never committed: nothing left behind
+  EXPECT_FALSE(fs::exists(dir_ / "gone.npy"));
+  EXPECT_FALSE(fs::exists(dir_ / "gone.npy.fastnn-tmp"));
 }
 
 }  // namespace

@@ -1,0 +1,79 @@
+// `fastnn serve --checkpoint RUN_OR_CKPT [--host 127.0.0.1] [--port 8080] [--max_batch N] [--max_delay_ms D]
+//  [--queue N] [--max_body_bytes B] [--threads T] [--timeout_s S]`: the checkpoint's model behind HTTP
+// (trainer/serve/http_server.h; docs/INFERENCE.md, "Serving"). Prints "listening on http://HOST:PORT" on
+// stdout once bound (--port 0 picks a free port); access log and notes on stderr. SIGTERM / SIGINT: stop
+// accepting, answer the requests in flight, exit 0 (a second signal ends it at once).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "trainer/inference/predictor.h"
+#include "trainer/loop/stop_signal.h"
+#include "trainer/serve/http_server.h"
+
+namespace fastnn::cli {
+namespace {
+
+struct ServeArgs {
+  std::string checkpoint, device = "auto";
+  serve::ServeOptions options;
+  int top_k = 5;
+  // 0: a batch is whatever queued while the previous one ran. Waiting for company cost a lone client more
+  // than the wait itself on a loaded CPU (wake-up latency) and bought no throughput (docs/PERFORMANCE.md).
+  double max_delay_ms = 0;
+  bool quiet = false;
+};
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  serve::ServeOptions& o = a->options;
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a checkpoint's model over HTTP (classify, embed)");
+  cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)")->required();
+  cmd->add_option("--host", o.host, "Address to listen on (default loopback only; 0.0.0.0 for every interface)");
+  cmd->add_option("--port", o.port, "TCP port; 0 picks a free one (printed)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--max_batch,--max-batch", o.batching.max_batch, "Most images per forward pass")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max_delay_ms,--max-delay-ms", a->max_delay_ms,
+                  "Longest wait for more images once one is queued, milliseconds")
+      ->check(CLI::Range(0.0, 10000.0));
+  cmd->add_option("--queue", o.batching.queue_capacity, "Most images waiting; more are answered 503")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max_body_bytes,--max-body-bytes", o.max_body_bytes, "Largest request body; more is answered 413")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32));
+  cmd->add_option("--threads", o.threads, "Connection threads (each open connection holds one)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--timeout_s,--timeout-s", o.timeout_s, "Read/write timeout of a connection, seconds")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--top_k,--top-k", a->top_k, "Classes per image in `topk`")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--device", a->device, "cpu, cuda or auto");
+  cmd->add_flag("--quiet,-q", a->quiet, "No access log");
+  cmd->callback([a] {
+    serve::ServeOptions& o = a->options;
+    o.batching.max_delay = std::chrono::microseconds(static_cast<int64_t>(a->max_delay_ms * 1000.0));
+    o.access_log = !a->quiet;
+    // Installed before any thread starts: the first signal only sets a flag, polled below.
+    loop::StopSignalScope signals(
+        "fastnn: stop requested; answering the requests in flight (signal again to exit at once)\n");
+    inference::Predictor predictor(
+        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .top_k = a->top_k, .embeddings = true});
+    const inference::ModelInfo& m = predictor.model();
+    std::fprintf(stderr, "serve: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, max batch %d, delay %.3g ms\n",
+                 m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
+                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), o.batching.max_batch, a->max_delay_ms);
+    serve::HttpServer server(predictor, o);
+    const int port = server.start();
+    std::printf("listening on http://%s:%d\n", o.host.c_str(), port);
+    std::fflush(stdout);
+    while (!loop::stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    server.stop();
+    const serve::BatchStats st = server.stats();
+    std::fprintf(stderr, "serve: stopped after %lld images in %lld batches (largest %lld)\n", static_cast<long long>(st.items),
+                 static_cast<long long>(st.batches), static_cast<long long>(st.largest));
+  });
+}
+
+}  // namespace fastnn::cli
