@@ -60,7 +60,7 @@ void for_each_plane(int64_t count, F&& body) {
 }  // namespace
 
 template <typename T>
-void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+void depthwise_conv2d_forward_reference(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y) {
   const Window2d& g = p.win;
   const int64_t K = p.k(), hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   for_each_plane(p.n * K, [&](int64_t nk) {
@@ -94,7 +94,7 @@ void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const 
 }
 
 template <typename T>
-void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
+void depthwise_conv2d_backward_data_reference(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
   const Window2d& g = p.win;
   const int64_t K = p.k(), hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   for_each_plane(p.n * p.c, [&](int64_t nc) {
@@ -130,7 +130,7 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
 }
 
 template <typename T>
-void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+void depthwise_conv2d_backward_filter_reference(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
   const Window2d& g = p.win;
   const int64_t K = p.k(), hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   for_each_plane(K, [&](int64_t k) {
@@ -178,10 +178,245 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
   });
 }
 
-#define FASTNN_DWCONV_INSTANTIATE(T)                                                                           \
-  template void depthwise_conv2d_forward<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, T*); \
-  template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*);     \
-  template void depthwise_conv2d_backward_filter<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, T*);
+// ---- Fast path: a padded, stride-phased copy of each plane ------------------------------------
+namespace {
+//
+// Every tap (r, s) of output row p reads input row p*stride_h - pad_top + r*dil_h at columns
+// q*stride_w + s*dil_w - pad_left. The plane is copied once into a zero-padded buffer whose columns are
+// split into stride_w phases (phase j holds padded columns j, j + stride_w, ...), so every tap reads a
+// contiguous run of Q values with no bounds: tap (r, s) of output (p, q) is
+//   buf[((p*stride_h + r*dil_h) * stride_w + j) * qw + q + c0], j = (s*dil_w) % stride_w, c0 = (s*dil_w) / stride_w.
+// The loops then vectorise over q (3x3 taps accumulate in registers), which the bounds-checked
+// reference loops (kept above as *_reference, the differential tests' oracle) could not do for
+// stride 2 or for the 1x1 - 8x8 planes of MobileNet's last layers.
+struct PhasedPlane {
+  int64_t rows = 0, sw = 1, qw = 0;  // padded rows, phases, columns per phase
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t size() const { return rows * sw * qw; }
+};
+
+PhasedPlane phased_plane(const DepthwiseConv2dParams& p) {
+  const Window2d& g = p.win;
+  PhasedPlane f;
+  f.rows = (g.p - 1) * g.stride_h + (g.r - 1) * g.dil_h + 1;
+  const int64_t cols = (g.q - 1) * g.stride_w + (g.s - 1) * g.dil_w + 1;
+  f.sw = g.stride_w;
+  f.qw = (cols + f.sw - 1) / f.sw;
+  f.pad_top = g.pad_top;
+  f.pad_left = g.pad_left;
+  return f;
+}
+
+// buf <- the plane x [h, w], zero outside the image.
+template <typename T>
+void load_phased(const PhasedPlane& f, const T* x, int64_t h, int64_t w, T* buf) {
+  for (int64_t row = 0; row < f.rows; ++row) {
+    const int64_t ih = row - f.pad_top;
+    T* dst = buf + row * f.sw * f.qw;
+    if (ih < 0 || ih >= h) {
+      std::fill(dst, dst + f.sw * f.qw, T(0));
+      continue;
+    }
+    const T* src = x + ih * w;
+    for (int64_t j = 0; j < f.sw; ++j) {
+      T* d = dst + j * f.qw;
+      for (int64_t c = 0; c < f.qw; ++c) {
+        const int64_t iw = c * f.sw + j - f.pad_left;
+        d[c] = iw >= 0 && iw < w ? src[iw] : T(0);
+      }
+    }
+  }
+}
+
+// dx [h, w] <- the image part of buf (the padding's gradient is dropped).
+template <typename T>
+void store_phased(const PhasedPlane& f, const T* buf, int64_t h, int64_t w, T* dx) {
+  for (int64_t ih = 0; ih < h; ++ih) {
+    const int64_t row = ih + f.pad_top;
+    T* d = dx + ih * w;
+    if (row < 0 || row >= f.rows) {
+      std::fill(d, d + w, T(0));
+      continue;
+    }
+    const T* src = buf + row * f.sw * f.qw;
+    for (int64_t iw = 0; iw < w; ++iw) {
+      const int64_t pc = iw + f.pad_left, c = pc / f.sw, j = pc % f.sw;
+      d[iw] = pc >= 0 && c < f.qw ? src[j * f.qw + c] : T(0);
+    }
+  }
+}
+
+// Offset in the phased buffer of tap (r, s) for output row 0, column 0.
+inline int64_t tap_offset(const DepthwiseConv2dParams& p, const PhasedPlane& f, int64_t r, int64_t s) {
+  const int64_t o = s * p.win.dil_w;
+  return ((r * p.win.dil_h) * f.sw + o % f.sw) * f.qw + o / f.sw;
+}
+
+// Planes [0, count) in chunks of about `work` multiply-adds per task, each chunk with its own buffer.
+template <typename T, typename F>
+void for_each_plane_chunk(int64_t count, int64_t plane_work, int64_t buf_elems, F&& body) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, plane_work));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, grain), [&](const tbb::blocked_range<int64_t>& r) {
+    std::vector<T> buf(static_cast<size_t>(buf_elems));
+    for (int64_t i = r.begin(); i < r.end(); ++i) body(i, buf.data());
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+  const Window2d& g = p.win;
+  const PhasedPlane f = phased_plane(p);
+  const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  const int64_t row_step = g.stride_h * f.sw * f.qw;
+  std::vector<int64_t> taps(static_cast<size_t>(rs));
+  for (int64_t r = 0; r < g.r; ++r)
+    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(p, f, r, s);
+  for_each_plane_chunk<T>(p.n * p.c, M * pq * rs, f.size(), [&](int64_t nc, T* buf) {
+    load_phased(f, x + nc * hw, p.h, p.w, buf);
+    const int64_t n = nc / p.c, c = nc % p.c;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t k = c * M + m;
+      const T* wk = w + k * rs;
+      T* __restrict yp = y + (n * K + k) * pq;
+      const T bias = b ? b[k] : T(0);
+      if (rs == 9) {  // 3x3: the nine taps in registers, one pass over the output row
+        const T w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6], w7 = wk[7],
+                w8 = wk[8];
+        for (int64_t op = 0; op < g.p; ++op) {
+          const T* __restrict base = buf + op * row_step;
+          const T *t0 = base + taps[0], *t1 = base + taps[1], *t2 = base + taps[2], *t3 = base + taps[3],
+                  *t4 = base + taps[4], *t5 = base + taps[5], *t6 = base + taps[6], *t7 = base + taps[7],
+                  *t8 = base + taps[8];
+          T* __restrict yrow = yp + op * g.q;
+          for (int64_t q = 0; q < g.q; ++q) {
+            T a = bias;
+            a += w0 * t0[q];
+            a += w1 * t1[q];
+            a += w2 * t2[q];
+            a += w3 * t3[q];
+            a += w4 * t4[q];
+            a += w5 * t5[q];
+            a += w6 * t6[q];
+            a += w7 * t7[q];
+            a += w8 * t8[q];
+            yrow[q] = a;
+          }
+        }
+        continue;
+      }
+      for (int64_t op = 0; op < g.p; ++op) {
+        const T* base = buf + op * row_step;
+        T* __restrict yrow = yp + op * g.q;
+        std::fill(yrow, yrow + g.q, bias);
+        for (int64_t t = 0; t < rs; ++t) {
+          const T wv = wk[t];
+          const T* __restrict src = base + taps[static_cast<size_t>(t)];
+          for (int64_t q = 0; q < g.q; ++q) yrow[q] += wv * src[q];
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
+  const Window2d& g = p.win;
+  const PhasedPlane f = phased_plane(p);
+  const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  const int64_t row_step = g.stride_h * f.sw * f.qw;
+  std::vector<int64_t> taps(static_cast<size_t>(rs));
+  for (int64_t r = 0; r < g.r; ++r)
+    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(p, f, r, s);
+  // A task owns the (n, c) plane of dx: it scatters its M output channels' gradients into the phased
+  // buffer (contiguous axpys, no bounds), then copies the image part out.
+  for_each_plane_chunk<T>(p.n * p.c, M * pq * rs, f.size(), [&](int64_t nc, T* buf) {
+    std::fill(buf, buf + f.size(), T(0));
+    const int64_t n = nc / p.c, c = nc % p.c;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t k = c * M + m;
+      const T* dyp = dy + (n * K + k) * pq;
+      const T* wk = w + k * rs;
+      for (int64_t op = 0; op < g.p; ++op) {
+        const T* __restrict dyrow = dyp + op * g.q;
+        T* base = buf + op * row_step;
+        for (int64_t t = 0; t < rs; ++t) {
+          const T wv = wk[t];
+          T* __restrict dst = base + taps[static_cast<size_t>(t)];
+          for (int64_t q = 0; q < g.q; ++q) dst[q] += wv * dyrow[q];
+        }
+      }
+    }
+    store_phased(f, buf, p.h, p.w, dx + nc * hw);
+  });
+}
+
+template <typename T>
+void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+  const Window2d& g = p.win;
+  const PhasedPlane f = phased_plane(p);
+  const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  const int64_t row_step = g.stride_h * f.sw * f.qw;
+  std::vector<int64_t> taps(static_cast<size_t>(rs));
+  for (int64_t r = 0; r < g.r; ++r)
+    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(p, f, r, s);
+  // A task owns output channel k and walks the batch in sample order. Per sample, each tap keeps Q
+  // lane sums in T over the rows (vectorised multiply-adds), then adds the lanes in double: the
+  // result does not depend on the thread count.
+  const int64_t lanes = rs * g.q;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, K, 1), [&](const tbb::blocked_range<int64_t>& range) {
+    std::vector<T> buf(static_cast<size_t>(f.size())), lane(static_cast<size_t>(lanes));
+    std::vector<double> acc(static_cast<size_t>(rs));
+    for (int64_t k = range.begin(); k < range.end(); ++k) {
+      const int64_t c = k / M;
+      if (dw) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t n = 0; n < p.n; ++n) {
+          load_phased(f, x + (n * p.c + c) * hw, p.h, p.w, buf.data());
+          const T* dyp = dy + (n * K + k) * pq;
+          std::fill(lane.begin(), lane.end(), T(0));
+          for (int64_t op = 0; op < g.p; ++op) {
+            const T* __restrict dyrow = dyp + op * g.q;
+            const T* base = buf.data() + op * row_step;
+            for (int64_t t = 0; t < rs; ++t) {
+              const T* __restrict src = base + taps[static_cast<size_t>(t)];
+              T* __restrict l = lane.data() + t * g.q;
+              for (int64_t q = 0; q < g.q; ++q) l[q] += dyrow[q] * src[q];
+            }
+          }
+          for (int64_t t = 0; t < rs; ++t) {
+            const T* l = lane.data() + t * g.q;
+            double sum = 0;
+            for (int64_t q = 0; q < g.q; ++q) sum += static_cast<double>(l[q]);
+            acc[static_cast<size_t>(t)] += sum;
+          }
+        }
+        for (int64_t t = 0; t < rs; ++t) dw[k * rs + t] = static_cast<T>(acc[static_cast<size_t>(t)]);
+      }
+      if (db) {
+        double a = 0;
+        for (int64_t n = 0; n < p.n; ++n) {
+          const T* d = dy + (n * K + k) * pq;
+          T part = T(0);
+          for (int64_t i = 0; i < pq; ++i) part += d[i];
+          a += static_cast<double>(part);
+        }
+        db[k] = static_cast<T>(a);
+      }
+    }
+  });
+}
+
+#define FASTNN_DWCONV_INSTANTIATE(T)                                                                             \
+  template void depthwise_conv2d_forward<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, T*);   \
+  template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*);       \
+  template void depthwise_conv2d_backward_filter<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, T*); \
+  template void depthwise_conv2d_forward_reference<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, \
+                                                      T*);                                                     \
+  template void depthwise_conv2d_backward_data_reference<T>(const DepthwiseConv2dParams&, const T*, const T*, T*); \
+  template void depthwise_conv2d_backward_filter_reference<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, \
+                                                              T*);
 FASTNN_DWCONV_INSTANTIATE(float)
 FASTNN_DWCONV_INSTANTIATE(double)
 #undef FASTNN_DWCONV_INSTANTIATE
