@@ -207,7 +207,8 @@ PhasedPlane phased_plane(const DepthwiseConv2dParams& p) {
   return f;
 }
 
-// buf <- the plane x [h, w], zero outside the image.
+// buf <- the plane x [h, w], zero outside the image. Per phase the image columns are one range
+// [c_lo, c_hi) of buffer columns, found once per row: no test per element.
 template <typename T>
 void load_phased(const PhasedPlane& f, const T* x, int64_t h, int64_t w, T* buf) {
   for (int64_t row = 0; row < f.rows; ++row) {
@@ -220,10 +221,18 @@ void load_phased(const PhasedPlane& f, const T* x, int64_t h, int64_t w, T* buf)
     const T* src = x + ih * w;
     for (int64_t j = 0; j < f.sw; ++j) {
       T* d = dst + j * f.qw;
-      for (int64_t c = 0; c < f.qw; ++c) {
-        const int64_t iw = c * f.sw + j - f.pad_left;
-        d[c] = iw >= 0 && iw < w ? src[iw] : T(0);
+      // iw = c*sw + j - pad_left in [0, w)  <=>  c in [ceil((pad_left - j) / sw), ceil((w + pad_left - j) / sw))
+      const int64_t lo_num = f.pad_left - j, hi_num = w + f.pad_left - j;
+      const int64_t c_lo = std::clamp<int64_t>(lo_num <= 0 ? 0 : (lo_num + f.sw - 1) / f.sw, 0, f.qw);
+      const int64_t c_hi = std::clamp<int64_t>(hi_num <= 0 ? 0 : (hi_num + f.sw - 1) / f.sw, c_lo, f.qw);
+      std::fill(d, d + c_lo, T(0));
+      const T* s0 = src + j - f.pad_left;
+      if (f.sw == 1) {
+        std::copy(s0 + c_lo, s0 + c_hi, d + c_lo);
+      } else {
+        for (int64_t c = c_lo; c < c_hi; ++c) d[c] = s0[c * f.sw];
       }
+      std::fill(d + c_hi, d + f.qw, T(0));
     }
   }
 }
@@ -239,20 +248,75 @@ void store_phased(const PhasedPlane& f, const T* buf, int64_t h, int64_t w, T* d
       continue;
     }
     const T* src = buf + row * f.sw * f.qw;
-    for (int64_t iw = 0; iw < w; ++iw) {
-      const int64_t pc = iw + f.pad_left, c = pc / f.sw, j = pc % f.sw;
-      d[iw] = pc >= 0 && c < f.qw ? src[j * f.qw + c] : T(0);
+    for (int64_t j = 0; j < f.sw; ++j) {  // columns iw = c*sw + j - pad_left
+      const int64_t lo_num = f.pad_left - j, hi_num = w + f.pad_left - j;
+      const int64_t c_lo = std::clamp<int64_t>(lo_num <= 0 ? 0 : (lo_num + f.sw - 1) / f.sw, 0, f.qw);
+      const int64_t c_hi = std::clamp<int64_t>(hi_num <= 0 ? 0 : (hi_num + f.sw - 1) / f.sw, c_lo, f.qw);
+      const T* sj = src + j * f.qw;
+      T* d0 = d + j - f.pad_left;
+      for (int64_t c = c_lo; c < c_hi; ++c) d0[c * f.sw] = sj[c];
     }
+    // Image columns past the buffer (VALID padding leaves them unread): no gradient.
+    for (int64_t iw = std::max<int64_t>(0, f.sw * f.qw - f.pad_left); iw < w; ++iw) d[iw] = T(0);
   }
 }
 
 // Offset in the phased buffer of tap (r, s) for output row 0, column 0.
-inline int64_t tap_offset(const DepthwiseConv2dParams& p, const PhasedPlane& f, int64_t r, int64_t s) {
-  const int64_t o = s * p.win.dil_w;
-  return ((r * p.win.dil_h) * f.sw + o % f.sw) * f.qw + o / f.sw;
+inline int64_t tap_offset(const Window2d& g, const PhasedPlane& f, int64_t r, int64_t s) {
+  const int64_t o = s * g.dil_w;
+  return ((r * g.dil_h) * f.sw + o % f.sw) * f.qw + o / f.sw;
 }
 
-// Planes [0, count) in chunks of about `work` multiply-adds per task, each chunk with its own buffer.
+// One output plane [P, Q] = bias + the R*S taps of a phased buffer (forward; and backward data at
+// stride 1, where it is the correlation of the padded dy with the flipped filter).
+template <typename T>
+void conv_plane(const Window2d& g, const PhasedPlane& f, const T* buf, const int64_t* taps, const T* wk, T bias,
+                T* yp) {
+  const int64_t rs = g.r * g.s, row_step = g.stride_h * f.sw * f.qw;
+  if (rs == 9) {  // 3x3: the nine taps in registers, one pass over the output row
+    const T w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6], w7 = wk[7], w8 = wk[8];
+    for (int64_t op = 0; op < g.p; ++op) {
+      const T* __restrict base = buf + op * row_step;
+      const T *t0 = base + taps[0], *t1 = base + taps[1], *t2 = base + taps[2], *t3 = base + taps[3],
+              *t4 = base + taps[4], *t5 = base + taps[5], *t6 = base + taps[6], *t7 = base + taps[7],
+              *t8 = base + taps[8];
+      T* __restrict yrow = yp + op * g.q;
+      for (int64_t q = 0; q < g.q; ++q) {
+        T a = bias;
+        a += w0 * t0[q];
+        a += w1 * t1[q];
+        a += w2 * t2[q];
+        a += w3 * t3[q];
+        a += w4 * t4[q];
+        a += w5 * t5[q];
+        a += w6 * t6[q];
+        a += w7 * t7[q];
+        a += w8 * t8[q];
+        yrow[q] = a;
+      }
+    }
+    return;
+  }
+  for (int64_t op = 0; op < g.p; ++op) {
+    const T* base = buf + op * row_step;
+    T* __restrict yrow = yp + op * g.q;
+    std::fill(yrow, yrow + g.q, bias);
+    for (int64_t t = 0; t < rs; ++t) {
+      const T wv = wk[t];
+      const T* __restrict src = base + taps[t];
+      for (int64_t q = 0; q < g.q; ++q) yrow[q] += wv * src[q];
+    }
+  }
+}
+
+std::vector<int64_t> tap_offsets(const Window2d& g, const PhasedPlane& f) {
+  std::vector<int64_t> taps(static_cast<size_t>(g.r * g.s));
+  for (int64_t r = 0; r < g.r; ++r)
+    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(g, f, r, s);
+  return taps;
+}
+
+// Planes [0, count) in chunks of about 32k multiply-adds per task, each chunk with its own buffer.
 template <typename T, typename F>
 void for_each_plane_chunk(int64_t count, int64_t plane_work, int64_t buf_elems, F&& body) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, plane_work));
@@ -269,53 +333,13 @@ void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const 
   const Window2d& g = p.win;
   const PhasedPlane f = phased_plane(p);
   const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
-  const int64_t row_step = g.stride_h * f.sw * f.qw;
-  std::vector<int64_t> taps(static_cast<size_t>(rs));
-  for (int64_t r = 0; r < g.r; ++r)
-    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(p, f, r, s);
+  const std::vector<int64_t> taps = tap_offsets(g, f);
   for_each_plane_chunk<T>(p.n * p.c, M * pq * rs, f.size(), [&](int64_t nc, T* buf) {
     load_phased(f, x + nc * hw, p.h, p.w, buf);
     const int64_t n = nc / p.c, c = nc % p.c;
     for (int64_t m = 0; m < M; ++m) {
       const int64_t k = c * M + m;
-      const T* wk = w + k * rs;
-      T* __restrict yp = y + (n * K + k) * pq;
-      const T bias = b ? b[k] : T(0);
-      if (rs == 9) {  // 3x3: the nine taps in registers, one pass over the output row
-        const T w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6], w7 = wk[7],
-                w8 = wk[8];
-        for (int64_t op = 0; op < g.p; ++op) {
-          const T* __restrict base = buf + op * row_step;
-          const T *t0 = base + taps[0], *t1 = base + taps[1], *t2 = base + taps[2], *t3 = base + taps[3],
-                  *t4 = base + taps[4], *t5 = base + taps[5], *t6 = base + taps[6], *t7 = base + taps[7],
-                  *t8 = base + taps[8];
-          T* __restrict yrow = yp + op * g.q;
-          for (int64_t q = 0; q < g.q; ++q) {
-            T a = bias;
-            a += w0 * t0[q];
-            a += w1 * t1[q];
-            a += w2 * t2[q];
-            a += w3 * t3[q];
-            a += w4 * t4[q];
-            a += w5 * t5[q];
-            a += w6 * t6[q];
-            a += w7 * t7[q];
-            a += w8 * t8[q];
-            yrow[q] = a;
-          }
-        }
-        continue;
-      }
-      for (int64_t op = 0; op < g.p; ++op) {
-        const T* base = buf + op * row_step;
-        T* __restrict yrow = yp + op * g.q;
-        std::fill(yrow, yrow + g.q, bias);
-        for (int64_t t = 0; t < rs; ++t) {
-          const T wv = wk[t];
-          const T* __restrict src = base + taps[static_cast<size_t>(t)];
-          for (int64_t q = 0; q < g.q; ++q) yrow[q] += wv * src[q];
-        }
-      }
+      conv_plane(g, f, buf, taps.data(), w + k * rs, b ? b[k] : T(0), y + (n * K + k) * pq);
     }
   });
 }
@@ -323,14 +347,39 @@ void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const 
 template <typename T>
 void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
   const Window2d& g = p.win;
-  const PhasedPlane f = phased_plane(p);
   const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  // Stride 1, one filter per channel (MobileNet's stride-1 layers): dx[i][j] = sum w[r][s] *
+  // dy[i + pad_top - r*dil_h][j + pad_left - s*dil_w], the forward's gather with the filter flipped over
+  // dy padded by (R-1)*dil_h - pad_top rows above and (S-1)*dil_w - pad_left columns left; one pass per
+  // dx row, the taps in registers.
+  const int64_t top = (g.r - 1) * g.dil_h - g.pad_top, left = (g.s - 1) * g.dil_w - g.pad_left;
+  if (g.stride_h == 1 && g.stride_w == 1 && M == 1 && top >= 0 && left >= 0) {
+    Window2d gb = g;  // dx as the output of a stride-1 window over dy
+    gb.p = p.h, gb.q = p.w;
+    gb.pad_top = top, gb.pad_left = left;
+    PhasedPlane f;
+    f.rows = p.h + (g.r - 1) * g.dil_h;
+    f.sw = 1;
+    f.qw = p.w + (g.s - 1) * g.dil_w;
+    f.pad_top = top, f.pad_left = left;
+    const std::vector<int64_t> taps = tap_offsets(gb, f);
+    for_each_plane_chunk<T>(p.n * p.c, hw * rs, f.size(), [&](int64_t nc, T* buf) {
+      load_phased(f, dy + nc * pq, g.p, g.q, buf);
+      T flipped[64];
+      std::vector<T> big;
+      T* wf = flipped;
+      if (rs > 64) big.resize(static_cast<size_t>(rs)), wf = big.data();
+      const T* wk = w + (nc % p.c) * rs;
+      for (int64_t t = 0; t < rs; ++t) wf[t] = wk[rs - 1 - t];
+      conv_plane(gb, f, buf, taps.data(), wf, T(0), dx + nc * hw);
+    });
+    return;
+  }
+  // Otherwise a task owns the (n, c) plane of dx: it scatters its M output channels' gradients into the
+  // phased buffer (contiguous axpys, no bounds), then copies the image part out.
+  const PhasedPlane f = phased_plane(p);
   const int64_t row_step = g.stride_h * f.sw * f.qw;
-  std::vector<int64_t> taps(static_cast<size_t>(rs));
-  for (int64_t r = 0; r < g.r; ++r)
-    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(p, f, r, s);
-  // A task owns the (n, c) plane of dx: it scatters its M output channels' gradients into the phased
-  // buffer (contiguous axpys, no bounds), then copies the image part out.
+  const std::vector<int64_t> taps = tap_offsets(g, f);
   for_each_plane_chunk<T>(p.n * p.c, M * pq * rs, f.size(), [&](int64_t nc, T* buf) {
     std::fill(buf, buf + f.size(), T(0));
     const int64_t n = nc / p.c, c = nc % p.c;
@@ -358,9 +407,7 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
   const PhasedPlane f = phased_plane(p);
   const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   const int64_t row_step = g.stride_h * f.sw * f.qw;
-  std::vector<int64_t> taps(static_cast<size_t>(rs));
-  for (int64_t r = 0; r < g.r; ++r)
-    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(p, f, r, s);
+  const std::vector<int64_t> taps = tap_offsets(g, f);
   // A task owns output channel k and walks the batch in sample order. Per sample, each tap keeps Q
   // lane sums in T over the rows (vectorised multiply-adds), then adds the lanes in double: the
   // result does not depend on the thread count.

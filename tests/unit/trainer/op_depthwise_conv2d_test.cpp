@@ -112,7 +112,8 @@ TEST(DepthwiseConv2d, BitwiseIndependentOfThreadCount) {
 // Odd shapes for the fast path: stride 2 with SAME padding that is asymmetric (even sizes pad one more
 // at the bottom/right), channel counts that are not a multiple of any vector width, planes of 1x1 - 3x3
 // (MobileNet's last layers), widths of 1, explicit asymmetric pads, VALID leaving columns unread,
-// dilation, multipliers, non-3x3 kernels.
+// dilation, multipliers, non-3x3 kernels; stride-1 single-filter cases take backward data's gather
+// path, the others its scatter path.
 TEST(DepthwiseConv2d, FastPathMatchesReferenceAtOddShapes) {
   std::mt19937 rng(11);
   struct Case {
@@ -132,6 +133,8 @@ TEST(DepthwiseConv2d, FastPathMatchesReferenceAtOddShapes) {
       {{1, 4, 11, 10}, {{"kernel", 5}, {"stride", Ints{2, 3}}, {"dilation", Ints{1, 2}}, {"padding", "same"}}},
       {{2, 3, 10, 9}, {{"kernel", Ints{3, 2}}, {"stride", 2}, {"multiplier", 3}, {"padding", Ints{2, 0, 1, 3}}}},
       {{2, 17, 9, 9}, {{"kernel", 1}, {"stride", 2}}},
+      {{2, 5, 9, 8}, {{"kernel", 3}, {"dilation", 2}, {"padding", Ints{1, 3, 2, 0}}}},
+      {{2, 4, 6, 7}, {{"kernel", Ints{2, 4}}, {"padding", Ints{0, 1, 3, 0}}}},
   };
   const auto fill = [&](std::vector<float>& v) {
     std::uniform_real_distribution<float> u(-1, 1);
