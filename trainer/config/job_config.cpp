@@ -132,6 +132,10 @@ void validate_job_config(const JobConfig& c) {
   p.check(c.batch_size() >= 1, "batch_size must be >= 1, got ", c.batch_size());
   p.check(c.label_smoothing() >= 0 && c.label_smoothing() < 1, "label_smoothing must be in [0, 1), got ",
           c.label_smoothing());
+  p.check(!c.has_train_image_size() || (c.train_image_size() >= 1 && c.train_image_size() <= 4096),
+          "train_image_size must be in [1, 4096], got ", c.train_image_size());
+  p.check(!c.has_train_image_size() || !c.has_net(),
+          "train_image_size sets a zoo model's input; with net, set net { input { height width } }");
 
   p.check(c.learning_rate() >= 0 && std::isfinite(c.learning_rate()), "learning_rate must be >= 0, got ",
           c.learning_rate());
