@@ -10,7 +10,7 @@ memory. In the same run and alternating with the PyTorch step, it runs `fastnn b
 net, batch, size and optimizer (synthetic data there too), so the ratio is taken under the same load.
 
   scripts/peers/torch_mobilenet_bench.py --fastnn build/bin/fastnn [--threads 2] [--rounds 2]
-      [--configs mobilenet_v1:224:8,mobilenet_v2:224:8,...] [--steps 10] [--warmup 3]
+      [--configs mobilenet_v1:224:8,mobilenet_v2:224:8,...] [--steps 10] [--warmup 3] [--channels-last]
   scripts/peers/torch_mobilenet_bench.py --depthwise [--threads 2]   # PyTorch depthwise alone
 Prints one JSON line per measurement.
 
@@ -112,12 +112,15 @@ class MobileNetV2(nn.Module):
         return self.fc(F.dropout(x, 0.2, self.training))
 
 
-def torch_step_rate(model, size, batch, steps, warmup, classes=1000):
+def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_last=False):
     torch.manual_seed(1)
     net = {"mobilenet_v1": MobileNetV1, "mobilenet_v2": MobileNetV2}[model](classes)
     net.train()
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
     x = torch.randn(batch, 3, size, size)
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
     y = torch.randint(0, classes, (batch,))
     params = sum(p.numel() for p in net.parameters())
 
@@ -179,6 +182,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--depthwise", action="store_true")
+    ap.add_argument("--channels-last", action="store_true", help="PyTorch in channels_last (fastnn stays NCHW)")
     ap.add_argument("--min-time", type=float, default=1.0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -195,8 +199,9 @@ def main():
                 if who == "fastnn":
                     res[who] = fastnn_step_rate(args.fastnn, model, size, batch, args.steps, args.warmup, args.classes)
                 else:
-                    res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, args.classes)
-            print(json.dumps({"round": rnd + 1, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"], "model": model, "size": size, "batch": batch,
+                    res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, args.classes, args.channels_last)
+            print(json.dumps({"round": rnd + 1, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
+                              "torch_channels_last": args.channels_last, "model": model, "size": size, "batch": batch,
                               "fastnn_img_s": round(res["fastnn"]["images_per_sec"], 1),
                               "torch_img_s": round(res["torch"]["images_per_sec"], 1),
                               "fastnn_ms": round(res["fastnn"]["ms_per_step"], 1),
