@@ -145,6 +145,10 @@ void validate_job_config(const JobConfig& c) {
             c.drop_path_keep_prob());
   if (c.has_total_training_steps())
     p.check(c.total_training_steps() >= 0, "total_training_steps must be >= 0, got ", c.total_training_steps());
+  p.check(!c.has_train_image_size() || (c.train_image_size() >= 1 && c.train_image_size() <= 4096),
+          "train_image_size must be in [1, 4096], got ", c.train_image_size());
+  p.check(!c.has_train_image_size() || !c.has_net(),
+          "train_image_size sets a zoo model's input; with net, set net { input { height width } }");
 
   p.check(c.learning_rate() >= 0 && std::isfinite(c.learning_rate()), "learning_rate must be >= 0, got ",
           c.learning_rate());

@@ -210,6 +210,8 @@ RunSetup make_run_setup(const JobConfig& c) {
     s.num_classes = n;
   }
   if (c.has_net()) {  // the config's own layers replace the zoo net (schemas/net.proto)
+    if (c.has_train_image_size())
+      throw ConfigError("train_image_size sets a zoo model's input; with net, set net { input { height width } }");
     const InputDef& in = c.net().input();
     s.height = in.height();
     s.width = in.width();
@@ -218,7 +220,9 @@ RunSetup make_run_setup(const JobConfig& c) {
       throw ConfigError("net: input needs channels, height and width (net { input { channels: 1 height: 28 width: 28 } })");
   } else {
     const zoo::ZooModel& model = zoo::zoo_model(s.model_name);
-    s.height = s.width = model.default_size;
+    // TF-slim's train_image_size: a reduced size (MobileNet v2 at 32 on Fashion-MNIST); build_net
+    // checks it against the model's smallest size.
+    s.height = s.width = c.has_train_image_size() ? c.train_image_size() : model.default_size;
     s.channels = model.default_channels;
   }
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();

@@ -392,7 +392,7 @@ TrainSummary run_training(const JobConfig& config, const TrainOptions& options) 
 
 // The model is the checkpoint's own unless the command line or config file names one: fastnn eval
 // --dataset_dir D --output_dir R evaluates what R trained (model_name, num_classes, preprocessing_name,
-// labels_offset, and a config's own `net`, from the checkpoint's metadata, each only where the caller did
+// labels_offset, train_image_size, and a config's own `net`, from the checkpoint's metadata, each only where the caller did
 // not set it).
 JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& meta) {
   JobConfig c = given;
@@ -404,6 +404,9 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
     if (!given.has_preprocessing_name() && saved->has_preprocessing_name())
       c.set_preprocessing_name(saved->preprocessing_name());
     if (!given.has_labels_offset() && saved->has_labels_offset()) c.set_labels_offset(saved->labels_offset());
+    if (!given.has_train_image_size() && saved->has_train_image_size() &&
+        (!given.has_model_name() || given.model_name() == saved->model_name()))
+      c.set_train_image_size(saved->train_image_size());
     copy_head_fields(given, *saved, c);
   }
   if (!given.has_model_name() && c.model_name() != given.model_name())

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 
+#include "schemas/checkpoint_meta.pb.h"
 #include "schemas/job_config.pb.h"
 #include "trainer/loop/evaluate.h"
 
@@ -54,5 +55,8 @@ struct CheckpointEval {
 };
 // Evaluates `checkpoint` (a prefix, file or directory; empty: the latest in the run directory).
 CheckpointEval evaluate_checkpoint(const JobConfig& config, const std::string& checkpoint);
+// The config eval runs: `given` completed from the checkpoint's metadata (model_name, num_classes,
+// preprocessing_name, labels_offset, train_image_size, a config's own net) where the caller did not set them.
+JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& meta);
 
 }  // namespace fastnn::loop

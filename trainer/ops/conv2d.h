@@ -20,7 +20,10 @@
 // straight into dw) that are then added in lane order. Nothing depends on the thread count or on how
 // many slots the workspace holds, so every pass is bitwise reproducible for a given shape. (Batching
 // several samples into one wider GEMM was measured slower on LeNet shapes: the larger column buffer
-// falls out of L2, and OpenBLAS already runs a per-sample GEMM near its peak.)
+// falls out of L2, and OpenBLAS already runs a per-sample GEMM near its peak.) The exception is a
+// 1x1 convolution on a plane of <= kBatchedPointwiseMaxPlane pixels (MobileNet's 14x14 .. 1x1 layers):
+// there a per-sample GEMM is only P*Q columns wide, so the batch is packed into one [C, N*P*Q] matrix
+// (a copy at the end of the workspace) and each pass is one GEMM, run in fixed 64-row blocks.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,10 @@ void register_conv2d(OpRegistry& registry);
 
 namespace cpu {
 
+// 1x1 convolutions (groups 1, N > 1) on planes of at most this many pixels take the batched path: the
+// batch packed into one [C, N*P*Q] matrix, one GEMM per pass (in fixed 64-row blocks), unpacked.
+inline constexpr int64_t kBatchedPointwiseMaxPlane = 256;
+bool conv2d_batched_pointwise(const Conv2dParams& p);
 // Filter-gradient partial sums: min(N, 8), a function of the batch size only.
 int64_t conv2d_filter_lanes(const Conv2dParams& p);
 // Scalars of workspace for `slots` parallel slots (all three passes fit in it).

@@ -57,12 +57,24 @@ int64_t col_elems(const Conv2dParams& p) { return p.is_pointwise() ? 0 : p.col_r
 
 }  // namespace
 
+bool conv2d_batched_pointwise(const Conv2dParams& p) {
+  return p.is_pointwise() && p.groups == 1 && p.n > 1 && p.col_cols() <= kBatchedPointwiseMaxPlane;
+}
+
+namespace {
+// The packed [C, N*P*Q] and [K, N*P*Q] matrices of the batched pointwise path.
+int64_t pack_elems(const Conv2dParams& p) {
+  return conv2d_batched_pointwise(p) ? (p.c + p.k) * p.n * p.col_cols() : 0;
+}
+}  // namespace
+
 int64_t conv2d_workspace_elems(const Conv2dParams& p, int64_t slots) {
-  return std::max<int64_t>(1, slots) * col_elems(p) + (conv2d_filter_lanes(p) - 1) * p.weight_numel();
+  return std::max<int64_t>(1, slots) * col_elems(p) + (conv2d_filter_lanes(p) - 1) * p.weight_numel() +
+         pack_elems(p);
 }
 
 int64_t conv2d_slots(const Conv2dParams& p, int64_t ws_elems) {
-  const int64_t partials = (conv2d_filter_lanes(p) - 1) * p.weight_numel(), col = col_elems(p);
+  const int64_t partials = (conv2d_filter_lanes(p) - 1) * p.weight_numel() + pack_elems(p), col = col_elems(p);
   FASTNN_CHECK(ws_elems >= partials + col, "conv2d: workspace of ", ws_elems, " scalars, needs at least ",
                partials + col);
   return col == 0 ? p.n : std::min(p.n, (ws_elems - partials) / col);
@@ -215,11 +227,95 @@ void for_each_sample(const Conv2dParams& p, std::span<T> ws, F&& body) {
   });
 }
 
+// ---- Batched pointwise path (1x1 convolutions on small planes: MobileNet's later layers) ----------
+// Per sample, a 1x1 convolution is W[K, C] x X_n[C, PQ]; with PQ = 49, 16 or 1 that GEMM is too thin
+// for OpenBLAS (and the filter gradient's per-sample K x C updates rewrite the whole dw N times). The
+// batch is packed into X[C, N*PQ] (column n*PQ + i is sample n's pixel i), one GEMM runs over it, and
+// the result is unpacked. The GEMMs run on oneTBB over fixed blocks of 64 output rows, single-threaded
+// OpenBLAS each: the blocks do not depend on the thread count, so neither do the bits.
+constexpr int64_t kPackRows = 64;
+
+// dst[c][n*pq + i] = src[n][c][i] (rows in parallel).
+template <typename T>
+void pack_batch(const T* src, int64_t n, int64_t c, int64_t pq, T* dst) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, c, 16), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t ci = r.begin(); ci < r.end(); ++ci)
+      for (int64_t ni = 0; ni < n; ++ni) std::memcpy(dst + (ci * n + ni) * pq, src + (ni * c + ci) * pq, pq * sizeof(T));
+  });
+}
+
+// dst[n][c][i] = src[c][n*pq + i].
+template <typename T>
+void unpack_batch(const T* src, int64_t n, int64_t c, int64_t pq, T* dst) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, c, 16), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t ci = r.begin(); ci < r.end(); ++ci)
+      for (int64_t ni = 0; ni < n; ++ni) std::memcpy(dst + (ni * c + ci) * pq, src + (ci * n + ni) * pq, pq * sizeof(T));
+  });
+}
+
+// body(row0, rows) over [0, m) in fixed blocks of kPackRows.
+template <typename F>
+void for_row_blocks(int64_t m, F&& body) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, (m + kPackRows - 1) / kPackRows, 1),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t blk = r.begin(); blk < r.end(); ++blk) {
+                        const int64_t r0 = blk * kPackRows;
+                        body(r0, std::min(kPackRows, m - r0));
+                      }
+                    });
+}
+
+template <typename T>
+void batched_pointwise_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y, T* pack) {
+  const int64_t cols = p.n * p.col_cols();
+  T* xp = pack;
+  T* yp = pack + p.c * cols;
+  pack_batch(x, p.n, p.c, p.col_cols(), xp);
+  for_row_blocks(p.k, [&](int64_t k0, int64_t rows) {
+    if (b)
+      for (int64_t k = k0; k < k0 + rows; ++k) std::fill(yp + k * cols, yp + (k + 1) * cols, b[k]);
+    gemm(false, false, rows, cols, p.c, T(1), w + k0 * p.c, p.c, xp, cols, b ? T(1) : T(0), yp + k0 * cols, cols);
+  });
+  unpack_batch(yp, p.n, p.k, p.col_cols(), y);
+}
+
+template <typename T>
+void batched_pointwise_backward_data(const Conv2dParams& p, const T* w, const T* dy, T* dx, T* pack) {
+  const int64_t cols = p.n * p.col_cols();
+  T* dxp = pack;
+  T* dyp = pack + p.c * cols;
+  pack_batch(dy, p.n, p.k, p.col_cols(), dyp);
+  for_row_blocks(p.c, [&](int64_t c0, int64_t rows) {
+    gemm(true, false, rows, cols, p.k, T(1), w + c0, p.c, dyp, cols, T(0), dxp + c0 * cols, cols);
+  });
+  unpack_batch(dxp, p.n, p.c, p.col_cols(), dx);
+}
+
+template <typename T>
+void batched_pointwise_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* pack) {
+  const int64_t cols = p.n * p.col_cols();
+  T* xp = pack;
+  T* dyp = pack + p.c * cols;
+  pack_batch(x, p.n, p.c, p.col_cols(), xp);
+  pack_batch(dy, p.n, p.k, p.col_cols(), dyp);
+  for_row_blocks(p.k, [&](int64_t k0, int64_t rows) {
+    gemm(false, true, rows, p.c, cols, T(1), dyp + k0 * cols, cols, xp, cols, T(0), dw + k0 * p.c, p.c);
+  });
+}
+
+template <typename T>
+T* pack_buffer(const Conv2dParams& p, std::span<T> ws) {
+  FASTNN_CHECK(static_cast<int64_t>(ws.size()) >= pack_elems(p), "conv2d: workspace of ", ws.size(),
+               " scalars, the batched pointwise path needs ", pack_elems(p));
+  return ws.data() + (static_cast<int64_t>(ws.size()) - pack_elems(p));
+}
+
 }  // namespace
 
 template <typename T>
 void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y, std::span<T> ws) {
   use_single_threaded_blas();
+  if (conv2d_batched_pointwise(p)) return batched_pointwise_forward(p, x, w, b, y, pack_buffer(p, ws));
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups;
   for_each_sample<T>(p, ws, [&](int64_t n, T* col, bool) {
@@ -240,6 +336,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T
 template <typename T>
 void conv2d_backward_data(const Conv2dParams& p, const T* w, const T* dy, T* dx, std::span<T> ws) {
   use_single_threaded_blas();
+  if (conv2d_batched_pointwise(p)) return batched_pointwise_backward_data(p, w, dy, dx, pack_buffer(p, ws));
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups;
   for_each_sample<T>(p, ws, [&](int64_t n, T* col, bool first) {
@@ -260,7 +357,9 @@ void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* d
   use_single_threaded_blas();
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups, wn = p.weight_numel();
-  if (dw) {
+  if (dw && conv2d_batched_pointwise(p)) {
+    batched_pointwise_backward_filter(p, x, dy, dw, pack_buffer(p, ws));
+  } else if (dw) {
     // Lane l accumulates samples l, l + lanes, ... (lane 0 straight into dw), then the lanes are added
     // in lane order. The lanes depend on the batch size only, so the sum does not depend on the
     // thread count or on the workspace; the slots claim whole lanes.

@@ -10,12 +10,16 @@
 // Attributes: kernel (required), stride, dilation, padding (window2d.h: "same" is TF's SAME,
 // "valid", or ints), multiplier (M, default 1), bias (default true).
 //
-// CPU: direct loops, no workspace. Forward runs (n, k) planes in parallel on oneTBB; each output row
-// accumulates the R*S shifted input rows that touch it (the row stays in L1, the inner loop is a
-// contiguous axpy for stride 1). Backward data runs (n, c) planes in parallel (a plane gathers its M
-// output channels, so no two tasks write the same dx). The filter and bias gradients run output
-// channels in parallel, each summing over the batch in sample order in double: every pass's result
-// is independent of the thread count.
+// CPU: direct loops, no im2col, no workspace. Each (n, c) input plane is first copied into a per-task
+// zero-padded buffer whose columns are split into stride_w phases, so every tap reads a contiguous,
+// bounds-free run of an output row's width and the loops vectorise over it for any stride (3x3 keeps
+// its nine taps in registers). Forward and backward data run (n, c) planes in parallel on oneTBB, in
+// chunks sized to ~32k multiply-adds (MobileNet's 1x1 - 7x7 planes); backward data scatters the plane's
+// M output channels into the padded buffer and copies its image part out (no two tasks write the same
+// dx). The filter and bias gradients run output channels in parallel, each summing over the batch in
+// sample order (per sample: lane sums in T, added in double): every pass's result is independent of
+// the thread count. The forward is bitwise the reference loops' (same summation order).
+// *_reference: the plain bounds-checked loops, the fast path's oracle in tests.
 //
 // CUDA (depthwise_conv2d_cuda.cu): direct kernels; forward one thread per output, backward data one
 // thread per input pixel (gathering, no atomics), backward filter one block per (k, r, s) tap with a
@@ -60,6 +64,14 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
 // dw and db may each be null (skipped); overwrites both.
 template <typename T>
 void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db);
+// The same three passes as plain bounds-checked loops (no padded copy): the tests' oracle.
+template <typename T>
+void depthwise_conv2d_forward_reference(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y);
+template <typename T>
+void depthwise_conv2d_backward_data_reference(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx);
+template <typename T>
+void depthwise_conv2d_backward_filter_reference(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw,
+                                                T* db);
 }  // namespace cpu
 
 #ifdef FASTNN_HAVE_CUDA

@@ -60,7 +60,7 @@ void for_each_plane(int64_t count, F&& body) {
 }  // namespace
 
 template <typename T>
-void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+void depthwise_conv2d_forward_reference(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y) {
   const Window2d& g = p.win;
   const int64_t K = p.k(), hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   for_each_plane(p.n * K, [&](int64_t nk) {
@@ -94,7 +94,7 @@ void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const 
 }
 
 template <typename T>
-void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
+void depthwise_conv2d_backward_data_reference(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
   const Window2d& g = p.win;
   const int64_t K = p.k(), hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   for_each_plane(p.n * p.c, [&](int64_t nc) {
@@ -130,7 +130,7 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
 }
 
 template <typename T>
-void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+void depthwise_conv2d_backward_filter_reference(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
   const Window2d& g = p.win;
   const int64_t K = p.k(), hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
   for_each_plane(K, [&](int64_t k) {
@@ -178,10 +178,292 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
   });
 }
 
-#define FASTNN_DWCONV_INSTANTIATE(T)                                                                           \
-  template void depthwise_conv2d_forward<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, T*); \
-  template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*);     \
-  template void depthwise_conv2d_backward_filter<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, T*);
+// ---- Fast path: a padded, stride-phased copy of each plane ------------------------------------
+namespace {
+//
+// Every tap (r, s) of output row p reads input row p*stride_h - pad_top + r*dil_h at columns
+// q*stride_w + s*dil_w - pad_left. The plane is copied once into a zero-padded buffer whose columns are
+// split into stride_w phases (phase j holds padded columns j, j + stride_w, ...), so every tap reads a
+// contiguous run of Q values with no bounds: tap (r, s) of output (p, q) is
+//   buf[((p*stride_h + r*dil_h) * stride_w + j) * qw + q + c0], j = (s*dil_w) % stride_w, c0 = (s*dil_w) / stride_w.
+// The loops then vectorise over q (3x3 taps accumulate in registers), which the bounds-checked
+// reference loops (kept above as *_reference, the differential tests' oracle) could not do for
+// stride 2 or for the 1x1 - 8x8 planes of MobileNet's last layers.
+struct PhasedPlane {
+  int64_t rows = 0, sw = 1, qw = 0;  // padded rows, phases, columns per phase
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t size() const { return rows * sw * qw; }
+};
+
+PhasedPlane phased_plane(const DepthwiseConv2dParams& p) {
+  const Window2d& g = p.win;
+  PhasedPlane f;
+  f.rows = (g.p - 1) * g.stride_h + (g.r - 1) * g.dil_h + 1;
+  const int64_t cols = (g.q - 1) * g.stride_w + (g.s - 1) * g.dil_w + 1;
+  f.sw = g.stride_w;
+  f.qw = (cols + f.sw - 1) / f.sw;
+  f.pad_top = g.pad_top;
+  f.pad_left = g.pad_left;
+  return f;
+}
+
+// buf <- the plane x [h, w], zero outside the image. Per phase the image columns are one range
+// [c_lo, c_hi) of buffer columns, found once per row: no test per element.
+template <typename T>
+void load_phased(const PhasedPlane& f, const T* x, int64_t h, int64_t w, T* buf) {
+  for (int64_t row = 0; row < f.rows; ++row) {
+    const int64_t ih = row - f.pad_top;
+    T* dst = buf + row * f.sw * f.qw;
+    if (ih < 0 || ih >= h) {
+      std::fill(dst, dst + f.sw * f.qw, T(0));
+      continue;
+    }
+    const T* src = x + ih * w;
+    for (int64_t j = 0; j < f.sw; ++j) {
+      T* d = dst + j * f.qw;
+      // iw = c*sw + j - pad_left in [0, w)  <=>  c in [ceil((pad_left - j) / sw), ceil((w + pad_left - j) / sw))
+      const int64_t lo_num = f.pad_left - j, hi_num = w + f.pad_left - j;
+      const int64_t c_lo = std::clamp<int64_t>(lo_num <= 0 ? 0 : (lo_num + f.sw - 1) / f.sw, 0, f.qw);
+      const int64_t c_hi = std::clamp<int64_t>(hi_num <= 0 ? 0 : (hi_num + f.sw - 1) / f.sw, c_lo, f.qw);
+      std::fill(d, d + c_lo, T(0));
+      const T* s0 = src + j - f.pad_left;
+      if (f.sw == 1) {
+        std::copy(s0 + c_lo, s0 + c_hi, d + c_lo);
+      } else {
+        for (int64_t c = c_lo; c < c_hi; ++c) d[c] = s0[c * f.sw];
+      }
+      std::fill(d + c_hi, d + f.qw, T(0));
+    }
+  }
+}
+
+// dx [h, w] <- the image part of buf (the padding's gradient is dropped).
+template <typename T>
+void store_phased(const PhasedPlane& f, const T* buf, int64_t h, int64_t w, T* dx) {
+  for (int64_t ih = 0; ih < h; ++ih) {
+    const int64_t row = ih + f.pad_top;
+    T* d = dx + ih * w;
+    if (row < 0 || row >= f.rows) {
+      std::fill(d, d + w, T(0));
+      continue;
+    }
+    const T* src = buf + row * f.sw * f.qw;
+    for (int64_t j = 0; j < f.sw; ++j) {  // columns iw = c*sw + j - pad_left
+      const int64_t lo_num = f.pad_left - j, hi_num = w + f.pad_left - j;
+      const int64_t c_lo = std::clamp<int64_t>(lo_num <= 0 ? 0 : (lo_num + f.sw - 1) / f.sw, 0, f.qw);
+      const int64_t c_hi = std::clamp<int64_t>(hi_num <= 0 ? 0 : (hi_num + f.sw - 1) / f.sw, c_lo, f.qw);
+      const T* sj = src + j * f.qw;
+      T* d0 = d + j - f.pad_left;
+      for (int64_t c = c_lo; c < c_hi; ++c) d0[c * f.sw] = sj[c];
+    }
+    // Image columns past the buffer (VALID padding leaves them unread): no gradient.
+    for (int64_t iw = std::max<int64_t>(0, f.sw * f.qw - f.pad_left); iw < w; ++iw) d[iw] = T(0);
+  }
+}
+
+// Offset in the phased buffer of tap (r, s) for output row 0, column 0.
+inline int64_t tap_offset(const Window2d& g, const PhasedPlane& f, int64_t r, int64_t s) {
+  const int64_t o = s * g.dil_w;
+  return ((r * g.dil_h) * f.sw + o % f.sw) * f.qw + o / f.sw;
+}
+
+// One output plane [P, Q] = bias + the R*S taps of a phased buffer (forward; and backward data at
+// stride 1, where it is the correlation of the padded dy with the flipped filter).
+template <typename T>
+void conv_plane(const Window2d& g, const PhasedPlane& f, const T* buf, const int64_t* taps, const T* wk, T bias,
+                T* yp) {
+  const int64_t rs = g.r * g.s, row_step = g.stride_h * f.sw * f.qw;
+  if (rs == 9) {  // 3x3: the nine taps in registers, one pass over the output row
+    const T w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6], w7 = wk[7], w8 = wk[8];
+    for (int64_t op = 0; op < g.p; ++op) {
+      const T* __restrict base = buf + op * row_step;
+      const T *t0 = base + taps[0], *t1 = base + taps[1], *t2 = base + taps[2], *t3 = base + taps[3],
+              *t4 = base + taps[4], *t5 = base + taps[5], *t6 = base + taps[6], *t7 = base + taps[7],
+              *t8 = base + taps[8];
+      T* __restrict yrow = yp + op * g.q;
+      for (int64_t q = 0; q < g.q; ++q) {
+        T a = bias;
+        a += w0 * t0[q];
+        a += w1 * t1[q];
+        a += w2 * t2[q];
+        a += w3 * t3[q];
+        a += w4 * t4[q];
+        a += w5 * t5[q];
+        a += w6 * t6[q];
+        a += w7 * t7[q];
+        a += w8 * t8[q];
+        yrow[q] = a;
+      }
+    }
+    return;
+  }
+  for (int64_t op = 0; op < g.p; ++op) {
+    const T* base = buf + op * row_step;
+    T* __restrict yrow = yp + op * g.q;
+    std::fill(yrow, yrow + g.q, bias);
+    for (int64_t t = 0; t < rs; ++t) {
+      const T wv = wk[t];
+      const T* __restrict src = base + taps[t];
+      for (int64_t q = 0; q < g.q; ++q) yrow[q] += wv * src[q];
+    }
+  }
+}
+
+std::vector<int64_t> tap_offsets(const Window2d& g, const PhasedPlane& f) {
+  std::vector<int64_t> taps(static_cast<size_t>(g.r * g.s));
+  for (int64_t r = 0; r < g.r; ++r)
+    for (int64_t s = 0; s < g.s; ++s) taps[static_cast<size_t>(r * g.s + s)] = tap_offset(g, f, r, s);
+  return taps;
+}
+
+// Planes [0, count) in chunks of about 32k multiply-adds per task, each chunk with its own buffer.
+template <typename T, typename F>
+void for_each_plane_chunk(int64_t count, int64_t plane_work, int64_t buf_elems, F&& body) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, plane_work));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, grain), [&](const tbb::blocked_range<int64_t>& r) {
+    std::vector<T> buf(static_cast<size_t>(buf_elems));
+    for (int64_t i = r.begin(); i < r.end(); ++i) body(i, buf.data());
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y) {
+  const Window2d& g = p.win;
+  const PhasedPlane f = phased_plane(p);
+  const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  const std::vector<int64_t> taps = tap_offsets(g, f);
+  for_each_plane_chunk<T>(p.n * p.c, M * pq * rs, f.size(), [&](int64_t nc, T* buf) {
+    load_phased(f, x + nc * hw, p.h, p.w, buf);
+    const int64_t n = nc / p.c, c = nc % p.c;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t k = c * M + m;
+      conv_plane(g, f, buf, taps.data(), w + k * rs, b ? b[k] : T(0), y + (n * K + k) * pq);
+    }
+  });
+}
+
+template <typename T>
+void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx) {
+  const Window2d& g = p.win;
+  const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  // Stride 1, one filter per channel (MobileNet's stride-1 layers): dx[i][j] = sum w[r][s] *
+  // dy[i + pad_top - r*dil_h][j + pad_left - s*dil_w], the forward's gather with the filter flipped over
+  // dy padded by (R-1)*dil_h - pad_top rows above and (S-1)*dil_w - pad_left columns left; one pass per
+  // dx row, the taps in registers.
+  const int64_t top = (g.r - 1) * g.dil_h - g.pad_top, left = (g.s - 1) * g.dil_w - g.pad_left;
+  if (g.stride_h == 1 && g.stride_w == 1 && M == 1 && top >= 0 && left >= 0) {
+    Window2d gb = g;  // dx as the output of a stride-1 window over dy
+    gb.p = p.h, gb.q = p.w;
+    gb.pad_top = top, gb.pad_left = left;
+    PhasedPlane f;
+    f.rows = p.h + (g.r - 1) * g.dil_h;
+    f.sw = 1;
+    f.qw = p.w + (g.s - 1) * g.dil_w;
+    f.pad_top = top, f.pad_left = left;
+    const std::vector<int64_t> taps = tap_offsets(gb, f);
+    for_each_plane_chunk<T>(p.n * p.c, hw * rs, f.size(), [&](int64_t nc, T* buf) {
+      load_phased(f, dy + nc * pq, g.p, g.q, buf);
+      T flipped[64];
+      std::vector<T> big;
+      T* wf = flipped;
+      if (rs > 64) big.resize(static_cast<size_t>(rs)), wf = big.data();
+      const T* wk = w + (nc % p.c) * rs;
+      for (int64_t t = 0; t < rs; ++t) wf[t] = wk[rs - 1 - t];
+      conv_plane(gb, f, buf, taps.data(), wf, T(0), dx + nc * hw);
+    });
+    return;
+  }
+  // Otherwise a task owns the (n, c) plane of dx: it scatters its M output channels' gradients into the
+  // phased buffer (contiguous axpys, no bounds), then copies the image part out.
+  const PhasedPlane f = phased_plane(p);
+  const int64_t row_step = g.stride_h * f.sw * f.qw;
+  const std::vector<int64_t> taps = tap_offsets(g, f);
+  for_each_plane_chunk<T>(p.n * p.c, M * pq * rs, f.size(), [&](int64_t nc, T* buf) {
+    std::fill(buf, buf + f.size(), T(0));
+    const int64_t n = nc / p.c, c = nc % p.c;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t k = c * M + m;
+      const T* dyp = dy + (n * K + k) * pq;
+      const T* wk = w + k * rs;
+      for (int64_t op = 0; op < g.p; ++op) {
+        const T* __restrict dyrow = dyp + op * g.q;
+        T* base = buf + op * row_step;
+        for (int64_t t = 0; t < rs; ++t) {
+          const T wv = wk[t];
+          T* __restrict dst = base + taps[static_cast<size_t>(t)];
+          for (int64_t q = 0; q < g.q; ++q) dst[q] += wv * dyrow[q];
+        }
+      }
+    }
+    store_phased(f, buf, p.h, p.w, dx + nc * hw);
+  });
+}
+
+template <typename T>
+void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db) {
+  const Window2d& g = p.win;
+  const PhasedPlane f = phased_plane(p);
+  const int64_t K = p.k(), M = p.multiplier, hw = p.h * p.w, pq = g.p * g.q, rs = g.r * g.s;
+  const int64_t row_step = g.stride_h * f.sw * f.qw;
+  const std::vector<int64_t> taps = tap_offsets(g, f);
+  // A task owns output channel k and walks the batch in sample order. Per sample, each tap keeps Q
+  // lane sums in T over the rows (vectorised multiply-adds), then adds the lanes in double: the
+  // result does not depend on the thread count.
+  const int64_t lanes = rs * g.q;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, K, 1), [&](const tbb::blocked_range<int64_t>& range) {
+    std::vector<T> buf(static_cast<size_t>(f.size())), lane(static_cast<size_t>(lanes));
+    std::vector<double> acc(static_cast<size_t>(rs));
+    for (int64_t k = range.begin(); k < range.end(); ++k) {
+      const int64_t c = k / M;
+      if (dw) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t n = 0; n < p.n; ++n) {
+          load_phased(f, x + (n * p.c + c) * hw, p.h, p.w, buf.data());
+          const T* dyp = dy + (n * K + k) * pq;
+          std::fill(lane.begin(), lane.end(), T(0));
+          for (int64_t op = 0; op < g.p; ++op) {
+            const T* __restrict dyrow = dyp + op * g.q;
+            const T* base = buf.data() + op * row_step;
+            for (int64_t t = 0; t < rs; ++t) {
+              const T* __restrict src = base + taps[static_cast<size_t>(t)];
+              T* __restrict l = lane.data() + t * g.q;
+              for (int64_t q = 0; q < g.q; ++q) l[q] += dyrow[q] * src[q];
+            }
+          }
+          for (int64_t t = 0; t < rs; ++t) {
+            const T* l = lane.data() + t * g.q;
+            double sum = 0;
+            for (int64_t q = 0; q < g.q; ++q) sum += static_cast<double>(l[q]);
+            acc[static_cast<size_t>(t)] += sum;
+          }
+        }
+        for (int64_t t = 0; t < rs; ++t) dw[k * rs + t] = static_cast<T>(acc[static_cast<size_t>(t)]);
+      }
+      if (db) {
+        double a = 0;
+        for (int64_t n = 0; n < p.n; ++n) {
+          const T* d = dy + (n * K + k) * pq;
+          T part = T(0);
+          for (int64_t i = 0; i < pq; ++i) part += d[i];
+          a += static_cast<double>(part);
+        }
+        db[k] = static_cast<T>(a);
+      }
+    }
+  });
+}
+
+#define FASTNN_DWCONV_INSTANTIATE(T)                                                                             \
+  template void depthwise_conv2d_forward<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, T*);   \
+  template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*);       \
+  template void depthwise_conv2d_backward_filter<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, T*); \
+  template void depthwise_conv2d_forward_reference<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, \
+                                                      T*);                                                     \
+  template void depthwise_conv2d_backward_data_reference<T>(const DepthwiseConv2dParams&, const T*, const T*, T*); \
+  template void depthwise_conv2d_backward_filter_reference<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, \
+                                                              T*);
 FASTNN_DWCONV_INSTANTIATE(float)
 FASTNN_DWCONV_INSTANTIATE(double)
 #undef FASTNN_DWCONV_INSTANTIATE

@@ -12,10 +12,12 @@
 #include "core/check.h"
 #include "core/named_array.h"
 #include "core/tfrecord.h"
+#include "trainer/config/job_config.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
+#include "trainer/loop/trainer.h"
 #include "trainer/zoo/zoo.h"
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
@@ -279,6 +281,54 @@ TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededRunner) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find(dropped), std::string::npos) << e.what();
   }
+}
+
+// train_image_size (TF-slim's flag) sets a zoo model's input size for training and evaluation; below the
+// model's smallest size, out of range, or beside a config's own net it is refused; eval takes it from
+// the checkpoint's config when the caller does not set it.
+TEST(LoopSetup, TrainImageSizeSetsTheZooInput) {
+  const std::filesystem::path dir =
+      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("image-size-", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    TFRecordWriter w((dir / "a.tfrecord").string());
+    w.write("x");
+    w.close();
+  }
+  JobConfig c;
+  c.set_model_name("mobilenet_v2");
+  c.set_dataset_dir(dir.string());
+  c.set_train_files("a.tfrecord");
+  c.set_num_classes(10);
+  EXPECT_EQ(make_run_setup(c).height, 224);  // the zoo default
+  c.set_train_image_size(32);
+  const RunSetup s = make_run_setup(c);
+  EXPECT_EQ(s.height, 32);
+  EXPECT_EQ(s.width, 32);
+  EXPECT_EQ(s.net.input().height(), 32);
+  EXPECT_EQ(s.net.input().width(), 32);
+  c.set_train_image_size(16);  // mobilenet_v2's smallest input is 32
+  EXPECT_THROW(make_run_setup(c), ConfigError);
+  c.set_train_image_size(0);
+  EXPECT_THROW(validate_job_config(c), ConfigError);
+  c.set_train_image_size(32);
+  c.mutable_net()->mutable_input()->set_channels(1);
+  EXPECT_THROW(validate_job_config(c), ConfigError);
+  std::filesystem::remove_all(dir);
+
+  JobConfig saved;
+  saved.set_model_name("mobilenet_v2");
+  saved.set_train_image_size(32);
+  CheckpointMeta meta;
+  meta.set_model_name("mobilenet_v2");
+  *meta.mutable_config() = saved;
+  EXPECT_EQ(with_checkpoint_model(JobConfig(), meta).train_image_size(), 32);
+  JobConfig given;
+  given.set_model_name("mobilenet_v2");
+  EXPECT_EQ(with_checkpoint_model(given, meta).train_image_size(), 32);  // the same model: its size
+  given.set_model_name("mobilenet_v1");
+  EXPECT_FALSE(with_checkpoint_model(given, meta).has_train_image_size());  // another model: its default
 }
 
 }  // namespace

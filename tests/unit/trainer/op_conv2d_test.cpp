@@ -123,7 +123,8 @@ void check_against_direct(const Conv2dParams& p, std::mt19937& rng) {
 
   for (int64_t slots : {int64_t{1}, int64_t{2}, p.n}) {
     std::vector<double> ws(static_cast<size_t>(cpu::conv2d_workspace_elems(p, slots)));
-    ASSERT_EQ(cpu::conv2d_slots(p, static_cast<int64_t>(ws.size())), std::min(slots, p.n));
+    // A pointwise convolution needs no column buffer: every sample has a slot.
+    ASSERT_EQ(cpu::conv2d_slots(p, static_cast<int64_t>(ws.size())), p.is_pointwise() ? p.n : std::min(slots, p.n));
     const auto y = run_forward(p, x, wt, p.bias ? &b : nullptr, slots);
     std::vector<double> dx(x.size()), dwt(wt.size()), db(b.size());
     cpu::conv2d_backward_data<double>(p, wt.data(), dy.data(), dx.data(), ws);
@@ -173,6 +174,26 @@ TEST(Conv2d, PlaneShiftAndLanesMatchDirectConvolution) {
   for (const auto& [a, shape] : cases) {
     const Conv2dParams p = params_for(a, shape);
     SCOPED_TRACE(str("n", p.n, " ", p.h, "x", p.w, " ", p.win.to_string()));
+    check_against_direct(p, rng);
+  }
+}
+
+// 1x1 convolutions on small planes take the batched pointwise path (the batch packed into one GEMM in
+// 64-row blocks: K and C above 64 give several blocks); N = 1 and large planes keep the per-sample path.
+TEST(Conv2d, BatchedPointwiseMatchesDirectConvolution) {
+  std::mt19937 rng(5);
+  const std::vector<std::pair<Attrs, Shape>> cases{
+      {{{"filters", 7}}, {3, 5, 4, 4}},
+      {{{"filters", 130}, {"bias", false}}, {9, 67, 2, 3}},
+      {{{"filters", 66}}, {4, 129, 1, 1}},
+      {{{"filters", 5}}, {1, 3, 3, 3}},
+      {{{"filters", 3}}, {2, 4, 17, 16}},
+  };
+  for (auto [a, shape] : cases) {
+    a.set("kernel", 1);
+    const Conv2dParams p = params_for(a, shape);
+    EXPECT_EQ(cpu::conv2d_batched_pointwise(p), p.n > 1 && p.win.p * p.win.q <= cpu::kBatchedPointwiseMaxPlane);
+    SCOPED_TRACE(str("n", p.n, " c", p.c, " k", p.k, " ", p.h, "x", p.w));
     check_against_direct(p, rng);
   }
 }

@@ -1,7 +1,8 @@
 // depthwise_conv2d: a hand-computed case, and the direct kernels against conv2d with groups = C and
 // filters = C * multiplier (the same arithmetic through im2col + GEMM) on random shapes covering
 // stride, dilation, SAME / VALID / asymmetric padding and multipliers; bitwise independence of the
-// thread count.
+// thread count; the fast path (padded, stride-phased planes) against the plain reference loops in
+// float at odd shapes: forward bitwise, the gradients to float rounding.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -106,6 +107,63 @@ TEST(DepthwiseConv2d, BitwiseIndependentOfThreadCount) {
     return y;
   };
   EXPECT_EQ(run(1), run(3));
+}
+
+// Odd shapes for the fast path: stride 2 with SAME padding that is asymmetric (even sizes pad one more
+// at the bottom/right), channel counts that are not a multiple of any vector width, planes of 1x1 - 3x3
+// (MobileNet's last layers), widths of 1, explicit asymmetric pads, VALID leaving columns unread,
+// dilation, multipliers, non-3x3 kernels; stride-1 single-filter cases take backward data's gather
+// path, the others its scatter path.
+TEST(DepthwiseConv2d, FastPathMatchesReferenceAtOddShapes) {
+  std::mt19937 rng(11);
+  struct Case {
+    Shape x;
+    Attrs a;
+  };
+  const std::vector<Case> cases = {
+      {{3, 5, 14, 14}, {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}},
+      {{2, 7, 13, 17}, {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}},
+      {{2, 19, 7, 7}, {{"kernel", 3}, {"padding", "same"}}},
+      {{5, 11, 2, 2}, {{"kernel", 3}, {"padding", "same"}}},
+      {{4, 13, 1, 1}, {{"kernel", 3}, {"padding", "same"}}},
+      {{3, 9, 2, 3}, {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}},
+      {{2, 3, 9, 1}, {{"kernel", 3}, {"padding", "same"}, {"bias", false}}},
+      {{2, 6, 12, 11}, {{"kernel", 3}, {"stride", 2}, {"padding", Ints{0, 1, 1, 0}}}},
+      {{2, 5, 12, 12}, {{"kernel", 3}, {"stride", 2}, {"padding", "valid"}}},
+      {{1, 4, 11, 10}, {{"kernel", 5}, {"stride", Ints{2, 3}}, {"dilation", Ints{1, 2}}, {"padding", "same"}}},
+      {{2, 3, 10, 9}, {{"kernel", Ints{3, 2}}, {"stride", 2}, {"multiplier", 3}, {"padding", Ints{2, 0, 1, 3}}}},
+      {{2, 17, 9, 9}, {{"kernel", 1}, {"stride", 2}}},
+      {{2, 5, 9, 8}, {{"kernel", 3}, {"dilation", 2}, {"padding", Ints{1, 3, 2, 0}}}},
+      {{2, 4, 6, 7}, {{"kernel", Ints{2, 4}}, {"padding", Ints{0, 1, 3, 0}}}},
+  };
+  const auto fill = [&](std::vector<float>& v) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (float& f : v) f = u(rng);
+  };
+  for (const Case& c : cases) {
+    const auto p = depthwise_conv2d_params(c.a, x_spec(c.x));
+    const size_t xn = static_cast<size_t>(shape_numel(c.x)), yn = static_cast<size_t>(p.n * p.k() * p.win.p * p.win.q);
+    std::vector<float> x(xn), w(static_cast<size_t>(p.weight_numel())), b(static_cast<size_t>(p.k())), dy(yn);
+    fill(x), fill(w), fill(b), fill(dy);
+    const float* bias = p.bias ? b.data() : nullptr;
+    // Poisoned outputs: every element must be written.
+    std::vector<float> y1(yn, 1e30f), y2(yn, -1e30f), dx1(xn, 1e30f), dx2(xn, -1e30f), dw1(w.size(), 1e30f),
+        dw2(w.size(), -1e30f), db1(b.size(), 1e30f), db2(b.size(), -1e30f);
+    cpu::depthwise_conv2d_forward<float>(p, x.data(), w.data(), bias, y1.data());
+    cpu::depthwise_conv2d_forward_reference<float>(p, x.data(), w.data(), bias, y2.data());
+    cpu::depthwise_conv2d_backward_data<float>(p, w.data(), dy.data(), dx1.data());
+    cpu::depthwise_conv2d_backward_data_reference<float>(p, w.data(), dy.data(), dx2.data());
+    cpu::depthwise_conv2d_backward_filter<float>(p, x.data(), dy.data(), dw1.data(), db1.data());
+    cpu::depthwise_conv2d_backward_filter_reference<float>(p, x.data(), dy.data(), dw2.data(), db2.data());
+    const std::string where = str(p.win.to_string(), " x ", c.x[0], "x", c.x[1], "x", c.x[2], "x", c.x[3], " m",
+                                  p.multiplier);
+    for (size_t i = 0; i < yn; ++i) ASSERT_EQ(y1[i], y2[i]) << "y[" << i << "] " << where;
+    for (size_t i = 0; i < xn; ++i) ASSERT_NEAR(dx1[i], dx2[i], 1e-5f) << "dx[" << i << "] " << where;
+    // dw sums up to N*P*Q products of |.| < 1: a relative bound on float rounding.
+    const float tol = 1e-6f * static_cast<float>(p.n * p.win.p * p.win.q) + 1e-6f;
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw1[i], dw2[i], tol) << "dw[" << i << "] " << where;
+    for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(db1[i], db2[i]) << "db[" << i << "] " << where;
+  }
 }
 
 TEST(DepthwiseConv2d, RejectsBadAttributes) {

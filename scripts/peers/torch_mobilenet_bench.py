@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""PyTorch peer for the CPU MobileNet benchmarks (docs/PERFORMANCE.md, "trainer: CPU MobileNet").
+
+Training step: the same nets as fastnn's zoo mobilenet_v1 / mobilenet_v2 (TF-slim layer shapes, written
+out here, no torchvision): every conv without bias + batch norm (eps 0.001, with scale) + ReLU6,
+depthwise 3x3 as groups=C convs, SAME padding (TF pads stride-2 convs (0, 1): F.pad before them so
+the maps are TF's), global average pool, dropout (keep 0.999 / 0.8), fully connected with bias,
+softmax cross-entropy; SGD momentum 0.9, lr 0.01, weight decay 4e-5; fp32, NCHW, random data held in
+memory. In the same run and alternating with the PyTorch step, it runs `fastnn bench train` on the same
+net, batch, size and optimizer (synthetic data there too), so the ratio is taken under the same load.
+
+  scripts/peers/torch_mobilenet_bench.py --fastnn build/bin/fastnn [--threads 2] [--rounds 2]
+      [--configs mobilenet_v1:224:8,mobilenet_v2:224:8,...] [--steps 10] [--warmup 3] [--channels-last]
+  scripts/peers/torch_mobilenet_bench.py --depthwise [--threads 2]   # PyTorch depthwise alone
+Prints one JSON line per measurement.
+
+OMP_WAIT_POLICY defaults to PASSIVE here (set it in the environment to override): with other
+processes on the 2 cores, libgomp's default spinning made PyTorch's step ~13x slower (mobilenet_v2 96x96
+batch 8: 12.2 s vs 0.95 s per step, measured), a measurement of the oversubscription, not of PyTorch.
+"""
+import argparse
+import json
+import os
+import subprocess
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads libgomp
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ConvBN(nn.Module):
+    """conv (no bias) + BN + optional ReLU6, TF SAME padding."""
+
+    def __init__(self, cin, cout, k, stride=1, groups=1, relu=True):
+        super().__init__()
+        self.stride, self.k, self.relu = stride, k, relu
+        self.conv = nn.Conv2d(cin, cout, k, stride, padding=0, groups=groups, bias=False)
+        self.bn = nn.BatchNorm2d(cout, eps=1e-3, momentum=0.003)
+
+    def forward(self, x):
+        if self.k > 1:
+            # TF SAME: total pad max(k - stride, 0) when the size divides the stride (all MobileNet maps),
+            # the extra pixel at the bottom/right.
+            total = max(self.k - self.stride, 0) if x.shape[-1] % self.stride == 0 else max(self.k - x.shape[-1] % self.stride, 0)
+            lo = total // 2
+            x = F.pad(x, (lo, total - lo, lo, total - lo))
+        x = self.bn(self.conv(x))
+        return F.relu6(x) if self.relu else x
+
+
+class MobileNetV1(nn.Module):
+    SEPS = [(1, 64), (2, 128), (1, 128), (2, 256), (1, 256), (2, 512), (1, 512), (1, 512), (1, 512), (1, 512),
+            (1, 512), (2, 1024), (1, 1024)]
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        layers = [ConvBN(3, 32, 3, 2)]
+        c = 32
+        for s, d in self.SEPS:
+            layers += [ConvBN(c, c, 3, s, groups=c), ConvBN(c, d, 1)]
+            c = d
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(c, classes)
+
+    def forward(self, x):
+        x = self.features(x)
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.fc(F.dropout(x, 0.001, self.training))
+
+
+def make_divisible(v, divisor=8):
+    nv = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return nv + divisor if nv < 0.9 * v else nv
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin, inner, cout, stride):
+        super().__init__()
+        layers = [ConvBN(cin, inner, 1)] if inner > cin else []
+        layers += [ConvBN(inner, inner, 3, stride, groups=inner), ConvBN(inner, cout, 1, relu=False)]
+        self.body = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.body(x)
+        return x + y if self.residual else y
+
+
+class MobileNetV2(nn.Module):
+    BLOCKS = [(1, 16, 1), (6, 24, 2), (6, 24, 1), (6, 32, 2), (6, 32, 1), (6, 32, 1), (6, 64, 2), (6, 64, 1),
+              (6, 64, 1), (6, 64, 1), (6, 96, 1), (6, 96, 1), (6, 96, 1), (6, 160, 2), (6, 160, 1), (6, 160, 1),
+              (6, 320, 1)]
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        layers = [ConvBN(3, 32, 3, 2)]
+        c = 32
+        for t, d, s in self.BLOCKS:
+            inner = c if t == 1 else make_divisible(c * t)
+            layers.append(InvertedResidual(c, inner, d, s))
+            c = d
+        layers.append(ConvBN(c, 1280, 1))
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(1280, classes)
+
+    def forward(self, x):
+        x = self.features(x)
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.fc(F.dropout(x, 0.2, self.training))
+
+
+def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_last=False):
+    torch.manual_seed(1)
+    net = {"mobilenet_v1": MobileNetV1, "mobilenet_v2": MobileNetV2}[model](classes)
+    net.train()
+    x = torch.randn(batch, 3, size, size)
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
+    y = torch.randint(0, classes, (batch,))
+    params = sum(p.numel() for p in net.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sec = time.perf_counter() - start
+    return {"images_per_sec": batch * steps / sec, "ms_per_step": 1e3 * sec / steps, "parameters": params}
+
+
+def fastnn_step_rate(binary, model, size, batch, steps, warmup, classes=1000):
+    out = subprocess.run([binary, "bench", "train", f"--model_name={model}", f"--batch_size={batch}",
+                          "--optimizer=momentum", "--momentum=0.9", "--learning_rate=0.01", "--weight_decay=0.00004",
+                          f"--num_classes={classes}", "--image-size", str(size), "--steps", str(steps),
+                          "--warmup", str(warmup), "--json"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    return {"images_per_sec": r["images_per_sec"], "ms_per_step": r["ms_per_step"], "parameters": r.get("parameters")}
+
+
+def depthwise(args):
+    for n, c, hw in [(8, 32, 112), (8, 128, 56), (8, 512, 14), (8, 1024, 7)]:
+        x = torch.randn(n, c, hw, hw, requires_grad=True)
+        w = torch.randn(c, 1, 3, 3, requires_grad=True)
+        dy = torch.randn(n, c, hw, hw)
+        flops = 2.0 * n * c * hw * hw * 9
+        for name in ["forward", "forward+backward"]:
+            def run():
+                y = F.conv2d(x, w, None, 1, 1, 1, c)
+                if name != "forward":
+                    y.backward(dy)
+            for _ in range(3):
+                run()
+            reps, start = 0, time.perf_counter()
+            while time.perf_counter() - start < args.min_time:
+                run()
+                reps += 1
+            sec = (time.perf_counter() - start) / reps
+            f = flops if name == "forward" else 3 * flops
+            print(json.dumps({"peer": "torch", "omp_wait_policy": os.environ["OMP_WAIT_POLICY"], "depthwise": f"{n}x{c}x{hw}x{hw}", "pass": name,
+                              "ms": round(1e3 * sec, 3), "gflops": round(f / sec * 1e-9, 2)}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--fastnn", default="build/bin/fastnn")
+    ap.add_argument("--configs", default="mobilenet_v1:224:8,mobilenet_v2:224:8,mobilenet_v1:128:8,mobilenet_v2:128:8")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--classes", type=int, default=1000)
+    ap.add_argument("--depthwise", action="store_true")
+    ap.add_argument("--channels-last", action="store_true", help="PyTorch in channels_last (fastnn stays NCHW)")
+    ap.add_argument("--min-time", type=float, default=1.0)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.depthwise:
+        return depthwise(args)
+    for rnd in range(args.rounds):
+        for cfg in args.configs.split(","):
+            model, size, batch = cfg.split(":")
+            size, batch = int(size), int(batch)
+            # Alternate which goes first, so neither always meets the same load.
+            order = ["fastnn", "torch"] if rnd % 2 == 0 else ["torch", "fastnn"]
+            res = {}
+            for who in order:
+                if who == "fastnn":
+                    res[who] = fastnn_step_rate(args.fastnn, model, size, batch, args.steps, args.warmup, args.classes)
+                else:
+                    res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, args.classes, args.channels_last)
+            print(json.dumps({"round": rnd + 1, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
+                              "torch_channels_last": args.channels_last, "model": model, "size": size, "batch": batch,
+                              "fastnn_img_s": round(res["fastnn"]["images_per_sec"], 1),
+                              "torch_img_s": round(res["torch"]["images_per_sec"], 1),
+                              "fastnn_ms": round(res["fastnn"]["ms_per_step"], 1),
+                              "torch_ms": round(res["torch"]["ms_per_step"], 1),
+                              "time_ratio_fastnn_over_torch": round(res["fastnn"]["ms_per_step"] / res["torch"]["ms_per_step"], 3),
+                              "params_fastnn": res["fastnn"]["parameters"], "params_torch": res["torch"]["parameters"]}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
