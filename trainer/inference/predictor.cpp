@@ -14,6 +14,9 @@
 #include "core/manifest.h"
 #include "pipeline/preprocess.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/checkpoint/row_shards.h"
+#include "trainer/head/head_config.h"
+#include "trainer/inference/head_logits.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/step_runner.h"
@@ -30,7 +33,7 @@ constexpr uint64_t kMaxLabelsBytes = 64 << 20;
 
 // The class count when the run did not set num_classes: its dataset's manifest, else the logits' bias.
 int class_count(const JobConfig& c, const ckpt::LoadedCheckpoint& l) {
-  if (c.has_num_classes()) return c.num_classes();
+  if (c.has_num_classes()) return static_cast<int>(c.num_classes());
   if (!c.dataset_dir().empty() && fs::exists(fs::path(c.dataset_dir()) / kManifestFileName))
     return static_cast<int>(read_manifest(c.dataset_dir()).num_classes());
   for (const ckpt::ArrayView& a : l.weights.arrays()) {
@@ -98,7 +101,7 @@ ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
   m.model_name = m.config.model_name();
   const zoo::ZooModel& zm = zoo::zoo_model(m.model_name);
   m.num_classes = class_count(m.config, l);
-  m.height = m.width = zm.default_size;
+  m.height = m.width = m.config.has_train_image_size() ? m.config.train_image_size() : zm.default_size;
   m.channels = zm.default_channels;
   m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
   m.class_names = class_names(l.prefix, m.config, m.num_classes);
@@ -116,8 +119,33 @@ std::string embedding_layer_of(const graph::NetPlan& plan) {
   return n->name;
 }
 
+// An embedding model's class rows (docs/LARGE_SCALE.md): "Head/weights" [classes, emb_dim], a
+// replicated head's array in the weights file, or a sharded head's rows re-assembled from its files.
+std::unique_ptr<HeadLogits> load_head(const ckpt::LoadedCheckpoint& l, const JobConfig& c, int classes) {
+  constexpr const char* kRows = "Head/weights";
+  std::vector<float> rows;
+  std::vector<int64_t> shape;
+  for (const ckpt::ArrayView& a : l.weights.arrays())
+    if (a.name == kRows) {
+      rows = ckpt::to_f32(a);
+      shape = a.shape;
+    }
+  if (rows.empty()) {
+    ckpt::RowShardReader reader(l);
+    const ckpt::RowShardedArrayLayout* w = reader.find(kRows);
+    if (w == nullptr) throw FormatError(str(l.prefix, ": an embedding model (loss_type ", c.loss_type(), ") without ", kRows));
+    shape = w->global_shape;
+    rows = reader.read_all(kRows);
+  }
+  if (shape.size() != 2 || shape[0] != classes || shape[1] != c.emb_dim())
+    throw FormatError(str(l.prefix, ": ", kRows, " is ", ckpt::shape_string(shape), ", the run had ", classes,
+                          " classes of emb_dim ", c.emb_dim()));
+  return std::make_unique<HeadLogits>(std::move(rows), shape[0], shape[1], head::head_options(c, classes, 0).margin);
+}
+
 struct Predictor::Impl {
   ModelInfo info;
+  std::unique_ptr<HeadLogits> head;  // an embedding model's classes
   PredictorOptions options;
   int batch = 0;
   std::unique_ptr<loop::StepRunner> runner;
@@ -156,8 +184,15 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
     std::copy(f.mean, f.mean + 4, o.input.mean);
     std::copy(f.inv_std, f.inv_std + 4, o.input.inv_std);
   }
-  const NetDef net = zoo::build_net(m.model_name, {.num_classes = m.num_classes, .height = m.height, .width = m.width,
-                                                   .channels = m.channels});
+  // An embedding model (the classifier head) is built as `fastnn train` built it: the zoo net with
+  // emb_dim outputs and the embedding batch norm; its classes come from the head's rows.
+  const bool embedding_model = head::uses_head(m.config);
+  NetDef net = zoo::build_net(m.model_name, {.num_classes = static_cast<int>(head::net_outputs(m.config, m.num_classes)),
+                                             .height = m.height, .width = m.width, .channels = m.channels});
+  if (embedding_model) {
+    net = head::with_embedding(std::move(net));
+    s.head = load_head(l, m.config, m.num_classes);
+  }
   s.runner = loop::make_step_runner(net, o);
   s.runner->set_host_variables(loop::checkpoint_variables(s.runner->variables(), l.weights.arrays(), l.prefix));
   const loop::BatchFormat bf = s.runner->batch_format();
@@ -168,7 +203,9 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   m.input_layout = bf.layout == pipeline::Layout::kNCHW ? "NCHW" : "NHWC";
   {
     const graph::NetPlan& plan = s.runner->graph().plan();
-    m.embedding_layer = embedding_layer_of(plan);
+    // An embedding model's embedding is its output (PLSC serves the same); otherwise the features
+    // feeding the classifier.
+    m.embedding_layer = embedding_model ? plan.nodes()[static_cast<size_t>(plan.logits_node())].name : embedding_layer_of(plan);
     const Shape& shape = plan.nodes()[static_cast<size_t>(plan.find(m.embedding_layer))].output_shape;
     m.embedding_size = 1;
     for (size_t d = 1; d < shape.size(); ++d) m.embedding_size *= shape[d];
@@ -234,7 +271,12 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
   graph::Graph& graph = s.runner->graph();
   if (graph.batch_size() != g) graph.set_batch_size(g);
   s.runner->evaluate(images, zero_labels);
-  const Tensor logits = host_logits(graph.output(0));
+  Tensor logits = host_logits(graph.output(0));
+  if (s.head) {  // the net's output is the embedding: the head's logits over its rows
+    Tensor z = Tensor::empty({g, s.head->classes()}, DType::kF32);
+    s.head->compute(logits.data<float>(), g, z.data<float>());
+    logits = std::move(z);
+  }
   const float* z = logits.data<float>();
   const int classes = s.info.num_classes;
   Tensor features;
