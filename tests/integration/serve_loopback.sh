@@ -3,7 +3,7 @@
 # Fashion-MNIST (Debian dataset-fashion-mnist; exit 77 when absent); 200 test images written as PNGs;
 # `fastnn predict --batch_size 1 --embeddings` on them is the reference every served answer must equal
 # (label, name, topk classes; probabilities and embeddings to float32 rounding), under 8 concurrent
-# clients x 100 requests, three rounds, with hostile requests and a stalled client in between, memory flat, and
+# clients x 100 requests, four rounds, with hostile requests and a stalled client in between, memory flat, and
 # a SIGTERM that lets the requests in flight finish and exits 0.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
