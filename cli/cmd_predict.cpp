@@ -1,17 +1,19 @@
 // `fastnn predict --checkpoint RUN_OR_CKPT --input PATH... [--output FILE] [--top_k 5] [--format jsonl|csv]
-//  [--embeddings FILE.npy]`: classifies image files, image folders, TFRecord shard sets and base64-TSV files with a trained checkpoint
+//  [--embeddings FILE.npy|FILE.safetensors]`: classifies image files, image folders, TFRecord shard sets and base64-TSV files with a trained checkpoint
 // (trainer/inference/predict.h; docs/INFERENCE.md).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "core/check.h"
-#include "trainer/inference/npy_writer.h"
+#include "trainer/comm/communicator.h"
+#include "trainer/inference/embedding_writer.h"
 #include "trainer/inference/predict.h"
 
 namespace fastnn::cli {
@@ -56,6 +58,47 @@ class OutputFile {
   std::FILE* f_ = nullptr;
 };
 
+void predict(const PredictArgs& a, Communicator& comm) {
+  const inference::PredictFormat format = inference::parse_predict_format(a.format);
+  const std::vector<inference::PredictInput> inputs = inference::resolve_inputs(a.inputs, a.split);
+  if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
+  const bool writer = comm.rank() == 0;
+  inference::Predictor predictor(a.checkpoint, {.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
+                                                 .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank()});
+  const inference::ModelInfo& m = predictor.model();
+  if (!a.quiet && writer)
+    std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d\n",
+                 m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
+                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), predictor.batch_size());
+  if (!a.quiet && writer && comm.world_size() > 1)
+    std::fprintf(stderr, "predict: %d ranks, batch b on rank b %% %d, output written by rank 0 in input order\n",
+                 comm.world_size(), comm.world_size());
+  std::unique_ptr<OutputFile> file;
+  if (!a.output.empty() && writer) file = std::make_unique<OutputFile>(a.output);
+  std::FILE* out = file ? file->get() : stdout;
+  std::unique_ptr<inference::EmbeddingWriter> embeddings;
+  if (!a.embeddings.empty() && writer)
+    embeddings = std::make_unique<inference::EmbeddingWriter>(a.embeddings, m.embedding_size);
+  inference::PredictRunOptions ro{.format = format, .skip_bad = a.skip_bad, .progress = !a.quiet};
+  if (!a.embeddings.empty())
+    ro.on_embedding = [&embeddings](std::span<const float> row) {
+      if (embeddings) embeddings->add_row(row);
+    };
+  const inference::PredictSummary s = inference::run_predict(
+      predictor, inputs, ro,
+      [out](const std::string& line) {
+        std::fwrite(line.data(), 1, line.size(), out);
+        std::fputc('\n', out);
+      },
+      &comm);
+  if (embeddings) embeddings->commit();
+  if (file) file->commit();
+  else if (writer) std::fflush(stdout);
+  if (!a.quiet && writer)
+    std::fprintf(stderr, "predict: %lld inputs classified, %lld skipped, %.1f s\n", static_cast<long long>(s.predicted),
+                 static_cast<long long>(s.skipped), s.seconds);
+}
+
 }  // namespace
 
 void add_predict_command(CLI::App& app) {
@@ -73,42 +116,26 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--embeddings", a->embeddings,
-                  "Also write each input's embedding (the features feeding the classifier) as a float32 [N, D] .npy, in "
-                  "output order");
+                  "Also write each input's embedding (the features feeding the classifier) as a float32 [N, D] array, in "
+                  "output order: FILE.npy (NumPy) or FILE.safetensors (tensor \"embeddings\")");
   cmd->add_option("--split", a->split, "Split of a shard folder (default: validation, else test)");
   cmd->add_flag("--skip-bad,--skip_bad", a->skip_bad, "Report an undecodable image with its path and go on (default: fatal)");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress or summary on stderr");
   cmd->callback([a] {
-    const inference::PredictFormat format = inference::parse_predict_format(a->format);
-    const std::vector<inference::PredictInput> inputs = inference::resolve_inputs(a->inputs, a->split);
-    if (!a->embeddings.empty() && !a->embeddings.ends_with(".npy"))
-      throw ConfigError(str("--embeddings ", a->embeddings, ": only .npy is written (name it *.npy)"));
-    inference::Predictor predictor(a->checkpoint, {.device = a->device, .batch_size = a->batch_size, .top_k = a->top_k,
-                                                   .embeddings = !a->embeddings.empty()});
-    const inference::ModelInfo& m = predictor.model();
-    if (!a->quiet)
-      std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d\n",
-                   m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
-                   m.width, m.channels, m.preset.c_str(), m.device.c_str(), predictor.batch_size());
-    std::unique_ptr<OutputFile> file;
-    if (!a->output.empty()) file = std::make_unique<OutputFile>(a->output);
-    std::FILE* out = file ? file->get() : stdout;
-    std::unique_ptr<inference::NpyWriter> npy;
-    if (!a->embeddings.empty()) npy = std::make_unique<inference::NpyWriter>(a->embeddings, m.embedding_size);
-    inference::PredictRunOptions ro{.format = format, .skip_bad = a->skip_bad, .progress = !a->quiet};
-    if (npy) ro.on_prediction = [&npy](const inference::Prediction& p) { npy->add_row(p.embedding); };
-    const inference::PredictSummary s = inference::run_predict(
-        predictor, inputs, ro,
-        [out](const std::string& line) {
-          std::fwrite(line.data(), 1, line.size(), out);
-          std::fputc('\n', out);
-        });
-    if (npy) npy->commit();
-    if (file) file->commit();
-    else std::fflush(stdout);
-    if (!a->quiet)
-      std::fprintf(stderr, "predict: %lld inputs classified, %lld skipped, %.1f s\n", static_cast<long long>(s.predicted),
-                   static_cast<long long>(s.skipped), s.seconds);
+    // Under mpirun the inputs are split over the ranks by batch; rank 0 writes everything.
+    std::unique_ptr<Communicator> comm = make_communicator();
+    try {
+      predict(*a, *comm);
+    } catch (const inference::SplitPredictError&) {
+      if (comm->rank() != 0) throw ExitStatus{1};  // every rank has it; rank 0 says it once
+      throw;
+    } catch (const std::exception& e) {
+      if (comm->world_size() == 1) throw;
+      std::fprintf(stderr, "fastnn: error: rank %d/%d: %s; aborting the job so that the other ranks do not wait for this one\n",
+                   comm->rank(), comm->world_size(), e.what());
+      comm->abort(1);
+      throw;
+    }
   });
 }
 

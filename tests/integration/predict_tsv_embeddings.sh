@@ -102,8 +102,10 @@ grep -q "skipping bad.tsv:$line:" skip.err || { cat skip.err; fail "skip not rep
 python3 -c "
 import struct; f = open('bad.npy', 'rb'); f.read(8); h = eval(f.read(struct.unpack('<H', f.read(2))[0]).decode())
 assert h['shape'] == (300, 1024), h" || fail "npy rows with a skipped line"
-# --embeddings must name a .npy file.
-if "$FASTNN" predict --checkpoint run --input a.tsv --device=cpu -q --embeddings e.safetensors > /dev/null 2>&1; then
-  fail "--embeddings accepted a non-.npy name"
+# --embeddings must name a .npy or .safetensors file, refused before any work (nothing written).
+if "$FASTNN" predict --checkpoint run --input a.tsv --device=cpu -q --embeddings e.bin > e.out 2> e.err; then
+  fail "--embeddings accepted a .bin name"
 fi
+grep -q "e.bin: name it \*.npy or \*.safetensors" e.err || { cat e.err; fail "--embeddings e.bin: message"; }
+[ ! -s e.out ] && [ ! -e e.bin ] || fail "--embeddings e.bin: something was written"
 echo "ok"

@@ -1,5 +1,6 @@
 #include "trainer/comm/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -104,6 +105,22 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& options) {
 #endif
   }
   throw ConfigError(str("unknown communicator backend '", options.backend, "' (expected auto, local, mpi or nccl)"));
+}
+
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine) {
+  const size_t world = static_cast<size_t>(comm.world_size());
+  const int64_t length = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> lengths(world);
+  comm.allgather(std::span<const int64_t>(&length, 1), lengths);
+  const size_t block = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  std::vector<std::string> out(world);
+  if (block == 0) return out;
+  std::string send = mine;
+  send.resize(block);
+  std::string recv(block * world, '\0');
+  comm.allgather_bytes(send.data(), block, recv.data(), recv.size());
+  for (size_t r = 0; r < world; ++r) out[r] = recv.substr(r * block, static_cast<size_t>(lengths[r]));
+  return out;
 }
 
 }  // namespace fastnn

@@ -33,6 +33,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace fastnn {
 
@@ -71,6 +72,8 @@ class Communicator {
   void allgather(std::span<const float> send, std::span<float> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat32); }
   void allgather(std::span<const double> send, std::span<double> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat64); }
   void allgather(std::span<const int64_t> send, std::span<int64_t> recv) { allgather_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kInt64); }
+
+  void allgather_bytes(const void* send, size_t bytes, void* recv, size_t recv_bytes) { allgather_checked(send, bytes, recv, recv_bytes, CommDType::kByte); }
 
   void reduce_scatter_sum(std::span<const float> send, std::span<float> recv) { reduce_scatter_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat32); }
   void reduce_scatter_sum(std::span<const double> send, std::span<double> recv) { reduce_scatter_checked(send.data(), send.size(), recv.data(), recv.size(), CommDType::kFloat64); }
@@ -130,5 +133,9 @@ bool launched_by_mpi();
 // GPU loop adds NCCL for the gradients). Throws fastnn::ConfigError for an unknown backend,
 // or when MPI is asked for (or the process was launched by mpirun) but fastnn was built without MPI.
 std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
+
+// Every rank's string, in rank order, on every rank: the lengths are gathered first, then blocks padded
+// to the longest (for small per-rank results such as predict's lines of one round).
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine);
 
 }  // namespace fastnn

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -76,36 +77,128 @@ std::string prediction_csv(const Prediction& p, const std::vector<std::string>& 
   return s;
 }
 
+namespace {
+
+// What one rank made of its batch in a round: stderr notes for skipped inputs, output lines and
+// embeddings in input order, or the error that ended it. Serialized to travel to rank 0.
+struct RoundResult {
+  std::string error;
+  std::vector<std::string> notes, lines;
+  std::vector<float> embeddings;  // lines.size() rows when embeddings are written
+
+  std::string encode() const {
+    std::string b;
+    auto put = [&b](const std::string& s) {
+      const uint64_t n = s.size();
+      b.append(reinterpret_cast<const char*>(&n), sizeof n);
+      b += s;
+    };
+    put(error);
+    put(std::to_string(notes.size()));
+    for (const std::string& n : notes) put(n);
+    put(std::to_string(lines.size()));
+    for (const std::string& l : lines) put(l);
+    put(std::string(reinterpret_cast<const char*>(embeddings.data()), embeddings.size() * sizeof(float)));
+    return b;
+  }
+  static RoundResult decode(const std::string& b) {
+    RoundResult r;
+    if (b.empty()) return r;  // a rank with no batch this round
+    size_t at = 0;
+    auto get = [&b, &at]() {
+      uint64_t n = 0;
+      FASTNN_CHECK(at + sizeof n <= b.size(), "predict: truncated round result");
+      std::memcpy(&n, b.data() + at, sizeof n);
+      at += sizeof n;
+      FASTNN_CHECK(n <= b.size() - at, "predict: truncated round result");
+      std::string s = b.substr(at, n);
+      at += n;
+      return s;
+    };
+    r.error = get();
+    for (size_t i = 0, n = std::stoull(get()); i < n; ++i) r.notes.push_back(get());
+    for (size_t i = 0, n = std::stoull(get()); i < n; ++i) r.lines.push_back(get());
+    const std::string e = get();
+    r.embeddings.resize(e.size() / sizeof(float));
+    std::memcpy(r.embeddings.data(), e.data(), r.embeddings.size() * sizeof(float));
+    return r;
+  }
+};
+
+std::string skip_note(const InputItem& it, const std::string& why) {
+  if (it.line >= 0) return str("fastnn: skipping ", it.path, ":", it.line, ": ", why);
+  if (it.record < 0) return str("fastnn: skipping ", it.path, ": ", why);
+  return str("fastnn: skipping ", it.path, ": record ", it.record, ": ", why);
+}
+
+}  // namespace
+
 PredictSummary run_predict(Predictor& predictor, const std::vector<PredictInput>& inputs, const PredictRunOptions& o,
-                           const std::function<void(const std::string&)>& sink) {
+                           const std::function<void(const std::string&)>& sink, Communicator* comm) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::string>& names = predictor.model().class_names;
+  const int world = comm ? comm->world_size() : 1, rank = comm ? comm->rank() : 0;
+  const bool writer = rank == 0;
   Progress progress("predict", known_total(inputs), "inputs");
-  progress.set_silent(!o.progress);
+  progress.set_silent(!o.progress || !writer);
   PredictSummary sum;
-  Predictor::BadInput on_bad;
-  if (o.skip_bad) {
-    on_bad = [&sum](const InputItem& it, const std::string& why) {
-      if (it.line >= 0) std::fprintf(stderr, "fastnn: skipping %s:%lld: %s\n", it.path.c_str(), static_cast<long long>(it.line), why.c_str());
-      else if (it.record < 0) std::fprintf(stderr, "fastnn: skipping %s: %s\n", it.path.c_str(), why.c_str());
-      else std::fprintf(stderr, "fastnn: skipping %s: record %lld: %s\n", it.path.c_str(), static_cast<long long>(it.record), why.c_str());
-      ++sum.skipped;
-    };
-  }
-  if (o.format == PredictFormat::kCsv) sink(csv_header());
+  if (o.format == PredictFormat::kCsv && writer) sink(csv_header());
   InputStream stream(inputs);
   const size_t batch = static_cast<size_t>(predictor.batch_size());
   std::vector<InputItem> items(batch);
+  InputItem passed_over;
+  // Batch b (inputs [b*batch, (b+1)*batch)) is classified by rank b % world; one round is `world`
+  // batches, gathered and written by rank 0 in rank order, so the output is in input order and equal to
+  // a single process's whatever the rank count (the batches, hence the numbers, are the same).
   for (bool more = true; more;) {
-    size_t n = 0;
-    while (n < batch && (more = stream.next(&items[n]))) ++n;
-    if (n == 0) break;
-    for (const Prediction& p : predictor.classify(std::span<const InputItem>(items.data(), n), on_bad)) {
-      sink(o.format == PredictFormat::kCsv ? prediction_csv(p, names) : prediction_json(p, names));
-      if (o.on_prediction) o.on_prediction(p);
-      ++sum.predicted;
+    size_t mine = 0, round_items = 0;
+    for (int k = 0; k < world && more; ++k) {
+      for (size_t n = 0; n < batch && more;) {
+        try {
+          more = k == rank ? stream.next(&items[n]) : stream.next(&passed_over, /*content=*/false);
+        } catch (const Error& e) {
+          if (world == 1) throw;
+          throw SplitPredictError(e.what());  // every rank reads the same bytes and fails here alike
+        }
+        if (!more) break;
+        ++n;
+        ++round_items;
+        if (k == rank) mine = n;
+      }
     }
-    progress.add(n);
+    if (round_items == 0) break;
+    RoundResult result;
+    if (mine > 0) {
+      try {
+        Predictor::BadInput on_bad;
+        if (o.skip_bad) on_bad = [&result](const InputItem& it, const std::string& why) { result.notes.push_back(skip_note(it, why)); };
+        for (const Prediction& p : predictor.classify(std::span<const InputItem>(items.data(), mine), on_bad)) {
+          result.lines.push_back(o.format == PredictFormat::kCsv ? prediction_csv(p, names) : prediction_json(p, names));
+          if (o.on_embedding) result.embeddings.insert(result.embeddings.end(), p.embedding.begin(), p.embedding.end());
+        }
+      } catch (const Error& e) {
+        if (world == 1) throw;
+        result.error = e.what();
+      }
+    }
+    std::vector<RoundResult> results;
+    if (world == 1) results.push_back(std::move(result));
+    else
+      for (const std::string& b : allgather_strings(*comm, result.encode())) results.push_back(RoundResult::decode(b));
+    for (const RoundResult& r : results)  // every rank stops on the first rank's error, so none waits
+      if (!r.error.empty()) throw SplitPredictError(r.error);
+    for (const RoundResult& r : results) {
+      sum.skipped += static_cast<int64_t>(r.notes.size());
+      sum.predicted += static_cast<int64_t>(r.lines.size());
+      if (!writer) continue;
+      for (const std::string& n : r.notes) std::fprintf(stderr, "%s\n", n.c_str());
+      const size_t dim = r.lines.empty() ? 0 : r.embeddings.size() / r.lines.size();
+      for (size_t i = 0; i < r.lines.size(); ++i) {
+        sink(r.lines[i]);
+        if (o.on_embedding) o.on_embedding(std::span<const float>(r.embeddings.data() + i * dim, dim));
+      }
+    }
+    progress.add(round_items);
   }
   progress.finish();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,9 +15,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
+#include "trainer/comm/communicator.h"
 #include "trainer/inference/predictor.h"
 
 namespace fastnn::inference {
@@ -35,8 +38,16 @@ struct PredictRunOptions {
   PredictFormat format = PredictFormat::kJsonl;
   bool skip_bad = false;
   bool progress = true;
-  // Called with each prediction after its line (in input order): `--embeddings` writes them here.
-  std::function<void(const Prediction&)> on_prediction;
+  // Called with each prediction's embedding after its line (in input order, on rank 0): `--embeddings`
+  // writes them here. Set it to have the embeddings computed.
+  std::function<void(std::span<const float> embedding)> on_embedding;
+};
+
+// Thrown alike on every rank of a split predict (a bad input without skip_bad, an unreadable input
+// file): each rank can exit on its own, nobody waits in a collective.
+class SplitPredictError : public Error {
+ public:
+  using Error::Error;
 };
 
 struct PredictSummary {
@@ -45,7 +56,12 @@ struct PredictSummary {
 };
 
 // Each line (without its newline) goes to `sink`, the CSV header first.
+// Under mpirun (`comm` with more than one rank) every rank calls this with the same inputs: batch b is
+// classified by rank b % world_size, results are gathered each round and only rank 0 calls `sink` and
+// on_embedding, in input order; the summary's counts are the whole job's on every rank. An error on any
+// rank (a bad input without skip_bad) ends every rank with SplitPredictError carrying its message, as
+// does an error reading the inputs (every rank reads them all).
 PredictSummary run_predict(Predictor& predictor, const std::vector<PredictInput>& inputs, const PredictRunOptions& options,
-                           const std::function<void(const std::string& line)>& sink);
+                           const std::function<void(const std::string& line)>& sink, Communicator* comm = nullptr);
 
 }  // namespace fastnn::inference

@@ -171,7 +171,7 @@ InputStream::InputStream(std::vector<PredictInput> inputs) : impl_(std::make_uni
 }
 InputStream::~InputStream() = default;
 
-bool InputStream::next(InputItem* item) {
+bool InputStream::next(InputItem* item, bool content) {
   Impl& s = *impl_;
   for (;;) {
     if (s.reader) {
@@ -180,7 +180,8 @@ bool InputStream::next(InputItem* item) {
         item->path = s.reader->name();
         item->record = static_cast<int64_t>(s.reader->record_index());
         item->line = -1;
-        item->bytes.assign(rec);
+        if (content) item->bytes.assign(rec);
+        else item->bytes.clear();
         item->error.clear();
         return true;
       }
@@ -194,7 +195,7 @@ bool InputStream::next(InputItem* item) {
         item->line = s.tsv_line;
         item->error.clear();
         item->bytes.clear();
-        tsv_item(s.line, item);
+        if (content) tsv_item(s.line, item);
         return true;
       }
       std::fclose(s.tsv);
@@ -218,6 +219,7 @@ bool InputStream::next(InputItem* item) {
     item->line = -1;
     item->error.clear();
     item->bytes.clear();
+    if (!content) return true;
     try {
       item->bytes = image_example(read_regular_file(in.path, kMaxImageFileBytes));
     } catch (const Error& e) {

@@ -56,7 +56,9 @@ class InputStream {
  public:
   explicit InputStream(std::vector<PredictInput> inputs);
   ~InputStream();
-  bool next(InputItem* item);
+  // content=false: where the item is and nothing else (no image file read, no TSV line decoded), for
+  // the items another rank classifies.
+  bool next(InputItem* item, bool content = true);
 
  private:
   struct Impl;

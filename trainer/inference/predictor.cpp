@@ -168,7 +168,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   JobConfig run = m.config;
   run.set_device(options.device);
   run.set_batch_size(s.batch);
-  const loop::ComputeTarget target = loop::resolve_compute_target(run);
+  const loop::ComputeTarget target = loop::resolve_compute_target(run, options.local_rank);
   m.device = target.describe();
   loop::StepRunnerOptions o = loop::step_runner_options(run, target);
   o.label_smoothing = 0;

@@ -43,6 +43,7 @@ struct PredictorOptions {
   int batch_size = 0;           // 0: the checkpoint run's batch_size
   int top_k = 5;                // clamped to the class count
   bool embeddings = false;      // fill Prediction::embedding
+  int local_rank = 0;           // under mpirun: picks the GPU (local_rank % device count)
 };
 
 struct ModelInfo {

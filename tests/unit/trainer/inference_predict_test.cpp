@@ -13,7 +13,8 @@
 #include "core/base64.h"
 #include "core/check.h"
 #include "core/example.h"
-#include "trainer/inference/npy_writer.h"
+#include "core/safetensors.h"
+#include "trainer/inference/embedding_writer.h"
 #include "trainer/inference/predict.h"
 
 namespace fastnn::inference {
@@ -187,7 +188,7 @@ TEST_F(InputsTest, Base64TsvLinesCarryLineNumbersAndLabels) {
 TEST_F(InputsTest, NpyWriterHeaderAndRows) {
   const std::string path = (dir_ / "e.npy").string();
   {
-    NpyWriter w(path, 3);
+    EmbeddingWriter w(path, 3);
     w.add_row(std::vector<float>{1.f, 2.f, 3.f});
     w.add_row(std::vector<float>{-1.f, 0.5f, 1e30f});
     EXPECT_THROW(w.add_row(std::vector<float>{1.f}), Error);
@@ -196,21 +197,48 @@ TEST_F(InputsTest, NpyWriterHeaderAndRows) {
   }
   std::ifstream f(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  ASSERT_EQ(bytes.size(), kNpyHeaderBytes + 6 * sizeof(float));
+  ASSERT_EQ(bytes.size(), kEmbeddingHeaderBytes + 6 * sizeof(float));
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  EXPECT_EQ(static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]), kNpyHeaderBytes - 10);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]), kEmbeddingHeaderBytes - 10);
   EXPECT_NE(bytes.find("'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), std::string::npos);
-  EXPECT_EQ(bytes[kNpyHeaderBytes - 1], '\n');
+  EXPECT_EQ(bytes[kEmbeddingHeaderBytes - 1], '\n');
   float v[6];
-  std::memcpy(v, bytes.data() + kNpyHeaderBytes, sizeof v);
+  std::memcpy(v, bytes.data() + kEmbeddingHeaderBytes, sizeof v);
   EXPECT_EQ(v[2], 3.f);
   EXPECT_EQ(v[5], 1e30f);
   {
-    NpyWriter w((dir_ / "gone.npy").string(), 2);
+    EmbeddingWriter w((dir_ / "gone.npy").string(), 2);
     w.add_row(std::vector<float>{1.f, 2.f});
   }  // never committed: nothing left behind
   EXPECT_FALSE(fs::exists(dir_ / "gone.npy"));
   EXPECT_FALSE(fs::exists(dir_ / "gone.npy.fastnn-tmp"));
+}
+
+// The .safetensors form, read back by the checkpoint reader (which validates every field, offsets
+// covering the buffer exactly included), at a row count that changes the header's digits.
+TEST_F(InputsTest, SafetensorsEmbeddingsReadBackByTheCheckpointReader) {
+  const std::string path = (dir_ / "e.safetensors").string();
+  std::vector<float> expected;
+  {
+    EmbeddingWriter w(path, 3);
+    for (int r = 0; r < 1234; ++r) {
+      const std::vector<float> row{static_cast<float>(r), -0.5f * static_cast<float>(r), 1e-30f};
+      w.add_row(row);
+      expected.insert(expected.end(), row.begin(), row.end());
+    }
+    w.commit();
+  }
+  const ckpt::SafetensorsFile f = ckpt::SafetensorsFile::open(path);
+  ASSERT_EQ(f.arrays().size(), 1u);
+  const ckpt::ArrayView& a = f.at("embeddings");
+  EXPECT_EQ(a.dtype, ckpt::DType::kF32);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{1234, 3}));
+  ASSERT_EQ(a.bytes.size(), expected.size() * sizeof(float));
+  EXPECT_EQ(std::memcmp(a.bytes.data(), expected.data(), a.bytes.size()), 0);
+  EXPECT_EQ(f.metadata().at("format"), "fastnn-embeddings");
+  EXPECT_EQ(f.size_bytes(), kEmbeddingHeaderBytes + expected.size() * sizeof(float));
+  EXPECT_THROW(embedding_format("e.bin"), ConfigError);
+  EXPECT_EQ(embedding_format("x.safetensors"), EmbeddingFormat::kSafetensors);
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+#include "trainer/inference/embedding_writer.h"
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/check.h"
+
+namespace fastnn::inference {
+
+static_assert(std::endian::native == std::endian::little, "the data is written as little-endian float32");
+
+std::string npy_header(int64_t rows, int64_t columns) {
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                     std::to_string(columns) + "), }";
+  const size_t fixed = 10;  // magic (6), version (2), header length (2)
+  FASTNN_CHECK(fixed + dict.size() + 1 <= kEmbeddingHeaderBytes, "npy header too long");
+  dict.append(kEmbeddingHeaderBytes - fixed - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string h = "\x93NUMPY";
+  h += '\x01';
+  h += '\x00';
+  const auto len = static_cast<uint16_t>(dict.size());
+  h += static_cast<char>(len & 0xff);
+  h += static_cast<char>(len >> 8);
+  return h + dict;
+}
+
+std::string safetensors_header(int64_t rows, int64_t columns) {
+  // 8 bytes of little-endian header length, then the JSON header padded with spaces so that the data
+  // starts at kEmbeddingHeaderBytes (8-byte aligned, as the format recommends).
+  std::string json = "{\"__metadata__\":{\"format\":\"fastnn-embeddings\"},\"embeddings\":{\"dtype\":\"F32\",\"shape\":[" +
+                     std::to_string(rows) + "," + std::to_string(columns) + "],\"data_offsets\":[0," +
+                     std::to_string(rows * columns * static_cast<int64_t>(sizeof(float))) + "]}}";
+  FASTNN_CHECK(8 + json.size() <= kEmbeddingHeaderBytes, "safetensors header too long");
+  json.append(kEmbeddingHeaderBytes - 8 - json.size(), ' ');
+  std::string h(8, '\0');
+  uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i, n >>= 8) h[static_cast<size_t>(i)] = static_cast<char>(n & 0xff);
+  return h + json;
+}
+
+EmbeddingFormat embedding_format(const std::string& path) {
+  if (path.ends_with(".npy")) return EmbeddingFormat::kNpy;
+  if (path.ends_with(".safetensors")) return EmbeddingFormat::kSafetensors;
+  throw ConfigError(str("--embeddings ", path, ": name it *.npy or *.safetensors (the format written follows the extension)"));
+}
+
+EmbeddingWriter::EmbeddingWriter(std::string path, int64_t columns)
+    : path_(std::move(path)), tmp_(path_ + ".fastnn-tmp"), format_(embedding_format(path_)), columns_(columns) {
+  FASTNN_CHECK(columns_ > 0, "embeddings: no column");
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (!f_) throw IoError(str(tmp_, ": cannot create: ", std::strerror(errno)));
+  write_header();
+}
+
+EmbeddingWriter::~EmbeddingWriter() {
+  if (f_) {
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+void EmbeddingWriter::write_header() {
+  const std::string h = format_ == EmbeddingFormat::kNpy ? npy_header(rows_, columns_) : safetensors_header(rows_, columns_);
+  if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) throw IoError(str(tmp_, ": write failed: ", std::strerror(errno)));
+}
+
+void EmbeddingWriter::add_row(std::span<const float> row) {
+  FASTNN_CHECK(static_cast<int64_t>(row.size()) == columns_, "embeddings: a row of ", row.size(), " values, the file has ", columns_, " columns");
+  if (std::fwrite(row.data(), sizeof(float), row.size(), f_) != row.size())
+    throw IoError(str(tmp_, ": write failed: ", std::strerror(errno)));
+  ++rows_;
+}
+
+void EmbeddingWriter::commit() {
+  FASTNN_CHECK(f_, "embeddings: committed twice");
+  bool ok = std::fseek(f_, 0, SEEK_SET) == 0;
+  if (ok) write_header();
+  ok = ok && std::fflush(f_) == 0 && std::ferror(f_) == 0;
+  const int rc = std::fclose(f_);
+  f_ = nullptr;
+  if (!ok || rc != 0) {
+    std::remove(tmp_.c_str());
+    throw IoError(str(tmp_, ": write failed"));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp_, path_, ec);
+  if (ec) throw IoError(str(path_, ": cannot rename into place: ", ec.message()));
+}
+
+}  // namespace fastnn::inference
