@@ -62,7 +62,8 @@ Graph::Graph(const NetDef& net, const GraphOptions& options)
     NodeMemory& m = mem_[i];
     for (const PlannedTensor& p : node.params) {
       m.params.push_back(Tensor::empty(p.spec.shape, p.spec.dtype, options.device));
-      m.param_grads.push_back(p.trainable ? Tensor::empty(p.spec.shape, p.spec.dtype, options.device) : Tensor());
+      m.param_grads.push_back(p.trainable && !options.inference ? Tensor::empty(p.spec.shape, p.spec.dtype, options.device)
+                                                                : Tensor());
     }
     for (const PlannedTensor& s : node.state) m.state.push_back(Tensor::empty(s.spec.shape, s.spec.dtype, options.device));
     m.dropout_seed = dropout_seed(options.seed, node.name);
@@ -103,12 +104,14 @@ void Graph::allocate_activations() {
     const PlanNode& node = nodes[i];
     const ops::OpSignature& sig = node.kernel->signature();
     m.inputs.assign(node.inputs.size(), Tensor());
-    m.outputs = {Tensor::empty(node.output_shape, options_.dtype, dev)};
-    m.saved.clear();
-    for (const ops::TensorSpec& s : sig.saved) m.saved.push_back(Tensor::empty(s.shape, s.dtype, dev));
     m.d_outputs.clear();
     m.scratch.clear();
     m.accumulate.reset();
+    workspace = std::max(workspace, sig.workspace_bytes);
+    if (options_.inference) continue;  // outputs and saved tensors: share_inference_buffers()
+    m.outputs = {Tensor::empty(node.output_shape, options_.dtype, dev)};
+    m.saved.clear();
+    for (const ops::TensorSpec& s : sig.saved) m.saved.push_back(Tensor::empty(s.shape, s.dtype, dev));
     if (m.needs_grad || m.is_output) m.d_outputs = {Tensor::empty(node.output_shape, options_.dtype, dev)};
     if (m.needs_grad && m.total_uses + (m.is_output ? 1 : 0) > 1) {
       for (size_t k = 0; k < m.max_uses; ++k) m.scratch.push_back(Tensor::empty(node.output_shape, options_.dtype, dev));
@@ -116,13 +119,85 @@ void Graph::allocate_activations() {
       const std::vector<ops::TensorSpec> two{spec, spec};
       m.accumulate = plan_.options().registry->create("add", dev, {}, two);
     }
-    workspace = std::max(workspace, sig.workspace_bytes);
   }
+  if (options_.inference) share_inference_buffers();
   for (size_t i = 0; i < nodes.size(); ++i)
     for (size_t s = 0; s < nodes[i].inputs.size(); ++s)
       if (const int p = nodes[i].inputs[s]; p != kDataInput) mem_[i].inputs[s] = mem_[static_cast<size_t>(p)].outputs[0];
-  workspace_ = workspace ? Tensor::empty({static_cast<int64_t>(workspace)}, DType::kU8, dev) : Tensor();
+  const bool keep_workspace = options_.inference && workspace_.defined() && workspace_.nbytes() >= workspace;
+  if (!keep_workspace) workspace_ = workspace ? Tensor::empty({static_cast<int64_t>(workspace)}, DType::kU8, dev) : Tensor();
   forward_done_ = false;
+}
+
+void Graph::share_inference_buffers() {
+  const auto& nodes = plan_.nodes();
+  const size_t n = nodes.size();
+  const Device dev = options_.device;
+  readable_.assign(n, false);
+  std::vector<int64_t> last_reader(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    readable_[i] = mem_[i].is_output;
+    for (int p : nodes[i].inputs)
+      if (p != kDataInput) last_reader[static_cast<size_t>(p)] = static_cast<int64_t>(i);
+  }
+  for (const std::string& name : options_.keep) {
+    const int k = plan_.find(name);
+    FASTNN_CHECK(k >= 0, "graph '", plan_.net_name(), "': no layer '", name, "' to keep");
+    readable_[static_cast<size_t>(k)] = true;
+  }
+  // Layers in order: each output takes the free buffer that fits it most tightly (else the largest free
+  // one, which grows, else a new one); a buffer is free again once its last reader has run. A layer's
+  // output is placed before its inputs are released, so it never shares a buffer with them.
+  std::vector<size_t> need, owner(n), free;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t bytes = static_cast<size_t>(shape_numel(nodes[i].output_shape)) * dtype_size(options_.dtype);
+    auto better = [&](size_t a, size_t b) {  // buffer a suits this output better than buffer b
+      const bool fa = need[a] >= bytes, fb = need[b] >= bytes;
+      if (fa != fb) return fa;
+      return fa ? need[a] < need[b] : need[a] > need[b];
+    };
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (best == free.end() || better(*it, *best)) best = it;
+    size_t id = need.size();
+    if (best != free.end()) {
+      id = *best;
+      free.erase(best);
+    } else {
+      need.push_back(0);
+    }
+    need[id] = std::max(need[id], bytes);
+    owner[i] = id;
+    for (int p : nodes[i].inputs) {
+      if (p == kDataInput) continue;
+      const size_t q = static_cast<size_t>(p);
+      if (!readable_[q] && last_reader[q] == static_cast<int64_t>(i) && std::find(free.begin(), free.end(), owner[q]) == free.end())
+        free.push_back(owner[q]);
+    }
+    if (!readable_[i] && last_reader[i] < 0) free.push_back(id);  // nobody reads it
+  }
+  // Buffers only grow: a smaller batch after a larger one allocates nothing.
+  pool_.resize(need.size());
+  for (size_t id = 0; id < need.size(); ++id)
+    if (!pool_[id] || pool_[id]->bytes() < need[id]) pool_[id] = allocate_storage(dev, std::max<size_t>(need[id], 1));
+  std::vector<size_t> saved_need;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& saved = nodes[i].kernel->signature().saved;
+    if (saved_need.size() < saved.size()) saved_need.resize(saved.size(), 0);
+    for (size_t k = 0; k < saved.size(); ++k)
+      saved_need[k] = std::max(saved_need[k], static_cast<size_t>(shape_numel(saved[k].shape)) * dtype_size(saved[k].dtype));
+  }
+  saved_pool_.resize(saved_need.size());
+  for (size_t k = 0; k < saved_need.size(); ++k)
+    if (!saved_pool_[k] || saved_pool_[k]->bytes() < saved_need[k])
+      saved_pool_[k] = allocate_storage(dev, std::max<size_t>(saved_need[k], 1));
+  for (size_t i = 0; i < n; ++i) {
+    NodeMemory& m = mem_[i];
+    m.outputs = {Tensor(nodes[i].output_shape, options_.dtype, pool_[owner[i]])};
+    m.saved.clear();
+    const auto& saved = nodes[i].kernel->signature().saved;
+    for (size_t k = 0; k < saved.size(); ++k) m.saved.push_back(Tensor(saved[k].shape, saved[k].dtype, saved_pool_[k]));
+  }
 }
 
 void Graph::initialize(uint64_t seed) {
@@ -174,6 +249,7 @@ void Graph::check_images(const Tensor& images) const {
 
 void Graph::forward(const Tensor& images, bool training, uint64_t step) {
   check_images(images);
+  FASTNN_CHECK(!(training && options_.inference), "graph '", plan_.net_name(), "': an inference graph runs in evaluation mode only");
   input_ = images;
   const auto& nodes = plan_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -200,6 +276,7 @@ void Graph::forward(const Tensor& images, bool training, uint64_t step) {
 }
 
 void Graph::backward() {
+  FASTNN_CHECK(!options_.inference, "graph '", plan_.net_name(), "': an inference graph has no backward()");
   FASTNN_CHECK(forward_done_, "graph '", plan_.net_name(), "': backward() needs a forward() first");
   const auto& nodes = plan_.nodes();
   std::vector<bool> written(nodes.size(), false);
@@ -264,12 +341,15 @@ const Tensor& Graph::output(size_t k) const {
 
 Tensor& Graph::output_grad(size_t k) {
   FASTNN_CHECK(k < num_outputs(), "graph output ", k, " of ", num_outputs());
+  FASTNN_CHECK(!options_.inference, "graph '", plan_.net_name(), "': an inference graph has no output gradients");
   return mem_[static_cast<size_t>(k == 0 ? plan_.logits_node() : plan_.aux_logits_node())].d_outputs[0];
 }
 
 const Tensor& Graph::layer_output(const std::string& layer_name) const {
   const int i = plan_.find(layer_name);
   FASTNN_CHECK(i >= 0, "graph '", plan_.net_name(), "' has no layer '", layer_name, "'");
+  FASTNN_CHECK(!options_.inference || readable_[static_cast<size_t>(i)], "graph '", plan_.net_name(), "': layer '", layer_name,
+               "' shares its buffer with later layers in this inference graph (name it in GraphOptions::keep)");
   return mem_[static_cast<size_t>(i)].outputs[0];
 }
 
@@ -300,6 +380,7 @@ std::vector<NamedTensor> Graph::variables() const {
 }
 
 std::vector<ParamRef> Graph::param_refs() const {
+  FASTNN_CHECK(!options_.inference, "param_refs: an inference graph has no gradients");
   FASTNN_CHECK(options_.dtype == DType::kF32 && options_.device == Device::kCpu,
                "param_refs: the optimizer takes f32 CPU parameters; this graph is ", dtype_name(options_.dtype),
                " on ", device_name(options_.device));
@@ -313,6 +394,11 @@ std::vector<ParamRef> Graph::param_refs() const {
 
 size_t Graph::activation_bytes() const {
   size_t n = workspace_.defined() ? workspace_.nbytes() : 0;
+  if (options_.inference) {
+    for (const auto& b : pool_) n += b->bytes();
+    for (const auto& b : saved_pool_) n += b->bytes();
+    return n;
+  }
   for (const NodeMemory& m : mem_) n += bytes_of(m.outputs) + bytes_of(m.saved) + bytes_of(m.d_outputs) + bytes_of(m.scratch);
   return n;
 }

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,14 @@ struct GraphOptions {
   // initialised (Error).
   void (*upload)(const Tensor& host, Tensor& device) = nullptr;
   bool fuse = false;  // PlanOptions::fuse: relu fused into the batch_norm / add before it
+  // Forward only, in evaluation mode (predict, serve): no gradient buffers; a layer's output buffer is
+  // taken over by a later layer once every layer reading it has run (the logits, the aux logits and the
+  // `keep` layers excepted), and every layer's saved tensors share one set of buffers (only backward
+  // reads them). set_batch_size keeps the buffers and only grows them, so a server alternating batch
+  // sizes allocates nothing after its largest batch. forward(training = true), backward(),
+  // output_grad() and param_refs() are Errors; parameters() have no `grad`.
+  bool inference = false;
+  std::vector<std::string> keep;  // inference: layers whose output layer_output() reads after forward
 };
 
 // A graph-owned tensor by name. `grad` is defined for trainable parameters.
@@ -95,7 +104,8 @@ class Graph {
   const Tensor& output(size_t k) const;
   // dLoss/d output k, written by the caller before backward() (every output, zeros if unused).
   Tensor& output_grad(size_t k);
-  // Any layer's output after forward (tests, feature extraction); Error for an unknown name.
+  // Any layer's output after forward (tests, feature extraction); Error for an unknown name, and in an
+  // inference graph for a layer not in GraphOptions::keep (its buffer has been reused).
   const Tensor& layer_output(const std::string& layer_name) const;
 
   // images must be input_shape() with the graph's dtype and device; Error otherwise. The graph keeps
@@ -123,6 +133,7 @@ class Graph {
   // Bytes of activation memory (outputs, saved, gradient buffers, workspace) and of parameters,
   // gradients and state.
   size_t activation_bytes() const;
+  size_t workspace_bytes() const { return workspace_.defined() ? workspace_.nbytes() : 0; }  // part of the above
   size_t parameter_bytes() const;
 
   // Null (the default) turns it off; the observer must outlive its use.
@@ -134,6 +145,7 @@ class Graph {
  private:
   struct NodeMemory;
   void allocate_activations();
+  void share_inference_buffers();
   void check_images(const Tensor& images) const;
 
   GraphOptions options_;
@@ -141,6 +153,10 @@ class Graph {
   NetDef net_;  // kept for set_batch_size
   std::vector<NodeMemory> mem_;  // per plan node
   Tensor workspace_;
+  // Inference graphs: the shared output buffers, the saved-tensor buffers (k-th saved tensor of every
+  // layer), each layer's output buffer, and which outputs stay readable after forward.
+  std::vector<std::shared_ptr<Storage>> pool_, saved_pool_;
+  std::vector<bool> readable_;
   bool forward_done_ = false, last_training_ = false;
   LayerObserver* observer_ = nullptr;
   Tensor input_;

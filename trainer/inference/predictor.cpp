@@ -193,6 +193,13 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
     net = head::with_embedding(std::move(net));
     s.head = load_head(l, m.config, m.num_classes);
   }
+  // Forward only: an inference graph (no gradient buffers, layers sharing buffers, no reallocation
+  // when the batch size changes) that keeps the embedding layer's output readable. An embedding
+  // model's embedding is its output (PLSC serves the same); otherwise the features feeding the classifier.
+  const graph::NetPlan layout = graph::NetPlan::make(net, graph::PlanOptions{1, DType::kF32, Device::kCpu, nullptr, o.fuse});
+  m.embedding_layer = embedding_model ? layout.nodes()[static_cast<size_t>(layout.logits_node())].name : embedding_layer_of(layout);
+  o.inference = true;
+  if (options.embeddings) o.keep_layers = {m.embedding_layer};
   s.runner = loop::make_step_runner(net, o);
   s.runner->set_host_variables(loop::checkpoint_variables(s.runner->variables(), l.weights.arrays(), l.prefix));
   const loop::BatchFormat bf = s.runner->batch_format();
@@ -203,9 +210,6 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   m.input_layout = bf.layout == pipeline::Layout::kNCHW ? "NCHW" : "NHWC";
   {
     const graph::NetPlan& plan = s.runner->graph().plan();
-    // An embedding model's embedding is its output (PLSC serves the same); otherwise the features
-    // feeding the classifier.
-    m.embedding_layer = embedding_model ? plan.nodes()[static_cast<size_t>(plan.logits_node())].name : embedding_layer_of(plan);
     const Shape& shape = plan.nodes()[static_cast<size_t>(plan.find(m.embedding_layer))].output_shape;
     m.embedding_size = 1;
     for (size_t d = 1; d < shape.size(); ++d) m.embedding_size *= shape[d];

@@ -8,8 +8,9 @@
 // zoo model's default size and channels, as `fastnn train` used.
 // Preprocessing is the preset's eval variant through the pipeline's own mapper (pipeline/preprocess.h),
 // so a shard record is classified from exactly the values `fastnn eval` feeds the model; the forward is
-// the runner's evaluate() (eval mode: moving BN statistics, no dropout), then a softmax of the logits
-// in double precision.
+// the runner's evaluate() (eval mode: moving BN statistics, no dropout) on an inference graph (no
+// gradient buffers, layers sharing buffers, nothing reallocated when the batch size changes; bitwise
+// the training graph's logits), then a softmax of the logits in double precision.
 // Class names: labels.txt in the checkpoint's folder, else in the run's dataset_dir, when it has exactly
 // num_classes names; else none.
 // Top-k: the k largest logits, ties to the lower class id (`fastnn eval` counts a tie as a hit, the only

@@ -109,11 +109,14 @@ std::vector<ParamRef> model_params(const graph::Graph& g, HeadStep* head) {
 class CpuStepRunner final : public StepRunner {
  public:
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
-      : o_(o), graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse}),
+      : o_(o),
+        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse, .inference = o.inference, .keep = o.keep_layers}),
         step_(graph_, {.label_smoothing = o.label_smoothing}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
-        params_(model_params(graph_, head_.get())), trainable_(select_trainable(params_, o.trainable_scopes)),
-        optimizer_(make_optimizer(o.optimizer, trainable_)) {
+        params_(o.inference ? std::vector<ParamRef>{} : model_params(graph_, head_.get())),
+        trainable_(select_trainable(params_, o.trainable_scopes)),
+        optimizer_(o.inference ? nullptr : make_optimizer(o.optimizer, trainable_)) {
+    FASTNN_CHECK(!(o.inference && o.head), "an inference step runner takes no classifier head");
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",
                  o.target.describe());
     if (o.host_comm && o.host_comm->world_size() > 1)
@@ -125,6 +128,7 @@ class CpuStepRunner final : public StepRunner {
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     check_host_batch(images);
+    FASTNN_CHECK(!o_.inference, "train() on an inference step runner");
     StepResult r;
     if (head_) {
       graph_.forward(images, true, step);
@@ -170,6 +174,7 @@ class CpuStepRunner final : public StepRunner {
   Tensor host_logits() override { return head_ ? Tensor() : graph_.output(0); }
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override { return random_host_batch(graph_, seed); }
   std::vector<NamedArray> export_optimizer_state() const override {
+    if (!optimizer_) return {};
     std::vector<NamedArray> state = optimizer_->export_state();
     if (head_ && head_->sharded())
       for (NamedArray& a : head_->export_scalars()) state.push_back(std::move(a));

@@ -125,6 +125,12 @@ struct StepRunnerOptions {
   // emb_dim); absent: the net's own softmax cross-entropy (TrainStep). CPU runner only. A sharded head
   // (dist_*) splits its class rows over host_comm's ranks.
   std::optional<head::HeadOptions> head;
+  // Forward only (predict, serve): the graph is an inference graph (graph.h, GraphOptions::inference:
+  // no gradient buffers, layers share output buffers, batch-size changes allocate nothing once the
+  // largest batch has run) whose `keep_layers` stay readable; no optimizer; train() is an Error. CPU
+  // runner; the CUDA runner builds its usual graph.
+  bool inference = false;
+  std::vector<std::string> keep_layers;
   // TF-slim's trainable_scopes: only parameters under one of these name prefixes are updated (weight
   // decay, the global norm and the optimizer see only them; gradients are still averaged whole). Empty:
   // every parameter. Each scope must match a parameter (ConfigError with the closest scopes). CPU runner
