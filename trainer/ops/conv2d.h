@@ -23,7 +23,9 @@
 // falls out of L2, and OpenBLAS already runs a per-sample GEMM near its peak.) The exception is a
 // 1x1 convolution on a plane of <= kBatchedPointwiseMaxPlane pixels (MobileNet's 14x14 .. 1x1 layers):
 // there a per-sample GEMM is only P*Q columns wide, so the batch is packed into one [C, N*P*Q] matrix
-// (a copy at the end of the workspace) and each pass is one GEMM, run in fixed 64-row blocks.
+// (a copy at the end of the workspace) and each pass is one GEMM, run in fixed 64-row blocks. And a
+// forward pass of one image (N = 1, groups 1) splits its GEMM into fixed blocks of 64 output rows x
+// 512 output pixels run in parallel, since there is no second sample to keep the other threads busy.
 #pragma once
 
 #include <cstdint>

@@ -312,10 +312,36 @@ T* pack_buffer(const Conv2dParams& p, std::span<T> ws) {
 
 }  // namespace
 
+// ---- One image (predict --batch_size 1, a server answering one request) -----------------------
+// With N = 1 there are no samples to spread over the threads, so the forward GEMM itself is split:
+// output rows in blocks of kPackRows x output pixels in blocks of kSingleImageCols, each block a
+// single-threaded GEMM on oneTBB. The blocks are a function of the shape only, so the bits do not
+// depend on the thread count.
+constexpr int64_t kSingleImageCols = 512;
+
+template <typename T>
+void single_image_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y, std::span<T> ws) {
+  const int64_t pq = p.col_cols(), crs = p.col_rows();
+  const T* cols = x;
+  if (col_elems(p) > 0) {
+    im2col(p, x, ws.data());
+    cols = ws.data();
+  }
+  const int64_t row_blocks = (p.k + kPackRows - 1) / kPackRows, col_blocks = (pq + kSingleImageCols - 1) / kSingleImageCols;
+  tbb::parallel_for<int64_t>(0, row_blocks * col_blocks, [&](int64_t blk) {
+    const int64_t k0 = blk / col_blocks * kPackRows, rows = std::min(kPackRows, p.k - k0);
+    const int64_t j0 = blk % col_blocks * kSingleImageCols, width = std::min(kSingleImageCols, pq - j0);
+    if (b)
+      for (int64_t k = k0; k < k0 + rows; ++k) std::fill(y + k * pq + j0, y + k * pq + j0 + width, b[k]);
+    gemm(false, false, rows, width, crs, T(1), w + k0 * crs, crs, cols + j0, pq, b ? T(1) : T(0), y + k0 * pq + j0, pq);
+  });
+}
+
 template <typename T>
 void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* b, T* y, std::span<T> ws) {
   use_single_threaded_blas();
   if (conv2d_batched_pointwise(p)) return batched_pointwise_forward(p, x, w, b, y, pack_buffer(p, ws));
+  if (p.n == 1 && p.groups == 1) return single_image_forward(p, x, w, b, y, ws);
   const int64_t chw = p.c * p.h * p.w, pq = p.col_cols(), kg = p.k / p.groups;
   const int64_t crs_g = p.col_rows() / p.groups;
   for_each_sample<T>(p, ws, [&](int64_t n, T* col, bool) {
