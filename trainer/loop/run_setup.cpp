@@ -20,8 +20,6 @@
 namespace fastnn::loop {
 namespace {
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 pipeline::DatasetOptions dataset_options(const JobConfig& c, int rank = 0) {
   pipeline::DatasetOptions o;
   o.deterministic = true;  // ordered delivery costs little and makes --resume exact
