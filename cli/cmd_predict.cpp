@@ -4,13 +4,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/atomic_output.h"
 #include "core/check.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/inference/embedding_writer.h"
@@ -40,18 +41,7 @@ class OutputFile {
     }
   }
   std::FILE* get() { return f_; }
-  void commit() {
-    const bool ok = std::fflush(f_) == 0 && std::ferror(f_) == 0;
-    const int rc = std::fclose(f_);
-    f_ = nullptr;
-    if (!ok || rc != 0) {
-      std::remove(tmp_.c_str());
-      throw IoError(str(tmp_, ": write failed"));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec) throw IoError(str(path_, ": cannot rename into place: ", ec.message()));
-  }
+  void commit() { close_and_rename(std::exchange(f_, nullptr), tmp_, path_); }
 
  private:
   std::string path_, tmp_;

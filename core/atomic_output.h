@@ -25,6 +25,7 @@
 // be written from any thread.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -87,5 +88,10 @@ void fsync_path(const std::string& path);
 // sync_file_range; elsewhere nothing). Writers call it when a file is complete, so that the final
 // fsync overlaps with the rest of the work instead of following it. Errors are ignored.
 void start_writeback(const std::string& path) noexcept;
+
+// The last step of a single file written under a temporary name (predict's --output and --embeddings):
+// closes `f` (the file at `tmp`) and renames it to `path`. On a failed write, flush or close the temporary
+// is removed and IoError names it; a failed rename is an IoError naming `path`.
+void close_and_rename(std::FILE* f, const std::string& tmp, const std::string& path);
 
 }  // namespace fastnn

@@ -3,8 +3,9 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
+#include <utility>
 
+#include "core/atomic_output.h"
 #include "core/check.h"
 
 namespace fastnn::inference {
@@ -76,18 +77,10 @@ void EmbeddingWriter::add_row(std::span<const float> row) {
 
 void EmbeddingWriter::commit() {
   FASTNN_CHECK(f_, "embeddings: committed twice");
-  bool ok = std::fseek(f_, 0, SEEK_SET) == 0;
-  if (ok) write_header();
-  ok = ok && std::fflush(f_) == 0 && std::ferror(f_) == 0;
-  const int rc = std::fclose(f_);
-  f_ = nullptr;
-  if (!ok || rc != 0) {
-    std::remove(tmp_.c_str());
-    throw IoError(str(tmp_, ": write failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp_, path_, ec);
-  if (ec) throw IoError(str(path_, ": cannot rename into place: ", ec.message()));
+  // A failed seek or header write throws with f_ still open: the destructor removes the temporary.
+  if (std::fseek(f_, 0, SEEK_SET) != 0) throw IoError(str(tmp_, ": seek failed: ", std::strerror(errno)));
+  write_header();
+  close_and_rename(std::exchange(f_, nullptr), tmp_, path_);
 }
 
 }  // namespace fastnn::inference
