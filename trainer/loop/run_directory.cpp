@@ -36,9 +36,11 @@ bool is_run_file(const std::string& name) {
   constexpr std::string_view kTmp = ".fastnn-tmp";
   if (name.size() > 1 + kTmp.size() && name.front() == '.' && name.ends_with(kTmp)) {
     const std::string inner = name.substr(1, name.size() - 1 - kTmp.size());
-    return inner == "checkpoint" || ckpt::parse_checkpoint_name(inner).has_value();
+    return inner == "checkpoint" || inner == "report.html" || ckpt::parse_checkpoint_name(inner).has_value();
   }
-  if (name == "checkpoint" || name == "metrics.jsonl" || name == "metrics.jsonl.fastnn-tmp") return true;
+  // report.html: `fastnn report RUN_DIR`'s default page, which describes this run and no other.
+  if (name == "checkpoint" || name == "metrics.jsonl" || name == "metrics.jsonl.fastnn-tmp" || name == "report.html")
+    return true;
   if (name.starts_with("events.out.tfevents.")) return true;
   if (name.starts_with("timeline-")) {  // profiler traces: timeline-<step>.json(.tmp)
     std::string_view rest = std::string_view(name).substr(9);

@@ -58,15 +58,18 @@ TEST(RunDirectory, RunFilesAreOnlyWhatFastnnWrites) {
   for (const char* n : {"ckpt-10.meta.pbtxt", "ckpt-10.weights.safetensors", "ckpt-10.optimizer.safetensors.damaged",
                         "ckpt-7.meta.pbtxt.damaged-2", ".ckpt-20.weights.safetensors.fastnn-tmp", ".checkpoint.fastnn-tmp",
                         "checkpoint", "metrics.jsonl", "events.out.tfevents.1.host", "timeline-30.json",
+                        "report.html", ".report.html.fastnn-tmp",
                         // not ours:
-                        "notes.txt", "ckpt-10.txt", "metrics.jsonl.bak", "timeline-x.json", "ckpt-010.meta.pbtxt",
+                        "notes.txt", "report.htm", "my-report.html", "ckpt-10.txt", "metrics.jsonl.bak", "timeline-x.json", "ckpt-010.meta.pbtxt",
                         "ckpt-10.meta.pbtxt.damagedX", kRunLockName, ".checkpoint.lock"})
     testing_util::write_bytes(d.file(n), "x");
   fs::create_directories(d.file("ckpt-11.meta.pbtxt"));  // a folder is never a run file
   const std::vector<std::string> expect = {".checkpoint.fastnn-tmp", ".ckpt-20.weights.safetensors.fastnn-tmp",
+                                           ".report.html.fastnn-tmp",
                                            "checkpoint", "ckpt-10.meta.pbtxt", "ckpt-10.optimizer.safetensors.damaged",
                                            "ckpt-10.weights.safetensors", "ckpt-7.meta.pbtxt.damaged-2",
-                                           "events.out.tfevents.1.host", "metrics.jsonl", "timeline-30.json"};
+                                           "events.out.tfevents.1.host", "metrics.jsonl",
+                                           "report.html", "timeline-30.json"};
   EXPECT_EQ(run_files(d.path()), expect);
   EXPECT_TRUE(run_files(d.file("missing")).empty());
 }
