@@ -93,7 +93,9 @@ void predict(const PredictArgs& a, Communicator& comm) {
 
 void add_predict_command(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
-  CLI::App* cmd = app.add_subcommand("predict", "Classify images, image folders, TFRecord shards or base64-TSV files with a checkpoint (under mpirun: split over the ranks, same output)");
+  CLI::App* cmd = app.add_subcommand("predict",
+                                     "Classify images, image folders, TFRecord shards or base64-TSV files with a "
+                                     "checkpoint (under mpirun: split over the ranks, same output)");
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)")->required();
   cmd->add_option("--input,-i", a->inputs,
                   "Image file, folder of images (recursive), TFRecord file, shard folder with manifest.json, or base64-TSV "
