@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -48,13 +49,54 @@ class OutputFile {
   std::FILE* f_ = nullptr;
 };
 
+// A setup error reported by this rank (see agree_on_setup).
+class SetupError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Under mpirun every rank learns whether any rank failed to set up (bad flags, an unreadable input or
+// checkpoint, an output that cannot be created): the lowest failing rank reports its error, the others exit
+// 1 quietly, and none is left waiting in a collective.
+void agree_on_setup(Communicator& comm, const std::exception_ptr& error) {
+  if (comm.world_size() == 1) {
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  int64_t v = error ? comm.world_size() - comm.rank() : 0;
+  comm.allreduce_max(std::span<int64_t>(&v, 1));
+  if (v == 0) return;
+  if (comm.world_size() - v != comm.rank()) throw ExitStatus{1};
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    throw SetupError(e.what());
+  }
+}
+
 void predict(const PredictArgs& a, Communicator& comm) {
-  const inference::PredictFormat format = inference::parse_predict_format(a.format);
-  const std::vector<inference::PredictInput> inputs = inference::resolve_inputs(a.inputs, a.split);
-  if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
   const bool writer = comm.rank() == 0;
-  inference::Predictor predictor(a.checkpoint, {.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
-                                                 .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank()});
+  inference::PredictFormat format{};
+  std::vector<inference::PredictInput> inputs;
+  std::unique_ptr<inference::Predictor> predictor_owner;
+  std::unique_ptr<OutputFile> file;
+  std::unique_ptr<inference::EmbeddingWriter> embeddings;
+  std::exception_ptr setup_error;
+  try {
+    format = inference::parse_predict_format(a.format);
+    inputs = inference::resolve_inputs(a.inputs, a.split);
+    if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
+    predictor_owner = std::make_unique<inference::Predictor>(
+        a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
+                                                  .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank()});
+    if (!a.output.empty() && writer) file = std::make_unique<OutputFile>(a.output);
+    if (!a.embeddings.empty() && writer)
+      embeddings = std::make_unique<inference::EmbeddingWriter>(a.embeddings, predictor_owner->model().embedding_size);
+  } catch (const std::exception&) {
+    setup_error = std::current_exception();
+  }
+  agree_on_setup(comm, setup_error);
+  inference::Predictor& predictor = *predictor_owner;
   const inference::ModelInfo& m = predictor.model();
   if (!a.quiet && writer)
     std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d\n",
@@ -63,12 +105,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
   if (!a.quiet && writer && comm.world_size() > 1)
     std::fprintf(stderr, "predict: %d ranks, batch b on rank b %% %d, output written by rank 0 in input order\n",
                  comm.world_size(), comm.world_size());
-  std::unique_ptr<OutputFile> file;
-  if (!a.output.empty() && writer) file = std::make_unique<OutputFile>(a.output);
   std::FILE* out = file ? file->get() : stdout;
-  std::unique_ptr<inference::EmbeddingWriter> embeddings;
-  if (!a.embeddings.empty() && writer)
-    embeddings = std::make_unique<inference::EmbeddingWriter>(a.embeddings, m.embedding_size);
   inference::PredictRunOptions ro{.format = format, .skip_bad = a.skip_bad, .progress = !a.quiet};
   if (!a.embeddings.empty())
     ro.on_embedding = [&embeddings](std::span<const float> row) {
@@ -121,6 +158,8 @@ void add_predict_command(CLI::App& app) {
     } catch (const inference::SplitPredictError&) {
       if (comm->rank() != 0) throw ExitStatus{1};  // every rank has it; rank 0 says it once
       throw;
+    } catch (const SetupError&) {
+      throw;  // this rank reports it; the others exit quietly (agree_on_setup)
     } catch (const std::exception& e) {
       if (comm->world_size() == 1) throw;
       std::fprintf(stderr, "fastnn: error: rank %d/%d: %s; aborting the job so that the other ranks do not wait for this one\n",

@@ -8,7 +8,9 @@
 #     stderr once, by rank 0;
 #   - --embeddings as .npy equals the single process's bytes; as .safetensors it holds the same rows;
 #   - without --skip-bad the bad image ends every rank promptly (exit 1, its path named once), and no
-#     output or embedding file is left behind.
+#     output or embedding file is left behind;
+#   - a setup error on every rank (a missing input) or on rank 0 alone (an output it cannot create) is
+#     reported once with exit 1, without MPI_Abort.
 source "$2/tests/integration/mpi_helpers.bash"
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 [ -f "$DATA_SRC/t10k-images-idx3-ubyte.gz" ] || { echo "SKIP: $DATA_SRC has no Fashion-MNIST"; exit 77; }
@@ -61,4 +63,14 @@ run_np 60 fatal 2 "$FASTNN" predict "${fatal[@]}"
 [ "$ELAPSED" -le 30 ] || fail "fatal: took ${ELAPSED}s"
 [ "$(grep -c "00040_bad.png" fatal.log)" = 1 ] || fail "fatal: the bad image named $(grep -c 00040_bad.png fatal.log) times"
 ls fatal.* 2> /dev/null | grep -v log && fail "fatal: output left behind"
+# A usage error (an input that does not exist) is the same on every rank: exit 1, said once, no abort.
+run_np 60 usage 2 "$FASTNN" predict --checkpoint run --input no-such-folder --device=cpu -q
+[ "$RC" = 1 ] || fail "usage error: rc $RC"
+[ "$(grep -c "no-such-folder" usage.log)" = 1 ] || fail "usage error named $(grep -c no-such-folder usage.log) times"
+grep -q "MPI_ABORT" usage.log && fail "usage error: the job was aborted"
+# An output only rank 0 creates, and cannot (its folder does not exist): reported once, exit 1, no abort.
+run_np 60 no-output 2 "$FASTNN" predict --checkpoint run --input images --device=cpu -q --skip-bad -o no/such/dir/p.jsonl
+[ "$RC" = 1 ] || fail "uncreatable output: rc $RC"
+[ "$(grep -c "no/such/dir" no-output.log)" = 1 ] || fail "uncreatable output named $(grep -c no/such/dir no-output.log) times"
+grep -q "MPI_ABORT" no-output.log && fail "uncreatable output: the job was aborted"
 echo PASS
