@@ -85,3 +85,35 @@ resume_smoke() {
     "$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["top1"], 4))' "$cpu" 2>/dev/null)"
 }
 resume_smoke
+
+# predict on the GPU (issue 15): the cuda_fp32 run's checkpoint classifies the test split with
+# --device=cuda and with the CPU backend; the labels must agree on (nearly) every image and the
+# probabilities closely, with each device's time beside the other's. FASTNN_SMOKE_PREDICT_DEVICE (default
+# cuda) lets the script itself be tried without a GPU (cpu against cpu).
+predict_smoke() {
+  [[ predict =~ ${FASTNN_SMOKE:-.} ]] || return 0
+  local run=$out/smoke_cuda_fp32 dev=${FASTNN_SMOKE_PREDICT_DEVICE:-cuda}
+  [[ -f $run/checkpoint ]] || { printf 'smoke gpu predict\tskipped (no smoke_cuda_fp32 run)\n'; return; }
+  local t0 t1 t2
+  t0=$(date +%s.%N)
+  timeout 180 fastnn predict --checkpoint "$run" --input "$data" --device="$dev" --batch_size=500 -q \
+    >"$out/smoke_predict_$dev.jsonl" 2>>"$out/smoke_predict.log" ||
+    { printf 'smoke gpu predict\tpredict on %s failed (see smoke_predict.log)\n' "$dev"; return; }
+  t1=$(date +%s.%N)
+  timeout 180 fastnn predict --checkpoint "$run" --input "$data" --device=cpu --batch_size=500 -q \
+    >"$out/smoke_predict_cpu_ref.jsonl" 2>>"$out/smoke_predict.log" ||
+    { printf 'smoke gpu predict\tpredict on the cpu failed (see smoke_predict.log)\n'; return; }
+  t2=$(date +%s.%N)
+  python3 - "$out/smoke_predict_$dev.jsonl" "$out/smoke_predict_cpu_ref.jsonl" "$dev" "$t0" "$t1" "$t2" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+same = sum(x["label"] == y["label"] for x, y in zip(a, b))
+dp = max((abs(x["topk"][0][1] - y["topk"][0][1]) for x, y in zip(a, b)), default=float("nan"))
+top1 = sum(x["label"] == x["target"] for x in a) / max(1, len(a))
+t0, t1, t2 = map(float, sys.argv[4:7])
+print(f"smoke gpu predict\t{len(a)} vs {len(b)} images: labels agree on {same}, max |p1 {sys.argv[3]} - p1 cpu| {dp:.2e}, "
+      f"top1 {top1:.4f}; {t1 - t0:.1f} s on {sys.argv[3]}, {t2 - t1:.1f} s on the cpu (model load included)")
+PY
+}
+predict_smoke
