@@ -14,6 +14,7 @@
 #   28x28 data included, naming why and what to change.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$SRC/tests/integration/train_helpers.bash"
 set -u
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 PY=$(command -v python3) || { echo "SKIP: no python3"; exit 77; }
@@ -30,18 +31,6 @@ ok() {
   "$FASTNN" train "${base[@]}" --output_dir="runs/$name" "$@" > "$name.log" 2>&1 || { cat "$name.log"; fail "$name: train failed"; }
   grep -qF -- "$needle" "$name.log" || { cat "$name.log"; fail "$name: output lacks \"$needle\""; }
   echo "ok: $name"
-}
-# refused NAME NEEDLE... -- ARGS...: the run exits 1 (an error, not usage) and prints every NEEDLE.
-refused() {
-  local name=$1 needles=()
-  shift
-  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
-  shift
-  local rc=0
-  "$FASTNN" train "$@" > "$name.log" 2>&1 || rc=$?
-  [ "$rc" = 1 ] || { cat "$name.log"; fail "$name: exit $rc, expected 1"; }
-  for n in "${needles[@]}"; do grep -qF -- "$n" "$name.log" || { cat "$name.log"; fail "$name: output lacks \"$n\""; }; done
-  echo "ok (refused): $name"
 }
 
 # Flags inert because of another flag's value or the device: named, with the reason.

@@ -5,6 +5,7 @@
 # (int64) for a dist_ head and is refused for a replicated classifier.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$SRC/tests/integration/train_helpers.bash"
 set -u
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 
@@ -22,27 +23,15 @@ for part in "classes [0, 100000)" "100000 rows x 16" "weights 6.10 MiB" "optimiz
   [[ "$line" == *"$part"* ]] || fail "head line lacks \"$part\": $line"
 done
 
-# refused NAME NEEDLE... -- ARGS...: the run exits 1 before training and prints every NEEDLE.
-refused() {
-  local name=$1 needles=()
-  shift
-  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
-  shift
-  local rc=0
-  timeout 60 "$FASTNN" train "${base[@]}" --output_dir="runs/$name" "$@" > "$name.log" 2>&1 || rc=$?
-  [ "$rc" = 1 ] || { cat "$name.log"; fail "$name: expected exit 1, got $rc"; }
-  for n in "${needles[@]}"; do grep -qF -- "$n" "$name.log" || { cat "$name.log"; fail "$name: lacks \"$n\""; }; done
-  ! grep -q '^step ' "$name.log" || fail "$name: trained before refusing"
-  echo "ok: $name"
-}
 
 # 2^31 classes x 64 dims: 2147483648 rows (int64 all the way) need ~1.5 TiB; refused with what fits.
 refused two_to_the_31 "the classifier head does not fit: rank 0 of 1" "2147483648" "or more ranks (mpirun -np)" \
-  "memory_limit_mb" -- --loss_type=dist_softmax --num_classes=2147483648 --emb_dim=64 --memory_limit_mb=4096
+  "memory_limit_mb" -- "${base[@]}" --output_dir=runs/two_to_the_31 \
+  --loss_type=dist_softmax --num_classes=2147483648 --emb_dim=64 --memory_limit_mb=4096
 # A head that alone exceeds the limit, at a size that does fit on more ranks: the count is named.
-refused too_big "the classifier head does not fit" "fits on" -- \
+refused too_big "the classifier head does not fit" "fits on" -- "${base[@]}" --output_dir=runs/too_big \
   --loss_type=dist_arcface --num_classes=2000000 --emb_dim=128 --memory_limit_mb=1200
 # A replicated classifier cannot have more than 2^31 - 1 classes: named, with the way out.
-refused replicated_limit "num_classes 3000000000 is above 2147483647" "dist_" -- \
+refused replicated_limit "num_classes 3000000000 is above 2147483647" "dist_" -- "${base[@]}" --output_dir=runs/replicated_limit \
   --loss_type=softmax --num_classes=3000000000
 echo PASS
