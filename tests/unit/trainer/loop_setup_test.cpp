@@ -26,6 +26,18 @@
 namespace fastnn::loop {
 namespace {
 
+// A fresh scratch folder holding one shard, a.tfrecord, of one record: enough for make_run_setup.
+std::filesystem::path one_record_dataset(const std::string& tag) {
+  const std::filesystem::path dir =
+      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str(tag, "-", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  TFRecordWriter w((dir / "a.tfrecord").string());
+  w.write("x");
+  w.close();
+  return dir;
+}
+
 TEST(LoopSetup, TotalStepsTakesTheSmallerOfWhatIsSet) {
   JobConfig c;
   EXPECT_EQ(total_train_steps(c, 1000), 100);  // defaults: stop_at_step 100 < 100 epochs
@@ -99,15 +111,7 @@ TEST(LoopSetup, TrainAndEvalFilesNamePlainTfrecordFiles) {
 
 // drop_path_keep_prob / total_training_steps reach the NASNet a run builds (TF-slim's hparams otherwise).
 TEST(LoopSetup, DropPathFieldsReachTheNasnet) {
-  const std::filesystem::path dir =
-      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("drop-path-", ::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  {
-    TFRecordWriter w((dir / "a.tfrecord").string());
-    w.write("x");
-    w.close();
-  }
+  const std::filesystem::path dir = one_record_dataset("drop-path");
   JobConfig c;
   c.set_model_name("nasnet_cifar");
   c.set_dataset_dir(dir.string());
@@ -287,15 +291,7 @@ TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededRunner) {
 // model's smallest size, out of range, or beside a config's own net it is refused; eval takes it from
 // the checkpoint's config when the caller does not set it.
 TEST(LoopSetup, TrainImageSizeSetsTheZooInput) {
-  const std::filesystem::path dir =
-      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("image-size-", ::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  {
-    TFRecordWriter w((dir / "a.tfrecord").string());
-    w.write("x");
-    w.close();
-  }
+  const std::filesystem::path dir = one_record_dataset("image-size");
   JobConfig c;
   c.set_model_name("mobilenet_v2");
   c.set_dataset_dir(dir.string());

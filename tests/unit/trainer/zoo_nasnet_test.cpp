@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "tests/unit/trainer/zoo_test_util.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/graph/statistics.h"
 #include "trainer/zoo/zoo.h"
@@ -14,14 +15,7 @@
 namespace fastnn {
 namespace {
 
-std::map<std::string, Shape> trainable_shapes(const std::string& m, zoo::ZooOptions o = {}) {
-  std::map<std::string, Shape> out;
-  const graph::NetPlan plan = graph::NetPlan::make(zoo::build_net(m, o), {});
-  for (const graph::PlanNode& n : plan.nodes())
-    for (const graph::PlannedTensor& p : n.params)
-      if (p.trainable) out[p.name] = p.spec.shape;
-  return out;
-}
+using testing_util::trainable_shapes;
 
 // The shape of `name`, or a failure naming it.
 Shape at(const std::map<std::string, Shape>& m, const std::string& name) {

@@ -47,6 +47,7 @@
 #include <set>
 #include <tuple>
 
+#include "tests/unit/trainer/zoo_test_util.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/graph/statistics.h"
 #include "trainer/zoo/zoo.h"
@@ -289,14 +290,7 @@ TEST(ZooRegistry, UnknownNamesListTheZooAndSizesAreChecked) {
 namespace fastnn {
 namespace {
 
-std::map<std::string, Shape> trainable_shapes(const std::string& m, zoo::ZooOptions o = {}) {
-  std::map<std::string, Shape> out;
-  const graph::NetPlan plan = graph::NetPlan::make(zoo::build_net(m, o), {});
-  for (const graph::PlanNode& n : plan.nodes())
-    for (const graph::PlannedTensor& p : n.params)
-      if (p.trainable) out[p.name] = p.spec.shape;
-  return out;
-}
+using testing_util::trainable_shapes;
 
 // TF-slim's variable names (scopes and quirks) for the nets added with issue 16.
 TEST(ZooRegistry, NewNetsUseSlimNames) {
