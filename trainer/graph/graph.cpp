@@ -177,9 +177,12 @@ void Graph::share_inference_buffers() {
     if (!readable_[i] && last_reader[i] < 0) free.push_back(id);  // nobody reads it
   }
   // Buffers only grow: a smaller batch after a larger one allocates nothing.
-  pool_.resize(need.size());
-  for (size_t id = 0; id < need.size(); ++id)
-    if (!pool_[id] || pool_[id]->bytes() < need[id]) pool_[id] = allocate_storage(dev, std::max<size_t>(need[id], 1));
+  auto grow = [dev](std::vector<std::shared_ptr<Storage>>& pool, const std::vector<size_t>& bytes) {
+    pool.resize(bytes.size());
+    for (size_t k = 0; k < bytes.size(); ++k)
+      if (!pool[k] || pool[k]->bytes() < bytes[k]) pool[k] = allocate_storage(dev, std::max<size_t>(bytes[k], 1));
+  };
+  grow(pool_, need);
   std::vector<size_t> saved_need;
   for (size_t i = 0; i < n; ++i) {
     const auto& saved = nodes[i].kernel->signature().saved;
@@ -187,10 +190,7 @@ void Graph::share_inference_buffers() {
     for (size_t k = 0; k < saved.size(); ++k)
       saved_need[k] = std::max(saved_need[k], static_cast<size_t>(shape_numel(saved[k].shape)) * dtype_size(saved[k].dtype));
   }
-  saved_pool_.resize(saved_need.size());
-  for (size_t k = 0; k < saved_need.size(); ++k)
-    if (!saved_pool_[k] || saved_pool_[k]->bytes() < saved_need[k])
-      saved_pool_[k] = allocate_storage(dev, std::max<size_t>(saved_need[k], 1));
+  grow(saved_pool_, saved_need);
   for (size_t i = 0; i < n; ++i) {
     NodeMemory& m = mem_[i];
     m.outputs = {Tensor(nodes[i].output_shape, options_.dtype, pool_[owner[i]])};

@@ -198,6 +198,11 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   // model's embedding is its output (PLSC serves the same); otherwise the features feeding the classifier.
   const graph::NetPlan layout = graph::NetPlan::make(net, graph::PlanOptions{1, DType::kF32, Device::kCpu, nullptr, o.fuse});
   m.embedding_layer = embedding_model ? layout.nodes()[static_cast<size_t>(layout.logits_node())].name : embedding_layer_of(layout);
+  {
+    const Shape& shape = layout.nodes()[static_cast<size_t>(layout.find(m.embedding_layer))].output_shape;
+    m.embedding_size = 1;
+    for (size_t d = 1; d < shape.size(); ++d) m.embedding_size *= shape[d];
+  }
   o.inference = true;
   if (options.embeddings) o.keep_layers = {m.embedding_layer};
   s.runner = loop::make_step_runner(net, o);
@@ -208,12 +213,6 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   s.mapper = pipeline::make_preprocessor(p);
   s.spec = s.mapper->spec();
   m.input_layout = bf.layout == pipeline::Layout::kNCHW ? "NCHW" : "NHWC";
-  {
-    const graph::NetPlan& plan = s.runner->graph().plan();
-    const Shape& shape = plan.nodes()[static_cast<size_t>(plan.find(m.embedding_layer))].output_shape;
-    m.embedding_size = 1;
-    for (size_t d = 1; d < shape.size(); ++d) m.embedding_size *= shape[d];
-  }
   const int workers = tbb::this_task_arena::max_concurrency();
   s.mapper->prepare(workers);
   s.times.resize(static_cast<size_t>(workers));
