@@ -71,6 +71,13 @@ void TrainStep::set_loss_scale(double scale) {
   if (heads_) fill_dloss(*heads_);
 }
 
+std::vector<std::pair<Tensor, double>> TrainStep::loss_gradient_seeds(const Tensor& labels) {
+  Heads& h = heads(labels);
+  std::vector<std::pair<Tensor, double>> out;
+  for (size_t o = 0; o < graph_.num_outputs(); ++o) out.push_back({h.dloss[o], o == 0 ? 1.0 : graph_.aux_loss_weight()});
+  return out;
+}
+
 TrainStep::Heads& TrainStep::heads(const Tensor& labels) {
   const int64_t n = graph_.batch_size(), k = graph_.num_classes();
   FASTNN_CHECK(labels.defined() && labels.shape() == Shape{n} &&

@@ -23,6 +23,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "trainer/graph/graph.h"
 
@@ -63,6 +65,10 @@ class TrainStep {
 
   // The factor train() seeds the backward with (dynamic loss scaling changes it between steps).
   void set_loss_scale(double scale);
+  // The one-element loss gradients train() starts the backward from, each with its weight (1 for the
+  // logits, the aux weight for aux logits), for these labels' batch: a device runner writes its own
+  // scale times the weight into them before train() (the CUDA runner's device-side loss scale).
+  std::vector<std::pair<Tensor, double>> loss_gradient_seeds(const Tensor& labels);
   double loss_scale() const { return options_.loss_scale; }
 
  private:

@@ -19,15 +19,6 @@ __global__ void cast_to_f32_kernel(int64_t count, const T* x, float* y) {
   FASTNN_GRID_LOOP(i, count) y[i] = to_f(x[i]);
 }
 
-template <typename G>
-__global__ void prepare_grad_kernel(int64_t count, const G* g, float inv_scale, float wd, const float* w, float* out) {
-  FASTNN_GRID_LOOP(i, count) {
-    float v = __fmul_rn(to_f(g[i]), inv_scale);
-    if (wd != 0.0f) v = __fadd_rn(v, __fmul_rn(wd, w[i]));
-    out[i] = v;
-  }
-}
-
 template <typename S>
 __device__ float input_value(S v, float, float) {
   return to_f(v);
@@ -74,17 +65,9 @@ void cast_to_f32(int64_t count, const T* x, float* y, cudaStream_t s) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename G>
-void prepare_grad(int64_t count, const G* g, float inv_scale, float wd, const float* w, float* out, cudaStream_t s) {
-  if (count <= 0) return;
-  prepare_grad_kernel<G><<<grid_for(count), kThreads, 0, s>>>(count, g, inv_scale, wd, w, out);
-  CUDA_CHECK_LAUNCH();
-}
-
 #define FASTNN_STEP_KERNELS(T)                                                                          \
   template void cast_from_f32<T>(int64_t, const float*, T*, cudaStream_t);                             \
   template void cast_to_f32<T>(int64_t, const T*, float*, cudaStream_t);                               \
-  template void prepare_grad<T>(int64_t, const T*, float, float, const float*, float*, cudaStream_t);   \
   template void input_to_nchw<uint8_t, T>(int64_t, int64_t, int64_t, int64_t, const uint8_t*, bool, InputNorm, T*, \
                                           cudaStream_t);                                                \
   template void input_to_nchw<__half, T>(int64_t, int64_t, int64_t, int64_t, const __half*, bool, InputNorm, T*,   \

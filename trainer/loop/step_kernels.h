@@ -17,11 +17,6 @@ void cast_from_f32(int64_t count, const float* x, T* y, cudaStream_t s);
 // y[i] = x[i] widened to f32.
 template <typename T>
 void cast_to_f32(int64_t count, const T* x, float* y, cudaStream_t s);
-// out[i] = g[i] * inv_scale + wd * w[i] (the wd term only when wd != 0), each product and the sum
-// rounded separately (no FMA), so with inv_scale = 1 it is bitwise the CPU's add_weight_decay.
-// out may alias g when G is float.
-template <typename G>
-void prepare_grad(int64_t count, const G* g, float inv_scale, float wd, const float* w, float* out, cudaStream_t s);
 
 // The input hop (input_format.h): images [n, c, h, w] of source type S (uint8_t, __half or float; NHWC
 // when nhwc, else NCHW) to T NCHW. uint8 values become (v - mean[c]) * inv_std[c] in float, the

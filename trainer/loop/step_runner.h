@@ -21,9 +21,12 @@
 //   - kernels from the op registry (each op registers its CPU and CUDA kernels);
 //   - the optimizer keeps f32 master weights and slots on the device (optim/device_optimizer.h) with
 //     the CPU optimizer's state names, so checkpoints interchange;
-//   - gradients are unscaled and weight-decayed into f32 in one pass, then one grad_stats reduction
-//     gives the global norm and the overflow count, read to the host with the losses (two small
-//     copies per step); an f16 step that overflowed is skipped under dynamic loss scaling;
+//   - the update is three launches for every parameter together (chunk tables, optim/tensor_chunks.h):
+//     unscale + weight decay into f32 with the gradient statistics, the decision on the device (the loss
+//     scaler's skip under dynamic scaling, the clipping factor: update_rules.h's rule::decide, state in
+//     device memory), the optimizer update with the compute-dtype copy of the new weights; nothing is
+//     read back for it (stats() reads the device's numbers when the loop logs or saves); f16: the loss
+//     gradient the backward starts from is written from the device's scale each step;
 //   - host batches (input_format.h): by default uint8 NHWC in the pipeline's pinned buffers, copied
 //     from there on a copy stream (other host memory goes through two pinned staging buffers first),
 //     the compute stream waits on that batch's event only; on the device uint8 is normalised with the

@@ -147,7 +147,6 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
         scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}) {
     const DType dt = o.target.dtype;
     step_.set_loss_scale(scaler_.scale());
-    stats_.loss_scale = scaler_.scale();
     // f16/bf16: the f32 master copy starts from the CPU's f32 initial values (a batch-1 CPU graph with
     // the same seed), not from the rounded device values.
     std::vector<graph::NamedTensor> cpu_init;
@@ -164,15 +163,17 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
         p.master = cuda::to_device(cpu_init[i].value);
         p.g32 = Tensor::empty(p.value.shape(), DType::kF32, Device::kCuda);
       }
-      dparams.push_back({p.name, p.master.data<float>(), p.g32.data<float>(), p.master.numel(), p.decay});
-      grad_views_.push_back({p.g32.raw(), p.g32.numel(), 0});
+      // The update (update_order.h) prepares g32 from the graph's gradient: unscaled, plus weight decay.
+      const float wd = (p.decay && o.weight_decay > 0) ? static_cast<float>(o.weight_decay) : 0.0f;
+      dparams.push_back({.name = p.name, .master = p.master.data<float>(), .grad = p.g32.data<float>(),
+                         .count = p.master.numel(), .decay = p.decay, .source = p.grad.raw(),
+                         .value = dt == DType::kF32 ? nullptr : p.value.raw(), .weight_decay = wd});
       params_.push_back(std::move(p));
     }
-    optimizer_ = std::make_unique<DeviceOptimizer>(o.optimizer, std::move(dparams));
-    const size_t ws = optim::cuda::grad_stats_workspace_bytes(grad_views_);
-    stats_ws_ = Tensor::empty({static_cast<int64_t>(std::max<size_t>(ws, 1))}, DType::kU8, Device::kCuda);
-    stats_dev_ = Tensor::empty({2}, DType::kF64, Device::kCuda);
-    stats_host_ = cuda::pinned_empty({2}, DType::kF64);
+    optimizer_ = std::make_unique<DeviceOptimizer>(
+        o.optimizer, std::move(dparams),
+        DeviceStepOptions{.compute = dt, .max_gradient_norm = o.max_gradient_norm, .loss_scaling = dt == DType::kF16,
+                          .scaler = scaler_.rule(), .scaler_state = scaler_.state()});
     CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     if (o.collectives) plan_buckets();
     for (Stage& s : stages_) {
@@ -218,6 +219,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       }
       graph_.set_layer_observer(this);  // layer_end() launches the buckets during backward
       try {
+        seed_loss_gradient(y);
         r = step_.train(x, y, step);  // one read-back: losses and counts
       } catch (...) {
         graph_.set_layer_observer(external_);
@@ -225,6 +227,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       }
       graph_.set_layer_observer(external_);
     } else {
+      seed_loss_gradient(y);
       r = step_.train(x, y, step);
     }
     phase("forward_backward");
@@ -300,13 +303,23 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     cuda::synchronize();
   }
 
-  StepRunnerStats stats() const override { return stats_; }
+  // The device's last decision, read now (a wait: the loop asks at log steps and checkpoints only).
+  StepRunnerStats stats() const override {
+    StepRunnerStats st;
+    const DeviceStepReadback rb = optimizer_->read_back();
+    if (o_.target.dtype == DType::kF16) {
+      st.loss_scale = rb.scaler.scale;
+      st.clean_steps = rb.scaler.clean;
+      st.skipped_steps = rb.scaler.skipped;
+    }
+    if (o_.max_gradient_norm > 0 || o_.target.dtype == DType::kF16) st.last_global_norm = rb.norm;
+    return st;
+  }
   void restore_loss_scale(double scale, int64_t clean_steps) override {
     if (o_.target.dtype != DType::kF16) return;
     scaler_.restore(scale, clean_steps);
+    optimizer_->set_scaler_state(scaler_.state());
     step_.set_loss_scale(scaler_.scale());
-    stats_.loss_scale = scaler_.scale();
-    stats_.clean_steps = scaler_.clean_steps();
   }
 
   void set_layer_observer(graph::LayerObserver* observer) override {
@@ -481,49 +494,30 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     CUDA_CHECK(cudaStreamWaitEvent(s, comm_done_, 0));
   }
 
-  // The update in FastNN's order (update_order.h): unscale + weight decay into f32, one reduction
-  // (norm^2, non-finite count) read once, the skip decision, clipping fused into the optimizer update,
-  // then the f32 -> compute-dtype copy of the new weights.
+  // The update in FastNN's order (update_order.h), three launches and no host read: the preparation
+  // (unscale + weight decay into f32, the gradient statistics), the decision on the device (scaler skip,
+  // clipping factor), the optimizer update with the f32 -> compute-dtype copy of the new weights.
   void update(float lr) {
     cudaStream_t s = cuda::current_stream();
-    const DType dt = o_.target.dtype;
     UpdateStages stages;
     if (o_.collectives) stages.average = [this, s] {  // the gradients are every rank's average from here
       finish_gradient_average(s);
       phase("allreduce");
     };
-    const float inv = scaler_.inverse_scale();
-    stages.decay = [this, s, dt, inv] {
-      const float wd = static_cast<float>(o_.weight_decay);
-      for (ParamState& p : params_) {
-        const float pwd = (p.decay && o_.weight_decay > 0) ? wd : 0.0f;
-        if (dt == DType::kF32 && pwd == 0.0f && inv == 1.0f) continue;  // g32 is the graph's gradient as it is
-        with_type(dt, [&](auto t) {
-          using T = decltype(t);
-          cuda_step::prepare_grad<T>(p.grad.numel(), static_cast<const T*>(p.grad.raw()), inv, pwd,
-                                     p.master.data<float>(), p.g32.data<float>(), s);
-        });
-      }
-    };
-    stages.check = [this, s] {
-      optim::cuda::grad_stats(grad_views_, stats_dev_.data<double>(), stats_ws_.raw(), s);
-      cuda::copy_async(stats_host_, stats_dev_, s);
-      CUDA_CHECK(cudaStreamSynchronize(s));  // the step's one read of the norm
-      const double sumsq = stats_host_.data<double>()[0], nonfinite = stats_host_.data<double>()[1];
-      const double norm = std::sqrt(sumsq);
-      return GradientCheck{.norm = norm, .overflow = nonfinite > 0 || !std::isfinite(norm)};
-    };
-    stages.apply = [this, s, lr, dt](float factor) {
-      optimizer_->step(lr, factor, s);
-      if (dt != DType::kF32) cast_masters_to_values(s);
-    };
-    const UpdateOutcome out =
-        apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm, .scaler = dt == DType::kF16 ? &scaler_ : nullptr});
-    if (o_.max_gradient_norm > 0 || dt == DType::kF16) stats_.last_global_norm = out.norm;
-    stats_.loss_scale = scaler_.scale();
-    stats_.clean_steps = scaler_.clean_steps();
-    stats_.skipped_steps = scaler_.skipped_steps();
-    step_.set_loss_scale(scaler_.scale());
+    stages.decay = [this, s] { optimizer_->prepare(s); };
+    stages.decide_on_device = [this, s, lr] { optimizer_->decide(lr, s); };
+    stages.apply = [this, s](float) { optimizer_->apply(s); };
+    apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm});
+  }
+
+  // f16: the loss gradient the backward starts from is the device scaler's current scale (times the aux
+  // weight), written on the stream, so a changed scale needs no host round trip.
+  void seed_loss_gradient(const Tensor& labels) {
+    if (o_.target.dtype != DType::kF16) return;
+    std::vector<std::pair<Tensor, double>> seeds = step_.loss_gradient_seeds(labels);
+    for (auto& [dloss, weight] : seeds)
+      optim::cuda::write_loss_scale<__half>(static_cast<const optim::cuda::StepControl*>(optimizer_->control()), weight,
+                                            static_cast<__half*>(dloss.raw()), cuda::current_stream());
   }
 
   // f16/bf16 graphs: the graph's weights are the f32 master weights rounded.
@@ -544,20 +538,17 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   TrainStep step_;
   LossScaler scaler_;
   std::vector<ParamState> params_;
-  std::vector<optim::cuda::GradView> grad_views_;
   std::vector<GradBucket> buckets_;                  // data parallel only
   std::vector<std::vector<size_t>> node_buckets_;    // per plan node
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t grads_ready_ = nullptr, comm_done_ = nullptr;
   std::unique_ptr<DeviceOptimizer> optimizer_;
-  Tensor stats_ws_, stats_dev_, stats_host_;
   cudaStream_t copy_stream_ = nullptr;
   Stage stages_[2];
   size_t next_stage_ = 0;
   Stage* current_stage_ = nullptr;
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
   std::shared_ptr<PinnedBatchAllocator> pinned_allocator_ = std::make_shared<PinnedBatchAllocator>();
-  StepRunnerStats stats_;
 };
 
 }  // namespace

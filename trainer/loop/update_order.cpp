@@ -1,30 +1,31 @@
 #include "trainer/loop/update_order.h"
 
-#include <cmath>
-#include <limits>
-
 namespace fastnn::loop {
 
-float clip_factor(double norm, double max_norm) {
-  if (max_norm <= 0) return 1.0f;
-  if (!std::isfinite(norm)) return std::numeric_limits<float>::quiet_NaN();
-  return norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
-}
+float clip_factor(double norm, double max_norm) { return optim::rule::clip_factor(norm, max_norm); }
 
 UpdateOutcome apply_update(const UpdateStages& s, const UpdatePolicy& p) {
   UpdateOutcome out;
   if (s.average) s.average();
   if (s.decay) s.decay();
-  const bool clip = p.max_gradient_norm > 0;
+  if (s.decide_on_device) {  // the device checks and decides (the same rule::decide) without a host read
+    s.decide_on_device();
+    s.apply(1.0f);
+    return out;
+  }
   float factor = 1.0f;
-  if (clip || p.scaler) {
+  if (p.max_gradient_norm > 0 || p.scaler) {
     const GradientCheck g = s.check();
     out.norm = g.norm;
-    if (p.scaler && !p.scaler->update(g.overflow || !std::isfinite(g.norm))) {
+    optim::rule::ScalerState state = p.scaler ? p.scaler->state() : optim::rule::ScalerState{};
+    const optim::rule::Decision d =
+        optim::rule::decide(g.norm, g.overflow, p.max_gradient_norm, p.scaler ? &p.scaler->rule() : nullptr, &state);
+    if (p.scaler) p.scaler->set_state(state);
+    if (!d.apply) {
       out.applied = false;
       return out;
     }
-    factor = clip_factor(g.norm, p.max_gradient_norm);
+    factor = d.factor;
   }
   s.apply(factor);
   return out;

@@ -12,6 +12,11 @@
 //
 // clip_factor is tf.clip_by_global_norm's: max_norm / norm when norm > max_norm, NaN for a non-finite
 // norm (TF turns every gradient into NaN so an overflow is never applied silently), else 1.
+//
+// Steps 3 and 4 are optim::rule::decide (update_rules.h). A runner whose device can take that decision
+// itself (the CUDA runner: a one-thread kernel steps the same rule on device-resident scaler state) sets
+// `decide_on_device` instead of `check`: then nothing is read back to the host inside the step, and
+// `apply` always runs, its kernels reading the device's decision (skip, clipping factor).
 #pragma once
 
 #include <functional>
@@ -29,6 +34,7 @@ struct UpdateStages {
   std::function<void()> average;           // empty: one process
   std::function<void()> decay;             // empty: nothing to do
   std::function<GradientCheck()> check;
+  std::function<void()> decide_on_device;  // set: steps 3-4 run on the device; apply gets factor 1
   std::function<void(float factor)> apply;
 };
 

@@ -12,13 +12,9 @@
 #include <array>
 #include <cstdint>
 
-namespace fastnn::ops {
+#include "core/host_device.h"
 
-#if defined(__CUDACC__)
-#define FASTNN_HD __host__ __device__
-#else
-#define FASTNN_HD
-#endif
+namespace fastnn::ops {
 
 FASTNN_HD constexpr std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;

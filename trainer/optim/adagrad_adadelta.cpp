@@ -1,6 +1,5 @@
-// adagrad (tf.train.AdagradOptimizer) and adadelta (tf.train.AdadeltaOptimizer).
-#include <cmath>
-
+// adagrad (tf.train.AdagradOptimizer) and adadelta (tf.train.AdadeltaOptimizer); the per-element rules are
+// update_rules.h's, shared with the GPU.
 #include "trainer/optim/optimizers.h"
 
 namespace fastnn {
@@ -15,16 +14,7 @@ class Adagrad final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    float* acc = slot(accum_, i);
-    parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        acc[k] += g[k] * g[k];
-        w[k] -= g[k] * lr / std::sqrt(acc[k]);
-      }
-    });
+    apply_rule(optim::rule::Adagrad{.lr = lr}, params()[i], slot(accum_, i), nullptr);
   }
 
   size_t accum_;
@@ -40,20 +30,8 @@ class Adadelta final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    float* acc = slot(accum_, i);
-    float* acc_up = slot(accum_update_, i);
-    const float rho = rho_, eps = epsilon_;
-    parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        acc[k] = acc[k] * rho + g[k] * g[k] * (1.0f - rho);
-        const float u = std::sqrt(acc_up[k] + eps) / std::sqrt(acc[k] + eps) * g[k];
-        w[k] -= u * lr;
-        acc_up[k] = acc_up[k] * rho + u * u * (1.0f - rho);
-      }
-    });
+    apply_rule(optim::rule::Adadelta{.lr = lr, .rho = rho_, .epsilon = epsilon_}, params()[i], slot(accum_, i),
+               slot(accum_update_, i));
   }
 
   float rho_, epsilon_;

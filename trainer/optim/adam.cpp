@@ -1,6 +1,5 @@
-// adam (tf.train.AdamOptimizer) and adamweightdecay (BERT's AdamWeightDecayOptimizer as FastNN uses it).
-#include <cmath>
-
+// adam (tf.train.AdamOptimizer) and adamweightdecay (BERT's AdamWeightDecayOptimizer as FastNN uses it);
+// the per-element rules and adam's lr_t are update_rules.h's, shared with the GPU.
 #include "trainer/optim/optimizers.h"
 
 namespace fastnn {
@@ -19,27 +18,12 @@ class Adam final : public Optimizer {
   }
 
  private:
-  void begin_step(float lr) override {
-    const double b1p = *beta1_power_, b2p = *beta2_power_;
-    lr_t_ = static_cast<float>(lr * std::sqrt(1.0 - b2p) / (1.0 - b1p));
-  }
-
+  void begin_step(float lr) override { lr_t_ = optim::rule::adam_lr_t(lr, *beta1_power_, *beta2_power_); }
   void update(size_t i, float) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    float* m = slot(m_, i);
-    float* v = slot(v_, i);
-    const float one_minus_b1 = 1.0f - beta1_, one_minus_b2 = 1.0f - beta2_, eps = epsilon_, lr_t = lr_t_;
-    parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        m[k] += (g[k] - m[k]) * one_minus_b1;
-        v[k] += (g[k] * g[k] - v[k]) * one_minus_b2;
-        w[k] -= (m[k] * lr_t) / (std::sqrt(v[k]) + eps);
-      }
-    });
+    const optim::rule::Adam r{.lr = lr_t_, .one_minus_beta1 = 1.0f - beta1_, .one_minus_beta2 = 1.0f - beta2_,
+                              .epsilon = epsilon_};
+    apply_rule(r, params()[i], slot(m_, i), slot(v_, i));
   }
-
   void end_step() override {
     *beta1_power_ *= beta1_;
     *beta2_power_ *= beta2_;
@@ -63,23 +47,9 @@ class AdamWeightDecay final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    float* m = slot(m_, i);
-    float* v = slot(v_, i);
-    const float b1 = beta1_, b2 = beta2_, eps = epsilon_;
-    // BERT skips the decay term entirely for excluded parameters and when the rate is 0.
-    const float rate = (p.decay && rate_ != 0.0f) ? rate_ : 0.0f;
-    parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        m[k] = b1 * m[k] + (1.0f - b1) * g[k];
-        v[k] = b2 * v[k] + (1.0f - b2) * (g[k] * g[k]);
-        float u = m[k] / (std::sqrt(v[k]) + eps);
-        if (rate != 0.0f) u += rate * w[k];
-        w[k] -= lr * u;
-      }
-    });
+    const optim::rule::AdamWeightDecay r{.lr = lr, .beta1 = beta1_, .beta2 = beta2_, .epsilon = epsilon_,
+                                         .rate = rate_};
+    apply_rule(r, params()[i], slot(m_, i), slot(v_, i));
   }
 
   float beta1_, beta2_, epsilon_, rate_;

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <span>
@@ -7,9 +9,43 @@
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/optim/device_optimizer.h"
+#include "trainer/optim/tensor_chunks.h"
 #include "trainer/optim/update_kernels.h"
 
 namespace fastnn {
+
+using optim::cuda::StepControl;
+
+namespace {
+
+// The control block as bytes on the device, and its host image.
+Tensor control_to_device(const StepControl& c) {
+  Tensor host = Tensor::empty({static_cast<int64_t>(sizeof(StepControl))}, DType::kU8);
+  std::memcpy(host.raw(), &c, sizeof c);
+  return cuda::to_device(host);
+}
+
+// Calls fn with the CUDA storage type of a compute dtype.
+template <typename Fn>
+void with_storage_type(DType dt, Fn&& fn) {
+  switch (dt) {
+    case DType::kF32: return fn(float{});
+    case DType::kF16: return fn(__half{});
+    case DType::kBF16: return fn(__nv_bfloat16{});
+    default: throw Error(str("device optimizer: compute dtype ", dtype_name(dt), " is not f32, f16 or bf16"));
+  }
+}
+
+}  // namespace
+
+struct DeviceOptimizer::Impl {
+  Tensor table;     // TensorChunk[chunks] on the device
+  int64_t chunks = 0;
+  bool any_prepare = false;  // some chunk has work in prepare()
+  bool stats = false;        // prepare() takes the gradient statistics (clipping or loss scaling)
+  Tensor partials;  // 2 doubles per chunk
+  Tensor control;   // one StepControl
+};
 
 bool DeviceOptimizer::supports(const std::string& n) {
   for (std::string_view known : optimizer_names())
@@ -17,8 +53,9 @@ bool DeviceOptimizer::supports(const std::string& n) {
   return false;
 }
 
-DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DeviceParam> params)
-    : name_(o.optimizer), o_(o), params_(std::move(params)) {
+DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DeviceParam> params,
+                                 const DeviceStepOptions& step_options)
+    : name_(o.optimizer), o_(o), step_options_(step_options), params_(std::move(params)) {
   if (!supports(name_))
     throw ConfigError(str("optimizer \"", name_, "\" is not a FastNN optimizer"));
   std::set<std::string> names;
@@ -50,54 +87,140 @@ DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DevicePa
     }
     slots_.push_back(std::move(slot));
   }
-  beta1_power_ = static_cast<float>(o.adam_beta1);
-  beta2_power_ = static_cast<float>(o.adam_beta2);
+  impl_ = std::make_unique<Impl>();
+  const DeviceStepOptions& so = step_options_;
+  std::vector<optim::ChunkSource> sources;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const DeviceParam& p = params_[i];
+    const bool prepare = p.source && (p.source != p.grad || p.weight_decay != 0.0f || so.loss_scaling);
+    FASTNN_CHECK(p.source || p.weight_decay == 0.0f, "device optimizer: parameter '", p.name,
+                 "' has weight decay but no gradient to prepare it from");
+    impl_->any_prepare = impl_->any_prepare || prepare;
+    sources.push_back({.master = p.master, .grad32 = p.grad, .grad = prepare ? p.source : p.grad, .value = p.value,
+                       .slot0 = slots_.size() > 0 ? slots_[0].data[i].data<float>() : nullptr,
+                       .slot1 = slots_.size() > 1 ? slots_[1].data[i].data<float>() : nullptr, .count = p.count,
+                       .weight_decay = p.weight_decay, .decay = p.decay, .prepare = prepare});
+  }
+  const size_t elem = dtype_size(so.compute);
+  const std::vector<optim::TensorChunk> table = optim::plan_chunks(sources, optim::kDefaultChunkElements, elem, elem);
+  impl_->chunks = static_cast<int64_t>(table.size());
+  Tensor host_table = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, table.size() * sizeof(optim::TensorChunk)))},
+                                    DType::kU8);
+  if (!table.empty()) std::memcpy(host_table.raw(), table.data(), table.size() * sizeof(optim::TensorChunk));
+  impl_->table = cuda::to_device(host_table);
+  impl_->stats = so.max_gradient_norm > 0 || so.loss_scaling;
+  impl_->partials = Tensor::empty({static_cast<int64_t>(optim::cuda::chunk_partials_bytes(impl_->chunks))}, DType::kU8,
+                                  Device::kCuda);
+  StepControl c;
+  c.scaler = so.loss_scaling ? so.scaler_state : optim::rule::ScalerState{};
+  c.inv_scale = static_cast<float>(1.0 / c.scaler.scale);
+  c.beta1_power = static_cast<float>(o.adam_beta1);
+  c.beta2_power = static_cast<float>(o.adam_beta2);
+  impl_->control = control_to_device(c);
+  cuda::synchronize();  // the host images above die here
+}
+
+DeviceOptimizer::~DeviceOptimizer() = default;
+
+const void* DeviceOptimizer::control() const { return impl_->control.raw(); }
+
+void DeviceOptimizer::prepare(void* stream) {
+  cudaStream_t s = cuda::stream_or_current(stream);
+  with_storage_type(step_options_.compute, [&](auto t) {
+    using G = decltype(t);
+    optim::cuda::prepare_chunks<G>(static_cast<const optim::TensorChunk*>(impl_->table.raw()), impl_->chunks,
+                                   static_cast<const StepControl*>(impl_->control.raw()), impl_->any_prepare,
+                                   impl_->stats, static_cast<double*>(impl_->partials.raw()), s);
+  });
+}
+
+void DeviceOptimizer::decide(float lr, void* stream) {
+  // The proximal step divides by lr; TF would silently write inf/NaN into the weights (as the CPU's).
+  if (name_ == "ftrl" && !(lr > 0.0f)) throw Error(str("ftrl needs a learning rate > 0, got ", lr));
+  optim::cuda::DecideArgs a;
+  a.lr = lr;
+  a.stats = impl_->stats;
+  a.max_norm = step_options_.max_gradient_norm;
+  a.has_scaler = step_options_.loss_scaling;
+  a.scaler = step_options_.scaler;
+  a.adam = name_ == "adam";
+  a.beta1 = static_cast<float>(o_.adam_beta1);
+  a.beta2 = static_cast<float>(o_.adam_beta2);
+  optim::cuda::decide_step(static_cast<const double*>(impl_->partials.raw()), impl_->chunks, a,
+                           static_cast<StepControl*>(impl_->control.raw()), cuda::stream_or_current(stream));
+}
+
+void DeviceOptimizer::apply(void* stream) { launch_update(stream); }
+
+DeviceStepReadback DeviceOptimizer::read_back() const {
+  const Tensor host = cuda::to_host(impl_->control);
+  StepControl c;
+  std::memcpy(&c, host.raw(), sizeof c);
+  return {.norm = c.norm, .applied = c.apply != 0, .scaler = c.scaler};
+}
+
+void DeviceOptimizer::set_scaler_state(const optim::rule::ScalerState& state) {
+  StepControl c;
+  std::memcpy(&c, cuda::to_host(impl_->control).raw(), sizeof c);
+  c.scaler = state;
+  c.inv_scale = static_cast<float>(1.0 / state.scale);
+  impl_->control = control_to_device(c);
+  cuda::synchronize();
 }
 
 void DeviceOptimizer::step(float lr, float grad_scale, void* stream) {
+  if (name_ == "ftrl" && !(lr > 0.0f)) throw Error(str("ftrl needs a learning rate > 0, got ", lr));
+  optim::cuda::DecideArgs a;
+  a.lr = lr;
+  a.fixed = true;
+  a.fixed_factor = grad_scale;
+  a.adam = name_ == "adam";
+  a.beta1 = static_cast<float>(o_.adam_beta1);
+  a.beta2 = static_cast<float>(o_.adam_beta2);
+  optim::cuda::decide_step(static_cast<const double*>(impl_->partials.raw()), impl_->chunks, a,
+                           static_cast<StepControl*>(impl_->control.raw()), cuda::stream_or_current(stream));
+  launch_update(stream);
+}
+
+// One launch for every parameter: the optimizer's rule (lr comes from the control) over the chunk table.
+void DeviceOptimizer::launch_update(void* stream) {
   cudaStream_t s = cuda::stream_or_current(stream);
   auto f = [](double v) { return static_cast<float>(v); };
-  // The proximal step divides by lr; TF would silently write inf/NaN into the weights (as the CPU's).
-  if (name_ == "ftrl" && !(lr > 0.0f)) throw Error(str("ftrl needs a learning rate > 0, got ", lr));
-  float lr_t = lr;
-  if (name_ == "adam") {  // the CPU's begin_step, in the same precision
-    const double b1p = beta1_power_, b2p = beta2_power_;
-    lr_t = static_cast<float>(lr * std::sqrt(1.0 - b2p) / (1.0 - b1p));
-  }
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const DeviceParam& p = params_[i];
-    if (p.count == 0) continue;
+  const auto* table = static_cast<const optim::TensorChunk*>(impl_->table.raw());
+  const auto* control = static_cast<const StepControl*>(impl_->control.raw());
+  const int64_t n = impl_->chunks;
+  with_storage_type(step_options_.compute, [&](auto t) {
+    using T = decltype(t);
+    namespace rule = optim::rule;
     if (name_ == "sgd") {
-      optim::cuda::sgd_update<float>(p.count, lr, grad_scale, p.master, p.grad, s);
+      optim::cuda::update_chunks<rule::Sgd, T>(rule::Sgd{}, table, n, control, s);
     } else if (name_ == "momentum") {
-      optim::cuda::momentum_update<float>(p.count, lr, f(o_.momentum), o_.use_nesterov, grad_scale, p.master, p.grad,
-                                   slots_[0].data[i].data<float>(), s);
+      optim::cuda::update_chunks<rule::Momentum, T>({.momentum = f(o_.momentum), .nesterov = o_.use_nesterov}, table, n,
+                                                    control, s);
     } else if (name_ == "adam") {
-      optim::cuda::adam_update<float>(p.count, lr_t, f(o_.adam_beta1), f(o_.adam_beta2), f(o_.opt_epsilon), grad_scale,
-                               p.master, p.grad, slots_[0].data[i].data<float>(), slots_[1].data[i].data<float>(), s);
+      optim::cuda::update_chunks<rule::Adam, T>({.one_minus_beta1 = 1.0f - f(o_.adam_beta1),
+                                                 .one_minus_beta2 = 1.0f - f(o_.adam_beta2), .epsilon = f(o_.opt_epsilon)},
+                                                table, n, control, s);
+    } else if (name_ == "adamweightdecay") {
+      optim::cuda::update_chunks<rule::AdamWeightDecay, T>({.beta1 = f(o_.adam_beta1), .beta2 = f(o_.adam_beta2),
+                                                            .epsilon = f(o_.opt_epsilon),
+                                                            .rate = f(o_.adam_weight_decay_rate)},
+                                                           table, n, control, s);
     } else if (name_ == "rmsprop") {
-      optim::cuda::rmsprop_update<float>(p.count, lr, f(o_.rmsprop_decay), f(o_.rmsprop_momentum), f(o_.opt_epsilon),
-                                  grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(),
-                                  slots_[1].data[i].data<float>(), s);
+      optim::cuda::update_chunks<rule::RmsProp, T>({.one_minus_decay = 1.0f - f(o_.rmsprop_decay),
+                                                    .momentum = f(o_.rmsprop_momentum), .epsilon = f(o_.opt_epsilon)},
+                                                   table, n, control, s);
     } else if (name_ == "adagrad") {
-      optim::cuda::adagrad_update<float>(p.count, lr, grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(), s);
+      optim::cuda::update_chunks<rule::Adagrad, T>(rule::Adagrad{}, table, n, control, s);
     } else if (name_ == "adadelta") {
-      optim::cuda::adadelta_update<float>(p.count, lr, f(o_.adadelta_rho), f(o_.opt_epsilon), grad_scale, p.master, p.grad,
-                                   slots_[0].data[i].data<float>(), slots_[1].data[i].data<float>(), s);
-    } else if (name_ == "ftrl") {
-      optim::cuda::ftrl_update<float>(p.count, lr, f(o_.ftrl_learning_rate_power), f(o_.ftrl_l1), f(o_.ftrl_l2), grad_scale,
-                               p.master, p.grad, slots_[0].data[i].data<float>(), slots_[1].data[i].data<float>(), s);
+      optim::cuda::update_chunks<rule::Adadelta, T>({.rho = f(o_.adadelta_rho), .epsilon = f(o_.opt_epsilon)}, table, n,
+                                                    control, s);
     } else {
-      const float rate = (p.decay && f(o_.adam_weight_decay_rate) != 0.0f) ? f(o_.adam_weight_decay_rate) : 0.0f;
-      optim::cuda::adam_weight_decay_update<float>(p.count, lr, f(o_.adam_beta1), f(o_.adam_beta2), f(o_.opt_epsilon), rate,
-                                            grad_scale, p.master, p.grad, slots_[0].data[i].data<float>(),
-                                            slots_[1].data[i].data<float>(), s);
+      optim::cuda::update_chunks<rule::Ftrl, T>({.lr_power = f(o_.ftrl_learning_rate_power), .l1 = f(o_.ftrl_l1),
+                                                 .l2 = f(o_.ftrl_l2)},
+                                                table, n, control, s);
     }
-  }
-  if (name_ == "adam") {
-    beta1_power_ *= f(o_.adam_beta1);
-    beta2_power_ *= f(o_.adam_beta2);
-  }
+  });
 }
 
 std::vector<NamedArray> DeviceOptimizer::export_state() const {
@@ -109,8 +232,10 @@ std::vector<NamedArray> DeviceOptimizer::export_state() const {
       out.push_back({params_[i].name + "/" + s.name, std::move(v)});
     }
   if (name_ == "adam") {
-    out.push_back({"adam/beta1_power", {beta1_power_}});
-    out.push_back({"adam/beta2_power", {beta2_power_}});
+    StepControl c;
+    std::memcpy(&c, cuda::to_host(impl_->control).raw(), sizeof c);
+    out.push_back({"adam/beta1_power", {c.beta1_power}});
+    out.push_back({"adam/beta2_power", {c.beta2_power}});
   }
   return out;
 }
@@ -149,8 +274,12 @@ void DeviceOptimizer::import_state(const std::vector<NamedArray>& arrays) {
       cuda::synchronize();  // `host` dies at the end of this iteration
     }
   if (name_ == "adam") {
-    beta1_power_ = need("adam/beta1_power", 1)[0];
-    beta2_power_ = need("adam/beta2_power", 1)[0];
+    StepControl c;
+    std::memcpy(&c, cuda::to_host(impl_->control).raw(), sizeof c);
+    c.beta1_power = need("adam/beta1_power", 1)[0];
+    c.beta2_power = need("adam/beta2_power", 1)[0];
+    impl_->control = control_to_device(c);
+    cuda::synchronize();
   }
 }
 

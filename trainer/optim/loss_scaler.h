@@ -10,10 +10,13 @@
 //           max_scale) and the count restarts. A skipped step resets the count.
 //
 // The state (scale, clean-step count) is two numbers, exported for checkpoints so a resumed run scales
-// as the uninterrupted one. Not thread-safe.
+// as the uninterrupted one. The rule itself is update_rules.h's ScalerRule, which the GPU runner steps on
+// the device (no host read inside a step) from the state this class holds. Not thread-safe.
 #pragma once
 
 #include <cstdint>
+
+#include "trainer/optim/update_rules.h"
 
 namespace fastnn {
 
@@ -30,24 +33,27 @@ class LossScaler {
   // ConfigError for a scale <= 0 or not finite, growth_interval < 1, or min_scale > max_scale.
   explicit LossScaler(const LossScalerOptions& options = {});
 
-  double scale() const { return scale_; }
+  double scale() const { return state_.scale; }
   // 1 / scale() as the float the update kernels multiply gradients by.
-  float inverse_scale() const { return static_cast<float>(1.0 / scale_); }
-  bool dynamic() const { return options_.dynamic; }
+  float inverse_scale() const { return static_cast<float>(1.0 / state_.scale); }
+  bool dynamic() const { return rule_.dynamic; }
 
   // Records one step's gradient check; returns true when the update must be applied.
   bool update(bool overflow);
 
-  int64_t clean_steps() const { return clean_; }   // applied steps since the last change of scale
-  int64_t skipped_steps() const { return skipped_; }  // over the scaler's life
+  int64_t clean_steps() const { return state_.clean; }     // applied steps since the last change of scale
+  int64_t skipped_steps() const { return state_.skipped; }  // over the scaler's life
+
+  const optim::rule::ScalerRule& rule() const { return rule_; }
+  const optim::rule::ScalerState& state() const { return state_; }
+  void set_state(const optim::rule::ScalerState& s) { state_ = s; }  // read back from a device scaler
 
   // Checkpoint state: {scale, clean steps}.
   void restore(double scale, int64_t clean_steps);
 
  private:
-  LossScalerOptions options_;
-  double scale_;
-  int64_t clean_ = 0, skipped_ = 0;
+  optim::rule::ScalerRule rule_;
+  optim::rule::ScalerState state_;
 };
 
 }  // namespace fastnn

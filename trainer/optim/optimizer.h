@@ -28,6 +28,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "trainer/optim/update_rules.h"
 #include "trainer/params.h"
 
 namespace fastnn {
@@ -51,6 +52,18 @@ void parallel_elementwise(size_t n, Fn&& fn) {
   }
   tbb::parallel_for(tbb::blocked_range<size_t>(0, n, size_t{1} << 13),
                     [&](const tbb::blocked_range<size_t>& r) { fn(r.begin(), r.end()); });
+}
+
+// One update rule (update_rules.h) over every element of one parameter; s0 / s1: its slots (unused ones
+// may be null).
+template <typename Rule>
+void apply_rule(const Rule& rule, const ParamRef& p, float* s0, float* s1) {
+  float* w = p.value;
+  const float* g = p.grad;
+  const bool decay = p.decay;
+  parallel_elementwise(p.count, [=](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) optim::rule::apply_at(rule, static_cast<int64_t>(k), g[k], w, s0, s1, decay);
+  });
 }
 
 class Optimizer {

@@ -1,6 +1,4 @@
-// rmsprop (tf.train.RMSPropOptimizer, centered=False).
-#include <cmath>
-
+// rmsprop (tf.train.RMSPropOptimizer, centered=False); the per-element rule is update_rules.h's.
 #include "trainer/optim/optimizers.h"
 
 namespace fastnn {
@@ -16,19 +14,8 @@ class RmsProp final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    float* ms = slot(ms_, i);
-    float* mom = slot(mom_, i);
-    const float one_minus_decay = 1.0f - decay_, momentum = momentum_, eps = epsilon_;
-    parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        ms[k] += (g[k] * g[k] - ms[k]) * one_minus_decay;
-        mom[k] = mom[k] * momentum + (g[k] * lr) / std::sqrt(ms[k] + eps);
-        w[k] -= mom[k];
-      }
-    });
+    const optim::rule::RmsProp r{.lr = lr, .one_minus_decay = 1.0f - decay_, .momentum = momentum_, .epsilon = epsilon_};
+    apply_rule(r, params()[i], slot(ms_, i), slot(mom_, i));
   }
 
   float decay_, momentum_, epsilon_;

@@ -1,4 +1,5 @@
-// sgd and momentum (tf.train.GradientDescentOptimizer, tf.train.MomentumOptimizer).
+// sgd and momentum (tf.train.GradientDescentOptimizer, tf.train.MomentumOptimizer); the per-element rules
+// are update_rules.h's, shared with the GPU.
 #include "trainer/optim/optimizers.h"
 
 namespace fastnn {
@@ -9,14 +10,7 @@ class Sgd final : public Optimizer {
   explicit Sgd(std::vector<ParamRef> params) : Optimizer("sgd", std::move(params)) {}
 
  private:
-  void update(size_t i, float lr) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    parallel_elementwise(p.count, [=](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) w[k] -= lr * g[k];
-    });
-  }
+  void update(size_t i, float lr) override { apply_rule(optim::rule::Sgd{.lr = lr}, params()[i], nullptr, nullptr); }
 };
 
 class Momentum final : public Optimizer {
@@ -28,26 +22,8 @@ class Momentum final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    const ParamRef& p = params()[i];
-    float* w = p.value;
-    const float* g = p.grad;
-    float* a = slot(accum_, i);
-    const float m = momentum_;
-    if (nesterov_) {
-      parallel_elementwise(p.count, [=](size_t b, size_t e) {
-        for (size_t k = b; k < e; ++k) {
-          a[k] = m * a[k] + g[k];
-          w[k] -= g[k] * lr + a[k] * m * lr;
-        }
-      });
-    } else {
-      parallel_elementwise(p.count, [=](size_t b, size_t e) {
-        for (size_t k = b; k < e; ++k) {
-          a[k] = m * a[k] + g[k];
-          w[k] -= lr * a[k];
-        }
-      });
-    }
+    apply_rule(optim::rule::Momentum{.lr = lr, .momentum = momentum_, .nesterov = nesterov_}, params()[i],
+               slot(accum_, i), nullptr);
   }
 
   float momentum_;

@@ -1,7 +1,7 @@
-// Fused optimizer updates and gradient statistics on the GPU: raw device pointers, one launch per
-// parameter (or per list of gradients for the statistics). They mirror, element for element, the
-// TensorFlow 1.x rules of the CPU optimizers (trainer/optim/): the same float operations in the same
-// order, each rounded (no FMA contraction), so an f32 update with grad_scale 1 is bitwise the CPU's.
+// Fused optimizer updates on the GPU: raw device pointers, one launch per parameter (the per-tensor
+// launchers) or one launch for every parameter (the chunk-table launchers below). Both apply the rules
+// of update_rules.h, the very functions the CPU optimizers run, so an f32 update with grad_scale 1 is
+// bitwise the CPU's.
 //
 // Weights and optimizer state are f32 (the master copy); gradients are f32, f16 or bf16 (G) and are
 // multiplied by `grad_scale` as they are read (1 / loss_scale under dynamic loss scaling, times a
@@ -14,7 +14,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <span>
+
+#include "trainer/optim/tensor_chunks.h"
+#include "trainer/optim/update_rules.h"
 
 namespace fastnn::optim::cuda {
 
@@ -58,17 +60,57 @@ template <typename G>
 void ftrl_update(int64_t count, float lr, float lr_power, float l1, float l2, float grad_scale, float* w, const G* g,
                  float* accum, float* linear, cudaStream_t s);
 
-// One gradient buffer for grad_stats.
-struct GradView {
-  const void* data = nullptr;
-  int64_t count = 0;
-  int dtype = 0;  // 0 f32, 1 f16, 2 bf16
+// ---- multi-tensor launches over a chunk table (tensor_chunks.h), with the decision on the device ----
+//
+// A step is three launches whatever the number of parameters, and nothing is read back to the host:
+//   prepare_chunks   g32 = grad * inv_scale + weight_decay * master (chunks flagged kChunkPrepare) and,
+//                    with `stats`, each chunk's sum of squares of the finite g32 values and count of the
+//                    non-finite ones (in double, a fixed order inside the block: bitwise repeatable)
+//   decide_step      one thread: the chunks' totals in chunk order, the global norm, rule::decide (the
+//                    scaler's skip and the clipping factor, update_order.h's steps 3-4), adam's lr_t and
+//                    beta powers — everything into the device-resident StepControl
+//   update_chunks    when the control says apply: every element through the optimizer rule, g32 times
+//                    the clipping factor, and the compute-dtype copy of the new weight written alongside
+// The next step's loss gradient seed comes from the same control (write_loss_scale), so dynamic loss
+// scaling needs no host read either; the host reads the control only when it reports or saves.
+
+struct StepControl {
+  double sumsq = 0;      // of the prepared gradients (0 when no statistics were taken)
+  double nonfinite = 0;  // count of non-finite gradient elements
+  double norm = 0;       // sqrt(sumsq); 0 when not computed
+  rule::ScalerState scaler;
+  float inv_scale = 1;   // (float)(1 / scaler.scale): what the next preparation multiplies by
+  float factor = 1;      // the clipping factor of this step's update
+  float lr = 0;          // the rule's lr for this step (adam: lr_t)
+  float beta1_power = 0, beta2_power = 0;  // adam (TF's float beta^t)
+  int32_t apply = 1;     // 0: the update is skipped (an overflow under dynamic scaling)
 };
-// Bytes of device scratch grad_stats needs for these gradients.
-size_t grad_stats_workspace_bytes(std::span<const GradView> grads);
-// out[0] = sum of squares of every element (in double, fixed order: bitwise repeatable),
-// out[1] = the number of non-finite elements (as a double): the global norm for clipping and the
-// overflow check of dynamic loss scaling in one pass over the gradients. `out` is 2 device doubles.
-void grad_stats(std::span<const GradView> grads, double* out, void* ws, cudaStream_t s);
+
+struct DecideArgs {
+  float lr = 0;
+  bool stats = false;          // prepare_chunks wrote partials for `chunks` chunks
+  double max_norm = 0;         // > 0: clipping
+  bool has_scaler = false;     // f16: the scaler's rule decides (static or dynamic)
+  rule::ScalerRule scaler;
+  bool fixed = false;          // no decision: apply with `fixed_factor` (DeviceOptimizer::step)
+  float fixed_factor = 1;
+  bool adam = false;           // compute lr_t from the beta powers and advance them when applied
+  float beta1 = 0, beta2 = 0;
+};
+
+// Device scratch prepare_chunks needs for its statistics: two doubles per chunk.
+inline size_t chunk_partials_bytes(int64_t chunks) { return static_cast<size_t>(chunks < 1 ? 1 : chunks) * 2 * sizeof(double); }
+
+template <typename G>
+void prepare_chunks(const TensorChunk* table, int64_t chunks, const StepControl* control, bool prepare, bool stats,
+                    double* partials, cudaStream_t s);
+void decide_step(const double* partials, int64_t chunks, const DecideArgs& args, StepControl* control, cudaStream_t s);
+// T: the type of the chunks' `value` (float: no copy is written).
+template <typename Rule, typename T>
+void update_chunks(const Rule& rule, const TensorChunk* table, int64_t chunks, const StepControl* control, cudaStream_t s);
+// out[0] = scaler.scale * weight rounded to T (double -> float -> T, as Tensor::fill): the loss gradient
+// the next backward starts from.
+template <typename T>
+void write_loss_scale(const StepControl* control, double weight, T* out, cudaStream_t s);
 
 }  // namespace fastnn::optim::cuda

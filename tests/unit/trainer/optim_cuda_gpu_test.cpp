@@ -3,7 +3,8 @@
 // give bitwise equal weights and slots (f32 gradients, and f16 gradients whose values the CPU sees
 // widened); ftrl with a power other than -0.5 (CUDA's powf) within a tolerance. DeviceOptimizer against
 // Optimizer built from the same options: equal exported state (names, sizes, bits) after three steps.
-// grad_stats against a double sum of squares and a count of non-finite values.
+// The training step's prepare / decide / apply against the CPU update order, and the device-side dynamic
+// loss scaler against the host LossScaler.
 // Skipped without a CUDA device (DeviceOptimizer.SupportsEveryOptimizer needs none); one skipping test in
 // a CPU-only build.
 #include <gtest/gtest.h>
@@ -27,6 +28,7 @@ TEST(CudaOptim, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA 
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "schemas/job_config.pb.h"
 #include "trainer/optim/device_optimizer.h"
+#include "trainer/optim/loss_scaler.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/optim/update_kernels.h"
 #include "trainer/ops/random.h"
@@ -234,23 +236,101 @@ INSTANTIATE_TEST_SUITE_P(Eight, DeviceOptimizerTest,
                                          "adadelta", "ftrl"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
-TEST(CudaOptim, GradStatsSumOfSquaresAndNonFinite) {
+// The training step's way: prepare (f16 gradients unscaled + weight decay into f32, statistics), decide on
+// the device, apply (with the f16 copy of the new weights). Without clipping every optimizer is bitwise the
+// CPU's update order (unscale, decay, step); the f16 copies are the masters rounded.
+class DeviceUpdateOrderTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceUpdateOrderTest, PrepareDecideApplyEqualsTheCpuOrder) {
   REQUIRE_GPU();
-  std::vector<float> a = uniform(30, -3, 3), b = uniform(31, -1, 1);
-  b[17] = std::numeric_limits<float>::infinity();
-  b[4000] = std::numeric_limits<float>::quiet_NaN();
-  const Tensor da = dev(a), db = cuda::to_device(Tensor::from<float>({kCount}, b).to(DType::kBF16));
-  double want_b16 = 0;
-  for (float x : a) want_b16 += static_cast<double>(x) * x;
-  for (float x : Tensor::from<float>({kCount}, b).to(DType::kBF16).to_vector<float>())
-    if (std::isfinite(x)) want_b16 += static_cast<double>(x) * x;
-  const optim::cuda::GradView views[] = {{da.raw(), kCount, 0}, {db.raw(), kCount, 2}};
-  Tensor ws = Tensor::empty({static_cast<int64_t>(optim::cuda::grad_stats_workspace_bytes(views))}, DType::kU8, Device::kCuda);
-  Tensor out = Tensor::empty({2}, DType::kF64, Device::kCuda);
-  optim::cuda::grad_stats(views, static_cast<double*>(out.raw()), ws.raw(), cuda::current_stream());
-  const std::vector<double> r = cuda::to_host(out).to_vector<double>();
-  EXPECT_NEAR(r[0], want_b16, 1e-9 * want_b16);
-  EXPECT_EQ(r[1], 2.0);
+  JobConfig config;
+  config.set_optimizer(GetParam());
+  const OptimizerOptions o = optimizer_options(config);
+  const float wd = 0.01f, inv_scale = 1.0f / 1024;
+  std::vector<float> w = uniform(70, -1, 1), g(kCount);
+  std::unique_ptr<Optimizer> cpu = make_optimizer(o, {ParamRef{"w", w.data(), g.data(), static_cast<size_t>(kCount), true}});
+  Tensor dw = dev(w), dg32 = dev(g), dvalue = cuda::to_device(Tensor::from<float>({kCount}, w).to(DType::kF16));
+  Tensor dsource = cuda::to_device(Tensor::from<float>({kCount}, g).to(DType::kF16));
+  DeviceOptimizer gpu(o,
+                      {DeviceParam{.name = "w", .master = static_cast<float*>(dw.raw()),
+                                   .grad = static_cast<float*>(dg32.raw()), .count = kCount, .decay = true,
+                                   .source = dsource.raw(), .value = dvalue.raw(), .weight_decay = wd}},
+                      {.compute = DType::kF16, .loss_scaling = true, .scaler = {.dynamic = false},
+                       .scaler_state = {.scale = 1024}});
+  for (int step = 0; step < 3; ++step) {
+    const float lr = 0.05f / static_cast<float>(step + 1);
+    // Scaled f16 gradients: what a backward seeded with 1024 leaves.
+    std::vector<float> scaled = uniform(80 + step, -2, 2);
+    for (float& x : scaled) x *= 1024;
+    const Tensor h16 = Tensor::from<float>({kCount}, scaled).to(DType::kF16);
+    const std::vector<float> widened = h16.to_vector<float>();
+    cuda::copy_async(dsource, h16);
+    cuda::synchronize();
+    for (int64_t k = 0; k < kCount; ++k) g[k] = widened[k] * inv_scale + wd * w[k];
+    cpu->step(lr);
+    gpu.prepare(nullptr);
+    gpu.decide(lr, nullptr);
+    gpu.apply(nullptr);
+    cuda::synchronize();
+  }
+  EXPECT_EQ(0, std::memcmp(host(dw).data(), w.data(), w.size() * sizeof(float)));
+  const std::vector<float> rounded = Tensor::from<float>({kCount}, w).to(DType::kF16).to_vector<float>();
+  EXPECT_EQ(cuda::to_host(dvalue).to_vector<float>(), rounded);
+  const DeviceStepReadback rb = gpu.read_back();
+  EXPECT_TRUE(rb.applied);
+  EXPECT_EQ(rb.scaler.scale, 1024);
+  EXPECT_GT(rb.norm, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Eight, DeviceUpdateOrderTest,
+                         testing::Values("sgd", "momentum", "adam", "adamweightdecay", "rmsprop", "adagrad",
+                                         "adadelta", "ftrl"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// Dynamic loss scaling decided on the device: the same skips and scales as the host LossScaler for the same
+// overflow sequence, weights untouched by a skipped step, the statistics (norm of the finite values) read
+// back; clipping by the global norm from the device's norm.
+TEST(DeviceOptimizer, DeviceScalerFollowsTheHostScalerAndClips) {
+  REQUIRE_GPU();
+  JobConfig config;
+  config.set_optimizer("sgd");
+  const OptimizerOptions o = optimizer_options(config);
+  std::vector<float> w = uniform(90, -1, 1);
+  Tensor dw = dev(w), dg32 = dev(std::vector<float>(kCount, 0.0f));
+  Tensor dsource = cuda::to_device(Tensor::from<float>({kCount}, w).to(DType::kF16));
+  const LossScalerOptions so{.initial_scale = 64, .dynamic = true, .growth_interval = 2, .min_scale = 1, .max_scale = 256};
+  LossScaler want(so);
+  DeviceOptimizer gpu(o,
+                      {DeviceParam{.name = "w", .master = static_cast<float*>(dw.raw()),
+                                   .grad = static_cast<float*>(dg32.raw()), .count = kCount, .source = dsource.raw()}},
+                      {.compute = DType::kF16, .max_gradient_norm = 1.0, .loss_scaling = true, .scaler = want.rule(),
+                       .scaler_state = want.state()});
+  const bool overflow[] = {false, true, false, false, false, true, true, false};
+  for (int step = 0; step < 8; ++step) {
+    std::vector<float> g = uniform(100 + step, -1, 1);
+    for (float& x : g) x *= static_cast<float>(want.scale());  // what a backward seeded with the scale leaves
+    if (overflow[step]) g[1234] = std::numeric_limits<float>::infinity();
+    const Tensor h16 = Tensor::from<float>({kCount}, g).to(DType::kF16);
+    cuda::copy_async(dsource, h16);
+    const std::vector<float> before = host(dw);
+    gpu.prepare(nullptr);
+    gpu.decide(0.1f, nullptr);
+    gpu.apply(nullptr);
+    const DeviceStepReadback rb = gpu.read_back();
+    const bool applied = want.update(overflow[step]);
+    EXPECT_EQ(rb.applied, applied) << "step " << step;
+    EXPECT_EQ(rb.scaler.scale, want.scale()) << "step " << step;
+    EXPECT_EQ(rb.scaler.clean, want.clean_steps()) << "step " << step;
+    EXPECT_EQ(rb.scaler.skipped, want.skipped_steps()) << "step " << step;
+    if (!applied) EXPECT_EQ(host(dw), before) << "a skipped step changed the weights";
+    if (applied) {  // the update is clipped to global norm 1 (the unscaled gradients' norm is ~41)
+      EXPECT_GT(rb.norm, 1.0);
+      double moved = 0;
+      const std::vector<float> after = host(dw);
+      for (int64_t k = 0; k < kCount; ++k) moved += (after[k] - before[k]) * static_cast<double>(after[k] - before[k]);
+      EXPECT_LE(std::sqrt(moved), 0.1 * 1.0 * (1 + 1e-5)) << "clipped to norm 1, times lr 0.1";
+    }
+  }
 }
 
 }  // namespace

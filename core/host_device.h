@@ -1,0 +1,10 @@
+// FASTNN_HD marks a function for both the host and the device: __host__ __device__ under nvcc, nothing
+// under the host compiler. For code written once for the CPU and the CUDA kernels (the Philox generator,
+// the optimizer rules).
+#pragma once
+
+#if defined(__CUDACC__)
+#define FASTNN_HD __host__ __device__
+#else
+#define FASTNN_HD
+#endif

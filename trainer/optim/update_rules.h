@@ -1,0 +1,255 @@
+// The eight FastNN optimizer rules, per element, written once for the CPU optimizers (trainer/optim/*.cpp)
+// and the CUDA update kernels (update_kernels.cu): the same float operations in the same order, each
+// rounded on its own, so an update on the GPU is bitwise the CPU's by construction (the rules and their TF
+// origins are listed in optimizers.h). Also the per-step decision both devices share: the global-norm
+// clipping factor and the loss scaler's rule (update_order.h says in which order they run).
+//
+// Rounding: on the device every product, quotient, sum and square root is an _rn intrinsic (nvcc would
+// otherwise contract a*b+c into one FMA); on the host they are plain operators (g++ does not contract
+// them in ISO C++ mode, and the x86-64 baseline has no FMA to contract into).
+//
+// A rule is a small struct of hyperparameters with
+//   static constexpr int kSlots;                 // optimizer slots per element (0, 1 or 2)
+//   void operator()(float g, float& w, float& s0, float& s1, bool decay) const;
+// `g` is the gradient as the update reads it (already multiplied by the clipping factor), `decay` is the
+// parameter's ParamRef::decay (only adamweightdecay looks at it), unused slots are dummies. `lr` is the
+// member the step's learning rate goes into (adam: its bias-corrected lr_t).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "core/host_device.h"
+
+namespace fastnn::optim::rule {
+
+// ---- rounded float arithmetic, the same on both sides ----
+FASTNN_HD inline float mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+FASTNN_HD inline float add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+FASTNN_HD inline float sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+FASTNN_HD inline float div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+FASTNN_HD inline float sqrt(float a) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+// Not correctly rounded on either side (glibc's powf vs CUDA's, within 2 ulp): ftrl with a power other
+// than -0.5 is close, not bitwise, across devices.
+FASTNN_HD inline float pow(float a, float p) {
+#if defined(__CUDA_ARCH__)
+  return powf(a, p);
+#else
+  return std::pow(a, p);
+#endif
+}
+FASTNN_HD inline bool finite(double x) {
+#if defined(__CUDA_ARCH__)
+  return isfinite(x);
+#else
+  return std::isfinite(x);
+#endif
+}
+FASTNN_HD inline float quiet_nan() {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(0x7fc00000);
+#else
+  return std::numeric_limits<float>::quiet_NaN();
+#endif
+}
+
+// ---- the rules (optimizers.h has each one in formula form) ----
+
+struct Sgd {
+  static constexpr int kSlots = 0;
+  float lr = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float&, float&, bool) const { w = sub(w, mul(lr, g)); }
+};
+
+struct Momentum {
+  static constexpr int kSlots = 1;
+  float lr = 0, momentum = 0;
+  bool nesterov = false;
+  FASTNN_HD inline void operator()(float g, float& w, float& a, float&, bool) const {
+    a = add(mul(momentum, a), g);
+    if (nesterov) w = sub(w, add(mul(g, lr), mul(mul(a, momentum), lr)));
+    else w = sub(w, mul(lr, a));
+  }
+};
+
+struct Adam {
+  static constexpr int kSlots = 2;
+  float lr = 0;  // lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t): adam_lr_t()
+  float one_minus_beta1 = 0, one_minus_beta2 = 0, epsilon = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& m, float& v, bool) const {
+    m = add(m, mul(sub(g, m), one_minus_beta1));
+    v = add(v, mul(sub(mul(g, g), v), one_minus_beta2));
+    w = sub(w, div(mul(m, lr), add(rule::sqrt(v), epsilon)));
+  }
+};
+
+struct AdamWeightDecay {
+  static constexpr int kSlots = 2;
+  float lr = 0, beta1 = 0, beta2 = 0, epsilon = 0, rate = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& m, float& v, bool decay) const {
+    m = add(mul(beta1, m), mul(1.0f - beta1, g));
+    v = add(mul(beta2, v), mul(1.0f - beta2, mul(g, g)));
+    float u = div(m, add(rule::sqrt(v), epsilon));
+    // BERT skips the decay term entirely for excluded parameters and when the rate is 0.
+    if (decay && rate != 0.0f) u = add(u, mul(rate, w));
+    w = sub(w, mul(lr, u));
+  }
+};
+
+struct RmsProp {
+  static constexpr int kSlots = 2;
+  float lr = 0, one_minus_decay = 0, momentum = 0, epsilon = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& ms, float& mom, bool) const {
+    ms = add(ms, mul(sub(mul(g, g), ms), one_minus_decay));
+    mom = add(mul(mom, momentum), div(mul(g, lr), rule::sqrt(add(ms, epsilon))));
+    w = sub(w, mom);
+  }
+};
+
+struct Adagrad {
+  static constexpr int kSlots = 1;
+  float lr = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& acc, float&, bool) const {
+    acc = add(acc, mul(g, g));
+    w = sub(w, div(mul(g, lr), rule::sqrt(acc)));
+  }
+};
+
+struct Adadelta {
+  static constexpr int kSlots = 2;
+  float lr = 0, rho = 0, epsilon = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& acc, float& up, bool) const {
+    const float one_minus_rho = 1.0f - rho;
+    acc = add(mul(acc, rho), mul(mul(g, g), one_minus_rho));
+    const float u = mul(div(rule::sqrt(add(up, epsilon)), rule::sqrt(add(acc, epsilon))), g);
+    w = sub(w, mul(u, lr));
+    up = add(mul(up, rho), mul(mul(u, u), one_minus_rho));
+  }
+};
+
+// TF's ApplyFtrl (no l2 shrinkage); lr must be > 0 (the callers check before the step).
+struct Ftrl {
+  static constexpr int kSlots = 2;
+  float lr = 0, lr_power = -0.5f, l1 = 0, l2 = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& acc, float& lin, bool) const {
+    const bool sqrt_power = lr_power == -0.5f;  // TF's fast path, and exact for the default
+    const float old_acc = acc;
+    const float new_acc = add(old_acc, mul(g, g));
+    const float pow_new = sqrt_power ? rule::sqrt(new_acc) : rule::pow(new_acc, -lr_power);
+    const float pow_old = sqrt_power ? rule::sqrt(old_acc) : rule::pow(old_acc, -lr_power);
+    lin = add(lin, sub(g, mul(div(sub(pow_new, pow_old), lr), w)));
+    const float quadratic = add(div(pow_new, lr), 2.0f * l2);
+    if ((lin < 0 ? -lin : lin) > l1) w = div(sub(lin > 0.0f ? l1 : -l1, lin), quadratic);
+    else w = 0.0f;
+    acc = new_acc;
+  }
+};
+
+// Adam's bias-corrected rate, in double from the float beta powers (TF keeps beta^t as float variables).
+FASTNN_HD inline float adam_lr_t(float lr, float beta1_power, float beta2_power) {
+  const double b1p = beta1_power, b2p = beta2_power;
+#if defined(__CUDA_ARCH__)
+  return static_cast<float>(__ddiv_rn(__dmul_rn(static_cast<double>(lr), __dsqrt_rn(__dsub_rn(1.0, b2p))),
+                                      __dsub_rn(1.0, b1p)));
+#else
+  return static_cast<float>(static_cast<double>(lr) * std::sqrt(1.0 - b2p) / (1.0 - b1p));
+#endif
+}
+
+// Applies `r` to elements [b, e) of one parameter (host loops and device threads alike).
+template <typename Rule>
+FASTNN_HD inline void apply_at(const Rule& r, int64_t k, float g, float* w, float* s0, float* s1, bool decay) {
+  float d0 = 0, d1 = 0;
+  float& a = Rule::kSlots > 0 ? s0[k] : d0;
+  float& b = Rule::kSlots > 1 ? s1[k] : d1;
+  r(g, w[k], a, b, decay);
+}
+
+// ---- the step's decision (update_order.h) ----
+
+// tf.clip_by_global_norm's factor: max_norm / norm when norm > max_norm, NaN for a non-finite norm (TF
+// turns every gradient into NaN so an overflow is never applied silently), else 1; 1 without clipping.
+FASTNN_HD inline float clip_factor(double norm, double max_norm) {
+  if (max_norm <= 0) return 1.0f;
+  if (!finite(norm)) return quiet_nan();
+  return norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
+}
+
+// The loss scaler's state and rule (loss_scaler.h describes the policy). The host LossScaler and the
+// GPU's device-side scaler both step this rule, so a GPU run scales as the host logic says.
+struct ScalerState {
+  double scale = 1;
+  int64_t clean = 0;    // applied steps since the scale last changed
+  int64_t skipped = 0;  // over the scaler's life
+};
+
+struct ScalerRule {
+  bool dynamic = false;
+  int64_t growth_interval = 2000;
+  double min_scale = 1, max_scale = 16777216.0;
+  // Records one step's overflow check; returns whether the update is applied.
+  FASTNN_HD inline bool record(ScalerState& s, bool overflow) const {
+    if (!dynamic) return true;
+    if (overflow) {
+      s.scale = s.scale / 2 < min_scale ? min_scale : s.scale / 2;
+      s.clean = 0;
+      ++s.skipped;
+      return false;
+    }
+    if (++s.clean >= growth_interval) {
+      s.scale = s.scale * 2 > max_scale ? max_scale : s.scale * 2;
+      s.clean = 0;
+    }
+    return true;
+  }
+};
+
+struct Decision {
+  bool apply = true;
+  float factor = 1.0f;  // the clipping factor the update multiplies gradients by
+};
+
+// After the gradient check: the scaler (when there is one) decides whether the step is applied, then
+// the clipping factor.
+FASTNN_HD inline Decision decide(double norm, bool overflow, double max_norm, const ScalerRule* scaler, ScalerState* state) {
+  Decision d;
+  if (scaler && !scaler->record(*state, overflow || !finite(norm))) {
+    d.apply = false;
+    return d;
+  }
+  d.factor = clip_factor(norm, max_norm);
+  return d;
+}
+
+}  // namespace fastnn::optim::rule
