@@ -67,9 +67,10 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
 // CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
 namespace cuda {
+// ws: batch_norm_workspace_bytes(p) bytes (the statistics' partial sums).
 template <typename T>
 void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
                                  cudaStream_t s);
 template <typename T>
 void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,

@@ -1,9 +1,10 @@
 // batch_norm on CUDA (ops/batch_norm.h): custom kernels, not cuDNN's legacy batch norm, because the
 // op's contract is not cuDNN's: parameters, running statistics and saved statistics have the compute
 // dtype (cuDNN wants f32 for them under f16/bf16), epsilon may be below CUDNN_BN_MIN_EPSILON, and
-// the eval-mode backward (frozen statistics) has no cuDNN call. Statistics are two-pass sums in
-// double, exactly the CPU's formulas (biased variance to normalise, unbiased for running_var,
-// momentum = weight of the old value). Workspace: 2*C doubles (backward coefficients).
+// the eval-mode backward (frozen statistics) has no cuDNN call. Statistics are sums in double over many
+// blocks per channel (shifted by the running mean), with the CPU's formulas (biased variance to
+// normalise, unbiased for running_var, momentum = weight of the old value). Workspace: the per-run
+// partial sums and the backward's 2*C coefficients (reduce_kernels.cu, batch_norm_workspace_bytes).
 #include "core/check.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/batch_norm.h"
@@ -28,7 +29,8 @@ class BatchNormCuda final : public OpKernel {
     T *rm = cuda::ptr<T>(a.state[0]), *rv = cuda::ptr<T>(a.state[1]);
     T *y = cuda::ptr<T>(a.outputs[0]), *mean = cuda::ptr<T>(a.saved[0]), *invstd = cuda::ptr<T>(a.saved[1]);
     if (a.training)
-      cuda::batch_norm_forward_training<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd, cuda::stream_of(a));
+      cuda::batch_norm_forward_training<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd,
+                                           const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
     else
       cuda::batch_norm_forward_inference<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd, cuda::stream_of(a));
   }

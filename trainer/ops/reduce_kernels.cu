@@ -1,10 +1,13 @@
 // Reduction kernels: bias gradient, global average pool, batch norm, softmax cross-entropy, top-k.
 // Sums run in double (like the CPU oracle) in a fixed order for a given shape, so results are
 // bitwise repeatable run to run (no floating-point atomics).
+#include <algorithm>
 #include <cmath>
 
+#include "core/fast_divide.h"
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/batch_norm.h"
+#include "trainer/ops/channel_index.h"
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/global_avg_pool.h"
 #include "trainer/ops/softmax_xent.h"
@@ -17,6 +20,9 @@ using namespace ::fastnn::cuda;  // device_util.cuh
 namespace {
 
 constexpr int kReduceThreads = 512;
+
+BnSplit bn_split(const BatchNormParams& p) { return ops::bn_split(p.n, p.c, p.hw); }
+FastDivide hw_divider(const BatchNormParams& p) { return ops::hw_divider(p.hw); }
 
 // Value j of channel c in an [N, C, inner] tensor, j in [0, N*inner).
 template <typename T>
@@ -52,25 +58,64 @@ __global__ void gap_bwd_kernel(int64_t total, int64_t hw, const T* dy, T* dx) {
   FASTNN_GRID_LOOP(i, total) dx[i] = from_f<T>(static_cast<float>(to_f(dy[i / hw]) / static_cast<double>(hw)));
 }
 
-// Batch norm statistics, one block per channel: two passes (mean, then squared deviations), as the CPU.
+// ---- batch norm ----
+// One channel's m = N*hw values (N planes of hw, a stride of C*hw apart) are cut into equal runs
+// (BnSplit, channel_index.h: a function of the shape only). Block (c, s) sums run s of channel c; a one-thread-per-
+// channel pass adds the runs' partial sums in run order. The order of every sum is fixed (bitwise
+// repeatable) and a layer with 64 channels still fills the GPU (the old kernels had one block per
+// channel and read x twice). Per-element index math is FastDivide's multiply-high, not a 64-bit divide.
+
+// Calls f(offset) for every value of run `run` of channel `c`, the block's threads striding through it
+// (consecutive threads read consecutive addresses inside a plane).
+template <typename F>
+__device__ __forceinline__ void for_channel_run(const BatchNormParams& p, const BnSplit& sp, const FastDivide& hw_div,
+                                                int64_t c, int64_t run, F&& f) {
+  const int64_t m = p.n * p.hw, begin = run * sp.run_length;
+  const int64_t end = begin + sp.run_length < m ? begin + sp.run_length : m;
+  const bool fast = FastDivide::fits(m);
+  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) f(channel_offset(j, c, p.c, p.hw, hw_div, fast));
+}
+
+// Per run: sum(d) and sum(d^2) with d = x - pivot (the running mean: shifted sums keep the variance's
+// cancellation small once the running mean tracks the batch mean).
 template <typename T>
-__global__ void bn_stats_kernel(BatchNormParams p, const T* x, T* running_mean, T* running_var, T* save_mean,
-                                T* save_invstd) {
-  const int64_t c = blockIdx.x, m = p.n * p.hw;
-  double sum = 0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) sum += channel_at(x, c, p.c, p.hw, j);
-  const double mean = block_sum(sum) / static_cast<double>(m);
-  double ss = 0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const double d = channel_at(x, c, p.c, p.hw, j) - mean;
+__global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x,
+                                        const T* pivot, double* partials) {
+  const int64_t c = blockIdx.x, run = blockIdx.y;
+  const double k = to_f(pivot[c]);
+  double sum = 0, ss = 0;
+  for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
+    const double d = static_cast<double>(to_f(x[o])) - k;
+    sum += d;
     ss += d * d;
-  }
-  const double var = block_sum(ss) / static_cast<double>(m);
+  });
+  sum = block_sum(sum);
+  ss = block_sum(ss);
   if (threadIdx.x == 0) {
+    partials[2 * (c * sp.runs + run)] = sum;
+    partials[2 * (c * sp.runs + run) + 1] = ss;
+  }
+}
+
+// Per channel: the runs' sums in order, then the CPU's formulas (biased variance to normalise, unbiased
+// for running_var, momentum = weight of the old value).
+template <typename T>
+__global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, T* running_mean,
+                                       T* running_var, T* save_mean, T* save_invstd) {
+  FASTNN_GRID_LOOP(c, p.c) {
+    const double k = to_f(running_mean[c]), m = static_cast<double>(p.n * p.hw);
+    double sum = 0, ss = 0;
+    for (int64_t r = 0; r < runs; ++r) {
+      sum += partials[2 * (c * runs + r)];
+      ss += partials[2 * (c * runs + r) + 1];
+    }
+    const double shift = sum / m, mean = k + shift;
+    double var = ss / m - shift * shift;
+    if (var < 0) var = 0;
     save_mean[c] = from_f<T>(static_cast<float>(mean));
     save_invstd[c] = from_f<T>(static_cast<float>(1.0 / sqrt(var + p.epsilon)));
-    const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
-    running_mean[c] = from_f<T>(static_cast<float>(p.momentum * to_f(running_mean[c]) + (1 - p.momentum) * mean));
+    const double unbiased = m > 1 ? var * m / (m - 1) : var;
+    running_mean[c] = from_f<T>(static_cast<float>(p.momentum * k + (1 - p.momentum) * mean));
     running_var[c] = from_f<T>(static_cast<float>(p.momentum * to_f(running_var[c]) + (1 - p.momentum) * unbiased));
   }
 }
@@ -86,44 +131,60 @@ __global__ void bn_eval_stats_kernel(int64_t c, double eps, const T* running_mea
 
 // y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula).
 template <typename T>
-__global__ void bn_normalize_kernel(int64_t total, int64_t c, int64_t hw, const T* x, const T* gamma, const T* beta,
+__global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const T* gamma, const T* beta,
                                     const T* mean, const T* invstd, T* y) {
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t ch = (i / hw) % c;
+    const int64_t ch = channel_of(i, ix);
     const float scale = to_f(gamma[ch]) * to_f(invstd[ch]);
     const float shift = to_f(beta[ch]) - to_f(mean[ch]) * scale;
     y[i] = from_f<T>(to_f(x[i]) * scale + shift);
   }
 }
 
-// Per channel: sum(dy) and sum(dy * xhat); writes dgamma / dbeta and the dx coefficients to ws.
+// Per run: sum(dy) and sum(dy * xhat).
 template <typename T>
-__global__ void bn_bwd_reduce_kernel(BatchNormParams p, bool training, const T* x, const T* mean_s,
-                                     const T* invstd_s, const T* dy, T* dgamma, T* dbeta, double* coef) {
-  const int64_t c = blockIdx.x, m = p.n * p.hw;
+__global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x, const T* mean_s,
+                                       const T* invstd_s, const T* dy, double* partials) {
+  const int64_t c = blockIdx.x, run = blockIdx.y;
   const double mean = to_f(mean_s[c]), invstd = to_f(invstd_s[c]);
   double sdy = 0, sdyx = 0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const double g = channel_at(dy, c, p.c, p.hw, j);
+  for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
+    const double g = to_f(dy[o]);
     sdy += g;
-    sdyx += g * (channel_at(x, c, p.c, p.hw, j) - mean) * invstd;
-  }
+    sdyx += g * (static_cast<double>(to_f(x[o])) - mean) * invstd;
+  });
   sdy = block_sum(sdy);
   sdyx = block_sum(sdyx);
   if (threadIdx.x == 0) {
+    partials[2 * (c * sp.runs + run)] = sdy;
+    partials[2 * (c * sp.runs + run) + 1] = sdyx;
+  }
+}
+
+// Per channel: dgamma / dbeta and the dx coefficients from the runs' sums in order.
+template <typename T>
+__global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool training, const double* partials,
+                                      T* dgamma, T* dbeta, double* coef) {
+  FASTNN_GRID_LOOP(c, p.c) {
+    double sdy = 0, sdyx = 0;
+    for (int64_t r = 0; r < runs; ++r) {
+      sdy += partials[2 * (c * runs + r)];
+      sdyx += partials[2 * (c * runs + r) + 1];
+    }
+    const double m = static_cast<double>(p.n * p.hw);
     if (dgamma) dgamma[c] = from_f<T>(static_cast<float>(sdyx));
     if (dbeta) dbeta[c] = from_f<T>(static_cast<float>(sdy));
-    coef[2 * c] = training ? sdy / static_cast<double>(m) : 0.0;
-    coef[2 * c + 1] = training ? sdyx / static_cast<double>(m) : 0.0;
+    coef[2 * c] = training ? sdy / m : 0.0;
+    coef[2 * c + 1] = training ? sdyx / m : 0.0;
   }
 }
 
 // dx = gamma * invstd * (dy - a - xhat * b).
 template <typename T>
-__global__ void bn_bwd_dx_kernel(int64_t total, int64_t c, int64_t hw, const T* x, const T* gamma, const T* mean_s,
+__global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, const T* gamma, const T* mean_s,
                                  const T* invstd_s, const T* dy, const double* coef, T* dx) {
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t ch = (i / hw) % c;
+    const int64_t ch = channel_of(i, ix);
     const float invstd = to_f(invstd_s[ch]);
     const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
     const float xhat = (to_f(x[i]) - to_f(mean_s[ch])) * invstd;
@@ -244,15 +305,24 @@ void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cu
 
 template <typename T>
 void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
                                  cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
-  bn_stats_kernel<T><<<static_cast<unsigned>(p.c), kReduceThreads, 0, s>>>(p, x, running_mean, running_var,
-                                                                           save_mean, save_invstd);
+  if (p.c == 0) return;
+  const BnSplit sp = bn_split(p);
+  double* partials = static_cast<double*>(ws);
+  if (p.n * p.hw > 0) {
+    bn_partial_stats_kernel<T><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)), kReduceThreads, 0,
+                                 s>>>(p, sp, hw_divider(p), x, running_mean, partials);
+    CUDA_CHECK_LAUNCH();
+  }
+  bn_finish_stats_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
+                                                                running_mean, running_var, save_mean, save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
-  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, p.c, p.hw, x, gamma, beta, save_mean,
-                                                              save_invstd, y);
+  if (total == 0) return;
+  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma, beta,
+                                                              save_mean, save_invstd, y);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -260,29 +330,44 @@ template <typename T>
 void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
                                   const T* running_mean, const T* running_var, T* y, T* save_mean,
                                   T* save_invstd, cudaStream_t s) {
+  if (p.c == 0) return;
   bn_eval_stats_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p.c, p.epsilon, running_mean, running_var, save_mean,
                                                              save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
-  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, p.c, p.hw, x, gamma, beta, save_mean,
-                                                              save_invstd, y);
+  if (total == 0) return;
+  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma, beta,
+                                                              save_mean, save_invstd, y);
   CUDA_CHECK_LAUNCH();
 }
 
-size_t batch_norm_workspace_bytes(const BatchNormParams& p) { return static_cast<size_t>(p.c) * 2 * sizeof(double); }
+// The runs' partial sums (2 doubles per run and channel) and, after them, the backward's 2 coefficients
+// per channel.
+size_t batch_norm_workspace_bytes(const BatchNormParams& p) {
+  return static_cast<size_t>(p.c) * static_cast<size_t>(2 * bn_split(p).runs + 2) * sizeof(double);
+}
 
 template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
                          const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
-  double* coef = static_cast<double*>(ws);
-  bn_bwd_reduce_kernel<T><<<static_cast<unsigned>(p.c), kReduceThreads, 0, s>>>(p, training, x, save_mean,
-                                                                                save_invstd, dy, dgamma, dbeta, coef);
+  if (p.c == 0) return;
+  const BnSplit sp = bn_split(p);
+  double* partials = static_cast<double*>(ws);
+  double* coef = partials + 2 * p.c * sp.runs;
+  const bool any = p.n * p.hw > 0;
+  if (any) {
+    bn_partial_grad_kernel<T><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)), kReduceThreads, 0,
+                                s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy, partials);
+    CUDA_CHECK_LAUNCH();
+  }
+  bn_finish_grad_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
+                                                               coef);
   CUDA_CHECK_LAUNCH();
-  if (!dx) return;
   const int64_t total = p.n * p.c * p.hw;
-  bn_bwd_dx_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, p.c, p.hw, x, gamma, save_mean, save_invstd, dy,
-                                                           coef, dx);
+  if (!dx || total == 0) return;
+  bn_bwd_dx_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma, save_mean,
+                                                           save_invstd, dy, coef, dx);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -320,7 +405,7 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
   template void global_avg_pool_forward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                     \
   template void global_avg_pool_backward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                    \
   template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, T*, \
-                                               T*, T*, cudaStream_t);                                         \
+                                               T*, T*, void*, cudaStream_t);                                  \
   template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const T*, const T*, const T*, \
                                                 const T*, T*, T*, T*, cudaStream_t);                          \
   template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*,   \

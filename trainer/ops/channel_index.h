@@ -1,0 +1,69 @@
+// Index math of the per-channel CUDA kernels on [N, C, hw] tensors (reduce_kernels.cu), host and device
+// (FASTNN_HD), so the CPU tests walk exactly what the kernels walk (channel_index_test):
+//   - BnSplit: one channel's m = N*hw values cut into `runs` runs of `run_length` (the last may be
+//     shorter), a function of the shape only, so a reduction over runs has a fixed order; about 1024
+//     blocks in all, at least 4096 values a run.
+//   - channel_offset: where value j of channel c lives.
+//   - ChannelIndex / channel_of: the channel of flat element i, by two FastDivide multiply-highs when
+//     the tensor has fewer than 2^31 values (else 64-bit division).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/fast_divide.h"
+#include "core/host_device.h"
+
+namespace fastnn::ops {
+
+struct BnSplit {
+  int64_t runs = 1, run_length = 1;
+};
+
+inline BnSplit bn_split(int64_t n, int64_t c, int64_t hw) {
+  const int64_t m = n * hw;
+  if (m <= 0) return {};
+  int64_t runs = std::max<int64_t>(1, 1024 / std::max<int64_t>(c, 1));
+  runs = std::min(runs, std::max<int64_t>(1, m / 4096));
+  BnSplit sp;
+  sp.run_length = (m + runs - 1) / runs;
+  sp.runs = (m + sp.run_length - 1) / sp.run_length;
+  return sp;
+}
+
+// Divides by hw when it fits FastDivide (the kernels check FastDivide::fits(N*hw) before using it).
+inline FastDivide hw_divider(int64_t hw) {
+  return FastDivide::fits(hw) && hw > 0 ? FastDivide(static_cast<uint32_t>(hw)) : FastDivide();
+}
+
+// Offset of value j (in [0, N*hw)) of channel c; fast: j < 2^31 and hw_div divides by hw.
+FASTNN_HD inline int64_t channel_offset(int64_t j, int64_t c, int64_t channels, int64_t hw, const FastDivide& hw_div,
+                                        bool fast) {
+  const int64_t n = fast ? static_cast<int64_t>(hw_div.div(static_cast<uint32_t>(j))) : j / hw;
+  return (n * channels + c) * hw + (j - n * hw);
+}
+
+struct ChannelIndex {
+  FastDivide hw, channels;
+  int64_t hw_value = 1, channel_count = 1;
+  bool fast = false;
+};
+
+inline ChannelIndex channel_index(int64_t n, int64_t c, int64_t hw) {
+  ChannelIndex ix;
+  ix.hw_value = std::max<int64_t>(hw, 1);
+  ix.channel_count = std::max<int64_t>(c, 1);
+  ix.fast = FastDivide::fits(n * c * hw) && FastDivide::fits(ix.hw_value) && FastDivide::fits(ix.channel_count);
+  if (ix.fast) {
+    ix.hw = FastDivide(static_cast<uint32_t>(ix.hw_value));
+    ix.channels = FastDivide(static_cast<uint32_t>(ix.channel_count));
+  }
+  return ix;
+}
+
+FASTNN_HD inline int64_t channel_of(int64_t i, const ChannelIndex& ix) {
+  if (ix.fast) return ix.channels.mod(ix.hw.div(static_cast<uint32_t>(i)));
+  return (i / ix.hw_value) % ix.channel_count;
+}
+
+}  // namespace fastnn::ops
