@@ -326,7 +326,7 @@ void NetPlan::fuse_activations() {
     PlanNode& head = nodes_[i];
     if ((head.op != "batch_norm" && head.op != "add") || readers[i] != 1) continue;
     if (static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_) continue;
-    head.kernel = ops::make_fused_kernel(std::move(head.kernel), std::move(tail.kernel));
+    head.kernel = ops::make_fused_kernel(std::move(head.kernel), std::move(tail.kernel), options_.registry);
     head.op += "+relu";
     head.type += "+" + tail.type;
     head.output_shape = head.kernel->signature().outputs[0].shape;

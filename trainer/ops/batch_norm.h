@@ -81,6 +81,18 @@ size_t batch_norm_workspace_bytes(const BatchNormParams& p);
 template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
                          const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s);
+// batch_norm followed by relu in one layer (the fuse_ops rewrite; the fusion registered for kCuda):
+// y = relu(batch_norm(x)) written in one pass, bitwise the two kernels in a row; the backward takes the
+// layer's output y and uses dy where y > 0 (0 elsewhere) as batch norm's incoming gradient, without
+// writing it out. ws: batch_norm_workspace_bytes(p).
+template <typename T>
+void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* beta,
+                             T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
+                             cudaStream_t s);
+template <typename T>
+void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
+                              const T* save_invstd, const T* y, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws,
+                              cudaStream_t s);
 }  // namespace cuda
 // The kCuda kernel (batch_norm_cuda.cpp); register_batch_norm adds it.
 void register_batch_norm_cuda(OpRegistry& registry);

@@ -43,9 +43,54 @@ class BatchNormCuda final : public OpKernel {
                                  dgamma, dbeta, const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
   }
 
+ public:
+  const BatchNormParams& params() const { return p_; }
+
  private:
   BatchNormParams p_;
 };
+
+// relu(batch_norm(x)) as one layer (the fuse_ops rewrite): batch_norm's inputs, params, state and saved
+// statistics, relu's output; no intermediate tensor is written or saved (the composite of ops/fused.h
+// saves z and dz, two more activations). Bitwise the composite of the two CUDA kernels.
+template <typename T>
+class BatchNormReluCuda final : public OpKernel {
+ public:
+  BatchNormReluCuda(const OpSignature& bn, const OpSignature& relu, const BatchNormParams& p)
+      : OpKernel("batch_norm+relu", Device::kCuda), p_(p) {
+    sig_ = bn;
+    sig_.outputs = relu.outputs;
+    sig_.has_backward = bn.has_backward && relu.has_backward;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
+    cuda::batch_norm_relu_forward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
+                                     cuda::ptr<T>(a.params[1]), cuda::ptr<T>(a.state[0]), cuda::ptr<T>(a.state[1]),
+                                     cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.saved[1]),
+                                     const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    T* dx = cuda::ptr<T>(a.d_inputs[0]);
+    T *dgamma = cuda::ptr<T>(a.d_params[0]), *dbeta = cuda::ptr<T>(a.d_params[1]);
+    if (!dx && !dgamma && !dbeta) return;
+    cuda::batch_norm_relu_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
+                                      cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.saved[1]), cuda::ptr<T>(a.outputs[0]),
+                                      cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
+                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+  }
+
+ private:
+  BatchNormParams p_;
+};
+
+template <typename T>
+std::unique_ptr<OpKernel> fuse_with_relu(const OpKernel& first, const OpKernel& then) {
+  const auto* bn = dynamic_cast<const BatchNormCuda<T>*>(&first);
+  if (!bn) return nullptr;
+  return std::make_unique<BatchNormReluCuda<T>>(bn->signature(), then.signature(), bn->params());
+}
 
 }  // namespace
 
@@ -56,6 +101,15 @@ void register_batch_norm_cuda(OpRegistry& r) {
                  OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
                  return cuda::make_cuda_kernel<BatchNormCuda>(dt, std::move(sig), batch_norm_params(a, in));
                });
+  r.add_fusion("batch_norm", "relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
+    const OpSignature &a = first.signature(), &b = then.signature();
+    if (a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 || a.outputs[0].shape != b.inputs[0].shape ||
+        a.outputs[0].dtype != b.inputs[0].dtype)
+      return std::unique_ptr<OpKernel>();
+    if (auto k = fuse_with_relu<float>(first, then)) return k;
+    if (auto k = fuse_with_relu<__half>(first, then)) return k;
+    return fuse_with_relu<__nv_bfloat16>(first, then);
+  });
 }
 
 }  // namespace fastnn::ops

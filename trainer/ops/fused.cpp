@@ -82,8 +82,11 @@ class FusedKernel final : public OpKernel {
 
 }  // namespace
 
-std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then) {
+std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then,
+                                            const OpRegistry* registry) {
   FASTNN_CHECK(first && then, "make_fused_kernel: null kernel");
+  if (registry)
+    if (std::unique_ptr<OpKernel> one_pass = registry->create_fusion(*first, *then)) return one_pass;
   return std::make_unique<FusedKernel>(std::move(first), std::move(then));
 }
 

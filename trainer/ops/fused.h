@@ -16,6 +16,9 @@
 
 namespace fastnn::ops {
 
-std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then);
+// The registry's one-pass fusion of the two kernels when it has one (OpRegistry::add_fusion: the CUDA
+// batch_norm+relu), else the composite.
+std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then,
+                                            const OpRegistry* registry = nullptr);
 
 }  // namespace fastnn::ops

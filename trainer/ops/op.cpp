@@ -113,4 +113,21 @@ std::unique_ptr<OpKernel> OpRegistry::create(std::string_view name, Device devic
   return it->second(attrs, inputs);
 }
 
+namespace {
+std::string fusion_key(std::string_view first, std::string_view then, Device device) {
+  return str(first, "+", then, "@", device_name(device));
+}
+}  // namespace
+
+// The two ops need not be registered yet (registration order is the ops' own).
+void OpRegistry::add_fusion(std::string_view first, std::string_view then, Device device, FusionFactory factory) {
+  fusions_[fusion_key(first, then, device)] = std::move(factory);
+}
+
+std::unique_ptr<OpKernel> OpRegistry::create_fusion(const OpKernel& first, const OpKernel& then) const {
+  if (first.device() != then.device()) return nullptr;
+  auto it = fusions_.find(fusion_key(first.name(), then.name(), first.device()));
+  return it == fusions_.end() ? nullptr : it->second(first, then);
+}
+
 }  // namespace fastnn::ops

@@ -194,6 +194,10 @@ struct OpDef {
   std::function<std::vector<OpCase>()> test_cases;
 };
 
+// A one-pass kernel for `first` followed by `then` (ops/fused.h: the fuse_ops rewrite), built from the two
+// kernels the plan made; null when these particular kernels cannot be fused (the composite is used).
+using FusionFactory = std::function<std::unique_ptr<OpKernel>(const OpKernel& first, const OpKernel& then)>;
+
 class OpRegistry {
  public:
   // Adds an op; throws Error if the name is taken or the def has no CPU kernel.
@@ -210,8 +214,14 @@ class OpRegistry {
   std::unique_ptr<OpKernel> create(std::string_view name, Device device, const Attrs& attrs,
                                    std::span<const TensorSpec> inputs) const;
 
+  // A device's one-pass kernel for op `first` followed by op `then` (e.g. batch_norm, relu on kCuda).
+  void add_fusion(std::string_view first, std::string_view then, Device device, FusionFactory factory);
+  // The registered fusion of these two kernels, or null (none registered, or the factory declined).
+  std::unique_ptr<OpKernel> create_fusion(const OpKernel& first, const OpKernel& then) const;
+
  private:
   std::map<std::string, OpDef, std::less<>> ops_;
+  std::map<std::string, FusionFactory, std::less<>> fusions_;  // "first+then@device"
 };
 
 // Every built-in op with its CPU kernel, listed explicitly in ops/builtin.cpp.

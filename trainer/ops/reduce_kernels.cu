@@ -129,27 +129,41 @@ __global__ void bn_eval_stats_kernel(int64_t c, double eps, const T* running_mea
   }
 }
 
-// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula).
-template <typename T>
+// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula);
+// Relu: max(y, +0) in the same pass — bitwise relu's kernel after this one (rounding to T keeps the sign).
+template <typename T, bool Relu>
 __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const T* gamma, const T* beta,
                                     const T* mean, const T* invstd, T* y) {
   FASTNN_GRID_LOOP(i, total) {
     const int64_t ch = channel_of(i, ix);
     const float scale = to_f(gamma[ch]) * to_f(invstd[ch]);
     const float shift = to_f(beta[ch]) - to_f(mean[ch]) * scale;
-    y[i] = from_f<T>(to_f(x[i]) * scale + shift);
+    const float v = to_f(x[i]) * scale + shift;
+    if constexpr (Relu) {
+      const T z = from_f<T>(v);
+      y[i] = to_f(z) > 0.f ? z : from_f<T>(0.f);
+    } else {
+      y[i] = from_f<T>(v);
+    }
   }
 }
 
+// The gradient reaching batch norm: dy, or under a fused relu dy where the layer's output is positive.
+template <typename T, bool Relu>
+__device__ __forceinline__ float bn_grad_at(const T* dy, const T* relu_y, int64_t o) {
+  if constexpr (Relu) return to_f(relu_y[o]) > 0.f ? to_f(dy[o]) : 0.f;
+  return to_f(dy[o]);
+}
+
 // Per run: sum(dy) and sum(dy * xhat).
-template <typename T>
+template <typename T, bool Relu>
 __global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x, const T* mean_s,
-                                       const T* invstd_s, const T* dy, double* partials) {
+                                       const T* invstd_s, const T* dy, const T* relu_y, double* partials) {
   const int64_t c = blockIdx.x, run = blockIdx.y;
   const double mean = to_f(mean_s[c]), invstd = to_f(invstd_s[c]);
   double sdy = 0, sdyx = 0;
   for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
-    const double g = to_f(dy[o]);
+    const double g = bn_grad_at<T, Relu>(dy, relu_y, o);
     sdy += g;
     sdyx += g * (static_cast<double>(to_f(x[o])) - mean) * invstd;
   });
@@ -180,15 +194,15 @@ __global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool trai
 }
 
 // dx = gamma * invstd * (dy - a - xhat * b).
-template <typename T>
+template <typename T, bool Relu>
 __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, const T* gamma, const T* mean_s,
-                                 const T* invstd_s, const T* dy, const double* coef, T* dx) {
+                                 const T* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
   FASTNN_GRID_LOOP(i, total) {
     const int64_t ch = channel_of(i, ix);
     const float invstd = to_f(invstd_s[ch]);
     const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
     const float xhat = (to_f(x[i]) - to_f(mean_s[ch])) * invstd;
-    dx[i] = from_f<T>(to_f(gamma[ch]) * invstd * (to_f(dy[i]) - a - xhat * b));
+    dx[i] = from_f<T>(to_f(gamma[ch]) * invstd * (bn_grad_at<T, Relu>(dy, relu_y, i) - a - xhat * b));
   }
 }
 
@@ -303,10 +317,11 @@ void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cu
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
-                                 cudaStream_t s) {
+namespace {
+
+template <typename T, bool Relu>
+void bn_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* running_mean,
+                         T* running_var, T* y, T* save_mean, T* save_invstd, void* ws, cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
   const BnSplit sp = bn_split(p);
@@ -321,24 +336,65 @@ void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* 
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma, beta,
-                                                              save_mean, save_invstd, y);
+  bn_normalize_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
+                                                                    beta, save_mean, save_invstd, y);
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
-                                  T* save_invstd, cudaStream_t s) {
+template <typename T, bool Relu>
+void bn_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, const T* running_mean,
+                          const T* running_var, T* y, T* save_mean, T* save_invstd, cudaStream_t s) {
   if (p.c == 0) return;
   bn_eval_stats_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p.c, p.epsilon, running_mean, running_var, save_mean,
                                                              save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma, beta,
-                                                              save_mean, save_invstd, y);
+  bn_normalize_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
+                                                                    beta, save_mean, save_invstd, y);
   CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, bool Relu>
+void bn_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
+                 const T* save_invstd, const T* relu_y, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws,
+                 cudaStream_t s) {
+  FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
+  if (p.c == 0) return;
+  const BnSplit sp = bn_split(p);
+  double* partials = static_cast<double*>(ws);
+  double* coef = partials + 2 * p.c * sp.runs;
+  const bool any = p.n * p.hw > 0;
+  if (any) {
+    bn_partial_grad_kernel<T, Relu><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)),
+                                      kReduceThreads, 0, s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy,
+                                                              relu_y, partials);
+    CUDA_CHECK_LAUNCH();
+  }
+  bn_finish_grad_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
+                                                               coef);
+  CUDA_CHECK_LAUNCH();
+  const int64_t total = p.n * p.c * p.hw;
+  if (!dx || total == 0) return;
+  bn_bwd_dx_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
+                                                                 save_mean, save_invstd, dy, relu_y, coef, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <typename T>
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
+                                 cudaStream_t s) {
+  bn_forward_training<T, false>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
+}
+
+template <typename T>
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
+                                  T* save_invstd, cudaStream_t s) {
+  bn_forward_inference<T, false>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
 }
 
 // The runs' partial sums (2 doubles per run and channel) and, after them, the backward's 2 coefficients
@@ -350,25 +406,24 @@ size_t batch_norm_workspace_bytes(const BatchNormParams& p) {
 template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
                          const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s) {
-  FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
-  if (p.c == 0) return;
-  const BnSplit sp = bn_split(p);
-  double* partials = static_cast<double*>(ws);
-  double* coef = partials + 2 * p.c * sp.runs;
-  const bool any = p.n * p.hw > 0;
-  if (any) {
-    bn_partial_grad_kernel<T><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)), kReduceThreads, 0,
-                                s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy, partials);
-    CUDA_CHECK_LAUNCH();
-  }
-  bn_finish_grad_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
-                                                               coef);
-  CUDA_CHECK_LAUNCH();
-  const int64_t total = p.n * p.c * p.hw;
-  if (!dx || total == 0) return;
-  bn_bwd_dx_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma, save_mean,
-                                                           save_invstd, dy, coef, dx);
-  CUDA_CHECK_LAUNCH();
+  bn_backward<T, false>(p, training, x, gamma, save_mean, save_invstd, nullptr, dy, dx, dgamma, dbeta, ws, s);
+}
+
+template <typename T>
+void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* beta,
+                             T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
+                             cudaStream_t s) {
+  if (training)
+    bn_forward_training<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
+  else
+    bn_forward_inference<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
+}
+
+template <typename T>
+void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
+                              const T* save_invstd, const T* y, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws,
+                              cudaStream_t s) {
+  bn_backward<T, true>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
 }
 
 size_t softmax_xent_workspace_bytes(const SoftmaxXentParams& p) { return static_cast<size_t>(p.n) * sizeof(double); }
@@ -410,6 +465,10 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
                                                 const T*, T*, T*, T*, cudaStream_t);                          \
   template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*,   \
                                        const T*, T*, T*, T*, void*, cudaStream_t);                            \
+  template void batch_norm_relu_forward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, T*, T*, T*, \
+                                           T*, T*, void*, cudaStream_t);                                      \
+  template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*, \
+                                            const T*, const T*, T*, T*, T*, void*, cudaStream_t);             \
   FASTNN_INSTANTIATE_L(T, int32_t) FASTNN_INSTANTIATE_L(T, int64_t)
 #define FASTNN_INSTANTIATE_L(T, L)                                                                              \
   template void softmax_xent_forward<T, L>(const SoftmaxXentParams&, const T*, const L*, T*, T*, void*, int*,   \

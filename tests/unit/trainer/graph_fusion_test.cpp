@@ -9,6 +9,8 @@
 
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
+#include "trainer/ops/fused.h"
+#include "trainer/ops/op.h"
 #include "trainer/train_step.h"
 #include "trainer/zoo/zoo.h"
 
@@ -55,6 +57,32 @@ void expect_fused_equals_unfused(const std::string& model, int size) {
 
 TEST(GraphFusion, ResNetCifarFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_cifar_20", 32); }
 TEST(GraphFusion, ResNetV1FusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_18", 32); }
+
+// A device's registered one-pass kernel (OpRegistry::add_fusion: the CUDA batch_norm+relu) takes the
+// composite's place in the fused plan; a factory that declines leaves the composite.
+TEST(GraphFusion, RegisteredFusionReplacesTheComposite) {
+  ops::OpRegistry reg;
+  ops::register_builtin_ops(reg);
+  int asked = 0;
+  std::vector<const ops::OpKernel*> made;
+  reg.add_fusion("batch_norm", "relu", Device::kCpu, [&](const ops::OpKernel& first, const ops::OpKernel& then) {
+    ++asked;
+    if (asked == 1) return std::unique_ptr<ops::OpKernel>();  // declines: the composite is used
+    // Stands in for a one-pass kernel: the same two kernels again, recorded by address.
+    auto k = ops::make_fused_kernel(reg.create("batch_norm", Device::kCpu, {}, first.signature().inputs),
+                                    reg.create("relu", Device::kCpu, {}, then.signature().inputs));
+    made.push_back(k.get());
+    return k;
+  });
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
+  Graph fused(net, {.batch_size = 2, .seed = 5, .registry = &reg, .fuse = true});
+  ASSERT_GT(asked, 1);
+  EXPECT_EQ(static_cast<int>(made.size()), asked - 1);
+  size_t found = 0;
+  for (const PlanNode& n : fused.plan().nodes())
+    for (const ops::OpKernel* k : made) found += n.kernel.get() == k;
+  EXPECT_EQ(found, made.size()) << "every registered fusion is a node's kernel";
+}
 
 }  // namespace
 }  // namespace fastnn::graph
