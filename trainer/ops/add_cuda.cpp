@@ -1,4 +1,5 @@
-// add on CUDA (ops/add.h): one kernel sums all inputs; backward copies dy into every wanted dx.
+// add on CUDA (ops/add.h): one kernel sums all inputs; backward copies dy into every wanted dx. Also the
+// one-pass add+relu the fuse_ops rewrite uses for two inputs.
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/add.h"
 
@@ -27,12 +28,50 @@ class AddCuda final : public OpKernel {
   }
 };
 
+// relu(a + b) as one layer (the fuse_ops rewrite of a residual add): one pass forward, one backward pass
+// writing relu's gradient straight into both inputs' gradients (the composite runs add, relu, relu's
+// backward and add's copies, and saves z and dz). Bitwise the composite of the two CUDA kernels.
+template <typename T>
+class AddReluCuda final : public OpKernel {
+ public:
+  AddReluCuda(const OpSignature& add, const OpSignature& relu) : OpKernel("add+relu", Device::kCuda) {
+    sig_ = add;
+    sig_.outputs = relu.outputs;
+    sig_.has_backward = add.has_backward && relu.has_backward;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    cuda::add_relu_forward<T>(a.outputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.inputs[1]),
+                              cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    cuda::relu_backward_to_two<T>(a.outputs[0].numel(), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]),
+                                  cuda::ptr<T>(a.d_inputs[0]), cuda::ptr<T>(a.d_inputs[1]), cuda::stream_of(a));
+  }
+};
+
+template <typename T>
+std::unique_ptr<OpKernel> fuse_add_relu(const OpKernel& first, const OpKernel& then) {
+  if (!dynamic_cast<const AddCuda<T>*>(&first)) return nullptr;
+  return std::make_unique<AddReluCuda<T>>(first.signature(), then.signature());
+}
+
 }  // namespace
 
 void register_add_cuda(OpRegistry& r) {
   r.add_kernel("add", Device::kCuda, [cpu = cuda::cpu_factory(r, "add")](const Attrs& a, std::span<const TensorSpec> in) {
     const DType dt = cuda::cuda_compute_dtype("add", in);
     return cuda::make_cuda_kernel<AddCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+  });
+  r.add_fusion("add", "relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
+    const OpSignature &a = first.signature(), &b = then.signature();
+    if (a.inputs.size() != 2 || a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 ||
+        a.outputs[0].shape != b.inputs[0].shape || a.outputs[0].dtype != b.inputs[0].dtype)
+      return std::unique_ptr<OpKernel>();  // other input counts keep the composite
+    if (auto k = fuse_add_relu<float>(first, then)) return k;
+    if (auto k = fuse_add_relu<__half>(first, then)) return k;
+    return fuse_add_relu<__nv_bfloat16>(first, then);
   });
 }
 

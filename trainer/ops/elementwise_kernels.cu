@@ -107,6 +107,34 @@ struct ReluForward {  // x > 0 ? x : +0 (x itself: f16/bf16 -> float -> f16/bf16
 struct ReluBackward {  // v[0] = y, v[1] = dy
   __device__ float operator()(const float* v) const { return v[0] > 0.f ? v[1] : 0.f; }
 };
+// relu(a + b): the sum rounded to T first, as add's kernel writes it, then relu's test on that value.
+template <typename T>
+struct AddRelu {
+  __device__ float operator()(const float* v) const {
+    const float z = to_f(from_f<T>(v[0] + v[1]));
+    return z > 0.f ? z : 0.f;
+  }
+};
+
+// dz = y > 0 ? dy : 0 to up to two outputs (fused add+relu backward), packs as map_kernel.
+template <int V, typename T>
+__global__ void relu_grad_to_two_kernel(int64_t count, const T* y, const T* dy, T* d0, T* d1) {
+  const int64_t packs = count / V;
+  FASTNN_GRID_LOOP(pk, packs) {
+    const Pack<T, V> yp = reinterpret_cast<const Pack<T, V>*>(y)[pk], gp = reinterpret_cast<const Pack<T, V>*>(dy)[pk];
+    Pack<T, V> out;
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = to_f(yp.v[e]) > 0.f ? gp.v[e] : from_f<T>(0.f);
+    if (d0) reinterpret_cast<Pack<T, V>*>(d0)[pk] = out;
+    if (d1) reinterpret_cast<Pack<T, V>*>(d1)[pk] = out;
+  }
+  const int64_t i = packs * V + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) {
+    const T v = to_f(y[i]) > 0.f ? dy[i] : from_f<T>(0.f);
+    if (d0) d0[i] = v;
+    if (d1) d1[i] = v;
+  }
+}
 
 template <typename T>
 __global__ void tanh_fwd_kernel(int64_t count, float outer, float inner, const T* x, T* y) {
@@ -182,6 +210,22 @@ void add_forward(int64_t count, std::span<const T* const> xs, T* y, cudaStream_t
   if (count == 0) return;
   if (xs.size() == 2) return launch_map(count, MapInputs<T, 2>{{xs[0], xs[1]}}, y, Add2{}, s);  // residual adds
   add_kernel<T><<<grid_for(count), kThreads, 0, s>>>(count, in, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void add_relu_forward(int64_t count, const T* a, const T* b, T* y, cudaStream_t s) {
+  launch_map(count, MapInputs<T, 2>{{a, b}}, y, AddRelu<T>{}, s);
+}
+
+template <typename T>
+void relu_backward_to_two(int64_t count, const T* y, const T* dy, T* d0, T* d1, cudaStream_t s) {
+  if (count == 0 || (!d0 && !d1)) return;
+  constexpr int kV = 16 / sizeof(T);
+  if (aligned16({y, dy, d0 ? d0 : y, d1 ? d1 : y}))
+    relu_grad_to_two_kernel<kV, T><<<grid_for(count / kV > 0 ? count / kV : 1), kThreads, 0, s>>>(count, y, dy, d0, d1);
+  else
+    relu_grad_to_two_kernel<1, T><<<grid_for(count), kThreads, 0, s>>>(count, y, dy, d0, d1);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -263,6 +307,8 @@ void crop2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, i
   template void add_forward<T>(int64_t, std::span<const T* const>, T*, cudaStream_t);                        \
   template void scale_forward<T>(int64_t, float, const T*, T*, cudaStream_t);                                \
   template void relu_forward<T>(int64_t, const T*, T*, cudaStream_t);                                        \
+  template void add_relu_forward<T>(int64_t, const T*, const T*, T*, cudaStream_t);                          \
+  template void relu_backward_to_two<T>(int64_t, const T*, const T*, T*, T*, cudaStream_t);                  \
   template void relu_backward<T>(int64_t, const T*, const T*, T*, cudaStream_t);                             \
   template void tanh_forward<T>(int64_t, float, float, const T*, T*, cudaStream_t);                          \
   template void tanh_backward<T>(int64_t, float, float, const T*, const T*, T*, cudaStream_t);               \

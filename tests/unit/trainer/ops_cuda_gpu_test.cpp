@@ -203,74 +203,79 @@ INSTANTIATE_TEST_SUITE_P(AllOps, CudaOpCase, testing::ValuesIn(all_cases()), cas
 
 // The dropout mask is a pure function of (seed, step, index): CPU and CUDA agree bit for bit on a
 // size that is not a multiple of the 4-element Philox block and spans many thread blocks.
-// The one-pass CUDA batch_norm+relu (registered fusion) against the composite of the two CUDA kernels
-// (ops/fused.h), every batch_norm case plus a ResNet-sized one, training and eval, f32/f16/bf16: outputs,
-// running statistics, saved statistics and every gradient bit for bit.
-TEST(CudaFusion, BatchNormReluIsBitwiseTheComposite) {
+// A registered one-pass CUDA fusion (`first` then relu) against the composite of the two CUDA kernels
+// (ops/fused.h) on one case: outputs, running statistics, saved statistics and every gradient bit for bit.
+void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, DType dt, bool training) {
+  SCOPED_TRACE(first + "+relu " + c.label + " " + dtype_name(dt) + (training ? " training" : " eval"));
+  const std::vector<TensorSpec> in = case_input_specs(c, dt);
+  auto make_pair = [&] {
+    auto head = registry().create(first, Device::kCuda, c.attrs, in);
+    const std::vector<TensorSpec> relu_in{head->signature().outputs[0]};
+    auto relu = registry().create("relu", Device::kCuda, {}, relu_in);
+    return std::pair{std::move(head), std::move(relu)};
+  };
+  auto [h1, r1] = make_pair();
+  auto composite = make_fused_kernel(std::move(h1), std::move(r1));
+  auto [h2, r2] = make_pair();
+  auto fused = registry().create_fusion(*h2, *r2);
+  ASSERT_TRUE(fused) << "no CUDA " << first << "+relu fusion registered";
+  const OpSignature &cs = composite->signature(), &fs = fused->signature();
+  ASSERT_EQ(fs.saved.size() + 2, cs.saved.size()) << "the one-pass kernel saves neither z nor dz";
+  KernelTensors host = allocate_kernel_tensors(cs);
+  fill_case_tensors(host, cs, c, 7);
+  auto upload = [&](const OpSignature& sig) {
+    KernelTensors d;
+    for (const Tensor& t : host.inputs) d.inputs.push_back(cuda::to_device(as_dtype(t, dt)));
+    for (const Tensor& t : host.params) d.params.push_back(cuda::to_device(as_dtype(t, dt)));
+    for (const Tensor& t : host.state) d.state.push_back(cuda::to_device(as_dtype(t, dt)));
+    for (const TensorSpec& sp : sig.outputs) d.outputs.push_back(device_garbage(sp));
+    for (const TensorSpec& sp : sig.saved) d.saved.push_back(device_garbage(sp));
+    if (sig.workspace_bytes)
+      d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
+    for (const Tensor& t : host.d_outputs) d.d_outputs.push_back(cuda::to_device(as_dtype(t, dt)));
+    for (size_t i = 0; i < sig.inputs.size(); ++i)
+      d.d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
+    for (const TensorSpec& sp : sig.params) d.d_params.push_back(device_garbage(sp));
+    return d;
+  };
+  KernelTensors a = upload(cs), b = upload(fs);
+  auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
+    const Tensor hx = cuda::to_host(x), hy = cuda::to_host(y);
+    ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
+    EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
+  };
+  composite->forward(a.forward_args(training));
+  fused->forward(b.forward_args(training));
+  same(a.outputs[0], b.outputs[0], "output");
+  for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
+  for (size_t i = 0; i < fs.saved.size(); ++i) same(a.saved[i], b.saved[i], "saved " + std::to_string(i));
+  if (!cs.has_backward) return;
+  composite->backward(a.backward_args(training));
+  fused->backward(b.backward_args(training));
+  for (size_t i = 0; i < a.d_inputs.size(); ++i)
+    if (a.d_inputs[i].defined()) same(a.d_inputs[i], b.d_inputs[i], "d_input " + std::to_string(i));
+  for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+}
+
+// batch_norm+relu: every batch_norm case plus a ResNet-sized one, training and eval; add+relu: every
+// two-input add case plus a residual-sized one (odd length: the vector path's scalar tail).
+TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
   REQUIRE_GPU();
-  std::vector<OpCase> cases = registry().get("batch_norm").test_cases();
-  OpCase big = cases.front();
+  std::vector<OpCase> bn = registry().get("batch_norm").test_cases();
+  OpCase big = bn.front();
   big.label = "resnet_sized";
   big.inputs = {CaseInput{.shape = {8, 64, 28, 28}}};
-  cases.push_back(big);
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-    for (const OpCase& c : cases)
-      for (bool training : {true, false}) {
-        SCOPED_TRACE(c.label + " " + dtype_name(dt) + (training ? " training" : " eval"));
-        const std::vector<TensorSpec> in = case_input_specs(c, dt);
-        auto make_pair = [&] {
-          auto bn = registry().create("batch_norm", Device::kCuda, c.attrs, in);
-          const std::vector<TensorSpec> relu_in{bn->signature().outputs[0]};
-          auto relu = registry().create("relu", Device::kCuda, {}, relu_in);
-          return std::pair{std::move(bn), std::move(relu)};
-        };
-        auto [bn1, relu1] = make_pair();
-        auto composite = make_fused_kernel(std::move(bn1), std::move(relu1));
-        auto [bn2, relu2] = make_pair();
-        auto fused = registry().create_fusion(*bn2, *relu2);
-        ASSERT_TRUE(fused) << "no CUDA batch_norm+relu fusion registered";
-        EXPECT_EQ(fused->signature().saved.size(), 2u) << "the one-pass kernel saves only mean and invstd";
-        const OpSignature& cs = composite->signature();
-        KernelTensors host = allocate_kernel_tensors(cs);
-        fill_case_tensors(host, cs, c, 7);
-        auto upload = [&](const OpSignature& sig) {
-          KernelTensors d;
-          for (const Tensor& t : host.inputs) d.inputs.push_back(cuda::to_device(as_dtype(t, dt)));
-          for (const Tensor& t : host.params) d.params.push_back(cuda::to_device(as_dtype(t, dt)));
-          for (const Tensor& t : host.state) d.state.push_back(cuda::to_device(as_dtype(t, dt)));
-          for (const TensorSpec& sp : sig.outputs) d.outputs.push_back(device_garbage(sp));
-          for (const TensorSpec& sp : sig.saved) d.saved.push_back(device_garbage(sp));
-          if (sig.workspace_bytes)
-            d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
-          return d;
-        };
-        KernelTensors a = upload(cs), b = upload(fused->signature());
-        composite->forward(a.forward_args(training));
-        fused->forward(b.forward_args(training));
-        auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
-          const Tensor hx = cuda::to_host(x), hy = cuda::to_host(y);
-          ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
-          EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
-        };
-        same(a.outputs[0], b.outputs[0], "output");
-        for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
-        for (size_t i = 0; i < 2; ++i) same(a.saved[i], b.saved[i], "saved " + std::to_string(i));
-        for (const Tensor& t : host.d_outputs) {
-          a.d_outputs.push_back(cuda::to_device(as_dtype(t, dt)));
-          b.d_outputs.push_back(cuda::to_device(as_dtype(t, dt)));
-        }
-        for (KernelTensors* k : {&a, &b}) {
-          const OpSignature& sig = k == &a ? cs : fused->signature();
-          for (size_t i = 0; i < sig.inputs.size(); ++i)
-            k->d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
-          for (const TensorSpec& sp : sig.params) k->d_params.push_back(device_garbage(sp));
-        }
-        composite->backward(a.backward_args(training));
-        fused->backward(b.backward_args(training));
-        for (size_t i = 0; i < a.d_inputs.size(); ++i)
-          if (a.d_inputs[i].defined()) same(a.d_inputs[i], b.d_inputs[i], "d_input " + std::to_string(i));
-        for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
-      }
+  bn.push_back(big);
+  std::vector<OpCase> add;
+  for (const OpCase& c : registry().get("add").test_cases())
+    if (c.inputs.size() == 2) add.push_back(c);
+  add.push_back(OpCase{.label = "residual_sized", .inputs = {CaseInput{.shape = {8, 256, 14, 15}},
+                                                             CaseInput{.shape = {8, 256, 14, 15}}}});
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (const OpCase& c : bn)
+      for (bool training : {true, false}) expect_fusion_is_the_composite("batch_norm", c, dt, training);
+    for (const OpCase& c : add) expect_fusion_is_the_composite("add", c, dt, true);
+  }
 }
 
 TEST(CudaOps, DropoutMaskIsTheCpuMaskBitForBit) {
