@@ -26,11 +26,12 @@ bench() {  # name, then fastnn bench train flags
 bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum
 [[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && FASTNN_ALLOW_TF32=1 bench resnet50_tf32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum
 bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum
+bench mobilenet_v2_fp16 --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 # The same with the fuse_ops rewrite: one-pass batch_norm+relu and add+relu kernels on the GPU.
 bench resnet50_fp16_fused --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_ops
 # The same step with its gradients averaged over NCCL (one process): the allreduce's cost per step.
 bench resnet50_fp16_nccl --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --comm_backend=nccl
-[[ ${FASTNN_BENCH_BF16:-0} == 1 ]] && bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum
 bench inception_v3_fp16 --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 bench vgg16_fp16 --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 # Where ResNet-50 fp16's step goes (CUDA events per layer and phase, 5 profiled steps after the timed ones):

@@ -15,6 +15,11 @@ bench() {  # name, then arguments of torch_gpu_train_bench.py
 bench resnet50_fp32 --model resnet50 --batch-size 256 --precision fp32
 [[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && bench resnet50_tf32 --model resnet50 --batch-size 256 --precision tf32
 bench resnet50_amp_cl --model resnet50 --batch-size 256 --precision amp --channels-last
+# The same network as fastnn's resnet_v1_50 (TF-slim's v1 layout, 3.48 GMAC): the ratio the issue asks for.
+bench tfslim_resnet_v1_50_fp32 --model tfslim_resnet_v1_50 --batch-size 256 --precision fp32
+bench tfslim_resnet_v1_50_amp_cl --model tfslim_resnet_v1_50 --batch-size 256 --precision amp --channels-last
+bench tfslim_resnet_v1_50_bf16_cl --model tfslim_resnet_v1_50 --batch-size 256 --precision bf16 --channels-last
+bench tfslim_mobilenet_v2_amp_cl --model tfslim_mobilenet_v2 --batch-size 128 --precision amp --channels-last
 bench inception_v3_amp_cl --model inception_v3 --batch-size 128 --precision amp --channels-last
 bench vgg16_amp_cl --model vgg16 --batch-size 128 --precision amp --channels-last
 

@@ -9,6 +9,8 @@
 #                                  bench  our GPU benchmarks (scripts/gpu/benchmarks.sh)
 #                                  peer   PyTorch doing the same work on the same GPU
 #                                  smoke  fastnn train/eval --device=cuda on Fashion-MNIST, CPU beside it
+#                                  sanitize  compute-sanitizer memcheck of the op, fusion, optimizer and
+#                                         step tests (f32 cases: every kernel once; not in the default set)
 # Full logs go to /tmp/fastnn-gpu/logs and, packed as logs.tar.xz with table.txt, to $OUT when set (the
 # device tool brings back at most 8 files). The last thing printed is a short table.
 set -uo pipefail
@@ -77,6 +79,20 @@ fi
 export FASTNN_GPU_DATA=$data FASTNN_GPU_RAW=$carry/fashion-mnist FASTNN_GPU_OUT=$out FASTNN_GPU_PHOTOS=$carry/photos
 if want smoke; then
   while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/smoke.sh" 2>>"$out/smoke.err")
+fi
+if want sanitize; then
+  # memcheck multiplies run time by 10-100: the f32 cases run every kernel, f16/bf16 add no new code paths.
+  san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+  for spec in "test_trainer_ops_cuda_gpu:*f32*:CudaFusion.*" "test_trainer_optim_cuda_gpu:*" \
+              "test_trainer_loop_train_device_gpu:*F32*"; do
+    name=${spec%%:*} filter=${spec#*:}
+    [[ -x $work/bundle/bin/$name ]] || continue
+    timeout "${FASTNN_SANITIZE_TIMEOUT:-420}" "$san" --tool memcheck --error-exitcode 3 --print-limit 20 \
+      "$work/bundle/bin/$name" --gtest_filter="$filter" >"$out/sanitize_$name.log" 2>&1
+    rc=$?
+    errors=$(grep -c '^========= Invalid\|^========= Program hit' "$out/sanitize_$name.log")
+    row "memcheck $name" "rc $rc, $errors error reports ($(grep -E '^\[  (PASSED|FAILED)' "$out/sanitize_$name.log" | head -2 | tr '\n' ' '))"
+  done
 fi
 if want bench && [[ -f $root/scripts/gpu/benchmarks.sh ]]; then
   while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/benchmarks.sh" 2>>"$out/bench.err")

@@ -11,6 +11,17 @@ after --warmup steps; prints one JSON object with images_per_sec.
 
 --precision fp32 (TF32 off, as fastnn's f32 default), tf32, amp (float16 autocast + GradScaler),
 bf16 (bfloat16 autocast). Exit 77 when PyTorch or a GPU is missing.
+
+Models: torchvision's resnet50 (v1.5: stride in the first unit's 3x3, 4.09 GMAC), inception_v3, vgg16;
+and the same networks as fastnn's zoo, written out here (no torchvision):
+  tfslim_resnet_v1_50  TF-slim's resnet_v1_50 (trainer/zoo/resnet_v1.cpp): conv1 7x7/2 pad 3 + BN + ReLU,
+                       3x3/2 SAME max pool (TF pads bottom/right), bottleneck units [3, 4, 6, 3] with the
+                       stride in the 3x3 conv of the LAST unit of blocks 1-3, shortcut 1x1 conv + BN where
+                       the depth changes else identity (1x1 max-pool subsample when striding), BN eps
+                       1e-5, global average pool, fully connected logits with bias: 25,557,032 parameters
+                       at 1000 classes, 3.48 GMAC — `fastnn models` gives the same count (the JSON's
+                       "parameters" lets a run check it).
+  tfslim_mobilenet_v2  TF-slim's mobilenet_v2 as scripts/peers/torch_mobilenet_bench.py builds it.
 """
 import argparse
 import json
@@ -18,9 +29,54 @@ import sys
 import time
 
 
+def tfslim_resnet_v1(torch, units, classes):
+    """TF-slim's resnet_v1 with bottleneck units (see the module docstring)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    def conv_bn(cin, cout, k, stride=1, pad=0, relu=True):
+        layers = [nn.Conv2d(cin, cout, k, stride, pad, bias=False), nn.BatchNorm2d(cout, eps=1e-5, momentum=0.003)]
+        return nn.Sequential(*layers, nn.ReLU(inplace=True)) if relu else nn.Sequential(*layers)
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, depth, bottleneck, stride):
+            super().__init__()
+            self.stride = stride
+            self.shortcut = conv_bn(cin, depth, 1, stride, relu=False) if depth != cin else None
+            self.residual = nn.Sequential(conv_bn(cin, bottleneck, 1), conv_bn(bottleneck, bottleneck, 3, stride, 1),
+                                          conv_bn(bottleneck, depth, 1, relu=False))
+
+        def forward(self, x):
+            s = self.shortcut(x) if self.shortcut is not None else (x[:, :, ::self.stride, ::self.stride]
+                                                                    if self.stride > 1 else x)
+            return F.relu(s + self.residual(x))
+
+    class ResNetV1(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = conv_bn(3, 64, 7, 2, 3)
+            blocks, cin = [], 64
+            for b, n in enumerate(units):
+                base = 64 << b
+                for u in range(n):
+                    stride = 2 if b < 3 and u == n - 1 else 1
+                    blocks.append(Bottleneck(cin, base * 4, base, stride))
+                    cin = base * 4
+            self.blocks = nn.Sequential(*blocks)
+            self.logits = nn.Linear(cin, classes)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = F.max_pool2d(F.pad(x, (0, 1, 0, 1), value=float("-inf")), 3, 2)  # TF SAME on an even map
+            x = self.blocks(x)
+            return self.logits(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+    return ResNetV1()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="resnet50", choices=["resnet50", "inception_v3", "vgg16"])
+    p.add_argument("--model", default="resnet50",
+                   choices=["resnet50", "inception_v3", "vgg16", "tfslim_resnet_v1_50", "tfslim_mobilenet_v2"])
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "amp", "bf16"])
     p.add_argument("--channels-last", action="store_true")
@@ -46,6 +102,12 @@ def main():
     if a.model == "inception_v3":
         model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False,
                                                 num_classes=a.num_classes)
+    elif a.model == "tfslim_resnet_v1_50":
+        model = tfslim_resnet_v1(torch, [3, 4, 6, 3], a.num_classes)
+    elif a.model == "tfslim_mobilenet_v2":
+        sys.path.insert(0, __file__.rsplit("/", 1)[0])
+        from torch_mobilenet_bench import MobileNetV2
+        model = MobileNetV2(a.num_classes)
     else:
         model = getattr(torchvision.models, a.model)(weights=None, num_classes=a.num_classes)
     fmt = torch.channels_last if a.channels_last else torch.contiguous_format
@@ -87,6 +149,7 @@ def main():
         "images_per_sec": a.batch_size * a.steps / (ms / 1000.0),
         "ms_per_step": ms / a.steps, "wall_seconds": time.perf_counter() - t0,
         "final_loss": float(loss), "gpu": torch.cuda.get_device_name(0),
+        "parameters": sum(p.numel() for p in model.parameters()),
     }))
     return 0
 

@@ -1,0 +1,65 @@
+// Every zoo model name on the GPU (issue "every FastNN model name": each name runs a forward and backward
+// step on the GPU when one is at hand): one training step at the model's smallest input, batch 2, on the
+// CUDA runner in f32 (TF32 off) from the CPU runner's initial weights, against the CPU runner — the same
+// loss to 1e-3 — and one f16 step whose loss is finite. Skipped without a CUDA device (one skipping test in
+// CPU-only builds).
+#include <gtest/gtest.h>
+
+#ifndef FASTNN_HAVE_CUDA
+
+TEST(ZooGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA backend"; }
+
+#else
+
+#include <cmath>
+#include <string>
+
+#include "tests/unit/trainer/cuda_test_util.h"
+#include "trainer/config/job_config.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+namespace {
+
+StepRunnerOptions options(Device d, DType dt) {
+  StepRunnerOptions o;
+  o.target = {.device = d, .dtype = dt, .device_index = 0};
+  o.batch_size = 2;
+  o.seed = 3;
+  JobConfig c = load_job_config("", std::vector<std::string>{"--optimizer=momentum"});
+  o.optimizer = optimizer_options(c);
+  if (dt == DType::kF16) o.scaling = {.initial_scale = 1024, .dynamic = true};
+  return o;
+}
+
+class ZooGpu : public testing::TestWithParam<std::string> {};
+
+TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
+  REQUIRE_GPU();
+  cuda::set_allow_tf32(false);
+  const zoo::ZooModel& m = zoo::zoo_model(GetParam());
+  const NetDef net = zoo::build_net(m.name, {.num_classes = 10, .height = m.min_size, .width = m.min_size});
+  auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
+  auto gpu = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  auto [x, y] = cpu->synthetic_batch(5);
+  const StepResult a = cpu->train(x, y, 0, 0.01f);
+  const StepResult b = gpu->train(x, y, 0, 0.01f);
+  ASSERT_TRUE(std::isfinite(a.loss)) << m.name;
+  EXPECT_NEAR(b.loss, a.loss, 1e-3 * std::max(1.0, std::abs(a.loss))) << m.name;
+  const StepResult b2 = gpu->train(x, y, 1, 0.01f);  // the update applied: a second step runs from it
+  EXPECT_TRUE(std::isfinite(b2.loss)) << m.name;
+
+  auto half = make_step_runner(net, options(Device::kCuda, DType::kF16));
+  const StepResult h = half->train(x, y, 0, 0.01f);
+  EXPECT_TRUE(std::isfinite(h.loss)) << m.name << " f16";
+  EXPECT_NEAR(h.loss, a.loss, 5e-2 * std::max(1.0, std::abs(a.loss))) << m.name << " f16";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryName, ZooGpu, testing::ValuesIn(zoo::zoo_model_names()),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
+}  // namespace fastnn::loop
+
+#endif  // FASTNN_HAVE_CUDA
