@@ -66,12 +66,25 @@ struct Policy {
   bool allow_tf32 = false;        // f32 convolution / GEMM on TF32 tensor cores
   ConvAlgoSearch conv_search = ConvAlgoSearch::kHeuristic;  // cudnnGet*_v7 or cudnnFind* (timed)
   bool deterministic = false;     // only deterministic cuDNN algorithms (bitwise-repeatable grads)
-  bool check_labels = true;       // softmax_xent / top_k sync the stream to report a bad label
+  bool check_labels = true;       // softmax_xent / top_k report a label outside [0, classes)
+  // false: each such kernel synchronises its stream to report at once (op tests, one-off calls); true:
+  // the report is copied to pinned memory on the stream and raised by raise_label_errors() after the
+  // caller's own synchronisation (the training step's one read-back): no sync per kernel call. The CUDA
+  // step runner turns it on (process-wide) and raises after every train / evaluate.
+  bool defer_label_checks = false;
   size_t max_conv_workspace = size_t{1} << 30;  // bytes one convolution may ask for
 };
 Policy policy();
 void set_policy(const Policy& p);
 void set_allow_tf32(bool allow);
+
+// ---- deferred label checks (Policy::defer_label_checks) ------------------------------------------
+// Queues a kernel's bad-label flag (device int: 0, or the first bad row + 1) for raise_label_errors():
+// an asynchronous copy on `s` into pinned memory. Per thread.
+void defer_label_check(const char* op, const int* flag, int64_t classes, cudaStream_t s);
+// Call after synchronising the streams the queued copies were made on: throws Error naming the op, the
+// sample and the class range for the first flagged check; always empties the queue.
+void raise_label_errors();
 
 // ---- memory ------------------------------------------------------------------------------------
 // Device memory from the current device's cudaMallocAsync pool, on the current stream.

@@ -241,4 +241,50 @@ Tensor Workspace::get(size_t bytes) {
   return Tensor({static_cast<int64_t>(bytes)}, DType::kU8, storage_);
 }
 
+namespace {
+
+struct DeferredLabelCheck {
+  const char* op;
+  int64_t classes;
+  int* host;  // pinned
+};
+struct LabelCheckQueue {
+  std::vector<DeferredLabelCheck> pending;
+  std::vector<int*> free_slots;  // pinned ints for reuse
+  ~LabelCheckQueue() {
+    for (const DeferredLabelCheck& c : pending) cudaFreeHost(c.host);
+    for (int* p : free_slots) cudaFreeHost(p);
+  }
+};
+thread_local LabelCheckQueue tl_label_checks;
+
+}  // namespace
+
+void defer_label_check(const char* op, const int* flag, int64_t classes, cudaStream_t s) {
+  LabelCheckQueue& q = tl_label_checks;
+  int* slot = nullptr;
+  if (!q.free_slots.empty()) {
+    slot = q.free_slots.back();
+    q.free_slots.pop_back();
+  } else {
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot), sizeof(int), cudaHostAllocPortable));
+  }
+  q.pending.push_back({op, classes, slot});
+  CUDA_CHECK(cudaMemcpyAsync(slot, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
+}
+
+void raise_label_errors() {
+  LabelCheckQueue& q = tl_label_checks;
+  std::vector<DeferredLabelCheck> checks;
+  checks.swap(q.pending);
+  const DeferredLabelCheck* bad = nullptr;
+  for (const DeferredLabelCheck& c : checks) {
+    if (!bad && *c.host != 0) bad = &c;
+    q.free_slots.push_back(c.host);
+  }
+  if (bad)
+    throw Error(str(bad->op, ": the label of sample ", *bad->host - 1, " is outside [0, ", bad->classes,
+                    ") (CUDA kernel)"));
+}
+
 }  // namespace fastnn::cuda

@@ -48,6 +48,7 @@ void with_type(DType dt, Fn&& fn) {
 void set_runner_policy(const StepRunnerOptions& o) {
   cuda::Policy p = cuda::policy();
   p.check_labels = o.check_labels;
+  p.defer_label_checks = true;  // raised after each step's one read-back (train / evaluate below)
   p.deterministic = o.deterministic;
   p.conv_search = o.exhaustive_conv_search ? cuda::ConvAlgoSearch::kExhaustive : cuda::ConvAlgoSearch::kHeuristic;
   cuda::set_policy(p);
@@ -221,6 +222,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       try {
         seed_loss_gradient(y);
         r = step_.train(x, y, step);  // one read-back: losses and counts
+        cuda::raise_label_errors();   // the loss and metric kernels' label checks, read with it
       } catch (...) {
         graph_.set_layer_observer(external_);
         throw;
@@ -229,6 +231,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     } else {
       seed_loss_gradient(y);
       r = step_.train(x, y, step);
+      cuda::raise_label_errors();
     }
     phase("forward_backward");
     release();
@@ -241,6 +244,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     auto [x, y] = place(images, labels);
     StepResult r = step_.evaluate(x, y);
     release();
+    cuda::raise_label_errors();
     return r;
   }
   Tensor host_logits() override { return cuda::to_host(graph_.output(0)); }

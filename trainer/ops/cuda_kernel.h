@@ -53,6 +53,6 @@ inline size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 // The bad-label flag protocol of softmax_xent / top_k: zero a device int before the kernel, then
 // (when the policy checks labels) read it back, synchronising the stream, and throw Error if set.
 void reset_flag(int* flag, cudaStream_t s);
-void check_label_flag(std::string_view op, const int* flag, int64_t classes, cudaStream_t s);
+void check_label_flag(const char* op, const int* flag, int64_t classes, cudaStream_t s);
 
 }  // namespace fastnn::ops::cuda

@@ -35,8 +35,13 @@ KernelFactory cpu_factory(const OpRegistry& r, std::string_view op) {
 
 void reset_flag(int* flag, cudaStream_t s) { CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), s)); }
 
-void check_label_flag(std::string_view op, const int* flag, int64_t classes, cudaStream_t s) {
-  if (!::fastnn::cuda::policy().check_labels) return;
+void check_label_flag(const char* op, const int* flag, int64_t classes, cudaStream_t s) {
+  const ::fastnn::cuda::Policy p = ::fastnn::cuda::policy();
+  if (!p.check_labels) return;
+  if (p.defer_label_checks) {  // the step raises it after its one read-back (cuda/runtime.h)
+    ::fastnn::cuda::defer_label_check(op, flag, classes, s);
+    return;
+  }
   int host = 0;
   CUDA_CHECK(cudaMemcpyAsync(&host, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
   CUDA_CHECK(cudaStreamSynchronize(s));

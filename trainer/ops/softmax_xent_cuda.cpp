@@ -1,6 +1,7 @@
 // softmax_xent on CUDA (ops/softmax_xent.h): one warp per row, the batch mean summed in a fixed
 // order. A label outside [0, K) makes its row NaN and, when cuda::Policy::check_labels is on (the
-// default), throws Error after the kernel (which synchronises the stream: one sync per loss call).
+// default), throws Error after the kernel (synchronising the stream), or, under
+// Policy::defer_label_checks (the step runner's), from cuda::raise_label_errors() after the step.
 // Workspace: N doubles (row losses) + the flag.
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/softmax_xent.h"

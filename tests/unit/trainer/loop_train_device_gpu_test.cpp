@@ -189,6 +189,32 @@ TEST(TrainDeviceGpu, Uint8BatchesNormalisedOnTheGpuEqualFloatBatches) {
   }
 }
 
+// A label outside the classes: the step throws naming the sample (the kernels' checks are read with the
+// step's one read-back, not by a sync per kernel), the weights are not updated, and the next clean step
+// trains as if the bad one had not been tried.
+TEST(TrainDeviceGpu, BadLabelStopsTheStepBeforeTheUpdate) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
+  auto a = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  auto b = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  auto [x, y] = a->synthetic_batch(3);  // device tensors
+  Tensor host_bad = cuda::to_host(y);
+  if (host_bad.dtype() == DType::kI64) host_bad.data<int64_t>()[1] = 12;
+  else host_bad.data<int32_t>()[1] = 12;
+  const Tensor bad = cuda::to_device(host_bad);
+  try {
+    a->train(x, bad, 0, 0.1f);
+    ADD_FAILURE() << "no error for label 12 of 10 classes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the label of sample 1 is outside [0, 10)"), std::string::npos) << e.what();
+  }
+  const StepResult ra = a->train(x, y, 0, 0.1f), rb = b->train(x, y, 0, 0.1f);
+  EXPECT_EQ(ra.loss, rb.loss);
+  const std::vector<NamedArray> va = a->host_variables(), vb = b->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
+}
+
 }  // namespace
 }  // namespace fastnn::loop
 

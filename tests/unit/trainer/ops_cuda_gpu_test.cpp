@@ -314,6 +314,39 @@ TEST(CudaOps, BadLabelThrows) {
   }
 }
 
+// Policy::defer_label_checks (the step runner's): no throw and no sync at the kernel; the bad label is
+// raised by raise_label_errors() after the caller's synchronisation, naming the op and the sample; a
+// clean call raises nothing and the queue is empty afterwards.
+TEST(CudaOps, DeferredLabelCheckRaisesAfterTheSync) {
+  REQUIRE_GPU();
+  const cuda::Policy before = cuda::policy();
+  cuda::Policy p = before;
+  p.defer_label_checks = true;
+  cuda::set_policy(p);
+  const std::vector<TensorSpec> in{TensorSpec{.name = "logits", .shape = {3, 4}, .dtype = DType::kF32},
+                                   TensorSpec{.name = "labels", .shape = {3}, .dtype = DType::kI32}};
+  for (const char* op : {"softmax_xent", "top_k"}) {
+    auto k = registry().create(op, Device::kCuda, {}, in);
+    KernelTensors t = allocate_kernel_tensors(k->signature(), Device::kCuda, false);
+    t.inputs[0] = cuda::to_device(Tensor::zeros({3, 4}));
+    t.inputs[1] = cuda::to_device(Tensor::from<int32_t>({3}, {0, 1, 7}));
+    EXPECT_NO_THROW(k->forward(t.forward_args(true))) << op;
+    cuda::synchronize();
+    try {
+      cuda::raise_label_errors();
+      ADD_FAILURE() << op << ": no error raised";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(op) + ": the label of sample 2"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(cuda::raise_label_errors()) << "the queue is emptied by the raise";
+    t.inputs[1] = cuda::to_device(Tensor::from<int32_t>({3}, {0, 3, 1}));
+    k->forward(t.forward_args(true));
+    cuda::synchronize();
+    EXPECT_NO_THROW(cuda::raise_label_errors()) << op;
+  }
+  cuda::set_policy(before);
+}
+
 TEST(CudaRuntime, CopiesRoundTripAndTensorsLiveOnTheDevice) {
   REQUIRE_GPU();
   const Tensor h = Tensor::from<float>({2, 3}, {1, -2, 3.5f, 0, 1e-30f, -7});
