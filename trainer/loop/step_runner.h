@@ -163,6 +163,11 @@ class StepRunner {
   // images: a host batch in batch_format() (the CPU: [N, C, H, W] f32), or [N, C, H, W] in the compute
   // dtype on the device; labels [N] i32/i64, host or device.
   virtual StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) = 0;
+  // The batch the next train() will get, handed over before the current step runs (the loop's one batch
+  // of lookahead): a GPU runner starts its copy to the device now, on its copy stream, so it overlaps
+  // the step in between; train() with these same tensors then only waits for that copy. Other calls in
+  // between (evaluate) leave it alone. No-op on the CPU.
+  virtual void prefetch(const Tensor& images, const Tensor& labels) {}
   virtual StepResult evaluate(const Tensor& images, const Tensor& labels) = 0;
   // The logits [N, classes] of the batch evaluate() just ran, on the host (a device graph's are
   // copied): what the confusion matrix is counted from (loop/evaluate.h). Undefined when the output

@@ -208,6 +208,16 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return f;
   }
 
+  // The copy of the next step's batch starts now and overlaps the step the loop runs next.
+  void prefetch(const Tensor& images, const Tensor& labels) override {
+    if (images.device() == Device::kCuda || !images.defined()) return;
+    Stage& s = free_stage();
+    copy_to_stage(s, images, labels);
+    prefetched_ = &s;
+    prefetched_images_ = images.raw();
+    prefetched_labels_ = labels.raw();
+  }
+
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     auto [x, y] = place(images, labels);
     StepResult r;
@@ -362,9 +372,40 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   // Device batch for the step: device tensors pass through; a host batch (input_format.h) is copied on
   // copy_stream_ — straight from the pipeline's buffer when it is pinned, else through this stage's
   // pinned buffer — and the compute stream waits on that batch's event only, then converts it to the
-  // compute dtype in NCHW (uint8: normalised with the preset's mean and 1/std).
+  // compute dtype in NCHW (uint8: normalised with the preset's mean and 1/std). A batch prefetch()
+  // already copied is only waited for.
   std::pair<Tensor, Tensor> place(const Tensor& images, const Tensor& labels) {
     if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
+    Stage* s = nullptr;
+    if (prefetched_ && prefetched_images_ == images.raw() && prefetched_labels_ == labels.raw()) {
+      s = prefetched_;
+    } else {
+      s = &free_stage();
+      copy_to_stage(*s, images, labels);
+    }
+    prefetched_ = nullptr;
+    CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s->copied, 0));
+    const bool nhwc = s->dev_raw.layout() == Layout::kNHWC;
+    const Shape& sh = s->dev_raw.shape();
+    const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
+    if (s->dev_images.raw() != s->dev_raw.raw()) convert_input(s->dev_raw, nhwc, nchw, s->dev_images);
+    current_stage_ = s;
+    return {s->dev_images, s->dev_labels};
+  }
+
+  // The next stage to copy into: never the one holding a pending prefetch.
+  Stage& free_stage() {
+    Stage* s = &stages_[next_stage_];
+    if (s == prefetched_) {
+      next_stage_ = (next_stage_ + 1) % 2;
+      s = &stages_[next_stage_];
+    }
+    next_stage_ = (next_stage_ + 1) % 2;
+    return *s;
+  }
+
+  // Starts the host batch's copy into stage s on copy_stream_ (recorded in s.copied).
+  void copy_to_stage(Stage& s, const Tensor& images, const Tensor& labels) {
     const DType in = images.dtype();
     FASTNN_CHECK(images.device() == Device::kCpu && labels.device() == Device::kCpu && images.shape().size() == 4 &&
                      (in == DType::kU8 || in == DType::kF16 || in == DType::kF32),
@@ -373,12 +414,11 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     const bool nhwc = images.layout() == Layout::kNHWC;
     const Shape& sh = images.shape();
     const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
-    Stage& s = stages_[next_stage_];
-    next_stage_ = (next_stage_ + 1) % 2;
     if (s.used) CUDA_CHECK(cudaEventSynchronize(s.consumed));  // the step that read this stage is done
     s.host_images = Tensor();  // so is its copy: the pipeline may have that buffer back
     bool fresh = false;
-    if (!s.dev_raw.defined() || s.dev_raw.shape() != sh || s.dev_raw.dtype() != in) {
+    if (!s.dev_raw.defined() || s.dev_raw.shape() != sh || s.dev_raw.dtype() != in ||
+        s.dev_raw.layout() != images.layout()) {
       fresh = true;
       s.dev_raw = Tensor::empty(sh, in, Device::kCuda, images.layout());
       s.dev_images = (in == o_.target.dtype && !nhwc) ? s.dev_raw
@@ -404,11 +444,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     cuda::copy_async(s.dev_raw, direct ? images : s.pinned_images, copy_stream_);
     cuda::copy_async(s.dev_labels, s.pinned_labels, copy_stream_);
     CUDA_CHECK(cudaEventRecord(s.copied, copy_stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s.copied, 0));
-    if (s.dev_images.raw() != s.dev_raw.raw()) convert_input(s.dev_raw, nhwc, nchw, s.dev_images);
     s.used = true;
-    current_stage_ = &s;
-    return {s.dev_images, s.dev_labels};
   }
 
   void convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out) {
@@ -551,6 +587,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   Stage stages_[2];
   size_t next_stage_ = 0;
   Stage* current_stage_ = nullptr;
+  Stage* prefetched_ = nullptr;  // a stage holding the copy of the next train()'s batch
+  const void* prefetched_images_ = nullptr;
+  const void* prefetched_labels_ = nullptr;
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
   std::shared_ptr<PinnedBatchAllocator> pinned_allocator_ = std::make_shared<PinnedBatchAllocator>();
 };

@@ -326,14 +326,29 @@ TrainSummary TrainingRun::run() {
   double lr = schedule_.lr_at(start_);
   log_window_.reset();
   eval_window_.reset();
+  // One batch of lookahead: batch k+1 is taken from the pipeline and handed to the runner (prefetch)
+  // before step k runs, so a GPU runner's copy of it overlaps step k. The order of batches is unchanged.
+  BatchTensors next;
+  double next_wait = 0;
+  auto fetch = [&] {
+    const auto f0 = Clock::now();
+    FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
+    next_wait = seconds_since(f0);
+    next = wrap_batch(std::move(batch));  // the pipeline's own buffer, no copy
+  };
   for (int64_t step = start_; step < total_; ++step) {
     const auto t0 = Clock::now();
     profiler.begin_step(step);
-    FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
-    double wait = seconds_since(t0);
+    if (!next.images.defined()) fetch();  // the first step (later ones were fetched a step ahead)
+    const BatchTensors input = std::move(next);
+    next = BatchTensors{};
+    double wait = next_wait;  // this batch's time in the pipeline's hands
+    if (step + 1 < total_) {
+      fetch();
+      runner_->prefetch(next.images, next.labels);
+    }
     profiler.mark("next_batch");
     lr = schedule_.lr_at(step);
-    const BatchTensors input = wrap_batch(std::move(batch));  // the pipeline's own buffer, no copy
     StepResult r = runner_->train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
     dp_.average_metrics(r, wait);  // this step's metrics over the ranks (the runner averaged the gradients)
     check_loss_finite(r.loss, step, lr);
@@ -365,6 +380,7 @@ TrainSummary TrainingRun::run() {
       return summary_;
     }
   }
+  next = BatchTensors{};
   batch.reset();
   it.reset();
   if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
