@@ -215,6 +215,33 @@ TEST(TrainDeviceGpu, BadLabelStopsTheStepBeforeTheUpdate) {
   for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
 }
 
+// prefetch(): the next batch's copy started early (the loop's lookahead) changes nothing — a run that
+// prefetches batch 2 before step 1 and evaluates a third batch in between ends bitwise where a run without
+// prefetch does; the pending prefetch's stage is not reused by the evaluation.
+TEST(TrainDeviceGpu, PrefetchedBatchTrainsAsAPlacedOne) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
+  auto a = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  auto b = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
+  auto [x1, y1] = cpu->synthetic_batch(1);  // host batches: the runners copy them
+  auto [x2, y2] = cpu->synthetic_batch(2);
+  auto [x3, y3] = cpu->synthetic_batch(3);
+  a->prefetch(x2, y2);
+  const StepResult a1 = a->train(x1, y1, 0, 0.1f);
+  const StepResult ae = a->evaluate(x3, y3);
+  const StepResult a2 = a->train(x2, y2, 1, 0.1f);
+  const StepResult b1 = b->train(x1, y1, 0, 0.1f);
+  const StepResult be = b->evaluate(x3, y3);
+  const StepResult b2 = b->train(x2, y2, 1, 0.1f);
+  EXPECT_EQ(a1.loss, b1.loss);
+  EXPECT_EQ(ae.loss, be.loss);
+  EXPECT_EQ(a2.loss, b2.loss);
+  const std::vector<NamedArray> va = a->host_variables(), vb = b->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
+}
+
 }  // namespace
 }  // namespace fastnn::loop
 
