@@ -195,8 +195,10 @@ TEST(TrainDeviceGpu, Uint8BatchesNormalisedOnTheGpuEqualFloatBatches) {
 TEST(TrainDeviceGpu, BadLabelStopsTheStepBeforeTheUpdate) {
   REQUIRE_GPU();
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  auto a = make_step_runner(net, options(Device::kCuda, DType::kF32));
-  auto b = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
+  o.deterministic = true;  // two GPU runs compared bit for bit
+  auto a = make_step_runner(net, o);
+  auto b = make_step_runner(net, o);
   auto [x, y] = a->synthetic_batch(3);  // device tensors
   Tensor host_bad = cuda::to_host(y);
   if (host_bad.dtype() == DType::kI64) host_bad.data<int64_t>()[1] = 12;
@@ -221,8 +223,10 @@ TEST(TrainDeviceGpu, BadLabelStopsTheStepBeforeTheUpdate) {
 TEST(TrainDeviceGpu, PrefetchedBatchTrainsAsAPlacedOne) {
   REQUIRE_GPU();
   const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
-  auto a = make_step_runner(net, options(Device::kCuda, DType::kF32));
-  auto b = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
+  o.deterministic = true;  // two GPU runs compared bit for bit
+  auto a = make_step_runner(net, o);
+  auto b = make_step_runner(net, o);
   auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
   auto [x1, y1] = cpu->synthetic_batch(1);  // host batches: the runners copy them
   auto [x2, y2] = cpu->synthetic_batch(2);
