@@ -156,7 +156,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     const std::vector<graph::NamedTensor> params = graph_.parameters();
     for (size_t i = 0; i < params.size(); ++i) {
       ParamState p{params[i].name, params[i].value, params[i].grad, {}, {}, params[i].weight_decay};
-      if (dt == DType::kF32) {
+      // f32 runs, and the parameters an f16/bf16 graph keeps in f32 (batch norm's): the graph's own
+      // tensors are the master weights and the f32 gradient.
+      if (dt == DType::kF32 || p.value.dtype() == DType::kF32) {
         p.master = p.value;
         p.g32 = p.grad;
       } else {
@@ -166,9 +168,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       }
       // The update (update_order.h) prepares g32 from the graph's gradient: unscaled, plus weight decay.
       const float wd = (p.decay && o.weight_decay > 0) ? static_cast<float>(o.weight_decay) : 0.0f;
+      const bool own = p.value.dtype() != DType::kF32;  // a compute-dtype copy of the master weights
       dparams.push_back({.name = p.name, .master = p.master.data<float>(), .grad = p.g32.data<float>(),
                          .count = p.master.numel(), .decay = p.decay, .source = p.grad.raw(),
-                         .value = dt == DType::kF32 ? nullptr : p.value.raw(), .weight_decay = wd});
+                         .value = own ? p.value.raw() : nullptr, .weight_decay = wd, .dtype = p.value.dtype()});
       params_.push_back(std::move(p));
     }
     optimizer_ = std::make_unique<DeviceOptimizer>(
@@ -560,10 +563,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
                                             static_cast<__half*>(dloss.raw()), cuda::current_stream());
   }
 
-  // f16/bf16 graphs: the graph's weights are the f32 master weights rounded.
+  // f16/bf16 graphs: the graph's weights are the f32 master weights rounded (f32 ones are the masters).
   void cast_masters_to_values(cudaStream_t s) {
     for (ParamState& p : params_)
-      with_type(o_.target.dtype, [&](auto t) {
+      if (p.value.dtype() != DType::kF32) with_type(o_.target.dtype, [&](auto t) {
         using T = decltype(t);
         cuda_step::cast_from_f32<T>(p.master.numel(), p.master.data<float>(), static_cast<T*>(p.value.raw()), s);
       });

@@ -64,35 +64,38 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
 }  // namespace cpu
 
 #ifdef FASTNN_HAVE_CUDA
-// CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
-// stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
+// CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a stream; T is
+// float, __half or __nv_bfloat16 for x, y and their gradients, pointers are device pointers; nothing
+// allocates. gamma, beta, the running and the saved statistics and their gradients are f32 whatever T
+// is (as cuDNN and PyTorch's AMP keep them): the CUDA kernel's signature says so.
 namespace cuda {
 // ws: batch_norm_workspace_bytes(p) bytes (the statistics' partial sums).
 template <typename T>
-void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
-                                 cudaStream_t s);
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
+                                 float* running_mean, float* running_var, T* y, float* save_mean, float* save_invstd,
+                                 void* ws, cudaStream_t s);
 template <typename T>
-void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
-                                  T* save_invstd, cudaStream_t s);
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
+                                  const float* running_mean, const float* running_var, T* y, float* save_mean,
+                                  float* save_invstd, cudaStream_t s);
 // ws: batch_norm_workspace_bytes(p) bytes. dx, dgamma, dbeta may each be null.
 size_t batch_norm_workspace_bytes(const BatchNormParams& p);
 template <typename T>
-void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
-                         const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s);
+void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
+                         const float* save_mean, const float* save_invstd, const T* dy, T* dx, float* dgamma,
+                         float* dbeta, void* ws, cudaStream_t s);
 // batch_norm followed by relu in one layer (the fuse_ops rewrite; the fusion registered for kCuda):
 // y = relu(batch_norm(x)) written in one pass, bitwise the two kernels in a row; the backward takes the
 // layer's output y and uses dy where y > 0 (0 elsewhere) as batch norm's incoming gradient, without
 // writing it out. ws: batch_norm_workspace_bytes(p).
 template <typename T>
-void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* beta,
-                             T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
-                             cudaStream_t s);
+void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
+                             const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
+                             float* save_invstd, void* ws, cudaStream_t s);
 template <typename T>
-void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
-                              const T* save_invstd, const T* y, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws,
-                              cudaStream_t s);
+void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
+                              const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
+                              float* dgamma, float* dbeta, void* ws, cudaStream_t s);
 }  // namespace cuda
 // The kCuda kernel (batch_norm_cuda.cpp); register_batch_norm adds it.
 void register_batch_norm_cuda(OpRegistry& registry);

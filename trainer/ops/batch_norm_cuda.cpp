@@ -1,7 +1,8 @@
-// batch_norm on CUDA (ops/batch_norm.h): custom kernels, not cuDNN's legacy batch norm, because the
-// op's contract is not cuDNN's: parameters, running statistics and saved statistics have the compute
-// dtype (cuDNN wants f32 for them under f16/bf16), epsilon may be below CUDNN_BN_MIN_EPSILON, and
-// the eval-mode backward (frozen statistics) has no cuDNN call. Statistics are sums in double over many
+// batch_norm on CUDA (ops/batch_norm.h): custom kernels, not cuDNN's legacy batch norm, because
+// epsilon may be below CUDNN_BN_MIN_EPSILON and the eval-mode backward (frozen statistics) has no cuDNN
+// call. Under f16/bf16 the parameters, running statistics and saved statistics stay f32 (the signature
+// says so; the graph allocates them f32 and the step runner keeps no separate master copy of them), as
+// in cuDNN and PyTorch's AMP: a running variance or a small gamma update in f16 loses what the CPU keeps. Statistics are sums in double over many
 // blocks per channel (shifted by the running mean), with the CPU's formulas (biased variance to
 // normalise, unbiased for running_var, momentum = weight of the old value). Workspace: the per-run
 // partial sums and the backward's 2*C coefficients (reduce_kernels.cu, batch_norm_workspace_bytes).
@@ -17,6 +18,8 @@ class BatchNormCuda final : public OpKernel {
  public:
   BatchNormCuda(OpSignature sig, const BatchNormParams& p) : OpKernel("batch_norm", Device::kCuda), p_(p) {
     sig_ = std::move(sig);
+    for (auto* group : {&sig_.params, &sig_.state, &sig_.saved})
+      for (TensorSpec& t : *group) t.dtype = DType::kF32;
     sig_.workspace_bytes = cuda::batch_norm_workspace_bytes(p);
   }
 
@@ -25,9 +28,10 @@ class BatchNormCuda final : public OpKernel {
     // The GPU loop refuses sync_batch_norm before training (trainer/loop/capabilities.cpp).
     FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
     const T* x = cuda::ptr<T>(a.inputs[0]);
-    const T *gamma = cuda::ptr<T>(a.params[0]), *beta = cuda::ptr<T>(a.params[1]);
-    T *rm = cuda::ptr<T>(a.state[0]), *rv = cuda::ptr<T>(a.state[1]);
-    T *y = cuda::ptr<T>(a.outputs[0]), *mean = cuda::ptr<T>(a.saved[0]), *invstd = cuda::ptr<T>(a.saved[1]);
+    const float *gamma = cuda::ptr<float>(a.params[0]), *beta = cuda::ptr<float>(a.params[1]);
+    float *rm = cuda::ptr<float>(a.state[0]), *rv = cuda::ptr<float>(a.state[1]);
+    T* y = cuda::ptr<T>(a.outputs[0]);
+    float *mean = cuda::ptr<float>(a.saved[0]), *invstd = cuda::ptr<float>(a.saved[1]);
     if (a.training)
       cuda::batch_norm_forward_training<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd,
                                            const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
@@ -36,11 +40,12 @@ class BatchNormCuda final : public OpKernel {
   }
   void run_backward(const BackwardArgs& a) override {
     T* dx = cuda::ptr<T>(a.d_inputs[0]);
-    T *dgamma = cuda::ptr<T>(a.d_params[0]), *dbeta = cuda::ptr<T>(a.d_params[1]);
+    float *dgamma = cuda::ptr<float>(a.d_params[0]), *dbeta = cuda::ptr<float>(a.d_params[1]);
     if (!dx && !dgamma && !dbeta) return;
-    cuda::batch_norm_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
-                                 cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.saved[1]), cuda::ptr<T>(a.d_outputs[0]), dx,
-                                 dgamma, dbeta, const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+    cuda::batch_norm_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
+                                 cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
+                                 cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta, const_cast<void*>(a.workspace.raw()),
+                                 cuda::stream_of(a));
   }
 
  public:
@@ -66,18 +71,19 @@ class BatchNormReluCuda final : public OpKernel {
  protected:
   void run_forward(const ForwardArgs& a) override {
     FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
-    cuda::batch_norm_relu_forward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
-                                     cuda::ptr<T>(a.params[1]), cuda::ptr<T>(a.state[0]), cuda::ptr<T>(a.state[1]),
-                                     cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.saved[1]),
+    cuda::batch_norm_relu_forward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
+                                     cuda::ptr<float>(a.params[1]), cuda::ptr<float>(a.state[0]),
+                                     cuda::ptr<float>(a.state[1]), cuda::ptr<T>(a.outputs[0]),
+                                     cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     T* dx = cuda::ptr<T>(a.d_inputs[0]);
-    T *dgamma = cuda::ptr<T>(a.d_params[0]), *dbeta = cuda::ptr<T>(a.d_params[1]);
+    float *dgamma = cuda::ptr<float>(a.d_params[0]), *dbeta = cuda::ptr<float>(a.d_params[1]);
     if (!dx && !dgamma && !dbeta) return;
-    cuda::batch_norm_relu_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
-                                      cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.saved[1]), cuda::ptr<T>(a.outputs[0]),
-                                      cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
+    cuda::batch_norm_relu_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
+                                      cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
+                                      cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
                                       const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
   }
 

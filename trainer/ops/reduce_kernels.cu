@@ -80,9 +80,9 @@ __device__ __forceinline__ void for_channel_run(const BatchNormParams& p, const 
 // cancellation small once the running mean tracks the batch mean).
 template <typename T>
 __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x,
-                                        const T* pivot, double* partials) {
+                                        const float* pivot, double* partials) {
   const int64_t c = blockIdx.x, run = blockIdx.y;
-  const double k = to_f(pivot[c]);
+  const double k = pivot[c];
   double sum = 0, ss = 0;
   for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
     const double d = static_cast<double>(to_f(x[o])) - k;
@@ -99,11 +99,10 @@ __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivid
 
 // Per channel: the runs' sums in order, then the CPU's formulas (biased variance to normalise, unbiased
 // for running_var, momentum = weight of the old value).
-template <typename T>
-__global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, T* running_mean,
-                                       T* running_var, T* save_mean, T* save_invstd) {
+__global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, float* running_mean,
+                                       float* running_var, float* save_mean, float* save_invstd) {
   FASTNN_GRID_LOOP(c, p.c) {
-    const double k = to_f(running_mean[c]), m = static_cast<double>(p.n * p.hw);
+    const double k = running_mean[c], m = static_cast<double>(p.n * p.hw);
     double sum = 0, ss = 0;
     for (int64_t r = 0; r < runs; ++r) {
       sum += partials[2 * (c * runs + r)];
@@ -112,32 +111,31 @@ __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const do
     const double shift = sum / m, mean = k + shift;
     double var = ss / m - shift * shift;
     if (var < 0) var = 0;
-    save_mean[c] = from_f<T>(static_cast<float>(mean));
-    save_invstd[c] = from_f<T>(static_cast<float>(1.0 / sqrt(var + p.epsilon)));
+    save_mean[c] = static_cast<float>(mean);
+    save_invstd[c] = static_cast<float>(1.0 / sqrt(var + p.epsilon));
     const double unbiased = m > 1 ? var * m / (m - 1) : var;
-    running_mean[c] = from_f<T>(static_cast<float>(p.momentum * k + (1 - p.momentum) * mean));
-    running_var[c] = from_f<T>(static_cast<float>(p.momentum * to_f(running_var[c]) + (1 - p.momentum) * unbiased));
+    running_mean[c] = static_cast<float>(p.momentum * k + (1 - p.momentum) * mean);
+    running_var[c] = static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
   }
 }
 
-template <typename T>
-__global__ void bn_eval_stats_kernel(int64_t c, double eps, const T* running_mean, const T* running_var,
-                                     T* save_mean, T* save_invstd) {
+__global__ void bn_eval_stats_kernel(int64_t c, double eps, const float* running_mean, const float* running_var,
+                                     float* save_mean, float* save_invstd) {
   FASTNN_GRID_LOOP(i, c) {
     save_mean[i] = running_mean[i];
-    save_invstd[i] = from_f<T>(static_cast<float>(1.0 / sqrt(static_cast<double>(to_f(running_var[i])) + eps)));
+    save_invstd[i] = static_cast<float>(1.0 / sqrt(static_cast<double>(running_var[i]) + eps));
   }
 }
 
 // y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula);
 // Relu: max(y, +0) in the same pass — bitwise relu's kernel after this one (rounding to T keeps the sign).
 template <typename T, bool Relu>
-__global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const T* gamma, const T* beta,
-                                    const T* mean, const T* invstd, T* y) {
+__global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const float* gamma, const float* beta,
+                                    const float* mean, const float* invstd, T* y) {
   FASTNN_GRID_LOOP(i, total) {
     const int64_t ch = channel_of(i, ix);
-    const float scale = to_f(gamma[ch]) * to_f(invstd[ch]);
-    const float shift = to_f(beta[ch]) - to_f(mean[ch]) * scale;
+    const float scale = gamma[ch] * invstd[ch];
+    const float shift = beta[ch] - mean[ch] * scale;
     const float v = to_f(x[i]) * scale + shift;
     if constexpr (Relu) {
       const T z = from_f<T>(v);
@@ -157,10 +155,10 @@ __device__ __forceinline__ float bn_grad_at(const T* dy, const T* relu_y, int64_
 
 // Per run: sum(dy) and sum(dy * xhat).
 template <typename T, bool Relu>
-__global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x, const T* mean_s,
-                                       const T* invstd_s, const T* dy, const T* relu_y, double* partials) {
+__global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x, const float* mean_s,
+                                       const float* invstd_s, const T* dy, const T* relu_y, double* partials) {
   const int64_t c = blockIdx.x, run = blockIdx.y;
-  const double mean = to_f(mean_s[c]), invstd = to_f(invstd_s[c]);
+  const double mean = mean_s[c], invstd = invstd_s[c];
   double sdy = 0, sdyx = 0;
   for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
     const double g = bn_grad_at<T, Relu>(dy, relu_y, o);
@@ -176,9 +174,8 @@ __global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide
 }
 
 // Per channel: dgamma / dbeta and the dx coefficients from the runs' sums in order.
-template <typename T>
 __global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool training, const double* partials,
-                                      T* dgamma, T* dbeta, double* coef) {
+                                      float* dgamma, float* dbeta, double* coef) {
   FASTNN_GRID_LOOP(c, p.c) {
     double sdy = 0, sdyx = 0;
     for (int64_t r = 0; r < runs; ++r) {
@@ -186,8 +183,8 @@ __global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool trai
       sdyx += partials[2 * (c * runs + r) + 1];
     }
     const double m = static_cast<double>(p.n * p.hw);
-    if (dgamma) dgamma[c] = from_f<T>(static_cast<float>(sdyx));
-    if (dbeta) dbeta[c] = from_f<T>(static_cast<float>(sdy));
+    if (dgamma) dgamma[c] = static_cast<float>(sdyx);
+    if (dbeta) dbeta[c] = static_cast<float>(sdy);
     coef[2 * c] = training ? sdy / m : 0.0;
     coef[2 * c + 1] = training ? sdyx / m : 0.0;
   }
@@ -195,14 +192,14 @@ __global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool trai
 
 // dx = gamma * invstd * (dy - a - xhat * b).
 template <typename T, bool Relu>
-__global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, const T* gamma, const T* mean_s,
-                                 const T* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
+__global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, const float* gamma, const float* mean_s,
+                                 const float* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
   FASTNN_GRID_LOOP(i, total) {
     const int64_t ch = channel_of(i, ix);
-    const float invstd = to_f(invstd_s[ch]);
+    const float invstd = invstd_s[ch];
     const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
-    const float xhat = (to_f(x[i]) - to_f(mean_s[ch])) * invstd;
-    dx[i] = from_f<T>(to_f(gamma[ch]) * invstd * (bn_grad_at<T, Relu>(dy, relu_y, i) - a - xhat * b));
+    const float xhat = (to_f(x[i]) - mean_s[ch]) * invstd;
+    dx[i] = from_f<T>(gamma[ch] * invstd * (bn_grad_at<T, Relu>(dy, relu_y, i) - a - xhat * b));
   }
 }
 
@@ -320,8 +317,8 @@ void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cu
 namespace {
 
 template <typename T, bool Relu>
-void bn_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* running_mean,
-                         T* running_var, T* y, T* save_mean, T* save_invstd, void* ws, cudaStream_t s) {
+void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, float* running_mean,
+                         float* running_var, T* y, float* save_mean, float* save_invstd, void* ws, cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
   const BnSplit sp = bn_split(p);
@@ -331,7 +328,7 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const T* gamma, c
                                  s>>>(p, sp, hw_divider(p), x, running_mean, partials);
     CUDA_CHECK_LAUNCH();
   }
-  bn_finish_stats_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
+  bn_finish_stats_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
                                                                 running_mean, running_var, save_mean, save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
@@ -342,10 +339,11 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const T* gamma, c
 }
 
 template <typename T, bool Relu>
-void bn_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, const T* running_mean,
-                          const T* running_var, T* y, T* save_mean, T* save_invstd, cudaStream_t s) {
+void bn_forward_inference(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
+                          const float* running_mean, const float* running_var, T* y, float* save_mean,
+                          float* save_invstd, cudaStream_t s) {
   if (p.c == 0) return;
-  bn_eval_stats_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p.c, p.epsilon, running_mean, running_var, save_mean,
+  bn_eval_stats_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p.c, p.epsilon, running_mean, running_var, save_mean,
                                                              save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
@@ -356,8 +354,8 @@ void bn_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, 
 }
 
 template <typename T, bool Relu>
-void bn_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
-                 const T* save_invstd, const T* relu_y, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws,
+void bn_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma, const float* save_mean,
+                 const float* save_invstd, const T* relu_y, const T* dy, T* dx, float* dgamma, float* dbeta, void* ws,
                  cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
@@ -371,7 +369,7 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const T* g
                                                               relu_y, partials);
     CUDA_CHECK_LAUNCH();
   }
-  bn_finish_grad_kernel<T><<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
+  bn_finish_grad_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
                                                                coef);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
@@ -384,16 +382,16 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const T* g
 }  // namespace
 
 template <typename T>
-void batch_norm_forward_training(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                 T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
-                                 cudaStream_t s) {
+void batch_norm_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
+                                 float* running_mean, float* running_var, T* y, float* save_mean, float* save_invstd,
+                                 void* ws, cudaStream_t s) {
   bn_forward_training<T, false>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
 }
 
 template <typename T>
-void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                                  const T* running_mean, const T* running_var, T* y, T* save_mean,
-                                  T* save_invstd, cudaStream_t s) {
+void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
+                                  const float* running_mean, const float* running_var, T* y, float* save_mean,
+                                  float* save_invstd, cudaStream_t s) {
   bn_forward_inference<T, false>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
 }
 
@@ -404,15 +402,16 @@ size_t batch_norm_workspace_bytes(const BatchNormParams& p) {
 }
 
 template <typename T>
-void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
-                         const T* save_invstd, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws, cudaStream_t s) {
+void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
+                         const float* save_mean, const float* save_invstd, const T* dy, T* dx, float* dgamma,
+                         float* dbeta, void* ws, cudaStream_t s) {
   bn_backward<T, false>(p, training, x, gamma, save_mean, save_invstd, nullptr, dy, dx, dgamma, dbeta, ws, s);
 }
 
 template <typename T>
-void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* beta,
-                             T* running_mean, T* running_var, T* y, T* save_mean, T* save_invstd, void* ws,
-                             cudaStream_t s) {
+void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
+                             const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
+                             float* save_invstd, void* ws, cudaStream_t s) {
   if (training)
     bn_forward_training<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
   else
@@ -420,9 +419,9 @@ void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x
 }
 
 template <typename T>
-void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const T* gamma, const T* save_mean,
-                              const T* save_invstd, const T* y, const T* dy, T* dx, T* dgamma, T* dbeta, void* ws,
-                              cudaStream_t s) {
+void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
+                              const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
+                              float* dgamma, float* dbeta, void* ws, cudaStream_t s) {
   bn_backward<T, true>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
 }
 
@@ -459,16 +458,17 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
   template void bias_grad<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);                          \
   template void global_avg_pool_forward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                     \
   template void global_avg_pool_backward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                    \
-  template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, T*, \
-                                               T*, T*, void*, cudaStream_t);                                  \
-  template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const T*, const T*, const T*, \
-                                                const T*, T*, T*, T*, cudaStream_t);                          \
-  template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*,   \
-                                       const T*, T*, T*, T*, void*, cudaStream_t);                            \
-  template void batch_norm_relu_forward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, T*, T*, T*, \
-                                           T*, T*, void*, cudaStream_t);                                      \
-  template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const T*, const T*, const T*, \
-                                            const T*, const T*, T*, T*, T*, void*, cudaStream_t);             \
+  template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const float*, const float*, float*, \
+                                               float*, T*, float*, float*, void*, cudaStream_t);              \
+  template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const float*, const float*,   \
+                                                const float*, const float*, T*, float*, float*, cudaStream_t); \
+  template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*,     \
+                                       const float*, const T*, T*, float*, float*, void*, cudaStream_t);      \
+  template void batch_norm_relu_forward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
+                                           float*, float*, T*, float*, float*, void*, cudaStream_t);          \
+  template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
+                                            const float*, const T*, const T*, T*, float*, float*, void*,      \
+                                            cudaStream_t);                                                    \
   FASTNN_INSTANTIATE_L(T, int32_t) FASTNN_INSTANTIATE_L(T, int64_t)
 #define FASTNN_INSTANTIATE_L(T, L)                                                                              \
   template void softmax_xent_forward<T, L>(const SoftmaxXentParams&, const T*, const L*, T*, T*, void*, int*,   \

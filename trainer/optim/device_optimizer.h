@@ -47,6 +47,8 @@ struct DeviceParam {
   const void* source = nullptr;  // the graph's gradient (compute dtype) prepare() reads; null: `grad` is final
   void* value = nullptr;         // the graph's weights (compute dtype) apply() refreshes; null: none (f32)
   float weight_decay = 0;        // prepare() adds weight_decay * master
+  DType dtype = DType::kF32;     // of `source` and `value`: the compute dtype, or f32 for a parameter the
+                                 // graph keeps in f32 under f16/bf16 (batch norm's); then value is null
 };
 
 struct DeviceStepOptions {

@@ -96,13 +96,19 @@ DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DevicePa
     FASTNN_CHECK(p.source || p.weight_decay == 0.0f, "device optimizer: parameter '", p.name,
                  "' has weight decay but no gradient to prepare it from");
     impl_->any_prepare = impl_->any_prepare || prepare;
+    const bool f32 = p.dtype == DType::kF32 || !p.source;
+    FASTNN_CHECK(f32 || p.dtype == so.compute, "device optimizer: parameter '", p.name, "' is ", dtype_name(p.dtype),
+                 " in a ", dtype_name(so.compute), " run");
+    FASTNN_CHECK(!(f32 && so.compute != DType::kF32 && p.value), "device optimizer: f32 parameter '", p.name,
+                 "' with a compute-dtype copy");
+    const size_t elem = f32 ? sizeof(float) : dtype_size(so.compute);
     sources.push_back({.master = p.master, .grad32 = p.grad, .grad = prepare ? p.source : p.grad, .value = p.value,
                        .slot0 = slots_.size() > 0 ? slots_[0].data[i].data<float>() : nullptr,
                        .slot1 = slots_.size() > 1 ? slots_[1].data[i].data<float>() : nullptr, .count = p.count,
-                       .weight_decay = p.weight_decay, .decay = p.decay, .prepare = prepare});
+                       .weight_decay = p.weight_decay, .decay = p.decay, .prepare = prepare,
+                       .grad_f32 = f32 && so.compute != DType::kF32, .grad_bytes = elem, .value_bytes = elem});
   }
-  const size_t elem = dtype_size(so.compute);
-  const std::vector<optim::TensorChunk> table = optim::plan_chunks(sources, optim::kDefaultChunkElements, elem, elem);
+  const std::vector<optim::TensorChunk> table = optim::plan_chunks(sources, optim::kDefaultChunkElements);
   impl_->chunks = static_cast<int64_t>(table.size());
   Tensor host_table = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, table.size() * sizeof(optim::TensorChunk)))},
                                     DType::kU8);

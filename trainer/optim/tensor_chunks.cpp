@@ -17,8 +17,7 @@ P* advance(P* p, int64_t elements, size_t bytes) {
 
 }  // namespace
 
-std::vector<TensorChunk> plan_chunks(std::span<const ChunkSource> params, int64_t max_chunk, size_t grad_bytes,
-                                     size_t value_bytes) {
+std::vector<TensorChunk> plan_chunks(std::span<const ChunkSource> params, int64_t max_chunk) {
   FASTNN_CHECK(max_chunk >= 1, "plan_chunks: chunk length ", max_chunk, " < 1");
   std::vector<TensorChunk> out;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -27,12 +26,13 @@ std::vector<TensorChunk> plan_chunks(std::span<const ChunkSource> params, int64_
     if (p.count == 0) continue;
     FASTNN_CHECK(p.master && p.grad32, "plan_chunks: parameter ", i, " without master weights or f32 gradient");
     FASTNN_CHECK(!p.prepare || p.grad, "plan_chunks: parameter ", i, " is prepared from a null gradient");
-    const uint32_t flags = (p.decay ? kChunkDecay : 0u) | (p.prepare ? kChunkPrepare : 0u);
+    const uint32_t flags =
+        (p.decay ? kChunkDecay : 0u) | (p.prepare ? kChunkPrepare : 0u) | (p.grad_f32 ? kChunkGradF32 : 0u);
     for (int64_t at = 0; at < p.count; at += max_chunk) {
       out.push_back({.master = p.master + at,
                      .grad32 = p.grad32 + at,
-                     .grad = advance(p.grad, at, grad_bytes),
-                     .value = advance(p.value, at, value_bytes),
+                     .grad = advance(p.grad, at, p.grad_bytes),
+                     .value = advance(p.value, at, p.value_bytes),
                      .slot0 = p.slot0 ? p.slot0 + at : nullptr,
                      .slot1 = p.slot1 ? p.slot1 + at : nullptr,
                      .count = std::min(max_chunk, p.count - at),

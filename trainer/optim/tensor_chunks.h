@@ -28,6 +28,8 @@ struct ChunkSource {
   float weight_decay = 0;       // added in preparation: g32 = grad * inv_scale + weight_decay * master
   bool decay = true;            // ParamRef::decay (adamweightdecay's decoupled decay)
   bool prepare = true;          // false: grad32 already holds the gradient the update reads
+  bool grad_f32 = false;        // `grad` is f32 although the run computes in f16/bf16 (batch norm's parameters)
+  size_t grad_bytes = 4, value_bytes = 4;  // element sizes of `grad` and `value`
 };
 
 // What one thread block handles: `count` elements starting at the pointers (already offset).
@@ -40,18 +42,17 @@ struct TensorChunk {
   float* slot1;
   int64_t count;
   float weight_decay;
-  uint32_t flags;  // kChunkDecay | kChunkPrepare
+  uint32_t flags;  // kChunkDecay | kChunkPrepare | kChunkGradF32
 };
 inline constexpr uint32_t kChunkDecay = 1;
 inline constexpr uint32_t kChunkPrepare = 2;
+inline constexpr uint32_t kChunkGradF32 = 4;
 
 // Default chunk length: 64 Ki elements (256 KiB of f32), a few hundred blocks for ResNet-50.
 inline constexpr int64_t kDefaultChunkElements = int64_t{1} << 16;
 
-// Splits every parameter into chunks. grad_bytes / value_bytes: element sizes of `grad` and `value`
-// (the compute dtype). Error for max_chunk < 1, a negative count or a non-empty parameter without
-// master or grad32.
-std::vector<TensorChunk> plan_chunks(std::span<const ChunkSource> params, int64_t max_chunk, size_t grad_bytes,
-                                     size_t value_bytes);
+// Splits every parameter into chunks. Error for max_chunk < 1, a negative count or a non-empty parameter
+// without master or grad32.
+std::vector<TensorChunk> plan_chunks(std::span<const ChunkSource> params, int64_t max_chunk);
 
 }  // namespace fastnn::optim

@@ -35,13 +35,14 @@ template <typename G>
 __global__ void prepare_kernel(const TensorChunk* table, const StepControl* control, bool stats, double* partials) {
   const TensorChunk c = table[blockIdx.x];
   const float inv = control->inv_scale;
-  const bool prepare = (c.flags & kChunkPrepare) != 0;
+  const bool prepare = (c.flags & kChunkPrepare) != 0, grad_f32 = (c.flags & kChunkGradF32) != 0;
   const G* g = static_cast<const G*>(c.grad);
+  const float* g32 = static_cast<const float*>(c.grad);
   double ss = 0, bad = 0;
   for (int64_t k = threadIdx.x; k < c.count; k += blockDim.x) {
     float v;
     if (prepare) {
-      v = rule::mul(to_f(g[k]), inv);
+      v = rule::mul(grad_f32 ? g32[k] : to_f(g[k]), inv);
       if (c.weight_decay != 0.0f) v = rule::add(v, rule::mul(c.weight_decay, c.master[k]));
       c.grad32[k] = v;
     } else {

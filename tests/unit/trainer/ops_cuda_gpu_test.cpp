@@ -170,10 +170,11 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
   ASSERT_EQ(gs.state.size(), cs.state.size());
   ASSERT_EQ(gs.has_backward, cs.has_backward);
 
+  // Each tensor in its spec's dtype (batch norm keeps f32 parameters and statistics under f16/bf16).
   KernelTensors dev;
-  for (const Tensor& t : ref.inputs) dev.inputs.push_back(cuda::to_device(as_dtype(t, cr.dt)));
-  for (const Tensor& t : ref.params) dev.params.push_back(cuda::to_device(as_dtype(t, cr.dt)));
-  for (const Tensor& t : ref.state) dev.state.push_back(cuda::to_device(as_dtype(t, cr.dt)));
+  for (size_t i = 0; i < ref.inputs.size(); ++i) dev.inputs.push_back(cuda::to_device(as_dtype(ref.inputs[i], gs.inputs[i].dtype)));
+  for (size_t i = 0; i < ref.params.size(); ++i) dev.params.push_back(cuda::to_device(as_dtype(ref.params[i], gs.params[i].dtype)));
+  for (size_t i = 0; i < ref.state.size(); ++i) dev.state.push_back(cuda::to_device(as_dtype(ref.state[i], gs.state[i].dtype)));
   for (const TensorSpec& s : gs.outputs) dev.outputs.push_back(device_garbage(s));
   for (const TensorSpec& s : gs.saved) dev.saved.push_back(device_garbage(s));
   if (gs.workspace_bytes) dev.workspace = Tensor::empty({static_cast<int64_t>(gs.workspace_bytes)}, DType::kU8, Device::kCuda);
@@ -187,7 +188,8 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
     for (size_t i = 0; i < ref.saved.size(); ++i) expect_close(dev.saved[i], ref.saved[i], cr.dt, "saved " + cs.saved[i].name);
   if (!cs.has_backward) return;
 
-  for (const Tensor& t : ref.d_outputs) dev.d_outputs.push_back(cuda::to_device(as_dtype(t, cr.dt)));
+  for (size_t i = 0; i < ref.d_outputs.size(); ++i)
+    dev.d_outputs.push_back(cuda::to_device(as_dtype(ref.d_outputs[i], gs.outputs[i].dtype)));
   for (size_t i = 0; i < gs.inputs.size(); ++i)
     dev.d_inputs.push_back(gs.input_has_grad[i] ? device_garbage(gs.inputs[i]) : Tensor());
   for (const TensorSpec& s : gs.params) dev.d_params.push_back(device_garbage(s));
@@ -225,14 +227,15 @@ void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, D
   fill_case_tensors(host, cs, c, 7);
   auto upload = [&](const OpSignature& sig) {
     KernelTensors d;
-    for (const Tensor& t : host.inputs) d.inputs.push_back(cuda::to_device(as_dtype(t, dt)));
-    for (const Tensor& t : host.params) d.params.push_back(cuda::to_device(as_dtype(t, dt)));
-    for (const Tensor& t : host.state) d.state.push_back(cuda::to_device(as_dtype(t, dt)));
+    for (size_t i = 0; i < host.inputs.size(); ++i) d.inputs.push_back(cuda::to_device(as_dtype(host.inputs[i], sig.inputs[i].dtype)));
+    for (size_t i = 0; i < host.params.size(); ++i) d.params.push_back(cuda::to_device(as_dtype(host.params[i], sig.params[i].dtype)));
+    for (size_t i = 0; i < host.state.size(); ++i) d.state.push_back(cuda::to_device(as_dtype(host.state[i], sig.state[i].dtype)));
     for (const TensorSpec& sp : sig.outputs) d.outputs.push_back(device_garbage(sp));
     for (const TensorSpec& sp : sig.saved) d.saved.push_back(device_garbage(sp));
     if (sig.workspace_bytes)
       d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
-    for (const Tensor& t : host.d_outputs) d.d_outputs.push_back(cuda::to_device(as_dtype(t, dt)));
+    for (size_t i = 0; i < host.d_outputs.size(); ++i)
+      d.d_outputs.push_back(cuda::to_device(as_dtype(host.d_outputs[i], sig.outputs[i].dtype)));
     for (size_t i = 0; i < sig.inputs.size(); ++i)
       d.d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
     for (const TensorSpec& sp : sig.params) d.d_params.push_back(device_garbage(sp));
@@ -255,6 +258,19 @@ void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, D
   for (size_t i = 0; i < a.d_inputs.size(); ++i)
     if (a.d_inputs[i].defined()) same(a.d_inputs[i], b.d_inputs[i], "d_input " + std::to_string(i));
   for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+}
+
+// Batch norm under f16/bf16 keeps its parameters, running and saved statistics in f32 (needs no device).
+TEST(CudaOps, BatchNormKeepsF32ParametersAndStatistics) {
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    const std::vector<TensorSpec> in{TensorSpec{.name = "x", .shape = {2, 3, 4, 4}, .dtype = dt}};
+    auto k = registry().create("batch_norm", Device::kCuda, {}, in);
+    const OpSignature& s = k->signature();
+    EXPECT_EQ(s.inputs[0].dtype, dt);
+    EXPECT_EQ(s.outputs[0].dtype, dt);
+    for (const auto* group : {&s.params, &s.state, &s.saved})
+      for (const TensorSpec& t : *group) EXPECT_EQ(t.dtype, DType::kF32) << t.name << " under " << dtype_name(dt);
+  }
 }
 
 // batch_norm+relu: every batch_norm case plus a ResNet-sized one, training and eval; add+relu: every

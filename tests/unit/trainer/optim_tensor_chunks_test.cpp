@@ -26,11 +26,13 @@ TEST(TensorChunks, CoverEveryElementOnceInOrderWithOffsetPointers) {
   std::vector<uint16_t> half_grad(10), half_value(10);
   const ChunkSource src[] = {
       {.master = m0.data(), .grad32 = g0.data(), .grad = half_grad.data(), .value = half_value.data(),
-       .slot0 = s.data(), .count = 10, .weight_decay = 0.5f, .decay = true, .prepare = true},
+       .slot0 = s.data(), .count = 10, .weight_decay = 0.5f, .decay = true, .prepare = true, .grad_bytes = 2,
+       .value_bytes = 2},
       {.master = m2.data(), .grad32 = g2.data(), .count = 0},  // empty: no chunk
-      {.master = m1.data(), .grad32 = g1.data(), .grad = g1.data(), .count = 3, .decay = false, .prepare = false},
+      {.master = m1.data(), .grad32 = g1.data(), .grad = g1.data(), .count = 3, .decay = false, .prepare = false,
+       .grad_f32 = true},
   };
-  const std::vector<TensorChunk> c = plan_chunks(src, 4, 2, 2);
+  const std::vector<TensorChunk> c = plan_chunks(src, 4);
   ASSERT_EQ(c.size(), 4u);  // 4 + 4 + 2, then 3
   const int64_t counts[] = {4, 4, 2, 3};
   for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(c[i].count, counts[i]) << i;
@@ -46,24 +48,24 @@ TEST(TensorChunks, CoverEveryElementOnceInOrderWithOffsetPointers) {
   }
   EXPECT_EQ(c[3].master, m1.data());
   EXPECT_EQ(c[3].value, nullptr);
-  EXPECT_EQ(c[3].flags, 0u);
+  EXPECT_EQ(c[3].flags, kChunkGradF32);
   // One chunk per parameter when the chunk is longer than every parameter.
-  EXPECT_EQ(plan_chunks(src, kDefaultChunkElements, 2, 2).size(), 2u);
+  EXPECT_EQ(plan_chunks(src, kDefaultChunkElements).size(), 2u);
 }
 
 TEST(TensorChunks, RejectsBadPlans) {
   std::vector<float> m(4), g(4);
   const ChunkSource ok{.master = m.data(), .grad32 = g.data(), .grad = g.data(), .count = 4};
-  EXPECT_THROW(plan_chunks(std::span(&ok, 1), 0, 4, 4), Error);
+  EXPECT_THROW(plan_chunks(std::span(&ok, 1), 0), Error);
   ChunkSource no_master = ok;
   no_master.master = nullptr;
-  EXPECT_THROW(plan_chunks(std::span(&no_master, 1), 4, 4, 4), Error);
+  EXPECT_THROW(plan_chunks(std::span(&no_master, 1), 4), Error);
   ChunkSource no_grad = ok;
   no_grad.grad = nullptr;
-  EXPECT_THROW(plan_chunks(std::span(&no_grad, 1), 4, 4, 4), Error);
+  EXPECT_THROW(plan_chunks(std::span(&no_grad, 1), 4), Error);
   ChunkSource negative = ok;
   negative.count = -1;
-  EXPECT_THROW(plan_chunks(std::span(&negative, 1), 4, 4, 4), Error);
+  EXPECT_THROW(plan_chunks(std::span(&negative, 1), 4), Error);
 }
 
 // The GPU's three launches as host loops: preparation (g32 = g * inv_scale + wd * w where flagged), the
@@ -135,7 +137,7 @@ TEST_P(ChunkedUpdate, BitwiseEqualToTheCpuOptimizer) {
   for (int i = 0; i < 3; ++i)
     src.push_back({.master = w_tab[i].data(), .grad32 = g32[i].data(), .grad = g_raw[i].data(), .slot0 = s0[i].data(),
                    .slot1 = s1[i].data(), .count = sizes[i], .weight_decay = i != 1 ? wd : 0.0f, .decay = i != 1});
-  const std::vector<TensorChunk> table = plan_chunks(src, 7, sizeof(float), sizeof(float));
+  const std::vector<TensorChunk> table = plan_chunks(src, 7);
   float b1p = 0.9f, b2p = 0.999f;
   for (int step = 0; step < 3; ++step) {
     const float lr = 0.1f / static_cast<float>(step + 1);
