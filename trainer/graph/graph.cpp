@@ -289,6 +289,7 @@ void Graph::backward() {
     const PlanNode& node = nodes[i];
     m.d_inputs.assign(node.inputs.size(), Tensor());
     pending.clear();
+    uint64_t accumulate = 0;
     for (size_t s = 0; s < node.inputs.size(); ++s) {
       const int p = node.inputs[s];
       if (p == kDataInput || !mem_[static_cast<size_t>(p)].needs_grad) continue;
@@ -296,6 +297,14 @@ void Graph::backward() {
       if (!written[static_cast<size_t>(p)]) {
         m.d_inputs[s] = pm.d_outputs[0];
         written[static_cast<size_t>(p)] = true;
+        continue;
+      }
+      // A kernel that adds into its input gradient (cuDNN's beta = 1) takes the producer's buffer itself:
+      // no scratch buffer, no summing pass. Not when the producer feeds this node twice.
+      if (node.kernel->signature().accumulates_input_grads && s < 64 &&
+          std::count(node.inputs.begin(), node.inputs.end(), p) == 1) {
+        m.d_inputs[s] = pm.d_outputs[0];
+        accumulate |= uint64_t{1} << s;
         continue;
       }
       auto it = std::find_if(pending.begin(), pending.end(), [&](const auto& e) { return e.first == p; });
@@ -316,6 +325,7 @@ void Graph::backward() {
     a.workspace = workspace_;
     a.training = last_training_;
     a.replicas = replicas_;
+    a.accumulate = accumulate;
     if (observer_) observer_->layer_begin(i, true);
     node.kernel->backward(a);
     for (auto [p, used] : pending) {

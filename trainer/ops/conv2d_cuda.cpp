@@ -97,6 +97,8 @@ class Conv2dCuda final : public OpKernel {
     et_ = g.pad_top - sym_h, eb_ = g.pad_bottom - sym_h, el_ = g.pad_left - sym_w, er_ = g.pad_right - sym_w;
     asym_ = et_ || eb_ || el_ || er_;
     hp_ = p.h + et_ + eb_, wp_ = p.w + el_ + er_;
+    // The data gradient can add into dx (beta = 1) unless it goes through the padded buffer and a crop.
+    sig_.accumulates_input_grads = !asym_;
 
     const cudnnDataType_t t = cudnn_type(dt);
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, CUDNN_TENSOR_NCHW, t, to_int(p.n), to_int(p.c), to_int(hp_), to_int(wp_)));
@@ -164,9 +166,10 @@ class Conv2dCuda final : public OpKernel {
     if (a.d_inputs[0].defined()) {
       T* dx = cuda::ptr<T>(a.d_inputs[0]);
       void* dxp = asym_ ? static_cast<void*>(ws + conv_ws_) : static_cast<void*>(dx);
+      // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
       CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, a.params[0].raw(), y_.d, dy, conv_bwd_data_.d,
                                                static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
-                                               conv_ws_, &zero, x_.d, dxp));
+                                               conv_ws_, (a.accumulate & 1) ? &one : &zero, x_.d, dxp));
       if (asym_) cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, static_cast<const T*>(dxp), dx, s);
     }
   }

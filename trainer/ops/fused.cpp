@@ -33,6 +33,7 @@ class FusedKernel final : public OpKernel {
     sig_.activation_layout = sa.activation_layout;
     sig_.has_backward = sa.has_backward && sb.has_backward;
     sig_.input_has_grad = sa.input_has_grad;
+    sig_.accumulates_input_grads = sa.accumulates_input_grads;  // `first` receives the bits (run_backward)
   }
 
  protected:

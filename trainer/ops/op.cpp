@@ -60,6 +60,9 @@ void OpKernel::backward(const BackwardArgs& a) {
   for (size_t i = 0; i < a.d_inputs.size(); ++i)
     FASTNN_CHECK(!a.d_inputs[i].defined() || sig_.input_has_grad[i], name_, ": input ", i, " (",
                  sig_.inputs[i].name, ") has no gradient; pass an undefined tensor");
+  FASTNN_CHECK(a.accumulate == 0 || sig_.accumulates_input_grads, name_, ": asked to accumulate input gradients");
+  FASTNN_CHECK(a.d_inputs.size() >= 64 || (a.accumulate >> a.d_inputs.size()) == 0, name_,
+               ": accumulate names an input it does not have");
   check_workspace(*this, a.workspace);
   run_backward(a);
 }

@@ -98,6 +98,10 @@ struct OpSignature {
   bool has_backward = true;  // false for metrics (top_k)
   // Per input: false where no gradient exists (integer labels).
   std::vector<bool> input_has_grad;
+  // The backward can add its input gradients into d_inputs (BackwardArgs::accumulate) instead of writing
+  // them: a fan-out gradient then needs no buffer of its own and no summing pass (the CUDA convolution:
+  // cuDNN's beta = 1).
+  bool accumulates_input_grads = false;
 };
 
 // Element-wise sums over the replicas (ranks) of a data-parallel job, for ops whose training step
@@ -138,6 +142,9 @@ struct BackwardArgs {
   bool training = false;
   void* stream = nullptr;
   CrossReplicaSum* replicas = nullptr;  // as in the forward being differentiated
+  // Bit s set: d_inputs[s] holds a gradient already and the backward adds input s's gradient to it
+  // (only kernels whose signature says accumulates_input_grads).
+  uint64_t accumulate = 0;
 };
 
 class OpKernel {

@@ -294,6 +294,44 @@ TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
   }
 }
 
+// The convolution's accumulating data gradient (cuDNN beta = 1, BackwardArgs::accumulate): dx = what was
+// there + the data gradient, for every conv2d case whose kernel offers it, f32.
+TEST(CudaOps, ConvolutionAccumulatesItsInputGradient) {
+  REQUIRE_GPU();
+  int checked = 0;
+  for (const OpCase& c : registry().get("conv2d").test_cases()) {
+    SCOPED_TRACE(c.label);
+    auto k = registry().create("conv2d", Device::kCuda, c.attrs, case_input_specs(c, DType::kF32));
+    const OpSignature& sig = k->signature();
+    if (!sig.accumulates_input_grads) continue;
+    ++checked;
+    KernelTensors host = allocate_kernel_tensors(sig);
+    fill_case_tensors(host, sig, c, 11);
+    KernelTensors d;
+    for (const Tensor& t : host.inputs) d.inputs.push_back(cuda::to_device(t));
+    for (const Tensor& t : host.params) d.params.push_back(cuda::to_device(t));
+    for (const TensorSpec& sp : sig.outputs) d.outputs.push_back(device_garbage(sp));
+    if (sig.workspace_bytes)
+      d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
+    for (const Tensor& t : host.d_outputs) d.d_outputs.push_back(cuda::to_device(t));
+    k->forward(d.forward_args(true));
+    d.d_inputs = {device_garbage(sig.inputs[0])};
+    for (const TensorSpec& sp : sig.params) d.d_params.push_back(device_garbage(sp));
+    k->backward(d.backward_args(true));
+    const std::vector<float> plain = cuda::to_host(d.d_inputs[0]).to_vector<float>();
+    Tensor base = Tensor::empty(sig.inputs[0].shape);
+    fill_uniform(base, -1, 1, 5, 6);
+    d.d_inputs[0] = cuda::to_device(base);
+    ops::BackwardArgs b = d.backward_args(true);
+    b.accumulate = 1;
+    k->backward(b);
+    const std::vector<float> got = cuda::to_host(d.d_inputs[0]).to_vector<float>(), start = base.to_vector<float>();
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], start[i] + plain[i], 1e-5 * (1 + std::fabs(start[i] + plain[i]))) << i;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST(CudaOps, DropoutMaskIsTheCpuMaskBitForBit) {
   REQUIRE_GPU();
   const Attrs attrs{{"rate", 0.4}};
