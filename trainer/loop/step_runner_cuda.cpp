@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
+#include "trainer/cuda/storage_types.h"
 #include "trainer/loop/step_kernels.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/update_order.h"
@@ -33,15 +34,9 @@ void download(const Tensor& device, Tensor& host) {
   cuda::synchronize();
 }
 
-// Calls fn with the CUDA storage type of a floating compute dtype.
 template <typename Fn>
 void with_type(DType dt, Fn&& fn) {
-  switch (dt) {
-    case DType::kF32: return fn(float{});
-    case DType::kF16: return fn(__half{});
-    case DType::kBF16: return fn(__nv_bfloat16{});
-    default: throw Error(str("cuda step: compute dtype ", dtype_name(dt), " is not f32, f16 or bf16"));
-  }
+  cuda::with_storage_type(dt, "cuda step", std::forward<Fn>(fn));
 }
 
 // Read by the kernels as they are created (the graph's and the train step's).

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
+#include "trainer/cuda/storage_types.h"
 #include "trainer/optim/device_optimizer.h"
 #include "trainer/optim/tensor_chunks.h"
 #include "trainer/optim/update_kernels.h"
@@ -25,15 +26,9 @@ Tensor control_to_device(const StepControl& c) {
   return cuda::to_device(host);
 }
 
-// Calls fn with the CUDA storage type of a compute dtype.
 template <typename Fn>
 void with_storage_type(DType dt, Fn&& fn) {
-  switch (dt) {
-    case DType::kF32: return fn(float{});
-    case DType::kF16: return fn(__half{});
-    case DType::kBF16: return fn(__nv_bfloat16{});
-    default: throw Error(str("device optimizer: compute dtype ", dtype_name(dt), " is not f32, f16 or bf16"));
-  }
+  cuda::with_storage_type(dt, "device optimizer", std::forward<Fn>(fn));
 }
 
 }  // namespace

@@ -189,16 +189,20 @@ TEST(TrainDeviceGpu, Uint8BatchesNormalisedOnTheGpuEqualFloatBatches) {
   }
 }
 
+// Two f32 CUDA runners of `net` with deterministic cuDNN, for runs compared bit for bit.
+std::pair<std::unique_ptr<StepRunner>, std::unique_ptr<StepRunner>> deterministic_pair(const NetDef& net) {
+  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
+  o.deterministic = true;
+  return {make_step_runner(net, o), make_step_runner(net, o)};
+}
+
 // A label outside the classes: the step throws naming the sample (the kernels' checks are read with the
 // step's one read-back, not by a sync per kernel), the weights are not updated, and the next clean step
 // trains as if the bad one had not been tried.
 TEST(TrainDeviceGpu, BadLabelStopsTheStepBeforeTheUpdate) {
   REQUIRE_GPU();
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
-  o.deterministic = true;  // two GPU runs compared bit for bit
-  auto a = make_step_runner(net, o);
-  auto b = make_step_runner(net, o);
+  auto [a, b] = deterministic_pair(net);
   auto [x, y] = a->synthetic_batch(3);  // device tensors
   Tensor host_bad = cuda::to_host(y);
   if (host_bad.dtype() == DType::kI64) host_bad.data<int64_t>()[1] = 12;
@@ -223,10 +227,7 @@ TEST(TrainDeviceGpu, BadLabelStopsTheStepBeforeTheUpdate) {
 TEST(TrainDeviceGpu, PrefetchedBatchTrainsAsAPlacedOne) {
   REQUIRE_GPU();
   const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
-  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
-  o.deterministic = true;  // two GPU runs compared bit for bit
-  auto a = make_step_runner(net, o);
-  auto b = make_step_runner(net, o);
+  auto [a, b] = deterministic_pair(net);
   auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
   auto [x1, y1] = cpu->synthetic_batch(1);  // host batches: the runners copy them
   auto [x2, y2] = cpu->synthetic_batch(2);

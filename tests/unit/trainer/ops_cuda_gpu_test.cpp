@@ -353,15 +353,21 @@ TEST(CudaOps, DropoutMaskIsTheCpuMaskBitForBit) {
   }
 }
 
-TEST(CudaOps, BadLabelThrows) {
-  REQUIRE_GPU();
+// softmax_xent or top_k over 3 rows of 4 classes, zero logits, labels `labels`.
+std::pair<std::unique_ptr<OpKernel>, KernelTensors> label_kernel(const char* op, std::vector<int32_t> labels) {
   const std::vector<TensorSpec> in{TensorSpec{.name = "logits", .shape = {3, 4}, .dtype = DType::kF32},
                                    TensorSpec{.name = "labels", .shape = {3}, .dtype = DType::kI32}};
+  auto k = registry().create(op, Device::kCuda, {}, in);
+  KernelTensors t = allocate_kernel_tensors(k->signature(), Device::kCuda, false);
+  t.inputs[0] = cuda::to_device(Tensor::zeros({3, 4}));
+  t.inputs[1] = cuda::to_device(Tensor::from<int32_t>({3}, labels));
+  return {std::move(k), std::move(t)};
+}
+
+TEST(CudaOps, BadLabelThrows) {
+  REQUIRE_GPU();
   for (const char* op : {"softmax_xent", "top_k"}) {
-    auto k = registry().create(op, Device::kCuda, {}, in);
-    KernelTensors t = allocate_kernel_tensors(k->signature(), Device::kCuda, false);
-    t.inputs[0] = cuda::to_device(Tensor::zeros({3, 4}));
-    t.inputs[1] = cuda::to_device(Tensor::from<int32_t>({3}, {0, 4, 1}));
+    auto [k, t] = label_kernel(op, {0, 4, 1});
     EXPECT_THROW(k->forward(t.forward_args(true)), Error) << op;
     t.inputs[1] = cuda::to_device(Tensor::from<int32_t>({3}, {0, 3, 1}));
     EXPECT_NO_THROW(k->forward(t.forward_args(true))) << op;
@@ -377,13 +383,8 @@ TEST(CudaOps, DeferredLabelCheckRaisesAfterTheSync) {
   cuda::Policy p = before;
   p.defer_label_checks = true;
   cuda::set_policy(p);
-  const std::vector<TensorSpec> in{TensorSpec{.name = "logits", .shape = {3, 4}, .dtype = DType::kF32},
-                                   TensorSpec{.name = "labels", .shape = {3}, .dtype = DType::kI32}};
   for (const char* op : {"softmax_xent", "top_k"}) {
-    auto k = registry().create(op, Device::kCuda, {}, in);
-    KernelTensors t = allocate_kernel_tensors(k->signature(), Device::kCuda, false);
-    t.inputs[0] = cuda::to_device(Tensor::zeros({3, 4}));
-    t.inputs[1] = cuda::to_device(Tensor::from<int32_t>({3}, {0, 1, 7}));
+    auto [k, t] = label_kernel(op, {0, 1, 7});
     EXPECT_NO_THROW(k->forward(t.forward_args(true))) << op;
     cuda::synchronize();
     try {
