@@ -131,7 +131,9 @@ class Conv2dCuda final : public OpKernel {
     }
     conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
     pad_bytes_ = asym_ ? static_cast<size_t>(p.n * p.c * hp_ * wp_) * sizeof(T) : 0;
-    sig_.workspace_bytes = conv_ws_ + pad_bytes_;
+    // The bias gradient's sums reuse the start of the workspace (after the filter pass, before the data pass).
+    sig_.workspace_bytes = std::max(conv_ws_ + pad_bytes_,
+                                    p_.bias ? cuda::bias_grad_workspace_bytes(p_.n, p_.k, p_.win.p * p_.win.q) : 0);
   }
 
  protected:
@@ -162,7 +164,7 @@ class Conv2dCuda final : public OpKernel {
                                                  ws, conv_ws_, &zero, w_.d, a.d_params[0].raw()));
     }
     if (p_.bias && a.d_params[1].defined())
-      cuda::bias_grad<T>(p_.n, p_.k, p_.win.p * p_.win.q, dy, cuda::ptr<T>(a.d_params[1]), s);
+      cuda::bias_grad<T>(p_.n, p_.k, p_.win.p * p_.win.q, dy, cuda::ptr<T>(a.d_params[1]), ws, s);
     if (a.d_inputs[0].defined()) {
       T* dx = cuda::ptr<T>(a.d_inputs[0]);
       void* dxp = asym_ ? static_cast<void*>(ws + conv_ws_) : static_cast<void*>(dx);

@@ -20,8 +20,11 @@ void pad2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, in
 template <typename T>
 void crop2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, int64_t left, int64_t right,
             const T* xp, T* x, cudaStream_t s);
-// db[k] = sum over n, i of dy[n, k, i] (dy [N, K, inner]); summed in double.
+// db[k] = sum over n, i of dy[n, k, i] (dy [N, K, inner]); summed in double, in a fixed order. With a
+// workspace of bias_grad_workspace_bytes(n, k, inner) bytes each channel is summed by many blocks (runs,
+// as batch norm's statistics); ws null: one block per channel.
+size_t bias_grad_workspace_bytes(int64_t n, int64_t k, int64_t inner);
 template <typename T>
-void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, cudaStream_t s);
+void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, void* ws, cudaStream_t s);
 
 }  // namespace fastnn::ops::cuda

@@ -119,7 +119,7 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
     dw_bwd_filter_kernel<T><<<static_cast<unsigned>(taps), kThreads, 0, s>>>(geom(p), x, dy, dw);
     CUDA_CHECK_LAUNCH();
   }
-  if (db) bias_grad<T>(p.n, p.k(), p.win.p * p.win.q, dy, db, s);
+  if (db) bias_grad<T>(p.n, p.k(), p.win.p * p.win.q, dy, db, nullptr, s);  // no workspace here
 }
 
 #define FASTNN_INSTANTIATE(T)                                                                                   \

@@ -15,6 +15,7 @@ class FullyConnectedCuda final : public OpKernel {
   FullyConnectedCuda(OpSignature sig, const FullyConnectedParams& p, DType dt)
       : OpKernel("fully_connected", Device::kCuda), p_(p), dt_(dt) {
     sig_ = std::move(sig);
+    if (p.bias) sig_.workspace_bytes = cuda::bias_grad_workspace_bytes(p.n, p.units, 1);  // the bias gradient's sums
   }
 
  protected:
@@ -38,7 +39,8 @@ class FullyConnectedCuda final : public OpKernel {
       ::fastnn::cuda::gemm(s, dt_, true, false, p_.units, p_.d, p_.n, 1.f, dy, p_.units, a.inputs[0].raw(), p_.d,
                            0.f, a.d_params[0].raw(), p_.d);
     if (p_.bias && a.d_params[1].defined())
-      cuda::bias_grad<T>(p_.n, p_.units, 1, cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_params[1]), s);
+      cuda::bias_grad<T>(p_.n, p_.units, 1, cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_params[1]),
+                         const_cast<void*>(a.workspace.raw()), s);
   }
 
  private:

@@ -31,6 +31,7 @@ __device__ __forceinline__ float channel_at(const T* x, int64_t c, int64_t k, in
   return to_f(x[(n * k + c) * inner + i]);
 }
 
+// One block per channel (no workspace: the depthwise convolution's rare bias).
 template <typename T>
 __global__ void bias_grad_kernel(int64_t n, int64_t k, int64_t inner, const T* dy, T* db) {
   const int64_t c = blockIdx.x, m = n * inner;
@@ -203,6 +204,27 @@ __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, con
   }
 }
 
+// Bias gradient over runs of each channel, as batch norm's sums: sum(dy) per (channel, run), then the
+// runs in order per channel. Fills the GPU for a 64-channel layer (VGG's first convolutions: one block
+// per channel read the whole gradient with 64 blocks).
+template <typename T>
+__global__ void bias_partial_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* dy, double* partials) {
+  const int64_t c = blockIdx.x, run = blockIdx.y;
+  double sum = 0;
+  for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) { sum += to_f(dy[o]); });
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partials[c * sp.runs + run] = sum;
+}
+
+template <typename T>
+__global__ void bias_finish_kernel(int64_t k, int64_t runs, const double* partials, T* db) {
+  FASTNN_GRID_LOOP(c, k) {
+    double sum = 0;
+    for (int64_t r = 0; r < runs; ++r) sum += partials[c * runs + r];
+    db[c] = from_f<T>(static_cast<float>(sum));
+  }
+}
+
 template <typename L>
 __device__ __forceinline__ bool bad(L label, int64_t k) {
   return label < 0 || label >= k;
@@ -291,11 +313,27 @@ unsigned warp_grid(int64_t rows) { return grid_for(rows * 32); }
 
 }  // namespace
 
+size_t bias_grad_workspace_bytes(int64_t n, int64_t k, int64_t inner) {
+  return static_cast<size_t>(std::max<int64_t>(k, 1)) * static_cast<size_t>(ops::bn_split(n, k, inner).runs) *
+         sizeof(double);
+}
+
 template <typename T>
-void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, cudaStream_t s) {
+void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, void* ws, cudaStream_t s) {
   if (k == 0) return;
   FASTNN_CHECK(k <= 0x7fffffff, "bias_grad: ", k, " channels");
-  bias_grad_kernel<T><<<static_cast<unsigned>(k), kReduceThreads, 0, s>>>(n, k, inner, dy, db);
+  if (!ws || n * inner == 0) {
+    bias_grad_kernel<T><<<static_cast<unsigned>(k), kReduceThreads, 0, s>>>(n, k, inner, dy, db);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const BatchNormParams p{.n = n, .c = k, .hw = inner};
+  const BnSplit sp = bn_split(p);
+  double* partials = static_cast<double*>(ws);
+  bias_partial_kernel<T><<<dim3(static_cast<unsigned>(k), static_cast<unsigned>(sp.runs)), kReduceThreads, 0, s>>>(
+      p, sp, hw_divider(p), dy, partials);
+  CUDA_CHECK_LAUNCH();
+  bias_finish_kernel<T><<<grid_for(k), kThreads, 0, s>>>(k, sp.runs, partials, db);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -455,7 +493,7 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
 }
 
 #define FASTNN_INSTANTIATE(T)                                                                                   \
-  template void bias_grad<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);                          \
+  template void bias_grad<T>(int64_t, int64_t, int64_t, const T*, T*, void*, cudaStream_t);                   \
   template void global_avg_pool_forward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                     \
   template void global_avg_pool_backward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                    \
   template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const float*, const float*, float*, \
