@@ -64,6 +64,9 @@ struct Stage {
   Tensor pinned_images, pinned_labels, dev_raw, dev_images, dev_labels, host_images;
   cudaEvent_t copied = nullptr, consumed = nullptr;
   bool used = false;
+  // Set by prefetch(): the host batch this stage's copy holds, until a train() takes it.
+  const void* pending_images = nullptr;
+  const void* pending_labels = nullptr;
 };
 
 // The pipeline's batch buffers in page-locked memory (input_format.h): copies start from them directly.
@@ -211,9 +214,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     if (images.device() == Device::kCuda || !images.defined()) return;
     Stage& s = free_stage();
     copy_to_stage(s, images, labels);
-    prefetched_ = &s;
-    prefetched_images_ = images.raw();
-    prefetched_labels_ = labels.raw();
+    s.pending_images = images.raw();
+    s.pending_labels = labels.raw();
   }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
@@ -375,13 +377,14 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   std::pair<Tensor, Tensor> place(const Tensor& images, const Tensor& labels) {
     if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
     Stage* s = nullptr;
-    if (prefetched_ && prefetched_images_ == images.raw() && prefetched_labels_ == labels.raw()) {
-      s = prefetched_;
+    for (Stage& st : stages_)
+      if (st.pending_images == images.raw() && st.pending_labels == labels.raw()) s = &st;
+    if (s) {
+      s->pending_images = s->pending_labels = nullptr;
     } else {
       s = &free_stage();
       copy_to_stage(*s, images, labels);
     }
-    prefetched_ = nullptr;
     CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s->copied, 0));
     const bool nhwc = s->dev_raw.layout() == Layout::kNHWC;
     const Shape& sh = s->dev_raw.shape();
@@ -391,14 +394,20 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return {s->dev_images, s->dev_labels};
   }
 
-  // The next stage to copy into: never the one holding a pending prefetch.
+  // The next stage to copy into, in turn, skipping one whose prefetched batch is still to be trained on
+  // (the loop keeps at most one: the step after the current one). Were both pending, the turn's stage
+  // gives up its prefetch (that batch is copied again when it comes).
   Stage& free_stage() {
     Stage* s = &stages_[next_stage_];
-    if (s == prefetched_) {
-      next_stage_ = (next_stage_ + 1) % 2;
-      s = &stages_[next_stage_];
+    if (s->pending_images) {
+      Stage* other = &stages_[(next_stage_ + 1) % 2];
+      if (!other->pending_images) {
+        s = other;
+        next_stage_ = (next_stage_ + 1) % 2;
+      }
     }
     next_stage_ = (next_stage_ + 1) % 2;
+    s->pending_images = s->pending_labels = nullptr;
     return *s;
   }
 
@@ -585,9 +594,6 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   Stage stages_[2];
   size_t next_stage_ = 0;
   Stage* current_stage_ = nullptr;
-  Stage* prefetched_ = nullptr;  // a stage holding the copy of the next train()'s batch
-  const void* prefetched_images_ = nullptr;
-  const void* prefetched_labels_ = nullptr;
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
   std::shared_ptr<PinnedBatchAllocator> pinned_allocator_ = std::make_shared<PinnedBatchAllocator>();
 };
