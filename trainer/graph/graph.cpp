@@ -54,7 +54,7 @@ struct Graph::NodeMemory {
 
 Graph::Graph(const NetDef& net, const GraphOptions& options)
     : options_(options),
-      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry, options.fuse})),
+      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry, options.fuse, options.layout})),
       net_(net) {
   mem_.resize(plan_.nodes().size());
   for (size_t i = 0; i < mem_.size(); ++i) {
@@ -232,7 +232,7 @@ void Graph::initialize(uint64_t seed) {
 
 void Graph::set_batch_size(int64_t batch_size) {
   if (batch_size == plan_.batch_size()) return;
-  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry, options_.fuse});
+  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry, options_.fuse, options_.layout});
   FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
   plan_ = std::move(plan);
   options_.batch_size = batch_size;
@@ -240,11 +240,12 @@ void Graph::set_batch_size(int64_t batch_size) {
 }
 
 void Graph::check_images(const Tensor& images) const {
+  const Layout other = options_.layout == Layout::kNHWC ? Layout::kNCHW : Layout::kNHWC;
   FASTNN_CHECK(images.defined() && images.shape() == plan_.input_shape() && images.dtype() == options_.dtype &&
-                   images.device() == options_.device && images.layout() != Layout::kNHWC,
+                   images.device() == options_.device && images.layout() != other,
                "graph '", plan_.net_name(), "': images are ", images.defined() ? images.describe() : "undefined",
-               ", expected ", dtype_name(options_.dtype), shape_str(plan_.input_shape()), " NCHW on ",
-               device_name(options_.device));
+               ", expected ", dtype_name(options_.dtype), shape_str(plan_.input_shape()), " ",
+               layout_name(options_.layout), " on ", device_name(options_.device));
 }
 
 void Graph::forward(const Tensor& images, bool training, uint64_t step) {

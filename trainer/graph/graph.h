@@ -53,6 +53,7 @@ struct GraphOptions {
   // initialised (Error).
   void (*upload)(const Tensor& host, Tensor& device) = nullptr;
   bool fuse = false;  // PlanOptions::fuse: relu fused into the batch_norm / add before it
+  Layout layout = Layout::kNCHW;  // PlanOptions::layout: kNHWC takes [N, H, W, C] images
   // Forward only, in evaluation mode (predict, serve): no gradient buffers; a layer's output buffer is
   // taken over by a later layer once every layer reading it has run (the logits, the aux logits and the
   // `keep` layers excepted), and every layer's saved tensors share one set of buffers (only backward

@@ -1,6 +1,7 @@
 #include "trainer/graph/net_plan.h"
 
 #include "trainer/ops/fused.h"
+#include "trainer/ops/layout_adapter.h"
 
 #include <algorithm>
 #include <functional>
@@ -238,6 +239,11 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
 
   // Kernels in topological order: shape inference.
   std::vector<int> node_of(layers.size(), -1);
+  std::vector<Shape> logical;  // per node: its output in NCHW, what the kernels are created from
+  const Shape logical_input = plan.input_shape_;
+  const bool nhwc = options.layout == Layout::kNHWC;
+  FASTNN_CHECK(options.layout == Layout::kNCHW || nhwc, "net plan: layout must be NCHW or NHWC");
+  if (nhwc) plan.input_shape_ = ops::nhwc_shape(logical_input);
   std::set<std::string> param_names;
   plan.nodes_.reserve(layers.size());
   for (int decl : order) {
@@ -252,13 +258,12 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
     for (int in_decl : p.inputs) {
       if (in_decl == kDataInput) {
         node.inputs.push_back(kDataInput);
-        specs.push_back(ops::TensorSpec{.name = "data", .shape = plan.input_shape_, .dtype = options.dtype});
+        specs.push_back(ops::TensorSpec{.name = "data", .shape = logical_input, .dtype = options.dtype});
       } else {
         const int src = node_of[static_cast<size_t>(in_decl)];
         node.inputs.push_back(src);
         specs.push_back(ops::TensorSpec{.name = plan.nodes_[static_cast<size_t>(src)].name,
-                                        .shape = plan.nodes_[static_cast<size_t>(src)].output_shape,
-                                        .dtype = options.dtype});
+                                        .shape = logical[static_cast<size_t>(src)], .dtype = options.dtype});
       }
     }
     try {
@@ -268,6 +273,8 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
       for (const ops::TensorSpec& s : specs) shapes += str(shapes.empty() ? "" : ", ", shape_str(s.shape));
       throw ConfigError(str("layer '", node.name, "' (", node.type, ") on input ", shapes, ": ", e.what()));
     }
+    logical.push_back(node.kernel->signature().outputs.empty() ? Shape{} : node.kernel->signature().outputs[0].shape);
+    if (nhwc) node.kernel = ops::adapt_to_nhwc(std::move(node.kernel));  // every 4-D tensor of the layer in NHWC
     const ops::OpSignature& sig = node.kernel->signature();
     const std::string& param_scope = p.def->param_scope().empty() ? node.name : p.def->param_scope();
     FASTNN_CHECK(sig.outputs.size() == 1, "layer '", node.name, "': op ", node.op, " has ", sig.outputs.size(),

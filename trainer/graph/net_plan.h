@@ -44,6 +44,10 @@ struct PlanOptions {
   // (ops/fused.h): one plan node, named after the first layer, its op "batch_norm+relu" / "add+relu";
   // find() still knows the relu's name. Bitwise the unfused plan on every device.
   bool fuse = false;
+  // kNHWC: every 4-D activation, the data input included, is [N, H, W, C]; a kernel that takes NCHW
+  // runs inside ops/layout_adapter.h (CPU), so the plan is bitwise the NCHW one. Shapes in the plan
+  // (input_shape, output_shape, the kernels' signatures) are then NHWC.
+  Layout layout = Layout::kNCHW;
 };
 
 // A parameter or state tensor of a layer.
@@ -80,7 +84,7 @@ class NetPlan {
   const std::vector<PlanNode>& nodes() const { return nodes_; }  // topological order
   const PlanOptions& options() const { return options_; }
   int64_t batch_size() const { return options_.batch_size; }
-  const Shape& input_shape() const { return input_shape_; }  // [N, C, H, W]
+  const Shape& input_shape() const { return input_shape_; }  // [N, C, H, W] ([N, H, W, C] under kNHWC)
   const std::string& net_name() const { return net_name_; }
   int logits_node() const { return logits_; }
   int aux_logits_node() const { return aux_logits_; }  // -1 when none

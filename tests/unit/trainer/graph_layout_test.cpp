@@ -1,0 +1,90 @@
+// An NHWC graph on the CPU (GraphOptions::layout = kNHWC: every 4-D activation [N, H, W, C], each NCHW
+// kernel inside ops/layout_adapter.h) is bitwise the NCHW graph: the same training step from the same
+// initial weights gives the same loss, logits, parameter gradients and batch-norm statistics, for nets
+// with a flatten into a fully connected layer (LeNet), residual adds (ResNet), concatenation on the
+// channel axis (Inception) and depthwise convolutions (MobileNet v2); fused too. This is the CPU half of
+// NHWC on the GPU (issue 13, P4): kernels that take NHWC natively are held to this graph.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "tests/unit/trainer/graph_test_util.h"
+#include "trainer/graph/graph.h"
+#include "trainer/ops/layout_adapter.h"
+#include "trainer/train_step.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::graph {
+namespace {
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+Tensor to_nhwc(const Tensor& x) {
+  const Shape& s = x.shape();
+  Tensor y = Tensor::empty(ops::nhwc_shape(s), x.dtype(), Device::kCpu, Layout::kNHWC);
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t i = 0; i < s[2] * s[3]; ++i) out[(n * s[2] * s[3] + i) * s[1] + c] = in[(n * s[1] + c) * s[2] * s[3] + i];
+  return y;
+}
+
+void expect_nhwc_graph_is_bitwise(const std::string& model, int size, bool fuse) {
+  SCOPED_TRACE(model + (fuse ? " fused" : ""));
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  Graph nchw(net, {.batch_size = 2, .seed = 5, .fuse = fuse});
+  Graph nhwc(net, {.batch_size = 2, .seed = 5, .fuse = fuse, .layout = Layout::kNHWC});
+  EXPECT_EQ(nhwc.input_shape(), ops::nhwc_shape(nchw.input_shape()));
+  ASSERT_EQ(nhwc.plan().nodes().size(), nchw.plan().nodes().size());
+  int four_d = 0;
+  for (size_t i = 0; i < nchw.plan().nodes().size(); ++i) {
+    const Shape& s = nchw.plan().nodes()[i].output_shape;
+    four_d += s.size() == 4;
+    EXPECT_EQ(nhwc.plan().nodes()[i].output_shape, ops::nhwc_shape(s)) << nchw.plan().nodes()[i].name;
+  }
+  EXPECT_GT(four_d, 0);
+  const Tensor x = testing_util::random_tensor(nchw.input_shape(), DType::kF32, 3);
+  const Tensor labels = testing_util::labels_of({1, 7});
+  TrainStep a(nchw), b(nhwc);
+  const StepResult ra = a.train(x, labels, 0), rb = b.train(to_nhwc(x), labels, 0);
+  EXPECT_EQ(ra.loss, rb.loss);
+  EXPECT_TRUE(same_bits(nchw.output(0), nhwc.output(0))) << "logits";
+  const auto pa = nchw.parameters(), pb = nhwc.parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(same_bits(pa[i].grad, pb[i].grad)) << pa[i].name;
+  const auto sa = nchw.state(), sb = nhwc.state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) EXPECT_TRUE(same_bits(sa[i].value, sb[i].value)) << sa[i].name;
+}
+
+TEST(GraphLayout, LeNetFlattenIntoFullyConnected) { expect_nhwc_graph_is_bitwise("lenet", 28, false); }
+TEST(GraphLayout, ResNetResidualAdds) {
+  expect_nhwc_graph_is_bitwise("resnet_cifar_20", 32, false);
+  expect_nhwc_graph_is_bitwise("resnet_cifar_20", 32, true);
+}
+TEST(GraphLayout, InceptionConcatenation) {
+  expect_nhwc_graph_is_bitwise("inception_v1", zoo::zoo_model("inception_v1").min_size, false);
+}
+TEST(GraphLayout, MobileNetDepthwise) { expect_nhwc_graph_is_bitwise("mobilenet_v2", 32, false); }
+
+TEST(GraphLayout, RefusesNchwImagesAndDeviceKernels) {
+  const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
+  Graph g(net, {.batch_size = 2, .seed = 5, .layout = Layout::kNHWC});
+  const Tensor nchw = Tensor::empty({2, 1, 28, 28}, DType::kF32, Device::kCpu, Layout::kNCHW);
+  EXPECT_THROW(g.forward(nchw, false), Error);
+#ifdef FASTNN_HAVE_CUDA
+  // The adapter is the CPU's: a CUDA kernel takes NHWC itself (creating the kernel needs no device).
+  const std::vector<ops::TensorSpec> in{{.name = "x", .shape = {2, 3, 4, 4}, .dtype = DType::kF32}};
+  EXPECT_THROW(ops::adapt_to_nhwc(builtin_op_registry().has_kernel("relu", Device::kCuda)
+                                      ? builtin_op_registry().create("relu", Device::kCuda, {}, in)
+                                      : nullptr),
+               Error);
+#endif
+}
+
+}  // namespace
+}  // namespace fastnn::graph
