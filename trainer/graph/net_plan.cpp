@@ -274,7 +274,14 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
       throw ConfigError(str("layer '", node.name, "' (", node.type, ") on input ", shapes, ": ", e.what()));
     }
     logical.push_back(node.kernel->signature().outputs.empty() ? Shape{} : node.kernel->signature().outputs[0].shape);
-    if (nhwc) node.kernel = ops::adapt_to_nhwc(std::move(node.kernel));  // every 4-D tensor of the layer in NHWC
+    // Every 4-D tensor of the layer in NHWC: NCHW kernels run inside the adapter; element-wise ones
+    // (activation_layout kNone) take NHWC as it is.
+    if (nhwc && node.kernel->signature().activation_layout == Layout::kNCHW) {
+      node.kernel = ops::adapt_to_nhwc(std::move(node.kernel));
+    } else if (nhwc) {  // the same op over the tensors as they are laid out
+      for (ops::TensorSpec& spec : specs) spec.shape = ops::nhwc_shape(spec.shape);
+      node.kernel = registry.create(node.op, options.device, node.attrs, specs);
+    }
     const ops::OpSignature& sig = node.kernel->signature();
     const std::string& param_scope = p.def->param_scope().empty() ? node.name : p.def->param_scope();
     FASTNN_CHECK(sig.outputs.size() == 1, "layer '", node.name, "': op ", node.op, " has ", sig.outputs.size(),

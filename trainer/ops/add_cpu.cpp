@@ -34,6 +34,7 @@ class AddCpu final : public OpKernel {
     sig_.inputs = named_inputs(in, {});
     sig_.input_has_grad.assign(in.size(), true);
     sig_.outputs = {TensorSpec{.name = "y", .shape = in[0].shape, .dtype = in[0].dtype}};
+    sig_.activation_layout = Layout::kNone;  // element-wise: any layout (an NHWC graph needs no adapter)
   }
 
  protected:

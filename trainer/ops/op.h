@@ -94,7 +94,8 @@ struct OpSignature {
   std::vector<TensorSpec> inputs;  // as given to create(), names filled in
   std::vector<TensorSpec> params, state, outputs, saved;
   size_t workspace_bytes = 0;
-  Layout activation_layout = Layout::kNCHW;  // 4-D tensors tagged with the other layout are rejected
+  // 4-D tensors tagged with the other layout are rejected; kNone: any layout (element-wise ops).
+  Layout activation_layout = Layout::kNCHW;
   bool has_backward = true;  // false for metrics (top_k)
   // Per input: false where no gradient exists (integer labels).
   std::vector<bool> input_has_grad;

@@ -28,6 +28,7 @@ class ScaleCpu final : public OpKernel {
     sig_.inputs = {renamed(x, "x")};
     sig_.input_has_grad = {true};
     sig_.outputs = {TensorSpec{.name = "y", .shape = x.shape, .dtype = x.dtype}};
+    sig_.activation_layout = Layout::kNone;  // element-wise: any layout (an NHWC graph needs no adapter)
   }
 
  protected:

@@ -47,6 +47,13 @@ void expect_nhwc_graph_is_bitwise(const std::string& model, int size, bool fuse)
     EXPECT_EQ(nhwc.plan().nodes()[i].output_shape, ops::nhwc_shape(s)) << nchw.plan().nodes()[i].name;
   }
   EXPECT_GT(four_d, 0);
+  int adapted = 0, native = 0;  // element-wise layers take NHWC without the adapter
+  for (const PlanNode& n : nhwc.plan().nodes()) {
+    adapted += n.kernel->signature().activation_layout == Layout::kNHWC;
+    native += n.kernel->signature().activation_layout == Layout::kNone && n.output_shape.size() == 4;
+  }
+  EXPECT_GT(adapted, 0);
+  if (model != "lenet") EXPECT_GT(native, 0) << "no element-wise layer ran without the adapter";
   const Tensor x = testing_util::random_tensor(nchw.input_shape(), DType::kF32, 3);
   const Tensor labels = testing_util::labels_of({1, 7});
   TrainStep a(nchw), b(nhwc);
