@@ -19,11 +19,24 @@ using optim::cuda::StepControl;
 
 namespace {
 
-// The control block as bytes on the device, and its host image.
-Tensor control_to_device(const StepControl& c) {
+// The control block's host image as bytes.
+Tensor control_bytes(const StepControl& c) {
   Tensor host = Tensor::empty({static_cast<int64_t>(sizeof(StepControl))}, DType::kU8);
   std::memcpy(host.raw(), &c, sizeof c);
-  return cuda::to_device(host);
+  return host;
+}
+
+StepControl read_control(const Tensor& device) {
+  StepControl c;
+  std::memcpy(&c, cuda::to_host(device).raw(), sizeof c);  // waits for the current stream
+  return c;
+}
+
+// Into the same device buffer (its address stays what the launches were given).
+void write_control(Tensor& device, const StepControl& c) {
+  const Tensor host = control_bytes(c);
+  cuda::copy_async(device, host);
+  cuda::synchronize();  // `host` dies here
 }
 
 template <typename Fn>
@@ -117,7 +130,7 @@ DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DevicePa
   c.inv_scale = static_cast<float>(1.0 / c.scaler.scale);
   c.beta1_power = static_cast<float>(o.adam_beta1);
   c.beta2_power = static_cast<float>(o.adam_beta2);
-  impl_->control = control_to_device(c);
+  impl_->control = cuda::to_device(control_bytes(c));
   cuda::synchronize();  // the host images above die here
 }
 
@@ -154,19 +167,15 @@ void DeviceOptimizer::decide(float lr, void* stream) {
 void DeviceOptimizer::apply(void* stream) { launch_update(stream); }
 
 DeviceStepReadback DeviceOptimizer::read_back() const {
-  const Tensor host = cuda::to_host(impl_->control);
-  StepControl c;
-  std::memcpy(&c, host.raw(), sizeof c);
+  const StepControl c = read_control(impl_->control);
   return {.norm = c.norm, .applied = c.apply != 0, .scaler = c.scaler};
 }
 
 void DeviceOptimizer::set_scaler_state(const optim::rule::ScalerState& state) {
-  StepControl c;
-  std::memcpy(&c, cuda::to_host(impl_->control).raw(), sizeof c);
+  StepControl c = read_control(impl_->control);
   c.scaler = state;
   c.inv_scale = static_cast<float>(1.0 / state.scale);
-  impl_->control = control_to_device(c);
-  cuda::synchronize();
+  write_control(impl_->control, c);
 }
 
 void DeviceOptimizer::step(float lr, float grad_scale, void* stream) {
@@ -233,8 +242,7 @@ std::vector<NamedArray> DeviceOptimizer::export_state() const {
       out.push_back({params_[i].name + "/" + s.name, std::move(v)});
     }
   if (name_ == "adam") {
-    StepControl c;
-    std::memcpy(&c, cuda::to_host(impl_->control).raw(), sizeof c);
+    const StepControl c = read_control(impl_->control);
     out.push_back({"adam/beta1_power", {c.beta1_power}});
     out.push_back({"adam/beta2_power", {c.beta2_power}});
   }
@@ -275,12 +283,10 @@ void DeviceOptimizer::import_state(const std::vector<NamedArray>& arrays) {
       cuda::synchronize();  // `host` dies at the end of this iteration
     }
   if (name_ == "adam") {
-    StepControl c;
-    std::memcpy(&c, cuda::to_host(impl_->control).raw(), sizeof c);
+    StepControl c = read_control(impl_->control);
     c.beta1_power = need("adam/beta1_power", 1)[0];
     c.beta2_power = need("adam/beta2_power", 1)[0];
-    impl_->control = control_to_device(c);
-    cuda::synchronize();
+    write_control(impl_->control, c);
   }
 }
 
