@@ -27,14 +27,6 @@ void check_range(double v, double lo, double hi, const char* flag, const char* w
     throw ConfigError(str(flag, "=", v, " is out of range: ", why));
 }
 
-bool linear(const MarginSpec& s) { return s.m1 == 1.0 && s.m2 == 0.0; }
-
-// The extra angle e = π − θ_t at the threshold and the fallback's cosine cost mm (see margin.h).
-double fallback_cost(const MarginSpec& s) {
-  const double e = kPi - (kPi - s.m2) / s.m1;
-  return std::max(e * std::sin(e), 1.0 - std::cos(e));
-}
-
 }  // namespace
 
 bool is_model_parallel_loss(std::string_view loss_type) { return loss_type.starts_with("dist_"); }
@@ -76,31 +68,6 @@ MarginSpec margin_spec(std::string_view loss_type, double margin, double scale, 
   check_range(spec.m2, 0.0, kPi / 2, "--margin2", "the additive angular margin must be in [0, pi/2] radians");
   check_range(spec.m3, 0.0, kMaxMargin3, "--margin3", "the additive cosine margin must be in [0, 1]");
   return spec;
-}
-
-double margin_threshold(const MarginSpec& spec) {
-  return linear(spec) ? -1.0 : std::cos((kPi - spec.m2) / spec.m1);
-}
-
-MarginValue non_target_logit(double cos_theta, const MarginSpec& spec) {
-  if (!spec.normalized) return {cos_theta, 1.0};
-  return {spec.scale * std::clamp(cos_theta, -1.0, 1.0), spec.scale};
-}
-
-MarginValue target_logit(double cos_theta, const MarginSpec& spec) {
-  if (!spec.normalized) return {cos_theta, 1.0};
-  if (std::isnan(cos_theta)) return {cos_theta, cos_theta};
-  const double s = spec.scale;
-  const double x = std::clamp(cos_theta, -1.0, 1.0);
-  if (spec.easy_margin && !(x > 0)) return {s * x, s};
-  if (linear(spec)) return {s * (x - spec.m3), s};
-  if (!(x > margin_threshold(spec))) return {s * (x - fallback_cost(spec) - spec.m3), s};
-  // sin θ from (1 − x)(1 + x): accurate near x = ±1, where 1 − x² cancels.
-  const double theta = std::acos(x);
-  const double value = std::cos(spec.m1 * theta + spec.m2) - spec.m3;
-  const double td = std::max(theta, kMinDerivativeAngle);
-  const double sin_td = td == theta ? std::sqrt((1.0 - x) * (1.0 + x)) : std::sin(td);
-  return {s * value, s * spec.m1 * std::sin(spec.m1 * td + spec.m2) / sin_td};
 }
 
 }  // namespace fastnn::head

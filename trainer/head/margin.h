@@ -32,8 +32,11 @@
 // Everything here is a pure function: thread-safe, no allocation.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string_view>
+
+#include "core/host_device.h"
 
 namespace fastnn::head {
 
@@ -73,12 +76,75 @@ struct MarginValue {
   double dlogit_dcos;  // d logit / d x (straight through the clamp), always finite for finite x
 };
 
-// The target class's logit and its derivative with respect to x = cos θ.
-MarginValue target_logit(double cos_theta, const MarginSpec& spec);
-// Any other class: s·clamp(x) (raw x when !normalized), derivative s (1 when !normalized).
-MarginValue non_target_logit(double cos_theta, const MarginSpec& spec);
+// The functions below are FASTNN_HD (core/host_device.h): the CPU head and a CUDA head kernel compute the
+// same formulas (the double-precision libm functions may differ by an ulp between glibc and CUDA).
+namespace margin_math {
+FASTNN_HD inline double acos_(double x) {
+#if defined(__CUDA_ARCH__)
+  return acos(x);
+#else
+  return std::acos(x);
+#endif
+}
+FASTNN_HD inline double cos_(double x) {
+#if defined(__CUDA_ARCH__)
+  return cos(x);
+#else
+  return std::cos(x);
+#endif
+}
+FASTNN_HD inline double sin_(double x) {
+#if defined(__CUDA_ARCH__)
+  return sin(x);
+#else
+  return std::sin(x);
+#endif
+}
+FASTNN_HD inline double sqrt_(double x) {
+#if defined(__CUDA_ARCH__)
+  return sqrt(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+FASTNN_HD inline double clamp_unit(double x) { return x < -1.0 ? -1.0 : (x > 1.0 ? 1.0 : x); }
+inline constexpr double kPi = 3.14159265358979323846;
+FASTNN_HD inline bool linear(const MarginSpec& s) { return s.m1 == 1.0 && s.m2 == 0.0; }
+// The extra angle e = π − θ_t at the threshold and the fallback's cosine cost mm (see above).
+FASTNN_HD inline double fallback_cost(const MarginSpec& s) {
+  const double e = kPi - (kPi - s.m2) / s.m1;
+  const double a = e * sin_(e), b = 1.0 - cos_(e);
+  return a > b ? a : b;
+}
+}  // namespace margin_math
 
 // x_t: the target takes the margin branch iff x > x_t (and, with easy_margin, x > 0). −1 for a linear ψ.
-double margin_threshold(const MarginSpec& spec);
+FASTNN_HD inline double margin_threshold(const MarginSpec& spec) {
+  return margin_math::linear(spec) ? -1.0 : margin_math::cos_((margin_math::kPi - spec.m2) / spec.m1);
+}
+
+// Any other class: s·clamp(x) (raw x when !normalized), derivative s (1 when !normalized).
+FASTNN_HD inline MarginValue non_target_logit(double cos_theta, const MarginSpec& spec) {
+  if (!spec.normalized) return {cos_theta, 1.0};
+  return {spec.scale * margin_math::clamp_unit(cos_theta), spec.scale};
+}
+
+// The target class's logit and its derivative with respect to x = cos θ.
+FASTNN_HD inline MarginValue target_logit(double cos_theta, const MarginSpec& spec) {
+  using namespace margin_math;
+  if (!spec.normalized) return {cos_theta, 1.0};
+  if (cos_theta != cos_theta) return {cos_theta, cos_theta};  // NaN in, NaN out
+  const double s = spec.scale;
+  const double x = clamp_unit(cos_theta);
+  if (spec.easy_margin && !(x > 0)) return {s * x, s};
+  if (linear(spec)) return {s * (x - spec.m3), s};
+  if (!(x > margin_threshold(spec))) return {s * (x - fallback_cost(spec) - spec.m3), s};
+  // sin θ from (1 − x)(1 + x): accurate near x = ±1, where 1 − x² cancels.
+  const double theta = acos_(x);
+  const double value = cos_(spec.m1 * theta + spec.m2) - spec.m3;
+  const double td = theta > kMinDerivativeAngle ? theta : kMinDerivativeAngle;
+  const double sin_td = td == theta ? sqrt_((1.0 - x) * (1.0 + x)) : sin_(td);
+  return {s * value, s * spec.m1 * sin_(spec.m1 * td + spec.m2) / sin_td};
+}
 
 }  // namespace fastnn::head
