@@ -48,8 +48,8 @@ HeadStep::HeadStep(const head::HeadOptions& options, Communicator* comm, const O
     : head_(options, options.sharded ? comm : nullptr), comm_(comm), sharded_(options.sharded),
       optimizer_options_(optimizer) {
   if (!sharded_) return;
-  // On the PartialFC path the gradient buffer only holds the sampled rows: this optimizer is never
-  // stepped over all rows there, it keeps the slots step() gathers from and scatters back.
+  // On the PartialFC path the gradient buffer only holds the sampled rows: this optimizer is only
+  // stepped there through step_rows(), with that compact buffer.
   ParamRef p{kHeadWeights, head_.weights().data(),
              head_.sampled_path() ? head_.weights().data() : head_.gradients().data(), head_.weights().size(), true};
   optimizer_ = make_optimizer(optimizer, {p});
@@ -114,33 +114,9 @@ void HeadStep::scale(float factor) {
 
 void HeadStep::step(float lr) {
   if (!head_.sampled_path()) return optimizer_->step(lr);
-  // Lazy PartialFC update: the sampled rows and their slots are gathered into a compact problem,
-  // stepped by a fresh optimizer of the same kind, and scattered back; scalars (beta powers) follow.
-  const int64_t d = head_.emb_dim();
-  const std::vector<int64_t>& rows = head_.sampled_rows();
-  const size_t m = rows.size();
-  std::vector<float> w(m * static_cast<size_t>(d));
-  auto gather = [&](const float* from, float* to) {
-    for (size_t j = 0; j < m; ++j) std::copy_n(from + rows[j] * d, d, to + j * d);
-  };
-  auto scatter = [&](const float* from, float* to) {
-    for (size_t j = 0; j < m; ++j) std::copy_n(from + j * d, d, to + rows[j] * d);
-  };
-  gather(head_.weights().data(), w.data());
-  std::unique_ptr<Optimizer> sub =
-      make_optimizer(optimizer_options_, {ParamRef{kHeadWeights, w.data(), head_.gradients().data(), w.size(), true}});
-  std::vector<StateArray> full = optimizer_->state(), part = sub->state();
-  FASTNN_CHECK(full.size() == part.size(), "PartialFC: optimizer state layouts differ");
-  for (size_t s = 0; s < full.size(); ++s) {
-    if (part[s].count == w.size()) gather(full[s].data, part[s].data);
-    else std::copy_n(full[s].data, part[s].count, part[s].data);
-  }
-  sub->step(lr);
-  scatter(w.data(), head_.weights().data());
-  for (size_t s = 0; s < full.size(); ++s) {
-    if (part[s].count == w.size()) scatter(part[s].data, full[s].data);
-    else std::copy_n(part[s].data, part[s].count, full[s].data);
-  }
+  // Lazy PartialFC update: only the sampled rows and their slots change (the optimizer's own rule over
+  // those rows, their gradients compact in the head's buffer); scalars (beta powers) advance once.
+  optimizer_->step_rows(lr, head_.sampled_rows(), head_.emb_dim(), head_.gradients().data());
 }
 
 std::vector<ckpt::RowShardSlice> HeadStep::row_slices() {

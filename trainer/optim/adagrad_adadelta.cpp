@@ -14,7 +14,7 @@ class Adagrad final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    apply_rule(optim::rule::Adagrad{.lr = lr}, params()[i], slot(accum_, i), nullptr);
+    apply(optim::rule::Adagrad{.lr = lr}, i, slot(accum_, i), nullptr);
   }
 
   size_t accum_;
@@ -30,7 +30,7 @@ class Adadelta final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    apply_rule(optim::rule::Adadelta{.lr = lr, .rho = rho_, .epsilon = epsilon_}, params()[i], slot(accum_, i),
+    apply(optim::rule::Adadelta{.lr = lr, .rho = rho_, .epsilon = epsilon_}, i, slot(accum_, i),
                slot(accum_update_, i));
   }
 

@@ -22,7 +22,7 @@ class Adam final : public Optimizer {
   void update(size_t i, float) override {
     const optim::rule::Adam r{.lr = lr_t_, .one_minus_beta1 = 1.0f - beta1_, .one_minus_beta2 = 1.0f - beta2_,
                               .epsilon = epsilon_};
-    apply_rule(r, params()[i], slot(m_, i), slot(v_, i));
+    apply(r, i, slot(m_, i), slot(v_, i));
   }
   void end_step() override {
     *beta1_power_ *= beta1_;
@@ -49,7 +49,7 @@ class AdamWeightDecay final : public Optimizer {
   void update(size_t i, float lr) override {
     const optim::rule::AdamWeightDecay r{.lr = lr, .beta1 = beta1_, .beta2 = beta2_, .epsilon = epsilon_,
                                          .rate = rate_};
-    apply_rule(r, params()[i], slot(m_, i), slot(v_, i));
+    apply(r, i, slot(m_, i), slot(v_, i));
   }
 
   float beta1_, beta2_, epsilon_, rate_;

@@ -20,7 +20,7 @@ class Ftrl final : public Optimizer {
     if (!(lr > 0.0f)) throw Error(str("ftrl needs a learning rate > 0, got ", lr));
   }
   void update(size_t i, float lr) override {
-    apply_rule(optim::rule::Ftrl{.lr = lr, .lr_power = lr_power_, .l1 = l1_, .l2 = l2_}, params()[i], slot(accum_, i),
+    apply(optim::rule::Ftrl{.lr = lr, .lr_power = lr_power_, .l1 = l1_, .l2 = l2_}, i, slot(accum_, i),
                slot(linear_, i));
   }
 

@@ -42,6 +42,24 @@ void Optimizer::step(float lr) {
   end_step();
 }
 
+void Optimizer::step_rows(float lr, std::span<const int64_t> rows, int64_t row_len, const float* compact_grad) {
+  FASTNN_CHECK(params_.size() == 1, "step_rows: the optimizer has ", params_.size(), " parameters, not one");
+  FASTNN_CHECK(row_len > 0 && (rows.empty() || compact_grad), "step_rows: bad row length or gradient");
+  const auto total_rows = static_cast<int64_t>(params_[0].count) / row_len;
+  for (size_t j = 0; j < rows.size(); ++j)
+    FASTNN_CHECK(rows[j] >= 0 && rows[j] < total_rows && (j == 0 || rows[j] > rows[j - 1]), "step_rows: row ",
+                 rows[j], " out of order or outside 0..", total_rows - 1);
+  const RowSelection sel{rows, row_len, compact_grad};
+  rows_ = &sel;
+  try {
+    step(lr);
+  } catch (...) {
+    rows_ = nullptr;
+    throw;
+  }
+  rows_ = nullptr;
+}
+
 std::vector<StateArray> Optimizer::state() {
   std::vector<StateArray> out;
   for (size_t p = 0; p < params_.size(); ++p) {

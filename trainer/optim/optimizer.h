@@ -78,6 +78,11 @@ class Optimizer {
 
   // Applies one update with learning rate `lr` to every parameter.
   void step(float lr);
+  // One update of a single-parameter optimizer restricted to some rows of it (PartialFC's lazy update):
+  // `rows` (ascending) index rows of `row_len` elements; their gradients come compactly in
+  // `compact_grad` (rows.size() * row_len floats, in rows' order) instead of the ParamRef's grad. The
+  // other rows and their slots are untouched; scalars (adam's beta powers) advance once, as in step().
+  void step_rows(float lr, std::span<const int64_t> rows, int64_t row_len, const float* compact_grad);
 
   // Views of every state array, in a fixed order (slots by parameter, then scalars). Writing through
   // them changes the optimizer's state.
@@ -95,6 +100,23 @@ class Optimizer {
   // Registers scalar "<optimizer>/<name>" initialised to `init`; the pointer stays valid.
   float* add_scalar(const std::string& name, float init);
 
+  // Applies `rule` to parameter i (its slots s0 / s1): every element, or under step_rows() the selected
+  // rows. Each optimizer's update() calls it.
+  template <typename Rule>
+  void apply(const Rule& rule, size_t i, float* s0, float* s1) {
+    if (!rows_) return apply_rule(rule, params_[i], s0, s1);
+    const RowSelection sel = *rows_;
+    float* w = params_[i].value;
+    const bool decay = params_[i].decay;
+    parallel_elementwise(sel.rows.size(), [=](size_t b, size_t e) {  // by rows: no division per element
+      for (size_t j = b; j < e; ++j) {
+        const int64_t base = sel.rows[j] * sel.len;
+        const float* g = sel.grad + static_cast<int64_t>(j) * sel.len;
+        for (int64_t at = 0; at < sel.len; ++at) optim::rule::apply_at(rule, base + at, g[at], w, s0, s1, decay);
+      }
+    });
+  }
+
   // Hooks of step(): begin_step once, update once per parameter, end_step once.
   virtual void begin_step(float lr) {}
   virtual void update(size_t param_index, float lr) = 0;
@@ -105,6 +127,12 @@ class Optimizer {
     std::string name;
     std::vector<std::vector<float>> data;  // per parameter
   };
+  struct RowSelection {
+    std::span<const int64_t> rows;
+    int64_t len;
+    const float* grad;
+  };
+  const RowSelection* rows_ = nullptr;  // set during step_rows()
   std::string name_;
   std::vector<ParamRef> params_;
   std::vector<Slot> slots_;

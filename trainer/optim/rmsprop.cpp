@@ -15,7 +15,7 @@ class RmsProp final : public Optimizer {
  private:
   void update(size_t i, float lr) override {
     const optim::rule::RmsProp r{.lr = lr, .one_minus_decay = 1.0f - decay_, .momentum = momentum_, .epsilon = epsilon_};
-    apply_rule(r, params()[i], slot(ms_, i), slot(mom_, i));
+    apply(r, i, slot(ms_, i), slot(mom_, i));
   }
 
   float decay_, momentum_, epsilon_;

@@ -10,7 +10,7 @@ class Sgd final : public Optimizer {
   explicit Sgd(std::vector<ParamRef> params) : Optimizer("sgd", std::move(params)) {}
 
  private:
-  void update(size_t i, float lr) override { apply_rule(optim::rule::Sgd{.lr = lr}, params()[i], nullptr, nullptr); }
+  void update(size_t i, float lr) override { apply(optim::rule::Sgd{.lr = lr}, i, nullptr, nullptr); }
 };
 
 class Momentum final : public Optimizer {
@@ -22,7 +22,7 @@ class Momentum final : public Optimizer {
 
  private:
   void update(size_t i, float lr) override {
-    apply_rule(optim::rule::Momentum{.lr = lr, .momentum = momentum_, .nesterov = nesterov_}, params()[i],
+    apply(optim::rule::Momentum{.lr = lr, .momentum = momentum_, .nesterov = nesterov_}, i,
                slot(accum_, i), nullptr);
   }
 

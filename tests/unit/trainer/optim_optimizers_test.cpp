@@ -333,3 +333,72 @@ TEST(Optimizers, DefaultWeightDecayByName) {
 
 }  // namespace
 }  // namespace fastnn
+
+namespace fastnn {
+namespace {
+
+// step_rows (PartialFC's lazy update): rows {1, 4, 5} of a 7 x 3 parameter, their gradients compact,
+// for each of the eight optimizers from FastNN's defaults: those rows and their slots end bitwise where an
+// optimizer over just those rows (the same values) ends; every other row and its slots are untouched;
+// scalars (adam's beta powers) advance once per step, as in step().
+TEST(Optimizers, StepRowsEqualsAnOptimizerOverThoseRowsAndLeavesTheRestAlone) {
+  for (std::string_view name : optimizer_names()) {
+    SCOPED_TRACE(std::string(name));
+    JobConfig c;
+    c.set_optimizer(std::string(name));
+    const OptimizerOptions o = optimizer_options(c);
+    constexpr int64_t kRows = 7, kLen = 3;
+    const std::vector<int64_t> rows = {1, 4, 5};
+    std::vector<float> w(kRows * kLen), unused(kRows * kLen), wc(rows.size() * kLen), g(rows.size() * kLen);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.3f * static_cast<float>(i) + 0.1f);
+    for (size_t j = 0; j < rows.size(); ++j)
+      for (int64_t e = 0; e < kLen; ++e) wc[j * kLen + e] = w[rows[j] * kLen + e];
+    const std::vector<float> before = w;
+    auto full = make_optimizer(o, {ParamRef{"head/weights", w.data(), unused.data(), w.size(), true}});
+    auto part = make_optimizer(o, {ParamRef{"head/weights", wc.data(), g.data(), wc.size(), true}});
+    const std::vector<StateArray> full_state = full->state(), part_state = part->state();
+    const std::vector<NamedArray> full_start = full->export_state();
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < g.size(); ++i) g[i] = std::cos(0.7f * static_cast<float>(i) + static_cast<float>(step));
+      const float lr = 0.05f / static_cast<float>(step + 1);
+      full->step_rows(lr, rows, kLen, g.data());
+      part->step(lr);
+    }
+    for (int64_t r = 0, j = 0; r < kRows; ++r) {
+      const bool picked = j < static_cast<int64_t>(rows.size()) && rows[static_cast<size_t>(j)] == r;
+      for (int64_t e = 0; e < kLen; ++e) {
+        if (picked) EXPECT_EQ(w[r * kLen + e], wc[j * kLen + e]) << "row " << r;
+        else EXPECT_EQ(w[r * kLen + e], before[r * kLen + e]) << "unsampled row " << r << " moved";
+      }
+      if (picked) ++j;
+    }
+    ASSERT_EQ(full_state.size(), part_state.size());
+    for (size_t s = 0; s < full_state.size(); ++s) {
+      const StateArray &f = full_state[s], &p = part_state[s];
+      if (f.count == 1) {  // a scalar
+        EXPECT_EQ(*f.data, *p.data) << f.name;
+        continue;
+      }
+      for (int64_t r = 0, j = 0; r < kRows; ++r) {
+        const bool picked = j < static_cast<int64_t>(rows.size()) && rows[static_cast<size_t>(j)] == r;
+        for (int64_t e = 0; e < kLen; ++e) {
+          if (picked) EXPECT_EQ(f.data[r * kLen + e], p.data[j * kLen + e]) << f.name << " row " << r;
+          else EXPECT_EQ(f.data[r * kLen + e], full_start[s].data[static_cast<size_t>(r * kLen + e)])
+              << f.name << " of unsampled row " << r << " moved";
+        }
+        if (picked) ++j;
+      }
+    }
+  }
+}
+
+TEST(Optimizers, StepRowsRefusesRowsOutOfOrderOrRange) {
+  std::vector<float> w(12), g(6);
+  auto opt = make_sgd({ParamRef{"w", w.data(), w.data(), w.size(), true}});
+  const std::vector<int64_t> backwards = {2, 1}, outside = {0, 4};
+  EXPECT_THROW(opt->step_rows(0.1f, backwards, 3, g.data()), Error);
+  EXPECT_THROW(opt->step_rows(0.1f, outside, 3, g.data()), Error);
+}
+
+}  // namespace
+}  // namespace fastnn

@@ -1,0 +1,86 @@
+// The sharded head's update in the runner (trainer/loop/head_step.h), one process: PartialFC's lazy
+// update (Optimizer::step_rows over the sampled rows, their gradients compact) at sample_ratio 1 through
+// the sampled code path ends bitwise where the full head's optimizer step ends — weights and every
+// optimizer slot after three steps, for momentum and adam (beta powers) — and at ratio 0.3 the rows that
+// were never sampled keep their initial values.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "schemas/job_config.pb.h"
+#include "tests/unit/trainer/graph_test_util.h"
+#include "trainer/graph/graph.h"
+#include "trainer/head/margin.h"
+#include "trainer/loop/head_step.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+namespace {
+
+constexpr int64_t kClasses = 40, kEmb = 8;
+
+head::HeadOptions head_options(bool force_sampled, double ratio) {
+  head::HeadOptions o;
+  o.num_classes = kClasses;
+  o.emb_dim = kEmb;
+  o.margin = head::margin_spec("dist_arcface", 0.3, 8.0, std::nullopt, std::nullopt, std::nullopt, false);
+  o.sharded = true;
+  o.sample_ratio = ratio;
+  o.seed = 3;
+  o.force_sampled_path = force_sampled;
+  return o;
+}
+
+// Three steps of `head` on LeNet's 8-wide output as the embedding; returns the head's checkpoint arrays.
+std::vector<std::vector<float>> train_three_steps(HeadStep& head) {
+  const NetDef net = zoo::build_net("lenet", {.num_classes = static_cast<int>(kEmb)});
+  graph::Graph g(net, {.batch_size = 4, .seed = 7});
+  const Tensor labels = testing_util::labels_of({3, 17, 3, 39});
+  for (uint64_t step = 0; step < 3; ++step) {
+    g.forward(testing_util::random_tensor(g.input_shape(), DType::kF32, 10 + step), true, step);
+    head.train(g, labels, step);
+    head.step(0.1f);
+  }
+  std::vector<std::vector<float>> out;
+  for (const ckpt::RowShardSlice& s : head.row_slices()) out.emplace_back(s.data, s.data + s.count);
+  return out;
+}
+
+TEST(HeadStep, LazyPartialFcUpdateAtRatioOneIsTheFullUpdate) {
+  for (const char* opt : {"momentum", "adam"}) {
+    SCOPED_TRACE(opt);
+    JobConfig c;
+    c.set_optimizer(opt);
+    const OptimizerOptions o = optimizer_options(c);
+    HeadStep full(head_options(false, 1.0), nullptr, o), lazy(head_options(true, 1.0), nullptr, o);
+    const auto a = train_three_steps(full), b = train_three_steps(lazy);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "array " << i;
+    const auto sa = full.export_scalars(), sb = lazy.export_scalars();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t i = 0; i < sa.size(); ++i) EXPECT_EQ(sa[i].data, sb[i].data) << sa[i].name;
+  }
+}
+
+TEST(HeadStep, RowsNeverSampledKeepTheirInitialValues) {
+  JobConfig c;
+  c.set_optimizer("momentum");
+  const OptimizerOptions o = optimizer_options(c);
+  HeadStep untouched(head_options(true, 0.3), nullptr, o);
+  const std::vector<float> start(untouched.row_slices()[0].data, untouched.row_slices()[0].data + kClasses * kEmb);
+  HeadStep head(head_options(true, 0.3), nullptr, o);
+  const std::vector<float> end = train_three_steps(head)[0];
+  int moved = 0, kept = 0;
+  for (int64_t r = 0; r < kClasses; ++r) {
+    const bool same = std::memcmp(&start[r * kEmb], &end[r * kEmb], kEmb * sizeof(float)) == 0;
+    (same ? kept : moved) += 1;
+  }
+  EXPECT_GT(moved, 0);  // the labels' rows at least
+  EXPECT_GT(kept, 0);   // 30% of the rest a step: some rows are never drawn in three steps
+}
+
+}  // namespace
+}  // namespace fastnn::loop
