@@ -1,12 +1,10 @@
 // The CUDA step runner (contract in step_runner.h).
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
+#include "trainer/loop/input_stages_cuda.h"
 #include "trainer/loop/step_kernels.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/update_order.h"
@@ -55,40 +53,6 @@ struct ParamState {
   Tensor master, g32;  // f32; the same tensors as value / grad for f32 graphs
   bool decay = false;
 };
-
-// One of two input slots: pinned host copy, device copy, and the events ordering their reuse.
-// dev_raw: the host batch's bytes on the device (its dtype and layout); dev_images: the graph's input
-// (compute dtype, NCHW; dev_raw itself when nothing needs converting). host_images: the pipeline's
-// pinned batch, kept alive until this stage is reused (its copy is done by then).
-struct Stage {
-  Tensor pinned_images, pinned_labels, dev_raw, dev_images, dev_labels, host_images;
-  cudaEvent_t copied = nullptr, consumed = nullptr;
-  bool used = false;
-  // Set by prefetch(): the host batch this stage's copy holds, until a train() takes it.
-  const void* pending_images = nullptr;
-  const void* pending_labels = nullptr;
-};
-
-// The pipeline's batch buffers in page-locked memory (input_format.h): copies start from them directly.
-class PinnedBatchAllocator final : public pipeline::BatchAllocator {
- public:
-  void* allocate(size_t bytes) override {
-    void* p = nullptr;
-    CUDA_CHECK(cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable));
-    return p;
-  }
-  void deallocate(void* p, size_t) override { cudaFreeHost(p); }
-  const char* name() const override { return "cuda-pinned"; }
-};
-
-bool is_pinned(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();  // plain host memory on older drivers: not an error for us
-    return false;
-  }
-  return a.type == cudaMemoryTypeHost;
-}
 
 // A bucket of gradients averaged by one collective call (data parallel).
 struct GradBucket {
@@ -143,7 +107,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
         graph_(net, {.batch_size = o.batch_size, .dtype = o.target.dtype, .device = Device::kCuda, .seed = o.seed,
                      .registry = &cuda_registry(), .upload = &upload, .fuse = o.fuse}),
         step_(graph_, {.label_smoothing = o.label_smoothing, .upload = &upload, .download = &download}),
-        scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}) {
+        scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}),
+        input_(o.target.dtype, o.input) {
     const DType dt = o.target.dtype;
     step_.set_loss_scale(scaler_.scale());
     // f16/bf16: the f32 master copy starts from the CPU's f32 initial values (a batch-1 CPU graph with
@@ -176,22 +141,12 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
         o.optimizer, std::move(dparams),
         DeviceStepOptions{.compute = dt, .max_gradient_norm = o.max_gradient_norm, .loss_scaling = dt == DType::kF16,
                           .scaler = scaler_.rule(), .scaler_state = scaler_.state()});
-    CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     if (o.collectives) plan_buckets();
-    for (Stage& s : stages_) {
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
-      CUDA_CHECK(cudaEventCreateWithFlags(&s.consumed, cudaEventDisableTiming));
-    }
     cuda::synchronize();
   }
 
   ~CudaStepRunner() override {
     cudaStreamSynchronize(cuda::current_stream());
-    for (Stage& s : stages_) {
-      if (s.copied) cudaEventDestroy(s.copied);
-      if (s.consumed) cudaEventDestroy(s.consumed);
-    }
-    if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (comm_stream_) {
       cudaStreamSynchronize(comm_stream_);
       cudaStreamDestroy(comm_stream_);
@@ -205,21 +160,15 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   // uint8 NHWC in pinned memory unless input_dtype asks otherwise; always pinned.
   BatchFormat batch_format() const override {
     BatchFormat f = batch_format_for(o_.input_dtype, {.dtype = pipeline::DType::kUint8, .layout = pipeline::Layout::kNHWC});
-    f.allocator = pinned_allocator_;
+    f.allocator = input_.allocator();
     return f;
   }
 
   // The copy of the next step's batch starts now and overlaps the step the loop runs next.
-  void prefetch(const Tensor& images, const Tensor& labels) override {
-    if (images.device() == Device::kCuda || !images.defined()) return;
-    Stage& s = free_stage();
-    copy_to_stage(s, images, labels);
-    s.pending_images = images.raw();
-    s.pending_labels = labels.raw();
-  }
+  void prefetch(const Tensor& images, const Tensor& labels) override { input_.prefetch(images, labels); }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
-    auto [x, y] = place(images, labels);
+    auto [x, y] = input_.place(images, labels);
     StepResult r;
     if (o_.collectives) {
       // The graph has one observer: this runner while the buckets are launched, forwarding every
@@ -244,16 +193,16 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       cuda::raise_label_errors();
     }
     phase("forward_backward");
-    release();
+    input_.release();
     update(lr);
     phase("optimizer");
     return r;
   }
 
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
-    auto [x, y] = place(images, labels);
+    auto [x, y] = input_.place(images, labels);
     StepResult r = step_.evaluate(x, y);
-    release();
+    input_.release();
     cuda::raise_label_errors();
     return r;
   }
@@ -369,118 +318,6 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return x;
   }
 
-  // Device batch for the step: device tensors pass through; a host batch (input_format.h) is copied on
-  // copy_stream_ — straight from the pipeline's buffer when it is pinned, else through this stage's
-  // pinned buffer — and the compute stream waits on that batch's event only, then converts it to the
-  // compute dtype in NCHW (uint8: normalised with the preset's mean and 1/std). A batch prefetch()
-  // already copied is only waited for.
-  std::pair<Tensor, Tensor> place(const Tensor& images, const Tensor& labels) {
-    if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
-    Stage* s = nullptr;
-    for (Stage& st : stages_)
-      if (st.pending_images == images.raw() && st.pending_labels == labels.raw()) s = &st;
-    if (s) {
-      s->pending_images = s->pending_labels = nullptr;
-    } else {
-      s = &free_stage();
-      copy_to_stage(*s, images, labels);
-    }
-    CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s->copied, 0));
-    const bool nhwc = s->dev_raw.layout() == Layout::kNHWC;
-    const Shape& sh = s->dev_raw.shape();
-    const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
-    if (s->dev_images.raw() != s->dev_raw.raw()) convert_input(s->dev_raw, nhwc, nchw, s->dev_images);
-    current_stage_ = s;
-    return {s->dev_images, s->dev_labels};
-  }
-
-  // The next stage to copy into, in turn, skipping one whose prefetched batch is still to be trained on
-  // (the loop keeps at most one: the step after the current one). Were both pending, the turn's stage
-  // gives up its prefetch (that batch is copied again when it comes).
-  Stage& free_stage() {
-    Stage* s = &stages_[next_stage_];
-    if (s->pending_images) {
-      Stage* other = &stages_[(next_stage_ + 1) % 2];
-      if (!other->pending_images) {
-        s = other;
-        next_stage_ = (next_stage_ + 1) % 2;
-      }
-    }
-    next_stage_ = (next_stage_ + 1) % 2;
-    s->pending_images = s->pending_labels = nullptr;
-    return *s;
-  }
-
-  // Starts the host batch's copy into stage s on copy_stream_ (recorded in s.copied).
-  void copy_to_stage(Stage& s, const Tensor& images, const Tensor& labels) {
-    const DType in = images.dtype();
-    FASTNN_CHECK(images.device() == Device::kCpu && labels.device() == Device::kCpu && images.shape().size() == 4 &&
-                     (in == DType::kU8 || in == DType::kF16 || in == DType::kF32),
-                 "cuda step: a host batch must be uint8, f16 or f32 images [N, C, H, W] or [N, H, W, C] and labels on "
-                 "the host, got ", images.describe(), ", ", labels.describe());
-    const bool nhwc = images.layout() == Layout::kNHWC;
-    const Shape& sh = images.shape();
-    const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
-    if (s.used) CUDA_CHECK(cudaEventSynchronize(s.consumed));  // the step that read this stage is done
-    s.host_images = Tensor();  // so is its copy: the pipeline may have that buffer back
-    bool fresh = false;
-    if (!s.dev_raw.defined() || s.dev_raw.shape() != sh || s.dev_raw.dtype() != in ||
-        s.dev_raw.layout() != images.layout()) {
-      fresh = true;
-      s.dev_raw = Tensor::empty(sh, in, Device::kCuda, images.layout());
-      s.dev_images = (in == o_.target.dtype && !nhwc) ? s.dev_raw
-                                                      : Tensor::empty(nchw, o_.target.dtype, Device::kCuda, Layout::kNCHW);
-    }
-    const bool direct = is_pinned(images.raw());
-    if (!direct && (!s.pinned_images.defined() || s.pinned_images.shape() != sh || s.pinned_images.dtype() != in)) {
-      fresh = true;
-      s.pinned_images = cuda::pinned_empty(sh, in, images.layout());
-    }
-    if (!s.pinned_labels.defined() || s.pinned_labels.shape() != labels.shape() || s.pinned_labels.dtype() != labels.dtype()) {
-      fresh = true;
-      s.pinned_labels = cuda::pinned_empty(labels.shape(), labels.dtype());
-      s.dev_labels = Tensor::empty(labels.shape(), labels.dtype(), Device::kCuda);
-    }
-    if (fresh) cuda::synchronize();  // new buffers are stream-ordered on the compute stream; the copy stream uses them
-    if (direct) {
-      s.host_images = images;
-    } else {
-      std::memcpy(s.pinned_images.raw(), images.raw(), images.nbytes());
-    }
-    std::memcpy(s.pinned_labels.raw(), labels.raw(), labels.nbytes());
-    cuda::copy_async(s.dev_raw, direct ? images : s.pinned_images, copy_stream_);
-    cuda::copy_async(s.dev_labels, s.pinned_labels, copy_stream_);
-    CUDA_CHECK(cudaEventRecord(s.copied, copy_stream_));
-    s.used = true;
-  }
-
-  void convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out) {
-    cuda_step::InputNorm norm;
-    std::copy(o_.input.mean, o_.input.mean + 4, norm.mean);
-    std::copy(o_.input.inv_std, o_.input.inv_std + 4, norm.inv_std);
-    with_type(o_.target.dtype, [&](auto t) {
-      using T = decltype(t);
-      T* y = static_cast<T*>(out.raw());
-      cudaStream_t st = cuda::current_stream();
-      switch (raw.dtype()) {
-        case DType::kU8:
-          return cuda_step::input_to_nchw<uint8_t, T>(nchw[0], nchw[1], nchw[2], nchw[3],
-                                                      static_cast<const uint8_t*>(raw.raw()), nhwc, norm, y, st);
-        case DType::kF16:
-          return cuda_step::input_to_nchw<__half, T>(nchw[0], nchw[1], nchw[2], nchw[3],
-                                                     static_cast<const __half*>(raw.raw()), nhwc, norm, y, st);
-        default:
-          return cuda_step::input_to_nchw<float, T>(nchw[0], nchw[1], nchw[2], nchw[3],
-                                                    static_cast<const float*>(raw.raw()), nhwc, norm, y, st);
-      }
-    });
-  }
-
-  void release() {
-    if (current_stage_) CUDA_CHECK(cudaEventRecord(current_stage_->consumed, cuda::current_stream()));
-    current_stage_ = nullptr;
-  }
-
   // Data parallel: buckets of gradients in backward order, and for each graph node the buckets its
   // trainable parameters belong to (one entry per parameter).
   void plan_buckets() {
@@ -590,12 +427,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t grads_ready_ = nullptr, comm_done_ = nullptr;
   std::unique_ptr<DeviceOptimizer> optimizer_;
-  cudaStream_t copy_stream_ = nullptr;
-  Stage stages_[2];
-  size_t next_stage_ = 0;
-  Stage* current_stage_ = nullptr;
+  InputStages input_;  // host batches to the device (input_stages_cuda.h)
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
-  std::shared_ptr<PinnedBatchAllocator> pinned_allocator_ = std::make_shared<PinnedBatchAllocator>();
 };
 
 }  // namespace

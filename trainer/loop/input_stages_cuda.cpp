@@ -1,0 +1,175 @@
+#include "trainer/loop/input_stages_cuda.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "trainer/cuda/runtime.h"
+#include "trainer/cuda/storage_types.h"
+#include "trainer/loop/step_kernels.h"
+
+namespace fastnn::loop {
+namespace {
+
+// The pipeline's batch buffers in page-locked memory (input_format.h): copies start from them directly.
+class PinnedBatchAllocator final : public pipeline::BatchAllocator {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable));
+    return p;
+  }
+  void deallocate(void* p, size_t) override { cudaFreeHost(p); }
+  const char* name() const override { return "cuda-pinned"; }
+};
+
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // plain host memory on older drivers: not an error for us
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+}  // namespace
+
+InputStages::InputStages(DType compute, const InputNormalization& norm)
+    : compute_(compute), norm_(norm), allocator_(std::make_shared<PinnedBatchAllocator>()) {
+  CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  for (Stage& s : stages_) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.consumed, cudaEventDisableTiming));
+  }
+}
+
+InputStages::~InputStages() {
+  if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+  for (Stage& s : stages_) {
+    if (s.copied) cudaEventDestroy(s.copied);
+    if (s.consumed) cudaEventDestroy(s.consumed);
+  }
+  if (copy_stream_) cudaStreamDestroy(copy_stream_);
+}
+
+void InputStages::prefetch(const Tensor& images, const Tensor& labels) {
+  if (!images.defined() || images.device() == Device::kCuda) return;
+  Stage& s = free_stage();
+  copy_to_stage(s, images, labels);
+  s.pending_images = images.raw();
+  s.pending_labels = labels.raw();
+}
+
+// Device batch for the step: device tensors pass through; a host batch (input_format.h) is copied on
+// copy_stream_ — straight from the pipeline's buffer when it is pinned, else through this stage's
+// pinned buffer — and the compute stream waits on that batch's event only, then converts it to the
+// compute dtype in NCHW (uint8: normalised with the preset's mean and 1/std). A batch prefetch()
+// already copied is only waited for.
+std::pair<Tensor, Tensor> InputStages::place(const Tensor& images, const Tensor& labels) {
+  if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
+  Stage* s = nullptr;
+  for (Stage& st : stages_)
+    if (st.pending_images == images.raw() && st.pending_labels == labels.raw()) s = &st;
+  if (s) {
+    s->pending_images = s->pending_labels = nullptr;
+  } else {
+    s = &free_stage();
+    copy_to_stage(*s, images, labels);
+  }
+  CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s->copied, 0));
+  const bool nhwc = s->dev_raw.layout() == Layout::kNHWC;
+  const Shape& sh = s->dev_raw.shape();
+  const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
+  if (s->dev_images.raw() != s->dev_raw.raw()) convert_input(s->dev_raw, nhwc, nchw, s->dev_images);
+  current_stage_ = s;
+  return {s->dev_images, s->dev_labels};
+}
+
+// The next stage to copy into, in turn, skipping one whose prefetched batch is still to be trained on
+// (the loop keeps at most one: the step after the current one). Were both pending, the turn's stage
+// gives up its prefetch (that batch is copied again when it comes).
+InputStages::Stage& InputStages::free_stage() {
+  Stage* s = &stages_[next_stage_];
+  if (s->pending_images) {
+    Stage* other = &stages_[(next_stage_ + 1) % 2];
+    if (!other->pending_images) {
+      s = other;
+      next_stage_ = (next_stage_ + 1) % 2;
+    }
+  }
+  next_stage_ = (next_stage_ + 1) % 2;
+  s->pending_images = s->pending_labels = nullptr;
+  return *s;
+}
+
+// Starts the host batch's copy into stage s on copy_stream_ (recorded in s.copied).
+void InputStages::copy_to_stage(Stage& s, const Tensor& images, const Tensor& labels) {
+  const DType in = images.dtype();
+  FASTNN_CHECK(images.device() == Device::kCpu && labels.device() == Device::kCpu && images.shape().size() == 4 &&
+                   (in == DType::kU8 || in == DType::kF16 || in == DType::kF32),
+               "cuda step: a host batch must be uint8, f16 or f32 images [N, C, H, W] or [N, H, W, C] and labels on "
+               "the host, got ", images.describe(), ", ", labels.describe());
+  const bool nhwc = images.layout() == Layout::kNHWC;
+  const Shape& sh = images.shape();
+  const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
+  if (s.used) CUDA_CHECK(cudaEventSynchronize(s.consumed));  // the step that read this stage is done
+  s.host_images = Tensor();  // so is its copy: the pipeline may have that buffer back
+  bool fresh = false;
+  if (!s.dev_raw.defined() || s.dev_raw.shape() != sh || s.dev_raw.dtype() != in ||
+      s.dev_raw.layout() != images.layout()) {
+    fresh = true;
+    s.dev_raw = Tensor::empty(sh, in, Device::kCuda, images.layout());
+    s.dev_images = (in == compute_ && !nhwc) ? s.dev_raw
+                                                    : Tensor::empty(nchw, compute_, Device::kCuda, Layout::kNCHW);
+  }
+  const bool direct = is_pinned(images.raw());
+  if (!direct && (!s.pinned_images.defined() || s.pinned_images.shape() != sh || s.pinned_images.dtype() != in)) {
+    fresh = true;
+    s.pinned_images = cuda::pinned_empty(sh, in, images.layout());
+  }
+  if (!s.pinned_labels.defined() || s.pinned_labels.shape() != labels.shape() || s.pinned_labels.dtype() != labels.dtype()) {
+    fresh = true;
+    s.pinned_labels = cuda::pinned_empty(labels.shape(), labels.dtype());
+    s.dev_labels = Tensor::empty(labels.shape(), labels.dtype(), Device::kCuda);
+  }
+  if (fresh) cuda::synchronize();  // new buffers are stream-ordered on the compute stream; the copy stream uses them
+  if (direct) {
+    s.host_images = images;
+  } else {
+    std::memcpy(s.pinned_images.raw(), images.raw(), images.nbytes());
+  }
+  std::memcpy(s.pinned_labels.raw(), labels.raw(), labels.nbytes());
+  cuda::copy_async(s.dev_raw, direct ? images : s.pinned_images, copy_stream_);
+  cuda::copy_async(s.dev_labels, s.pinned_labels, copy_stream_);
+  CUDA_CHECK(cudaEventRecord(s.copied, copy_stream_));
+  s.used = true;
+}
+
+void InputStages::convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out) {
+  cuda_step::InputNorm norm;
+  std::copy(norm_.mean, norm_.mean + 4, norm.mean);
+  std::copy(norm_.inv_std, norm_.inv_std + 4, norm.inv_std);
+  cuda::with_storage_type(compute_, "cuda step", [&](auto t) {
+    using T = decltype(t);
+    T* y = static_cast<T*>(out.raw());
+    cudaStream_t st = cuda::current_stream();
+    switch (raw.dtype()) {
+      case DType::kU8:
+        return cuda_step::input_to_nchw<uint8_t, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                    static_cast<const uint8_t*>(raw.raw()), nhwc, norm, y, st);
+      case DType::kF16:
+        return cuda_step::input_to_nchw<__half, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                   static_cast<const __half*>(raw.raw()), nhwc, norm, y, st);
+      default:
+        return cuda_step::input_to_nchw<float, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                  static_cast<const float*>(raw.raw()), nhwc, norm, y, st);
+    }
+  });
+}
+
+void InputStages::release() {
+  if (current_stage_) CUDA_CHECK(cudaEventRecord(current_stage_->consumed, cuda::current_stream()));
+  current_stage_ = nullptr;
+}
+
+}  // namespace fastnn::loop

@@ -1,0 +1,62 @@
+// The CUDA step runner's host -> device hop for batches (CUDA builds only; step_runner.h describes the
+// contract): the pipeline's batch buffers in pinned memory (allocator()), two stages each holding a
+// batch's device copy, its copy on a stream of its own, and the events that order a stage's reuse after
+// the step that read it. place() hands the step its batch as device tensors in the compute dtype, NCHW
+// (uint8 normalised with the preset's mean and 1/std); prefetch() starts the next batch's copy early.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <utility>
+
+#include "pipeline/batch.h"
+#include "trainer/loop/input_format.h"
+#include "trainer/tensor.h"
+
+namespace fastnn::loop {
+
+class InputStages {
+ public:
+  InputStages(DType compute, const InputNormalization& norm);  // creates the copy stream and events
+  ~InputStages();
+  InputStages(const InputStages&) = delete;
+  InputStages& operator=(const InputStages&) = delete;
+
+  // The pipeline's buffers in page-locked memory: copies start from them directly.
+  std::shared_ptr<pipeline::BatchAllocator> allocator() const { return allocator_; }
+  // Starts the copy of the batch the next place() will get (device tensors: nothing to do).
+  void prefetch(const Tensor& images, const Tensor& labels);
+  // The batch on the device for the compute stream's next work (device tensors pass through).
+  std::pair<Tensor, Tensor> place(const Tensor& images, const Tensor& labels);
+  // The compute stream's work that reads the placed batch is queued: its stage may be reused after it.
+  void release();
+
+ private:
+  // One of two input slots: pinned host copy, device copy, and the events ordering their reuse.
+  // dev_raw: the host batch's bytes on the device (its dtype and layout); dev_images: the graph's input
+  // (compute dtype, NCHW; dev_raw itself when nothing needs converting). host_images: the pipeline's
+  // pinned batch, kept alive until this stage is reused (its copy is done by then).
+  struct Stage {
+    Tensor pinned_images, pinned_labels, dev_raw, dev_images, dev_labels, host_images;
+    cudaEvent_t copied = nullptr, consumed = nullptr;
+    bool used = false;
+    // Set by prefetch(): the host batch this stage's copy holds, until a train() takes it.
+    const void* pending_images = nullptr;
+    const void* pending_labels = nullptr;
+  };
+
+  Stage& free_stage();
+  void copy_to_stage(Stage& s, const Tensor& images, const Tensor& labels);
+  void convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out);
+
+  DType compute_;
+  InputNormalization norm_;
+  cudaStream_t copy_stream_ = nullptr;
+  Stage stages_[2];
+  size_t next_stage_ = 0;
+  Stage* current_stage_ = nullptr;
+  std::shared_ptr<pipeline::BatchAllocator> allocator_;
+};
+
+}  // namespace fastnn::loop
