@@ -110,7 +110,6 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
         scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}),
         input_(o.target.dtype, o.input) {
     const DType dt = o.target.dtype;
-    step_.set_loss_scale(scaler_.scale());
     // f16/bf16: the f32 master copy starts from the CPU's f32 initial values (a batch-1 CPU graph with
     // the same seed), not from the rounded device values.
     std::vector<graph::NamedTensor> cpu_init;
@@ -281,8 +280,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   void restore_loss_scale(double scale, int64_t clean_steps) override {
     if (o_.target.dtype != DType::kF16) return;
     scaler_.restore(scale, clean_steps);
-    optimizer_->set_scaler_state(scaler_.state());
-    step_.set_loss_scale(scaler_.scale());
+    optimizer_->set_scaler_state(scaler_.state());  // the loss seed of every f16 step reads it there
   }
 
   void set_layer_observer(graph::LayerObserver* observer) override {

@@ -2,8 +2,6 @@
 
 namespace fastnn::loop {
 
-float clip_factor(double norm, double max_norm) { return optim::rule::clip_factor(norm, max_norm); }
-
 UpdateOutcome apply_update(const UpdateStages& s, const UpdatePolicy& p) {
   UpdateOutcome out;
   if (s.average) s.average();

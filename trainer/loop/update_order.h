@@ -10,7 +10,7 @@
 //                 (weights and optimizer slots untouched)
 //   5. apply      the optimizer step with the gradients multiplied by clip_factor(norm) (1: no clipping)
 //
-// clip_factor is tf.clip_by_global_norm's: max_norm / norm when norm > max_norm, NaN for a non-finite
+// clip_factor (optim::rule::clip_factor, update_rules.h) is tf.clip_by_global_norm's: max_norm / norm when norm > max_norm, NaN for a non-finite
 // norm (TF turns every gradient into NaN so an overflow is never applied silently), else 1.
 //
 // Steps 3 and 4 are optim::rule::decide (update_rules.h). A runner whose device can take that decision
@@ -47,8 +47,6 @@ struct UpdateOutcome {
   bool applied = true;
   double norm = 0;  // the global norm before clipping; 0 when it was not computed
 };
-
-float clip_factor(double norm, double max_norm);
 
 UpdateOutcome apply_update(const UpdateStages& stages, const UpdatePolicy& policy);
 
