@@ -8,3 +8,10 @@
 #else
 #define FASTNN_HD
 #endif
+
+// FASTNN_HD_PICK(device, host): the device expression in nvcc's device pass, the host one elsewhere.
+#if defined(__CUDA_ARCH__)
+#define FASTNN_HD_PICK(device, host) (device)
+#else
+#define FASTNN_HD_PICK(device, host) (host)
+#endif

@@ -37,6 +37,7 @@
 #include <string_view>
 
 #include "core/host_device.h"
+#include "core/host_device_math.h"
 
 namespace fastnn::head {
 
@@ -79,48 +80,24 @@ struct MarginValue {
 // The functions below are FASTNN_HD (core/host_device.h): the CPU head and a CUDA head kernel compute the
 // same formulas (the double-precision libm functions may differ by an ulp between glibc and CUDA).
 namespace margin_math {
-FASTNN_HD inline double acos_(double x) {
-#if defined(__CUDA_ARCH__)
-  return acos(x);
-#else
-  return std::acos(x);
-#endif
-}
-FASTNN_HD inline double cos_(double x) {
-#if defined(__CUDA_ARCH__)
-  return cos(x);
-#else
-  return std::cos(x);
-#endif
-}
-FASTNN_HD inline double sin_(double x) {
-#if defined(__CUDA_ARCH__)
-  return sin(x);
-#else
-  return std::sin(x);
-#endif
-}
-FASTNN_HD inline double sqrt_(double x) {
-#if defined(__CUDA_ARCH__)
-  return sqrt(x);
-#else
-  return std::sqrt(x);
-#endif
-}
+using hd::acos;
+using hd::cos;
+using hd::sin;
+using hd::sqrt;
 FASTNN_HD inline double clamp_unit(double x) { return x < -1.0 ? -1.0 : (x > 1.0 ? 1.0 : x); }
 inline constexpr double kPi = 3.14159265358979323846;
 FASTNN_HD inline bool linear(const MarginSpec& s) { return s.m1 == 1.0 && s.m2 == 0.0; }
 // The extra angle e = π − θ_t at the threshold and the fallback's cosine cost mm (see above).
 FASTNN_HD inline double fallback_cost(const MarginSpec& s) {
   const double e = kPi - (kPi - s.m2) / s.m1;
-  const double a = e * sin_(e), b = 1.0 - cos_(e);
+  const double a = e * sin(e), b = 1.0 - cos(e);
   return a > b ? a : b;
 }
 }  // namespace margin_math
 
 // x_t: the target takes the margin branch iff x > x_t (and, with easy_margin, x > 0). −1 for a linear ψ.
 FASTNN_HD inline double margin_threshold(const MarginSpec& spec) {
-  return margin_math::linear(spec) ? -1.0 : margin_math::cos_((margin_math::kPi - spec.m2) / spec.m1);
+  return margin_math::linear(spec) ? -1.0 : margin_math::cos((margin_math::kPi - spec.m2) / spec.m1);
 }
 
 // Any other class: s·clamp(x) (raw x when !normalized), derivative s (1 when !normalized).
@@ -140,11 +117,11 @@ FASTNN_HD inline MarginValue target_logit(double cos_theta, const MarginSpec& sp
   if (linear(spec)) return {s * (x - spec.m3), s};
   if (!(x > margin_threshold(spec))) return {s * (x - fallback_cost(spec) - spec.m3), s};
   // sin θ from (1 − x)(1 + x): accurate near x = ±1, where 1 − x² cancels.
-  const double theta = acos_(x);
-  const double value = cos_(spec.m1 * theta + spec.m2) - spec.m3;
+  const double theta = acos(x);
+  const double value = cos(spec.m1 * theta + spec.m2) - spec.m3;
   const double td = theta > kMinDerivativeAngle ? theta : kMinDerivativeAngle;
-  const double sin_td = td == theta ? sqrt_((1.0 - x) * (1.0 + x)) : sin_(td);
-  return {s * value, s * spec.m1 * sin_(spec.m1 * td + spec.m2) / sin_td};
+  const double sin_td = td == theta ? sqrt((1.0 - x) * (1.0 + x)) : sin(td);
+  return {s * value, s * spec.m1 * sin(spec.m1 * td + spec.m2) / sin_td};
 }
 
 }  // namespace fastnn::head

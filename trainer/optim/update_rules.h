@@ -4,9 +4,9 @@
 // origins are listed in optimizers.h). Also the per-step decision both devices share: the global-norm
 // clipping factor and the loss scaler's rule (update_order.h says in which order they run).
 //
-// Rounding: on the device every product, quotient, sum and square root is an _rn intrinsic (nvcc would
-// otherwise contract a*b+c into one FMA); on the host they are plain operators (g++ does not contract
-// them in ISO C++ mode, and the x86-64 baseline has no FMA to contract into).
+// Rounding: core/host_device_math.h — on the device every product, quotient, sum and square root is an _rn
+// intrinsic (nvcc would otherwise contract a*b+c into one FMA); on the host they are plain operators (g++
+// does not contract them in ISO C++ mode, and the x86-64 baseline has no FMA to contract into).
 //
 // A rule is a small struct of hyperparameters with
 //   static constexpr int kSlots;                 // optimizer slots per element (0, 1 or 2)
@@ -18,71 +18,21 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "core/host_device.h"
+#include "core/host_device_math.h"
 
 namespace fastnn::optim::rule {
 
-// ---- rounded float arithmetic, the same on both sides ----
-FASTNN_HD inline float mul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-FASTNN_HD inline float add(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-FASTNN_HD inline float sub(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-FASTNN_HD inline float div(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-FASTNN_HD inline float sqrt(float a) {
-#if defined(__CUDA_ARCH__)
-  return __fsqrt_rn(a);
-#else
-  return std::sqrt(a);
-#endif
-}
-// Not correctly rounded on either side (glibc's powf vs CUDA's, within 2 ulp): ftrl with a power other
-// than -0.5 is close, not bitwise, across devices.
-FASTNN_HD inline float pow(float a, float p) {
-#if defined(__CUDA_ARCH__)
-  return powf(a, p);
-#else
-  return std::pow(a, p);
-#endif
-}
-FASTNN_HD inline bool finite(double x) {
-#if defined(__CUDA_ARCH__)
-  return isfinite(x);
-#else
-  return std::isfinite(x);
-#endif
-}
-FASTNN_HD inline float quiet_nan() {
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(0x7fc00000);
-#else
-  return std::numeric_limits<float>::quiet_NaN();
-#endif
-}
+// ---- rounded float arithmetic, the same on both sides (core/host_device_math.h) ----
+using hd::add;
+using hd::div;
+using hd::finite;
+using hd::mul;
+using hd::pow;
+using hd::quiet_nan;
+using hd::sqrt;
+using hd::sub;
 
 // ---- the rules (optimizers.h has each one in formula form) ----
 
