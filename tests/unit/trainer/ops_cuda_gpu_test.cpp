@@ -145,6 +145,28 @@ void expect_close(const Tensor& dev, const Tensor& ref, DType dt, const std::str
   }
 }
 
+// The forward's tensors of `sig` on the device: host's inputs, params and state, each in its spec's dtype
+// (batch norm keeps f32 parameters and statistics under f16/bf16); outputs and saved full of garbage.
+KernelTensors forward_tensors_on_device(const KernelTensors& host, const OpSignature& sig) {
+  KernelTensors d;
+  for (size_t i = 0; i < host.inputs.size(); ++i) d.inputs.push_back(cuda::to_device(as_dtype(host.inputs[i], sig.inputs[i].dtype)));
+  for (size_t i = 0; i < host.params.size(); ++i) d.params.push_back(cuda::to_device(as_dtype(host.params[i], sig.params[i].dtype)));
+  for (size_t i = 0; i < host.state.size(); ++i) d.state.push_back(cuda::to_device(as_dtype(host.state[i], sig.state[i].dtype)));
+  for (const TensorSpec& s : sig.outputs) d.outputs.push_back(device_garbage(s));
+  for (const TensorSpec& s : sig.saved) d.saved.push_back(device_garbage(s));
+  if (sig.workspace_bytes) d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
+  return d;
+}
+
+// And the backward's: host's d_outputs in the outputs' dtypes, garbage input and parameter gradients.
+void add_backward_tensors_on_device(KernelTensors& d, const KernelTensors& host, const OpSignature& sig) {
+  for (size_t i = 0; i < host.d_outputs.size(); ++i)
+    d.d_outputs.push_back(cuda::to_device(as_dtype(host.d_outputs[i], sig.outputs[i].dtype)));
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    d.d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
+  for (const TensorSpec& s : sig.params) d.d_params.push_back(device_garbage(s));
+}
+
 class CudaOpCase : public testing::TestWithParam<CaseRef> {};
 
 TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
@@ -170,14 +192,7 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
   ASSERT_EQ(gs.state.size(), cs.state.size());
   ASSERT_EQ(gs.has_backward, cs.has_backward);
 
-  // Each tensor in its spec's dtype (batch norm keeps f32 parameters and statistics under f16/bf16).
-  KernelTensors dev;
-  for (size_t i = 0; i < ref.inputs.size(); ++i) dev.inputs.push_back(cuda::to_device(as_dtype(ref.inputs[i], gs.inputs[i].dtype)));
-  for (size_t i = 0; i < ref.params.size(); ++i) dev.params.push_back(cuda::to_device(as_dtype(ref.params[i], gs.params[i].dtype)));
-  for (size_t i = 0; i < ref.state.size(); ++i) dev.state.push_back(cuda::to_device(as_dtype(ref.state[i], gs.state[i].dtype)));
-  for (const TensorSpec& s : gs.outputs) dev.outputs.push_back(device_garbage(s));
-  for (const TensorSpec& s : gs.saved) dev.saved.push_back(device_garbage(s));
-  if (gs.workspace_bytes) dev.workspace = Tensor::empty({static_cast<int64_t>(gs.workspace_bytes)}, DType::kU8, Device::kCuda);
+  KernelTensors dev = forward_tensors_on_device(ref, gs);
 
   ck->forward(ref.forward_args(training, kSeed, kStep));
   gk->forward(dev.forward_args(training, kSeed, kStep));
@@ -188,11 +203,7 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
     for (size_t i = 0; i < ref.saved.size(); ++i) expect_close(dev.saved[i], ref.saved[i], cr.dt, "saved " + cs.saved[i].name);
   if (!cs.has_backward) return;
 
-  for (size_t i = 0; i < ref.d_outputs.size(); ++i)
-    dev.d_outputs.push_back(cuda::to_device(as_dtype(ref.d_outputs[i], gs.outputs[i].dtype)));
-  for (size_t i = 0; i < gs.inputs.size(); ++i)
-    dev.d_inputs.push_back(gs.input_has_grad[i] ? device_garbage(gs.inputs[i]) : Tensor());
-  for (const TensorSpec& s : gs.params) dev.d_params.push_back(device_garbage(s));
+  add_backward_tensors_on_device(dev, ref, gs);
   ck->backward(ref.backward_args(training));
   gk->backward(dev.backward_args(training));
   for (size_t i = 0; i < ref.d_inputs.size(); ++i)
@@ -226,19 +237,8 @@ void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, D
   KernelTensors host = allocate_kernel_tensors(cs);
   fill_case_tensors(host, cs, c, 7);
   auto upload = [&](const OpSignature& sig) {
-    KernelTensors d;
-    for (size_t i = 0; i < host.inputs.size(); ++i) d.inputs.push_back(cuda::to_device(as_dtype(host.inputs[i], sig.inputs[i].dtype)));
-    for (size_t i = 0; i < host.params.size(); ++i) d.params.push_back(cuda::to_device(as_dtype(host.params[i], sig.params[i].dtype)));
-    for (size_t i = 0; i < host.state.size(); ++i) d.state.push_back(cuda::to_device(as_dtype(host.state[i], sig.state[i].dtype)));
-    for (const TensorSpec& sp : sig.outputs) d.outputs.push_back(device_garbage(sp));
-    for (const TensorSpec& sp : sig.saved) d.saved.push_back(device_garbage(sp));
-    if (sig.workspace_bytes)
-      d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
-    for (size_t i = 0; i < host.d_outputs.size(); ++i)
-      d.d_outputs.push_back(cuda::to_device(as_dtype(host.d_outputs[i], sig.outputs[i].dtype)));
-    for (size_t i = 0; i < sig.inputs.size(); ++i)
-      d.d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
-    for (const TensorSpec& sp : sig.params) d.d_params.push_back(device_garbage(sp));
+    KernelTensors d = forward_tensors_on_device(host, sig);
+    add_backward_tensors_on_device(d, host, sig);
     return d;
   };
   KernelTensors a = upload(cs), b = upload(fs);
@@ -307,16 +307,9 @@ TEST(CudaOps, ConvolutionAccumulatesItsInputGradient) {
     ++checked;
     KernelTensors host = allocate_kernel_tensors(sig);
     fill_case_tensors(host, sig, c, 11);
-    KernelTensors d;
-    for (const Tensor& t : host.inputs) d.inputs.push_back(cuda::to_device(t));
-    for (const Tensor& t : host.params) d.params.push_back(cuda::to_device(t));
-    for (const TensorSpec& sp : sig.outputs) d.outputs.push_back(device_garbage(sp));
-    if (sig.workspace_bytes)
-      d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
-    for (const Tensor& t : host.d_outputs) d.d_outputs.push_back(cuda::to_device(t));
+    KernelTensors d = forward_tensors_on_device(host, sig);
     k->forward(d.forward_args(true));
-    d.d_inputs = {device_garbage(sig.inputs[0])};
-    for (const TensorSpec& sp : sig.params) d.d_params.push_back(device_garbage(sp));
+    add_backward_tensors_on_device(d, host, sig);
     k->backward(d.backward_args(true));
     const std::vector<float> plain = cuda::to_host(d.d_inputs[0]).to_vector<float>();
     Tensor base = Tensor::empty(sig.inputs[0].shape);
