@@ -116,21 +116,38 @@ TrainStep::Heads& TrainStep::heads(const Tensor& labels) {
   return *heads_;
 }
 
-void TrainStep::read_results(StepResult& r, bool aux, bool with_counts) {
+StepResult TrainStep::read_results(bool aux) {
   Heads& h = *heads_;
   Tensor host = h.block;
   if (h.block.device() != Device::kCpu) {
     host = h.host_block;
     options_.download(h.block, host);  // the one device->host copy of the step
   }
+  return decode(host, aux);
+}
+
+// The block's losses and counts; loss = main + aux_weight * aux (evaluate passes aux = false).
+StepResult TrainStep::decode(const Tensor& host, bool aux) const {
   const DType dt = graph_.dtype();
+  StepResult r;
   r.main_loss = window(host, kLossOffset[0], dt).to_vector<double>()[0];
   if (aux) r.aux_loss = window(host, kLossOffset[1], dt).to_vector<double>()[0];
-  if (with_counts) {
-    r.correct = window(host, kTop1Offset, DType::kI64).to_vector<int64_t>()[0];
-    r.correct_top5 = window(host, kTop5Offset, DType::kI64).to_vector<int64_t>()[0];
-    r.examples = graph_.batch_size();
-  }
+  r.correct = window(host, kTop1Offset, DType::kI64).to_vector<int64_t>()[0];
+  r.correct_top5 = window(host, kTop5Offset, DType::kI64).to_vector<int64_t>()[0];
+  r.examples = graph_.batch_size();
+  r.loss = r.main_loss + (aux ? graph_.aux_loss_weight() * r.aux_loss : 0.0);
+  return r;
+}
+
+const Tensor& TrainStep::results_block() const {
+  FASTNN_CHECK(heads_, "train step: results_block() before the first step");
+  return heads_->block;
+}
+
+StepResult TrainStep::results_from(const Tensor& host_block) const {
+  FASTNN_CHECK(host_block.device() == Device::kCpu && host_block.nbytes() == kBlockBytes,
+               "train step: results_from() takes a host copy of results_block(), got ", host_block.describe());
+  return decode(host_block, graph_.has_aux_logits());
 }
 
 void TrainStep::loss_forward(size_t output, const Tensor& labels) {
@@ -160,7 +177,7 @@ void TrainStep::counts(const Tensor& labels) {
   }
 }
 
-StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t step) {
+void TrainStep::queue_train(const Tensor& images, const Tensor& labels, uint64_t step) {
   Heads& h = heads(labels);
   graph_.forward(images, /*training=*/true, step);
   for (size_t o = 0; o < graph_.num_outputs(); ++o) {
@@ -183,10 +200,11 @@ StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t
   }
   graph_.backward();
   counts(labels);  // before the read-back, so one copy brings losses and counts
-  StepResult r;
-  read_results(r, graph_.has_aux_logits(), true);
-  r.loss = r.main_loss + (graph_.has_aux_logits() ? graph_.aux_loss_weight() * r.aux_loss : 0.0);
-  return r;
+}
+
+StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t step) {
+  queue_train(images, labels, step);
+  return read_results(graph_.has_aux_logits());
 }
 
 StepResult TrainStep::loss(const Tensor& images, const Tensor& labels, uint64_t step) {
@@ -195,10 +213,7 @@ StepResult TrainStep::loss(const Tensor& images, const Tensor& labels, uint64_t 
   loss_forward(0, labels);
   if (graph_.has_aux_logits()) loss_forward(1, labels);
   counts(labels);
-  StepResult r;
-  read_results(r, graph_.has_aux_logits(), true);
-  r.loss = r.main_loss + (graph_.has_aux_logits() ? graph_.aux_loss_weight() * r.aux_loss : 0.0);
-  return r;
+  return read_results(graph_.has_aux_logits());
 }
 
 StepResult TrainStep::evaluate(const Tensor& images, const Tensor& labels) {
@@ -206,10 +221,7 @@ StepResult TrainStep::evaluate(const Tensor& images, const Tensor& labels) {
   graph_.forward(images, /*training=*/false, 0);
   loss_forward(0, labels);
   counts(labels);
-  StepResult r;
-  read_results(r, false, true);
-  r.loss = r.main_loss;
-  return r;
+  return read_results(false);
 }
 
 }  // namespace fastnn

@@ -58,6 +58,12 @@ class TrainStep {
   TrainStep& operator=(const TrainStep&) = delete;
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step);
+  // train() without its read-back, for a device runner that reads each step's results one step late:
+  // queues forward, losses, backward and the counts into results_block(); results_from() decodes a host
+  // copy of that block (made once the step's work is done) into train()'s StepResult.
+  void queue_train(const Tensor& images, const Tensor& labels, uint64_t step);
+  const Tensor& results_block() const;
+  StepResult results_from(const Tensor& host_block) const;
   // The training-mode loss (batch statistics, the step's dropout masks) without backward: what
   // train() differentiates (gradient checks, loss probes).
   StepResult loss(const Tensor& images, const Tensor& labels, uint64_t step);
@@ -77,8 +83,9 @@ class TrainStep {
   void loss_forward(size_t output, const Tensor& labels);
   void counts(const Tensor& labels);
   void fill_dloss(Heads& h);
-  // One copy of the results block to the host; fills the losses (and counts when `with_counts`).
-  void read_results(StepResult& r, bool aux, bool with_counts);
+  // One copy of the results block to the host; fills the losses and counts.
+  StepResult read_results(bool aux);
+  StepResult decode(const Tensor& host_block, bool aux) const;
 
   graph::Graph& graph_;
   TrainStepOptions options_;

@@ -85,6 +85,11 @@ void defer_label_check(const char* op, const int* flag, int64_t classes, cudaStr
 // Call after synchronising the streams the queued copies were made on: throws Error naming the op, the
 // sample and the class range for the first flagged check; always empties the queue.
 void raise_label_errors();
+// The checks queued so far on this thread (a running count): a step that is read one step late (the
+// runner's queue_train) notes the count after queuing its kernels and later raises only its own checks
+// with raise_label_errors_through(count) once its results have arrived, leaving the next step's queued.
+uint64_t label_checks_queued();
+void raise_label_errors_through(uint64_t count);
 
 // ---- memory ------------------------------------------------------------------------------------
 // Device memory from the current device's cudaMallocAsync pool, on the current stream.

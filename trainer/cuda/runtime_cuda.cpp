@@ -249,7 +249,8 @@ struct DeferredLabelCheck {
   int* host;  // pinned
 };
 struct LabelCheckQueue {
-  std::vector<DeferredLabelCheck> pending;
+  std::vector<DeferredLabelCheck> pending;  // in queue order; pending[0] is check number `first`
+  uint64_t first = 0;
   std::vector<int*> free_slots;  // pinned ints for reuse
   ~LabelCheckQueue() {
     for (const DeferredLabelCheck& c : pending) cudaFreeHost(c.host);
@@ -273,10 +274,19 @@ void defer_label_check(const char* op, const int* flag, int64_t classes, cudaStr
   CUDA_CHECK(cudaMemcpyAsync(slot, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
 }
 
-void raise_label_errors() {
+void raise_label_errors() { raise_label_errors_through(label_checks_queued()); }
+
+uint64_t label_checks_queued() {
+  const LabelCheckQueue& q = tl_label_checks;
+  return q.first + q.pending.size();
+}
+
+void raise_label_errors_through(uint64_t count) {
   LabelCheckQueue& q = tl_label_checks;
-  std::vector<DeferredLabelCheck> checks;
-  checks.swap(q.pending);
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(q.pending.size(), count > q.first ? count - q.first : 0));
+  const std::vector<DeferredLabelCheck> checks(q.pending.begin(), q.pending.begin() + static_cast<std::ptrdiff_t>(n));
+  q.pending.erase(q.pending.begin(), q.pending.begin() + static_cast<std::ptrdiff_t>(n));
+  q.first += n;
   const DeferredLabelCheck* bad = nullptr;
   for (const DeferredLabelCheck& c : checks) {
     if (!bad && *c.host != 0) bad = &c;

@@ -86,20 +86,21 @@ std::pair<Tensor, Tensor> InputStages::place(const Tensor& images, const Tensor&
 }
 
 // The next stage to copy into, in turn, skipping one whose prefetched batch is still to be trained on
-// (the loop keeps at most one: the step after the current one). Were both pending, the turn's stage
+// (the loop keeps at most one: the step after the current one). Were all pending, the turn's stage
 // gives up its prefetch (that batch is copied again when it comes).
 InputStages::Stage& InputStages::free_stage() {
-  Stage* s = &stages_[next_stage_];
-  if (s->pending_images) {
-    Stage* other = &stages_[(next_stage_ + 1) % 2];
-    if (!other->pending_images) {
-      s = other;
-      next_stage_ = (next_stage_ + 1) % 2;
+  size_t pick = next_stage_;
+  for (size_t k = 0; k < kStages; ++k) {
+    const size_t i = (next_stage_ + k) % kStages;
+    if (!stages_[i].pending_images) {
+      pick = i;
+      break;
     }
   }
-  next_stage_ = (next_stage_ + 1) % 2;
-  s->pending_images = s->pending_labels = nullptr;
-  return *s;
+  next_stage_ = (pick + 1) % kStages;
+  Stage& s = stages_[pick];
+  s.pending_images = s.pending_labels = nullptr;
+  return s;
 }
 
 // Starts the host batch's copy into stage s on copy_stream_ (recorded in s.copied).

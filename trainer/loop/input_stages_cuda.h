@@ -1,5 +1,5 @@
 // The CUDA step runner's host -> device hop for batches (CUDA builds only; step_runner.h describes the
-// contract): the pipeline's batch buffers in pinned memory (allocator()), two stages each holding a
+// contract): the pipeline's batch buffers in pinned memory (allocator()), three stages each holding a
 // batch's device copy, its copy on a stream of its own, and the events that order a stage's reuse after
 // the step that read it. place() hands the step its batch as device tensors in the compute dtype, NCHW
 // (uint8 normalised with the preset's mean and 1/std); prefetch() starts the next batch's copy early.
@@ -33,7 +33,7 @@ class InputStages {
   void release();
 
  private:
-  // One of two input slots: pinned host copy, device copy, and the events ordering their reuse.
+  // One of the input slots: pinned host copy, device copy, and the events ordering their reuse.
   // dev_raw: the host batch's bytes on the device (its dtype and layout); dev_images: the graph's input
   // (compute dtype, NCHW; dev_raw itself when nothing needs converting). host_images: the pipeline's
   // pinned batch, kept alive until this stage is reused (its copy is done by then).
@@ -53,7 +53,11 @@ class InputStages {
   DType compute_;
   InputNormalization norm_;
   cudaStream_t copy_stream_ = nullptr;
-  Stage stages_[2];
+  // Three: the step the device runs, the step the host queues behind it (StepRunner::queue_train reads
+  // results one step late, so the host runs a step ahead) and the prefetched next batch; a stage is
+  // reused only after the step that read it, so two would make the host wait for the device.
+  static constexpr size_t kStages = 3;
+  Stage stages_[kStages];
   size_t next_stage_ = 0;
   Stage* current_stage_ = nullptr;
   std::shared_ptr<pipeline::BatchAllocator> allocator_;

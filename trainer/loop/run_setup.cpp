@@ -34,9 +34,9 @@ pipeline::DatasetOptions dataset_options(const RunSetup& s, const JobConfig& c, 
   pipeline::DatasetOptions o = dataset_options(c, rank);
   o.allocator = s.batch.allocator;  // pinned host memory when the runner copies batches to a GPU
   o.num_classes = s.num_classes;    // a label outside the model's classes names its shard and record
-  // The CUDA runner's two stages each keep the batch they copied until they are reused, besides the
-  // loop's current one.
-  if (s.batch.allocator) o.max_held_batches = 3;
+  // The CUDA runner's three stages each keep the batch they copied until they are reused (the step on
+  // the device, the one queued behind it, the prefetched one), while the loop fetches the next.
+  if (s.batch.allocator) o.max_held_batches = 4;
   return o;
 }
 

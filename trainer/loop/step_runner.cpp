@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "core/check.h"
 #include "trainer/config/config_fields.h"
@@ -23,6 +24,13 @@ double StepRunner::time_ms(const std::function<void()>& fn) {
   synchronize();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+std::optional<StepResult> StepRunner::queue_train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) {
+  StepResult now = train(images, labels, step, lr);
+  return std::exchange(held_, now);
+}
+
+std::optional<StepResult> StepRunner::drain() { return std::exchange(held_, std::nullopt); }
 
 StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& target) {
   StepRunnerOptions o;

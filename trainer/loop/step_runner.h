@@ -163,6 +163,17 @@ class StepRunner {
   // images: a host batch in batch_format() (the CPU: [N, C, H, W] f32), or [N, C, H, W] in the compute
   // dtype on the device; labels [N] i32/i64, host or device.
   virtual StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) = 0;
+  // train() with its results read one step late, so the host never waits inside a step: queues the
+  // step and returns the results of the step queued before it (none for the first, or after drain()).
+  // drain() waits for the last queued step and returns its results. A GPU runner queues the update too
+  // and copies the results block asynchronously; the next queue_train() reads it once the device got
+  // there, while the new step already runs. A bad label or a non-finite loss is thus reported one step
+  // late: the caller stops before saving anything (the loop checks each result as it arrives and drains
+  // before every log line, checkpoint, evaluation and the end). Call drain() before train()/evaluate().
+  // The base class (CPU) runs train() at once and hands its results back on the next call: the same
+  // order of results on every device.
+  virtual std::optional<StepResult> queue_train(const Tensor& images, const Tensor& labels, uint64_t step, float lr);
+  virtual std::optional<StepResult> drain();
   // The batch the next train() will get, handed over before the current step runs (the loop's one batch
   // of lookahead): a GPU runner starts its copy to the device now, on its copy stream, so it overlaps
   // the step in between; train() with these same tensors then only waits for that copy. Other calls in
@@ -214,6 +225,9 @@ class StepRunner {
   virtual std::vector<ckpt::RowShardSlice> sharded_rows() { return {}; }
   // This rank's rows from a checkpoint of any world size (slots too with `optimizer`).
   virtual void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) {}
+
+ private:
+  std::optional<StepResult> held_;  // the base class's queue_train(): the last step's results
 };
 
 // The job config's runner options for `target`: batch_size, seed, label_smoothing, deterministic,

@@ -1,5 +1,7 @@
 // The CUDA step runner (contract in step_runner.h).
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
@@ -150,6 +152,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       cudaStreamSynchronize(comm_stream_);
       cudaStreamDestroy(comm_stream_);
     }
+    for (QueuedResults& q : queued_results_)
+      if (q.done) cudaEventDestroy(q.done);
     if (grads_ready_) cudaEventDestroy(grads_ready_);
     if (comm_done_) cudaEventDestroy(comm_done_);
   }
@@ -167,38 +171,49 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   void prefetch(const Tensor& images, const Tensor& labels) override { input_.prefetch(images, labels); }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
+    FASTNN_CHECK(!queued_, "cuda step: train() with a queued step not drained (call drain() first)");
     auto [x, y] = input_.place(images, labels);
     StepResult r;
-    if (o_.collectives) {
-      // The graph has one observer: this runner while the buckets are launched, forwarding every
-      // call to the profiler's (external_) when there is one.
-      for (GradBucket& b : buckets_) {
-        b.pending = b.buffers.size();
-        b.launched = false;
-      }
-      graph_.set_layer_observer(this);  // layer_end() launches the buckets during backward
-      try {
-        seed_loss_gradient(y);
-        r = step_.train(x, y, step);  // one read-back: losses and counts
-        cuda::raise_label_errors();   // the loss and metric kernels' label checks, read with it
-      } catch (...) {
-        graph_.set_layer_observer(external_);
-        throw;
-      }
-      graph_.set_layer_observer(external_);
-    } else {
-      seed_loss_gradient(y);
-      r = step_.train(x, y, step);
-      cuda::raise_label_errors();
-    }
-    phase("forward_backward");
+    forward_backward([&] {
+      r = step_.train(x, y, step);  // one read-back: losses and counts
+      cuda::raise_label_errors();   // the loss and metric kernels' label checks, read with it: before the update
+    }, y);
     input_.release();
     update(lr);
     phase("optimizer");
     return r;
   }
 
+  // The step and its update are queued with nothing read back; the results block is copied into a
+  // pinned slot behind them. The previous queued step's slot is read once its event has passed (by then
+  // this step is queued behind it, so the device never waits for the host).
+  std::optional<StepResult> queue_train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
+    auto [x, y] = input_.place(images, labels);
+    forward_backward([&] { step_.queue_train(x, y, step); }, y);
+    input_.release();
+    update(lr);
+    phase("optimizer");
+    QueuedResults& q = queued_results_[next_queued_];
+    next_queued_ ^= 1;
+    if (!q.host.defined()) {
+      q.host = cuda::pinned_empty({step_.results_block().numel()}, DType::kU8);
+      CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventDisableTiming));
+    }
+    cuda::copy_async(q.host, step_.results_block());
+    CUDA_CHECK(cudaEventRecord(q.done, cuda::current_stream()));
+    q.label_checks = cuda::label_checks_queued();
+    QueuedResults* previous = std::exchange(queued_, &q);  // this step stays queued if the previous one throws
+    if (!previous) return std::nullopt;
+    return results_of(*previous);
+  }
+
+  std::optional<StepResult> drain() override {
+    if (!queued_) return std::nullopt;
+    return results_of(*std::exchange(queued_, nullptr));
+  }
+
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
+    FASTNN_CHECK(!queued_, "cuda step: evaluate() with a queued step not drained (call drain() first)");
     auto [x, y] = input_.place(images, labels);
     StepResult r = step_.evaluate(x, y);
     input_.release();
@@ -316,6 +331,44 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return x;
   }
 
+  // queue_train(): the results of the last two queued steps in pinned memory, the event after each copy,
+  // and the label checks queued up to that step; queued_ is the one not yet handed back.
+  struct QueuedResults {
+    Tensor host;
+    cudaEvent_t done = nullptr;
+    uint64_t label_checks = 0;
+  };
+
+  // A queued step's results once the device got past them; its own label checks raised.
+  StepResult results_of(const QueuedResults& q) {
+    CUDA_CHECK(cudaEventSynchronize(q.done));
+    cuda::raise_label_errors_through(q.label_checks);
+    return step_.results_from(q.host);
+  }
+
+  // Forward and backward (`run`, the train step's), with the f16 loss seed written first; data parallel:
+  // this runner observes the backward to launch gradient buckets as they fill, forwarding every call to
+  // the profiler's observer (external_) when there is one.
+  template <typename Run>
+  void forward_backward(Run&& run, const Tensor& labels) {
+    if (o_.collectives) {
+      for (GradBucket& b : buckets_) {
+        b.pending = b.buffers.size();
+        b.launched = false;
+      }
+      graph_.set_layer_observer(this);  // layer_end() launches the buckets during backward
+    }
+    try {
+      seed_loss_gradient(labels);
+      run();
+    } catch (...) {
+      graph_.set_layer_observer(external_);
+      throw;
+    }
+    graph_.set_layer_observer(external_);
+    phase("forward_backward");
+  }
+
   // Data parallel: buckets of gradients in backward order, and for each graph node the buckets its
   // trainable parameters belong to (one entry per parameter).
   void plan_buckets() {
@@ -426,6 +479,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   cudaEvent_t grads_ready_ = nullptr, comm_done_ = nullptr;
   std::unique_ptr<DeviceOptimizer> optimizer_;
   InputStages input_;  // host batches to the device (input_stages_cuda.h)
+  QueuedResults queued_results_[2];
+  int next_queued_ = 0;
+  QueuedResults* queued_ = nullptr;
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
 };
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "core/check.h"
 #include "core/clock.h"
@@ -336,6 +337,30 @@ TrainSummary TrainingRun::run() {
     next_wait = seconds_since(f0);
     next = wrap_batch(std::move(batch));  // the pipeline's own buffer, no copy
   };
+  // Results arrive one step late (StepRunner::queue_train: a GPU never waits for the host between
+  // steps); each is checked and counted as it arrives, and every log line, checkpoint, evaluation and
+  // the end drain the queue first, so they see every step up to theirs.
+  struct Queued {
+    int64_t step;
+    double lr, wait;
+  };
+  std::optional<Queued> queued;  // the step whose results the runner still holds
+  auto arrived = [&](std::optional<StepResult> result) {
+    if (!result) return;
+    FASTNN_CHECK(queued, "training loop: results of a step that was not queued");
+    Queued q = *std::exchange(queued, std::nullopt);
+    StepResult& r = *result;
+    dp_.average_metrics(r, q.wait);  // this step's metrics over the ranks (the runner averaged the gradients)
+    check_loss_finite(r.loss, q.step, q.lr);
+    // The first-loss check reads softmax logits (still the first step's: it is drained at once); a
+    // classifier head's output is an embedding.
+    if (q.step == start_ && start_ == 0 && dp_.chief() && !head::uses_head(c_))
+      report_first_loss(r.main_loss, runner_->graph().output(0));
+    loop_images += r.examples;
+    log_window_.add(r, q.wait);
+    eval_window_.add(r, q.wait);
+    summary_.last_loss = r.loss;
+  };
   for (int64_t step = start_; step < total_; ++step) {
     const auto t0 = Clock::now();
     profiler.begin_step(step);
@@ -349,29 +374,29 @@ TrainSummary TrainingRun::run() {
     }
     profiler.mark("next_batch");
     lr = schedule_.lr_at(step);
-    StepResult r = runner_->train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
-    dp_.average_metrics(r, wait);  // this step's metrics over the ranks (the runner averaged the gradients)
-    check_loss_finite(r.loss, step, lr);
-    // The first-loss check reads softmax logits; a classifier head's output is an embedding.
-    if (step == start_ && start_ == 0 && dp_.chief() && !head::uses_head(c_))
-      report_first_loss(r.main_loss, runner_->graph().output(0));
+    std::optional<StepResult> previous =
+        runner_->queue_train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
+    arrived(std::move(previous));
+    queued = Queued{step, lr, wait};
+    const int64_t done = step + 1;
+    const bool log_now = logging && (done % c_.log_loss_every_n_iters() == 0 || done == total_);
+    const bool save_now = saving && c_.save_checkpoints_steps() > 0 && done % c_.save_checkpoints_steps() == 0;
+    const bool eval_now = c_.eval_every_n_steps() > 0 && done % c_.eval_every_n_steps() == 0 && done < total_;
+    if (step == start_ || profiler.profiles(step) || log_now || save_now || eval_now || done == total_)
+      arrived(runner_->drain());
     if (const std::string trace = profiler.end_step(); !trace.empty()) log_info("profile written to ", trace);
     loop_seconds_ += seconds_since(t0);
-    loop_images += r.examples;
-    log_window_.add(r, wait);
-    eval_window_.add(r, wait);
-    summary_.last_loss = r.loss;
-    const int64_t done = step + 1;
-    if (logging && (done % c_.log_loss_every_n_iters() == 0 || done == total_)) log_window(done, lr);
-    if (saving && c_.save_checkpoints_steps() > 0 && done % c_.save_checkpoints_steps() == 0) {
+    if (log_now) log_window(done, lr);
+    if (save_now) {
       save(done, lr);
       last_saved = done;
     }
-    if (c_.eval_every_n_steps() > 0 && done % c_.eval_every_n_steps() == 0 && done < total_) {
+    if (eval_now) {
       run_eval(done);
       log_window_.start = Clock::now();  // evaluation time is not training throughput
     }
     if (dp_.stop_requested()) {  // agreed over ranks: every rank stops after this step (stop_signal.h)
+      arrived(runner_->drain());
       if (last_saved != done) save(done, lr);
       summary_.stop_signal = stop_signal() ? stop_signal() : SIGTERM;
       summary_.steps = done;

@@ -249,6 +249,57 @@ TEST(TrainDeviceGpu, PrefetchedBatchTrainsAsAPlacedOne) {
   for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
 }
 
+// queue_train() as the loop drives it (host batches, the next one prefetched before each step, results
+// one step late, a drain at a "log step"): every result and the weights bitwise train()'s, with the host
+// running a step ahead (three input stages in use).
+TEST(TrainDeviceGpu, QueuedStepsEqualDirectSteps) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
+  auto [a, b] = deterministic_pair(net);
+  auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
+  std::vector<std::pair<Tensor, Tensor>> batches;
+  for (uint64_t i = 0; i < 6; ++i) batches.push_back(cpu->synthetic_batch(40 + i));
+  std::vector<StepResult> want, got;
+  for (uint64_t step = 0; step < batches.size(); ++step) want.push_back(b->train(batches[step].first, batches[step].second, step, 0.1f));
+  for (uint64_t step = 0; step < batches.size(); ++step) {
+    if (step + 1 < batches.size()) a->prefetch(batches[step + 1].first, batches[step + 1].second);
+    if (auto r = a->queue_train(batches[step].first, batches[step].second, step, 0.1f)) got.push_back(*r);
+    if (step == 3) got.push_back(*a->drain());
+  }
+  got.push_back(*a->drain());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].loss, want[i].loss) << i;
+    EXPECT_EQ(got[i].correct, want[i].correct) << i;
+  }
+  const std::vector<NamedArray> va = a->host_variables(), vb = b->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
+}
+
+// A bad label in a queued step is raised when that step's results arrive (the next queue_train or
+// drain), naming the sample, and not mistaken for the step queued after it.
+TEST(TrainDeviceGpu, QueuedBadLabelIsRaisedWithItsStepsResults) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
+  auto [a, b] = deterministic_pair(net);
+  auto [x, y] = a->synthetic_batch(3);
+  Tensor host_bad = cuda::to_host(y);
+  if (host_bad.dtype() == DType::kI64) host_bad.data<int64_t>()[2] = -1;
+  else host_bad.data<int32_t>()[2] = -1;
+  const Tensor bad = cuda::to_device(host_bad);
+  EXPECT_FALSE(a->queue_train(x, y, 0, 0.1f));
+  EXPECT_TRUE(a->queue_train(x, bad, 1, 0.1f));  // step 0's results: clean
+  try {
+    a->queue_train(x, y, 2, 0.1f);
+    ADD_FAILURE() << "no error for label -1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the label of sample 2 is outside [0, 10)"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(a->drain());  // step 2's results, clean
+  EXPECT_FALSE(a->drain());
+}
+
 }  // namespace
 }  // namespace fastnn::loop
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,40 @@ TEST(TrainStepRunner, CpuRunnerIsTheLoopsSequenceBitForBit) {
   ASSERT_EQ(st.size(), st_want.size());
   for (size_t i = 0; i < st.size(); ++i) EXPECT_EQ(st[i].data, st_want[i].data) << st[i].name;
   EXPECT_GT(runner->stats().last_global_norm, 0);
+}
+
+// queue_train(): each step's results come back with the next call (none for the first), drain() hands
+// over the last; the weights and every result are train()'s, bit for bit, and a drained runner starts over.
+TEST(TrainStepRunner, QueuedStepsReturnTheirResultsOneStepLate) {
+  const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
+  StepRunnerOptions o;
+  o.batch_size = 4;
+  o.seed = 5;
+  o.optimizer = optimizer_options(config_of({"--optimizer=rmsprop"}));
+  auto queued = make_step_runner(net, o), direct = make_step_runner(net, o);
+  std::vector<StepResult> want, got;
+  EXPECT_FALSE(queued->drain());  // nothing queued yet
+  for (uint64_t step = 0; step < 5; ++step) {
+    auto [x, y] = direct->synthetic_batch(20 + step);
+    want.push_back(direct->train(x, y, step, 0.01f));
+    const std::optional<StepResult> previous = queued->queue_train(x, y, step, 0.01f);
+    EXPECT_EQ(previous.has_value(), step != 0 && step != 3) << step;
+    if (previous) got.push_back(*previous);
+    if (step == 2) got.push_back(*queued->drain());  // a log step: everything up to step 2 is in
+  }
+  const std::optional<StepResult> last = queued->drain();
+  ASSERT_TRUE(last);
+  got.push_back(*last);
+  EXPECT_FALSE(queued->drain());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].loss, want[i].loss) << i;
+    EXPECT_EQ(got[i].correct, want[i].correct) << i;
+    EXPECT_EQ(got[i].examples, want[i].examples) << i;
+  }
+  const std::vector<NamedArray> a = queued->host_variables(), b = direct->host_variables();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].data, b[i].data) << a[i].name;
 }
 
 TEST(TrainBench, CpuBenchTrainsASmallModel) {

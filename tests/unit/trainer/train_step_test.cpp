@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
@@ -85,6 +86,32 @@ TEST(TrainStep, LossIsCrossEntropyPlusPointFourAuxAndMetricsCount) {
   const StepResult e = ts.evaluate(x, labels);
   EXPECT_NEAR(e.loss, main, 1e-12);
   EXPECT_EQ(e.aux_loss, 0);
+}
+
+// queue_train() + results_from(a host copy of results_block()) is train() with the read-back left to the
+// caller: the same losses (aux included), counts and gradients.
+TEST(TrainStep, QueuedStepDecodesToTrainsResult) {
+  const NetDef net = net_from_text(kTwoHeads);
+  graph::Graph a(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2}), b(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2});
+  const Tensor x = testing_util::random_tensor({3, 1, 1, 3}, DType::kF64, 4);
+  const Tensor labels = testing_util::labels_of({1, 3, 2});
+  TrainStep ta(a), tb(b);
+  EXPECT_THROW(tb.results_block(), Error);  // no step yet
+  const StepResult want = ta.train(x, labels, 0);
+  tb.queue_train(x, labels, 0);
+  Tensor copy = Tensor::empty(tb.results_block().shape(), DType::kU8);
+  std::memcpy(copy.raw(), tb.results_block().raw(), copy.nbytes());
+  const StepResult got = tb.results_from(copy);
+  EXPECT_EQ(got.loss, want.loss);
+  EXPECT_EQ(got.main_loss, want.main_loss);
+  EXPECT_EQ(got.aux_loss, want.aux_loss);
+  EXPECT_GT(got.aux_loss, 0);
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_EQ(got.correct_top5, want.correct_top5);
+  EXPECT_EQ(got.examples, 3);
+  for (size_t i = 0; i < a.parameters().size(); ++i)
+    EXPECT_EQ(a.parameters()[i].grad.to_vector<double>(), b.parameters()[i].grad.to_vector<double>()) << i;
+  EXPECT_THROW(tb.results_from(Tensor::empty({8}, DType::kU8)), Error);  // not the block's size
 }
 
 TEST(TrainStep, RejectsBadLabelsAndFollowsTheBatchSize) {
