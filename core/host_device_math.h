@@ -20,6 +20,10 @@ FASTNN_HD inline float div(float a, float b) { return FASTNN_HD_PICK(__fdiv_rn(a
 FASTNN_HD inline float sqrt(float a) { return FASTNN_HD_PICK(__fsqrt_rn(a), std::sqrt(a)); }
 FASTNN_HD inline float pow(float a, float p) { return FASTNN_HD_PICK(powf(a, p), std::pow(a, p)); }
 
+FASTNN_HD inline double mul(double a, double b) { return FASTNN_HD_PICK(__dmul_rn(a, b), a * b); }
+FASTNN_HD inline double add(double a, double b) { return FASTNN_HD_PICK(__dadd_rn(a, b), a + b); }
+FASTNN_HD inline double sub(double a, double b) { return FASTNN_HD_PICK(__dsub_rn(a, b), a - b); }
+FASTNN_HD inline double div(double a, double b) { return FASTNN_HD_PICK(__ddiv_rn(a, b), a / b); }
 FASTNN_HD inline double sqrt(double a) { return FASTNN_HD_PICK(::sqrt(a), std::sqrt(a)); }
 FASTNN_HD inline double acos(double a) { return FASTNN_HD_PICK(::acos(a), std::acos(a)); }
 FASTNN_HD inline double cos(double a) { return FASTNN_HD_PICK(::cos(a), std::cos(a)); }

@@ -147,6 +147,9 @@ void InputStages::copy_to_stage(Stage& s, const Tensor& images, const Tensor& la
 }
 
 void InputStages::convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out) {
+  // The preset's mean and 1/std are given for at most 4 channels (input_format.h), as on the CPU.
+  FASTNN_CHECK(raw.dtype() != DType::kU8 || nchw[1] <= 4, "cuda step: uint8 batches have at most 4 channels, got ",
+               nchw[1]);
   cuda_step::InputNorm norm;
   std::copy(norm_.mean, norm_.mean + 4, norm.mean);
   std::copy(norm_.inv_std, norm_.inv_std + 4, norm.inv_std);

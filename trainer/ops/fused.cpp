@@ -65,6 +65,7 @@ class FusedKernel final : public OpKernel {
     bb.d_inputs = std::span<Tensor>(&dz, 1);
     bb.d_params = {};
     bb.replicas = nullptr;
+    bb.accumulate = 0;  // the tail writes dz, the fused op's own buffer: only the head may add into d_inputs
     b_->backward(bb);
     BackwardArgs ba = a;
     ba.outputs = std::span<const Tensor>(&z, 1);

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "core/host_device_math.h"
 
 namespace fastnn::ops {
 
@@ -47,8 +48,8 @@ FASTNN_HD constexpr double uniform01_open0(uint32_t a, uint32_t b) {
 
 // Dropout keep decision: keep iff word >= threshold, threshold = round(rate * 2^32). Integer-exact, so
 // CPU and CUDA agree bit for bit; P(keep) = 1 - threshold / 2^32.
-FASTNN_HD constexpr uint64_t dropout_threshold(double rate) {
-  const double t = rate * 4294967296.0 + 0.5;
+FASTNN_HD inline uint64_t dropout_threshold(double rate) {
+  const double t = hd::add(hd::mul(rate, 4294967296.0), 0.5);  // never an FMA: the same on both devices
   return t >= 4294967296.0 ? uint64_t{1} << 32 : static_cast<uint64_t>(t);
 }
 

@@ -77,13 +77,21 @@ __device__ __forceinline__ void for_channel_run(const BatchNormParams& p, const 
   for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) f(channel_offset(j, c, p.c, p.hw, hw_div, fast));
 }
 
+// The shift of the statistics' sums: the running mean, or 0 once it is not finite (a step that overflowed
+// made it inf/NaN; the batch's own statistics must not inherit that, as on the CPU, which takes the
+// batch's mean directly). bn_partial_stats_kernel and bn_finish_stats_kernel must agree on it.
+__device__ inline double stats_pivot(float running_mean) {
+  const double k = running_mean;
+  return isfinite(k) ? k : 0.0;
+}
+
 // Per run: sum(d) and sum(d^2) with d = x - pivot (the running mean: shifted sums keep the variance's
 // cancellation small once the running mean tracks the batch mean).
 template <typename T>
 __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x,
                                         const float* pivot, double* partials) {
   const int64_t c = blockIdx.x, run = blockIdx.y;
-  const double k = pivot[c];
+  const double k = stats_pivot(pivot[c]);
   double sum = 0, ss = 0;
   for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
     const double d = static_cast<double>(to_f(x[o])) - k;
@@ -103,7 +111,7 @@ __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivid
 __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, float* running_mean,
                                        float* running_var, float* save_mean, float* save_invstd) {
   FASTNN_GRID_LOOP(c, p.c) {
-    const double k = running_mean[c], m = static_cast<double>(p.n * p.hw);
+    const double old_mean = running_mean[c], k = stats_pivot(running_mean[c]), m = static_cast<double>(p.n * p.hw);
     double sum = 0, ss = 0;
     for (int64_t r = 0; r < runs; ++r) {
       sum += partials[2 * (c * runs + r)];
@@ -115,7 +123,7 @@ __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const do
     save_mean[c] = static_cast<float>(mean);
     save_invstd[c] = static_cast<float>(1.0 / sqrt(var + p.epsilon));
     const double unbiased = m > 1 ? var * m / (m - 1) : var;
-    running_mean[c] = static_cast<float>(p.momentum * k + (1 - p.momentum) * mean);
+    running_mean[c] = static_cast<float>(p.momentum * old_mean + (1 - p.momentum) * mean);
     running_var[c] = static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
   }
 }

@@ -254,7 +254,8 @@ TEST_P(DeviceUpdateOrderTest, PrepareDecideApplyEqualsTheCpuOrder) {
   DeviceOptimizer gpu(o,
                       {DeviceParam{.name = "w", .master = static_cast<float*>(dw.raw()),
                                    .grad = static_cast<float*>(dg32.raw()), .count = kCount, .decay = true,
-                                   .source = dsource.raw(), .value = dvalue.raw(), .weight_decay = wd}},
+                                   .source = dsource.raw(), .value = dvalue.raw(), .weight_decay = wd,
+                                   .dtype = DType::kF16}},
                       {.compute = DType::kF16, .loss_scaling = true, .scaler = {.dynamic = false},
                        .scaler_state = {.scale = 1024}});
   for (int step = 0; step < 3; ++step) {
@@ -302,7 +303,8 @@ TEST(DeviceOptimizer, DeviceScalerFollowsTheHostScalerAndClips) {
   LossScaler want(so);
   DeviceOptimizer gpu(o,
                       {DeviceParam{.name = "w", .master = static_cast<float*>(dw.raw()),
-                                   .grad = static_cast<float*>(dg32.raw()), .count = kCount, .source = dsource.raw()}},
+                                   .grad = static_cast<float*>(dg32.raw()), .count = kCount, .source = dsource.raw(),
+                                   .dtype = DType::kF16}},
                       {.compute = DType::kF16, .max_gradient_norm = 1.0, .loss_scaling = true, .scaler = want.rule(),
                        .scaler_state = want.state()});
   const bool overflow[] = {false, true, false, false, false, true, true, false};
