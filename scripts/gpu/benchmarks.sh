@@ -30,6 +30,11 @@ bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --p
 bench mobilenet_v2_fp16 --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 # The same with the fuse_ops rewrite: one-pass batch_norm+relu and add+relu kernels on the GPU.
 bench resnet50_fp16_fused --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_ops
+# The same step replayed from captured CUDA graphs (cuda_graph): what the host's launches cost a step.
+bench resnet50_fp16_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_ops --cuda_graph
+# A small net where launches dominate: ResNet-20 at Fashion-MNIST's 28x28, batch 128, eager and graphed.
+bench resnet20_fp32 --model_name=resnet_cifar_20 --image-size 28 --batch_size=128 --device=cuda --precision=fp32 --optimizer=momentum
+bench resnet20_fp32_graph --model_name=resnet_cifar_20 --image-size 28 --batch_size=128 --device=cuda --precision=fp32 --optimizer=momentum --cuda_graph
 # The same step with its gradients averaged over NCCL (one process): the allreduce's cost per step.
 bench resnet50_fp16_nccl --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --comm_backend=nccl
 bench inception_v3_fp16 --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
@@ -101,32 +106,40 @@ fi
 
 # Fashion-MNIST time to 93%: ResNet-20 (CIFAR layout), momentum 0.9, batch 128, lr 0.1 cosine, wd 5e-4,
 # 15 epochs, fp32 on the GPU. Same recipe as the PyTorch peer row (scripts/gpu/peers.sh) when it has one.
+# Run eagerly and with the step replayed from CUDA graphs (cuda_graph).
 data=${FASTNN_GPU_DATA:-}
-if [[ -n $data && -f $data/manifest.json ]]; then
-  run=$out/fashion_run
+time_to_93() {  # row name, extra flags
+  local name=$1; shift
+  local run=$out/${name}_run
   rm -rf "$run"
+  local start end
   start=$(date +%s.%N)
   if timeout 300 fastnn train --model_name=resnet_cifar_20 --dataset_dir="$data" --output_dir="$run" --device=cuda \
       --precision=fp32 --batch_size=128 --optimizer=momentum --momentum=0.9 --learning_rate=0.1 \
       --learning_rate_decay_type=cosine --weight_decay=5e-4 --num_epochs=15 --eval_every_n_steps=468 \
-      --log_loss_every_n_iters=100 --hooks=LoggingTensorHook >"$out/fashion_train.log" 2>&1; then
+      --log_loss_every_n_iters=100 --hooks=LoggingTensorHook "$@" >"$out/${name}_train.log" 2>&1; then
     end=$(date +%s.%N)
-    python3 - "$run/metrics.jsonl" "$start" "$end" <<'PY'
+    python3 - "$run/metrics.jsonl" "$start" "$end" "$name" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 evals = [r for r in rows if r.get("event") == "eval"]
 wall = float(sys.argv[3]) - float(sys.argv[2])
+name = sys.argv[4]
 hit = next((r for r in evals if r["top1"] >= 0.93), None)
 best = max((r["top1"] for r in evals), default=0)
 train = evals[-1].get("train_seconds", 0) if evals else 0
 if hit:  # train_seconds: the step loop's time up to that evaluation (evaluations excluded), as the peer's
-    print(f"fastnn fashion_resnet20_time_to_93\t{hit['train_seconds']:.1f} s (epoch {hit['epoch']:.0f}, top1 {hit['top1']:.4f}; train {train:.1f} s, run {wall:.1f} s)")
+    print(f"fastnn {name}\t{hit['train_seconds']:.1f} s (epoch {hit['epoch']:.0f}, top1 {hit['top1']:.4f}; train {train:.1f} s, run {wall:.1f} s)")
 else:
-    print(f"fastnn fashion_resnet20_time_to_93\tnot reached (best top1 {best:.4f}; train {train:.1f} s, run {wall:.1f} s)")
+    print(f"fastnn {name}\tnot reached (best top1 {best:.4f}; train {train:.1f} s, run {wall:.1f} s)")
 PY
   else
-    printf 'fastnn fashion_resnet20_time_to_93\tfailed (see fashion_train.log)\n'
+    printf 'fastnn %s\tfailed (see %s_train.log)\n' "$name" "$name"
   fi
+}
+if [[ -n $data && -f $data/manifest.json ]]; then
+  time_to_93 fashion_resnet20_time_to_93
+  time_to_93 fashion_resnet20_graph_time_to_93 --cuda_graph
 else
   printf 'fastnn fashion_resnet20_time_to_93\tskipped (no FASTNN_GPU_DATA)\n'
 fi

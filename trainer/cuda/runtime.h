@@ -90,6 +90,36 @@ void raise_label_errors();
 // with raise_label_errors_through(count) once its results have arrived, leaving the next step's queued.
 uint64_t label_checks_queued();
 void raise_label_errors_through(uint64_t count);
+// Drops every queued check unread (a runner going away with a step still queued).
+void forget_label_checks();
+
+// Label checks inside a step captured into a CUDA graph. While one is recording on this thread,
+// defer_label_check() gives each check a pinned slot of its own (owned by this object) and records the
+// check instead of queuing it: the captured copy into that slot then runs on every replay. After each
+// replay, requeue() queues the recorded checks (no copy: the graph made it), so they are raised with
+// that replay's results like any other. One graph's replays must not overlap their reads: the runner
+// keeps one captured graph per results slot (the slot is read before the graph is replayed again).
+class LabelCheckCapture {
+ public:
+  LabelCheckCapture();   // starts recording on this thread (one recording at a time)
+  ~LabelCheckCapture();  // stops recording; frees the slots
+  LabelCheckCapture(const LabelCheckCapture&) = delete;
+  LabelCheckCapture& operator=(const LabelCheckCapture&) = delete;
+  void stop();           // stops recording (the captured work is complete)
+  void requeue() const;
+  size_t size() const { return checks_.size(); }
+
+  struct Check {
+    const char* op;
+    int64_t classes;
+    int* host;  // pinned, owned
+  };
+  void record(const Check& c) { checks_.push_back(c); }
+
+ private:
+  std::vector<Check> checks_;
+  bool recording_ = true;
+};
 
 // ---- memory ------------------------------------------------------------------------------------
 // Device memory from the current device's cudaMallocAsync pool, on the current stream.

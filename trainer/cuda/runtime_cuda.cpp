@@ -34,7 +34,12 @@ thread_local cudaStream_t tl_stream = nullptr;
 struct ThreadHandles {
   std::array<cudnnHandle_t, kMaxDevices> cudnn{};
   std::array<cublasHandle_t, kMaxDevices> cublas{};
+  std::array<void*, kMaxDevices> cublas_workspace{};  // the handle's own (cublasSetWorkspace)
 };
+// cuBLAS's workspace of its own, set after every cublasSetStream (which resets it to cuBLAS's pool):
+// with it, cuBLAS allocates nothing inside a stream capture (a CUDA graph of the training step). 32 MiB:
+// what cuBLAS documents for Hopper.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 thread_local ThreadHandles tl_handles;
 
 // The calling thread's device; a thread that never called init_backend adopts the primary device.
@@ -166,8 +171,10 @@ cublasHandle_t cublas_handle(cudaStream_t s) {
     // The compute type of each call (ops/fully_connected_cuda.cpp) decides TF32; default math keeps
     // the handle from overriding it.
     CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    CUDA_CHECK(cudaMalloc(&tl_handles.cublas_workspace[d], kCublasWorkspaceBytes));
   }
   CUBLAS_CHECK(cublasSetStream(h, s));
+  CUBLAS_CHECK(cublasSetWorkspace(h, tl_handles.cublas_workspace[d], kCublasWorkspaceBytes));
   return h;
 }
 
@@ -246,14 +253,17 @@ namespace {
 struct DeferredLabelCheck {
   const char* op;
   int64_t classes;
-  int* host;  // pinned
+  int* host;           // pinned
+  bool owned = false;  // the slot belongs to a LabelCheckCapture: not returned to the free list
 };
 struct LabelCheckQueue {
   std::vector<DeferredLabelCheck> pending;  // in queue order; pending[0] is check number `first`
   uint64_t first = 0;
   std::vector<int*> free_slots;  // pinned ints for reuse
+  LabelCheckCapture* recording = nullptr;  // a capture in progress on this thread
   ~LabelCheckQueue() {
-    for (const DeferredLabelCheck& c : pending) cudaFreeHost(c.host);
+    for (const DeferredLabelCheck& c : pending)
+      if (!c.owned) cudaFreeHost(c.host);
     for (int* p : free_slots) cudaFreeHost(p);
   }
 };
@@ -264,6 +274,12 @@ thread_local LabelCheckQueue tl_label_checks;
 void defer_label_check(const char* op, const int* flag, int64_t classes, cudaStream_t s) {
   LabelCheckQueue& q = tl_label_checks;
   int* slot = nullptr;
+  if (q.recording) {  // a captured graph: a slot of its own, copied into on every replay
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot), sizeof(int), cudaHostAllocPortable));
+    q.recording->record({op, classes, slot});
+    CUDA_CHECK(cudaMemcpyAsync(slot, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
+    return;
+  }
   if (!q.free_slots.empty()) {
     slot = q.free_slots.back();
     q.free_slots.pop_back();
@@ -290,11 +306,41 @@ void raise_label_errors_through(uint64_t count) {
   const DeferredLabelCheck* bad = nullptr;
   for (const DeferredLabelCheck& c : checks) {
     if (!bad && *c.host != 0) bad = &c;
-    q.free_slots.push_back(c.host);
+    if (!c.owned) q.free_slots.push_back(c.host);
   }
   if (bad)
     throw Error(str(bad->op, ": the label of sample ", *bad->host - 1, " is outside [0, ", bad->classes,
                     ") (CUDA kernel)"));
+}
+
+void forget_label_checks() {
+  LabelCheckQueue& q = tl_label_checks;
+  for (const DeferredLabelCheck& c : q.pending)
+    if (!c.owned) q.free_slots.push_back(c.host);
+  q.first += q.pending.size();
+  q.pending.clear();
+}
+
+LabelCheckCapture::LabelCheckCapture() {
+  LabelCheckQueue& q = tl_label_checks;
+  FASTNN_CHECK(!q.recording, "cuda: a label check capture is already recording on this thread");
+  q.recording = this;
+}
+
+LabelCheckCapture::~LabelCheckCapture() {
+  stop();
+  for (const Check& c : checks_) cudaFreeHost(c.host);
+}
+
+void LabelCheckCapture::stop() {
+  if (!recording_) return;
+  recording_ = false;
+  tl_label_checks.recording = nullptr;
+}
+
+void LabelCheckCapture::requeue() const {
+  LabelCheckQueue& q = tl_label_checks;
+  for (const Check& c : checks_) q.pending.push_back({c.op, c.classes, c.host, /*owned=*/true});
 }
 
 }  // namespace fastnn::cuda

@@ -267,6 +267,7 @@ void Graph::forward(const Tensor& images, bool training, uint64_t step) {
     a.training = training;
     a.seed = m.dropout_seed;
     a.step = step;
+    a.device_step = device_step_;
     a.replicas = replicas_;
     if (observer_) observer_->layer_begin(i, false);
     nodes[i].kernel->forward(a);

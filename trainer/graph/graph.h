@@ -142,6 +142,9 @@ class Graph {
   // Synchronised batch norm: training steps take batch statistics over every replica (ops/batch_norm.h).
   // Null (the default): this process's batch only. Must outlive its use.
   void set_cross_replica_sum(ops::CrossReplicaSum* replicas) { replicas_ = replicas; }
+  // A CUDA step runner capturing the step into a CUDA graph: forward's step is read by the kernels from
+  // this device address (ops::ForwardArgs::device_step) while set; nullptr: the `step` argument.
+  void set_device_step(const uint64_t* device_step) { device_step_ = device_step; }
 
  private:
   struct NodeMemory;
@@ -162,6 +165,7 @@ class Graph {
   LayerObserver* observer_ = nullptr;
   Tensor input_;
   ops::CrossReplicaSum* replicas_ = nullptr;
+  const uint64_t* device_step_ = nullptr;
 };
 
 }  // namespace fastnn::graph

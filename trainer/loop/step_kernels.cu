@@ -36,7 +36,8 @@ __global__ void input_to_nchw_kernel(int64_t n, int64_t c, int64_t h, int64_t w,
   FASTNN_GRID_LOOP(i, count) {
     const int64_t col = i % w, row = (i / w) % h, ch = (i / (w * h)) % c, img = i / (w * h * c);
     const int64_t src = nhwc ? ((img * h + row) * w + col) * c + ch : i;
-    y[i] = from_f<T>(input_value<S>(x[src], norm.mean[ch], norm.inv_std[ch]));
+    const int64_t k = ch < 4 ? ch : 0;  // uint8 batches have at most 4 channels; other types ignore norm
+    y[i] = from_f<T>(input_value<S>(x[src], norm.mean[k], norm.inv_std[k]));
   }
 }
 
@@ -62,6 +63,18 @@ template <typename T>
 void cast_to_f32(int64_t count, const T* x, float* y, cudaStream_t s) {
   if (count <= 0) return;
   cast_to_f32_kernel<T><<<grid_for(count), kThreads, 0, s>>>(count, x, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+__global__ void write_step_args_kernel(StepArgs* args, uint64_t step, float lr) {
+  args->step = step;
+  args->lr = lr;
+}
+}  // namespace
+
+void write_step_args(StepArgs* args, uint64_t step, float lr, cudaStream_t s) {
+  write_step_args_kernel<<<1, 1, 0, s>>>(args, step, lr);
   CUDA_CHECK_LAUNCH();
 }
 

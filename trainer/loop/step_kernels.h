@@ -30,4 +30,13 @@ template <typename S, typename T>
 void input_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc, InputNorm norm, T* y,
                    cudaStream_t s);
 
+// What a step captured into a CUDA graph reads from device memory instead of its launch arguments (the
+// dropout / drop_path step, the optimizer's learning rate), written before each replay by one launch
+// whose arguments are the step's values.
+struct StepArgs {
+  uint64_t step;
+  float lr;
+};
+void write_step_args(StepArgs* args, uint64_t step, float lr, cudaStream_t s);
+
 }  // namespace fastnn::loop::cuda_step

@@ -41,6 +41,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.deterministic = c.deterministic();
   o.exhaustive_conv_search = c.conv_search() == "exhaustive";
   o.fuse = c.fuse_ops();
+  o.cuda_graphs = c.cuda_graph();
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
   o.weight_decay = c.weight_decay();
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;

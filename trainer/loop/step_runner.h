@@ -108,6 +108,9 @@ struct StepRunnerOptions {
   bool exhaustive_conv_search = false;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
+  // CUDA: queue_train() replays the step (forward, backward, update) from CUDA graphs captured after two
+  // eager steps (the cuda_graph config field): see "CUDA graphs" in step_runner_cuda.cpp.
+  bool cuda_graphs = false;
   // CUDA: gradients are averaged over the ranks while backward runs: in buckets of at most
   // allreduce_bucket_mb (parameters in backward order, the compute dtype, still loss-scaled), each
   // issued on a communication stream as soon as the backward pass has written all its gradients; the
@@ -150,6 +153,7 @@ struct StepRunnerStats {
   int64_t clean_steps = 0;       // applied steps since the scale last changed (dynamic scaling)
   int64_t skipped_steps = 0;     // overflowed f16 steps not applied
   double last_global_norm = 0;   // before clipping; 0 when not computed
+  int64_t graph_replays = 0;     // CUDA: steps launched from a captured CUDA graph (options.cuda_graphs)
 };
 
 class StepRunner {

@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/host_device.h"
+#include "core/host_device_math.h"
 #include "trainer/ops/op.h"
 
 #ifdef FASTNN_HAVE_CUDA
@@ -35,11 +37,15 @@ struct DropPathSchedule {
 };
 
 // The keep probability at `step` (header comment); 1 when keep_prob is 1.
-inline double drop_path_keep(const DropPathSchedule& s, uint64_t step) {
+FASTNN_HD inline double drop_path_keep(const DropPathSchedule& s, uint64_t step) {
   if (s.keep_prob >= 1) return 1;
-  double keep = 1 - static_cast<double>(s.cell_index + 1) / static_cast<double>(s.total_cells) * (1 - s.keep_prob);
-  if (s.total_steps > 0)
-    keep = 1 - std::min(1.0, static_cast<double>(step) / static_cast<double>(s.total_steps)) * (1 - keep);
+  const double depth = hd::div(static_cast<double>(s.cell_index + 1), static_cast<double>(s.total_cells));
+  double keep = hd::sub(1.0, hd::mul(depth, hd::sub(1.0, s.keep_prob)));
+  if (s.total_steps > 0) {
+    double ramp = hd::div(static_cast<double>(step), static_cast<double>(s.total_steps));
+    if (ramp > 1.0) ramp = 1.0;
+    keep = hd::sub(1.0, hd::mul(ramp, hd::sub(1.0, keep)));
+  }
   return keep;
 }
 
@@ -55,6 +61,9 @@ void drop_path_apply(int64_t n, int64_t inner, const float* scale, const T* x, T
 // float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
 namespace cuda {
 void drop_path_scales(int64_t n, double keep, uint64_t seed, uint64_t step, float* scale, cudaStream_t s);
+// The step read from device memory (ForwardArgs::device_step), the keep probability computed on the device.
+void drop_path_scales(int64_t n, const DropPathSchedule& schedule, uint64_t seed, const uint64_t* device_step,
+                      float* scale, cudaStream_t s);
 template <typename T>
 void drop_path_apply(int64_t n, int64_t inner, const float* scale, const T* x, T* y, cudaStream_t s);
 }  // namespace cuda

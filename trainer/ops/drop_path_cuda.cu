@@ -19,6 +19,17 @@ __global__ void drop_path_scales_kernel(int64_t n, uint64_t threshold, float kep
   FASTNN_GRID_LOOP(i, n) scale[i] = philox_word(seed, step, static_cast<uint64_t>(i)) >= threshold ? kept : 0.f;
 }
 
+// The step from device memory (a captured CUDA graph): the keep probability of that step computed here
+// with the host's exact arithmetic (drop_path_keep and dropout_threshold are FASTNN_HD, no FMA).
+__global__ void drop_path_scales_at_kernel(int64_t n, DropPathSchedule schedule, uint64_t seed,
+                                           const uint64_t* device_step, float* scale) {
+  const uint64_t step = *device_step;
+  const double keep = drop_path_keep(schedule, step);
+  const uint64_t threshold = dropout_threshold(hd::sub(1.0, keep));
+  const float kept = static_cast<float>(hd::div(1.0, keep));
+  FASTNN_GRID_LOOP(i, n) scale[i] = philox_word(seed, step, static_cast<uint64_t>(i)) >= threshold ? kept : 0.f;
+}
+
 template <typename T>
 __global__ void drop_path_apply_kernel(int64_t total, int64_t inner, const float* scale, const T* x, T* y) {
   FASTNN_GRID_LOOP(i, total) y[i] = from_f<T>(to_f(x[i]) * scale[i / inner]);
@@ -30,6 +41,13 @@ void drop_path_scales(int64_t n, double keep, uint64_t seed, uint64_t step, floa
   if (n == 0) return;
   drop_path_scales_kernel<<<grid_for(n), kThreads, 0, s>>>(n, dropout_threshold(1 - keep), static_cast<float>(1 / keep),
                                                             seed, step, scale);
+  CUDA_CHECK_LAUNCH();
+}
+
+void drop_path_scales(int64_t n, const DropPathSchedule& schedule, uint64_t seed, const uint64_t* device_step,
+                      float* scale, cudaStream_t s) {
+  if (n == 0) return;
+  drop_path_scales_at_kernel<<<grid_for(n), kThreads, 0, s>>>(n, schedule, seed, device_step, scale);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -55,6 +73,7 @@ class DropPathCuda final : public OpKernel {
  public:
   DropPathCuda(OpSignature sig, DropPathSchedule sch) : OpKernel("drop_path", Device::kCuda), s_(sch) {
     sig_ = std::move(sig);
+    sig_.saved[0].dtype = DType::kF32;  // the per-example scales stay f32 under f16/bf16 (the kernels write floats)
     const Shape& x = sig_.inputs[0].shape;
     n_ = x[0];
     inner_ = 1;
@@ -68,7 +87,10 @@ class DropPathCuda final : public OpKernel {
     const cudaStream_t s = cuda::stream_of(a);
     if (a.training) {
       float* scale = cuda::ptr<float>(a.saved[0]);
-      cuda::drop_path_scales(n_, drop_path_keep(s_, a.step), a.seed, a.step, scale, s);
+      if (a.device_step)  // a captured CUDA graph: the step (and so the keep probability) from device memory
+        cuda::drop_path_scales(n_, s_, a.seed, a.device_step, scale, s);
+      else
+        cuda::drop_path_scales(n_, drop_path_keep(s_, a.step), a.seed, a.step, scale, s);
       cuda::drop_path_apply<T>(n_, inner_, scale, cuda::ptr<T>(x), cuda::ptr<T>(y), s);
     } else if (y.raw() != x.raw() && x.nbytes()) {
       CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), x.nbytes(), cudaMemcpyDeviceToDevice, s));

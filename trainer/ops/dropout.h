@@ -35,6 +35,10 @@ namespace cuda {
 template <typename T>
 void dropout_forward(int64_t count, double rate, uint64_t seed, uint64_t step, const T* x, T* y, uint8_t* mask,
                      cudaStream_t s);
+// The same with the step read from device memory (ForwardArgs::device_step: a captured CUDA graph).
+template <typename T>
+void dropout_forward(int64_t count, double rate, uint64_t seed, const uint64_t* device_step, const T* x, T* y,
+                     uint8_t* mask, cudaStream_t s);
 template <typename T>
 void dropout_backward(int64_t count, double rate, const uint8_t* mask, const T* dy, T* dx, cudaStream_t s);
 }  // namespace cuda

@@ -15,7 +15,10 @@ class DropoutCuda final : public OpKernel {
     const Tensor& x = a.inputs[0];
     Tensor& y = a.outputs[0];
     const cudaStream_t s = cuda::stream_of(a);
-    if (a.training)
+    if (a.training && a.device_step)  // a captured CUDA graph: the step from device memory
+      cuda::dropout_forward<T>(x.numel(), rate_, a.seed, a.device_step, cuda::ptr<T>(x), cuda::ptr<T>(y),
+                               cuda::ptr<uint8_t>(a.saved[0]), s);
+    else if (a.training)
       cuda::dropout_forward<T>(x.numel(), rate_, a.seed, a.step, cuda::ptr<T>(x), cuda::ptr<T>(y),
                                cuda::ptr<uint8_t>(a.saved[0]), s);
     else if (y.raw() != x.raw() && x.nbytes())

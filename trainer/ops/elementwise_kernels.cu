@@ -151,9 +151,11 @@ __global__ void tanh_bwd_kernel(int64_t count, float outer, float inner, const T
 }
 
 // One thread per block of 4 elements: one Philox call, as on the CPU (ops/dropout_cpu.cpp).
+// device_step: the step from device memory (a captured CUDA graph), else `step`.
 template <typename T>
 __global__ void dropout_fwd_kernel(int64_t count, uint64_t threshold, float keep_scale, uint64_t seed,
-                                   uint64_t step, const T* x, T* y, uint8_t* mask) {
+                                   uint64_t step_arg, const uint64_t* device_step, const T* x, T* y, uint8_t* mask) {
+  const uint64_t step = device_step ? *device_step : step_arg;
   const int64_t blocks = (count + 3) / 4;
   FASTNN_GRID_LOOP(blk, blocks) {
     const uint64_t ub = static_cast<uint64_t>(blk);
@@ -259,14 +261,26 @@ void tanh_backward(int64_t count, float outer, float inner, const T* y, const T*
 }
 
 template <typename T>
-void dropout_forward(int64_t count, double rate, uint64_t seed, uint64_t step, const T* x, T* y, uint8_t* mask,
-                     cudaStream_t s) {
+void launch_dropout_forward(int64_t count, double rate, uint64_t seed, uint64_t step, const uint64_t* device_step,
+                            const T* x, T* y, uint8_t* mask, cudaStream_t s) {
   if (count == 0) return;
   // keep_scale rounded to float first, exactly as the CPU f32 kernel does (static_cast<T>(1/(1-rate))).
   const float keep_scale = static_cast<float>(1.0 / (1.0 - rate));
   dropout_fwd_kernel<T><<<grid_for((count + 3) / 4), kThreads, 0, s>>>(count, dropout_threshold(rate), keep_scale,
-                                                                        seed, step, x, y, mask);
+                                                                        seed, step, device_step, x, y, mask);
   CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void dropout_forward(int64_t count, double rate, uint64_t seed, uint64_t step, const T* x, T* y, uint8_t* mask,
+                     cudaStream_t s) {
+  launch_dropout_forward<T>(count, rate, seed, step, nullptr, x, y, mask, s);
+}
+
+template <typename T>
+void dropout_forward(int64_t count, double rate, uint64_t seed, const uint64_t* device_step, const T* x, T* y,
+                     uint8_t* mask, cudaStream_t s) {
+  launch_dropout_forward<T>(count, rate, seed, 0, device_step, x, y, mask, s);
 }
 
 template <typename T>
@@ -313,6 +327,7 @@ void crop2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, i
   template void tanh_forward<T>(int64_t, float, float, const T*, T*, cudaStream_t);                          \
   template void tanh_backward<T>(int64_t, float, float, const T*, const T*, T*, cudaStream_t);               \
   template void dropout_forward<T>(int64_t, double, uint64_t, uint64_t, const T*, T*, uint8_t*, cudaStream_t); \
+  template void dropout_forward<T>(int64_t, double, uint64_t, const uint64_t*, const T*, T*, uint8_t*, cudaStream_t); \
   template void dropout_backward<T>(int64_t, double, const uint8_t*, const T*, T*, cudaStream_t);            \
   template void bias_add<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);                          \
   template void pad2d<T>(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const T*, T*,       \

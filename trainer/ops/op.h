@@ -126,6 +126,10 @@ struct ForwardArgs {
   // the same mask on any thread count and on CPU and CUDA. A layer passes a per-layer seed and the step.
   uint64_t seed = 0;
   uint64_t step = 0;
+  // CUDA, a step captured into a CUDA graph (one graph replayed for every step): the step is read from
+  // this device address by the kernels that use it (dropout, drop_path) instead of `step`, so the
+  // captured launch arguments stay valid. Null: `step`.
+  const uint64_t* device_step = nullptr;
   void* stream = nullptr;  // cudaStream_t for CUDA kernels; ignored on the CPU
   CrossReplicaSum* replicas = nullptr;  // training: statistics over every replica's batch (batch_norm)
 };

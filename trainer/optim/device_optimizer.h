@@ -79,6 +79,11 @@ class DeviceOptimizer {
 
   void prepare(void* stream);
   void decide(float lr, void* stream);
+  // decide() for a step captured into a CUDA graph: the learning rate is read from `lr_on_device` (an
+  // f32 in device memory the caller writes before each replay); check_learning_rate(lr) is decide()'s
+  // host check of that value (ftrl needs lr > 0), for the caller to run every step.
+  void decide(const float* lr_on_device, void* stream);
+  void check_learning_rate(float lr) const;
   void apply(void* stream);
 
   DeviceStepReadback read_back() const;                            // waits for the device
@@ -96,6 +101,7 @@ class DeviceOptimizer {
   };
   struct Impl;
   void launch_update(void* stream);
+  void launch_decide(float lr, const float* lr_on_device, void* stream);
 
   std::string name_;
   OptimizerOptions o_;

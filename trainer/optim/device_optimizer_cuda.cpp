@@ -148,11 +148,22 @@ void DeviceOptimizer::prepare(void* stream) {
   });
 }
 
-void DeviceOptimizer::decide(float lr, void* stream) {
+void DeviceOptimizer::check_learning_rate(float lr) const {
   // The proximal step divides by lr; TF would silently write inf/NaN into the weights (as the CPU's).
   if (name_ == "ftrl" && !(lr > 0.0f)) throw Error(str("ftrl needs a learning rate > 0, got ", lr));
+}
+
+void DeviceOptimizer::decide(float lr, void* stream) {
+  check_learning_rate(lr);
+  launch_decide(lr, nullptr, stream);
+}
+
+void DeviceOptimizer::decide(const float* lr_on_device, void* stream) { launch_decide(0, lr_on_device, stream); }
+
+void DeviceOptimizer::launch_decide(float lr, const float* lr_on_device, void* stream) {
   optim::cuda::DecideArgs a;
   a.lr = lr;
+  a.lr_on_device = lr_on_device;
   a.stats = impl_->stats;
   a.max_norm = step_options_.max_gradient_norm;
   a.has_scaler = step_options_.loss_scaling;

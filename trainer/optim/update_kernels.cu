@@ -72,7 +72,9 @@ __global__ void decide_kernel(const double* partials, int64_t chunks, DecideArgs
     }
   c->sumsq = ss;
   c->nonfinite = bad;
-  c->norm = a.stats ? sqrt(ss) : 0.0;
+  // A non-finite gradient makes the global norm infinite, as the CPU's sum of squares does: the clipping
+  // factor is then NaN and so is every weight (TF's behaviour, update_rules.h) unless the scaler skips.
+  c->norm = a.stats ? (bad > 0 ? INFINITY : sqrt(ss)) : 0.0;
   rule::Decision d;
   if (a.fixed) {
     d.factor = a.fixed_factor;
@@ -83,9 +85,10 @@ __global__ void decide_kernel(const double* partials, int64_t chunks, DecideArgs
   }
   c->apply = d.apply ? 1 : 0;
   c->factor = d.factor;
-  c->lr = a.lr;
+  const float lr = a.lr_on_device ? *a.lr_on_device : a.lr;
+  c->lr = lr;
   if (a.adam && d.apply) {
-    c->lr = rule::adam_lr_t(a.lr, c->beta1_power, c->beta2_power);
+    c->lr = rule::adam_lr_t(lr, c->beta1_power, c->beta2_power);
     c->beta1_power = rule::mul(c->beta1_power, a.beta1);
     c->beta2_power = rule::mul(c->beta2_power, a.beta2);
   }

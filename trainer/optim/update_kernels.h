@@ -88,6 +88,9 @@ struct StepControl {
 
 struct DecideArgs {
   float lr = 0;
+  // Non-null (a step captured into a CUDA graph): the learning rate is read from this device address
+  // when the decision runs, so one captured launch serves every step's lr.
+  const float* lr_on_device = nullptr;
   bool stats = false;          // prepare_chunks wrote partials for `chunks` chunks
   double max_norm = 0;         // > 0: clipping
   bool has_scaler = false;     // f16: the scaler's rule decides (static or dynamic)

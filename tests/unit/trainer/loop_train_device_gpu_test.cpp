@@ -300,6 +300,88 @@ TEST(TrainDeviceGpu, QueuedBadLabelIsRaisedWithItsStepsResults) {
   EXPECT_FALSE(a->drain());
 }
 
+// cuda_graphs: the loop's queued steps replayed from captured CUDA graphs are bitwise the eager ones —
+// results and weights — with dropout (lenet) or drop_path (nasnet_cifar) reading the step from device
+// memory, a learning rate that changes every step, f16's device loss scaler, host batches rotating
+// through the input stages, and an evaluation in between (which drops the graphs: they are recaptured).
+void expect_captured_steps_equal_eager(const std::string& model, DType dt) {
+  SCOPED_TRACE(model + " " + dtype_name(dt));
+  const NetDef net = zoo::build_net(model, {.num_classes = 10});
+  StepRunnerOptions o = options(Device::kCuda, dt);
+  o.deterministic = true;
+  o.scaling = {.initial_scale = 256, .dynamic = true, .growth_interval = 3};
+  auto eager = make_step_runner(net, o);
+  o.cuda_graphs = true;
+  auto graphed = make_step_runner(net, o);
+  auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
+  std::vector<std::pair<Tensor, Tensor>> batches;
+  for (uint64_t i = 0; i < 7; ++i) batches.push_back(cpu->synthetic_batch(60 + i));
+  std::vector<StepResult> results[2];
+  StepRunner* runners[2] = {eager.get(), graphed.get()};
+  for (int r = 0; r < 2; ++r) {
+    for (uint64_t step = 0; step < 16; ++step) {
+      const auto& [x, y] = batches[step % batches.size()];
+      const auto& [nx, ny] = batches[(step + 1) % batches.size()];
+      runners[r]->prefetch(nx, ny);
+      if (auto res = runners[r]->queue_train(x, y, step, 0.1f / static_cast<float>(1 + step))) results[r].push_back(*res);
+      if (step == 9) {  // an evaluation, as the loop runs one: drained first
+        results[r].push_back(*runners[r]->drain());
+        results[r].push_back(runners[r]->evaluate(batches[0].first, batches[0].second));
+      }
+    }
+    results[r].push_back(*runners[r]->drain());
+  }
+  EXPECT_GT(graphed->stats().graph_replays, 8);
+  EXPECT_EQ(eager->stats().graph_replays, 0);
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_EQ(results[1][i].loss, results[0][i].loss) << i;
+    EXPECT_EQ(results[1][i].correct, results[0][i].correct) << i;
+  }
+  EXPECT_EQ(graphed->stats().loss_scale, eager->stats().loss_scale);
+  const std::vector<NamedArray> va = graphed->host_variables(), vb = eager->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
+  const std::vector<NamedArray> sa = graphed->export_optimizer_state(), sb = eager->export_optimizer_state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) EXPECT_EQ(sa[i].data, sb[i].data) << sa[i].name;
+}
+
+TEST(TrainDeviceGpu, CapturedStepsAreBitwiseTheEagerSteps) {
+  REQUIRE_GPU();
+  expect_captured_steps_equal_eager("lenet", DType::kF32);
+  expect_captured_steps_equal_eager("lenet", DType::kF16);
+  expect_captured_steps_equal_eager("resnet_cifar_20", DType::kBF16);
+  expect_captured_steps_equal_eager("nasnet_cifar", DType::kF32);
+}
+
+// A bad label in a replayed step is raised with that step's results (the graph's own label-check slots).
+TEST(TrainDeviceGpu, CapturedStepRaisesABadLabel) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
+  StepRunnerOptions o = options(Device::kCuda, DType::kF32);
+  o.cuda_graphs = true;
+  auto a = make_step_runner(net, o);
+  auto [x, y] = a->synthetic_batch(3);
+  Tensor host_bad = cuda::to_host(y);
+  if (host_bad.dtype() == DType::kI64) host_bad.data<int64_t>()[3] = 10;
+  else host_bad.data<int32_t>()[3] = 10;
+  Tensor bad = cuda::to_device(host_bad);
+  Tensor good = cuda::to_device(cuda::to_host(y));  // the same labels in a buffer of their own
+  for (uint64_t step = 0; step < 6; ++step) a->queue_train(x, step % 2 ? good : y, step, 0.1f);
+  a->drain();
+  EXPECT_GT(a->stats().graph_replays, 0);
+  cuda::copy_async(good, bad);  // a labels buffer the captured graphs read now holds a bad label
+  cuda::synchronize();
+  a->queue_train(x, good, 7, 0.1f);
+  try {
+    a->drain();
+    ADD_FAILURE() << "no error for label 10 of 10 classes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the label of sample 3 is outside [0, 10)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace fastnn::loop
 
