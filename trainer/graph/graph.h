@@ -96,6 +96,7 @@ class Graph {
   int64_t batch_size() const { return plan_.batch_size(); }
   const Shape& input_shape() const { return plan_.input_shape(); }
   DType dtype() const { return options_.dtype; }
+  Layout layout() const { return options_.layout; }  // of the 4-D activations, input_shape() included
   int64_t num_classes() const { return plan_.num_classes(); }
   bool has_aux_logits() const { return plan_.aux_logits_node() >= 0; }
   double aux_loss_weight() const { return plan_.aux_loss_weight(); }

@@ -274,10 +274,12 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
       throw ConfigError(str("layer '", node.name, "' (", node.type, ") on input ", shapes, ": ", e.what()));
     }
     logical.push_back(node.kernel->signature().outputs.empty() ? Shape{} : node.kernel->signature().outputs[0].shape);
-    // Every 4-D tensor of the layer in NHWC: NCHW kernels run inside the adapter; element-wise ones
-    // (activation_layout kNone) take NHWC as it is.
+    // Every 4-D tensor of the layer in NHWC: the op's own NHWC kernel for the device when it has one,
+    // else its NCHW kernel inside the adapter; element-wise ones (activation_layout kNone) take NHWC as
+    // it is.
     if (nhwc && node.kernel->signature().activation_layout == Layout::kNCHW) {
-      node.kernel = ops::adapt_to_nhwc(std::move(node.kernel));
+      std::unique_ptr<ops::OpKernel> own = registry.create_nhwc(node.op, options.device, node.attrs, specs);
+      node.kernel = own ? std::move(own) : ops::adapt_to_nhwc(std::move(node.kernel));
     } else if (nhwc) {  // the same op over the tensors as they are laid out
       for (ops::TensorSpec& spec : specs) spec.shape = ops::nhwc_shape(spec.shape);
       node.kernel = registry.create(node.op, options.device, node.attrs, specs);

@@ -44,9 +44,11 @@ struct PlanOptions {
   // (ops/fused.h): one plan node, named after the first layer, its op "batch_norm+relu" / "add+relu";
   // find() still knows the relu's name. Bitwise the unfused plan on every device.
   bool fuse = false;
-  // kNHWC: every 4-D activation, the data input included, is [N, H, W, C]; a kernel that takes NCHW
-  // runs inside ops/layout_adapter.h (CPU), so the plan is bitwise the NCHW one. Shapes in the plan
-  // (input_shape, output_shape, the kernels' signatures) are then NHWC.
+  // kNHWC: every 4-D activation, the data input included, is [N, H, W, C]: each layer gets its op's
+  // NHWC kernel for the device (OpRegistry::create_nhwc) or, without one, its NCHW kernel inside
+  // ops/layout_adapter.h, so the plan computes what the NCHW one does (bitwise where the kernels are
+  // the adapted ones). Shapes in the plan (input_shape, output_shape, the kernels' signatures) are then
+  // NHWC; parameters keep their shapes.
   Layout layout = Layout::kNCHW;
 };
 

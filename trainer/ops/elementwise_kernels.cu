@@ -1,4 +1,4 @@
-// Elementwise kernels: add, scale, relu, tanh, dropout, bias add, 2-D pad / crop.
+// Elementwise kernels: add, scale, relu, tanh, dropout, bias add, 2-D pad / crop, the layout transpose.
 #include <cstdint>
 #include <initializer_list>
 
@@ -315,6 +315,51 @@ void crop2d(int64_t planes, int64_t h, int64_t w, int64_t top, int64_t bottom, i
   if (total == 0) return;
   crop2d_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, h, w, hp, wp, top, left, xp, x);
   CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+// One 32x32 tile per block (32 x 8 threads): read along the input's rows, written along the output's
+// rows through a padded shared tile (no bank conflicts). blockIdx.z walks the batch.
+template <typename E>
+__global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, const E* x, E* y) {
+  __shared__ E tile[32][33];
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * 32, c0 = static_cast<int64_t>(blockIdx.x) * 32;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const E* xb = x + b * rows * cols;
+    E* yb = y + b * rows * cols;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+      const int64_t r = r0 + i, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[i][threadIdx.x] = xb[r * cols + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+      const int64_t c = c0 + i, r = r0 + threadIdx.x;
+      if (r < rows && c < cols) yb[c * rows + r] = tile[threadIdx.x][i];
+    }
+    __syncthreads();
+  }
+}
+
+template <typename E>
+void launch_transpose(int64_t batch, int64_t rows, int64_t cols, const void* x, void* y, cudaStream_t s) {
+  const int64_t gx = (cols + 31) / 32, gy = (rows + 31) / 32;
+  FASTNN_CHECK(gy <= 65535 && gx <= 0x7fffffff, "transpose: ", rows, " x ", cols, " is too large");
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
+                  static_cast<unsigned>(batch < 65535 ? batch : 65535));
+  transpose_kernel<E><<<grid, dim3(32, 8), 0, s>>>(batch, rows, cols, static_cast<const E*>(x), static_cast<E*>(y));
+  CUDA_CHECK_LAUNCH();
+}
+}  // namespace
+
+void transpose_last2(int64_t batch, int64_t rows, int64_t cols, size_t elem_bytes, const void* x, void* y,
+                     cudaStream_t s) {
+  if (batch == 0 || rows == 0 || cols == 0) return;
+  switch (elem_bytes) {
+    case 2: return launch_transpose<uint16_t>(batch, rows, cols, x, y, s);
+    case 4: return launch_transpose<uint32_t>(batch, rows, cols, x, y, s);
+    case 8: return launch_transpose<uint64_t>(batch, rows, cols, x, y, s);
+    default: throw Error(str("transpose: elements of ", elem_bytes, " bytes"));
+  }
 }
 
 #define FASTNN_INSTANTIATE(T)                                                                                  \

@@ -4,17 +4,31 @@
 #include <vector>
 
 #include "core/check.h"
+#ifdef FASTNN_HAVE_CUDA
+#include "trainer/cuda/runtime.h"
+#include "trainer/ops/cuda_helpers.h"
+#endif
 
 namespace fastnn::ops {
 namespace {
 
 bool is4(const Shape& s) { return s.size() == 4; }
 
-// dst = src transposed between [N, C, H, W] (nchw) and [N, H, W, C], element by element (exact).
-void transpose(const Tensor& src, Tensor& dst, bool to_nhwc) {
+// dst = src transposed between [N, C, H, W] (nchw) and [N, H, W, C], element by element (exact); on
+// the device, ordered on `stream`.
+void transpose(const Tensor& src, Tensor& dst, bool to_nhwc, void* stream) {
   const Shape& s = to_nhwc ? src.shape() : dst.shape();  // the NCHW side
   const int64_t n = s[0], c = s[1], hw = s[2] * s[3];
   const size_t e = dtype_size(src.dtype());
+  if (src.device() != Device::kCpu) {
+#ifdef FASTNN_HAVE_CUDA
+    cuda::transpose_last2(n, to_nhwc ? c : hw, to_nhwc ? hw : c, e, src.raw(), dst.raw(),
+                          ::fastnn::cuda::stream_or_current(stream));
+    return;
+#else
+    throw Error(str("layout adapter: a ", device_name(src.device()), " tensor in a build without that device"));
+#endif
+  }
   const char* in = static_cast<const char*>(src.raw());
   char* out = static_cast<char*>(dst.raw());
   for (int64_t b = 0; b < n; ++b)
@@ -34,17 +48,12 @@ TensorSpec renamed_as(TensorSpec s, const std::string& prefix) {
 class NhwcAdapter final : public OpKernel {
  public:
   explicit NhwcAdapter(std::unique_ptr<OpKernel> inner) : OpKernel(inner->name(), inner->device()), inner_(std::move(inner)) {
-    FASTNN_CHECK(device() == Device::kCpu, "layout adapter: ", name(), " on ", device_name(device()),
-                 " (the adapter is for CPU kernels; a device kernel takes NHWC itself)");
     const OpSignature& in = inner_->signature();
-    sig_ = in;
-    for (TensorSpec& t : sig_.inputs) t.shape = nhwc_shape(t.shape);
-    for (TensorSpec& t : sig_.outputs) t.shape = nhwc_shape(t.shape);
+    sig_ = nhwc_signature(in);
     for (const TensorSpec& t : in.inputs)
       if (is4(t.shape)) sig_.saved.push_back(renamed_as(t, "nchw_"));
     for (const TensorSpec& t : in.outputs)
       if (is4(t.shape)) sig_.saved.push_back(renamed_as(t, "nchw_out_"));
-    sig_.activation_layout = Layout::kNHWC;
     sig_.accumulates_input_grads = false;
   }
 
@@ -59,7 +68,7 @@ class NhwcAdapter final : public OpKernel {
         continue;
       }
       Tensor& nchw = a.saved[slot++];
-      transpose(a.inputs[i], nchw, false);
+      transpose(a.inputs[i], nchw, false, a.stream);
       inputs.push_back(nchw);
     }
     for (size_t i = 0; i < a.outputs.size(); ++i) outputs.push_back(is4(in.outputs[i].shape) ? a.saved[slot++] : a.outputs[i]);
@@ -69,7 +78,7 @@ class NhwcAdapter final : public OpKernel {
     f.saved = a.saved.subspan(0, in.saved.size());
     inner_->forward(f);
     for (size_t i = 0; i < a.outputs.size(); ++i)
-      if (is4(in.outputs[i].shape)) transpose(outputs[i], a.outputs[i], true);
+      if (is4(in.outputs[i].shape)) transpose(outputs[i], a.outputs[i], true, a.stream);
   }
 
   void run_backward(const BackwardArgs& a) override {
@@ -82,7 +91,8 @@ class NhwcAdapter final : public OpKernel {
     size_t t = 0;
     auto temp = [&](const TensorSpec& spec) -> Tensor& {
       Tensor& x = temps_[t++];
-      if (!x.defined() || x.shape() != spec.shape || x.dtype() != spec.dtype) x = Tensor::empty(spec.shape, spec.dtype);
+      if (!x.defined() || x.shape() != spec.shape || x.dtype() != spec.dtype)
+        x = Tensor::empty(spec.shape, spec.dtype, device());  // once: the shapes do not change
       return x;
     };
     for (size_t i = 0; i < a.d_outputs.size(); ++i) {
@@ -91,7 +101,7 @@ class NhwcAdapter final : public OpKernel {
         continue;
       }
       Tensor& g = temp(in.outputs[i]);
-      transpose(a.d_outputs[i], g, false);
+      transpose(a.d_outputs[i], g, false, a.stream);
       d_outputs.push_back(g);
     }
     for (size_t i = 0; i < a.d_inputs.size(); ++i)
@@ -105,7 +115,7 @@ class NhwcAdapter final : public OpKernel {
     b.accumulate = 0;
     inner_->backward(b);
     for (size_t i = 0; i < a.d_inputs.size(); ++i)
-      if (a.d_inputs[i].defined() && is4(in.inputs[i].shape)) transpose(d_inputs[i], a.d_inputs[i], true);
+      if (a.d_inputs[i].defined() && is4(in.inputs[i].shape)) transpose(d_inputs[i], a.d_inputs[i], true, a.stream);
   }
 
  private:
@@ -116,6 +126,22 @@ class NhwcAdapter final : public OpKernel {
 }  // namespace
 
 Shape nhwc_shape(const Shape& s) { return is4(s) ? Shape{s[0], s[2], s[3], s[1]} : s; }
+
+OpSignature nhwc_signature(OpSignature nchw) {
+  for (TensorSpec& t : nchw.inputs) t.shape = nhwc_shape(t.shape);
+  for (TensorSpec& t : nchw.outputs) t.shape = nhwc_shape(t.shape);
+  nchw.activation_layout = Layout::kNHWC;
+  return nchw;
+}
+
+Tensor to_nhwc(const Tensor& nchw) {
+  FASTNN_CHECK(nchw.device() == Device::kCpu && is4(nchw.shape()), "to_nhwc: ", nchw.describe());
+  Tensor out = Tensor::empty(nhwc_shape(nchw.shape()), nchw.dtype(), Device::kCpu, Layout::kNHWC);
+  transpose(nchw, out, true, nullptr);
+  return out;
+}
+
+Shape nhwc_rows(const Shape& nchw) { return is4(nchw) ? Shape{nchw[0] * nchw[2] * nchw[3], nchw[1]} : nchw; }
 
 std::unique_ptr<OpKernel> adapt_to_nhwc(std::unique_ptr<OpKernel> nchw_kernel) {
   FASTNN_CHECK(nchw_kernel, "adapt_to_nhwc: null kernel");

@@ -6,7 +6,12 @@
 // (issue 13, P4). Other tensors (2-D activations, params, state) pass through untouched.
 //
 // Saved: the kernel's own, then NCHW copies of the 4-D inputs and outputs (its backward reads them).
-// CPU kernels only (the transposes are host loops); f32 and f64. Not accumulates_input_grads.
+// Any device: host loops on the CPU, ops/cuda_helpers.h's transpose on CUDA (on the args' stream; the
+// backward's NCHW gradients are device buffers the adapter allocates once). Not accumulates_input_grads.
+//
+// Also the vocabulary of NHWC kernels (OpRegistry::add_nhwc_kernel): nhwc_signature() turns an NCHW
+// kernel's signature into the NHWC one, and nhwc_rows() views an NHWC tensor as the [N*H*W, C] matrix
+// that ops reducing over everything but the channel (batch_norm, concat, bias) take as it is.
 #pragma once
 
 #include <memory>
@@ -19,5 +24,15 @@ namespace fastnn::ops {
 Shape nhwc_shape(const Shape& nchw);
 
 std::unique_ptr<OpKernel> adapt_to_nhwc(std::unique_ptr<OpKernel> nchw_kernel);
+
+// `nchw` with its 4-D inputs and outputs in [N, H, W, C] and activation_layout kNHWC (params, state,
+// saved and workspace unchanged).
+OpSignature nhwc_signature(OpSignature nchw);
+
+// A host [N, C, H, W] tensor transposed into a new [N, H, W, C] one tagged kNHWC (exact).
+Tensor to_nhwc(const Tensor& nchw);
+
+// [N, C, H, W] -> [N*H*W, C]: the NHWC tensor of that NCHW shape as rows of channels; other ranks unchanged.
+Shape nhwc_rows(const Shape& nchw);
 
 }  // namespace fastnn::ops

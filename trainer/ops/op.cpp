@@ -84,6 +84,12 @@ void OpRegistry::add_kernel(std::string_view name, Device device, KernelFactory 
   it->second.kernels[device] = std::move(factory);
 }
 
+void OpRegistry::add_nhwc_kernel(std::string_view name, Device device, KernelFactory factory) {
+  auto it = ops_.find(name);
+  FASTNN_CHECK(it != ops_.end(), "add_nhwc_kernel: no op named ", name);
+  it->second.nhwc_kernels[device] = std::move(factory);
+}
+
 const OpDef* OpRegistry::find(std::string_view name) const {
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : &it->second;
@@ -114,6 +120,17 @@ std::unique_ptr<OpKernel> OpRegistry::create(std::string_view name, Device devic
   if (it == d.kernels.end())
     throw ConfigError(str("op ", name, " has no ", device_name(device), " kernel"));
   return it->second(attrs, inputs);
+}
+
+std::unique_ptr<OpKernel> OpRegistry::create_nhwc(std::string_view name, Device device, const Attrs& attrs,
+                                                  std::span<const TensorSpec> nchw_inputs) const {
+  const OpDef& d = get(name);
+  auto it = d.nhwc_kernels.find(device);
+  if (it == d.nhwc_kernels.end()) return nullptr;
+  std::unique_ptr<OpKernel> k = it->second(attrs, nchw_inputs);
+  FASTNN_CHECK(k && k->signature().activation_layout == Layout::kNHWC, "op ", name, ": its ", device_name(device),
+               " NHWC kernel does not declare NHWC activations");
+  return k;
 }
 
 namespace {

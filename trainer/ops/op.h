@@ -40,7 +40,11 @@
 // output to alias its input).
 //
 // Layout: 4-D activations are NCHW in the CPU reference; tensors tagged NHWC are rejected. Weights are
-// [K, C/groups, R, S] for convolution, [out, in] for fully connected (PyTorch order).
+// [K, C/groups, R, S] for convolution, [out, in] for fully connected (PyTorch order), on every device
+// and in every layout (checkpoints do not depend on the layout). An op may also register a kernel that
+// takes NHWC activations itself (OpRegistry::add_nhwc_kernel: created from the NCHW input specs, its
+// signature has the 4-D inputs and outputs in [N, H, W, C] and activation_layout kNHWC); a graph in
+// NHWC (GraphOptions::layout) uses it, and runs an op without one inside ops/layout_adapter.h.
 //
 // Dtypes: the compute dtype is the dtype of the first floating input; all floating inputs, params,
 // state and outputs have it. CPU kernels support f32 and f64. Integer inputs (labels) are i32 or i64.
@@ -201,6 +205,8 @@ struct OpDef {
   std::string name;
   std::string summary;  // one line, for `fastnn ops` style listings and error messages
   std::map<Device, KernelFactory> kernels;
+  // Kernels that take NHWC activations (header comment "Layout"), by device; most ops have none.
+  std::map<Device, KernelFactory> nhwc_kernels;
   // Small shapes (each case's forward must take well under a millisecond): every case is gradient
   // checked, so together they should cover every attribute (stride, padding modes, groups...).
   std::function<std::vector<OpCase>()> test_cases;
@@ -217,6 +223,9 @@ class OpRegistry {
   // Adds (or replaces) the kernel of an existing op for a device (the CUDA backend's entry point).
   void add_kernel(std::string_view name, Device device, KernelFactory factory);
 
+  // Adds (or replaces) a device's kernel that takes NHWC activations; its factory gets the NCHW specs.
+  void add_nhwc_kernel(std::string_view name, Device device, KernelFactory factory);
+
   const OpDef* find(std::string_view name) const;
   const OpDef& get(std::string_view name) const;  // throws ConfigError listing the known ops
   std::vector<const OpDef*> all() const;          // sorted by name
@@ -225,6 +234,9 @@ class OpRegistry {
   // get(name).kernels[device](attrs, inputs), with the op name prefixed to any ConfigError.
   std::unique_ptr<OpKernel> create(std::string_view name, Device device, const Attrs& attrs,
                                    std::span<const TensorSpec> inputs) const;
+  // The device's NHWC kernel for the NCHW input specs `nchw_inputs`, or null when the op has none.
+  std::unique_ptr<OpKernel> create_nhwc(std::string_view name, Device device, const Attrs& attrs,
+                                        std::span<const TensorSpec> nchw_inputs) const;
 
   // A device's one-pass kernel for op `first` followed by op `then` (e.g. batch_norm, relu on kCuda).
   void add_fusion(std::string_view first, std::string_view then, Device device, FusionFactory factory);

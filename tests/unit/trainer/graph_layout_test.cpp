@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
@@ -75,6 +76,41 @@ TEST(GraphLayout, ResNetResidualAdds) {
 }
 TEST(GraphLayout, InceptionConcatenation) {
   expect_nhwc_graph_is_bitwise("inception_v1", zoo::zoo_model("inception_v1").min_size, false);
+}
+
+// An op with its own NHWC kernel for the device (OpRegistry::add_nhwc_kernel; the CPU's concat copies
+// rows) takes it instead of the adapter; the others keep the adapter (its NCHW copies in saved).
+TEST(GraphLayout, OpsWithAnNhwcKernelSkipTheAdapter) {
+  const NetDef net = zoo::build_net("inception_v1", {.num_classes = 10});
+  Graph nhwc(net, {.batch_size = 2, .seed = 5, .layout = Layout::kNHWC});
+  auto adapted = [](const PlanNode& n) {
+    for (const ops::TensorSpec& t : n.kernel->signature().saved)
+      if (t.name.starts_with("nchw_")) return true;
+    return false;
+  };
+  int concats = 0, convs = 0;
+  for (const PlanNode& n : nhwc.plan().nodes()) {
+    if (n.op == "concat") {
+      ++concats;
+      EXPECT_FALSE(adapted(n)) << n.name;
+      EXPECT_EQ(n.kernel->signature().activation_layout, Layout::kNHWC) << n.name;
+    }
+    if (n.op == "conv2d") {
+      ++convs;
+      EXPECT_TRUE(adapted(n)) << n.name << ": the CPU has no NHWC convolution";
+    }
+  }
+  EXPECT_GT(concats, 0);
+  EXPECT_GT(convs, 0);
+  ops::OpRegistry r;
+  ops::register_builtin_ops(r);
+  const std::vector<ops::TensorSpec> one{ops::TensorSpec{.shape = {2, 3, 4, 5}}};
+  const std::vector<ops::TensorSpec> two{ops::TensorSpec{.shape = {2, 3, 4, 5}}, ops::TensorSpec{.shape = {2, 1, 4, 5}}};
+  EXPECT_EQ(r.create_nhwc("conv2d", Device::kCpu, {{"filters", 4}}, one), nullptr);
+  auto k = r.create_nhwc("concat", Device::kCpu, {}, two);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->signature().inputs[0].shape, (Shape{2, 4, 5, 3}));
+  EXPECT_EQ(k->signature().outputs[0].shape, (Shape{2, 4, 5, 4}));
 }
 TEST(GraphLayout, MobileNetDepthwise) { expect_nhwc_graph_is_bitwise("mobilenet_v2", 32, false); }
 
