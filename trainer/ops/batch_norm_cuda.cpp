@@ -6,9 +6,14 @@
 // blocks per channel (shifted by the running mean), with the CPU's formulas (biased variance to
 // normalise, unbiased for running_var, momentum = weight of the old value). Workspace: the per-run
 // partial sums and the backward's 2*C coefficients (reduce_kernels.cu, batch_norm_workspace_bytes).
+//
+// NHWC (add_nhwc_kernel): the same kernels on the activation seen as [N*H*W, C] rows (BatchNormParams
+// {N*H*W, C, 1}), where the statistics' sums take 32 neighbouring channels per block (reduce_kernels.cu);
+// the batch_norm+relu fusion applies as it is.
 #include "core/check.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/batch_norm.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace {
@@ -107,6 +112,15 @@ void register_batch_norm_cuda(OpRegistry& r) {
                  OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
                  return cuda::make_cuda_kernel<BatchNormCuda>(dt, std::move(sig), batch_norm_params(a, in));
                });
+  r.add_nhwc_kernel("batch_norm", Device::kCuda,
+                    [cpu = cuda::cpu_factory(r, "batch_norm")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = cuda::cuda_compute_dtype("batch_norm", in);
+                      BatchNormParams p = batch_norm_params(a, in);
+                      p.n *= p.hw;  // rows of channels (a rank-2 input already is)
+                      p.hw = 1;
+                      return cuda::make_cuda_kernel<BatchNormCuda>(
+                          dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
+                    });
   r.add_fusion("batch_norm", "relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
     const OpSignature &a = first.signature(), &b = then.signature();
     if (a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 || a.outputs[0].shape != b.inputs[0].shape ||

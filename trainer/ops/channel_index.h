@@ -2,7 +2,8 @@
 // (FASTNN_HD), so the CPU tests walk exactly what the kernels walk (channel_index_test):
 //   - BnSplit: one channel's m = N*hw values cut into `runs` runs of `run_length` (the last may be
 //     shorter), a function of the shape only, so a reduction over runs has a fixed order; about 1024
-//     blocks in all, at least 4096 values a run.
+//     blocks in all, at least 4096 values a run. bn_split_rows: the same for [M, C] rows (hw = 1, NHWC),
+//     where a block takes 32 channels of a run of rows; channel_split picks between them.
 //   - channel_offset: where value j of channel c lives.
 //   - ChannelIndex / channel_of: the channel of flat element i, by two FastDivide multiply-highs when
 //     the tensor has fewer than 2^31 values (else 64-bit division).
@@ -29,6 +30,39 @@ inline BnSplit bn_split(int64_t n, int64_t c, int64_t hw) {
   sp.run_length = (m + runs - 1) / runs;
   sp.runs = (m + sp.run_length - 1) / sp.run_length;
   return sp;
+}
+
+// [M, C] row-major tensors (hw = 1: an NHWC activation seen as M = N*H*W rows of C channels, or a 2-D
+// [N, C] one): a block of kRowLanes x kRowChannels threads takes kRowChannels consecutive channels (one
+// warp reads them side by side: coalesced) of one run of rows, its row lanes striding through the run.
+// Runs as bn_split's: a function of the shape only, about 1024 blocks in all, at least kMinRunRows rows
+// a run.
+inline constexpr int64_t kRowChannels = 32, kRowLanes = 8, kMinRunRows = 512;
+
+inline int64_t row_channel_tiles(int64_t c) { return (std::max<int64_t>(c, 1) + kRowChannels - 1) / kRowChannels; }
+
+inline BnSplit bn_split_rows(int64_t m, int64_t c) {
+  if (m <= 0) return {};
+  int64_t runs = std::max<int64_t>(1, 1024 / row_channel_tiles(c));
+  runs = std::min(runs, std::max<int64_t>(1, m / kMinRunRows));
+  BnSplit sp;
+  sp.run_length = (m + runs - 1) / runs;
+  sp.runs = (m + sp.run_length - 1) / sp.run_length;
+  return sp;
+}
+
+// The rows [begin, end) of run `run` of an [m, C] tensor (the block's row lanes stride through them).
+struct RowRun {
+  int64_t begin = 0, end = 0;
+};
+FASTNN_HD inline RowRun row_run(const BnSplit& sp, int64_t m, int64_t run) {
+  const int64_t begin = run * sp.run_length;
+  return {begin, begin + sp.run_length < m ? begin + sp.run_length : m};
+}
+
+// The split the per-channel kernels use for [n, c, hw]: rows of channels when hw == 1, else bn_split.
+inline BnSplit channel_split(int64_t n, int64_t c, int64_t hw) {
+  return hw == 1 ? bn_split_rows(n, c) : bn_split(n, c, hw);
 }
 
 // Divides by hw when it fits FastDivide (the kernels check FastDivide::fits(N*hw) before using it).

@@ -29,6 +29,11 @@ template <typename T>
 void global_avg_pool_forward(int64_t planes, int64_t hw, const T* x, T* y, cudaStream_t s);
 template <typename T>
 void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cudaStream_t s);
+// NHWC: x [N, hw, C] -> y [N, C] (the kernel registered with add_nhwc_kernel).
+template <typename T>
+void global_avg_pool_forward_nhwc(int64_t n, int64_t hw, int64_t c, const T* x, T* y, cudaStream_t s);
+template <typename T>
+void global_avg_pool_backward_nhwc(int64_t n, int64_t hw, int64_t c, const T* dy, T* dx, cudaStream_t s);
 }  // namespace cuda
 // The kCuda kernel (global_avg_pool_cuda.cpp); register_global_avg_pool adds it.
 void register_global_avg_pool_cuda(OpRegistry& registry);

@@ -1,4 +1,6 @@
 // Reduction kernels: bias gradient, global average pool, batch norm, softmax cross-entropy, top-k.
+// Per-channel sums come in two shapes: [N, C, hw] with blocks per (channel, run), and [M, C] rows (hw
+// == 1: NHWC activations, rank-2 inputs) with blocks per (32 channels, run of rows).
 // Sums run in double (like the CPU oracle) in a fixed order for a given shape, so results are
 // bitwise repeatable run to run (no floating-point atomics).
 #include <algorithm>
@@ -21,7 +23,13 @@ namespace {
 
 constexpr int kReduceThreads = 512;
 
-BnSplit bn_split(const BatchNormParams& p) { return ops::bn_split(p.n, p.c, p.hw); }
+// hw == 1 (NHWC as [N*H*W, C] rows, or rank 2): the rows kernels; else blocks per (channel, run).
+BnSplit bn_split(const BatchNormParams& p) { return ops::channel_split(p.n, p.c, p.hw); }
+bool by_rows(const BatchNormParams& p) { return p.hw == 1; }
+dim3 rows_grid(const BatchNormParams& p, const BnSplit& sp) {
+  return dim3(static_cast<unsigned>(row_channel_tiles(p.c)), static_cast<unsigned>(sp.runs));
+}
+const dim3 kRowsBlock(static_cast<unsigned>(kRowChannels), static_cast<unsigned>(kRowLanes));
 FastDivide hw_divider(const BatchNormParams& p) { return ops::hw_divider(p.hw); }
 
 // Value j of channel c in an [N, C, inner] tensor, j in [0, N*inner).
@@ -57,6 +65,26 @@ __global__ void gap_fwd_kernel(int64_t planes, int64_t hw, const T* x, T* y) {
 template <typename T>
 __global__ void gap_bwd_kernel(int64_t total, int64_t hw, const T* dy, T* dx) {
   FASTNN_GRID_LOOP(i, total) dx[i] = from_f<T>(static_cast<float>(to_f(dy[i / hw]) / static_cast<double>(hw)));
+}
+
+// NHWC: x [N, hw, C] -> y [N, C], one thread per (n, c) summing its hw values in order (neighbouring
+// threads read neighbouring channels).
+template <typename T>
+__global__ void gap_nhwc_fwd_kernel(int64_t n, int64_t hw, int64_t c, const T* x, T* y) {
+  FASTNN_GRID_LOOP(i, n * c) {
+    const int64_t b = i / c, ch = i - b * c;
+    double acc = 0;
+    for (int64_t j = 0; j < hw; ++j) acc += to_f(x[(b * hw + j) * c + ch]);
+    y[i] = from_f<T>(static_cast<float>(acc / static_cast<double>(hw)));
+  }
+}
+
+template <typename T>
+__global__ void gap_nhwc_bwd_kernel(int64_t total, int64_t hw, int64_t c, const T* dy, T* dx) {
+  FASTNN_GRID_LOOP(i, total) {
+    const int64_t ch = i % c, b = i / (hw * c);
+    dx[i] = from_f<T>(static_cast<float>(to_f(dy[b * c + ch]) / static_cast<double>(hw)));
+  }
 }
 
 // ---- batch norm ----
@@ -180,6 +208,74 @@ __global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide
     partials[2 * (c * sp.runs + run)] = sdy;
     partials[2 * (c * sp.runs + run) + 1] = sdyx;
   }
+}
+
+// ---- the same sums over [M, C] rows (hw == 1: NHWC activations, rank-2 inputs) ----
+// Block (tile, run), threads (x: one of kRowChannels consecutive channels, y: one of kRowLanes row
+// lanes): a warp reads 32 neighbouring channels of a row (coalesced; a block per channel would read
+// with a stride of C). Each thread sums its rows of the run in order, then the row lanes' sums are
+// added in lane order and written where the (channel, run) kernels write theirs, so the finishing
+// kernels are shared. Calls f(offset) for the thread's values of channel ch.
+template <typename F>
+__device__ __forceinline__ void for_rows_run(const BatchNormParams& p, const BnSplit& sp, int64_t ch, F&& f) {
+  if (ch >= p.c) return;
+  const RowRun rr = row_run(sp, p.n, blockIdx.y);
+  for (int64_t r = rr.begin + threadIdx.y; r < rr.end; r += kRowLanes) f(r * p.c + ch);
+}
+
+// The block's per-lane sums (width 1 or 2 values each) added over the row lanes in order and stored as
+// partials[(ch * runs + run) * width + j].
+__device__ __forceinline__ void store_rows_partials(const BatchNormParams& p, const BnSplit& sp, int64_t ch, int width,
+                                                    double v0, double v1, double* partials) {
+  __shared__ double lanes[2][kRowLanes][kRowChannels];
+  lanes[0][threadIdx.y][threadIdx.x] = v0;
+  lanes[1][threadIdx.y][threadIdx.x] = v1;
+  __syncthreads();
+  if (threadIdx.y != 0 || ch >= p.c) return;
+  for (int j = 0; j < width; ++j) {
+    double acc = 0;
+    for (int l = 0; l < kRowLanes; ++l) acc += lanes[j][l][threadIdx.x];
+    partials[(ch * sp.runs + blockIdx.y) * width + j] = acc;
+  }
+}
+
+__device__ __forceinline__ int64_t rows_channel() {
+  return static_cast<int64_t>(blockIdx.x) * kRowChannels + threadIdx.x;
+}
+
+template <typename T>
+__global__ void bn_rows_stats_kernel(BatchNormParams p, BnSplit sp, const T* x, const float* pivot, double* partials) {
+  const int64_t ch = rows_channel();
+  const double k = ch < p.c ? stats_pivot(pivot[ch]) : 0.0;
+  double sum = 0, ss = 0;
+  for_rows_run(p, sp, ch, [&](int64_t o) {
+    const double d = static_cast<double>(to_f(x[o])) - k;
+    sum += d;
+    ss += d * d;
+  });
+  store_rows_partials(p, sp, ch, 2, sum, ss, partials);
+}
+
+template <typename T, bool Relu>
+__global__ void bn_rows_grad_kernel(BatchNormParams p, BnSplit sp, const T* x, const float* mean_s,
+                                    const float* invstd_s, const T* dy, const T* relu_y, double* partials) {
+  const int64_t ch = rows_channel();
+  const double mean = ch < p.c ? mean_s[ch] : 0.0, invstd = ch < p.c ? invstd_s[ch] : 0.0;
+  double sdy = 0, sdyx = 0;
+  for_rows_run(p, sp, ch, [&](int64_t o) {
+    const double g = bn_grad_at<T, Relu>(dy, relu_y, o);
+    sdy += g;
+    sdyx += g * (static_cast<double>(to_f(x[o])) - mean) * invstd;
+  });
+  store_rows_partials(p, sp, ch, 2, sdy, sdyx, partials);
+}
+
+template <typename T>
+__global__ void bias_rows_kernel(BatchNormParams p, BnSplit sp, const T* dy, double* partials) {
+  const int64_t ch = rows_channel();
+  double sum = 0;
+  for_rows_run(p, sp, ch, [&](int64_t o) { sum += to_f(dy[o]); });
+  store_rows_partials(p, sp, ch, 1, sum, 0.0, partials);
 }
 
 // Per channel: dgamma / dbeta and the dx coefficients from the runs' sums in order.
@@ -322,7 +418,7 @@ unsigned warp_grid(int64_t rows) { return grid_for(rows * 32); }
 }  // namespace
 
 size_t bias_grad_workspace_bytes(int64_t n, int64_t k, int64_t inner) {
-  return static_cast<size_t>(std::max<int64_t>(k, 1)) * static_cast<size_t>(ops::bn_split(n, k, inner).runs) *
+  return static_cast<size_t>(std::max<int64_t>(k, 1)) * static_cast<size_t>(ops::channel_split(n, k, inner).runs) *
          sizeof(double);
 }
 
@@ -338,8 +434,11 @@ void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, void* ws
   const BatchNormParams p{.n = n, .c = k, .hw = inner};
   const BnSplit sp = bn_split(p);
   double* partials = static_cast<double*>(ws);
-  bias_partial_kernel<T><<<dim3(static_cast<unsigned>(k), static_cast<unsigned>(sp.runs)), kReduceThreads, 0, s>>>(
-      p, sp, hw_divider(p), dy, partials);
+  if (by_rows(p))
+    bias_rows_kernel<T><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, dy, partials);
+  else
+    bias_partial_kernel<T><<<dim3(static_cast<unsigned>(k), static_cast<unsigned>(sp.runs)), kReduceThreads, 0, s>>>(
+        p, sp, hw_divider(p), dy, partials);
   CUDA_CHECK_LAUNCH();
   bias_finish_kernel<T><<<grid_for(k), kThreads, 0, s>>>(k, sp.runs, partials, db);
   CUDA_CHECK_LAUNCH();
@@ -360,6 +459,21 @@ void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx, cu
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename T>
+void global_avg_pool_forward_nhwc(int64_t n, int64_t hw, int64_t c, const T* x, T* y, cudaStream_t s) {
+  if (n * c == 0) return;
+  gap_nhwc_fwd_kernel<T><<<grid_for(n * c), kThreads, 0, s>>>(n, hw, c, x, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void global_avg_pool_backward_nhwc(int64_t n, int64_t hw, int64_t c, const T* dy, T* dx, cudaStream_t s) {
+  const int64_t total = n * hw * c;
+  if (total == 0) return;
+  gap_nhwc_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(total, hw, c, dy, dx);
+  CUDA_CHECK_LAUNCH();
+}
+
 namespace {
 
 template <typename T, bool Relu>
@@ -370,8 +484,11 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
   const BnSplit sp = bn_split(p);
   double* partials = static_cast<double*>(ws);
   if (p.n * p.hw > 0) {
-    bn_partial_stats_kernel<T><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)), kReduceThreads, 0,
-                                 s>>>(p, sp, hw_divider(p), x, running_mean, partials);
+    if (by_rows(p))
+      bn_rows_stats_kernel<T><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, running_mean, partials);
+    else
+      bn_partial_stats_kernel<T><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)), kReduceThreads,
+                                   0, s>>>(p, sp, hw_divider(p), x, running_mean, partials);
     CUDA_CHECK_LAUNCH();
   }
   bn_finish_stats_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
@@ -410,9 +527,13 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   double* coef = partials + 2 * p.c * sp.runs;
   const bool any = p.n * p.hw > 0;
   if (any) {
-    bn_partial_grad_kernel<T, Relu><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)),
-                                      kReduceThreads, 0, s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy,
-                                                              relu_y, partials);
+    if (by_rows(p))
+      bn_rows_grad_kernel<T, Relu><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, save_mean, save_invstd, dy,
+                                                                           relu_y, partials);
+    else
+      bn_partial_grad_kernel<T, Relu><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)),
+                                        kReduceThreads, 0, s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy,
+                                                                relu_y, partials);
     CUDA_CHECK_LAUNCH();
   }
   bn_finish_grad_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
@@ -504,6 +625,8 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
   template void bias_grad<T>(int64_t, int64_t, int64_t, const T*, T*, void*, cudaStream_t);                   \
   template void global_avg_pool_forward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                     \
   template void global_avg_pool_backward<T>(int64_t, int64_t, const T*, T*, cudaStream_t);                    \
+  template void global_avg_pool_forward_nhwc<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);        \
+  template void global_avg_pool_backward_nhwc<T>(int64_t, int64_t, int64_t, const T*, T*, cudaStream_t);       \
   template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const float*, const float*, float*, \
                                                float*, T*, float*, float*, void*, cudaStream_t);              \
   template void batch_norm_forward_inference<T>(const BatchNormParams&, const T*, const float*, const float*,   \

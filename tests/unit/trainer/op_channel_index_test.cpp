@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "trainer/ops/channel_index.h"
@@ -87,6 +88,61 @@ TEST(ChannelIndex, SumOverRunsEqualsThePlainChannelSum) {
       for (int64_t i = 0; i < s.hw; ++i) plain += x[static_cast<size_t>((n * s.c + c) * s.hw + i)];
     EXPECT_EQ(runs_total, plain) << "channel " << c;
   }
+}
+
+// The rows kernels (hw = 1: NHWC seen as [N*H*W, C], or 2-D): block (tile, run) with threads (x: the
+// channel lane, y: the row lane), as reduce_kernels.cu's bn_rows_* and bias_rows kernels walk it.
+template <typename F>
+void walk_rows(int64_t m, int64_t c, const BnSplit& sp, F&& f) {
+  for (int64_t tile = 0; tile < row_channel_tiles(c); ++tile)
+    for (int64_t run = 0; run < sp.runs; ++run)
+      for (int64_t tx = 0; tx < kRowChannels; ++tx) {
+        const int64_t ch = tile * kRowChannels + tx;
+        if (ch >= c) continue;
+        const RowRun rr = row_run(sp, m, run);
+        for (int64_t ty = 0; ty < kRowLanes; ++ty)
+          for (int64_t r = rr.begin + ty; r < rr.end; r += kRowLanes) f(r * c + ch, ch, run);
+      }
+}
+
+TEST(ChannelIndex, RowRunsCoverEveryValueOfTheirChannelOnce) {
+  for (auto [m, c] : {std::pair<int64_t, int64_t>{7, 5}, {1, 1}, {3000, 33}, {100000, 3}, {64, 2048}, {1, 70}}) {
+    const BnSplit sp = bn_split_rows(m, c);
+    ASSERT_GE(sp.runs, 1);
+    ASSERT_GE(sp.runs * sp.run_length, m);
+    ASSERT_LT((sp.runs - 1) * sp.run_length, m) << "an empty run";
+    std::vector<int> seen(static_cast<size_t>(m * c), 0);
+    walk_rows(m, c, sp, [&](int64_t o, int64_t ch, int64_t) {
+      ASSERT_LT(o, m * c);
+      ASSERT_EQ(o % c, ch);
+      ++seen[static_cast<size_t>(o)];
+    });
+    for (int64_t o = 0; o < m * c; ++o) ASSERT_EQ(seen[static_cast<size_t>(o)], 1) << "offset " << o;
+  }
+}
+
+TEST(ChannelIndex, RowSplitFillsTheGpuAndKeepsRunsLong) {
+  const BnSplit first = bn_split_rows(256 * 112 * 112, 64);  // ResNet-50's first batch norm in NHWC
+  EXPECT_EQ(first.runs, 512);                                 // 2 channel tiles x 512 runs
+  EXPECT_GE(first.run_length, kMinRunRows);
+  const BnSplit last = bn_split_rows(256 * 49, 2048);
+  EXPECT_EQ(last.runs, 16);  // 64 tiles x 16 runs of 784 rows
+  EXPECT_EQ(bn_split_rows(256, 512).runs, 1);  // a 2-D batch norm of an embedding: one run
+  EXPECT_EQ(channel_split(256, 512, 1).runs, bn_split_rows(256, 512).runs);
+  EXPECT_EQ(channel_split(256, 64, 3136).runs, bn_split(256, 64, 3136).runs);
+}
+
+TEST(ChannelIndex, RowRunSumsEqualThePlainChannelSum) {
+  const int64_t m = 5000, c = 37;
+  const BnSplit sp = bn_split_rows(m, c);
+  ASSERT_GT(sp.runs, 1);
+  std::vector<double> x(static_cast<size_t>(m * c));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 7919) % 1000);
+  std::vector<double> by_runs(static_cast<size_t>(c), 0), plain(static_cast<size_t>(c), 0);
+  walk_rows(m, c, sp, [&](int64_t o, int64_t ch, int64_t) { by_runs[static_cast<size_t>(ch)] += x[static_cast<size_t>(o)]; });
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t ch = 0; ch < c; ++ch) plain[static_cast<size_t>(ch)] += x[static_cast<size_t>(r * c + ch)];
+  EXPECT_EQ(by_runs, plain);
 }
 
 }  // namespace
