@@ -1,10 +1,18 @@
-// conv2d on CUDA (ops/conv2d.h) through cuDNN's convolution API, NCHW.
+// conv2d on CUDA (ops/conv2d.h) through cuDNN's convolution API, NCHW or NHWC.
 //
 // Padding: cuDNN pads symmetrically. The symmetric part min(top, bottom) x min(left, right) goes to
 // cuDNN; any excess (TensorFlow "same" with an odd total, or explicit [t,b,l,r]) is materialised by
 // copying x into a zero-padded buffer in the workspace (pad2d), and the backward-data result is
 // computed into that buffer and cropped back (crop2d). With the padded input, cuDNN's output size is
 // exactly (H + top + bottom - eff) / stride + 1 = P.
+//
+// NHWC (add_nhwc_kernel): x and y are [N, H, W, C] / [N, P, Q, K] and cuDNN is told so (the tensor-core
+// kernels' own layout: no transposes inside cuDNN). Its filters are then [K, R, S, C/groups]; the
+// parameter stays [K, C/groups, R, S] (checkpoints, optimizers and the CPU oracle never see another
+// layout), so forward writes the transposed copy into a saved tensor (`weight_krsc`, read again by the
+// data gradient) and the filter gradient is computed in [K, R, S, C] in the workspace and transposed
+// back: two weight-sized copies a step, against activation-sized transposes in every NCHW half-precision
+// convolution. Bias and asymmetric padding act on [N*P*Q, K] rows and [N, H, W*C] planes.
 //
 // Algorithms: chosen once per kernel object when it is created (and shared through a process-wide
 // cache keyed by the full problem, so identical layers do not search twice): cuDNN's heuristics
@@ -22,6 +30,7 @@
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/conv2d.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace {
@@ -90,8 +99,9 @@ AlgoChoice pick(const char* pass, const Perf* perf, int count, bool fp32_no_tf32
 template <typename T>
 class Conv2dCuda final : public OpKernel {
  public:
-  Conv2dCuda(OpSignature sig, const Conv2dParams& p, DType dt) : OpKernel("conv2d", Device::kCuda), p_(p), dt_(dt) {
-    sig_ = std::move(sig);
+  Conv2dCuda(OpSignature sig, const Conv2dParams& p, DType dt, bool nhwc)
+      : OpKernel("conv2d", Device::kCuda), p_(p), dt_(dt), nhwc_(nhwc) {
+    sig_ = nhwc ? nhwc_signature(std::move(sig)) : std::move(sig);
     const Window2d& g = p.win;
     const int64_t sym_h = std::min(g.pad_top, g.pad_bottom), sym_w = std::min(g.pad_left, g.pad_right);
     et_ = g.pad_top - sym_h, eb_ = g.pad_bottom - sym_h, el_ = g.pad_left - sym_w, er_ = g.pad_right - sym_w;
@@ -101,10 +111,12 @@ class Conv2dCuda final : public OpKernel {
     sig_.accumulates_input_grads = !asym_;
 
     const cudnnDataType_t t = cudnn_type(dt);
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, CUDNN_TENSOR_NCHW, t, to_int(p.n), to_int(p.c), to_int(hp_), to_int(wp_)));
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.d, CUDNN_TENSOR_NCHW, t, to_int(p.n), to_int(p.k), to_int(g.p), to_int(g.q)));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, t, CUDNN_TENSOR_NCHW, to_int(p.k), to_int(p.c / p.groups), to_int(g.r),
-                                           to_int(g.s)));
+    const cudnnTensorFormat_t f = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, f, t, to_int(p.n), to_int(p.c), to_int(hp_), to_int(wp_)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.d, f, t, to_int(p.n), to_int(p.k), to_int(g.p), to_int(g.q)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, t, f, to_int(p.k), to_int(p.c / p.groups), to_int(g.r), to_int(g.s)));
+    if (nhwc)  // the weights in cuDNN's NHWC filter order, written by forward for the data gradient
+      sig_.saved.push_back(TensorSpec{.name = "weight_krsc", .shape = {p.k, g.r, g.s, p.c / p.groups}, .dtype = dt});
     const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
     const bool fp32_no_tf32 = dt == DType::kF32 && !pol.allow_tf32;
     // f32 without TF32: FMA kernels only; otherwise tensor cores are welcome.
@@ -130,10 +142,11 @@ class Conv2dCuda final : public OpKernel {
       CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_filter_.d, algos_.bwd_filter.math));
     }
     conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
-    pad_bytes_ = asym_ ? static_cast<size_t>(p.n * p.c * hp_ * wp_) * sizeof(T) : 0;
+    pad_bytes_ = asym_ ? cuda::align256(static_cast<size_t>(p.n * p.c * hp_ * wp_) * sizeof(T)) : 0;
+    dw_bytes_ = nhwc ? static_cast<size_t>(p.weight_numel()) * sizeof(T) : 0;
     // The bias gradient's sums reuse the start of the workspace (after the filter pass, before the data pass).
-    sig_.workspace_bytes = std::max(conv_ws_ + pad_bytes_,
-                                    p_.bias ? cuda::bias_grad_workspace_bytes(p_.n, p_.k, p_.win.p * p_.win.q) : 0);
+    sig_.workspace_bytes = std::max(conv_ws_ + pad_bytes_ + dw_bytes_,
+                                    p_.bias ? cuda::bias_grad_workspace_bytes(bias_rows(), p_.k, bias_inner()) : 0);
   }
 
  protected:
@@ -143,11 +156,17 @@ class Conv2dCuda final : public OpKernel {
     char* ws = cuda::ptr<char>(a.workspace);
     const void* x = padded_input(a.inputs[0], ws, s);
     T* y = cuda::ptr<T>(a.outputs[0]);
+    const void* w = a.params[0].raw();
+    if (nhwc_) {
+      void* krsc = a.saved.back().raw();
+      cuda::transpose_last2(p_.k, p_.c / p_.groups, p_.win.r * p_.win.s, sizeof(T), w, krsc, s);
+      w = krsc;
+    }
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, a.params[0].raw(), conv_fwd_.d,
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
                                         static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
                                         y_.d, y));
-    if (p_.bias) cuda::bias_add<T>(p_.n, p_.k, p_.win.p * p_.win.q, cuda::ptr<T>(a.params[1]), y, s);
+    if (p_.bias) cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
   }
 
   void run_backward(const BackwardArgs& a) override {
@@ -159,35 +178,48 @@ class Conv2dCuda final : public OpKernel {
     // Filter gradient first: it reads the padded x from the workspace, which the data pass reuses.
     if (a.d_params[0].defined()) {
       const void* x = padded_input(a.inputs[0], ws, s);
+      void* dw = nhwc_ ? static_cast<void*>(ws + conv_ws_ + pad_bytes_) : a.d_params[0].raw();  // [K, R, S, C]
       CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
                                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
-                                                 ws, conv_ws_, &zero, w_.d, a.d_params[0].raw()));
+                                                 ws, conv_ws_, &zero, w_.d, dw));
+      if (nhwc_)
+        cuda::transpose_last2(p_.k, p_.win.r * p_.win.s, p_.c / p_.groups, sizeof(T), dw, a.d_params[0].raw(), s);
     }
     if (p_.bias && a.d_params[1].defined())
-      cuda::bias_grad<T>(p_.n, p_.k, p_.win.p * p_.win.q, dy, cuda::ptr<T>(a.d_params[1]), ws, s);
+      cuda::bias_grad<T>(bias_rows(), p_.k, bias_inner(), dy, cuda::ptr<T>(a.d_params[1]), ws, s);
     if (a.d_inputs[0].defined()) {
       T* dx = cuda::ptr<T>(a.d_inputs[0]);
       void* dxp = asym_ ? static_cast<void*>(ws + conv_ws_) : static_cast<void*>(dx);
+      const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
-      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, a.params[0].raw(), y_.d, dy, conv_bwd_data_.d,
+      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
                                                static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
                                                conv_ws_, (a.accumulate & 1) ? &one : &zero, x_.d, dxp));
-      if (asym_) cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, static_cast<const T*>(dxp), dx, s);
+      if (asym_) crop(static_cast<const T*>(dxp), dx, s);
     }
   }
 
  private:
-  // x itself, or x copied into the zero-padded buffer after the convolution workspace.
+  // x itself, or x copied into the zero-padded buffer after the convolution workspace. NHWC pads [N, H,
+  // W*C] planes by whole pixels of C values.
   const void* padded_input(const Tensor& x, char* ws, cudaStream_t s) {
     if (!asym_) return x.raw();
     T* xp = reinterpret_cast<T*>(ws + conv_ws_);
-    cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
+    if (nhwc_) cuda::pad2d<T>(p_.n, p_.h, p_.w * p_.c, et_, eb_, el_ * p_.c, er_ * p_.c, cuda::ptr<T>(x), xp, s);
+    else cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
     return xp;
   }
+  void crop(const T* xp, T* x, cudaStream_t s) const {
+    if (nhwc_) cuda::crop2d<T>(p_.n, p_.h, p_.w * p_.c, et_, eb_, el_ * p_.c, er_ * p_.c, xp, x, s);
+    else cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, xp, x, s);
+  }
+  // y as bias_add / bias_grad see it: [N, K, P*Q], or [N*P*Q, K, 1] rows in NHWC.
+  int64_t bias_rows() const { return nhwc_ ? p_.n * p_.win.p * p_.win.q : p_.n; }
+  int64_t bias_inner() const { return nhwc_ ? 1 : p_.win.p * p_.win.q; }
 
   std::string cache_key(const ::fastnn::cuda::Policy& pol) const {
     const Window2d& g = p_.win;
-    return str(::fastnn::cuda::current_device(), " ", dtype_name(dt_), " n", p_.n, " c", p_.c, " ", hp_, "x", wp_,
+    return str(::fastnn::cuda::current_device(), " ", dtype_name(dt_), nhwc_ ? " nhwc" : " nchw", " n", p_.n, " c", p_.c, " ", hp_, "x", wp_,
                " k", p_.k, " g", p_.groups, " ", g.to_string(), " tf32 ", pol.allow_tf32, " det ", pol.deterministic,
                " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
   }
@@ -259,13 +291,14 @@ class Conv2dCuda final : public OpKernel {
 
   Conv2dParams p_;
   DType dt_;
+  bool nhwc_ = false;
   int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0, hp_ = 0, wp_ = 0;
   bool asym_ = false;
   TensorDesc x_, y_;
   FilterDesc w_;
   ConvDesc conv_fwd_, conv_bwd_data_, conv_bwd_filter_;
   Algos algos_;
-  size_t conv_ws_ = 0, pad_bytes_ = 0;
+  size_t conv_ws_ = 0, pad_bytes_ = 0, dw_bytes_ = 0;
 };
 
 }  // namespace
@@ -274,8 +307,14 @@ void register_conv2d_cuda(OpRegistry& r) {
   r.add_kernel("conv2d", Device::kCuda, [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
     const DType dt = cuda::cuda_compute_dtype("conv2d", in);
     OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-    return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt);
+    return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, false);
   });
+  r.add_nhwc_kernel("conv2d", Device::kCuda,
+                    [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = cuda::cuda_compute_dtype("conv2d", in);
+                      OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                      return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, true);
+                    });
 }
 
 }  // namespace fastnn::ops
