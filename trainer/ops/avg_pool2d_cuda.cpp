@@ -1,7 +1,9 @@
 // avg_pool2d on CUDA (ops/avg_pool2d.h): custom kernels keep the CPU's asymmetric padding and both
-// count_include_pad divisors (cuDNN pools only with symmetric padding).
+// count_include_pad divisors (cuDNN pools only with symmetric padding). NHWC (add_nhwc_kernel): the same
+// kernels over interleaved planes (Pool2dParams::nhwc).
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/avg_pool2d.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace {
@@ -36,6 +38,13 @@ void register_avg_pool2d_cuda(OpRegistry& r) {
                  return cuda::make_cuda_kernel<AvgPool2dCuda>(dt, std::move(sig),
                                                               pool2d_params("avg_pool2d", a, in, true));
                });
+  r.add_nhwc_kernel("avg_pool2d", Device::kCuda,
+                    [cpu = cuda::cpu_factory(r, "avg_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = cuda::cuda_compute_dtype("avg_pool2d", in);
+                      Pool2dParams p = pool2d_params("avg_pool2d", a, in, true);
+                      p.nhwc = true;
+                      return cuda::make_cuda_kernel<AvgPool2dCuda>(dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
+                    });
 }
 
 }  // namespace fastnn::ops

@@ -1,8 +1,10 @@
-// concat on CUDA (ops/concat.h): one strided 2-D copy per input each way (no kernel of its own).
+// concat on CUDA (ops/concat.h): one strided 2-D copy per input each way (no kernel of its own). NHWC
+// (add_nhwc_kernel) is the same copy over [N*H*W, C_i] rows: the channel axis is the last one.
 #include <vector>
 
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/concat.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace {
@@ -13,10 +15,12 @@ class ConcatCuda final : public OpKernel {
   explicit ConcatCuda(OpSignature sig) : OpKernel("concat", Device::kCuda) {
     sig_ = std::move(sig);
     const Shape& y = sig_.outputs[0].shape;
-    inner_ = y.size() == 4 ? y[2] * y[3] : 1;
-    total_ = y[1];
-    n_ = y[0];
-    for (const TensorSpec& t : sig_.inputs) channels_.push_back(t.shape[1]);
+    const bool rows = y.size() == 4 && sig_.activation_layout == Layout::kNHWC;  // [N*H*W, C]
+    const size_t axis = rows ? 3 : 1;
+    inner_ = y.size() == 4 && !rows ? y[2] * y[3] : 1;
+    total_ = y[axis];
+    n_ = rows ? y[0] * y[1] * y[2] : y[0];
+    for (const TensorSpec& t : sig_.inputs) channels_.push_back(t.shape[axis]);
   }
 
  protected:
@@ -57,6 +61,11 @@ void register_concat_cuda(OpRegistry& r) {
     const DType dt = cuda::cuda_compute_dtype("concat", in);
     return cuda::make_cuda_kernel<ConcatCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
   });
+  r.add_nhwc_kernel("concat", Device::kCuda,
+                    [cpu = cuda::cpu_factory(r, "concat")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = cuda::cuda_compute_dtype("concat", in);
+                      return cuda::make_cuda_kernel<ConcatCuda>(dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)));
+                    });
 }
 
 }  // namespace fastnn::ops

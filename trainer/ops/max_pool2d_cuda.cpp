@@ -1,7 +1,9 @@
 // max_pool2d on CUDA (ops/max_pool2d.h): custom kernels keep the CPU's asymmetric padding and
-// first-maximum tie rule; the backward recomputes the argmax from x like the CPU (no saved indices).
+// first-maximum tie rule; the backward recomputes the argmax from x like the CPU (no saved indices). NHWC
+// (add_nhwc_kernel): the same kernels over interleaved planes (Pool2dParams::nhwc).
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/max_pool2d.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace {
@@ -37,6 +39,13 @@ void register_max_pool2d_cuda(OpRegistry& r) {
                  return cuda::make_cuda_kernel<MaxPool2dCuda>(dt, std::move(sig),
                                                               pool2d_params("max_pool2d", a, in, false));
                });
+  r.add_nhwc_kernel("max_pool2d", Device::kCuda,
+                    [cpu = cuda::cpu_factory(r, "max_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = cuda::cuda_compute_dtype("max_pool2d", in);
+                      Pool2dParams p = pool2d_params("max_pool2d", a, in, false);
+                      p.nhwc = true;
+                      return cuda::make_cuda_kernel<MaxPool2dCuda>(dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
+                    });
 }
 
 }  // namespace fastnn::ops

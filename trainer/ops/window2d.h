@@ -41,6 +41,9 @@ struct Pool2dParams {
   int64_t n = 0, c = 0, h = 0, w = 0;
   Window2d win;
   bool count_include_pad = false;  // avg_pool2d only
+  // CUDA only: x and y are [N, H, W, C] / [N, P, Q, C] (the kernels add_nhwc_kernel registers); the CPU
+  // kernels are NCHW and pool2d_params never sets it.
+  bool nhwc = false;
 };
 // Attributes: kernel, stride (default: kernel), padding, and for avg pool count_include_pad.
 Pool2dParams pool2d_params(std::string_view op, const Attrs& a, std::span<const TensorSpec> inputs, bool is_avg);

@@ -1,4 +1,5 @@
-// Window kernels: 2-D max / average pooling and LRN across channels. Forward: one thread per output.
+// Window kernels: 2-D max / average pooling (NCHW, and NHWC when Pool2dParams::nhwc) and LRN across
+// channels. Forward: one thread per output.
 // Backward: one thread per input element that gathers from every window covering it, in the CPU's
 // scan order, so there are no atomics and f32 results match the CPU's summation order.
 //
@@ -35,15 +36,35 @@ __device__ __forceinline__ void covering(int64_t i, int64_t pad, int64_t k, int6
   if (hi > out - 1) hi = out - 1;
 }
 
+// One (sample, channel) plane of x and of y in either layout: element k of the input plane (k = ih * W +
+// iw) is x[in + k * step], element k of the output plane (k = op * Q + oq) is y[out + k * step]. NCHW
+// planes are contiguous (step 1); NHWC planes interleave the channels (step C), and the flat index puts
+// the channel fastest, so neighbouring threads read neighbouring channels.
+struct Plane {
+  int64_t in, out, step, pos;  // pos: the thread's element within its plane
+};
+// Flat index i over `plane_size` elements a plane (the output plane's forward, the input plane's backward).
+__device__ __forceinline__ Plane plane_of(const Pool2dParams& p, int64_t i, int64_t plane_size) {
+  const int64_t hw = p.h * p.w, pq = p.win.p * p.win.q;
+  if (!p.nhwc) {
+    const int64_t nc = i / plane_size;
+    return Plane{nc * hw, nc * pq, 1, i - nc * plane_size};
+  }
+  const int64_t c = i % p.c, rest = i / p.c, n = rest / plane_size;
+  return Plane{n * hw * p.c + c, n * pq * p.c + c, p.c, rest - n * plane_size};
+}
+// The flat index of element k of the plane of flat index i (same layout as i).
+__device__ __forceinline__ int64_t plane_elem(const Plane& pl, int64_t base, int64_t k) { return base + k * pl.step; }
+
 // Index within the plane of the first maximum (scan order), -1 for an empty window.
 template <typename T>
-__device__ __forceinline__ int64_t argmax_at(const Pool2dParams& p, const T* plane, int64_t op, int64_t oq) {
+__device__ __forceinline__ int64_t argmax_at(const Pool2dParams& p, const T* x, const Plane& pl, int64_t op, int64_t oq) {
   const Span2 s = window_at(p, op, oq);
   int64_t best = -1;
   float best_v = 0.f;
   for (int64_t ih = s.hb; ih < s.he; ++ih)
     for (int64_t iw = s.wb; iw < s.we; ++iw) {
-      const float v = to_f(plane[ih * p.w + iw]);
+      const float v = to_f(x[plane_elem(pl, pl.in, ih * p.w + iw)]);
       if (best < 0 || v > best_v) best = ih * p.w + iw, best_v = v;
     }
   return best;
@@ -59,10 +80,10 @@ template <typename T>
 __global__ void max_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
   const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t nc = i / pq, o = i - nc * pq, op = o / p.win.q, oq = o - op * p.win.q;
-    const T* plane = x + nc * p.h * p.w;
-    const int64_t best = argmax_at(p, plane, op, oq);
-    y[i] = best < 0 ? from_f<T>(0.f) : plane[best];
+    const Plane pl = plane_of(p, i, pq);
+    const int64_t op = pl.pos / p.win.q, oq = pl.pos - op * p.win.q;
+    const int64_t best = argmax_at(p, x, pl, op, oq);
+    y[i] = best < 0 ? from_f<T>(0.f) : x[plane_elem(pl, pl.in, best)];
   }
 }
 
@@ -70,16 +91,15 @@ template <typename T>
 __global__ void max_pool_bwd_kernel(Pool2dParams p, const T* x, const T* dy, T* dx) {
   const int64_t hw = p.h * p.w, total = p.n * p.c * hw;
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t nc = i / hw, pos = i - nc * hw, ih = pos / p.w, iw = pos - ih * p.w;
-    const T* plane = x + nc * hw;
-    const T* d = dy + nc * p.win.p * p.win.q;
+    const Plane pl = plane_of(p, i, hw);
+    const int64_t ih = pl.pos / p.w, iw = pl.pos - ih * p.w;
     int64_t ph0, ph1, pw0, pw1;
     covering(ih, p.win.pad_top, p.win.r, p.win.stride_h, p.win.p, ph0, ph1);
     covering(iw, p.win.pad_left, p.win.s, p.win.stride_w, p.win.q, pw0, pw1);
     float acc = 0.f;
     for (int64_t op = ph0; op <= ph1; ++op)
       for (int64_t oq = pw0; oq <= pw1; ++oq)
-        if (argmax_at(p, plane, op, oq) == pos) acc += to_f(d[op * p.win.q + oq]);
+        if (argmax_at(p, x, pl, op, oq) == pl.pos) acc += to_f(dy[plane_elem(pl, pl.out, op * p.win.q + oq)]);
     dx[i] = from_f<T>(acc);
   }
 }
@@ -88,12 +108,12 @@ template <typename T>
 __global__ void avg_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
   const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t nc = i / pq, o = i - nc * pq, op = o / p.win.q, oq = o - op * p.win.q;
-    const T* plane = x + nc * p.h * p.w;
+    const Plane pl = plane_of(p, i, pq);
+    const int64_t op = pl.pos / p.win.q, oq = pl.pos - op * p.win.q;
     const Span2 s = window_at(p, op, oq);
     double acc = 0;
     for (int64_t ih = s.hb; ih < s.he; ++ih)
-      for (int64_t iw = s.wb; iw < s.we; ++iw) acc += to_f(plane[ih * p.w + iw]);
+      for (int64_t iw = s.wb; iw < s.we; ++iw) acc += to_f(x[plane_elem(pl, pl.in, ih * p.w + iw)]);
     y[i] = from_f<T>(static_cast<float>(acc / divisor_at(p, s)));
   }
 }
@@ -102,15 +122,16 @@ template <typename T>
 __global__ void avg_pool_bwd_kernel(Pool2dParams p, const T* dy, T* dx) {
   const int64_t hw = p.h * p.w, total = p.n * p.c * hw;
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t nc = i / hw, pos = i - nc * hw, ih = pos / p.w, iw = pos - ih * p.w;
-    const T* d = dy + nc * p.win.p * p.win.q;
+    const Plane pl = plane_of(p, i, hw);
+    const int64_t ih = pl.pos / p.w, iw = pl.pos - ih * p.w;
     int64_t ph0, ph1, pw0, pw1;
     covering(ih, p.win.pad_top, p.win.r, p.win.stride_h, p.win.p, ph0, ph1);
     covering(iw, p.win.pad_left, p.win.s, p.win.stride_w, p.win.q, pw0, pw1);
     float acc = 0.f;
     for (int64_t op = ph0; op <= ph1; ++op)
       for (int64_t oq = pw0; oq <= pw1; ++oq)
-        acc += static_cast<float>(to_f(d[op * p.win.q + oq]) / divisor_at(p, window_at(p, op, oq)));
+        acc += static_cast<float>(to_f(dy[plane_elem(pl, pl.out, op * p.win.q + oq)]) /
+                                  divisor_at(p, window_at(p, op, oq)));
     dx[i] = from_f<T>(acc);
   }
 }
