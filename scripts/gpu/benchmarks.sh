@@ -39,19 +39,30 @@ bench resnet20_fp32_graph --model_name=resnet_cifar_20 --image-size 28 --batch_s
 bench resnet50_fp16_nccl --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --comm_backend=nccl
 bench inception_v3_fp16 --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 bench vgg16_fp16 --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+# NHWC (data_format=NHWC: cuDNN's tensor-core layout, NHWC batch norm / pooling / concat kernels), plain and
+# with every step-level change together (fused, graphed): the rows to hold against PyTorch AMP channels_last.
+bench resnet50_fp16_nhwc --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC
+bench resnet50_fp16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
+bench resnet50_bf16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NHWC --fuse_ops --cuda_graph
+bench inception_v3_fp16_nhwc --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
+bench vgg16_fp16_nhwc --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 # Where ResNet-50 fp16's step goes (CUDA events per layer and phase, 5 profiled steps after the timed ones):
 # bench_resnet50_fp16_profile.json has every layer; the table line gives the phases and the largest ops.
-bench resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --profile 5
-if [[ -f $out/bench_resnet50_fp16_profile.json ]]; then
-  python3 - "$out/bench_resnet50_fp16_profile.json" <<'PY'
+profile() {  # name, then fastnn bench train flags
+  local name=$1; shift
+  bench "$name" "$@" --profile 5
+  [[ -f $out/bench_$name.json ]] || return
+  python3 - "$out/bench_$name.json" "$name" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1])).get("profile", {})
 step = p.get("step_ms", 0) or 1
 phases = ", ".join(f"{k} {v:.1f}" for k, v in p.get("phases", {}).items())
 ops = sorted(p.get("ops", {}).items(), key=lambda kv: -kv[1])[:6]
-print(f"fastnn resnet50_fp16_profile\t{p.get('step_ms', 0):.1f} ms/step: {phases}; ops " + ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in ops))
+print(f"fastnn {sys.argv[2]}\t{p.get('step_ms', 0):.1f} ms/step: {phases}; ops " + ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in ops))
 PY
-fi
+}
+profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+profile resnet50_fp16_nhwc_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 
 # NCCL allreduce of float32 buffers (one process: what a world of one costs; scripts/gpu/scaling.sh for N GPUs).
 if timeout 60 fastnn bench allreduce --device=cuda --sizes 1048576,16777216,104857600 --iters 20 --json >"$out/bench_allreduce.json" 2>"$out/bench_allreduce.log"; then

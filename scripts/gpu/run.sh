@@ -84,7 +84,8 @@ if want sanitize; then
   # memcheck multiplies run time by 10-100: the f32 cases run every kernel, f16/bf16 add no new code paths.
   san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
   [[ -x $san ]] || { row "memcheck" "compute-sanitizer not found (PATH, \$CUDA_HOME/bin)"; san=""; }
-  [[ -n $san ]] && for spec in "test_trainer_ops_cuda_gpu:*f32*:CudaFusion.*" "test_trainer_optim_cuda_gpu:*" \
+  [[ -n $san ]] && for spec in "test_trainer_ops_cuda_gpu:*f32*:CudaFusion.*" "test_trainer_ops_nhwc_cuda_gpu:*f32*:CudaNhwcFusion.*" \
+              "test_trainer_optim_cuda_gpu:*" \
               "test_trainer_loop_train_device_gpu:*F32*"; do
     name=${spec%%:*} filter=${spec#*:}
     [[ -x $work/bundle/bin/$name ]] || continue

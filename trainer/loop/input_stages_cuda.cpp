@@ -34,8 +34,9 @@ bool is_pinned(const void* p) {
 
 }  // namespace
 
-InputStages::InputStages(DType compute, const InputNormalization& norm)
-    : compute_(compute), norm_(norm), allocator_(std::make_shared<PinnedBatchAllocator>()) {
+InputStages::InputStages(DType compute, const InputNormalization& norm, Layout graph_layout)
+    : compute_(compute), graph_nhwc_(graph_layout == Layout::kNHWC), norm_(norm),
+      allocator_(std::make_shared<PinnedBatchAllocator>()) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
   for (Stage& s : stages_) {
     CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
@@ -63,7 +64,7 @@ void InputStages::prefetch(const Tensor& images, const Tensor& labels) {
 // Device batch for the step: device tensors pass through; a host batch (input_format.h) is copied on
 // copy_stream_ — straight from the pipeline's buffer when it is pinned, else through this stage's
 // pinned buffer — and the compute stream waits on that batch's event only, then converts it to the
-// compute dtype in NCHW (uint8: normalised with the preset's mean and 1/std). A batch prefetch()
+// compute dtype in the graph's layout (uint8: normalised with the preset's mean and 1/std). A batch prefetch()
 // already copied is only waited for.
 std::pair<Tensor, Tensor> InputStages::place(const Tensor& images, const Tensor& labels) {
   if (images.device() == Device::kCuda && labels.device() == Device::kCuda) return {images, labels};
@@ -120,8 +121,11 @@ void InputStages::copy_to_stage(Stage& s, const Tensor& images, const Tensor& la
       s.dev_raw.layout() != images.layout()) {
     fresh = true;
     s.dev_raw = Tensor::empty(sh, in, Device::kCuda, images.layout());
-    s.dev_images = (in == compute_ && !nhwc) ? s.dev_raw
-                                                    : Tensor::empty(nchw, compute_, Device::kCuda, Layout::kNCHW);
+    // The graph's input: the batch itself when it already is in the compute dtype and the graph's layout.
+    const Layout graph = graph_nhwc_ ? Layout::kNHWC : Layout::kNCHW;
+    const Shape graph_shape = graph_nhwc_ ? Shape{nchw[0], nchw[2], nchw[3], nchw[1]} : nchw;
+    s.dev_images = (in == compute_ && nhwc == graph_nhwc_) ? s.dev_raw
+                                                           : Tensor::empty(graph_shape, compute_, Device::kCuda, graph);
   }
   const bool direct = is_pinned(images.raw());
   if (!direct && (!s.pinned_images.defined() || s.pinned_images.shape() != sh || s.pinned_images.dtype() != in)) {
@@ -159,14 +163,17 @@ void InputStages::convert_input(const Tensor& raw, bool nhwc, const Shape& nchw,
     cudaStream_t st = cuda::current_stream();
     switch (raw.dtype()) {
       case DType::kU8:
-        return cuda_step::input_to_nchw<uint8_t, T>(nchw[0], nchw[1], nchw[2], nchw[3],
-                                                    static_cast<const uint8_t*>(raw.raw()), nhwc, norm, y, st);
+        return cuda_step::input_convert<uint8_t, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                    static_cast<const uint8_t*>(raw.raw()), nhwc, graph_nhwc_, norm,
+                                                    y, st);
       case DType::kF16:
-        return cuda_step::input_to_nchw<__half, T>(nchw[0], nchw[1], nchw[2], nchw[3],
-                                                   static_cast<const __half*>(raw.raw()), nhwc, norm, y, st);
+        return cuda_step::input_convert<__half, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                   static_cast<const __half*>(raw.raw()), nhwc, graph_nhwc_, norm, y,
+                                                   st);
       default:
-        return cuda_step::input_to_nchw<float, T>(nchw[0], nchw[1], nchw[2], nchw[3],
-                                                  static_cast<const float*>(raw.raw()), nhwc, norm, y, st);
+        return cuda_step::input_convert<float, T>(nchw[0], nchw[1], nchw[2], nchw[3],
+                                                  static_cast<const float*>(raw.raw()), nhwc, graph_nhwc_, norm, y,
+                                                  st);
     }
   });
 }

@@ -1,8 +1,9 @@
 // The CUDA step runner's host -> device hop for batches (CUDA builds only; step_runner.h describes the
 // contract): the pipeline's batch buffers in pinned memory (allocator()), three stages each holding a
 // batch's device copy, its copy on a stream of its own, and the events that order a stage's reuse after
-// the step that read it. place() hands the step its batch as device tensors in the compute dtype, NCHW
-// (uint8 normalised with the preset's mean and 1/std); prefetch() starts the next batch's copy early.
+// the step that read it. place() hands the step its batch as device tensors in the compute dtype and the
+// graph's layout (uint8 normalised with the preset's mean and 1/std); prefetch() starts the next batch's
+// copy early.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,7 +19,9 @@ namespace fastnn::loop {
 
 class InputStages {
  public:
-  InputStages(DType compute, const InputNormalization& norm);  // creates the copy stream and events
+  // Batches become the graph's input: `compute` dtype in `graph_layout` (kNCHW or kNHWC). Creates the
+  // copy stream and events.
+  InputStages(DType compute, const InputNormalization& norm, Layout graph_layout);
   ~InputStages();
   InputStages(const InputStages&) = delete;
   InputStages& operator=(const InputStages&) = delete;
@@ -35,7 +38,7 @@ class InputStages {
  private:
   // One of the input slots: pinned host copy, device copy, and the events ordering their reuse.
   // dev_raw: the host batch's bytes on the device (its dtype and layout); dev_images: the graph's input
-  // (compute dtype, NCHW; dev_raw itself when nothing needs converting). host_images: the pipeline's
+  // (compute dtype, the graph's layout; dev_raw itself when nothing needs converting). host_images: the pipeline's
   // pinned batch, kept alive until this stage is reused (its copy is done by then).
   struct Stage {
     Tensor pinned_images, pinned_labels, dev_raw, dev_images, dev_labels, host_images;
@@ -51,6 +54,7 @@ class InputStages {
   void convert_input(const Tensor& raw, bool nhwc, const Shape& nchw, Tensor& out);
 
   DType compute_;
+  bool graph_nhwc_ = false;
   InputNormalization norm_;
   cudaStream_t copy_stream_ = nullptr;
   // Three: the step the device runs, the step the host queues behind it (StepRunner::queue_train reads

@@ -28,14 +28,19 @@ __device__ float input_value<uint8_t>(uint8_t v, float mean, float inv_std) {
   return __fmul_rn(__fsub_rn(static_cast<float>(v), mean), inv_std);
 }
 
-// One thread per output element; the source index follows the layout.
+// One thread per output element (in the output's layout); the source index follows the input's.
 template <typename S, typename T>
-__global__ void input_to_nchw_kernel(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc,
-                                     InputNorm norm, T* y) {
+__global__ void input_convert_kernel(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool src_nhwc,
+                                     bool dst_nhwc, InputNorm norm, T* y) {
   const int64_t count = n * c * h * w;
   FASTNN_GRID_LOOP(i, count) {
-    const int64_t col = i % w, row = (i / w) % h, ch = (i / (w * h)) % c, img = i / (w * h * c);
-    const int64_t src = nhwc ? ((img * h + row) * w + col) * c + ch : i;
+    int64_t img, ch, row, col;
+    if (dst_nhwc) {
+      ch = i % c, col = (i / c) % w, row = (i / (c * w)) % h, img = i / (c * w * h);
+    } else {
+      col = i % w, row = (i / w) % h, ch = (i / (w * h)) % c, img = i / (w * h * c);
+    }
+    const int64_t src = src_nhwc ? ((img * h + row) * w + col) * c + ch : ((img * c + ch) * h + row) * w + col;
     const int64_t k = ch < 4 ? ch : 0;  // uint8 batches have at most 4 channels; other types ignore norm
     y[i] = from_f<T>(input_value<S>(x[src], norm.mean[k], norm.inv_std[k]));
   }
@@ -44,11 +49,11 @@ __global__ void input_to_nchw_kernel(int64_t n, int64_t c, int64_t h, int64_t w,
 }  // namespace
 
 template <typename S, typename T>
-void input_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc, InputNorm norm, T* y,
-                   cudaStream_t s) {
+void input_convert(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool src_nhwc, bool dst_nhwc,
+                   InputNorm norm, T* y, cudaStream_t s) {
   const int64_t count = n * c * h * w;
   if (count <= 0) return;
-  input_to_nchw_kernel<S, T><<<grid_for(count), kThreads, 0, s>>>(n, c, h, w, x, nhwc, norm, y);
+  input_convert_kernel<S, T><<<grid_for(count), kThreads, 0, s>>>(n, c, h, w, x, src_nhwc, dst_nhwc, norm, y);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -81,11 +86,11 @@ void write_step_args(StepArgs* args, uint64_t step, float lr, cudaStream_t s) {
 #define FASTNN_STEP_KERNELS(T)                                                                          \
   template void cast_from_f32<T>(int64_t, const float*, T*, cudaStream_t);                             \
   template void cast_to_f32<T>(int64_t, const T*, float*, cudaStream_t);                               \
-  template void input_to_nchw<uint8_t, T>(int64_t, int64_t, int64_t, int64_t, const uint8_t*, bool, InputNorm, T*, \
+  template void input_convert<uint8_t, T>(int64_t, int64_t, int64_t, int64_t, const uint8_t*, bool, bool, InputNorm, T*, \
                                           cudaStream_t);                                                \
-  template void input_to_nchw<__half, T>(int64_t, int64_t, int64_t, int64_t, const __half*, bool, InputNorm, T*,   \
+  template void input_convert<__half, T>(int64_t, int64_t, int64_t, int64_t, const __half*, bool, bool, InputNorm, T*,   \
                                          cudaStream_t);                                                 \
-  template void input_to_nchw<float, T>(int64_t, int64_t, int64_t, int64_t, const float*, bool, InputNorm, T*,     \
+  template void input_convert<float, T>(int64_t, int64_t, int64_t, int64_t, const float*, bool, bool, InputNorm, T*,     \
                                         cudaStream_t);
 FASTNN_CUDA_FOR_TYPES(FASTNN_STEP_KERNELS)
 #undef FASTNN_STEP_KERNELS

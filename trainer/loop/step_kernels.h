@@ -18,17 +18,18 @@ void cast_from_f32(int64_t count, const float* x, T* y, cudaStream_t s);
 template <typename T>
 void cast_to_f32(int64_t count, const T* x, float* y, cudaStream_t s);
 
-// The input hop (input_format.h): images [n, c, h, w] of source type S (uint8_t, __half or float; NHWC
-// when nhwc, else NCHW) to T NCHW. uint8 values become (v - mean[c]) * inv_std[c] in float, the
-// subtraction and product rounded separately (normalize_input_reference's arithmetic); the others are
-// only converted. mean / inv_std: 4 floats each, by value.
+// The input hop (input_format.h): images of n x c x h x w of source type S (uint8_t, __half or float;
+// NHWC when src_nhwc, else NCHW) to T in the graph's layout (NHWC when dst_nhwc). uint8 values become
+// (v - mean[c]) * inv_std[c] in float, the subtraction and product rounded separately
+// (normalize_input_reference's arithmetic); the others are only converted. mean / inv_std: 4 floats
+// each, by value.
 struct InputNorm {
   float mean[4];
   float inv_std[4];
 };
 template <typename S, typename T>
-void input_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool nhwc, InputNorm norm, T* y,
-                   cudaStream_t s);
+void input_convert(int64_t n, int64_t c, int64_t h, int64_t w, const S* x, bool src_nhwc, bool dst_nhwc,
+                   InputNorm norm, T* y, cudaStream_t s);
 
 // What a step captured into a CUDA graph reads from device memory instead of its launch arguments (the
 // dropout / drop_path step, the optimizer's learning rate), written before each replay by one launch

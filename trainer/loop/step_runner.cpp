@@ -12,6 +12,7 @@
 #include "trainer/comm/communicator.h"
 #include "trainer/loop/head_step.h"
 #include "trainer/loop/update_order.h"
+#include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/random.h"
 #include "trainer/optim/gradient_ops.h"
 
@@ -42,6 +43,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.exhaustive_conv_search = c.conv_search() == "exhaustive";
   o.fuse = c.fuse_ops();
   o.cuda_graphs = c.cuda_graph();
+  o.layout = c.data_format() == "NHWC" ? Layout::kNHWC : Layout::kNCHW;  // auto: NCHW
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
   o.weight_decay = c.weight_decay();
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
@@ -75,10 +77,14 @@ std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const s
 }
 
 std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed) {
-  Tensor images = Tensor::empty(g.input_shape(), DType::kF32, Device::kCpu, Layout::kNCHW);
+  // The same images in either layout: drawn in NCHW order, then transposed for an NHWC graph.
+  const bool nhwc = g.layout() == Layout::kNHWC;
+  const Shape& s = g.input_shape();
+  Tensor images = Tensor::empty(nhwc ? Shape{s[0], s[3], s[1], s[2]} : s, DType::kF32, Device::kCpu, Layout::kNCHW);
   float* x = images.data<float>();
   for (int64_t i = 0; i < images.numel(); ++i)
     x[i] = 2.0f * ops::uniform01(ops::philox_word(seed, 1, static_cast<uint64_t>(i))) - 1.0f;
+  if (nhwc) images = ops::to_nhwc(images);
   Tensor labels = Tensor::empty({g.batch_size()}, DType::kI32);
   int32_t* l = labels.data<int32_t>();
   for (int64_t i = 0; i < g.batch_size(); ++i)
@@ -119,7 +125,8 @@ class CpuStepRunner final : public StepRunner {
  public:
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_(o),
-        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse, .inference = o.inference, .keep = o.keep_layers}),
+        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse, .layout = o.layout,
+                     .inference = o.inference, .keep = o.keep_layers}),
         step_(graph_, {.label_smoothing = o.label_smoothing}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
         params_(o.inference ? std::vector<ParamRef>{} : model_params(graph_, head_.get())),
@@ -134,6 +141,9 @@ class CpuStepRunner final : public StepRunner {
   }
   const ComputeTarget& target() const override { return o_.target; }
   graph::Graph& graph() override { return graph_; }
+  BatchFormat batch_format() const override {
+    return {.layout = o_.layout == Layout::kNHWC ? pipeline::Layout::kNHWC : pipeline::Layout::kNCHW};
+  }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     check_host_batch(images);
@@ -246,10 +256,12 @@ class CpuStepRunner final : public StepRunner {
   void phase(const char* name) {
     if (observer_) observer_->phase_end(name);
   }
-  // The CPU graph computes in f32 NCHW; a pipeline set up for a GPU (uint8, NHWC) is a caller's error.
-  static void check_host_batch(const Tensor& images) {
-    if (images.dtype() != DType::kF32 || images.layout() == Layout::kNHWC)
-      throw ConfigError(str("the CPU step takes float32 NCHW images, got ", images.describe()));
+  // The CPU graph computes in f32 in its layout (data_format); a pipeline set up otherwise (uint8 for a
+  // GPU, the other layout) is a caller's error.
+  void check_host_batch(const Tensor& images) const {
+    const Layout other = o_.layout == Layout::kNHWC ? Layout::kNCHW : Layout::kNHWC;
+    if (images.dtype() != DType::kF32 || images.layout() == other)
+      throw ConfigError(str("the CPU step takes float32 ", layout_name(o_.layout), " images, got ", images.describe()));
   }
 
   StepRunnerOptions o_;

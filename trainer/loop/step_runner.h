@@ -108,6 +108,9 @@ struct StepRunnerOptions {
   bool exhaustive_conv_search = false;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
+  // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes
+  // every 4-D activation [N, H, W, C], the batches included (batch_format() asks the pipeline for them).
+  Layout layout = Layout::kNCHW;
   // CUDA: queue_train() replays the step (forward, backward, update) from CUDA graphs captured after two
   // eager steps (the cuda_graph config field): see "CUDA graphs" in step_runner_cuda.cpp.
   bool cuda_graphs = false;

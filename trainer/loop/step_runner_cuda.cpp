@@ -110,10 +110,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   CudaStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_((cuda::init_backend(o.target.device_index), set_runner_policy(o), o)),
         graph_(net, {.batch_size = o.batch_size, .dtype = o.target.dtype, .device = Device::kCuda, .seed = o.seed,
-                     .registry = &cuda_registry(), .upload = &upload, .fuse = o.fuse}),
+                     .registry = &cuda_registry(), .upload = &upload, .fuse = o.fuse, .layout = o.layout}),
         step_(graph_, {.label_smoothing = o.label_smoothing, .upload = &upload, .download = &download}),
         scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}),
-        input_(o.target.dtype, o.input) {
+        input_(o.target.dtype, o.input, o.layout) {
     const DType dt = o.target.dtype;
     // f16/bf16: the f32 master copy starts from the CPU's f32 initial values (a batch-1 CPU graph with
     // the same seed), not from the rounded device values.
@@ -164,9 +164,11 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
 
   const ComputeTarget& target() const override { return o_.target; }
   graph::Graph& graph() override { return graph_; }
-  // uint8 NHWC in pinned memory unless input_dtype asks otherwise; always pinned.
+  // uint8 NHWC in pinned memory unless input_dtype asks otherwise; always pinned. An NHWC graph takes
+  // float batches in NHWC too (nothing to transpose on the device).
   BatchFormat batch_format() const override {
     BatchFormat f = batch_format_for(o_.input_dtype, {.dtype = pipeline::DType::kUint8, .layout = pipeline::Layout::kNHWC});
+    if (o_.layout == Layout::kNHWC) f.layout = pipeline::Layout::kNHWC;
     f.allocator = input_.allocator();
     return f;
   }
@@ -236,7 +238,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     auto [hx, hy] = random_host_batch(graph_, seed);
     Tensor x32 = cuda::to_device(hx);
     Tensor x = to_compute(x32);
-    x.set_layout(Layout::kNCHW);
+    x.set_layout(graph_.layout());
     Tensor y = cuda::to_device(hy);
     cuda::synchronize();
     return {x, y};

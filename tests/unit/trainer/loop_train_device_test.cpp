@@ -155,6 +155,48 @@ TEST(TrainStepRunner, QueuedStepsReturnTheirResultsOneStepLate) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].data, b[i].data) << a[i].name;
 }
 
+// data_format=NHWC on the CPU: the runner asks the pipeline for NHWC batches, its synthetic batches
+// are the NCHW ones transposed, and its steps (every op behind the adapter or its own NHWC kernel) are
+// bitwise the NCHW runner's: results, weights, batch-norm statistics and optimizer state.
+TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {
+  EXPECT_EQ(step_runner_options(config_of({}), {}).layout, Layout::kNCHW);  // auto
+  EXPECT_EQ(step_runner_options(config_of({"--data_format=NHWC"}), {}).layout, Layout::kNHWC);
+  EXPECT_THROW(config_of({"--data_format=CHWN"}), ConfigError);
+  for (const char* model : {"lenet", "resnet_cifar_20"}) {
+    SCOPED_TRACE(model);
+    const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = 16, .width = 16});
+    StepRunnerOptions o;
+    o.batch_size = 4;
+    o.seed = 7;
+    o.weight_decay = 1e-4;
+    o.optimizer = optimizer_options(config_of({"--optimizer=momentum"}));
+    auto nchw = make_step_runner(net, o);
+    o.layout = Layout::kNHWC;
+    auto nhwc = make_step_runner(net, o);
+    EXPECT_EQ(nchw->batch_format().layout, pipeline::Layout::kNCHW);
+    EXPECT_EQ(nhwc->batch_format().layout, pipeline::Layout::kNHWC);
+    EXPECT_EQ(nhwc->batch_format().dtype, pipeline::DType::kFloat32);
+    for (uint64_t step = 0; step < 3; ++step) {
+      auto [xa, ya] = nchw->synthetic_batch(30 + step);
+      auto [xb, yb] = nhwc->synthetic_batch(30 + step);
+      ASSERT_EQ(xb.layout(), Layout::kNHWC);
+      const Shape& s = xa.shape();
+      ASSERT_EQ(xb.shape(), (Shape{s[0], s[2], s[3], s[1]}));
+      EXPECT_EQ(xa.data<float>()[1], xb.data<float>()[s[1]]) << "pixel (0, 0, 1) of channel 0";
+      const StepResult a = nchw->train(xa, ya, step, 0.05f), b = nhwc->train(xb, yb, step, 0.05f);
+      EXPECT_EQ(a.loss, b.loss) << step;
+      EXPECT_EQ(a.correct, b.correct) << step;
+      EXPECT_THROW(nhwc->train(xa, ya, step, 0.05f), Error) << "an NCHW batch for an NHWC graph";
+    }
+    const std::vector<NamedArray> va = nchw->host_variables(), vb = nhwc->host_variables();
+    ASSERT_EQ(va.size(), vb.size());
+    for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
+    const std::vector<NamedArray> sa = nchw->export_optimizer_state(), sb = nhwc->export_optimizer_state();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t i = 0; i < sa.size(); ++i) EXPECT_EQ(sa[i].data, sb[i].data) << sa[i].name;
+  }
+}
+
 TEST(TrainBench, CpuBenchTrainsASmallModel) {
   const JobConfig c = config_of({"--model_name=lenet", "--batch_size=8", "--optimizer=sgd", "--learning_rate=0.01"});
   const TrainBenchResult r = run_train_bench(c, {.steps = 3, .warmup = 1});

@@ -23,6 +23,7 @@ TEST(CudaOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA ba
 #include <string>
 
 #include "trainer/cuda/runtime.h"
+#include "tests/unit/trainer/cuda_case_util.h"
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/ops/fused.h"
 #include "trainer/ops/op.h"
@@ -99,73 +100,6 @@ std::string case_name(const testing::TestParamInfo<CaseRef>& info) {
 }
 
 constexpr uint64_t kSeed = 99, kStep = 3;
-
-// A host tensor of `spec` full of NaN (floats) or 0xAB bytes, copied to the device.
-Tensor device_garbage(const TensorSpec& spec) {
-  Tensor h = Tensor::empty(spec.shape, spec.dtype);
-  if (is_floating(spec.dtype)) h.fill(std::numeric_limits<double>::quiet_NaN());
-  else if (h.nbytes()) std::memset(h.raw(), 0xAB, h.nbytes());
-  return cuda::to_device(h);
-}
-
-Tensor as_dtype(const Tensor& t, DType dt) { return is_floating(t.dtype()) ? t.to(dt) : t; }
-
-struct Tolerance {
-  double rel, abs;  // |got - want| <= rel * |want| + abs * max(1, max |want|)
-};
-Tolerance tolerance(DType dt) {
-  if (dt == DType::kF32) return {1e-4, 1e-5};
-  if (dt == DType::kF16) return {1e-2, 1e-2};
-  return {5e-2, 5e-2};
-}
-
-void expect_close(const Tensor& dev, const Tensor& ref, DType dt, const std::string& what) {
-  ASSERT_EQ(dev.defined(), ref.defined()) << what;
-  if (!dev.defined()) return;
-  const Tensor got = cuda::to_host(dev);
-  ASSERT_EQ(got.shape(), ref.shape()) << what;
-  if (!is_floating(ref.dtype())) {
-    ASSERT_EQ(got.dtype(), ref.dtype()) << what;
-    EXPECT_EQ(0, std::memcmp(got.raw(), ref.raw(), ref.nbytes())) << what << ": integer tensors differ";
-    return;
-  }
-  const auto a = got.to_vector<double>(), b = ref.to_vector<double>();
-  double scale = 1;
-  for (double v : b) scale = std::max(scale, std::fabs(v));
-  const Tolerance tol = tolerance(dt);
-  int failures = 0;
-  for (size_t i = 0; i < a.size() && failures < 5; ++i) {
-    if (std::isnan(a[i])) {
-      ADD_FAILURE() << what << "[" << i << "] not written (NaN), want " << b[i];
-      ++failures;
-    } else if (std::fabs(a[i] - b[i]) > tol.rel * std::fabs(b[i]) + tol.abs * scale) {
-      ADD_FAILURE() << what << "[" << i << "]: cuda " << a[i] << " cpu " << b[i] << " (" << dtype_name(dt) << ")";
-      ++failures;
-    }
-  }
-}
-
-// The forward's tensors of `sig` on the device: host's inputs, params and state, each in its spec's dtype
-// (batch norm keeps f32 parameters and statistics under f16/bf16); outputs and saved full of garbage.
-KernelTensors forward_tensors_on_device(const KernelTensors& host, const OpSignature& sig) {
-  KernelTensors d;
-  for (size_t i = 0; i < host.inputs.size(); ++i) d.inputs.push_back(cuda::to_device(as_dtype(host.inputs[i], sig.inputs[i].dtype)));
-  for (size_t i = 0; i < host.params.size(); ++i) d.params.push_back(cuda::to_device(as_dtype(host.params[i], sig.params[i].dtype)));
-  for (size_t i = 0; i < host.state.size(); ++i) d.state.push_back(cuda::to_device(as_dtype(host.state[i], sig.state[i].dtype)));
-  for (const TensorSpec& s : sig.outputs) d.outputs.push_back(device_garbage(s));
-  for (const TensorSpec& s : sig.saved) d.saved.push_back(device_garbage(s));
-  if (sig.workspace_bytes) d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
-  return d;
-}
-
-// And the backward's: host's d_outputs in the outputs' dtypes, garbage input and parameter gradients.
-void add_backward_tensors_on_device(KernelTensors& d, const KernelTensors& host, const OpSignature& sig) {
-  for (size_t i = 0; i < host.d_outputs.size(); ++i)
-    d.d_outputs.push_back(cuda::to_device(as_dtype(host.d_outputs[i], sig.outputs[i].dtype)));
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    d.d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
-  for (const TensorSpec& s : sig.params) d.d_params.push_back(device_garbage(s));
-}
 
 class CudaOpCase : public testing::TestWithParam<CaseRef> {};
 

@@ -1,0 +1,102 @@
+// data_format=NHWC on the GPU (issue 13, P4): the CUDA runner with an NHWC graph (cuDNN's NHWC
+// convolutions, the NHWC batch norm, pooling and concatenation kernels, the CUDA layout adapter for the
+// other ops) trains the same steps as the NCHW runner from the same weights: losses and parameters after
+// 3 steps within the precision's tolerance (cuDNN picks other algorithms per layout, so not bitwise), for
+// nets with residual adds (ResNet), concatenation (Inception), a flatten into a fully connected layer
+// (LeNet: the adapter on the GPU) and depthwise convolutions (MobileNet v2: the adapter too). A host
+// uint8 NHWC batch reaches the NHWC graph without a transpose and gives the NCHW graph's loss.
+#include <gtest/gtest.h>
+
+#ifndef FASTNN_HAVE_CUDA
+
+TEST(TrainNhwcGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA backend"; }
+
+#else
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/unit/trainer/cuda_test_util.h"
+#include "trainer/config/job_config.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::loop {
+namespace {
+
+StepRunnerOptions options(DType dt, Layout layout, bool fuse) {
+  StepRunnerOptions o;
+  o.target = {.device = Device::kCuda, .dtype = dt, .device_index = 0};
+  o.batch_size = 8;
+  o.seed = 13;
+  o.weight_decay = 1e-4;
+  o.layout = layout;
+  o.fuse = fuse;
+  o.optimizer = optimizer_options(load_job_config("", std::vector<std::string>{"--optimizer=momentum"}));
+  if (dt == DType::kF16) o.scaling = {.initial_scale = 256, .dynamic = false};
+  return o;
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    n += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
+}
+
+void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse) {
+  SCOPED_TRACE(model + " " + dtype_name(dt) + (fuse ? " fused" : ""));
+  cuda::set_allow_tf32(false);
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  auto nchw = make_step_runner(net, options(dt, Layout::kNCHW, fuse));
+  auto nhwc = make_step_runner(net, options(dt, Layout::kNHWC, fuse));
+  EXPECT_EQ(nhwc->graph().layout(), Layout::kNHWC);
+  const double loss_tol = dt == DType::kF32 ? 1e-4 : 2e-2, weight_tol = dt == DType::kF32 ? 1e-4 : 2e-2;
+  for (uint64_t step = 0; step < 3; ++step) {
+    auto [xa, ya] = nchw->synthetic_batch(40 + step);
+    auto [xb, yb] = nhwc->synthetic_batch(40 + step);
+    const StepResult a = nchw->train(xa, ya, step, 0.02f), b = nhwc->train(xb, yb, step, 0.02f);
+    EXPECT_NEAR(b.loss, a.loss, loss_tol * std::max(1.0, std::fabs(a.loss))) << step;
+  }
+  const std::vector<NamedArray> va = nchw->host_variables(), vb = nhwc->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    ASSERT_EQ(va[i].name, vb[i].name);
+    EXPECT_LT(rel_l2(vb[i].data, va[i].data), weight_tol) << va[i].name;
+  }
+}
+
+TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {
+  REQUIRE_GPU();
+  expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kF32, false);
+  expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kF16, true);
+  expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kBF16, true);
+  expect_nhwc_trains_as_nchw("inception_v1", zoo::zoo_model("inception_v1").min_size, DType::kF32, false);
+  expect_nhwc_trains_as_nchw("lenet", 28, DType::kF32, false);
+  expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kF16, false);
+}
+
+// A pipeline batch as the GPU runner asks for it (uint8 NHWC on the host): the NHWC graph takes it
+// without a transpose and gives the loss the NCHW graph gives (the same normalised values).
+TEST(TrainNhwcGpu, HostUint8BatchFeedsBothLayouts) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 16, .width = 16});
+  auto nchw = make_step_runner(net, options(DType::kF32, Layout::kNCHW, false));
+  auto nhwc = make_step_runner(net, options(DType::kF32, Layout::kNHWC, false));
+  EXPECT_EQ(nhwc->batch_format().layout, pipeline::Layout::kNHWC);
+  Tensor images = Tensor::empty({8, 16, 16, 3}, DType::kU8, Device::kCpu, Layout::kNHWC);
+  for (int64_t i = 0; i < images.numel(); ++i) images.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37) % 256);
+  Tensor labels = Tensor::empty({8}, DType::kI32);
+  for (int i = 0; i < 8; ++i) labels.data<int32_t>()[i] = i % 10;
+  const StepResult a = nchw->evaluate(images, labels), b = nhwc->evaluate(images, labels);
+  EXPECT_NEAR(b.loss, a.loss, 1e-4 * std::max(1.0, std::fabs(a.loss)));
+  EXPECT_EQ(b.examples, a.examples);
+}
+
+}  // namespace
+}  // namespace fastnn::loop
+
+#endif  // FASTNN_HAVE_CUDA

@@ -1,0 +1,197 @@
+// NHWC on the GPU (issue 13, P4) against the CPU oracle: for every op whose CPU kernel takes NCHW
+// activations and every registry case with a 4-D input (plus ResNet-, Inception- and VGG-sized ones), the
+// op's CUDA NHWC kernel (OpRegistry::create_nhwc) or, where it has none, its CUDA NCHW kernel inside the
+// layout adapter, against the CPU kernel inside the adapter (the NCHW oracle with exact transposes):
+// outputs, updated state, input and parameter gradients, in f32, f16 and bf16, with the tolerances of
+// ops_cuda_gpu_test. And the NHWC batch_norm+relu one-pass kernel bitwise its composite.
+#include <gtest/gtest.h>
+
+#ifndef FASTNN_HAVE_CUDA
+
+TEST(CudaNhwcOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA backend (FASTNN_CUDA=OFF or no nvcc)"; }
+
+#else
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/unit/trainer/cuda_case_util.h"
+#include "tests/unit/trainer/cuda_test_util.h"
+#include "trainer/ops/fused.h"
+#include "trainer/ops/layout_adapter.h"
+
+namespace fastnn::ops {
+namespace {
+
+const OpRegistry& registry() {
+  static const OpRegistry r = [] {
+    OpRegistry reg;
+    register_builtin_ops(reg);
+    return reg;
+  }();
+  return r;
+}
+
+// Needs no device: the ops the GPU's NHWC graphs of ResNet, Inception and VGG run without the adapter.
+TEST(CudaNhwcOps, TheConvolutionalOpsHaveNhwcKernels) {
+  for (const char* op : {"conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool", "concat"}) {
+    const OpDef& d = registry().get(op);
+    EXPECT_TRUE(d.nhwc_kernels.contains(Device::kCuda)) << op;
+  }
+}
+
+struct NhwcCase {
+  std::string op;
+  OpCase c;
+  DType dt;
+};
+
+void PrintTo(const NhwcCase& c, std::ostream* os) { *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt); }
+
+std::vector<std::pair<std::string, OpCase>> larger_cases() {
+  return {
+      {"conv2d", {"resnet_k3", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 64, 14, 14}}}}},
+      {"conv2d", {"stem_k7_s2_same", {{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}},
+                  {{{4, 3, 32, 32}}}}},
+      {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{8, 64, 14, 14}}}}},
+      {"conv2d", {"vgg_k3_bias", {{"filters", 32}, {"kernel", 3}, {"padding", 1}}, {{{4, 16, 20, 20}}}}},
+      {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{4, 16, 9, 9}}}}},
+      {"batch_norm", {"resnet_train", {}, {{{16, 64, 14, 14}}}, true}},
+      {"batch_norm", {"many_channels", {}, {{{4, 1000, 3, 3}}}, true}},
+      {"batch_norm", {"eval", {}, {{{8, 48, 7, 7}}}, false}},
+      {"max_pool2d", {"stem_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{4, 64, 17, 16}}}}},
+      {"avg_pool2d", {"inception_k3s1_same", {{"kernel", 3}, {"stride", 1}, {"padding", "same"}}, {{{4, 48, 9, 9}}}}},
+      {"global_avg_pool", {"resnet_head", {}, {{{16, 256, 7, 7}}}}},
+      {"concat", {"inception_block", {}, {{{4, 64, 9, 9}}, {{4, 96, 9, 9}}, {{4, 32, 9, 9}}}}},
+  };
+}
+
+bool has_4d_input(const OpCase& c) {
+  for (const CaseInput& in : c.inputs)
+    if (in.shape.size() == 4) return true;
+  return false;
+}
+
+std::vector<NhwcCase> all_cases() {
+  std::vector<NhwcCase> v;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (const OpDef* d : registry().all()) {
+      if (!d->kernels.contains(Device::kCuda)) continue;
+      for (const OpCase& c : d->test_cases()) {
+        if (!has_4d_input(c)) continue;
+        // Element-wise ops (activation_layout kNone) are the same kernel in both layouts.
+        auto k = registry().create(d->name, Device::kCpu, c.attrs, case_input_specs(c, DType::kF32));
+        if (k->signature().activation_layout == Layout::kNCHW) v.push_back({d->name, c, dt});
+      }
+    }
+    for (auto& [op, c] : larger_cases()) v.push_back({op, c, dt});
+  }
+  return v;
+}
+
+std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
+  std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt);
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+// The op's CUDA NHWC kernel, or its CUDA NCHW kernel inside the adapter.
+std::unique_ptr<OpKernel> cuda_nhwc_kernel(const std::string& op, const Attrs& attrs, const std::vector<TensorSpec>& in) {
+  if (auto k = registry().create_nhwc(op, Device::kCuda, attrs, in)) return k;
+  return adapt_to_nhwc(registry().create(op, Device::kCuda, attrs, in));
+}
+
+class CudaNhwcOpCase : public testing::TestWithParam<NhwcCase> {};
+
+TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
+  REQUIRE_GPU();
+  const NhwcCase& cr = GetParam();
+  const bool training = cr.c.training;
+  constexpr uint64_t kSeed = 99, kStep = 3;
+  auto ck = adapt_to_nhwc(registry().create(cr.op, Device::kCpu, cr.c.attrs, case_input_specs(cr.c, DType::kF32)));
+  const OpSignature& cs = ck->signature();
+  KernelTensors ref = allocate_kernel_tensors(cs);
+  fill_case_tensors(ref, cs, cr.c, /*seed=*/42);
+  if (cr.dt != DType::kF32)
+    for (auto* group : {&ref.inputs, &ref.params, &ref.state, &ref.d_outputs})
+      for (Tensor& t : *group)
+        if (t.defined() && is_floating(t.dtype())) t = t.to(cr.dt).to(DType::kF32);
+  for (Tensor& t : ref.inputs)
+    if (t.shape().size() == 4) t.set_layout(Layout::kNHWC);
+
+  auto gk = cuda_nhwc_kernel(cr.op, cr.c.attrs, case_input_specs(cr.c, cr.dt));
+  const OpSignature& gs = gk->signature();
+  ASSERT_EQ(gs.activation_layout, Layout::kNHWC);
+  ASSERT_EQ(gs.outputs.size(), cs.outputs.size());
+  for (size_t i = 0; i < gs.inputs.size(); ++i) ASSERT_EQ(gs.inputs[i].shape, cs.inputs[i].shape) << i;
+  for (size_t i = 0; i < gs.outputs.size(); ++i) ASSERT_EQ(gs.outputs[i].shape, cs.outputs[i].shape) << i;
+  ASSERT_EQ(gs.params.size(), cs.params.size());
+  for (size_t i = 0; i < gs.params.size(); ++i) ASSERT_EQ(gs.params[i].shape, cs.params[i].shape) << "parameters keep NCHW shapes";
+
+  KernelTensors dev = forward_tensors_on_device(ref, gs);
+  ck->forward(ref.forward_args(training, kSeed, kStep));
+  gk->forward(dev.forward_args(training, kSeed, kStep));
+  for (size_t i = 0; i < ref.outputs.size(); ++i) expect_close(dev.outputs[i], ref.outputs[i], cr.dt, "output " + cs.outputs[i].name);
+  for (size_t i = 0; i < ref.state.size(); ++i) expect_close(dev.state[i], ref.state[i], cr.dt, "state " + cs.state[i].name);
+  if (!cs.has_backward) return;
+  add_backward_tensors_on_device(dev, ref, gs);
+  ck->backward(ref.backward_args(training));
+  gk->backward(dev.backward_args(training));
+  for (size_t i = 0; i < ref.d_inputs.size(); ++i)
+    expect_close(dev.d_inputs[i], ref.d_inputs[i], cr.dt, "d_input " + cs.inputs[i].name);
+  for (size_t i = 0; i < ref.d_params.size(); ++i)
+    expect_close(dev.d_params[i], ref.d_params[i], cr.dt, "d_param " + cs.params[i].name);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CudaNhwcOpCase, testing::ValuesIn(all_cases()), case_name);
+
+// The NHWC batch_norm+relu fusion (the batch_norm kernel on rows, ops/batch_norm_cuda.cpp) against the
+// composite of the two NHWC kernels: every output, statistic and gradient bit for bit.
+TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
+  REQUIRE_GPU();
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+    for (bool training : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (training ? " training" : " eval"));
+      const OpCase c{"resnet_sized", {}, {CaseInput{.shape = {8, 64, 14, 14}}}, training};
+      const std::vector<TensorSpec> in = case_input_specs(c, dt);
+      auto make_pair = [&] {
+        auto bn = registry().create_nhwc("batch_norm", Device::kCuda, c.attrs, in);
+        const std::vector<TensorSpec> relu_in{bn->signature().outputs[0]};
+        return std::pair{std::move(bn), registry().create("relu", Device::kCuda, {}, relu_in)};
+      };
+      auto [b1, r1] = make_pair();
+      auto composite = make_fused_kernel(std::move(b1), std::move(r1));
+      auto [b2, r2] = make_pair();
+      auto fused = registry().create_fusion(*b2, *r2);
+      ASSERT_TRUE(fused) << "the NHWC batch_norm is not fused with relu";
+      const OpSignature &cs = composite->signature(), &fs = fused->signature();
+      KernelTensors host = allocate_kernel_tensors(cs);
+      fill_case_tensors(host, cs, c, 7);
+      auto upload = [&](const OpSignature& sig) {
+        KernelTensors d = forward_tensors_on_device(host, sig);
+        add_backward_tensors_on_device(d, host, sig);
+        return d;
+      };
+      KernelTensors a = upload(cs), b = upload(fs);
+      auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
+        const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);
+        ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
+        EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
+      };
+      composite->forward(a.forward_args(training));
+      fused->forward(b.forward_args(training));
+      same(a.outputs[0], b.outputs[0], "output");
+      for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
+      composite->backward(a.backward_args(training));
+      fused->backward(b.backward_args(training));
+      same(a.d_inputs[0], b.d_inputs[0], "d_input");
+      for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+    }
+}
+
+}  // namespace
+}  // namespace fastnn::ops
+
+#endif  // FASTNN_HAVE_CUDA
