@@ -8,15 +8,14 @@
 #include <tbb/parallel_for.h>
 
 #include "core/check.h"
+#include "trainer/head/head_math.h"
 #include "trainer/head/head_memory.h"
 #include "trainer/head/partial_fc.h"
 #include "trainer/ops/cpu_kernel.h"
-#include "trainer/ops/random.h"
 
 namespace fastnn::head {
 namespace {
 
-constexpr int kTopK = 5;
 // Rows this short are not worth a normalisation guard: |x| below it counts as this (no NaN for a zero
 // embedding; its gradient is then that of x / kTinyNorm).
 constexpr double kTinyNorm = 1e-12;
@@ -80,12 +79,6 @@ void scale_columns(std::vector<T>& z, int64_t rows, int64_t cols, const std::vec
   });
 }
 
-struct Candidate {
-  double value;
-  int64_t cls;
-};
-bool better(const Candidate& a, const Candidate& b) { return a.value > b.value || (a.value == b.value && a.cls < b.cls); }
-
 }  // namespace
 
 template <typename T>
@@ -113,14 +106,10 @@ ClassifierHead<T>::ClassifierHead(const HeadOptions& o, Communicator* comm) : o_
     row_end_ = o.num_classes;
   }
   weights_.resize(static_cast<size_t>(rows() * o.emb_dim));
-  const double bound = std::sqrt(6.0 / static_cast<double>(o.emb_dim + o.num_classes));
-  const uint64_t stream = 0x68656164;  // "head": apart from the graph's parameter streams
+  const double bound = initial_weight_bound(o.emb_dim, o.num_classes);
   tbb::parallel_for(int64_t{0}, rows(), [&](int64_t r) {
-    const uint64_t cls = static_cast<uint64_t>(row_begin_ + r);
-    for (int64_t d = 0; d < o_.emb_dim; ++d) {
-      const uint32_t word = ops::philox_word(o_.seed ^ (cls * 0x9E3779B97F4A7C15ull), stream, static_cast<uint64_t>(d));
-      weights_[static_cast<size_t>(r * o_.emb_dim + d)] = static_cast<T>((2.0 * ops::uniform01(word) - 1.0) * bound);
-    }
+    for (int64_t d = 0; d < o_.emb_dim; ++d)
+      weights_[static_cast<size_t>(r * o_.emb_dim + d)] = static_cast<T>(initial_weight(o_.seed, row_begin_ + r, d, bound));
   });
   if (!sampled_path()) grads_.resize(weights_.size());
 }
@@ -201,19 +190,10 @@ HeadResult ClassifierHead<T>::run(const T* features, const int64_t* labels, int6
   const bool sampled = training && sampled_path();
   std::vector<int64_t> cols;
   if (sampled) {
-    const std::vector<int64_t> picked = sample_classes(o_.seed, step, row_begin_, row_end_, o_.sample_ratio, b.labels);
-    cols.reserve(picked.size());
-    for (int64_t c : picked) cols.push_back(c - row_begin_);
+    cols = sample_local_rows(o_.seed, step, row_begin_, row_end_, o_.sample_ratio, b.labels);
     sampled_ = cols;
   }
   const int64_t m = sampled ? static_cast<int64_t>(cols.size()) : rows();
-  auto column_of = [&](int64_t label) -> int64_t {  // the label's column here, or -1
-    if (label < row_begin_ || label >= row_end_) return -1;
-    const int64_t local = label - row_begin_;
-    if (!sampled) return local;
-    const auto it = std::lower_bound(cols.begin(), cols.end(), local);
-    return it != cols.end() && *it == local ? it - cols.begin() : -1;
-  };
 
   // Operands: the used weight rows (PartialFC: a compact copy of the sampled ones) and the batch. The
   // cosine losses use unit-length features and scale z's columns by 1/|w| instead of copying W.
@@ -242,7 +222,8 @@ HeadResult ClassifierHead<T>::run(const T* features, const int64_t* labels, int6
   std::vector<double> rmax(static_cast<size_t>(b.n)), sums(2 * static_cast<size_t>(b.n));
   tbb::parallel_for(int64_t{0}, b.n, [&](int64_t i) {
     const size_t iu = static_cast<size_t>(i);
-    const int64_t c = column_of(b.labels[iu]);
+    const int64_t c = sampled ? sampled_target_column(b.labels[iu], row_begin_, row_end_, cols.data(), m)
+                              : target_column(b.labels[iu], row_begin_, row_end_);
     tcol[iu] = c;
     if (c >= 0) {
       const double cz = static_cast<double>(z[static_cast<size_t>(i * m + c)]);
@@ -279,25 +260,12 @@ HeadResult ClassifierHead<T>::run(const T* features, const int64_t* labels, int6
 
   // Accuracy of this rank's samples from the margin-free logits: each rank's per-row top 5 over its
   // classes, merged (evaluation uses every class; a PartialFC training step its sampled ones).
-  std::vector<double> top(static_cast<size_t>(b.n * kTopK * 2), -std::numeric_limits<double>::infinity());
+  std::vector<double> top(static_cast<size_t>(b.n * kTopK * 2));
   tbb::parallel_for(int64_t{0}, b.n, [&](int64_t i) {
-    Candidate best[kTopK];
-    int found = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      Candidate c{static_cast<double>(z[static_cast<size_t>(i * m + j)]), row_begin_ + (sampled ? cols[static_cast<size_t>(j)] : j)};
-      if (found < kTopK) {
-        best[found++] = c;
-      } else if (better(c, best[kTopK - 1])) {
-        best[kTopK - 1] = c;
-      } else {
-        continue;
-      }
-      for (int q = found - 1; q > 0 && better(best[q], best[q - 1]); --q) std::swap(best[q], best[q - 1]);
-    }
-    for (int q = 0; q < found; ++q) {
-      top[static_cast<size_t>((i * kTopK + q) * 2)] = best[q].value;
-      top[static_cast<size_t>((i * kTopK + q) * 2 + 1)] = static_cast<double>(best[q].cls);
-    }
+    TopCandidates best;
+    for (int64_t j = 0; j < m; ++j)
+      best.offer(static_cast<double>(z[static_cast<size_t>(i * m + j)]), row_begin_ + (sampled ? cols[static_cast<size_t>(j)] : j));
+    best.write(top.data() + i * kTopK * 2);
   });
   std::vector<double> all_top = top;
   if (sharded) {
@@ -306,20 +274,9 @@ HeadResult ClassifierHead<T>::run(const T* features, const int64_t* labels, int6
   }
   const int sources = sharded ? world_ : 1;
   for (int64_t i = b.offset; i < b.offset + b.local; ++i) {
-    std::vector<Candidate> merged;
-    for (int q = 0; q < sources; ++q)
-      for (int t = 0; t < kTopK; ++t) {
-        const size_t at = ((static_cast<size_t>(q) * static_cast<size_t>(b.n) + static_cast<size_t>(i)) * kTopK + t) * 2;
-        if (all_top[at] > -std::numeric_limits<double>::infinity())  // a slot a short shard left empty
-          merged.push_back({all_top[at], static_cast<int64_t>(all_top[at + 1])});
-      }
-    std::sort(merged.begin(), merged.end(), better);
-    const int64_t label = b.labels[static_cast<size_t>(i)];
-    for (size_t t = 0; t < merged.size() && t < static_cast<size_t>(kTopK); ++t)
-      if (merged[t].cls == label) {
-        r.correct += t == 0 ? 1 : 0;
-        r.correct_top5 += 1;
-      }
+    const TopHits h = merged_hits(all_top.data(), sources, b.n, i, b.labels[static_cast<size_t>(i)]);
+    r.correct += h.top1;
+    r.correct_top5 += h.top5;
   }
   if (!training) return r;
 

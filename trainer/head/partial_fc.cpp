@@ -61,4 +61,11 @@ std::vector<int64_t> sample_classes(uint64_t seed, uint64_t step, int64_t begin,
   return out;
 }
 
+std::vector<int64_t> sample_local_rows(uint64_t seed, uint64_t step, int64_t begin, int64_t end, double ratio,
+                                       std::span<const int64_t> positives) {
+  std::vector<int64_t> rows = sample_classes(seed, step, begin, end, ratio, positives);
+  for (int64_t& c : rows) c -= begin;
+  return rows;
+}
+
 }  // namespace fastnn::head

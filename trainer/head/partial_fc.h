@@ -33,6 +33,11 @@ inline constexpr uint64_t kPartialFcKeyTag = 0x5041525449414C46ull;
 std::vector<int64_t> sample_classes(uint64_t seed, uint64_t step, int64_t begin, int64_t end, double ratio,
                                     std::span<const int64_t> positives);
 
+// sample_classes' classes of a rank holding [begin, end) as local row indices (class - begin), ascending:
+// the rows of that rank a step uses (both heads gather and update these).
+std::vector<int64_t> sample_local_rows(uint64_t seed, uint64_t step, int64_t begin, int64_t end, double ratio,
+                                       std::span<const int64_t> positives);
+
 // The draw alone (without positives), for tests and for a kernel that wants to recompute it.
 bool class_sampled(uint64_t seed, uint64_t step, int64_t class_id, double ratio);
 

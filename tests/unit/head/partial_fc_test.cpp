@@ -1,5 +1,6 @@
 // PartialFC's class sampler (trainer/head/partial_fc.h): the same classes whatever the number of ranks,
-// positives always in, the negative fraction within a binomial bound, a fresh sample each step.
+// positives always in, the negative fraction within a binomial bound, a fresh sample each step; the
+// same classes as a rank's local rows (sample_local_rows).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,6 +134,15 @@ TEST(PartialFc, DifferentStepsAndSeedsDifferSameInputsRepeat) {
     // Independent 10% samples share about 1% of the classes.
     EXPECT_NEAR(static_cast<double>(common.size()) / k, 0.01, 0.002) << "seed " << seed << " step " << step;
   }
+}
+
+TEST(PartialFc, LocalRowsAreTheRanksClassesLessItsFirst) {
+  const std::vector<int64_t> pos = labels(1000, 40, 8);
+  const auto classes = sample_classes(4, 9, 300, 700, 0.2, pos);
+  const auto rows = sample_local_rows(4, 9, 300, 700, 0.2, pos);
+  ASSERT_EQ(rows.size(), classes.size());
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i], classes[i] - 300);
+  EXPECT_TRUE(sample_local_rows(4, 9, 5, 5, 0.2, pos).empty());
 }
 
 TEST(PartialFc, RejectsBadRatioAndRange) {
