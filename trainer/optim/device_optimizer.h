@@ -88,8 +88,13 @@ class DeviceOptimizer {
 
   DeviceStepReadback read_back() const;                            // waits for the device
   void set_scaler_state(const optim::rule::ScalerState& state);    // (restore) waits for the device
-  // The device-resident StepControl (update_kernels.h): the loss gradient seed reads its scale.
+  // The device-resident StepControl (update_kernels.h): the loss gradient seed reads its scale; a
+  // sharded classifier head's row update (device_row_optimizer.h) reads the step's decision from it.
   const void* control() const;
+  // Two more gradient totals (sum of squares, non-finite count: device doubles, written before decide())
+  // that the decision adds to the parameters' own: the rows of a sharded head, summed over the ranks,
+  // so every rank clips and skips alike. Null: none. The caller keeps them alive and in place.
+  void set_extra_statistics(const double* totals) { extra_statistics_ = totals; }
 
   std::vector<NamedArray> export_state() const;  // copies to the host (waits for the current stream)
   void import_state(const std::vector<NamedArray>& arrays);  // FormatError as Optimizer::import_state
@@ -109,6 +114,7 @@ class DeviceOptimizer {
   std::vector<DeviceParam> params_;
   std::vector<Slot> slots_;
   std::unique_ptr<Impl> impl_;  // the chunk table, statistics scratch and step control on the device
+  const double* extra_statistics_ = nullptr;
 };
 
 }  // namespace fastnn

@@ -10,6 +10,7 @@
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
 #include "trainer/optim/device_optimizer.h"
+#include "trainer/optim/rule_dispatch.h"
 #include "trainer/optim/tensor_chunks.h"
 #include "trainer/optim/update_kernels.h"
 
@@ -71,16 +72,8 @@ DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DevicePa
     FASTNN_CHECK(names.insert(p.name).second, "device optimizer: parameter '", p.name, "' given twice");
     FASTNN_CHECK(p.count == 0 || (p.master && p.grad), "device optimizer: parameter '", p.name, "' without buffers");
   }
-  auto f = [](double v) { return static_cast<float>(v); };
   // The CPU optimizers' slots, in their order and with their initial values (trainer/optim/optimizers.h).
-  std::vector<std::pair<std::string, float>> slot_inits;
-  if (name_ == "momentum") slot_inits = {{"momentum", 0.0f}};
-  if (name_ == "adam" || name_ == "adamweightdecay") slot_inits = {{"adam_m", 0.0f}, {"adam_v", 0.0f}};
-  if (name_ == "rmsprop") slot_inits = {{"rms", 1.0f}, {"momentum", 0.0f}};
-  if (name_ == "adagrad") slot_inits = {{"accumulator", f(o.adagrad_initial_accumulator_value)}};
-  if (name_ == "adadelta") slot_inits = {{"accum", 0.0f}, {"accum_update", 0.0f}};
-  if (name_ == "ftrl") slot_inits = {{"accum", f(o.ftrl_initial_accumulator_value)}, {"linear", 0.0f}};
-  for (const auto& [slot_name, init] : slot_inits) {
+  for (const auto& [slot_name, init] : optim::slot_inits(o)) {
     Slot slot{slot_name, {}};
     for (const DeviceParam& p : params_) {
       const int64_t n = std::max<int64_t>(p.count, 1);
@@ -165,6 +158,7 @@ void DeviceOptimizer::launch_decide(float lr, const float* lr_on_device, void* s
   a.lr = lr;
   a.lr_on_device = lr_on_device;
   a.stats = impl_->stats;
+  a.extra = extra_statistics_;
   a.max_norm = step_options_.max_gradient_norm;
   a.has_scaler = step_options_.loss_scaling;
   a.scaler = step_options_.scaler;
@@ -206,41 +200,12 @@ void DeviceOptimizer::step(float lr, float grad_scale, void* stream) {
 // One launch for every parameter: the optimizer's rule (lr comes from the control) over the chunk table.
 void DeviceOptimizer::launch_update(void* stream) {
   cudaStream_t s = cuda::stream_or_current(stream);
-  auto f = [](double v) { return static_cast<float>(v); };
   const auto* table = static_cast<const optim::TensorChunk*>(impl_->table.raw());
   const auto* control = static_cast<const StepControl*>(impl_->control.raw());
   const int64_t n = impl_->chunks;
   with_storage_type(step_options_.compute, [&](auto t) {
     using T = decltype(t);
-    namespace rule = optim::rule;
-    if (name_ == "sgd") {
-      optim::cuda::update_chunks<rule::Sgd, T>(rule::Sgd{}, table, n, control, s);
-    } else if (name_ == "momentum") {
-      optim::cuda::update_chunks<rule::Momentum, T>({.momentum = f(o_.momentum), .nesterov = o_.use_nesterov}, table, n,
-                                                    control, s);
-    } else if (name_ == "adam") {
-      optim::cuda::update_chunks<rule::Adam, T>({.one_minus_beta1 = 1.0f - f(o_.adam_beta1),
-                                                 .one_minus_beta2 = 1.0f - f(o_.adam_beta2), .epsilon = f(o_.opt_epsilon)},
-                                                table, n, control, s);
-    } else if (name_ == "adamweightdecay") {
-      optim::cuda::update_chunks<rule::AdamWeightDecay, T>({.beta1 = f(o_.adam_beta1), .beta2 = f(o_.adam_beta2),
-                                                            .epsilon = f(o_.opt_epsilon),
-                                                            .rate = f(o_.adam_weight_decay_rate)},
-                                                           table, n, control, s);
-    } else if (name_ == "rmsprop") {
-      optim::cuda::update_chunks<rule::RmsProp, T>({.one_minus_decay = 1.0f - f(o_.rmsprop_decay),
-                                                    .momentum = f(o_.rmsprop_momentum), .epsilon = f(o_.opt_epsilon)},
-                                                   table, n, control, s);
-    } else if (name_ == "adagrad") {
-      optim::cuda::update_chunks<rule::Adagrad, T>(rule::Adagrad{}, table, n, control, s);
-    } else if (name_ == "adadelta") {
-      optim::cuda::update_chunks<rule::Adadelta, T>({.rho = f(o_.adadelta_rho), .epsilon = f(o_.opt_epsilon)}, table, n,
-                                                    control, s);
-    } else {
-      optim::cuda::update_chunks<rule::Ftrl, T>({.lr_power = f(o_.ftrl_learning_rate_power), .l1 = f(o_.ftrl_l1),
-                                                 .l2 = f(o_.ftrl_l2)},
-                                                table, n, control, s);
-    }
+    optim::with_rule(o_, [&](auto rule) { optim::cuda::update_chunks<decltype(rule), T>(rule, table, n, control, s); });
   });
 }
 

@@ -42,8 +42,8 @@ __global__ void prepare_kernel(const TensorChunk* table, const StepControl* cont
   for (int64_t k = threadIdx.x; k < c.count; k += blockDim.x) {
     float v;
     if (prepare) {
-      v = rule::mul(grad_f32 ? g32[k] : to_f(g[k]), inv);
-      if (c.weight_decay != 0.0f) v = rule::add(v, rule::mul(c.weight_decay, c.master[k]));
+      v = rule::prepared_gradient(grad_f32 ? g32[k] : to_f(g[k]), inv, c.weight_decay,
+                                  c.weight_decay != 0.0f ? c.master[k] : 0.0f);  // no read without decay
       c.grad32[k] = v;
     } else {
       v = c.grad32[k];
@@ -65,11 +65,16 @@ __global__ void prepare_kernel(const TensorChunk* table, const StepControl* cont
 // One thread: totals in chunk order (repeatable), then update_order's decision.
 __global__ void decide_kernel(const double* partials, int64_t chunks, DecideArgs a, StepControl* c) {
   double ss = 0, bad = 0;
-  if (a.stats)
+  if (a.stats) {
     for (int64_t i = 0; i < chunks; ++i) {
       ss += partials[2 * i];
       bad += partials[2 * i + 1];
     }
+    if (a.extra) {
+      ss += a.extra[0];
+      bad += a.extra[1];
+    }
+  }
   c->sumsq = ss;
   c->nonfinite = bad;
   // A non-finite gradient makes the global norm infinite, as the CPU's sum of squares does: the clipping
@@ -108,6 +113,61 @@ __global__ void update_kernel(Rule r, const TensorChunk* table, const StepContro
       if (value) value[k] = from_f<T>(c.master[k]);
     }
   }
+}
+
+// Row updates: block b takes rows b, b + gridDim.x, ...; its threads the elements of a row.
+__global__ void prepare_rows_kernel(float* g, const float* master, const int64_t* rows, int64_t count, int64_t len,
+                                    float wd, const StepControl* control, bool stats, double* partials) {
+  const float inv = control->inv_scale;
+  double ss = 0, bad = 0;
+  for (int64_t j = blockIdx.x; j < count; j += gridDim.x) {
+    const float* w = master + rule::selected_row(rows, j) * len;
+    float* gj = g + j * len;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
+      const float v = rule::prepared_gradient(gj[k], inv, wd, wd != 0.0f ? w[k] : 0.0f);
+      gj[k] = v;
+      if (stats) {
+        if (isfinite(v)) ss += static_cast<double>(v) * v;
+        else bad += 1;
+      }
+    }
+  }
+  if (!stats) return;
+  ss = block_sum(ss);
+  bad = block_sum(bad);
+  if (threadIdx.x == 0) {
+    partials[2 * blockIdx.x] = ss;
+    partials[2 * blockIdx.x + 1] = bad;
+  }
+}
+
+// One thread: the blocks' partials in block order.
+__global__ void row_totals_kernel(const double* partials, int blocks, double* totals) {
+  double ss = 0, bad = 0;
+  for (int b = 0; b < blocks; ++b) {
+    ss += partials[2 * b];
+    bad += partials[2 * b + 1];
+  }
+  totals[0] = ss;
+  totals[1] = bad;
+}
+
+template <typename Rule>
+__global__ void update_rows_kernel(Rule r, const int64_t* rows, int64_t count, int64_t len, float* master,
+                                   const float* g, float* s0, float* s1, bool decay, const StepControl* control) {
+  if (!control->apply) return;
+  r.lr = control->lr;
+  const float gs = control->factor;
+  for (int64_t j = blockIdx.x; j < count; j += gridDim.x) {
+    const int64_t base = rule::selected_row(rows, j) * len;
+    const float* gj = g + j * len;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
+      rule::apply_at(r, base + k, rule::mul(gj[k], gs), master, s0, s1, decay);
+  }
+}
+
+__global__ void fill_kernel(float* data, int64_t count, float value) {
+  FASTNN_GRID_LOOP(k, count) data[k] = value;
 }
 
 template <typename T>
@@ -192,6 +252,36 @@ void update_chunks(const Rule& rule, const TensorChunk* table, int64_t chunks, c
   CUDA_CHECK_LAUNCH();
 }
 
+void prepare_rows(float* grad32, const float* master, const int64_t* rows, int64_t count, int64_t len,
+                  float weight_decay, const StepControl* control, bool stats, double* partials, double* totals,
+                  cudaStream_t s) {
+  const int blocks = static_cast<int>(count < kRowBlocks ? count : kRowBlocks);
+  if (blocks > 0 && len > 0) {
+    prepare_rows_kernel<<<blocks, kChunkThreads, 0, s>>>(grad32, master, rows, count, len, weight_decay, control,
+                                                         stats, partials);
+    CUDA_CHECK_LAUNCH();
+  }
+  row_totals_kernel<<<1, 1, 0, s>>>(partials, stats && len > 0 ? blocks : 0, totals);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename Rule>
+void update_rows(const Rule& rule, const int64_t* rows, int64_t count, int64_t len, float* master,
+                 const float* grad32, float* slot0, float* slot1, bool decay, const StepControl* control,
+                 cudaStream_t s) {
+  if (count == 0 || len == 0) return;
+  const int blocks = static_cast<int>(count < 8 * kRowBlocks ? count : 8 * kRowBlocks);
+  update_rows_kernel<Rule><<<blocks, kChunkThreads, 0, s>>>(rule, rows, count, len, master, grad32, slot0, slot1,
+                                                            decay, control);
+  CUDA_CHECK_LAUNCH();
+}
+
+void fill_values(float* data, int64_t count, float value, cudaStream_t s) {
+  if (count == 0) return;
+  fill_kernel<<<grid_for(count), kThreads, 0, s>>>(data, count, value);
+  CUDA_CHECK_LAUNCH();
+}
+
 template <typename T>
 void write_loss_scale(const StepControl* control, double weight, T* out, cudaStream_t s) {
   loss_scale_kernel<T><<<1, 1, 0, s>>>(control, weight, out);
@@ -218,11 +308,18 @@ void write_loss_scale(const StepControl* control, double weight, T* out, cudaStr
   FASTNN_INSTANTIATE_RULES(G)
 #define FASTNN_INSTANTIATE_RULE(R, T) \
   template void update_chunks<rule::R, T>(const rule::R&, const TensorChunk*, int64_t, const StepControl*, cudaStream_t);
+#define FASTNN_INSTANTIATE_ROW_RULE(R)                                                                            \
+  template void update_rows<rule::R>(const rule::R&, const int64_t*, int64_t, int64_t, float*, const float*, float*, \
+                                     float*, bool, const StepControl*, cudaStream_t);
 #define FASTNN_INSTANTIATE_RULES(T)                                                                  \
   FASTNN_INSTANTIATE_RULE(Sgd, T) FASTNN_INSTANTIATE_RULE(Momentum, T) FASTNN_INSTANTIATE_RULE(Adam, T) \
   FASTNN_INSTANTIATE_RULE(AdamWeightDecay, T) FASTNN_INSTANTIATE_RULE(RmsProp, T)                     \
   FASTNN_INSTANTIATE_RULE(Adagrad, T) FASTNN_INSTANTIATE_RULE(Adadelta, T) FASTNN_INSTANTIATE_RULE(Ftrl, T)
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
+FASTNN_INSTANTIATE_ROW_RULE(Sgd) FASTNN_INSTANTIATE_ROW_RULE(Momentum) FASTNN_INSTANTIATE_ROW_RULE(Adam)
+FASTNN_INSTANTIATE_ROW_RULE(AdamWeightDecay) FASTNN_INSTANTIATE_ROW_RULE(RmsProp) FASTNN_INSTANTIATE_ROW_RULE(Adagrad)
+FASTNN_INSTANTIATE_ROW_RULE(Adadelta) FASTNN_INSTANTIATE_ROW_RULE(Ftrl)
+#undef FASTNN_INSTANTIATE_ROW_RULE
 #undef FASTNN_INSTANTIATE
 #undef FASTNN_INSTANTIATE_RULES
 #undef FASTNN_INSTANTIATE_RULE

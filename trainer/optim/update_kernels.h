@@ -92,6 +92,9 @@ struct DecideArgs {
   // when the decision runs, so one captured launch serves every step's lr.
   const float* lr_on_device = nullptr;
   bool stats = false;          // prepare_chunks wrote partials for `chunks` chunks
+  // With stats: two more totals (sum of squares, non-finite count; device memory) added after the
+  // chunks' — a sharded classifier head's rows, summed over the ranks (prepare_rows + an allreduce).
+  const double* extra = nullptr;
   double max_norm = 0;         // > 0: clipping
   bool has_scaler = false;     // f16: the scaler's rule decides (static or dynamic)
   rule::ScalerRule scaler;
@@ -111,6 +114,31 @@ void decide_step(const double* partials, int64_t chunks, const DecideArgs& args,
 // T: the type of the chunks' `value` (float: no copy is written).
 template <typename Rule, typename T>
 void update_chunks(const Rule& rule, const TensorChunk* table, int64_t chunks, const StepControl* control, cudaStream_t s);
+// ---- the rows of one [rows, len] f32 parameter: a sharded classifier head's (PartialFC's sampled rows) ----
+//
+// The j-th of `count` selected rows is rule::selected_row(rows, j) of `master` and the slots (rows: device
+// memory, ascending; null: rows 0..count-1); its gradient is compact, grad32[j * len, (j + 1) * len). They
+// join the chunk launches' step, reading the same StepControl:
+//   prepare_rows  grad32 = rule::prepared_gradient(grad32, control->inv_scale, weight_decay, master row), in
+//                 place, and with `stats` totals[0..1] = the sum of squares of the finite values and the
+//                 count of the non-finite ones (double, a fixed order for a given count: repeatable);
+//                 always writes totals (zeros without stats or rows). Before decide_step (DecideArgs::extra).
+//   update_rows   when control->apply: every selected element through the rule, its gradient times
+//                 control->factor, lr = control->lr (adam: lr_t). After decide_step.
+// `partials`: device scratch of row_partials_bytes().
+inline constexpr int kRowBlocks = 1024;
+inline size_t row_partials_bytes() { return static_cast<size_t>(kRowBlocks) * 2 * sizeof(double); }
+void prepare_rows(float* grad32, const float* master, const int64_t* rows, int64_t count, int64_t len,
+                  float weight_decay, const StepControl* control, bool stats, double* partials, double* totals,
+                  cudaStream_t s);
+template <typename Rule>
+void update_rows(const Rule& rule, const int64_t* rows, int64_t count, int64_t len, float* master,
+                 const float* grad32, float* slot0, float* slot1, bool decay, const StepControl* control,
+                 cudaStream_t s);
+
+// data[0, count) = value (slots that do not start at zero).
+void fill_values(float* data, int64_t count, float value, cudaStream_t s);
+
 // out[0] = scaler.scale * weight rounded to T (double -> float -> T, as Tensor::fill): the loss gradient
 // the next backward starts from.
 template <typename T>

@@ -146,6 +146,17 @@ FASTNN_HD inline void apply_at(const Rule& r, int64_t k, float g, float* w, floa
   r(g, w[k], a, b, decay);
 }
 
+// The gradient an update reads, prepared from the backward's: unscaled (inv_scale = 1 / loss scale) plus
+// weight decay (update_order.h's step 2), each product and sum rounded on its own.
+FASTNN_HD inline float prepared_gradient(float g, float inv_scale, float weight_decay, float w) {
+  const float v = mul(g, inv_scale);
+  return weight_decay != 0.0f ? add(v, mul(weight_decay, w)) : v;
+}
+
+// Row updates (PartialFC's lazy update of a sharded head): the j-th selected row is rows[j], or row j
+// itself when rows is null (every row, in order).
+FASTNN_HD inline int64_t selected_row(const int64_t* rows, int64_t j) { return rows ? rows[j] : j; }
+
 // ---- the step's decision (update_order.h) ----
 
 // tf.clip_by_global_norm's factor: max_norm / norm when norm > max_norm, NaN for a non-finite norm (TF
