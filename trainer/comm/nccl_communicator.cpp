@@ -42,8 +42,12 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::allreduce_sum(float* data, size_t count, cudaStream_t stream) {
-  last_op_ = str("allreduce_sum #", ++issued_, " (", count, " x float32)");
-  NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_, stream));
+  allreduce_sum(data, count, ncclFloat32, stream);
+}
+
+void NcclCommunicator::allreduce_sum(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+  last_op_ = str("allreduce_sum #", ++issued_, " (", count, " x ", type_name(type), ")");
+  NCCL_CHECK(ncclAllReduce(data, data, count, type, ncclSum, comm_, stream));
 }
 
 void NcclCommunicator::allreduce_average(float* data, size_t count, cudaStream_t stream) {
@@ -69,8 +73,12 @@ void NcclCommunicator::group_start() { NCCL_CHECK(ncclGroupStart()); }
 void NcclCommunicator::group_end() { NCCL_CHECK(ncclGroupEnd()); }
 
 void NcclCommunicator::allgather(const float* send, float* recv, size_t count, cudaStream_t stream) {
-  last_op_ = str("allgather #", ++issued_, " (", count, " x float32)");
-  NCCL_CHECK(ncclAllGather(send, recv, count, ncclFloat32, comm_, stream));
+  allgather(send, recv, count, ncclFloat32, stream);
+}
+
+void NcclCommunicator::allgather(const void* send, void* recv, size_t count, ncclDataType_t type, cudaStream_t stream) {
+  last_op_ = str("allgather #", ++issued_, " (", count, " x ", type_name(type), ")");
+  NCCL_CHECK(ncclAllGather(send, recv, count, type, comm_, stream));
 }
 
 void NcclCommunicator::allreduce_max(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {

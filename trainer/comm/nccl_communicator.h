@@ -53,6 +53,9 @@ class NcclCommunicator {
   void group_end();
   // recv holds count * world_size floats, rank r's block at [r*count, (r+1)*count).
   void allgather(const float* send, float* recv, size_t count, cudaStream_t stream);
+  // The same for any NCCL element type, and the sum (the model-parallel head's labels, maxima, sums).
+  void allgather(const void* send, void* recv, size_t count, ncclDataType_t type, cudaStream_t stream);
+  void allreduce_sum(void* data, size_t count, ncclDataType_t type, cudaStream_t stream);
   // The model-parallel head's collectives (docs/LARGE_SCALE.md): the elementwise maximum, and the sum
   // of every rank's block r delivered to rank r (send holds recv_count * world_size elements).
   void allreduce_max(void* data, size_t count, ncclDataType_t type, cudaStream_t stream);

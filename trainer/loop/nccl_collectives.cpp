@@ -4,6 +4,7 @@
 
 #if defined(FASTNN_HAVE_NCCL)
 #include "trainer/comm/nccl_communicator.h"
+#include "trainer/head/head_collectives.h"
 #endif
 
 namespace fastnn::loop {
@@ -16,11 +17,14 @@ ncclDataType_t nccl_type(DType t) {
     case DType::kF32: return ncclFloat32;
     case DType::kF16: return ncclFloat16;
     case DType::kBF16: return ncclBfloat16;
-    default: throw Error(str("NCCL collectives: dtype ", dtype_name(t), " is not f32, f16 or bf16"));
+    case DType::kF64: return ncclFloat64;
+    case DType::kI64: return ncclInt64;
+    default: throw Error(str("NCCL collectives: dtype ", dtype_name(t), " is not f32, f16, bf16, f64 or i64"));
   }
 }
 
-class NcclCollectives final : public DeviceCollectives {
+// Also the sharded classifier head's collectives (head_collectives.h), over the same communicator.
+class NcclCollectives final : public DeviceCollectives, public head::HeadCollectives {
  public:
   NcclCollectives(Communicator& host, double timeout_seconds) : nccl_(host, timeout_seconds) {}
   int rank() const override { return nccl_.rank(); }
@@ -34,6 +38,20 @@ class NcclCollectives final : public DeviceCollectives {
   }
 
   void wait(void* stream) override { nccl_.wait(static_cast<cudaStream_t>(stream)); }
+
+  head::HeadCollectives* head_collectives() override { return this; }
+  void allgather(const void* send, void* recv, size_t count, DType type, void* stream) override {
+    nccl_.allgather(send, recv, count, nccl_type(type), static_cast<cudaStream_t>(stream));
+  }
+  void allreduce_sum(void* data, size_t count, DType type, void* stream) override {
+    nccl_.allreduce_sum(data, count, nccl_type(type), static_cast<cudaStream_t>(stream));
+  }
+  void allreduce_max(void* data, size_t count, DType type, void* stream) override {
+    nccl_.allreduce_max(data, count, nccl_type(type), static_cast<cudaStream_t>(stream));
+  }
+  void reduce_scatter_sum(const void* send, void* recv, size_t recv_count, DType type, void* stream) override {
+    nccl_.reduce_scatter_sum(send, recv, recv_count, nccl_type(type), static_cast<cudaStream_t>(stream));
+  }
 
   void broadcast(std::span<const Buffer> buffers, int root, void* stream) override {
     auto s = static_cast<cudaStream_t>(stream);

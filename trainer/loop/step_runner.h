@@ -59,6 +59,9 @@
 namespace fastnn {
 class Communicator;
 }
+namespace fastnn::head {
+class HeadCollectives;
+}
 
 namespace fastnn::loop {
 
@@ -86,6 +89,9 @@ class DeviceCollectives {
   virtual void average_async(std::span<const Buffer> buffers, void* stream) = 0;
   virtual void wait(void* stream) = 0;
   virtual void broadcast(std::span<const Buffer> buffers, int root, void* stream) = 0;
+  // The same world's collectives for a sharded classifier head (head/head_collectives.h); null when
+  // these collectives have none.
+  virtual head::HeadCollectives* head_collectives() { return nullptr; }
 };
 
 struct StepRunnerOptions {
