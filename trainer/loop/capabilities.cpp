@@ -41,10 +41,10 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
       log_warn("conv_search=", c.conv_search(), " has no effect on the CPU backend: it chooses cuDNN algorithms on device=cuda");
     return;
   }
-  if (head::uses_head(c))
-    throw ConfigError(str("loss_type=", c.loss_type(), (c.has_emb_dim() ? " with emb_dim" : ""),
-                          " (the classifier head, docs/LARGE_SCALE.md) runs on device=cpu only so far: its GPU kernels "
-                          "are not written; use device=cpu"));
+  if (head::uses_head(c) && c.cuda_graph())
+    log_warn("cuda_graph has no effect with the classifier head (loss_type=", c.loss_type(),
+             "): its steps read their results inside the step (PartialFC draws its sample from the labels), so they "
+             "run eagerly (docs/LARGE_SCALE.md, \"On the GPU\")");
   if (c.sync_batch_norm() && world > 1)
     throw ConfigError("sync_batch_norm is not available on device=cuda yet (batch-norm statistics across GPUs are "
                       "not written); use device=cpu for synchronised batch norm, or train without sync_batch_norm");

@@ -9,7 +9,7 @@
 //                                           explicitly, an info line for the default
 //   loss scaling, conv_search on the CPU    no effect: a warning when set
 //   input_dtype uint8 / float16 on the CPU  refused (the CPU step reads float32 batches)
-//   the classifier head (loss_type, emb_dim) the CPU backend only (its GPU kernels are not written)
+//   cuda_graph with the classifier head     no effect (the head's steps run eagerly): a warning
 //   allreduce_bucket_mb, collective_timeout_seconds, sync_batch_norm in a world of one process,
 //   profile_at_task >= world size           no effect: a warning when set
 // Config-only rules (a flag inert because of another flag's value): trainer/config/field_effects.h.

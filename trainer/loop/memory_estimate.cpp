@@ -66,7 +66,8 @@ int64_t batch_bytes(const RunSetup& s, int64_t batch) {
 MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, const ComputeTarget& target, int world) {
   MemoryEstimate e;
   if (head::uses_head(c)) {
-    // The CPU head keeps f32 rows and no master copy; a dist_ head sees the global batch.
+    // Both heads keep f32 rows and no master copy (the GPU's whatever the compute dtype); a dist_ head
+    // sees the global batch.
     const bool sharded = head::is_model_parallel_loss(c.loss_type());
     const int ranks = sharded ? std::max(1, world) : 1;
     e.has_head = true;
@@ -150,6 +151,8 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     const int64_t master = target.dtype == DType::kF32 ? 0 : 4 * 2 * trainable;  // f32 master + f32 grads
     e.device = d * (2 * trainable + fixed) + 4 * state + master + e.optimizer + graph_activations / 4 * d +
                2 * batch_bytes(s, batch);
+    e.head_on_device = e.has_head;
+    if (e.has_head) e.device += e.head.total;
   }
   return e;
 }
@@ -190,7 +193,8 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& s, c
   row("process", e.process, "fastnn itself (code, libraries) and thread arenas");
   if (e.has_head)
     row("head", e.head.total, str("classifier head, rank 0 of ", e.head.world_size, ": ", e.head.rows, " rows x ",
-                                  e.head.emb_dim, " (docs/LARGE_SCALE.md)"));
+                                  e.head.emb_dim, e.head_on_device ? " (on the GPU: in `device`, not in the total)" : "",
+                                  " (docs/LARGE_SCALE.md)"));
   row("total", e.host_total(), limit.bytes > 0 ? str("limit ", bytes_text(limit.bytes), " (", limit.source, ")") : "");
   if (e.device > 0) row("device", e.device, "GPU: weights, master copy, optimizer, activations, 2 batches (no cuDNN workspace)");
   return os.str();
@@ -199,6 +203,7 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& s, c
 void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConfig& c, const ComputeTarget& target,
                        const MemoryLimit& limit) {
   std::string problem;
+  int64_t gpu_free = 0;
   if (limit.bytes > 0 && e.host_total() > limit.bytes)
     problem = str("the run needs an estimated ", bytes_text(e.host_total()), " of host memory, and ",
                   bytes_text(limit.bytes), " is available (", limit.source, ")");
@@ -206,21 +211,26 @@ void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConf
   if (problem.empty() && target.device == Device::kCuda) {
     size_t free_bytes = 0, total_bytes = 0;
     select_device(target);
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess && e.device > static_cast<int64_t>(free_bytes))
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess && e.device > static_cast<int64_t>(free_bytes)) {
+      gpu_free = static_cast<int64_t>(free_bytes);
       problem = str("the run needs an estimated ", bytes_text(e.device), " of GPU memory, and ",
-                    target.describe(), " has ", bytes_text(static_cast<int64_t>(free_bytes)), " free");
+                    target.describe(), " has ", bytes_text(gpu_free), " free");
+    }
   }
 #else
   (void)target;
 #endif
   if (problem.empty()) return;
-  if (e.has_head && limit.bytes > 0) {
-    // The head alone does not fit in what the rest leaves: its own refusal names the way out.
-    const int64_t room = limit.bytes - (e.host_total() - e.head.total);
+  // The head alone does not fit in what the rest leaves (of the host, or of the GPU it lives on): its own
+  // refusal names the way out.
+  const int64_t available = e.head_on_device ? gpu_free : limit.bytes;
+  if (e.has_head && available > 0) {
+    const int64_t rest = e.head_on_device ? e.device - e.head.total : e.host_total() - e.head.total;
+    const int64_t room = available - rest;
     if (e.head.total > room) {
-      const std::string msg = head::head_memory_refusal(e.head, std::max<int64_t>(0, room),
-                                                        str("host memory (", limit.source, ", less ",
-                                                            bytes_text(e.host_total() - e.head.total), " for the rest of the run)"));
+      const std::string where = e.head_on_device ? str(target.describe(), " (free memory, less ", bytes_text(rest), " for the rest of the run)")
+                                                 : str("host memory (", limit.source, ", less ", bytes_text(rest), " for the rest of the run)");
+      const std::string msg = head::head_memory_refusal(e.head, std::max<int64_t>(0, room), where);
       if (c.check_memory()) throw ConfigError(msg);
       log_warn(msg);
       return;

@@ -17,7 +17,8 @@
 //                rank 0's share (the largest) of a dist_ head over `world` ranks, or the whole
 //                replicated head, as head::head_memory counts it (weights, gradients, optimizer
 //                state, features, logits at the global batch). Every rank checks rank 0's share, so
-//                all ranks refuse together instead of one dying in a collective.
+//                all ranks refuse together instead of one dying in a collective. On device=cuda the
+//                head lives on the GPU (f32 rows, classifier_head_cuda.h) and is part of `device`.
 // The device part (device=cuda): parameters in the compute dtype, f32 master weights and gradients,
 // optimizer slots, activations in the compute dtype, two staged input batches. It leaves out cuDNN's
 // workspaces and the CUDA context (a few hundred MiB); it is compiled but unmeasured (no GPU here).
@@ -46,7 +47,10 @@ struct MemoryEstimate {
   int64_t device = 0;  // device=cuda only; 0 on the CPU
   bool has_head = false;
   head::HeadMemory head;  // when has_head: rank 0's share
-  int64_t host_total() const { return parameters + optimizer + activations + pipeline + process + (has_head ? head.total : 0); }
+  bool head_on_device = false;  // device=cuda: the head is counted in `device`, not in the host total
+  int64_t host_total() const {
+    return parameters + optimizer + activations + pipeline + process + (has_head && !head_on_device ? head.total : 0);
+  }
 };
 
 // `world`: the number of data-parallel ranks (a dist_ head's rows are split over them).
@@ -71,7 +75,8 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& setu
 // Refuses (ConfigError) or, with check_memory=false, warns about a run whose host estimate exceeds the
 // limit, or whose device estimate exceeds the GPU's free memory. When the classifier head alone does
 // not fit in what the rest leaves, the refusal is the head's (head_memory_refusal: the world size,
-// sample_ratio or batch that would fit).
+// sample_ratio or batch that would fit): against the host limit, or on device=cuda against the GPU's
+// free memory.
 void check_memory_fits(const MemoryEstimate& e, const RunSetup& setup, const JobConfig& config,
                        const ComputeTarget& target, const MemoryLimit& limit);
 

@@ -9,6 +9,7 @@
 #include "core/logging.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
+#include "trainer/loop/head_step_cuda.h"
 #include "trainer/loop/input_stages_cuda.h"
 #include "trainer/loop/step_kernels.h"
 #include "trainer/loop/step_runner.h"
@@ -141,10 +142,12 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
                          .value = own ? p.value.raw() : nullptr, .weight_decay = wd, .dtype = p.value.dtype()});
       params_.push_back(std::move(p));
     }
+    if (o.head) make_head(dparams);
     optimizer_ = std::make_unique<DeviceOptimizer>(
         o.optimizer, std::move(dparams),
         DeviceStepOptions{.compute = dt, .max_gradient_norm = o.max_gradient_norm, .loss_scaling = dt == DType::kF16,
                           .scaler = scaler_.rule(), .scaler_state = scaler_.state()});
+    if (head_ && head_->sharded()) optimizer_->set_extra_statistics(head_->statistics());
     if (o.collectives) plan_buckets();
     cuda::synchronize();
   }
@@ -181,6 +184,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     auto [x, y] = input_.place(images, labels);
     StepResult r;
     forward_backward([&] {
+      if (head_) {
+        r = head_train(x, y, step);  // the head's results, read before the update as below
+        return;
+      }
       r = step_.train(x, y, step);  // one read-back: losses and counts
       cuda::raise_label_errors();   // the loss and metric kernels' label checks, read with it: before the update
     }, y);
@@ -195,6 +202,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   // pinned slot behind them. The previous queued step's slot is read once its event has passed (by then
   // this step is queued behind it, so the device never waits for the host).
   std::optional<StepResult> queue_train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
+    // A classifier head reads its results inside each step (PartialFC draws its sample from the labels):
+    // its steps run as train() and their results are handed back one call late, as the base class does.
+    if (head_) return std::exchange(head_held_, train(images, labels, step, lr));
     auto [x, y] = input_.place(images, labels);
     const int slot = next_queued_;
     next_queued_ ^= 1;
@@ -219,6 +229,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   }
 
   std::optional<StepResult> drain() override {
+    if (head_) return std::exchange(head_held_, std::nullopt);
     if (!queued_) return std::nullopt;
     return results_of(*std::exchange(queued_, nullptr));
   }
@@ -227,12 +238,18 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     FASTNN_CHECK(!queued_, "cuda step: evaluate() with a queued step not drained (call drain() first)");
     drop_captured_steps();  // evaluation may resize the graph's buffers the captured steps point into
     auto [x, y] = input_.place(images, labels);
-    StepResult r = step_.evaluate(x, y);
+    StepResult r;
+    if (head_) {
+      graph_.forward(x, false);
+      r = head_->evaluate(graph_, y);
+    } else {
+      r = step_.evaluate(x, y);
+    }
     input_.release();
     cuda::raise_label_errors();
     return r;
   }
-  Tensor host_logits() override { return cuda::to_host(graph_.output(0)); }
+  Tensor host_logits() override { return head_ ? Tensor() : cuda::to_host(graph_.output(0)); }
 
   std::pair<Tensor, Tensor> synthetic_batch(uint64_t seed) override {
     auto [hx, hy] = random_host_batch(graph_, seed);
@@ -261,21 +278,41 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     return ms;
   }
 
-  std::vector<NamedArray> export_optimizer_state() const override { return optimizer_->export_state(); }
+  std::vector<NamedArray> export_optimizer_state() const override {
+    std::vector<NamedArray> state = optimizer_->export_state();
+    if (head_ && head_->sharded())  // the CPU runner's "Head/" scalars (head_step_cuda.h)
+      for (NamedArray& a : head_->export_scalars(state)) state.push_back(std::move(a));
+    return state;
+  }
   void import_optimizer_state(const std::vector<NamedArray>& a) override {
-    optimizer_->import_state(a);
+    if (!head_ || !head_->sharded()) return optimizer_->import_state(a);
+    std::vector<NamedArray> own;  // a sharded head's rows step with the backbone's scalars
+    for (const NamedArray& n : a)
+      if (!n.name.starts_with("Head/")) own.push_back(n);
+    optimizer_->import_state(own);
+  }
+
+  // The graph's variables, then a replicated head's weights (as the CPU runner's).
+  std::vector<graph::NamedTensor> variables() override {
+    std::vector<graph::NamedTensor> v = graph_.variables();
+    if (head_ && !head_->sharded()) v.push_back(head_->variable());
+    return v;
   }
 
   std::vector<NamedArray> host_variables() override {
     std::vector<NamedArray> out;
     for (const ParamState& p : params_) out.push_back({p.name, cuda::to_host(p.master).to_vector<float>()});
     for (const graph::NamedTensor& s : graph_.state()) out.push_back({s.name, cuda::to_host(s.value).to_vector<float>()});
+    if (head_ && !head_->sharded()) {
+      const graph::NamedTensor h = head_->variable();
+      out.push_back({h.name, cuda::to_host(h.value).to_vector<float>()});
+    }
     return out;
   }
 
   // Parameters go to the f32 master copy (then rounded into the graph's copy); state in its own dtype.
   void set_host_variables(const std::vector<NamedArray>& arrays) override {
-    const std::vector<graph::NamedTensor> vars = graph_.variables();
+    const std::vector<graph::NamedTensor> vars = variables();
     const std::vector<size_t> at = match_variables(vars, arrays);
     std::vector<graph::NamedTensor> state = graph_.state();
     for (size_t k = 0; k < arrays.size(); ++k) {
@@ -283,6 +320,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       const Tensor host = Tensor::from<float>(v.value.shape(), std::span<const float>(arrays[k].data));
       if (at[k] < params_.size()) {
         upload(host, params_[at[k]].master);
+      } else if (at[k] >= params_.size() + state.size()) {  // a replicated head's weights: f32, their own master
+        Tensor dst = v.value;
+        upload(host, dst);
       } else {
         Tensor dst = state[at[k] - params_.size()].value;
         upload(dst.dtype() == DType::kF32 ? host : host.to(dst.dtype()), dst);
@@ -322,6 +362,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     std::vector<DeviceCollectives::Buffer> buffers;
     for (const ParamState& p : params_) buffers.push_back(buffer_of(p.master));
     for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(buffer_of(st.value));
+    if (head_ && !head_->sharded()) buffers.push_back(buffer_of(head_->variable().value));
     o_.collectives->broadcast(buffers, 0, cuda::current_stream());
     if (o_.target.dtype != DType::kF32) cast_masters_to_values(cuda::current_stream());
   }
@@ -333,6 +374,14 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     if (!buffers.empty()) o_.collectives->average(buffers, cuda::current_stream());
   }
 
+  bool collective_evaluation() const override { return head_ && head_->sharded(); }
+  std::vector<ckpt::RowShardSlice> sharded_rows() override {
+    return head_ && head_->sharded() ? head_->row_slices() : std::vector<ckpt::RowShardSlice>{};
+  }
+  void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) override {
+    if (head_ && head_->sharded()) head_->load_rows(reader, optimizer);
+  }
+
  private:
   Tensor to_compute(const Tensor& x32) {
     if (o_.target.dtype == DType::kF32) return x32;
@@ -342,6 +391,29 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       cuda_step::cast_from_f32<T>(x32.numel(), x32.data<float>(), static_cast<T*>(x.raw()), cuda::current_stream());
     });
     return x;
+  }
+
+  // ---- the classifier head (options.head; head_step_cuda.h) -------------------------------------------
+  // A replicated head's weights join the device optimizer's parameters; a sharded head keeps its rows and
+  // their optimizer state and runs its collectives over the runner's (NCCL) collectives.
+  void make_head(std::vector<DeviceParam>& dparams) {
+    head::HeadCollectives* hc = o_.collectives ? o_.collectives->head_collectives() : nullptr;
+    if (o_.head->sharded && o_.collectives && o_.collectives->world_size() > 1 && !hc)
+      throw ConfigError("a sharded classifier head on several GPUs needs NCCL collectives (nccl_collectives.h)");
+    head_ = std::make_unique<HeadStepCuda>(*o_.head, hc, o_.optimizer);
+    if (!head_->sharded()) dparams.push_back(head_->param(static_cast<float>(std::max(0.0, o_.weight_decay))));
+  }
+
+  // Forward, the head's loss and gradients (times the device loss scale), backward; then the one read of
+  // the head's results, before the update (a bad label stops the step there). A replicated head's gradient
+  // is complete before backward starts: its bucket goes first.
+  StepResult head_train(const Tensor& x, const Tensor& y, uint64_t step) {
+    graph_.forward(x, true, step);
+    head_->queue_train(graph_, y, step,
+                       optim::cuda::loss_scale_of(static_cast<const optim::cuda::StepControl*>(optimizer_->control())));
+    if (head_bucket_) launch_bucket(*head_bucket_);
+    graph_.backward();
+    return head_->read_results();
   }
 
   // queue_train(): the results of the last two queued steps in pinned memory, the event after each copy,
@@ -509,6 +581,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       bytes += g.nbytes();
       node_buckets_[owner[j]].push_back(buckets_.size() - 1);
     }
+    if (head_ && !head_->sharded()) {  // issued by head_train(), not by a layer of the graph
+      head_bucket_ = buckets_.size();
+      buckets_.push_back({{buffer_of(head_->gradient())}, 1, false});
+    }
     CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&grads_ready_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
@@ -557,19 +633,28 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       finish_gradient_average(s);
       phase("allreduce");
     };
-    stages.decay = [this, s] { optimizer_->prepare(s); };
+    HeadStepCuda* rows = head_ && head_->sharded() ? head_.get() : nullptr;  // a sharded head's own update
+    const bool stats = o_.max_gradient_norm > 0 || o_.target.dtype == DType::kF16;  // the optimizer's rule
+    stages.decay = [this, s, rows, stats] {
+      optimizer_->prepare(s);
+      if (rows) rows->prepare(static_cast<float>(std::max(0.0, o_.weight_decay)), stats, optimizer_->control(), s);
+    };
     stages.decide_on_device = [this, s, lr, lr_on_device] {
       if (lr_on_device) optimizer_->decide(lr_on_device, s);
       else optimizer_->decide(lr, s);
     };
-    stages.apply = [this, s](float) { optimizer_->apply(s); };
+    stages.apply = [this, s, rows](float) {
+      optimizer_->apply(s);
+      if (rows) rows->apply(optimizer_->control(), s);
+    };
     apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm});
   }
 
   // f16: the loss gradient the backward starts from is the device scaler's current scale (times the aux
   // weight), written on the stream, so a changed scale needs no host round trip.
+  // (A classifier head writes the graph's output gradient itself, with the same scale.)
   void seed_loss_gradient(const Tensor& labels) {
-    if (o_.target.dtype != DType::kF16) return;
+    if (o_.target.dtype != DType::kF16 || head_) return;
     std::vector<std::pair<Tensor, double>> seeds = step_.loss_gradient_seeds(labels);
     for (auto& [dloss, weight] : seeds)
       optim::cuda::write_loss_scale<__half>(static_cast<const optim::cuda::StepControl*>(optimizer_->control()), weight,
@@ -598,6 +683,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   std::vector<std::vector<size_t>> node_buckets_;    // per plan node
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t grads_ready_ = nullptr, comm_done_ = nullptr;
+  std::unique_ptr<HeadStepCuda> head_;     // the classifier head after the embedding; null: TrainStep's loss
+  std::optional<size_t> head_bucket_;      // data parallel, replicated head: its gradient's bucket
+  std::optional<StepResult> head_held_;    // queue_train() with a head: the last step's results
   std::unique_ptr<DeviceOptimizer> optimizer_;
   InputStages input_;  // host batches to the device (input_stages_cuda.h)
   QueuedResults queued_results_[2];

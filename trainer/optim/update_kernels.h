@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "trainer/optim/tensor_chunks.h"
@@ -85,6 +86,13 @@ struct StepControl {
   float beta1_power = 0, beta2_power = 0;  // adam (TF's float beta^t)
   int32_t apply = 1;     // 0: the update is skipped (an overflow under dynamic scaling)
 };
+
+// The device address of the loss scaler's current scale in a StepControl: what the loss gradient seed is
+// made from, and what a classifier head multiplies its gradients by (loss_scale_kernel's factor).
+inline const double* loss_scale_of(const StepControl* c) {
+  return reinterpret_cast<const double*>(reinterpret_cast<const char*>(c) + offsetof(StepControl, scaler) +
+                                         offsetof(rule::ScalerState, scale));
+}
 
 struct DecideArgs {
   float lr = 0;

@@ -1,5 +1,6 @@
 // The memory estimate (trainer/loop/memory_estimate.h) counts, from shapes alone, exactly what the graph
-// and the optimizer then allocate; the limit rule and the refusal.
+// and the optimizer then allocate; the limit rule and the refusal; a classifier head on the GPU is in
+// the device part.
 #include <gtest/gtest.h>
 
 #include "core/check.h"
@@ -142,6 +143,25 @@ TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
       EXPECT_NE(m.find(part), std::string::npos) << part << "\n" << m;
   }
   EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, MemoryLimit{e.host_total(), "memory_limit_mb"}));
+}
+
+TEST(MemoryEstimate, AHeadOnTheGpuIsInTheDevicePartNotTheHosts) {
+  RunSetup s = setup_for("lenet", 28, 1);
+  s.num_classes = 1'000'000;
+  JobConfig c;
+  c.set_batch_size(16);
+  c.set_optimizer("momentum");
+  c.set_loss_type("dist_arcface");
+  c.set_emb_dim(128);
+  const MemoryEstimate cpu = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  const ComputeTarget gpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
+  const MemoryEstimate dev = estimate_training_memory(s, c, gpu, 2);
+  ASSERT_TRUE(dev.has_head && dev.head_on_device && !cpu.head_on_device);
+  // The same f32 rows whatever the compute dtype.
+  EXPECT_EQ(dev.head.total, cpu.head.total);
+  EXPECT_EQ(dev.host_total() - dev.process, cpu.host_total() - cpu.head.total - cpu.process);
+  EXPECT_GT(dev.device, dev.head.total);
+  EXPECT_EQ(cpu.device, 0);
 }
 
 }  // namespace
