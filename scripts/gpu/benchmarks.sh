@@ -10,6 +10,8 @@
 #     interpolated from the run's wall time by step (evaluation time excluded by the loop's clock).
 #   ResNet-50 fp16 profiled per layer (bench train --profile); real JPEG shards trained with uint8 and
 #   with float32 input batches (data-wait share, host CPU time per step).
+#   The classifier head at 1.25 M classes x 512 (dist_arcface, with and without PartialFC): peak GPU
+#   memory and time per step.
 set -uo pipefail
 out=${FASTNN_GPU_OUT:-/tmp}
 steps=${FASTNN_BENCH_STEPS:-30}
@@ -153,4 +155,50 @@ if [[ -n $data && -f $data/manifest.json ]]; then
   time_to_93 fashion_resnet20_graph_time_to_93 --cuda_graph
 else
   printf 'fastnn fashion_resnet20_time_to_93\tskipped (no FASTNN_GPU_DATA)\n'
+fi
+
+# The model-parallel classifier head at one GPU's share of 10 M classes x 512 (1.25 M rows; issue 14,
+# docs/LARGE_SCALE.md): LeNet's embedding (emb_dim 512) under dist_arcface on Fashion-MNIST (its labels
+# 0..9 among 1,250,000 classes), fp16 backbone (the head computes in f32), batch 1024 = the global batch
+# of 8 ranks x 128, 40 steps, with and without PartialFC at 0.1. Measured: peak GPU memory (nvidia-smi
+# every 0.1 s, the whole process), the start-up line's estimate of the head, ms per step over the log
+# windows after the first (metrics.jsonl), and the final evaluation's loss over every row. About 30 s.
+head_scale() {  # row name, extra flags
+  local name=$1; shift
+  local run=$out/${name}_run mem=$out/${name}_memory.txt smi=""
+  rm -rf "$run"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$mem" 2>/dev/null &
+    smi=$!
+  fi
+  if timeout 120 fastnn train --model_name=lenet --dataset_dir="$data" --output_dir="$run" --device=cuda \
+      --precision=fp16 --loss_scale=1024 --dynamic_loss_scale --num_classes=1250000 --emb_dim=512 \
+      --loss_type=dist_arcface --batch_size=1024 --optimizer=momentum --learning_rate=0.01 --stop_at_step=40 \
+      --log_loss_every_n_iters=10 --hooks=StopAtStepHook,LoggingTensorHook --eval_every_n_steps=0 "$@" \
+      >"$out/${name}_train.log" 2>&1; then
+    [[ -n $smi ]] && kill "$smi" 2>/dev/null
+    python3 - "$run/metrics.jsonl" "$mem" "$out/${name}_train.log" "$name" <<'PY'
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+train = [r for r in rows if r.get("event") == "train"][1:] or [r for r in rows if r.get("event") == "train"][-1:]
+ips = sum(r["images_per_sec"] for r in train) / max(1, len(train))
+evals = [r for r in rows if r.get("event") == "eval"]
+try:
+    peak = "%.1f GiB" % (max(int(l) for l in open(sys.argv[2]) if l.strip().isdigit()) / 1024)
+except Exception:
+    peak = "n/a"
+est = re.search(r"^classifier head, rank 0 of 1: .*= ([0-9.]+ [KMG]i?B)$", open(sys.argv[3]).read(), re.M)
+ev = f", eval loss {evals[-1]['loss']:.3f} top1 {evals[-1]['top1']:.4f}" if evals else ""
+print(f"fastnn {sys.argv[4]}\t{1000 * 1024 / ips:.1f} ms/step, peak GPU memory {peak} (head estimate {est.group(1) if est else 'n/a'}){ev}")
+PY
+  else
+    [[ -n $smi ]] && kill "$smi" 2>/dev/null
+    printf 'fastnn %s\tfailed (see %s_train.log)\n' "$name" "$name"
+  fi
+}
+if [[ -n $data && -f $data/manifest.json ]]; then
+  head_scale head_1p25m_x512_fp16
+  head_scale head_1p25m_x512_fp16_partialfc_0.1 --sample_ratio=0.1
+else
+  printf 'fastnn head_1p25m_x512_fp16\tskipped (no FASTNN_GPU_DATA)\n'
 fi

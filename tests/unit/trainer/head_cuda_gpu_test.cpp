@@ -1,0 +1,564 @@
+// The classifier head on the GPU (trainer/head/classifier_head_cuda.h, trainer/loop/head_step_cuda.h)
+// against the CPU head, the oracle:
+// - initial weights bitwise the CPU's (replicated and sharded rows);
+// - one training step of softmax, arcface (samples in the threshold branch and near cos = 1 included),
+//   cosface, the combined margin and easy_margin, on a small head and on one with thousands of classes
+//   (many blocks per row): the loss, top-1/top-5 counts, the feature and weight gradients within f32
+//   tolerance of ClassifierHead<float>; evaluation likewise;
+// - sharded over NCCL in one process (every collective run, a world of one): bitwise the same head
+//   without collectives; two ranks as threads on one GPU (a test world of device collectives): the
+//   CPU's one-process head on the global batch;
+// - PartialFC: at sample_ratio 1 through the sampled path bitwise the full device head; at 0.5 the CPU
+//   head's sample and its compact gradients;
+// - the CUDA runner with a head against the CPU runner: three steps of a LeNet embedding with a
+//   replicated arcface head, a sharded dist_arcface head and dist_arcface with PartialFC at 0.5 (rows
+//   never sampled keep their initial weights and slots bitwise), f32 within 1e-4; an f16 step within
+//   half-precision tolerance; a bad label stops the step before the update; the optimizer state and
+//   row shards carry the CPU runner's names.
+// Skipped without a CUDA device (one skipping test in CPU-only builds).
+#include <gtest/gtest.h>
+
+#ifndef FASTNN_HAVE_CUDA
+
+TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA backend"; }
+
+#else
+
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainer/comm/communicator.h"
+#include "trainer/config/job_config.h"
+#include "trainer/cuda/runtime.h"
+#include "trainer/head/classifier_head.h"
+#include "trainer/head/classifier_head_cuda.h"
+#include "trainer/head/head_config.h"
+#include "trainer/head/head_memory.h"
+#include "trainer/head/margin.h"
+#include "trainer/loop/nccl_collectives.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/zoo/zoo.h"
+
+namespace fastnn::head {
+namespace {
+
+bool have_gpu() {
+  static const bool ok = [] {
+    if (!cuda::device_available()) return false;
+    cuda::init_backend(0);
+    cuda::set_allow_tf32(false);
+    return true;
+  }();
+  return ok;
+}
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+// ---- device buffers ----
+
+template <typename T>
+T* device_copy(const std::vector<T>& host, std::vector<Tensor>& keep) {
+  Tensor t = Tensor::empty({static_cast<int64_t>(std::max<size_t>(host.size(), 1) * sizeof(T))}, DType::kU8, Device::kCuda);
+  if (!host.empty()) CUDA_CHECK(cudaMemcpy(t.raw(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  keep.push_back(t);
+  return static_cast<T*>(t.raw());
+}
+
+template <typename T>
+std::vector<T> host_copy(const T* device, size_t count) {
+  std::vector<T> out(count);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (count) CUDA_CHECK(cudaMemcpy(out.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// max |a - b| <= tol * max(max |b|, floor): gradients compared relative to their largest element.
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double tol, const std::string& what,
+                  double floor = 1e-12) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = floor, worst = 0;
+  size_t at = 0;
+  for (float v : b) scale = std::max(scale, std::abs(static_cast<double>(v)));
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(a[i])) << what << " at " << i;
+    const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (d > worst) {
+      worst = d;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol * scale) << what << ": worst at " << at << " (" << a[at] << " vs " << b[at] << "), scale " << scale;
+}
+
+// ---- a problem: features crafted against the head's initial rows ----
+
+struct Problem {
+  int64_t classes, dim, batch;
+  std::vector<float> x;
+  std::vector<int64_t> labels;
+};
+
+// A quarter of the samples point (noisily) along their class's row (cos near 1), a quarter against it
+// (cos near -1: ArcFace's threshold branch), the rest random.
+Problem make_problem(int64_t classes, int64_t dim, int64_t batch, uint32_t seed, const std::vector<float>& w) {
+  Problem p{classes, dim, batch, {}, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t y = static_cast<int64_t>(rng() % static_cast<uint32_t>(classes));
+    p.labels.push_back(y);
+    const int kind = static_cast<int>(i % 4);
+    for (int64_t d = 0; d < dim; ++d) {
+      const float row = w[static_cast<size_t>(y * dim + d)] * 20.0f;
+      const float v = kind == 0 ? row + 0.05f * nd(rng) : kind == 1 ? -row + 0.05f * nd(rng) : nd(rng);
+      p.x.push_back(v);
+    }
+  }
+  return p;
+}
+
+struct Outcome {
+  HeadResult r;
+  std::vector<float> dx, dw;  // dw: compact on the PartialFC path
+  std::vector<int64_t> sampled;
+};
+
+HeadOptions options_for(int64_t classes, int64_t dim, const MarginSpec& m, bool sharded, double ratio = 1.0,
+                        bool force_sampled = false) {
+  return {.num_classes = classes, .emb_dim = dim, .margin = m, .sharded = sharded, .sample_ratio = ratio, .seed = 5,
+          .force_sampled_path = force_sampled};
+}
+
+Outcome cpu_step(const HeadOptions& o, const Problem& p, uint64_t step = 3) {
+  ClassifierHead<float> h(o, nullptr);
+  Outcome out;
+  out.dx.resize(p.x.size());
+  out.r = h.train(p.x.data(), p.labels.data(), p.batch, step, out.dx.data());
+  out.dw.assign(h.gradients().begin(), h.gradients().end());
+  out.sampled = h.sampled_rows();
+  return out;
+}
+
+Outcome device_step(const HeadOptions& o, const Problem& p, HeadCollectives* comm = nullptr, uint64_t step = 3) {
+  std::vector<Tensor> keep;
+  CudaClassifierHead h(o, comm);
+  cudaStream_t s = cuda::current_stream();
+  float* x = device_copy(p.x, keep);
+  int64_t* y = device_copy(p.labels, keep);
+  float* dx = device_copy(std::vector<float>(p.x.size(), std::nanf("")), keep);  // unwritten elements fail
+  h.train(x, DType::kF32, y, DType::kI64, p.batch, step, dx, DType::kF32, nullptr, s);
+  Outcome out;
+  out.r = h.results(s);
+  out.dx = host_copy(dx, p.x.size());
+  const int64_t rows = h.sampled_path() ? h.sampled_count() : h.rows();
+  out.dw = host_copy(h.gradients(), static_cast<size_t>(rows * p.dim));
+  out.sampled = h.sampled_rows();
+  return out;
+}
+
+void expect_outcomes_close(const Outcome& gpu, const Outcome& cpu, const std::string& what, double tol = 1e-4) {
+  EXPECT_NEAR(gpu.r.loss, cpu.r.loss, tol * std::max(1.0, std::abs(cpu.r.loss))) << what;
+  EXPECT_EQ(gpu.r.correct, cpu.r.correct) << what;
+  EXPECT_EQ(gpu.r.correct_top5, cpu.r.correct_top5) << what;
+  EXPECT_EQ(gpu.r.examples, cpu.r.examples) << what;
+  EXPECT_EQ(gpu.sampled, cpu.sampled) << what;
+  expect_close(gpu.dx, cpu.dx, tol, what + " dx");
+  expect_close(gpu.dw, cpu.dw, tol, what + " dw");
+}
+
+std::vector<float> cpu_initial_rows(const HeadOptions& o) {
+  ClassifierHead<float> h(o, nullptr);
+  return {h.weights().begin(), h.weights().end()};
+}
+
+struct NamedSpec {
+  std::string name;
+  MarginSpec spec;
+};
+
+std::vector<NamedSpec> specs() {
+  return {{"softmax", margin_spec("softmax", 0.5, 64, {}, {}, {}, false)},
+          {"arcface", margin_spec("arcface", 0.5, 64, {}, {}, {}, false)},
+          {"cosface", margin_spec("cosface", 0.35, 30, {}, {}, {}, false)},
+          {"combined", margin_spec("arcface", 0.5, 32, 1.1, 0.3, 0.1, false)},
+          {"easy_margin", margin_spec("arcface", 0.5, 16, {}, {}, {}, true)}};
+}
+
+TEST(HeadCudaGpu, InitialWeightsAreTheCpuHeadsBitwise) {
+  REQUIRE_GPU();
+  for (bool sharded : {false, true}) {
+    const HeadOptions o = options_for(1001, 24, specs()[1].spec, sharded);
+    CudaClassifierHead h(o, nullptr);
+    EXPECT_EQ(host_copy(h.weights(), static_cast<size_t>(h.rows() * h.emb_dim())), cpu_initial_rows(o));
+  }
+}
+
+TEST(HeadCudaGpu, OneStepMatchesTheCpuHeadForEveryMargin) {
+  REQUIRE_GPU();
+  for (const auto& [classes, dim, batch] : {std::tuple<int64_t, int64_t, int64_t>{37, 16, 12}, {3001, 64, 33}}) {
+    for (const NamedSpec& m : specs()) {
+      const HeadOptions o = options_for(classes, dim, m.spec, false);
+      const Problem p = make_problem(classes, dim, batch, 7, cpu_initial_rows(o));
+      expect_outcomes_close(device_step(o, p), cpu_step(o, p), m.name + " " + std::to_string(classes) + " classes");
+    }
+  }
+}
+
+TEST(HeadCudaGpu, EvaluationMatchesTheCpuHead) {
+  REQUIRE_GPU();
+  const HeadOptions o = options_for(3001, 64, specs()[1].spec, true);
+  const Problem p = make_problem(3001, 64, 40, 9, cpu_initial_rows(o));
+  ClassifierHead<float> cpu(o, nullptr);
+  const HeadResult want = cpu.evaluate(p.x.data(), p.labels.data(), p.batch);
+  std::vector<Tensor> keep;
+  CudaClassifierHead gpu(o, nullptr);
+  cudaStream_t s = cuda::current_stream();
+  gpu.evaluate(device_copy(p.x, keep), DType::kF32, device_copy(p.labels, keep), DType::kI64, p.batch, s);
+  const HeadResult got = gpu.results(s);
+  EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::abs(want.loss));
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_EQ(got.correct_top5, want.correct_top5);
+}
+
+TEST(HeadCudaGpu, ABadLabelIsReportedWithTheSample) {
+  REQUIRE_GPU();
+  const HeadOptions o = options_for(37, 16, specs()[1].spec, false);
+  Problem p = make_problem(37, 16, 8, 3, cpu_initial_rows(o));
+  p.labels[5] = 37;
+  try {
+    device_step(o, p);
+    FAIL() << "not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("label 37 of sample 5 is outside 0..36"), std::string::npos) << e.what();
+  }
+}
+
+// ---- sharded: NCCL in one process; two ranks as threads on one GPU ----
+
+TEST(HeadCudaGpu, ShardedOverNcclInOneProcessIsTheHeadWithoutCollectives) {
+  REQUIRE_GPU();
+  if (!loop::nccl_built()) GTEST_SKIP() << "built without NCCL";
+  LocalCommunicator host;
+  auto nccl = loop::make_nccl_collectives(host, 60.0);
+  ASSERT_NE(nccl->head_collectives(), nullptr);
+  for (const NamedSpec& m : specs()) {
+    for (double ratio : {1.0, 0.5}) {
+      const HeadOptions o = options_for(3001, 64, m.spec, true, ratio);
+      const Problem p = make_problem(3001, 64, 33, 11, cpu_initial_rows(o));
+      const Outcome with = device_step(o, p, nccl->head_collectives()), without = device_step(o, p);
+      EXPECT_EQ(with.r.loss, without.r.loss) << m.name;
+      EXPECT_EQ(with.r.correct, without.r.correct) << m.name;
+      EXPECT_EQ(with.r.correct_top5, without.r.correct_top5) << m.name;
+      EXPECT_EQ(with.dx, without.dx) << m.name;
+      EXPECT_EQ(with.dw, without.dw) << m.name;
+      expect_outcomes_close(with, cpu_step(o, p), m.name + " ratio " + std::to_string(ratio));
+    }
+  }
+}
+
+// A world of device collectives for ranks that are threads on one GPU: each call waits for its rank's
+// stream, meets the others, reads their buffers (host copies, reduced in rank order), writes its own
+// result, and meets them again before anyone may reuse a buffer. Tests only.
+class ThreadWorld {
+ public:
+  explicit ThreadWorld(int world) : world_(world), sync_(world), posted_(static_cast<size_t>(world)) {}
+  int world() const { return world_; }
+  void post(int rank, const void* p) {
+    posted_[static_cast<size_t>(rank)] = p;
+    sync_.arrive_and_wait();
+  }
+  const void* at(int rank) const { return posted_[static_cast<size_t>(rank)]; }
+  void done() { sync_.arrive_and_wait(); }
+
+ private:
+  int world_;
+  std::barrier<> sync_;
+  std::vector<const void*> posted_;
+};
+
+class ThreadCollectives final : public HeadCollectives {
+ public:
+  ThreadCollectives(ThreadWorld& w, int rank) : w_(w), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return w_.world(); }
+  void wait(void* stream) override { CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
+
+  void allgather(const void* send, void* recv, size_t count, DType type, void* stream) override {
+    wait(stream);
+    w_.post(rank_, send);
+    const size_t bytes = count * dtype_size(type);
+    for (int q = 0; q < w_.world(); ++q)
+      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(recv) + q * bytes, w_.at(q), bytes, cudaMemcpyDeviceToDevice,
+                                 static_cast<cudaStream_t>(stream)));
+    wait(stream);
+    w_.done();
+  }
+  void allreduce_sum(void* data, size_t count, DType type, void* stream) override {
+    reduce(data, data, count, 0, type, stream, false);
+  }
+  void allreduce_max(void* data, size_t count, DType type, void* stream) override {
+    reduce(data, data, count, 0, type, stream, true);
+  }
+  void reduce_scatter_sum(const void* send, void* recv, size_t recv_count, DType type, void* stream) override {
+    reduce(send, recv, recv_count, static_cast<size_t>(rank_) * recv_count, type, stream, false);
+  }
+
+ private:
+  // recv[0, count) = the sum (or max) over ranks of their send[offset, offset + count).
+  void reduce(const void* send, void* recv, size_t count, size_t offset, DType type, void* stream, bool max) {
+    wait(stream);
+    w_.post(rank_, send);
+    if (type == DType::kF32) reduce_as<float>(recv, count, offset, stream, max);
+    else if (type == DType::kF64) reduce_as<double>(recv, count, offset, stream, max);
+    else reduce_as<int64_t>(recv, count, offset, stream, max);
+  }
+  template <typename T>
+  void reduce_as(void* recv, size_t count, size_t offset, void* stream, bool max) {
+    std::vector<T> acc, part(count);
+    for (int q = 0; q < w_.world(); ++q) {
+      CUDA_CHECK(cudaMemcpy(part.data(), static_cast<const T*>(w_.at(q)) + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+      if (q == 0) acc = part;
+      else for (size_t i = 0; i < count; ++i) acc[i] = max ? std::max(acc[i], part[i]) : acc[i] + part[i];
+    }
+    w_.done();  // every rank has read every buffer: now results may overwrite them
+    CUDA_CHECK(cudaMemcpyAsync(recv, acc.data(), count * sizeof(T), cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)));
+    wait(stream);
+    w_.done();
+  }
+
+  ThreadWorld& w_;
+  int rank_;
+};
+
+// W ranks as threads (each its own stream), each with n = batch / W of the samples: the global loss,
+// the summed counts, each rank's dx / W at its samples and its rows' dw at their global rows.
+Outcome device_world(const HeadOptions& o, const Problem& p, int world) {
+  ThreadWorld w(world);
+  const int64_t n = p.batch / world;
+  Outcome out;
+  out.dx.assign(p.x.size(), 0);
+  out.dw.assign(static_cast<size_t>(p.classes * p.dim), 0);
+  std::vector<double> losses(static_cast<size_t>(world));
+  std::vector<HeadResult> results(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      cuda::init_backend(0);
+      cudaStream_t s;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      cuda::set_current_stream(s);
+      {
+        ThreadCollectives comm(w, r);
+        std::vector<Tensor> keep;
+        CudaClassifierHead h(o, &comm);
+        const std::vector<float> xs(p.x.begin() + r * n * p.dim, p.x.begin() + (r + 1) * n * p.dim);
+        const std::vector<int64_t> ys(p.labels.begin() + r * n, p.labels.begin() + (r + 1) * n);
+        float* dx = device_copy(std::vector<float>(xs.size(), std::nanf("")), keep);
+        h.train(device_copy(xs, keep), DType::kF32, device_copy(ys, keep), DType::kI64, n, 3, dx, DType::kF32, nullptr, s);
+        results[static_cast<size_t>(r)] = h.results(s);
+        std::vector<float> mine(xs.size());
+        CUDA_CHECK(cudaMemcpy(mine.data(), dx, mine.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < mine.size(); ++i) out.dx[static_cast<size_t>(r * n * p.dim) + i] = mine[i] / static_cast<float>(world);
+        std::vector<float> dw(static_cast<size_t>(h.rows() * p.dim));
+        CUDA_CHECK(cudaMemcpy(dw.data(), h.gradients(), dw.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        std::copy(dw.begin(), dw.end(), out.dw.begin() + h.row_begin() * p.dim);
+        CUDA_CHECK(cudaStreamSynchronize(s));
+      }
+      cuda::set_current_stream(nullptr);
+      CUDA_CHECK(cudaStreamDestroy(s));
+    });
+  for (auto& t : threads) t.join();
+  out.r = results[0];
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(results[static_cast<size_t>(r)].loss, results[0].loss) << "every rank reports the global batch's loss";
+    if (r > 0) {
+      out.r.correct += results[static_cast<size_t>(r)].correct;
+      out.r.correct_top5 += results[static_cast<size_t>(r)].correct_top5;
+      out.r.examples += results[static_cast<size_t>(r)].examples;
+    }
+  }
+  return out;
+}
+
+TEST(HeadCudaGpu, TwoAndThreeRanksOnOneGpuEqualTheCpuHeadInOneProcess) {
+  REQUIRE_GPU();
+  for (const NamedSpec& m : specs())
+    for (int world : {2, 3}) {
+      const HeadOptions o = options_for(3001, 64, m.spec, true);
+      const Problem p = make_problem(3001, 64, 36, 13, cpu_initial_rows(o));
+      const Outcome want = cpu_step(options_for(3001, 64, m.spec, false), p);  // one process, the global batch
+      expect_outcomes_close(device_world(o, p, world), want, m.name + " x " + std::to_string(world));
+    }
+}
+
+// ---- PartialFC ----
+
+TEST(HeadCudaGpu, PartialFcAtRatioOneIsTheFullDeviceHeadBitwise) {
+  REQUIRE_GPU();
+  for (const NamedSpec& m : specs()) {
+    const HeadOptions full = options_for(3001, 64, m.spec, true), sampled = options_for(3001, 64, m.spec, true, 1.0, true);
+    const Problem p = make_problem(3001, 64, 33, 17, cpu_initial_rows(full));
+    const Outcome a = device_step(full, p), b = device_step(sampled, p);
+    ASSERT_EQ(b.sampled.size(), 3001u);
+    EXPECT_EQ(a.r.loss, b.r.loss) << m.name;
+    EXPECT_EQ(a.dx, b.dx) << m.name;
+    EXPECT_EQ(a.dw, b.dw) << m.name;
+  }
+}
+
+TEST(HeadCudaGpu, PartialFcDrawsTheCpuHeadsSampleAndItsGradients) {
+  REQUIRE_GPU();
+  for (const NamedSpec& m : specs()) {
+    const HeadOptions o = options_for(3001, 64, m.spec, true, 0.5);
+    const Problem p = make_problem(3001, 64, 33, 19, cpu_initial_rows(o));
+    const Outcome want = cpu_step(o, p), got = device_step(o, p);
+    ASSERT_GT(want.sampled.size(), 1000u);
+    ASSERT_LT(want.sampled.size(), 2000u);
+    expect_outcomes_close(got, want, m.name);
+  }
+}
+
+}  // namespace
+}  // namespace fastnn::head
+
+// ---- the CUDA runner with a head against the CPU runner ----
+
+namespace fastnn::loop {
+namespace {
+
+constexpr int64_t kClasses = 50, kEmb = 16;
+
+loop::StepRunnerOptions runner_options(Device d, DType dt, const std::string& loss, double ratio) {
+  StepRunnerOptions o;
+  o.target = {.device = d, .dtype = dt, .device_index = 0};
+  o.batch_size = 8;
+  o.seed = 11;
+  o.weight_decay = 1e-3;
+  o.max_gradient_norm = 5.0;
+  std::vector<std::string> flags = {"--optimizer=momentum", "--loss_type=" + loss, "--emb_dim=16", "--seed=5",
+                                    "--margin=0.3", "--scale=16"};
+  if (ratio < 1) flags.push_back("--sample_ratio=" + std::to_string(ratio));
+  const JobConfig c = load_job_config("", flags);
+  o.optimizer = optimizer_options(c);
+  o.head = head::head_options(c, kClasses, 5);
+  return o;
+}
+
+NetDef embedding_net() { return head::with_embedding(zoo::build_net("lenet", {.num_classes = static_cast<int>(kEmb)})); }
+
+// A host batch for LeNet and labels over the head's classes.
+std::pair<Tensor, Tensor> batch(StepRunner& cpu, uint64_t seed) {
+  auto [x, y] = cpu.synthetic_batch(seed);
+  Tensor labels = Tensor::empty({8}, DType::kI32);
+  for (int i = 0; i < 8; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>((seed * 7 + static_cast<uint64_t>(i) * 13) % kClasses);
+  return {x, labels};
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    n += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
+}
+
+std::vector<std::vector<float>> rows_of(StepRunner& r) {
+  std::vector<std::vector<float>> out;
+  for (const ckpt::RowShardSlice& s : r.sharded_rows()) out.emplace_back(s.data, s.data + s.count);
+  return out;
+}
+
+void expect_runners_close(const std::string& loss, double ratio, DType dt, int steps, double tol) {
+  SCOPED_TRACE(loss + " ratio " + std::to_string(ratio) + " " + dtype_name(dt));
+  const NetDef net = embedding_net();
+  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, loss, ratio));
+  auto gpu = make_step_runner(net, runner_options(Device::kCuda, dt, loss, ratio));
+  const auto rows_before = rows_of(*gpu);
+  for (int s = 0; s < steps; ++s) {
+    auto [x, y] = batch(*cpu, 100 + static_cast<uint64_t>(s));
+    const StepResult a = cpu->train(x, y, static_cast<uint64_t>(s), 0.05f);
+    const StepResult b = gpu->train(x, y, static_cast<uint64_t>(s), 0.05f);
+    EXPECT_NEAR(b.loss, a.loss, tol * std::abs(a.loss)) << "step " << s;
+    EXPECT_EQ(b.examples, a.examples);
+  }
+  const auto va = cpu->host_variables(), vb = gpu->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    ASSERT_EQ(va[i].name, vb[i].name);
+    EXPECT_LE(rel_l2(vb[i].data, va[i].data), tol) << va[i].name;
+  }
+  const auto sa = cpu->sharded_rows(), sb = gpu->sharded_rows();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].name, sb[i].name);
+    EXPECT_EQ(sa[i].global_shape, sb[i].global_shape);
+    EXPECT_EQ(sa[i].optimizer, sb[i].optimizer);
+    EXPECT_LE(rel_l2(std::vector<float>(sb[i].data, sb[i].data + sb[i].count),
+                     std::vector<float>(sa[i].data, sa[i].data + sa[i].count)), tol) << sa[i].name;
+  }
+  const auto oa = cpu->export_optimizer_state(), ob = gpu->export_optimizer_state();
+  ASSERT_EQ(oa.size(), ob.size());
+  for (size_t i = 0; i < oa.size(); ++i) {
+    EXPECT_EQ(oa[i].name, ob[i].name);
+    EXPECT_LE(rel_l2(ob[i].data, oa[i].data), tol) << oa[i].name;
+  }
+  gpu->import_optimizer_state(oa);  // a CPU checkpoint's state resumes on the GPU
+  if (ratio < 1) {  // the lazy update: a row no step sampled keeps its weights and slots bitwise
+    const auto after = rows_of(*gpu);
+    int kept = 0;
+    for (int64_t r = 0; r < kClasses; ++r) {
+      bool same = true;
+      for (size_t a = 0; a < after.size(); ++a)
+        same = same && std::memcmp(&after[a][r * kEmb], &rows_before[a][r * kEmb], kEmb * sizeof(float)) == 0;
+      kept += same ? 1 : 0;
+    }
+    EXPECT_GT(kept, 0) << "some rows are never sampled in " << steps << " steps at ratio " << ratio;
+  }
+}
+
+bool have_gpu() { return cuda::device_available(); }
+
+TEST(HeadCudaGpu, RunnerStepsMatchTheCpuRunner) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cuda::init_backend(0);
+  cuda::set_allow_tf32(false);
+  expect_runners_close("arcface", 1.0, DType::kF32, 3, 1e-4);
+  expect_runners_close("dist_arcface", 1.0, DType::kF32, 3, 1e-4);
+  expect_runners_close("dist_softmax", 1.0, DType::kF32, 3, 1e-4);
+  expect_runners_close("dist_arcface", 0.3, DType::kF32, 3, 1e-4);
+}
+
+TEST(HeadCudaGpu, RunnerF16StepWithinHalfPrecisionTolerance) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cuda::init_backend(0);
+  expect_runners_close("dist_arcface", 1.0, DType::kF16, 1, 3e-2);
+  expect_runners_close("arcface", 1.0, DType::kBF16, 1, 6e-2);
+}
+
+TEST(HeadCudaGpu, RunnerStopsABadLabelBeforeTheUpdate) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cuda::init_backend(0);
+  const NetDef net = embedding_net();
+  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
+  auto gpu = make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0));
+  auto [x, y] = batch(*cpu, 1);
+  y.data<int32_t>()[3] = static_cast<int32_t>(kClasses);
+  const auto before = rows_of(*gpu);
+  EXPECT_THROW(gpu->train(x, y, 0, 0.1f), Error);
+  EXPECT_EQ(rows_of(*gpu), before);
+}
+
+}  // namespace
+}  // namespace fastnn::loop
+
+#endif  // FASTNN_HAVE_CUDA
