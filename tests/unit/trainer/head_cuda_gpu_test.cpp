@@ -107,20 +107,25 @@ struct Problem {
   std::vector<int64_t> labels;
 };
 
-// A quarter of the samples point (noisily) along their class's row (cos near 1), a quarter against it
-// (cos near -1: ArcFace's threshold branch), the rest random.
+// A quarter of the samples point along their class's row at an angle of about 0.2 (cos near 1, where
+// the margin's slope grows like 1/theta: not so near that f32 rounding of cos moves it by more than the
+// tolerance), a quarter against it (cos near -1: ArcFace's threshold branch), the rest random.
 Problem make_problem(int64_t classes, int64_t dim, int64_t batch, uint32_t seed, const std::vector<float>& w) {
   Problem p{classes, dim, batch, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
+  const float spread = 0.2f / std::sqrt(static_cast<float>(dim));
   for (int64_t i = 0; i < batch; ++i) {
     const int64_t y = static_cast<int64_t>(rng() % static_cast<uint32_t>(classes));
     p.labels.push_back(y);
     const int kind = static_cast<int>(i % 4);
+    double norm = 0;
+    for (int64_t d = 0; d < dim; ++d) norm += static_cast<double>(w[static_cast<size_t>(y * dim + d)]) * w[static_cast<size_t>(y * dim + d)];
+    const float inv = static_cast<float>(1.0 / std::sqrt(norm));
     for (int64_t d = 0; d < dim; ++d) {
-      const float row = w[static_cast<size_t>(y * dim + d)] * 20.0f;
-      const float v = kind == 0 ? row + 0.05f * nd(rng) : kind == 1 ? -row + 0.05f * nd(rng) : nd(rng);
-      p.x.push_back(v);
+      const float unit = w[static_cast<size_t>(y * dim + d)] * inv;
+      const float v = kind == 0 ? unit + spread * nd(rng) : kind == 1 ? -unit + spread * nd(rng) : nd(rng) / std::sqrt(static_cast<float>(dim));
+      p.x.push_back(3.0f * v);
     }
   }
   return p;
