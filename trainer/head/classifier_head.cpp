@@ -81,6 +81,14 @@ void scale_columns(std::vector<T>& z, int64_t rows, int64_t cols, const std::vec
 
 }  // namespace
 
+std::pair<int64_t, int64_t> head_rows(const HeadOptions& o, int world, int rank) {
+  FASTNN_CHECK(o.num_classes >= 1 && o.emb_dim >= 1, "classifier head needs classes and an embedding, got ",
+               o.num_classes, " x ", o.emb_dim);
+  FASTNN_CHECK(o.sample_ratio > 0 && o.sample_ratio <= 1, "sample_ratio must be in (0, 1], got ", o.sample_ratio);
+  if (!o.sharded) return {0, o.num_classes};
+  return class_range(o.num_classes, world, rank);
+}
+
 template <typename T>
 struct ClassifierHead<T>::Batch {
   int64_t n = 0;       // rows in the loss's batch (global when sharded)
@@ -96,15 +104,7 @@ ClassifierHead<T>::ClassifierHead(const HeadOptions& o, Communicator* comm) : o_
     world_ = comm_->world_size();
     rank_ = comm_->rank();
   }
-  FASTNN_CHECK(o.num_classes >= 1 && o.emb_dim >= 1, "classifier head needs classes and an embedding, got ",
-               o.num_classes, " x ", o.emb_dim);
-  FASTNN_CHECK(o.sample_ratio > 0 && o.sample_ratio <= 1, "sample_ratio must be in (0, 1], got ", o.sample_ratio);
-  if (o_.sharded) {
-    std::tie(row_begin_, row_end_) = class_range(o.num_classes, world_, rank_);
-  } else {
-    row_begin_ = 0;
-    row_end_ = o.num_classes;
-  }
+  std::tie(row_begin_, row_end_) = head_rows(o, world_, rank_);
   weights_.resize(static_cast<size_t>(rows() * o.emb_dim));
   const double bound = initial_weight_bound(o.emb_dim, o.num_classes);
   tbb::parallel_for(int64_t{0}, rows(), [&](int64_t r) {

@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "trainer/comm/communicator.h"
@@ -60,6 +61,10 @@ struct HeadResult {
   double loss = 0;  // mean over the loss's batch (see above)
   int64_t correct = 0, correct_top5 = 0, examples = 0;  // this rank's samples
 };
+
+// Checks `options` (Error for no classes or embedding, a sample_ratio outside (0, 1]) and returns the
+// rows [begin, end) rank `rank` of `world` holds: class_range when sharded, every class otherwise.
+std::pair<int64_t, int64_t> head_rows(const HeadOptions& options, int world, int rank);
 
 template <typename T>
 class ClassifierHead {

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "core/check.h"
 #include "trainer/cuda/blas.h"
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/cuda/storage_types.h"
 #include "trainer/head/head_math.h"
-#include "trainer/head/head_memory.h"
 #include "trainer/head/margin.h"
 #include "trainer/head/partial_fc.h"
 
@@ -291,11 +291,7 @@ CudaClassifierHead::CudaClassifierHead(const HeadOptions& o, HeadCollectives* co
     world_ = comm_->world_size();
     rank_ = comm_->rank();
   }
-  FASTNN_CHECK(o.num_classes >= 1 && o.emb_dim >= 1, "classifier head needs classes and an embedding, got ",
-               o.num_classes, " x ", o.emb_dim);
-  FASTNN_CHECK(o.sample_ratio > 0 && o.sample_ratio <= 1, "sample_ratio must be in (0, 1], got ", o.sample_ratio);
-  if (o_.sharded) std::tie(row_begin_, row_end_) = class_range(o.num_classes, world_, rank_);
-  else row_end_ = o.num_classes;
+  std::tie(row_begin_, row_end_) = head_rows(o, world_, rank_);
   const int64_t count = rows() * o.emb_dim;
   weights_ = Tensor::empty({std::max<int64_t>(count, 1)}, DType::kF32, Device::kCuda);
   cudaStream_t s = cuda::current_stream();

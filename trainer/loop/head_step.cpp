@@ -33,6 +33,8 @@ std::vector<int64_t> labels_of(const Tensor& labels) {
   return out;
 }
 
+}  // namespace
+
 StepResult step_result(const head::HeadResult& h) {
   StepResult r;
   r.loss = r.main_loss = h.loss;
@@ -41,8 +43,6 @@ StepResult step_result(const head::HeadResult& h) {
   r.examples = h.examples;
   return r;
 }
-
-}  // namespace
 
 HeadStep::HeadStep(const head::HeadOptions& options, Communicator* comm, const OptimizerOptions& optimizer)
     : head_(options, options.sharded ? comm : nullptr), comm_(comm), sharded_(options.sharded),

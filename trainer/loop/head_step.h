@@ -28,6 +28,9 @@
 
 namespace fastnn::loop {
 
+// The loop's StepResult of a head's result (both runners' heads).
+StepResult step_result(const head::HeadResult& h);
+
 class HeadStep {
  public:
   HeadStep(const head::HeadOptions& options, Communicator* comm, const OptimizerOptions& optimizer);

@@ -2,20 +2,12 @@
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
+#include "trainer/loop/head_step.h"
 
 namespace fastnn::loop {
 namespace {
 
 constexpr const char* kHeadWeights = "Head/weights";  // the CPU head's name (head_step.cpp)
-
-StepResult step_result(const head::HeadResult& h) {
-  StepResult r;
-  r.loss = r.main_loss = h.loss;
-  r.correct = h.correct;
-  r.correct_top5 = h.correct_top5;
-  r.examples = h.examples;
-  return r;
-}
 
 const Tensor& embedding_of(graph::Graph& g, int64_t emb_dim) {
   const Tensor& f = g.output(0);

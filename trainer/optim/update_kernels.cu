@@ -30,6 +30,22 @@ void launch_rule(const Rule& r, int64_t count, float gs, float* w, const G* g, f
 
 constexpr int kChunkThreads = 256;
 
+// The gradient statistics: a finite value's square, or one more non-finite value.
+__device__ __forceinline__ void count_value(float v, double& ss, double& bad) {
+  if (isfinite(v)) ss += static_cast<double>(v) * v;
+  else bad += 1;
+}
+
+// The block's statistics into its two partials (call from every thread).
+__device__ __forceinline__ void write_block_statistics(double ss, double bad, double* partials) {
+  ss = block_sum(ss);
+  bad = block_sum(bad);
+  if (threadIdx.x == 0) {
+    partials[2 * blockIdx.x] = ss;
+    partials[2 * blockIdx.x + 1] = bad;
+  }
+}
+
 // One block per chunk: the preparation and, with `stats`, the chunk's partial statistics.
 template <typename G>
 __global__ void prepare_kernel(const TensorChunk* table, const StepControl* control, bool stats, double* partials) {
@@ -48,18 +64,9 @@ __global__ void prepare_kernel(const TensorChunk* table, const StepControl* cont
     } else {
       v = c.grad32[k];
     }
-    if (stats) {
-      if (isfinite(v)) ss += static_cast<double>(v) * v;
-      else bad += 1;
-    }
+    if (stats) count_value(v, ss, bad);
   }
-  if (!stats) return;
-  ss = block_sum(ss);
-  bad = block_sum(bad);
-  if (threadIdx.x == 0) {
-    partials[2 * blockIdx.x] = ss;
-    partials[2 * blockIdx.x + 1] = bad;
-  }
+  if (stats) write_block_statistics(ss, bad, partials);
 }
 
 // One thread: totals in chunk order (repeatable), then update_order's decision.
@@ -126,19 +133,10 @@ __global__ void prepare_rows_kernel(float* g, const float* master, const int64_t
     for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
       const float v = rule::prepared_gradient(gj[k], inv, wd, wd != 0.0f ? w[k] : 0.0f);
       gj[k] = v;
-      if (stats) {
-        if (isfinite(v)) ss += static_cast<double>(v) * v;
-        else bad += 1;
-      }
+      if (stats) count_value(v, ss, bad);
     }
   }
-  if (!stats) return;
-  ss = block_sum(ss);
-  bad = block_sum(bad);
-  if (threadIdx.x == 0) {
-    partials[2 * blockIdx.x] = ss;
-    partials[2 * blockIdx.x + 1] = bad;
-  }
+  if (stats) write_block_statistics(ss, bad, partials);
 }
 
 // One thread: the blocks' partials in block order.

@@ -99,14 +99,21 @@ TEST(MemoryEstimate, RefusesOverTheLimitNamingPartsAndKnobs) {
   EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, machine));
 }
 
-TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
-  RunSetup s = setup_for("lenet", 28, 1);
+// LeNet's 128-wide embedding under a dist_arcface head of a million classes, batch 16, momentum.
+JobConfig head_config(RunSetup& s) {
+  s = setup_for("lenet", 28, 1);
   s.num_classes = 1'000'000;
   JobConfig c;
   c.set_batch_size(16);
   c.set_optimizer("momentum");
   c.set_loss_type("dist_arcface");
   c.set_emb_dim(128);
+  return c;
+}
+
+TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
+  RunSetup s;
+  JobConfig c = head_config(s);
   const MemoryEstimate one = estimate_training_memory(s, c, ComputeTarget{}, 1);
   const MemoryEstimate two = estimate_training_memory(s, c, ComputeTarget{}, 2);
   ASSERT_TRUE(one.has_head && two.has_head);
@@ -146,13 +153,8 @@ TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
 }
 
 TEST(MemoryEstimate, AHeadOnTheGpuIsInTheDevicePartNotTheHosts) {
-  RunSetup s = setup_for("lenet", 28, 1);
-  s.num_classes = 1'000'000;
-  JobConfig c;
-  c.set_batch_size(16);
-  c.set_optimizer("momentum");
-  c.set_loss_type("dist_arcface");
-  c.set_emb_dim(128);
+  RunSetup s;
+  const JobConfig c = head_config(s);
   const MemoryEstimate cpu = estimate_training_memory(s, c, ComputeTarget{}, 2);
   const ComputeTarget gpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
   const MemoryEstimate dev = estimate_training_memory(s, c, gpu, 2);
