@@ -40,6 +40,7 @@ HeadStepCuda::HeadStepCuda(const head::HeadOptions& options, head::HeadCollectiv
 }
 
 void HeadStepCuda::queue_train(graph::Graph& g, const Tensor& labels, uint64_t step, const double* loss_scale) {
+  host_rows_ = {};  // the last checkpoint's host copies of the rows (gigabytes at scale) are not kept
   const Tensor& f = embedding_of(g, head_.emb_dim());
   check_labels_on_device(labels, f.dim(0));
   cudaStream_t s = cuda::current_stream();

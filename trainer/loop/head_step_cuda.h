@@ -64,7 +64,8 @@ class HeadStepCuda {
   const double* statistics() { return rows_->totals(); }
   void apply(const void* control, cudaStream_t s);
 
-  // Sharded head's checkpoint arrays (host copies, valid until the next call).
+  // Sharded head's checkpoint arrays: host copies of every row and slot (a device-to-host copy of the
+  // whole shard each call), valid until the next call or training step.
   std::vector<ckpt::RowShardSlice> row_slices();
   std::vector<NamedArray> export_scalars(const std::vector<NamedArray>& backbone_state) const;
   void load_rows(ckpt::RowShardReader& reader, bool optimizer);
