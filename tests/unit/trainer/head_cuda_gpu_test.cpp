@@ -455,6 +455,7 @@ loop::StepRunnerOptions runner_options(Device d, DType dt, const std::string& lo
   const JobConfig c = load_job_config("", flags);
   o.optimizer = optimizer_options(c);
   o.head = head::head_options(c, kClasses, 5);
+  if (dt == DType::kF16) o.scaling = {.initial_scale = 1024, .dynamic = true};  // the head carries the scale
   return o;
 }
 
