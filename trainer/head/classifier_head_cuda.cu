@@ -257,17 +257,21 @@ __global__ void hits_kernel(const double* all_top, int sources, int64_t n, int64
 __global__ void dlogits_kernel(RowArgs a, float* z, const int64_t* tcol, const double* tlogit, const double* tslope,
                                const double* rmax, const double* sums, double inv_n, const double* grad_scale) {
   const double gs = grad_scale ? *grad_scale : 1.0;
-  FASTNN_MATRIX_LOOP(i, j, a.n, a.m) {
-    const double norm = hd::div(1.0, sums[i]);
-    float& cell = z[i * a.m + j];
-    double g;
-    if (j == tcol[i]) {
-      g = hd::mul(hd::mul(hd::sub(hd::mul(exp(hd::sub(tlogit[i], rmax[i])), norm), 1.0), inv_n), tslope[i]);
-    } else {
-      const double e = exp(hd::sub(hd::mul(a.s, static_cast<double>(cell)), rmax[i]));
-      g = hd::mul(hd::mul(hd::mul(e, norm), inv_n), a.s);
+  for (int64_t i = blockIdx.y; i < a.n; i += gridDim.y) {  // matrix_grid's loop, the row's values read once
+    const double norm = hd::div(1.0, sums[i]), mx = rmax[i];
+    const int64_t c = tcol[i];
+    for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < a.m;
+         j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      float& cell = z[i * a.m + j];
+      double g;
+      if (j == c) {
+        g = hd::mul(hd::mul(hd::sub(hd::mul(exp(hd::sub(tlogit[i], mx)), norm), 1.0), inv_n), tslope[i]);
+      } else {
+        const double e = exp(hd::sub(hd::mul(a.s, static_cast<double>(cell)), mx));
+        g = hd::mul(hd::mul(hd::mul(e, norm), inv_n), a.s);
+      }
+      cell = static_cast<float>(hd::mul(g, gs));
     }
-    cell = static_cast<float>(hd::mul(g, gs));
   }
 }
 
