@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "trainer/optim/tensor_chunks.h"
 #include "trainer/optim/update_rules.h"
@@ -89,6 +90,7 @@ struct StepControl {
 
 // The device address of the loss scaler's current scale in a StepControl: what the loss gradient seed is
 // made from, and what a classifier head multiplies its gradients by (loss_scale_kernel's factor).
+static_assert(std::is_standard_layout_v<StepControl>, "loss_scale_of uses offsetof");
 inline const double* loss_scale_of(const StepControl* c) {
   return reinterpret_cast<const double*>(reinterpret_cast<const char*>(c) + offsetof(StepControl, scaler) +
                                          offsetof(rule::ScalerState, scale));
