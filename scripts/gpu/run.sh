@@ -9,8 +9,9 @@
 #                                  bench  our GPU benchmarks (scripts/gpu/benchmarks.sh)
 #                                  peer   PyTorch doing the same work on the same GPU
 #                                  smoke  fastnn train/eval --device=cuda on Fashion-MNIST, CPU beside it
-#                                  sanitize  compute-sanitizer memcheck of the op, fusion, optimizer and
-#                                         step tests (f32 cases: every kernel once; not in the default set)
+#                                  sanitize  compute-sanitizer memcheck of the op, fusion, optimizer,
+#                                         step and classifier-head tests (f32 cases: every kernel once; not
+#                                         in the default set)
 # Full logs go to /tmp/fastnn-gpu/logs and, packed as logs.tar.xz with table.txt, to $OUT when set (the
 # device tool brings back at most 8 files). The last thing printed is a short table.
 set -uo pipefail
@@ -85,8 +86,8 @@ if want sanitize; then
   san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
   [[ -x $san ]] || { row "memcheck" "compute-sanitizer not found (PATH, \$CUDA_HOME/bin)"; san=""; }
   [[ -n $san ]] && for spec in "test_trainer_ops_cuda_gpu:*f32*:CudaFusion.*" "test_trainer_ops_nhwc_cuda_gpu:*f32*:CudaNhwcFusion.*" \
-              "test_trainer_optim_cuda_gpu:*" \
-              "test_trainer_loop_train_device_gpu:*F32*"; do
+              "test_trainer_optim_cuda_gpu:*" "test_trainer_loop_train_device_gpu:*F32*" \
+              "test_trainer_head_cuda_gpu:*-HeadCudaGpu.Runner*"; do
     name=${spec%%:*} filter=${spec#*:}
     [[ -x $work/bundle/bin/$name ]] || continue
     timeout "${FASTNN_SANITIZE_TIMEOUT:-420}" "$san" --tool memcheck --error-exitcode 3 --print-limit 20 \
