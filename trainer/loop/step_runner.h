@@ -31,7 +31,9 @@
 //     from there on a copy stream (other host memory goes through two pinned staging buffers first),
 //     the compute stream waits on that batch's event only; on the device uint8 is normalised with the
 //     preset's mean and 1/std, transposed to NCHW and cast to the compute dtype in one kernel (f16/f32
-//     batches are only transposed / cast). The stage keeps the host batch alive until its copy is done.
+//     batches are only transposed / cast). The stage keeps the host batch alive until its copy is done;
+//   - a classifier head (options.head) runs on the device in f32 (head_step_cuda.h), its results read
+//     inside each step (queue_train hands them back one call late, as the CPU does).
 //
 // Threading: one thread drives a runner. Errors: ConfigError for options the device path does not
 // support (capabilities.h asks first), Error from the graph and kernels.
@@ -137,8 +139,8 @@ struct StepRunnerOptions {
   std::string input_dtype = "auto";
   InputNormalization input;
   // The classifier head after the net's embedding output (trainer/head, head_config.h: loss_type,
-  // emb_dim); absent: the net's own softmax cross-entropy (TrainStep). CPU runner only. A sharded head
-  // (dist_*) splits its class rows over host_comm's ranks.
+  // emb_dim); absent: the net's own softmax cross-entropy (TrainStep). A sharded head (dist_*) splits its
+  // class rows over host_comm's ranks on the CPU, over the collectives' ranks on the GPU (head_step_cuda.h).
   std::optional<head::HeadOptions> head;
   // Forward only (predict, serve): the graph is an inference graph (graph.h, GraphOptions::inference:
   // no gradient buffers, layers share output buffers, batch-size changes allocate nothing once the
