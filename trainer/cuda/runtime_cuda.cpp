@@ -275,7 +275,13 @@ void defer_label_check(const char* op, const int* flag, int64_t classes, cudaStr
   LabelCheckQueue& q = tl_label_checks;
   int* slot = nullptr;
   if (q.recording) {  // a captured graph: a slot of its own, copied into on every replay
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slot), sizeof(int), cudaHostAllocPortable));
+    // cudaHostAlloc is not allowed on a thread capturing in thread-local mode (it would invalidate the
+    // capture): relaxed mode for this one call, as PyTorch does for allocations during capture.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    const cudaError_t made = cudaHostAlloc(reinterpret_cast<void**>(&slot), sizeof(int), cudaHostAllocPortable);
+    CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    CUDA_CHECK(made);
     q.recording->record({op, classes, slot});
     CUDA_CHECK(cudaMemcpyAsync(slot, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
     return;

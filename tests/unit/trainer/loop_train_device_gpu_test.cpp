@@ -373,7 +373,10 @@ TEST(TrainDeviceGpu, CapturedStepRaisesABadLabel) {
   EXPECT_GT(a->stats().graph_replays, 0);
   cuda::copy_async(good, bad);  // a labels buffer the captured graphs read now holds a bad label
   cuda::synchronize();
-  a->queue_train(x, good, 7, 0.1f);
+  const int64_t replays = a->stats().graph_replays;
+  a->queue_train(x, y, 6, 0.1f);     // results slot 0: (y, slot 0)'s graph
+  a->queue_train(x, good, 7, 0.1f);  // results slot 1: (good, slot 1)'s graph, captured at steps 3 and 5
+  EXPECT_EQ(a->stats().graph_replays, replays + 2) << "both steps replay graphs captured before";
   try {
     a->drain();
     ADD_FAILURE() << "no error for label 10 of 10 classes";
