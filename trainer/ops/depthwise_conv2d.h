@@ -23,7 +23,10 @@
 //
 // CUDA (depthwise_conv2d_cuda.cu): direct kernels; forward one thread per output, backward data one
 // thread per input pixel (gathering, no atomics), backward filter one block per (k, r, s) tap with a
-// block reduction in double; the bias gradient is the shared bias_grad.
+// block reduction in double; the bias gradient is the shared bias_grad. NHWC (add_nhwc_kernel): the
+// same forward and data kernels with the channel fastest (neighbouring threads, neighbouring channels);
+// the filter gradient over rows of output pixels as batch norm's NHWC sums (blocks of 32 channels x a
+// run of pixels x one tap, partial sums added in run order), the bias gradient on [N*P*Q, K] rows.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,9 @@ struct DepthwiseConv2dParams {
   int64_t multiplier = 1;               // M; output channels K = C*M
   bool bias = true;
   Window2d win;  // kernel R x S, stride, dilation, padding, output P x Q
+  // CUDA only: x and y are [N, H, W, C] / [N, P, Q, K] (the kernel add_nhwc_kernel registers); the CPU
+  // kernels are NCHW and depthwise_conv2d_params never sets it.
+  bool nhwc = false;
 
   int64_t k() const { return c * multiplier; }
   int64_t weight_numel() const { return k() * win.r * win.s; }
@@ -82,9 +88,11 @@ void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const 
                               cudaStream_t s);
 template <typename T>
 void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx, cudaStream_t s);
+// ws: depthwise_conv2d_workspace_bytes(p) bytes (NHWC: the filter and bias gradients' partial sums).
+size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p);
 template <typename T>
 void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db,
-                                      cudaStream_t s);
+                                      void* ws, cudaStream_t s);
 }  // namespace cuda
 // The kCuda kernel (depthwise_conv2d_cuda.cu); register_depthwise_conv2d adds it.
 void register_depthwise_conv2d_cuda(OpRegistry& registry);

@@ -1,10 +1,15 @@
-// depthwise_conv2d on CUDA (ops/depthwise_conv2d.h): direct kernels and the OpKernel glue in one .cu.
+// depthwise_conv2d on CUDA (ops/depthwise_conv2d.h): direct kernels and the OpKernel glue in one .cu,
+// NCHW and NHWC (the header says how each pass is laid out).
 // Every sum is in float (the filter gradient's block reduction in double); no atomics, so every pass is
 // deterministic. cuDNN's grouped convolution is the alternative; measuring which is faster needs a GPU.
+#include <algorithm>
+
 #include "trainer/cuda/device_util.cuh"
+#include "trainer/ops/channel_index.h"
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/depthwise_conv2d.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace cuda {
@@ -13,33 +18,54 @@ using namespace ::fastnn::cuda;  // device_util.cuh
 
 namespace {
 
-// The geometry as plain fields for device code.
+// The geometry as plain fields for device code; nhwc: x [N, H, W, C], y [N, P, Q, K].
 struct Geom {
   int64_t n, c, h, w, m, k, r, s, sh, sw, dh, dw, pt, pl, p, q;
+  bool nhwc;
 };
 
 Geom geom(const DepthwiseConv2dParams& prm) {
   const Window2d& g = prm.win;
   return Geom{prm.n,      prm.c,      prm.h,   prm.w,   prm.multiplier, prm.k(),    g.r,   g.s,
-              g.stride_h, g.stride_w, g.dil_h, g.dil_w, g.pad_top,      g.pad_left, g.p,   g.q};
+              g.stride_h, g.stride_w, g.dil_h, g.dil_w, g.pad_top,      g.pad_left, g.p,   g.q, prm.nhwc};
+}
+
+// Offsets of x[n, c, ih, iw] and y[n, k, op, oq] in the geometry's layout.
+__device__ __forceinline__ int64_t x_at(const Geom& g, int64_t n, int64_t c, int64_t ih, int64_t iw) {
+  return g.nhwc ? ((n * g.h + ih) * g.w + iw) * g.c + c : ((n * g.c + c) * g.h + ih) * g.w + iw;
+}
+__device__ __forceinline__ int64_t y_at(const Geom& g, int64_t n, int64_t k, int64_t op, int64_t oq) {
+  return g.nhwc ? ((n * g.p + op) * g.q + oq) * g.k + k : ((n * g.k + k) * g.p + op) * g.q + oq;
+}
+// The coordinates of flat index i of an [n, ch, rows, cols] tensor in the geometry's layout (NHWC: the
+// channel fastest).
+struct Coords {
+  int64_t n, ch, row, col;
+};
+__device__ __forceinline__ Coords coords(const Geom& g, int64_t i, int64_t ch, int64_t rows, int64_t cols) {
+  if (g.nhwc) {
+    const int64_t rest = i / ch;
+    return Coords{rest / (cols * rows), i % ch, (rest / cols) % rows, rest % cols};
+  }
+  const int64_t plane = i / (cols * rows);
+  return Coords{plane / ch, plane % ch, (i / cols) % rows, i % cols};
 }
 
 template <typename T>
 __global__ void dw_fwd_kernel(Geom g, const T* x, const T* w, const T* b, T* y) {
   const int64_t total = g.n * g.k * g.p * g.q;
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t oq = i % g.q, op = (i / g.q) % g.p, nk = i / (g.q * g.p);
-    const int64_t k = nk % g.k, n = nk / g.k;
-    const T* xp = x + (n * g.c + k / g.m) * g.h * g.w;
+    const Coords o = coords(g, i, g.k, g.p, g.q);
+    const int64_t k = o.ch, c = k / g.m;
     const T* wk = w + k * g.r * g.s;
     float acc = b ? to_f(b[k]) : 0.f;
     for (int64_t r = 0; r < g.r; ++r) {
-      const int64_t ih = op * g.sh - g.pt + r * g.dh;
+      const int64_t ih = o.row * g.sh - g.pt + r * g.dh;
       if (ih < 0 || ih >= g.h) continue;
       for (int64_t s = 0; s < g.s; ++s) {
-        const int64_t iw = oq * g.sw - g.pl + s * g.dw;
+        const int64_t iw = o.col * g.sw - g.pl + s * g.dw;
         if (iw < 0 || iw >= g.w) continue;
-        acc += to_f(wk[r * g.s + s]) * to_f(xp[ih * g.w + iw]);
+        acc += to_f(wk[r * g.s + s]) * to_f(x[x_at(g, o.n, c, ih, iw)]);
       }
     }
     y[i] = from_f<T>(acc);
@@ -50,29 +76,72 @@ template <typename T>
 __global__ void dw_bwd_data_kernel(Geom g, const T* w, const T* dy, T* dx) {
   const int64_t total = g.n * g.c * g.h * g.w;
   FASTNN_GRID_LOOP(i, total) {
-    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, nc = i / (g.w * g.h);
-    const int64_t c = nc % g.c, n = nc / g.c;
+    const Coords in = coords(g, i, g.c, g.h, g.w);
     float acc = 0.f;
     for (int64_t mm = 0; mm < g.m; ++mm) {
-      const int64_t k = c * g.m + mm;
-      const T* dyp = dy + (n * g.k + k) * g.p * g.q;
+      const int64_t k = in.ch * g.m + mm;
       const T* wk = w + k * g.r * g.s;
       for (int64_t r = 0; r < g.r; ++r) {
-        const int64_t th = ih + g.pt - r * g.dh;
+        const int64_t th = in.row + g.pt - r * g.dh;
         if (th < 0 || th % g.sh != 0) continue;
         const int64_t op = th / g.sh;
         if (op >= g.p) continue;
         for (int64_t s = 0; s < g.s; ++s) {
-          const int64_t tw = iw + g.pl - s * g.dw;
+          const int64_t tw = in.col + g.pl - s * g.dw;
           if (tw < 0 || tw % g.sw != 0) continue;
           const int64_t oq = tw / g.sw;
           if (oq >= g.q) continue;
-          acc += to_f(wk[r * g.s + s]) * to_f(dyp[op * g.q + oq]);
+          acc += to_f(wk[r * g.s + s]) * to_f(dy[y_at(g, in.n, k, op, oq)]);
         }
       }
     }
     dx[i] = from_f<T>(acc);
   }
+}
+
+// NHWC filter gradient: the output pixels are M = N*P*Q rows of K channels. Block (32 channels, a run of
+// rows: bn_split_rows, one tap); thread (channel lane x, row lane y) sums dy * x over its rows of the run
+// in order, in double; the row lanes' sums are added in lane order into
+// partials[(tap * K + k) * runs + run], which the finishing kernel adds in run order (fixed order:
+// repeatable). A warp reads 32 neighbouring channels of dy and x.
+template <typename T>
+__global__ void dw_nhwc_filter_partial_kernel(Geom g, BnSplit sp, const T* x, const T* dy, double* partials) {
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * kRowChannels + threadIdx.x, run = blockIdx.y, tap = blockIdx.z;
+  const int64_t r = tap / g.s, s = tap % g.s;
+  double acc = 0;
+  if (k < g.k) {
+    const int64_t c = k / g.m;
+    const RowRun rr = row_run(sp, g.n * g.p * g.q, run);
+    for (int64_t row = rr.begin + threadIdx.y; row < rr.end; row += kRowLanes) {
+      const int64_t oq = row % g.q, op = (row / g.q) % g.p, n = row / (g.q * g.p);
+      const int64_t ih = op * g.sh - g.pt + r * g.dh, iw = oq * g.sw - g.pl + s * g.dw;
+      if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+      acc += static_cast<double>(to_f(dy[row * g.k + k])) * to_f(x[x_at(g, n, c, ih, iw)]);
+    }
+  }
+  __shared__ double lanes[kRowLanes][kRowChannels];
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y != 0 || k >= g.k) return;
+  double total = 0;
+  for (int l = 0; l < kRowLanes; ++l) total += lanes[l][threadIdx.x];
+  partials[(tap * g.k + k) * sp.runs + run] = total;
+}
+
+// dw [K, 1, R, S]: element i = k * R*S + tap.
+template <typename T>
+__global__ void dw_nhwc_filter_finish_kernel(Geom g, int64_t runs, const double* partials, T* dw) {
+  const int64_t taps = g.r * g.s;
+  FASTNN_GRID_LOOP(i, g.k * taps) {
+    const int64_t k = i / taps, tap = i - k * taps;
+    double total = 0;
+    for (int64_t run = 0; run < runs; ++run) total += partials[(tap * g.k + k) * runs + run];
+    dw[i] = from_f<T>(static_cast<float>(total));
+  }
+}
+
+BnSplit nhwc_filter_split(const DepthwiseConv2dParams& p) {
+  return bn_split_rows(p.n * p.win.p * p.win.q, p.k());
 }
 
 // One block per (k, r, s): dw = sum over n, p, q of dy[n, k, p, q] * x[n, k/M, ih, iw].
@@ -110,16 +179,41 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
   CUDA_CHECK_LAUNCH();
 }
 
+size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p) {
+  if (!p.nhwc) return 0;
+  const size_t filter = static_cast<size_t>(p.weight_numel()) * static_cast<size_t>(nhwc_filter_split(p).runs);
+  const size_t rows = static_cast<size_t>(p.n * p.win.p * p.win.q);
+  return std::max(filter * sizeof(double), p.bias ? bias_grad_workspace_bytes(static_cast<int64_t>(rows), p.k(), 1) : 0);
+}
+
 template <typename T>
 void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db,
-                                      cudaStream_t s) {
-  if (dw) {
+                                      void* ws, cudaStream_t s) {
+  const Geom g = geom(p);
+  if (dw && p.nhwc) {
+    const BnSplit sp = nhwc_filter_split(p);
+    const int64_t taps = p.win.r * p.win.s;
+    FASTNN_CHECK(ws && taps <= 65535 && sp.runs <= 65535, "depthwise_conv2d: NHWC filter gradient of ", taps,
+                 " taps in ", sp.runs, " runs (or no workspace)");
+    double* partials = static_cast<double*>(ws);
+    if (p.n * p.win.p * p.win.q > 0) {
+      const dim3 grid(static_cast<unsigned>(row_channel_tiles(p.k())), static_cast<unsigned>(sp.runs),
+                      static_cast<unsigned>(taps));
+      dw_nhwc_filter_partial_kernel<T><<<grid, dim3(kRowChannels, kRowLanes), 0, s>>>(g, sp, x, dy, partials);
+      CUDA_CHECK_LAUNCH();
+    }
+    dw_nhwc_filter_finish_kernel<T><<<grid_for(p.weight_numel()), kThreads, 0, s>>>(
+        g, p.n * p.win.p * p.win.q > 0 ? sp.runs : 0, partials, dw);
+    CUDA_CHECK_LAUNCH();
+  } else if (dw) {
     const int64_t taps = p.weight_numel();
     FASTNN_CHECK(taps <= (int64_t{1} << 31) - 1, "depthwise_conv2d: ", taps, " filter taps exceed the grid");
-    dw_bwd_filter_kernel<T><<<static_cast<unsigned>(taps), kThreads, 0, s>>>(geom(p), x, dy, dw);
+    dw_bwd_filter_kernel<T><<<static_cast<unsigned>(taps), kThreads, 0, s>>>(g, x, dy, dw);
     CUDA_CHECK_LAUNCH();
   }
-  if (db) bias_grad<T>(p.n, p.k(), p.win.p * p.win.q, dy, db, nullptr, s);  // no workspace here
+  // After the filter gradient on the same stream: its partial sums are consumed, the workspace is free.
+  if (db && p.nhwc) bias_grad<T>(p.n * p.win.p * p.win.q, p.k(), 1, dy, db, ws, s);
+  else if (db) bias_grad<T>(p.n, p.k(), p.win.p * p.win.q, dy, db, nullptr, s);  // one block per channel
 }
 
 #define FASTNN_INSTANTIATE(T)                                                                                   \
@@ -128,7 +222,7 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
   template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*,        \
                                                   cudaStream_t);                                               \
   template void depthwise_conv2d_backward_filter<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, T*,  \
-                                                    cudaStream_t);
+                                                    void*, cudaStream_t);
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
@@ -141,7 +235,8 @@ class DepthwiseConv2dCuda final : public OpKernel {
  public:
   DepthwiseConv2dCuda(OpSignature sig, const DepthwiseConv2dParams& p)
       : OpKernel("depthwise_conv2d", Device::kCuda), p_(p) {
-    sig_ = std::move(sig);
+    sig_ = p.nhwc ? nhwc_signature(std::move(sig)) : std::move(sig);
+    sig_.workspace_bytes = cuda::depthwise_conv2d_workspace_bytes(p);
   }
 
  protected:
@@ -157,7 +252,9 @@ class DepthwiseConv2dCuda final : public OpKernel {
       cuda::depthwise_conv2d_backward_data<T>(p_, cuda::ptr<T>(a.params[0]), dy, cuda::ptr<T>(a.d_inputs[0]), s);
     T* dw = cuda::ptr<T>(a.d_params[0]);
     T* db = p_.bias ? cuda::ptr<T>(a.d_params[1]) : nullptr;
-    if (dw || db) cuda::depthwise_conv2d_backward_filter<T>(p_, cuda::ptr<T>(a.inputs[0]), dy, dw, db, s);
+    if (dw || db)
+      cuda::depthwise_conv2d_backward_filter<T>(p_, cuda::ptr<T>(a.inputs[0]), dy, dw, db,
+                                                const_cast<void*>(a.workspace.raw()), s);
   }
 
  private:
@@ -174,6 +271,14 @@ void register_depthwise_conv2d_cuda(OpRegistry& r) {
                  OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
                  return cuda::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), depthwise_conv2d_params(a, in));
                });
+  r.add_nhwc_kernel("depthwise_conv2d", Device::kCuda,
+                    [cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = cuda::cuda_compute_dtype("depthwise_conv2d", in);
+                      OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                      DepthwiseConv2dParams p = depthwise_conv2d_params(a, in);
+                      p.nhwc = true;
+                      return cuda::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), p);
+                    });
 }
 
 }  // namespace fastnn::ops
