@@ -11,7 +11,7 @@
 #   --batch-size spelled with a dash; no run written into the current directory unless asked, and eval
 #   finds that run; a training flag given to eval is named;
 #   the memory estimate refuses a run over memory_limit_mb before allocating, FastNN's defaults on
-#   28x28 data included, naming why and what to change.
+#   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$SRC/tests/integration/train_helpers.bash"
@@ -137,4 +137,15 @@ done
 [ "$(tail -1 defaults.rss 2>/dev/null || echo 0)" -lt 512000 ] || fail "the refusal came after allocating ($(cat defaults.rss) KiB)"
 # check_memory=false turns the refusal into a warning (LeNet: it then trains).
 ok memory_warn 'the run needs an estimated' --memory_limit_mb=20 --check_memory=false
+# data_format=NHWC on the CPU: the pipeline writes NHWC batches and every op runs behind the layout
+# adapter, so the run is bitwise the NCHW one (each step's loss, every weight).
+ok nchw 'batches float32 NCHW' --data_format=NCHW --log_loss_every_n_iters=1 --seed=3
+ok nhwc 'batches float32 NHWC' --data_format=NHWC --log_loss_every_n_iters=1 --seed=3
+$PY - runs/nchw/metrics.jsonl runs/nhwc/metrics.jsonl <<'PY' || fail "data_format=NHWC trained other losses than NCHW"
+import json, sys
+loss = [[r["loss"] for r in map(json.loads, open(p)) if r.get("event") == "train"] for p in sys.argv[1:]]
+assert len(loss[0]) == 2 and loss[0] == loss[1], loss
+PY
+$PY "$SRC/tests/integration/compare_safetensors.py" runs/nchw/ckpt-2.weights.safetensors runs/nhwc/ckpt-2.weights.safetensors \
+  --atol 0 --rtol 0 > /dev/null || fail "data_format=NHWC ended with other weights than NCHW"
 echo PASS

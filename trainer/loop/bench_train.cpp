@@ -38,8 +38,9 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   r.gradient_allreduce = collectives ? "nccl" : "none";
   r.steps = o.steps;
   r.warmup = o.warmup;
-  r.height = static_cast<int>(g.input_shape()[2]);
-  r.width = static_cast<int>(g.input_shape()[3]);
+  const bool nhwc = g.layout() == Layout::kNHWC;  // [N, H, W, C]
+  r.height = static_cast<int>(g.input_shape()[nhwc ? 1 : 2]);
+  r.width = static_cast<int>(g.input_shape()[nhwc ? 2 : 3]);
   r.classes = static_cast<int>(g.num_classes());
   for (const graph::NamedTensor& p : g.parameters()) r.parameters += p.value.numel();
 

@@ -27,6 +27,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/logging.h"
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/conv2d.h"
@@ -312,8 +313,13 @@ void register_conv2d_cuda(OpRegistry& r) {
   r.add_nhwc_kernel("conv2d", Device::kCuda,
                     [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
                       const DType dt = cuda::cuda_compute_dtype("conv2d", in);
-                      OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                      return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, true);
+                      OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates: errors propagate
+                      try {
+                        return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, true);
+                      } catch (const ConfigError& e) {  // no usable cuDNN algorithm in NHWC for this shape
+                        log_warn("conv2d: ", e.what(), "; this layer runs in NCHW behind the layout adapter");
+                        return std::unique_ptr<OpKernel>();
+                      }
                     });
 }
 

@@ -323,8 +323,9 @@ namespace {
 template <typename E>
 __global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, const E* x, E* y) {
   __shared__ E tile[32][33];
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * 32, c0 = static_cast<int64_t>(blockIdx.x) * 32;
-  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * 32; r0 < rows; r0 += static_cast<int64_t>(gridDim.y) * 32) {
     const E* xb = x + b * rows * cols;
     E* yb = y + b * rows * cols;
     for (int i = threadIdx.y; i < 32; i += 8) {
@@ -342,9 +343,9 @@ __global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, cons
 
 template <typename E>
 void launch_transpose(int64_t batch, int64_t rows, int64_t cols, const void* x, void* y, cudaStream_t s) {
-  const int64_t gx = (cols + 31) / 32, gy = (rows + 31) / 32;
-  FASTNN_CHECK(gy <= 65535 && gx <= 0x7fffffff, "transpose: ", rows, " x ", cols, " is too large");
-  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
+  const int64_t gx = (cols + 31) / 32, gy = (rows + 31) / 32;  // row tiles beyond 65535 are looped
+  FASTNN_CHECK(gx <= 0x7fffffff, "transpose: ", rows, " x ", cols, " is too large");
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy < 65535 ? gy : 65535),
                   static_cast<unsigned>(batch < 65535 ? batch : 65535));
   transpose_kernel<E><<<grid, dim3(32, 8), 0, s>>>(batch, rows, cols, static_cast<const E*>(x), static_cast<E*>(y));
   CUDA_CHECK_LAUNCH();

@@ -127,8 +127,8 @@ std::unique_ptr<OpKernel> OpRegistry::create_nhwc(std::string_view name, Device 
   const OpDef& d = get(name);
   auto it = d.nhwc_kernels.find(device);
   if (it == d.nhwc_kernels.end()) return nullptr;
-  std::unique_ptr<OpKernel> k = it->second(attrs, nchw_inputs);
-  FASTNN_CHECK(k && k->signature().activation_layout == Layout::kNHWC, "op ", name, ": its ", device_name(device),
+  std::unique_ptr<OpKernel> k = it->second(attrs, nchw_inputs);  // null: not for these attributes
+  FASTNN_CHECK(!k || k->signature().activation_layout == Layout::kNHWC, "op ", name, ": its ", device_name(device),
                " NHWC kernel does not declare NHWC activations");
   return k;
 }

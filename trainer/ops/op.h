@@ -223,7 +223,8 @@ class OpRegistry {
   // Adds (or replaces) the kernel of an existing op for a device (the CUDA backend's entry point).
   void add_kernel(std::string_view name, Device device, KernelFactory factory);
 
-  // Adds (or replaces) a device's kernel that takes NHWC activations; its factory gets the NCHW specs.
+  // Adds (or replaces) a device's kernel that takes NHWC activations; its factory gets the NCHW specs
+  // and may return null where it has no kernel for them (the plan then uses the layout adapter).
   void add_nhwc_kernel(std::string_view name, Device device, KernelFactory factory);
 
   const OpDef* find(std::string_view name) const;
@@ -234,7 +235,7 @@ class OpRegistry {
   // get(name).kernels[device](attrs, inputs), with the op name prefixed to any ConfigError.
   std::unique_ptr<OpKernel> create(std::string_view name, Device device, const Attrs& attrs,
                                    std::span<const TensorSpec> inputs) const;
-  // The device's NHWC kernel for the NCHW input specs `nchw_inputs`, or null when the op has none.
+  // The device's NHWC kernel for the NCHW input specs `nchw_inputs`, or null when the op has none for them.
   std::unique_ptr<OpKernel> create_nhwc(std::string_view name, Device device, const Attrs& attrs,
                                         std::span<const TensorSpec> nchw_inputs) const;
 

@@ -27,6 +27,15 @@ inline Tensor device_garbage(const TensorSpec& spec) {
 
 inline Tensor as_dtype(const Tensor& t, DType dt) { return is_floating(t.dtype()) ? t.to(dt) : t; }
 
+// `sig` with its floating tensors in f32: host tensors for a device kernel of another dtype are made
+// and filled in f32 (fill_case_tensors fills f32/f64), then uploaded in the kernel's dtypes.
+inline OpSignature as_f32(OpSignature sig) {
+  for (auto* group : {&sig.inputs, &sig.params, &sig.state, &sig.outputs, &sig.saved})
+    for (TensorSpec& t : *group)
+      if (is_floating(t.dtype)) t.dtype = DType::kF32;
+  return sig;
+}
+
 struct Tolerance {
   double rel, abs;  // |got - want| <= rel * |want| + abs * max(1, max |want|)
 };

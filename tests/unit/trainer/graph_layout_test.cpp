@@ -114,18 +114,20 @@ TEST(GraphLayout, OpsWithAnNhwcKernelSkipTheAdapter) {
 }
 TEST(GraphLayout, MobileNetDepthwise) { expect_nhwc_graph_is_bitwise("mobilenet_v2", 32, false); }
 
-TEST(GraphLayout, RefusesNchwImagesAndDeviceKernels) {
+TEST(GraphLayout, RefusesNchwImagesAndAdaptsDeviceKernels) {
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
   Graph g(net, {.batch_size = 2, .seed = 5, .layout = Layout::kNHWC});
   const Tensor nchw = Tensor::empty({2, 1, 28, 28}, DType::kF32, Device::kCpu, Layout::kNCHW);
   EXPECT_THROW(g.forward(nchw, false), Error);
+  EXPECT_THROW(ops::adapt_to_nhwc(nullptr), Error);
 #ifdef FASTNN_HAVE_CUDA
-  // The adapter is the CPU's: a CUDA kernel takes NHWC itself (creating the kernel needs no device).
-  const std::vector<ops::TensorSpec> in{{.name = "x", .shape = {2, 3, 4, 4}, .dtype = DType::kF32}};
-  EXPECT_THROW(ops::adapt_to_nhwc(builtin_op_registry().has_kernel("relu", Device::kCuda)
-                                      ? builtin_op_registry().create("relu", Device::kCuda, {}, in)
-                                      : nullptr),
-               Error);
+  // The adapter wraps a CUDA kernel too (its transposes run on the device; creating needs no device).
+  const std::vector<ops::TensorSpec> in{{.name = "x", .shape = {2, 3, 4, 5}, .dtype = DType::kF32}};
+  auto k = ops::adapt_to_nhwc(builtin_op_registry().create("max_pool2d", Device::kCuda, {{"kernel", 2}}, in));
+  EXPECT_EQ(k->device(), Device::kCuda);
+  EXPECT_EQ(k->signature().activation_layout, Layout::kNHWC);
+  EXPECT_EQ(k->signature().inputs[0].shape, (Shape{2, 4, 5, 3}));
+  EXPECT_EQ(k->signature().outputs[0].shape, (Shape{2, 2, 2, 3}));
 #endif
 }
 

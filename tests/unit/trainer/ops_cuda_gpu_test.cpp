@@ -168,8 +168,8 @@ void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, D
   ASSERT_TRUE(fused) << "no CUDA " << first << "+relu fusion registered";
   const OpSignature &cs = composite->signature(), &fs = fused->signature();
   ASSERT_EQ(fs.saved.size() + 2, cs.saved.size()) << "the one-pass kernel saves neither z nor dz";
-  KernelTensors host = allocate_kernel_tensors(cs);
-  fill_case_tensors(host, cs, c, 7);
+  KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
+  fill_case_tensors(host, as_f32(cs), c, 7);
   auto upload = [&](const OpSignature& sig) {
     KernelTensors d = forward_tensors_on_device(host, sig);
     add_backward_tensors_on_device(d, host, sig);

@@ -35,7 +35,8 @@ const OpRegistry& registry() {
 
 // Needs no device: the ops the GPU's NHWC graphs of ResNet, Inception and VGG run without the adapter.
 TEST(CudaNhwcOps, TheConvolutionalOpsHaveNhwcKernels) {
-  for (const char* op : {"conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool", "concat"}) {
+  for (const char* op : {"conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool", "concat",
+                         "depthwise_conv2d"}) {
     const OpDef& d = registry().get(op);
     EXPECT_TRUE(d.nhwc_kernels.contains(Device::kCuda)) << op;
   }
@@ -64,6 +65,9 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"avg_pool2d", {"inception_k3s1_same", {{"kernel", 3}, {"stride", 1}, {"padding", "same"}}, {{{4, 48, 9, 9}}}}},
       {"global_avg_pool", {"resnet_head", {}, {{{16, 256, 7, 7}}}}},
       {"concat", {"inception_block", {}, {{{4, 64, 9, 9}}, {{4, 96, 9, 9}}, {{4, 32, 9, 9}}}}},
+      {"depthwise_conv2d", {"mobilenet_k3", {{"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 96, 14, 14}}}}},
+      {"depthwise_conv2d", {"k3_s2_bias_m2", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}, {"multiplier", 2}},
+                            {{{4, 40, 15, 15}}}}},
   };
 }
 
@@ -167,8 +171,8 @@ TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
       auto fused = registry().create_fusion(*b2, *r2);
       ASSERT_TRUE(fused) << "the NHWC batch_norm is not fused with relu";
       const OpSignature &cs = composite->signature(), &fs = fused->signature();
-      KernelTensors host = allocate_kernel_tensors(cs);
-      fill_case_tensors(host, cs, c, 7);
+      KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
+      fill_case_tensors(host, as_f32(cs), c, 7);
       auto upload = [&](const OpSignature& sig) {
         KernelTensors d = forward_tensors_on_device(host, sig);
         add_backward_tensors_on_device(d, host, sig);
