@@ -7,7 +7,9 @@
 // ids are distinct), so the top 5 of any union of candidate lists is the same whatever the order in
 // which the lists are merged: per-rank lists all-gathered and merged give the top 5 of the whole row.
 // The all-gathered layout is [source][row][kTopK][2] doubles (value, class id); a slot a short list
-// left empty holds -inf and is skipped when merging (so is a NaN value).
+// left empty holds -inf and is skipped when merging. A non-finite value (a NaN or an infinite logit: a
+// diverged step) is never a candidate: offer() ignores it, since a NaN offered to a list that is not full
+// would stay there for good (no comparison ever moves it) and displace a real class from the top 5.
 // Pure functions, no allocation.
 #pragma once
 
@@ -84,7 +86,9 @@ struct TopCandidates {
   FASTNN_HD static bool better(double av, int64_t ac, double bv, int64_t bc) {
     return av > bv || (av == bv && ac < bc);
   }
+  // Ignores a non-finite v (see the top of this file).
   FASTNN_HD void offer(double v, int64_t c) {
+    if (!hd::finite(v)) return;
     int q;
     if (found < kTopK) {
       q = found++;

@@ -4,7 +4,8 @@
 // case against std::lower_bound, an empty sample included); the top-5 kept by offering candidates one at a time is the top 5 of
 // a full sort (ties to the smaller class id), whatever the order and however the candidates are split
 // into per-rank lists and merged; merged_hits counts top-1/top-5 from the all-gathered layout and
-// skips the empty (-inf) slots of a short list.
+// skips the empty (-inf) slots of a short list; a non-finite value (NaN, +-inf) is never a candidate,
+// whether the list is full or not.
 #include "trainer/head/head_math.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +96,47 @@ TEST(HeadMath, OfferedTopFiveIsTheSortedTopFiveInAnyOrderAndAnySplit) {
     ASSERT_EQ(pairs_of(fwd), want);
     ASSERT_EQ(pairs_of(bwd), want);
   }
+}
+
+TEST(HeadMath, NonFiniteValuesAreNeverCandidates) {
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = static_cast<int>(rng() % 12);
+    std::vector<Pair> finite;
+    TopCandidates got;
+    for (int c = 0; c < n + 4; ++c) {
+      // Four non-finite values among the finite ones, anywhere: before the list is full too.
+      if (rng() % 3 == 0 || c >= n) {
+        const double bad[] = {nan, -nan, inf, -inf};
+        got.offer(bad[rng() % 4], 1000 + c);
+        continue;
+      }
+      const Pair p{static_cast<double>(rng() % 5) - 2.0, c};
+      finite.push_back(p);
+      got.offer(p.first, p.second);
+    }
+    ASSERT_EQ(pairs_of(got), sorted_top(finite)) << "trial " << trial;
+  }
+  // The first offer a NaN: it must not hold slot 0 (no comparison would ever move it).
+  TopCandidates t;
+  t.offer(nan, 0);
+  EXPECT_EQ(t.found, 0);
+  t.offer(0.5, 1);
+  t.offer(inf, 2);
+  t.offer(-inf, 3);
+  t.offer(0.25, 4);
+  EXPECT_EQ(pairs_of(t), (std::vector<Pair>{{0.5, 1}, {0.25, 4}}));
+  // Merged over lists, and through the gathered layout: the same.
+  TopCandidates other;
+  other.offer(nan, 5);
+  other.offer(0.375, 6);
+  t.merge(other);
+  EXPECT_EQ(pairs_of(t), (std::vector<Pair>{{0.5, 1}, {0.375, 6}, {0.25, 4}}));
+  std::vector<double> all(static_cast<size_t>(kTopK * 2));
+  t.write(all.data());
+  EXPECT_EQ(merged_hits(all.data(), 1, 1, 0, 6).top5, 1);
+  EXPECT_EQ(merged_hits(all.data(), 1, 1, 0, 1).top1, 1);
 }
 
 TEST(HeadMath, MergedHitsFromTheGatheredLayoutSkipEmptySlots) {
