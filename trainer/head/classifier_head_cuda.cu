@@ -13,6 +13,7 @@
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/cuda/storage_types.h"
 #include "trainer/head/head_math.h"
+#include "trainer/head/head_memory.h"
 #include "trainer/head/margin.h"
 #include "trainer/head/partial_fc.h"
 
@@ -382,6 +383,8 @@ void CudaClassifierHead::run(const void* features, DType dtype, const void* labe
     sampled_device_ = cols = dev;
   }
   const int64_t m = sampled ? sampled_count() : rows();
+  // z below is one [big_n, m] matrix for three GEMMs: below 2^31 elements (head_memory.h).
+  check_device_logits(big_n, m, world_, sampled ? o_.sample_ratio : 1.0);
 
   // Operands: the used rows (PartialFC: a compact copy), and for the cosine losses unit-length features,
   // with z's columns scaled by 1/|w| instead of normalising a copy of W.

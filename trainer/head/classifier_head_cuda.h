@@ -32,7 +32,10 @@
 //
 // Memory: the weights (and the full path's gradient) are allocated at construction; every other buffer
 // grows to the largest step seen and is kept (cuda::Workspace), so PartialFC's varying sample sizes do
-// not reallocate each step. Calls are ordered on `stream`, on the current device; not thread-safe.
+// not reallocate each step. A step's logits [global batch, columns] must stay below 2^31 elements (one
+// matrix for cuBLAS, not split into blocks): train()/evaluate() throw Error otherwise (head_memory.h's
+// check_device_logits, which says what to change). Calls are ordered on `stream`, on the current device;
+// not thread-safe.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -159,4 +159,18 @@ std::string head_memory_refusal(const HeadMemory& m, int64_t available_bytes, st
   return s;
 }
 
+void check_device_logits(int64_t global_batch, int64_t columns, int world, double sample_ratio) {
+  auto product = [&] {  // B x m, when it fits in 64 bits
+    return columns <= std::numeric_limits<int64_t>::max() / global_batch ? str(" = ", global_batch * columns)
+                                                                         : std::string();
+  };
+  FASTNN_CHECK(global_batch <= 0 || columns <= (kMaxDeviceLogits - 1) / global_batch,  // B x m < 2^31
+               "classifier head on the GPU: this step's logits are ", global_batch, " samples x ", columns, " classes",
+               product(), " f32 values, not below the ", kMaxDeviceLogits,
+               " (2^31) that the device head's GEMMs take as one matrix (they are not split into column blocks); "
+               "use fewer samples per step (the global batch: batch_size x ranks, here ", global_batch, " over ", world,
+               world == 1 ? " rank" : " ranks", "), more ranks (each holds fewer classes), or a smaller --sample_ratio (",
+               sample_ratio < 1 ? str("now ", sample_ratio) : std::string("now 1: PartialFC off"), ")");
+}
+
 }  // namespace fastnn::head

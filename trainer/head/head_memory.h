@@ -76,4 +76,12 @@ std::string head_memory_text(const HeadMemory& m);
 // global batch, 2-byte weights). Requires m.total > available_bytes.
 std::string head_memory_refusal(const HeadMemory& m, int64_t available_bytes, std::string_view where);
 
+// The device head (classifier_head_cuda.h) holds a step's logits as one [B, m] f32 matrix (B the global
+// batch, m its columns: this rank's rows, or PartialFC's sampled rows) that one cuBLAS GEMM writes and two
+// read, without splitting it into column blocks: B × m must stay below kMaxDeviceLogits (2^31). Throws
+// Error naming B, m, their product, the limit and what to change (fewer samples per step, more ranks,
+// a smaller sample_ratio) otherwise; `world` and `sample_ratio` are the head's, for the message.
+inline constexpr int64_t kMaxDeviceLogits = int64_t{1} << 31;
+void check_device_logits(int64_t global_batch, int64_t columns, int world, double sample_ratio);
+
 }  // namespace fastnn::head

@@ -168,5 +168,37 @@ TEST(HeadMemory, MinWorldSizeIsTheFirstThatFits) {
   }
 }
 
+TEST(DeviceLogits, BelowTwoToThe31ElementsPassAndTheRefusalSaysWhatToChange) {
+  EXPECT_NO_THROW(check_device_logits(1024, 1250000, 1, 1.0));  // the 1.25 M x 512 measurement: 1.28e9
+  EXPECT_NO_THROW(check_device_logits(1, kMaxDeviceLogits - 1, 1, 1.0));
+  EXPECT_NO_THROW(check_device_logits(2, (kMaxDeviceLogits - 2) / 2, 1, 1.0));
+  EXPECT_NO_THROW(check_device_logits(3, 0, 1, 1.0));  // a PartialFC step that sampled nothing here
+  EXPECT_THROW(check_device_logits(1, kMaxDeviceLogits, 1, 1.0), Error);
+  EXPECT_THROW(check_device_logits(2, kMaxDeviceLogits / 2, 1, 1.0), Error);  // exactly 2^31
+  EXPECT_THROW(check_device_logits(3, kMaxDeviceLogits / 3 + 1, 1, 1.0), Error);
+  try {
+    check_device_logits(2048, 1250000, 8, 1.0);
+    FAIL() << "2048 x 1250000 passed";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(contains(m, "2048 samples x 1250000 classes = 2560000000 f32 values")) << m;
+    EXPECT_TRUE(contains(m, "2147483648 (2^31)")) << m;
+    EXPECT_TRUE(contains(m, "fewer samples per step")) << m;
+    EXPECT_TRUE(contains(m, "2048 over 8 ranks")) << m;
+    EXPECT_TRUE(contains(m, "more ranks")) << m;
+    EXPECT_TRUE(contains(m, "--sample_ratio (now 1: PartialFC off)")) << m;
+  }
+  try {
+    check_device_logits(4096, 600000, 1, 0.5);
+    FAIL() << "4096 x 600000 passed";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "--sample_ratio (now 0.5)")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "4096 over 1 rank)")) << e.what();
+  }
+  // No 64-bit overflow in the check or its message.
+  EXPECT_THROW(check_device_logits(std::numeric_limits<int64_t>::max() / 2, std::numeric_limits<int64_t>::max(), 1, 1.0),
+               Error);
+}
+
 }  // namespace
 }  // namespace fastnn::head
