@@ -181,6 +181,13 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {
     FASTNN_CHECK(!queued_, "cuda step: train() with a queued step not drained (call drain() first)");
+    // A sharded head all-gathers every rank's batch over NCCL, which is undefined for counts that differ
+    // across ranks (the CPU head compares the sizes first); this compares with batch_size, which every
+    // rank is given alike, on the host, without a collective, before anything is queued.
+    if (head_ && head_->sharded() && o_.collectives)
+      FASTNN_CHECK(images.dim(0) == o_.batch_size, "a sharded classifier head over NCCL takes batches of batch_size (",
+                   o_.batch_size, ") samples on every rank; this rank's batch has ", images.dim(0),
+                   " (NCCL's all-gather of different sizes across ranks is undefined)");
     auto [x, y] = input_.place(images, labels);
     StepResult r;
     forward_backward([&] {
