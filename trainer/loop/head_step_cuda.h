@@ -22,7 +22,8 @@
 //
 // Checkpoints (sharded): row_slices() copies this rank's rows of "Head/weights" and of its slots
 // ("Head/weights/<slot>") to the host — the arrays the CPU runner writes, so a run moves between
-// devices and world sizes; load_rows() reads them back from a checkpoint of any world size. The
+// devices and world sizes (row_layout(): their names and ranges only, nothing copied); load_rows()
+// reads them back from a checkpoint of any world size and drops row_slices()' host copies. The
 // optimizer's scalars (adam's beta powers) are the backbone's, since the rows step with the backbone's
 // decision: export_scalars() writes them under the CPU head's "Head/" names; import ignores those.
 #pragma once
@@ -65,8 +66,10 @@ class HeadStepCuda {
   void apply(const void* control, cudaStream_t s);
 
   // Sharded head's checkpoint arrays: host copies of every row and slot (a device-to-host copy of the
-  // whole shard each call), valid until the next call or training step.
+  // whole shard each call), valid until the next call, training step or load_rows().
   std::vector<ckpt::RowShardSlice> row_slices();
+  // The same slices without data (null): names, shapes, this rank's range; nothing copied.
+  std::vector<ckpt::RowShardSlice> row_layout() const;
   std::vector<NamedArray> export_scalars(const std::vector<NamedArray>& backbone_state) const;
   void load_rows(ckpt::RowShardReader& reader, bool optimizer);
 

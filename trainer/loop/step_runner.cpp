@@ -26,6 +26,12 @@ double StepRunner::time_ms(const std::function<void()>& fn) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::vector<ckpt::RowShardSlice> StepRunner::sharded_row_layout() {
+  std::vector<ckpt::RowShardSlice> out = sharded_rows();
+  for (ckpt::RowShardSlice& r : out) r.data = nullptr;
+  return out;
+}
+
 std::optional<StepResult> StepRunner::queue_train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) {
   StepResult now = train(images, labels, step, lr);
   return std::exchange(held_, now);

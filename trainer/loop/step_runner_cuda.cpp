@@ -386,6 +386,9 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   std::vector<ckpt::RowShardSlice> sharded_rows() override {
     return head_ && head_->sharded() ? head_->row_slices() : std::vector<ckpt::RowShardSlice>{};
   }
+  std::vector<ckpt::RowShardSlice> sharded_row_layout() override {  // nothing copied
+    return head_ && head_->sharded() ? head_->row_layout() : std::vector<ckpt::RowShardSlice>{};
+  }
   void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) override {
     if (head_ && head_->sharded()) head_->load_rows(reader, optimizer);
   }

@@ -59,7 +59,7 @@ struct Window {
 
 // A sharded head's rows of this rank, from a checkpoint written at any number of ranks.
 void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer) {
-  if (runner.sharded_rows().empty()) return;
+  if (!runner.has_sharded_rows()) return;  // the layout only: sharded_rows() would copy every row to the host
   ckpt::RowShardReader reader(l);
   runner.load_sharded_rows(reader, optimizer);
 }
@@ -72,7 +72,7 @@ void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool op
 // a scope matching none of the model's variables, and the rows are not among those).
 std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
                                             const std::vector<std::string>& exclude) {
-  const std::vector<ckpt::RowShardSlice> mine = runner.sharded_rows();
+  const std::vector<ckpt::RowShardSlice> mine = runner.sharded_row_layout();  // names and ranges, no data
   if (mine.empty()) return exclude;
   std::vector<std::string> rest;
   bool excluded = false;

@@ -2,7 +2,8 @@
 // update (Optimizer::step_rows over the sampled rows, their gradients compact) at sample_ratio 1 through
 // the sampled code path ends bitwise where the full head's optimizer step ends — weights and every
 // optimizer slot after three steps, for momentum and adam (beta powers) — and at ratio 0.3 the rows that
-// were never sampled keep their initial values.
+// were never sampled keep their initial values. The runner's sharded_row_layout() is sharded_rows()
+// without the data (what the loaders ask, without the GPU's copy of every row).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,9 +13,12 @@
 
 #include "schemas/job_config.pb.h"
 #include "tests/unit/trainer/graph_test_util.h"
+#include "trainer/config/job_config.h"
 #include "trainer/graph/graph.h"
 #include "trainer/head/margin.h"
+#include "trainer/head/head_config.h"
 #include "trainer/loop/head_step.h"
+#include "trainer/loop/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
@@ -80,6 +84,33 @@ TEST(HeadStep, RowsNeverSampledKeepTheirInitialValues) {
   }
   EXPECT_GT(moved, 0);  // the labels' rows at least
   EXPECT_GT(kept, 0);   // 30% of the rest a step: some rows are never drawn in three steps
+}
+
+TEST(HeadStep, RunnerRowLayoutIsTheRowsWithoutTheirData) {
+  for (const char* loss : {"dist_arcface", "arcface"}) {
+    SCOPED_TRACE(loss);
+    const std::vector<std::string> flags = {"--optimizer=adam", std::string("--loss_type=") + loss, "--emb_dim=8"};
+    const JobConfig c = load_job_config("", flags);
+    StepRunnerOptions o;
+    o.batch_size = 4;
+    o.optimizer = optimizer_options(c);
+    o.head = head::head_options(c, kClasses, 3);
+    auto runner = make_step_runner(head::with_embedding(zoo::build_net("lenet", {.num_classes = static_cast<int>(kEmb)})), o);
+    const std::vector<ckpt::RowShardSlice> rows = runner->sharded_rows(), layout = runner->sharded_row_layout();
+    EXPECT_EQ(runner->has_sharded_rows(), o.head->sharded);
+    ASSERT_EQ(layout.size(), rows.size());
+    EXPECT_EQ(rows.size(), o.head->sharded ? 3u : 0u);  // the weights and adam's two slots
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(layout[i].name, rows[i].name);
+      EXPECT_EQ(layout[i].global_shape, rows[i].global_shape);
+      EXPECT_EQ(layout[i].row_begin, rows[i].row_begin);
+      EXPECT_EQ(layout[i].row_end, rows[i].row_end);
+      EXPECT_EQ(layout[i].count, rows[i].count);
+      EXPECT_EQ(layout[i].optimizer, rows[i].optimizer);
+      EXPECT_EQ(layout[i].data, nullptr);
+      EXPECT_NE(rows[i].data, nullptr);
+    }
+  }
 }
 
 }  // namespace
