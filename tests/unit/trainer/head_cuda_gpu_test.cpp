@@ -25,11 +25,13 @@ TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 #else
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -270,9 +272,44 @@ TEST(HeadCudaGpu, ShardedOverNcclInOneProcessIsTheHeadWithoutCollectives) {
   }
 }
 
+// A barrier that a failing thread can break: every thread waiting at it, and every later arrival,
+// throws instead of waiting for a rank that will never come (std::barrier cannot be broken).
+class BreakableBarrier {
+ public:
+  explicit BreakableBarrier(int count) : count_(count) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(m_);
+    if (broken_) throw Error("another rank of the test world failed");
+    const uint64_t generation = generation_;
+    if (++arrived_ == count_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation || broken_; });
+    if (generation_ == generation) throw Error("another rank of the test world failed");
+  }
+  void break_all() {
+    std::lock_guard<std::mutex> lock(m_);
+    broken_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int count_, arrived_ = 0;
+  uint64_t generation_ = 0;
+  bool broken_ = false;
+};
+
 // A world of device collectives for ranks that are threads on one GPU: each call waits for its rank's
 // stream, meets the others, reads their buffers (host copies, reduced in rank order), writes its own
-// result, and meets them again before anyone may reuse a buffer. Tests only.
+// result, and meets them again before anyone may reuse a buffer. A rank that throws calls fail(): the
+// barrier breaks, so the others throw at their next meeting instead of blocking for ever, and
+// rethrow_first() (after joining) raises the first error in the test's thread, not std::terminate in a
+// rank's. (A rank that hangs inside a CUDA call, without throwing, still blocks the others.) Tests only.
 class ThreadWorld {
  public:
   explicit ThreadWorld(int world) : world_(world), sync_(world), posted_(static_cast<size_t>(world)) {}
@@ -284,11 +321,61 @@ class ThreadWorld {
   const void* at(int rank) const { return posted_[static_cast<size_t>(rank)]; }
   void done() { sync_.arrive_and_wait(); }
 
+  // In a rank's catch block: keeps the first error and breaks the barrier.
+  void fail(int rank) {
+    std::string what = "an exception that is not a std::exception";
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (first_error_.empty()) first_error_ = str("rank ", rank, " of ", world_, ": ", what);
+    }
+    sync_.break_all();
+  }
+  // After every rank's thread has joined: Error with the first failure, if any.
+  void rethrow_first() const {
+    if (!first_error_.empty()) throw Error(first_error_);
+  }
+
  private:
   int world_;
-  std::barrier<> sync_;
+  BreakableBarrier sync_;
   std::vector<const void*> posted_;
+  std::mutex m_;
+  std::string first_error_;
 };
+
+// Without a GPU: a rank that throws before its first meeting ends the world's other ranks (they throw
+// at the broken barrier) and its error, not theirs, reaches the test's thread.
+TEST(HeadCudaGpu, AThreadRankThatThrowsEndsTheWorldWithItsError) {
+  for (int failing : {0, 1, 2}) {
+    ThreadWorld w(3);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          if (r == failing) throw Error("rank broke");
+          for (int k = 0; k < 100; ++k) {  // collectives the failing rank never joins
+            w.post(r, nullptr);
+            w.done();
+          }
+        } catch (...) {
+          w.fail(r);
+        }
+      });
+    for (auto& t : threads) t.join();
+    try {
+      w.rethrow_first();
+      ADD_FAILURE() << "no error raised";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), str("rank ", failing, " of 3: rank broke"));
+    }
+  }
+}
 
 class ThreadCollectives final : public HeadCollectives {
  public:
@@ -344,8 +431,29 @@ class ThreadCollectives final : public HeadCollectives {
   int rank_;
 };
 
+// Rank r's step in device_world: its n samples, its dx / W and its rows' dw into `out`.
+void rank_step(ThreadWorld& w, const HeadOptions& o, const Problem& p, int r, int64_t n, Outcome& out,
+               std::vector<HeadResult>& results, cudaStream_t s) {
+  ThreadCollectives comm(w, r);
+  std::vector<Tensor> keep;
+  CudaClassifierHead h(o, &comm);
+  const std::vector<float> xs(p.x.begin() + r * n * p.dim, p.x.begin() + (r + 1) * n * p.dim);
+  const std::vector<int64_t> ys(p.labels.begin() + r * n, p.labels.begin() + (r + 1) * n);
+  float* dx = device_copy(std::vector<float>(xs.size(), std::nanf("")), keep);
+  h.train(device_copy(xs, keep), DType::kF32, device_copy(ys, keep), DType::kI64, n, 3, dx, DType::kF32, nullptr, s);
+  results[static_cast<size_t>(r)] = h.results(s);
+  std::vector<float> mine(xs.size());
+  CUDA_CHECK(cudaMemcpy(mine.data(), dx, mine.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < mine.size(); ++i) out.dx[static_cast<size_t>(r * n * p.dim) + i] = mine[i] / static_cast<float>(w.world());
+  std::vector<float> dw(static_cast<size_t>(h.rows() * p.dim));
+  CUDA_CHECK(cudaMemcpy(dw.data(), h.gradients(), dw.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  std::copy(dw.begin(), dw.end(), out.dw.begin() + h.row_begin() * p.dim);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
 // W ranks as threads (each its own stream), each with n = batch / W of the samples: the global loss,
-// the summed counts, each rank's dx / W at its samples and its rows' dw at their global rows.
+// the summed counts, each rank's dx / W at its samples and its rows' dw at their global rows. An error
+// on any rank fails the test (raised here after every thread has ended), not the binary.
 Outcome device_world(const HeadOptions& o, const Problem& p, int world) {
   ThreadWorld w(world);
   const int64_t n = p.batch / world;
@@ -357,31 +465,27 @@ Outcome device_world(const HeadOptions& o, const Problem& p, int world) {
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
-      cuda::init_backend(0);
-      cudaStream_t s;
-      CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      cuda::set_current_stream(s);
-      {
-        ThreadCollectives comm(w, r);
-        std::vector<Tensor> keep;
-        CudaClassifierHead h(o, &comm);
-        const std::vector<float> xs(p.x.begin() + r * n * p.dim, p.x.begin() + (r + 1) * n * p.dim);
-        const std::vector<int64_t> ys(p.labels.begin() + r * n, p.labels.begin() + (r + 1) * n);
-        float* dx = device_copy(std::vector<float>(xs.size(), std::nanf("")), keep);
-        h.train(device_copy(xs, keep), DType::kF32, device_copy(ys, keep), DType::kI64, n, 3, dx, DType::kF32, nullptr, s);
-        results[static_cast<size_t>(r)] = h.results(s);
-        std::vector<float> mine(xs.size());
-        CUDA_CHECK(cudaMemcpy(mine.data(), dx, mine.size() * sizeof(float), cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < mine.size(); ++i) out.dx[static_cast<size_t>(r * n * p.dim) + i] = mine[i] / static_cast<float>(world);
-        std::vector<float> dw(static_cast<size_t>(h.rows() * p.dim));
-        CUDA_CHECK(cudaMemcpy(dw.data(), h.gradients(), dw.size() * sizeof(float), cudaMemcpyDeviceToHost));
-        std::copy(dw.begin(), dw.end(), out.dw.begin() + h.row_begin() * p.dim);
-        CUDA_CHECK(cudaStreamSynchronize(s));
+      // Nothing may leave a thread (std::terminate would end the whole binary): the first error is
+      // raised after the join. The rank's objects unwind before its stream is destroyed.
+      try {
+        cuda::init_backend(0);
+        cudaStream_t s;
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        cuda::set_current_stream(s);
+        try {
+          rank_step(w, o, p, r, n, out, results, s);
+        } catch (...) {
+          w.fail(r);
+        }
+        cudaStreamSynchronize(s);  // the rank's buffers are freed on s
+        cuda::set_current_stream(nullptr);
+        CUDA_CHECK(cudaStreamDestroy(s));
+      } catch (...) {
+        w.fail(r);
       }
-      cuda::set_current_stream(nullptr);
-      CUDA_CHECK(cudaStreamDestroy(s));
     });
   for (auto& t : threads) t.join();
+  w.rethrow_first();
   out.r = results[0];
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(results[static_cast<size_t>(r)].loss, results[0].loss) << "every rank reports the global batch's loss";
