@@ -5,8 +5,13 @@
 //   cosface, the combined margin and easy_margin, on a small head and on one with thousands of classes
 //   (many blocks per row): the loss, top-1/top-5 counts, the feature and weight gradients within f32
 //   tolerance of ClassifierHead<float>; evaluation likewise;
+// - top-5 that counts every position: each label the class at position 1..6 of its CPU logits row, two
+//   identical rows in different threads of a block and on different ranks tying at the top of some
+//   rows (the smaller class first), in one process, over NCCL in a world of one, on 2 and 3 ranks, and
+//   in evaluation;
 // - sharded over NCCL in one process (every collective run, a world of one): bitwise the same head
-//   without collectives; two ranks as threads on one GPU (a test world of device collectives): the
+//   without collectives; two and three ranks as threads on one GPU (a test world of device
+//   collectives; a rank's error fails the test, naming the rank, without hanging the others): the
 //   CPU's one-process head on the global batch;
 // - PartialFC: at sample_ratio 1 through the sampled path bitwise the full device head; at 0.5 the CPU
 //   head's sample and its compact gradients;
@@ -32,6 +37,7 @@ TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -43,6 +49,7 @@ TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 #include "trainer/head/classifier_head.h"
 #include "trainer/head/classifier_head_cuda.h"
 #include "trainer/head/head_config.h"
+#include "trainer/head/head_math.h"
 #include "trainer/head/head_memory.h"
 #include "trainer/head/margin.h"
 #include "trainer/loop/nccl_collectives.h"
@@ -103,17 +110,39 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, doub
 
 // ---- a problem: features crafted against the head's initial rows ----
 
+// A row written over a head's initial weights (its global class and values), on every head alike.
+struct RowOverride {
+  int64_t cls;
+  std::vector<float> values;
+};
+
 struct Problem {
   int64_t classes, dim, batch;
   std::vector<float> x;
   std::vector<int64_t> labels;
+  std::vector<RowOverride> rows = {};  // applied to each head's initial weights before its step
 };
+
+void apply_rows(ClassifierHead<float>& h, const Problem& p) {
+  for (const RowOverride& r : p.rows)
+    if (r.cls >= h.row_begin() && r.cls < h.row_end())
+      std::copy(r.values.begin(), r.values.end(), h.weights().begin() + (r.cls - h.row_begin()) * p.dim);
+}
+
+// Ordered on `s` after the head's initialisation.
+void apply_rows(CudaClassifierHead& h, const Problem& p, cudaStream_t s) {
+  for (const RowOverride& r : p.rows)
+    if (r.cls >= h.row_begin() && r.cls < h.row_end())
+      CUDA_CHECK(cudaMemcpyAsync(h.weights() + (r.cls - h.row_begin()) * p.dim, r.values.data(), r.values.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));  // r.values is pageable host memory
+}
 
 // A quarter of the samples point along their class's row at an angle of about 0.2 (cos near 1, where
 // the margin's slope grows like 1/theta: not so near that f32 rounding of cos moves it by more than the
 // tolerance), a quarter against it (cos near -1: ArcFace's threshold branch), the rest random.
 Problem make_problem(int64_t classes, int64_t dim, int64_t batch, uint32_t seed, const std::vector<float>& w) {
-  Problem p{classes, dim, batch, {}, {}};
+  Problem p{classes, dim, batch, {}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const float spread = 0.2f / std::sqrt(static_cast<float>(dim));
@@ -147,6 +176,7 @@ HeadOptions options_for(int64_t classes, int64_t dim, const MarginSpec& m, bool 
 
 Outcome cpu_step(const HeadOptions& o, const Problem& p, uint64_t step = 3) {
   ClassifierHead<float> h(o, nullptr);
+  apply_rows(h, p);
   Outcome out;
   out.dx.resize(p.x.size());
   out.r = h.train(p.x.data(), p.labels.data(), p.batch, step, out.dx.data());
@@ -159,6 +189,7 @@ Outcome device_step(const HeadOptions& o, const Problem& p, HeadCollectives* com
   std::vector<Tensor> keep;
   CudaClassifierHead h(o, comm);
   cudaStream_t s = cuda::current_stream();
+  apply_rows(h, p, s);
   float* x = device_copy(p.x, keep);
   int64_t* y = device_copy(p.labels, keep);
   float* dx = device_copy(std::vector<float>(p.x.size(), std::nanf("")), keep);  // unwritten elements fail
@@ -220,20 +251,33 @@ TEST(HeadCudaGpu, OneStepMatchesTheCpuHeadForEveryMargin) {
   }
 }
 
+HeadResult cpu_evaluation(const HeadOptions& o, const Problem& p) {
+  ClassifierHead<float> cpu(o, nullptr);
+  apply_rows(cpu, p);
+  return cpu.evaluate(p.x.data(), p.labels.data(), p.batch);
+}
+
+HeadResult device_evaluation(const HeadOptions& o, const Problem& p) {
+  std::vector<Tensor> keep;
+  CudaClassifierHead gpu(o, nullptr);
+  cudaStream_t s = cuda::current_stream();
+  apply_rows(gpu, p, s);
+  gpu.evaluate(device_copy(p.x, keep), DType::kF32, device_copy(p.labels, keep), DType::kI64, p.batch, s);
+  return gpu.results(s);
+}
+
+void expect_results_close(const HeadResult& got, const HeadResult& want, const std::string& what) {
+  EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::abs(want.loss)) << what;
+  EXPECT_EQ(got.correct, want.correct) << what;
+  EXPECT_EQ(got.correct_top5, want.correct_top5) << what;
+  EXPECT_EQ(got.examples, want.examples) << what;
+}
+
 TEST(HeadCudaGpu, EvaluationMatchesTheCpuHead) {
   REQUIRE_GPU();
   const HeadOptions o = options_for(3001, 64, specs()[1].spec, true);
   const Problem p = make_problem(3001, 64, 40, 9, cpu_initial_rows(o));
-  ClassifierHead<float> cpu(o, nullptr);
-  const HeadResult want = cpu.evaluate(p.x.data(), p.labels.data(), p.batch);
-  std::vector<Tensor> keep;
-  CudaClassifierHead gpu(o, nullptr);
-  cudaStream_t s = cuda::current_stream();
-  gpu.evaluate(device_copy(p.x, keep), DType::kF32, device_copy(p.labels, keep), DType::kI64, p.batch, s);
-  const HeadResult got = gpu.results(s);
-  EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::abs(want.loss));
-  EXPECT_EQ(got.correct, want.correct);
-  EXPECT_EQ(got.correct_top5, want.correct_top5);
+  expect_results_close(device_evaluation(o, p), cpu_evaluation(o, p), "arcface");
 }
 
 TEST(HeadCudaGpu, ABadLabelIsReportedWithTheSample) {
@@ -437,6 +481,7 @@ void rank_step(ThreadWorld& w, const HeadOptions& o, const Problem& p, int r, in
   ThreadCollectives comm(w, r);
   std::vector<Tensor> keep;
   CudaClassifierHead h(o, &comm);
+  apply_rows(h, p, s);
   const std::vector<float> xs(p.x.begin() + r * n * p.dim, p.x.begin() + (r + 1) * n * p.dim);
   const std::vector<int64_t> ys(p.labels.begin() + r * n, p.labels.begin() + (r + 1) * n);
   float* dx = device_copy(std::vector<float>(xs.size(), std::nanf("")), keep);
@@ -507,6 +552,75 @@ TEST(HeadCudaGpu, TwoAndThreeRanksOnOneGpuEqualTheCpuHeadInOneProcess) {
       const Outcome want = cpu_step(options_for(3001, 64, m.spec, false), p);  // one process, the global batch
       expect_outcomes_close(device_world(o, p, world), want, m.name + " x " + std::to_string(world));
     }
+}
+
+// Each sample's label is the class at position 1 + i % 6 of its CPU logits row (ordered as the top-5
+// merge orders: higher first, equal values to the smaller class), so top-1 counts the first position,
+// top-5 the first five and the sixth neither: a merge that loses or misorders any of positions 2-5
+// changes correct_top5. Rows kA and kB are made identical (zero but for element 0), so samples along
+// that element see them tie exactly (their dot products are one rounded product, in any summation
+// order) at the top of their row: the smaller class, kA, is first, kB second. They fall in different
+// threads of a block (700 % 256, 2300 % 256) and on different ranks at 2 and 3 ranks; samples 6, 7
+// and 24, 25 (on the first and the last rank at 2 and 3 ranks) are those samples.
+constexpr int64_t kTieA = 700, kTieB = 2300;
+
+Problem ranked_problem(const HeadOptions& o, int64_t* want_top1, int64_t* want_top5) {
+  const int64_t k = o.num_classes, d = o.emb_dim;
+  Problem p = make_problem(k, d, 36, 23, cpu_initial_rows(o));
+  std::vector<float> row(static_cast<size_t>(d), 0.0f);
+  row[0] = 0.5f;
+  p.rows = {{kTieA, row}, {kTieB, row}};
+  for (int64_t i : {6, 7, 24, 25})
+    for (int64_t e = 0; e < d; ++e) {
+      float& v = p.x[static_cast<size_t>(i * d + e)];
+      v = e == 0 ? 3.0f : 0.2f * v;  // at an angle of about 0.2 from the two rows (see make_problem)
+    }
+  HeadOptions one = o;
+  one.sharded = false;
+  ClassifierHead<float> ref(one, nullptr);
+  apply_rows(ref, p);
+  const std::vector<float> z = ref.logits(p.x.data(), p.batch);
+  *want_top1 = *want_top5 = 0;
+  for (int64_t i = 0; i < p.batch; ++i) {
+    std::vector<int64_t> order(static_cast<size_t>(k));
+    std::iota(order.begin(), order.end(), 0);
+    const float* zi = &z[static_cast<size_t>(i * k)];
+    std::partial_sort(order.begin(), order.begin() + 6, order.end(), [&](int64_t a, int64_t b) {
+      return TopCandidates::better(zi[a], a, zi[b], b);
+    });
+    const int64_t position = 1 + i % 6;
+    p.labels[static_cast<size_t>(i)] = order[static_cast<size_t>(position - 1)];
+    *want_top1 += position == 1 ? 1 : 0;
+    *want_top5 += position <= 5 ? 1 : 0;
+  }
+  for (int64_t i : {6, 24}) EXPECT_EQ(p.labels[static_cast<size_t>(i)], kTieA) << "sample " << i;
+  for (int64_t i : {7, 25}) EXPECT_EQ(p.labels[static_cast<size_t>(i)], kTieB) << "sample " << i;
+  return p;
+}
+
+TEST(HeadCudaGpu, TopFiveCountsEveryPositionAndTiesGoToTheSmallerClass) {
+  REQUIRE_GPU();
+  std::unique_ptr<loop::DeviceCollectives> nccl;
+  LocalCommunicator host;
+  if (loop::nccl_built()) nccl = loop::make_nccl_collectives(host, 60.0);
+  for (const NamedSpec& m : {specs()[0], specs()[1]}) {
+    const HeadOptions o = options_for(3001, 64, m.spec, true);
+    int64_t top1 = 0, top5 = 0;
+    const Problem p = ranked_problem(o, &top1, &top5);
+    ASSERT_EQ(top1, 6);
+    ASSERT_EQ(top5, 30);
+    // The construction holds on the CPU head (one process), the oracle of every device run below.
+    const Outcome want = cpu_step(options_for(3001, 64, m.spec, false), p);
+    ASSERT_EQ(want.r.correct, top1) << m.name;
+    ASSERT_EQ(want.r.correct_top5, top5) << m.name;
+    expect_outcomes_close(device_step(o, p), want, m.name + " one process");
+    if (nccl) expect_outcomes_close(device_step(o, p, nccl->head_collectives()), want, m.name + " NCCL, a world of one");
+    for (int world : {2, 3}) expect_outcomes_close(device_world(o, p, world), want, m.name + " x " + std::to_string(world));
+    const HeadResult evaluated = device_evaluation(o, p);
+    EXPECT_EQ(evaluated.correct, top1) << m.name << " evaluate";
+    EXPECT_EQ(evaluated.correct_top5, top5) << m.name << " evaluate";
+    expect_results_close(evaluated, cpu_evaluation(o, p), m.name + " evaluate");
+  }
 }
 
 // ---- PartialFC ----
