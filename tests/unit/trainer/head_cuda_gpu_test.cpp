@@ -16,10 +16,15 @@
 // - PartialFC: at sample_ratio 1 through the sampled path bitwise the full device head; at 0.5 the CPU
 //   head's sample and its compact gradients;
 // - the CUDA runner with a head against the CPU runner: three steps of a LeNet embedding with a
-//   replicated arcface head, a sharded dist_arcface head and dist_arcface with PartialFC at 0.5 (rows
-//   never sampled keep their initial weights and slots bitwise), f32 within 1e-4; an f16 step within
-//   half-precision tolerance; a bad label stops the step before the update; the optimizer state and
-//   row shards carry the CPU runner's names.
+//   replicated arcface head, a sharded dist_arcface head and dist_arcface with PartialFC at 0.3 (rows
+//   never sampled keep their initial weights and slots bitwise), f32 within 1e-4 — the loss, counts and
+//   global gradient norm of every step (the clipping decision's input, the sharded rows' statistics
+//   included), then the weights, rows and optimizer state; the same with clipping acting on every step
+//   (max_gradient_norm 0.05); over NCCL collectives in a world of one (replicated and sharded, clipping
+//   off and on, and an evaluate()); an f16 step of a sharded head and a bf16 one of a replicated head
+//   within half-precision tolerance; a bad label stops the step before the update; a batch of other than
+//   batch_size samples under a sharded head over NCCL is refused; the optimizer state and row shards
+//   carry the CPU runner's names, and the rows' layout (no data) is theirs.
 // Skipped without a CUDA device (one skipping test in CPU-only builds).
 #include <gtest/gtest.h>
 
@@ -660,13 +665,22 @@ namespace {
 
 constexpr int64_t kClasses = 50, kEmb = 16;
 
-loop::StepRunnerOptions runner_options(Device d, DType dt, const std::string& loss, double ratio) {
+// What a runner comparison varies besides the head, the dtype and the steps.
+struct RunnerCase {
+  DeviceCollectives* collectives = nullptr;  // the CUDA runner's (NCCL, a world of one); the CPU's has none
+  double max_gradient_norm = 5.0;            // both runners'; small enough and clipping acts on every step
+  bool evaluate = false;                     // and compare one evaluate() after the steps
+};
+
+loop::StepRunnerOptions runner_options(Device d, DType dt, const std::string& loss, double ratio,
+                                       const RunnerCase& rc = {}) {
   StepRunnerOptions o;
   o.target = {.device = d, .dtype = dt, .device_index = 0};
   o.batch_size = 8;
   o.seed = 11;
   o.weight_decay = 1e-3;
-  o.max_gradient_norm = 5.0;
+  o.max_gradient_norm = rc.max_gradient_norm;
+  if (d == Device::kCuda) o.collectives = rc.collectives;
   std::vector<std::string> flags = {"--optimizer=momentum", "--loss_type=" + loss, "--emb_dim=16", "--seed=5",
                                     "--margin=0.3", "--scale=16"};
   if (ratio < 1) flags.push_back("--sample_ratio=" + std::to_string(ratio));
@@ -702,18 +716,43 @@ std::vector<std::vector<float>> rows_of(StepRunner& r) {
   return out;
 }
 
-void expect_runners_close(const std::string& loss, double ratio, DType dt, int steps, double tol) {
-  SCOPED_TRACE(loss + " ratio " + std::to_string(ratio) + " " + dtype_name(dt));
+// `steps` steps of the CPU runner (f32, one process) and the CUDA runner (`dt`, rc's collectives) on the
+// same batches: the losses, counts and global gradient norms (the clipping decision's input: the
+// backbone's and, for a sharded head, its rows' statistics summed over the ranks) at each step, then
+// every variable, row shard and optimizer array, within `tol` relative.
+void expect_runners_close(const std::string& loss, double ratio, DType dt, int steps, double tol,
+                          const RunnerCase& rc = {}) {
+  SCOPED_TRACE(loss + " ratio " + std::to_string(ratio) + " " + dtype_name(dt) + (rc.collectives ? " nccl" : "") +
+               " max_gradient_norm " + std::to_string(rc.max_gradient_norm));
   const NetDef net = embedding_net();
-  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, loss, ratio));
-  auto gpu = make_step_runner(net, runner_options(Device::kCuda, dt, loss, ratio));
+  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, loss, ratio, rc));
+  auto gpu = make_step_runner(net, runner_options(Device::kCuda, dt, loss, ratio, rc));
+  if (rc.collectives) gpu->broadcast_variables();  // as the loop does (a world of one: no change)
   const auto rows_before = rows_of(*gpu);
+  std::pair<Tensor, Tensor> last;
   for (int s = 0; s < steps; ++s) {
     auto [x, y] = batch(*cpu, 100 + static_cast<uint64_t>(s));
     const StepResult a = cpu->train(x, y, static_cast<uint64_t>(s), 0.05f);
     const StepResult b = gpu->train(x, y, static_cast<uint64_t>(s), 0.05f);
     EXPECT_NEAR(b.loss, a.loss, tol * std::abs(a.loss)) << "step " << s;
     EXPECT_EQ(b.examples, a.examples);
+    if (dt == DType::kF32) {
+      EXPECT_EQ(b.correct, a.correct) << "step " << s;
+      EXPECT_EQ(b.correct_top5, a.correct_top5) << "step " << s;
+    }
+    const double na = cpu->stats().last_global_norm, nb = gpu->stats().last_global_norm;
+    ASSERT_GT(na, 0) << "step " << s;
+    EXPECT_NEAR(nb, na, tol * na) << "the global gradient norm at step " << s;
+    if (rc.max_gradient_norm > 0 && rc.max_gradient_norm < 1)
+      EXPECT_GT(na, rc.max_gradient_norm) << "clipping acts at step " << s;
+    last = {x, y};
+  }
+  if (rc.evaluate) {
+    const StepResult a = cpu->evaluate(last.first, last.second), b = gpu->evaluate(last.first, last.second);
+    EXPECT_NEAR(b.loss, a.loss, tol * std::abs(a.loss)) << "evaluate";
+    EXPECT_EQ(b.correct, a.correct) << "evaluate";
+    EXPECT_EQ(b.correct_top5, a.correct_top5) << "evaluate";
+    EXPECT_EQ(b.examples, a.examples) << "evaluate";
   }
   const auto va = cpu->host_variables(), vb = gpu->host_variables();
   ASSERT_EQ(va.size(), vb.size());
@@ -721,8 +760,18 @@ void expect_runners_close(const std::string& loss, double ratio, DType dt, int s
     ASSERT_EQ(va[i].name, vb[i].name);
     EXPECT_LE(rel_l2(vb[i].data, va[i].data), tol) << va[i].name;
   }
-  const auto sa = cpu->sharded_rows(), sb = gpu->sharded_rows();
+  const auto sa = cpu->sharded_rows(), sb = gpu->sharded_rows(), layout = gpu->sharded_row_layout();
   ASSERT_EQ(sa.size(), sb.size());
+  EXPECT_EQ(gpu->has_sharded_rows(), !sb.empty());
+  ASSERT_EQ(layout.size(), sb.size());  // the loaders' query: the rows' names and ranges, no data copied
+  for (size_t i = 0; i < sb.size(); ++i) {
+    EXPECT_EQ(layout[i].name, sb[i].name);
+    EXPECT_EQ(layout[i].global_shape, sb[i].global_shape);
+    EXPECT_EQ(layout[i].row_begin, sb[i].row_begin);
+    EXPECT_EQ(layout[i].row_end, sb[i].row_end);
+    EXPECT_EQ(layout[i].count, sb[i].count);
+    EXPECT_EQ(layout[i].data, nullptr);
+  }
   for (size_t i = 0; i < sa.size(); ++i) {
     EXPECT_EQ(sa[i].name, sb[i].name);
     EXPECT_EQ(sa[i].global_shape, sb[i].global_shape);
@@ -760,6 +809,68 @@ TEST(HeadCudaGpu, RunnerStepsMatchTheCpuRunner) {
   expect_runners_close("dist_arcface", 1.0, DType::kF32, 3, 1e-4);
   expect_runners_close("dist_softmax", 1.0, DType::kF32, 3, 1e-4);
   expect_runners_close("dist_arcface", 0.3, DType::kF32, 3, 1e-4);
+}
+
+// Clipping on every step (the CPU runner's norm is above 0.05 throughout): the sharded rows' gradient
+// statistics must reach the decision, or the factor, and so every weight, differs from the CPU's.
+TEST(HeadCudaGpu, RunnerStepsWithClippingMatchTheCpuRunner) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  cuda::init_backend(0);
+  cuda::set_allow_tf32(false);
+  for (const char* loss : {"dist_arcface", "arcface"})
+    expect_runners_close(loss, 1.0, DType::kF32, 3, 1e-4, {.max_gradient_norm = 0.05});
+  expect_runners_close("dist_arcface", 0.3, DType::kF32, 3, 1e-4, {.max_gradient_norm = 0.05});
+}
+
+// The CUDA runner over NCCL collectives in a world of one: a replicated head's gradient goes through
+// its own bucket, a sharded head runs every collective (all-gathers, allreduces, reduce-scatter, the
+// rows' statistics); each against the CPU runner of one process, clipping off and on, and evaluate().
+TEST(HeadCudaGpu, RunnerStepsOverNcclInAWorldOfOneMatchTheCpuRunner) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!nccl_built()) GTEST_SKIP() << "built without NCCL";
+  cuda::init_backend(0);
+  cuda::set_allow_tf32(false);
+  LocalCommunicator host;
+  auto nccl = make_nccl_collectives(host, 60.0);
+  ASSERT_NE(nccl->head_collectives(), nullptr);
+  for (const char* loss : {"arcface", "dist_arcface"}) {
+    expect_runners_close(loss, 1.0, DType::kF32, 3, 1e-4, {.collectives = nccl.get(), .evaluate = true});
+    expect_runners_close(loss, 1.0, DType::kF32, 2, 1e-4, {.collectives = nccl.get(), .max_gradient_norm = 0.05});
+  }
+  expect_runners_close("dist_arcface", 0.3, DType::kF32, 3, 1e-4, {.collectives = nccl.get()});
+}
+
+// A sharded head over NCCL takes batch_size samples per step on every rank: another size stops the step
+// on the host with both numbers (NCCL's all-gather of different sizes is undefined).
+TEST(HeadCudaGpu, RunnerRefusesABatchOfAnotherSizeUnderAShardedHeadOverNccl) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!nccl_built()) GTEST_SKIP() << "built without NCCL";
+  cuda::init_backend(0);
+  LocalCommunicator host;
+  auto nccl = make_nccl_collectives(host, 60.0);
+  const NetDef net = embedding_net();
+  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
+  auto gpu = make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0,
+                                                  {.collectives = nccl.get()}));
+  auto [x, y] = batch(*cpu, 1);
+  std::vector<int64_t> shape = x.shape();
+  shape[0] = 4;
+  Tensor x4 = Tensor::empty(shape, x.dtype());
+  std::memcpy(x4.raw(), x.raw(), x4.nbytes());
+  Tensor y4 = Tensor::empty({4}, DType::kI32);
+  std::memcpy(y4.raw(), y.raw(), y4.nbytes());
+  const auto before = rows_of(*gpu);
+  try {
+    gpu->train(x4, y4, 0, 0.1f);
+    FAIL() << "a batch of 4 with batch_size 8 was taken";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("batch_size (8)"), std::string::npos) << m;
+    EXPECT_NE(m.find("has 4"), std::string::npos) << m;
+  }
+  EXPECT_EQ(rows_of(*gpu), before);
+  const StepResult r = gpu->train(x, y, 0, 0.1f);  // the runner still takes a whole batch
+  EXPECT_EQ(r.examples, 8);
 }
 
 TEST(HeadCudaGpu, RunnerF16StepWithinHalfPrecisionTolerance) {
