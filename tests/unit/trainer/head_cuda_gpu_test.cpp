@@ -21,8 +21,8 @@
 //   global gradient norm of every step (the clipping decision's input, the sharded rows' statistics
 //   included), then the weights, rows and optimizer state; the same with clipping acting on every step
 //   (max_gradient_norm 0.05); over NCCL collectives in a world of one (replicated and sharded, clipping
-//   off and on, and an evaluate()); an f16 step of a sharded head and a bf16 one of a replicated head
-//   within half-precision tolerance; a bad label stops the step before the update; a batch of other than
+//   off and on, and an evaluate()); f16 steps of a sharded and a replicated head and a bf16 one within
+//   half-precision tolerance; a bad label stops the step before the update; a batch of other than
 //   batch_size samples under a sharded head over NCCL is refused; the optimizer state and row shards
 //   carry the CPU runner's names, and the rows' layout (no data) is theirs.
 // Skipped without a CUDA device (one skipping test in CPU-only builds).
@@ -877,6 +877,9 @@ TEST(HeadCudaGpu, RunnerF16StepWithinHalfPrecisionTolerance) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   cuda::init_backend(0);
   expect_runners_close("dist_arcface", 1.0, DType::kF16, 1, 3e-2);
+  // A replicated head under f16: its gradient carries the loss scale into its chunk of the device
+  // optimizer, which unscales it with the backbone's.
+  expect_runners_close("arcface", 1.0, DType::kF16, 1, 3e-2);
   expect_runners_close("arcface", 1.0, DType::kBF16, 1, 6e-2);
 }
 
