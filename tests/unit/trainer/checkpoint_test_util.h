@@ -1,11 +1,16 @@
-// Helpers shared by the checkpoint_* tests: scratch directories and file bytes.
+// Helpers shared by the checkpoint_* tests: scratch directories, file bytes, row shard slices' metadata.
 #pragma once
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include "trainer/checkpoint/row_shards.h"
 
 namespace fastnn::testing_util {
 
@@ -42,6 +47,16 @@ inline std::string read_bytes(const std::string& path) {
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Each slice's name, global shape, row range, count and optimizer flag: everything but the data (what a
+// runner's sharded_row_layout() keeps of its sharded_rows()), comparable with EXPECT_EQ.
+using SliceMetadata = std::tuple<std::string, std::vector<int64_t>, int64_t, int64_t, size_t, bool>;
+inline std::vector<SliceMetadata> slice_metadata(const std::vector<ckpt::RowShardSlice>& slices) {
+  std::vector<SliceMetadata> out;
+  for (const ckpt::RowShardSlice& s : slices)
+    out.emplace_back(s.name, s.global_shape, s.row_begin, s.row_end, s.count, s.optimizer);
+  return out;
 }
 
 }  // namespace fastnn::testing_util
