@@ -342,6 +342,15 @@ void CudaClassifierHead::run(const void* features, DType dtype, const void* labe
   const bool gather = collective() && !shared;
   const int64_t d = o_.emb_dim, k = o_.num_classes;
   const int64_t big_n = gather ? n * world_ : n, offset = gather ? n * rank_ : 0;
+  const bool sampled = training && sampled_path();
+  // The logits z below are one [big_n, m] matrix for three GEMMs: below 2^31 elements (head_memory.h).
+  // On the full path every rank decides alike, before any collective, by the widest rank's m (rank 0
+  // holds the most rows); PartialFC's m is known after the draw and differs by rank (checked there: a
+  // rank that stops ends the others at their next collective's timeout).
+  if (!sampled) {
+    const auto [first, last] = head_rows(o_, world_, 0);
+    check_device_logits(big_n, last - first, world_, 1.0);
+  }
 
   // The batch in f32 and i64, all-gathered when sharded.
   float* x_local = Scratch::take<float>(b.x_local, n * d);
@@ -367,7 +376,6 @@ void CudaClassifierHead::run(const void* features, DType dtype, const void* labe
   last_labels_ = batch_labels;
 
   // The classes in play: every row, or PartialFC's sample drawn on the host from the global labels.
-  const bool sampled = training && sampled_path();
   const int64_t* cols = nullptr;
   if (sampled) {
     std::vector<int64_t> host_labels(static_cast<size_t>(big_n));
@@ -383,8 +391,7 @@ void CudaClassifierHead::run(const void* features, DType dtype, const void* labe
     sampled_device_ = cols = dev;
   }
   const int64_t m = sampled ? sampled_count() : rows();
-  // z below is one [big_n, m] matrix for three GEMMs: below 2^31 elements (head_memory.h).
-  check_device_logits(big_n, m, world_, sampled ? o_.sample_ratio : 1.0);
+  if (sampled) check_device_logits(big_n, m, world_, o_.sample_ratio);
 
   // Operands: the used rows (PartialFC: a compact copy), and for the cosine losses unit-length features,
   // with z's columns scaled by 1/|w| instead of normalising a copy of W.
