@@ -60,6 +60,13 @@ __device__ __forceinline__ double warp_sum(double v) {
   return v;
 }
 
+// V elements of T loaded or stored as one 16-byte access (V = 16 / sizeof(T)) where the pointer is
+// 16-byte aligned: the element maps (ops/elementwise_kernels.cu) and batch norm's NHWC passes.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
 }  // namespace fastnn::cuda
 
 // Explicit instantiation for the three storage types.

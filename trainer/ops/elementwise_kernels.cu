@@ -41,11 +41,6 @@ __global__ void add_kernel(int64_t count, AddInputs<T> in, T* y) {
 // count % V elements after the last whole pack are done by the grid's first threads. Each element is
 // computed exactly as by the scalar kernels (in float, the same operations), so results do not depend
 // on V.
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
 template <typename T, int N>
 struct MapInputs {
   const T* p[N];

@@ -5,6 +5,8 @@
 // bitwise repeatable run to run (no floating-point atomics).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 
 #include "core/fast_divide.h"
 #include "trainer/cuda/device_util.cuh"
@@ -183,6 +185,32 @@ __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, 
   }
 }
 
+// The same on [M, C] rows (NHWC) with C a multiple of V and 16-byte aligned tensors: V neighbouring
+// channels per 16-byte load and store, each element computed as bn_normalize_kernel does (bitwise).
+template <typename T, bool Relu, int V>
+__global__ void bn_normalize_rows_kernel(int64_t packs, int64_t c, const T* x, const float* gamma, const float* beta,
+                                         const float* mean, const float* invstd, T* y) {
+  FASTNN_GRID_LOOP(pk, packs) {
+    const int64_t ch0 = (pk * V) % c;
+    const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[pk];
+    Pack<T, V> out;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int64_t ch = ch0 + e;
+      const float scale = gamma[ch] * invstd[ch];
+      const float shift = beta[ch] - mean[ch] * scale;
+      const float v = to_f(in.v[e]) * scale + shift;
+      if constexpr (Relu) {
+        const T z = from_f<T>(v);
+        out.v[e] = to_f(z) > 0.f ? z : from_f<T>(0.f);
+      } else {
+        out.v[e] = from_f<T>(v);
+      }
+    }
+    reinterpret_cast<Pack<T, V>*>(y)[pk] = out;
+  }
+}
+
 // The gradient reaching batch norm: dy, or under a fused relu dy where the layer's output is positive.
 template <typename T, bool Relu>
 __device__ __forceinline__ float bn_grad_at(const T* dy, const T* relu_y, int64_t o) {
@@ -306,6 +334,41 @@ __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, con
     const float xhat = (to_f(x[i]) - mean_s[ch]) * invstd;
     dx[i] = from_f<T>(gamma[ch] * invstd * (bn_grad_at<T, Relu>(dy, relu_y, i) - a - xhat * b));
   }
+}
+
+// bn_bwd_dx_kernel on rows, V channels per 16-byte access (as bn_normalize_rows_kernel; bitwise).
+template <typename T, bool Relu, int V>
+__global__ void bn_bwd_dx_rows_kernel(int64_t packs, int64_t c, const T* x, const float* gamma, const float* mean_s,
+                                      const float* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
+  FASTNN_GRID_LOOP(pk, packs) {
+    const int64_t ch0 = (pk * V) % c;
+    const Pack<T, V> xv = reinterpret_cast<const Pack<T, V>*>(x)[pk], gv = reinterpret_cast<const Pack<T, V>*>(dy)[pk];
+    Pack<T, V> yv;
+    if constexpr (Relu) yv = reinterpret_cast<const Pack<T, V>*>(relu_y)[pk];
+    Pack<T, V> out;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int64_t ch = ch0 + e;
+      const float invstd = invstd_s[ch];
+      const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
+      const float xhat = (to_f(xv.v[e]) - mean_s[ch]) * invstd;
+      float g = to_f(gv.v[e]);
+      if constexpr (Relu) g = to_f(yv.v[e]) > 0.f ? g : 0.f;
+      out.v[e] = from_f<T>(gamma[ch] * invstd * (g - a - xhat * b));
+    }
+    reinterpret_cast<Pack<T, V>*>(dx)[pk] = out;
+  }
+}
+
+// Rows whose channel count is a multiple of V = 16 / sizeof(T) and whose tensors are 16-byte aligned
+// take the packed kernels.
+template <typename T>
+bool packable_rows(const BatchNormParams& p, std::initializer_list<const void*> ptrs) {
+  constexpr int64_t kV = 16 / sizeof(T);
+  if (p.hw != 1 || p.c % kV != 0) return false;
+  for (const void* q : ptrs)
+    if (q && reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;
+  return true;
 }
 
 // Bias gradient over runs of each channel, as batch norm's sums: sum(dy) per (channel, run), then the
@@ -477,6 +540,20 @@ void global_avg_pool_backward_nhwc(int64_t n, int64_t hw, int64_t c, const T* dy
 namespace {
 
 template <typename T, bool Relu>
+void bn_normalize(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, const float* mean,
+                  const float* invstd, T* y, cudaStream_t s) {
+  const int64_t total = p.n * p.c * p.hw;
+  constexpr int kV = 16 / sizeof(T);
+  if (packable_rows<T>(p, {x, y}))
+    bn_normalize_rows_kernel<T, Relu, kV><<<grid_for(total / kV), kThreads, 0, s>>>(total / kV, p.c, x, gamma, beta,
+                                                                                    mean, invstd, y);
+  else
+    bn_normalize_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
+                                                                      beta, mean, invstd, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, bool Relu>
 void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, float* running_mean,
                          float* running_var, T* y, float* save_mean, float* save_invstd, void* ws, cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
@@ -496,9 +573,7 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
-                                                                    beta, save_mean, save_invstd, y);
-  CUDA_CHECK_LAUNCH();
+  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, y, s);
 }
 
 template <typename T, bool Relu>
@@ -511,9 +586,7 @@ void bn_forward_inference(const BatchNormParams& p, const T* x, const float* gam
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
-                                                                    beta, save_mean, save_invstd, y);
-  CUDA_CHECK_LAUNCH();
+  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, y, s);
 }
 
 template <typename T, bool Relu>
@@ -541,8 +614,13 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (!dx || total == 0) return;
-  bn_bwd_dx_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
-                                                                 save_mean, save_invstd, dy, relu_y, coef, dx);
+  constexpr int kV = 16 / sizeof(T);
+  if (packable_rows<T>(p, {x, dy, relu_y, dx}))
+    bn_bwd_dx_rows_kernel<T, Relu, kV><<<grid_for(total / kV), kThreads, 0, s>>>(
+        total / kV, p.c, x, gamma, save_mean, save_invstd, dy, relu_y, coef, dx);
+  else
+    bn_bwd_dx_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
+                                                                   save_mean, save_invstd, dy, relu_y, coef, dx);
   CUDA_CHECK_LAUNCH();
 }
 
