@@ -93,4 +93,26 @@ inline void add_backward_tensors_on_device(KernelTensors& d, const KernelTensors
   for (const TensorSpec& s : sig.params) d.d_params.push_back(device_garbage(s));
 }
 
+// The CPU f32 reference's inputs, params, state and incoming gradients rounded to `dt`, so an f16/bf16
+// device kernel is compared with the CPU on the values it was given.
+inline void round_to(KernelTensors& ref, DType dt) {
+  if (dt == DType::kF32) return;
+  for (auto* group : {&ref.inputs, &ref.params, &ref.state, &ref.d_outputs})
+    for (Tensor& t : *group)
+      if (t.defined() && is_floating(t.dtype())) t = t.to(dt).to(DType::kF32);
+}
+
+// The device kernel's outputs and updated state (forward), or input and parameter gradients (backward),
+// against the CPU's (`cs`: the CPU kernel's signature, for the names).
+inline void expect_forward_close(const KernelTensors& dev, const KernelTensors& ref, const OpSignature& cs, DType dt) {
+  for (size_t i = 0; i < ref.outputs.size(); ++i) expect_close(dev.outputs[i], ref.outputs[i], dt, "output " + cs.outputs[i].name);
+  for (size_t i = 0; i < ref.state.size(); ++i) expect_close(dev.state[i], ref.state[i], dt, "state " + cs.state[i].name);
+}
+inline void expect_backward_close(const KernelTensors& dev, const KernelTensors& ref, const OpSignature& cs, DType dt) {
+  for (size_t i = 0; i < ref.d_inputs.size(); ++i)
+    expect_close(dev.d_inputs[i], ref.d_inputs[i], dt, "d_input " + cs.inputs[i].name);
+  for (size_t i = 0; i < ref.d_params.size(); ++i)
+    expect_close(dev.d_params[i], ref.d_params[i], dt, "d_param " + cs.params[i].name);
+}
+
 }  // namespace fastnn::ops

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "trainer/cuda/runtime.h"
 
 namespace fastnn::cuda_test {
@@ -16,6 +20,16 @@ inline bool have_gpu() {
     return true;
   }();
   return ok;
+}
+
+// ||a - b|| / max(||b||, tiny) over one array (the runner tests' measure of how far two runs' weights are).
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    n += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
 }
 
 }  // namespace fastnn::cuda_test

@@ -50,6 +50,7 @@ TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 
 #include "tests/unit/trainer/checkpoint_test_util.h"
 #include "trainer/comm/communicator.h"
+#include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/config/job_config.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/head/classifier_head.h"
@@ -75,6 +76,7 @@ bool have_gpu() {
   return ok;
 }
 
+#undef REQUIRE_GPU  // cuda_test_util.h's: this file's check sets its own policy first
 #define REQUIRE_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
 
@@ -702,14 +704,7 @@ std::pair<Tensor, Tensor> batch(StepRunner& cpu, uint64_t seed) {
   return {x, labels};
 }
 
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    n += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
-}
+using cuda_test::rel_l2;
 
 std::vector<std::vector<float>> rows_of(StepRunner& r) {
   std::vector<std::vector<float>> out;

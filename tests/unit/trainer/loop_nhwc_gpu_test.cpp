@@ -39,14 +39,7 @@ StepRunnerOptions options(DType dt, Layout layout, bool fuse) {
   return o;
 }
 
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    n += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
-}
+using cuda_test::rel_l2;
 
 void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse) {
   SCOPED_TRACE(model + " " + dtype_name(dt) + (fuse ? " fused" : ""));
@@ -78,7 +71,9 @@ void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bo
     }
     EXPECT_LT(rel_l2(vb[i].data, va[i].data), weight_tol) << va[i].name;
   }
-  if (!betas_a.empty()) EXPECT_LT(rel_l2(betas_b, betas_a), beta_tol) << "batch-norm betas together";
+  if (!betas_a.empty()) {
+    EXPECT_LT(rel_l2(betas_b, betas_a), beta_tol) << "batch-norm betas together";
+  }
 }
 
 TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {

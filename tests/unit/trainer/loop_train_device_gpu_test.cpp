@@ -16,6 +16,7 @@ TEST(TrainDeviceGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the 
 #include <limits>
 #include <string>
 
+#include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/config/job_config.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/loop/input_format.h"
@@ -35,6 +36,7 @@ bool have_gpu() {
   return ok;
 }
 
+#undef REQUIRE_GPU  // cuda_test_util.h's: this file's check also turns TF32 off
 #define REQUIRE_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
 
@@ -50,15 +52,7 @@ StepRunnerOptions options(Device d, DType dt) {
   return o;
 }
 
-// ||a - b|| / max(||b||, tiny) over one array.
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    n += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(d) / std::max(std::sqrt(n), 1e-30);
-}
+using cuda_test::rel_l2;
 
 // Batch-norm betas start at 0, so after one step they are the update itself, -lr * sum(dy) over N*H*W
 // values of both signs that nearly cancel; in f16/bf16 every dy carries its rounding (the sum itself is

@@ -113,10 +113,7 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
   const OpSignature& cs = ck->signature();
   KernelTensors ref = allocate_kernel_tensors(cs);
   fill_case_tensors(ref, cs, cr.c, /*seed=*/42);
-  if (cr.dt != DType::kF32)
-    for (auto* group : {&ref.inputs, &ref.params, &ref.state, &ref.d_outputs})
-      for (Tensor& t : *group)
-        if (t.defined() && is_floating(t.dtype())) t = t.to(cr.dt).to(DType::kF32);
+  round_to(ref, cr.dt);
 
   auto gk = registry().create(cr.op, Device::kCuda, cr.c.attrs, case_input_specs(cr.c, cr.dt));
   const OpSignature& gs = gk->signature();
@@ -130,8 +127,7 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
 
   ck->forward(ref.forward_args(training, kSeed, kStep));
   gk->forward(dev.forward_args(training, kSeed, kStep));
-  for (size_t i = 0; i < ref.outputs.size(); ++i) expect_close(dev.outputs[i], ref.outputs[i], cr.dt, "output " + cs.outputs[i].name);
-  for (size_t i = 0; i < ref.state.size(); ++i) expect_close(dev.state[i], ref.state[i], cr.dt, "state " + cs.state[i].name);
+  expect_forward_close(dev, ref, cs, cr.dt);
   // Saved tensors are only promised where the backward reads them (dropout's mask in training only).
   if (training || cr.op != "dropout")
     for (size_t i = 0; i < ref.saved.size(); ++i) expect_close(dev.saved[i], ref.saved[i], cr.dt, "saved " + cs.saved[i].name);
@@ -140,10 +136,7 @@ TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
   add_backward_tensors_on_device(dev, ref, gs);
   ck->backward(ref.backward_args(training));
   gk->backward(dev.backward_args(training));
-  for (size_t i = 0; i < ref.d_inputs.size(); ++i)
-    expect_close(dev.d_inputs[i], ref.d_inputs[i], cr.dt, "d_input " + cs.inputs[i].name);
-  for (size_t i = 0; i < ref.d_params.size(); ++i)
-    expect_close(dev.d_params[i], ref.d_params[i], cr.dt, "d_param " + cs.params[i].name);
+  expect_backward_close(dev, ref, cs, cr.dt);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaOpCase, testing::ValuesIn(all_cases()), case_name);

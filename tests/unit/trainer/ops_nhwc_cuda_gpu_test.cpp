@@ -18,20 +18,15 @@ TEST(CudaNhwcOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 
 #include "tests/unit/trainer/cuda_case_util.h"
 #include "tests/unit/trainer/cuda_test_util.h"
+#include "trainer/graph/net_plan.h"
 #include "trainer/ops/fused.h"
 #include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() {
-  static const OpRegistry r = [] {
-    OpRegistry reg;
-    register_builtin_ops(reg);
-    return reg;
-  }();
-  return r;
-}
+// Every op with its CPU and (in this CUDA build) CUDA kernels, NHWC ones included.
+const OpRegistry& registry() { return graph::builtin_op_registry(); }
 
 // Needs no device: the ops the GPU's NHWC graphs of ResNet, Inception and VGG run without the adapter.
 TEST(CudaNhwcOps, TheConvolutionalOpsHaveNhwcKernels) {
@@ -118,10 +113,7 @@ TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
   const OpSignature& cs = ck->signature();
   KernelTensors ref = allocate_kernel_tensors(cs);
   fill_case_tensors(ref, cs, cr.c, /*seed=*/42);
-  if (cr.dt != DType::kF32)
-    for (auto* group : {&ref.inputs, &ref.params, &ref.state, &ref.d_outputs})
-      for (Tensor& t : *group)
-        if (t.defined() && is_floating(t.dtype())) t = t.to(cr.dt).to(DType::kF32);
+  round_to(ref, cr.dt);
   for (Tensor& t : ref.inputs)
     if (t.shape().size() == 4) t.set_layout(Layout::kNHWC);
 
@@ -137,16 +129,12 @@ TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
   KernelTensors dev = forward_tensors_on_device(ref, gs);
   ck->forward(ref.forward_args(training, kSeed, kStep));
   gk->forward(dev.forward_args(training, kSeed, kStep));
-  for (size_t i = 0; i < ref.outputs.size(); ++i) expect_close(dev.outputs[i], ref.outputs[i], cr.dt, "output " + cs.outputs[i].name);
-  for (size_t i = 0; i < ref.state.size(); ++i) expect_close(dev.state[i], ref.state[i], cr.dt, "state " + cs.state[i].name);
+  expect_forward_close(dev, ref, cs, cr.dt);
   if (!cs.has_backward) return;
   add_backward_tensors_on_device(dev, ref, gs);
   ck->backward(ref.backward_args(training));
   gk->backward(dev.backward_args(training));
-  for (size_t i = 0; i < ref.d_inputs.size(); ++i)
-    expect_close(dev.d_inputs[i], ref.d_inputs[i], cr.dt, "d_input " + cs.inputs[i].name);
-  for (size_t i = 0; i < ref.d_params.size(); ++i)
-    expect_close(dev.d_params[i], ref.d_params[i], cr.dt, "d_param " + cs.params[i].name);
+  expect_backward_close(dev, ref, cs, cr.dt);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaNhwcOpCase, testing::ValuesIn(all_cases()), case_name);
