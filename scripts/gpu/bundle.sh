@@ -38,6 +38,8 @@ cp "$build/bin/fastnn" "$stage/bin/"
 for f in "$build"/bin/test_*gpu* "$build"/bin/bench_*; do
   [[ -x $f ]] && cp "$f" "$stage/bin/"
 done
+# Symbol tables are of no use there and a fifth of each executable: more room under the 64 MiB.
+strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
 # Shared libraries to carry: everything ldd resolves except the C/C++ runtime and CUDA's own.
 skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcudnn|libnccl|libnvrtc|libnvJitLink|libcufft|libcurand)'
 for f in "$stage"/bin/*; do
