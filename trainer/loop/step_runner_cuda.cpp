@@ -189,6 +189,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
                    o_.batch_size, ") samples on every rank; this rank's batch has ", images.dim(0),
                    " (NCCL's all-gather of different sizes across ranks is undefined)");
     auto [x, y] = input_.place(images, labels);
+    if (o_.cuda_graphs) note_signature(x, y);  // eager steps of this shape count towards a capture
     StepResult r;
     forward_backward([&] {
       if (head_) {
@@ -244,7 +245,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
     FASTNN_CHECK(!queued_, "cuda step: evaluate() with a queued step not drained (call drain() first)");
     drop_captured_steps();  // evaluation may resize the graph's buffers the captured steps point into
-    retired_checks_.clear();  // nothing is queued (checked above): no label check reads their slots
+    // Nothing is queued (checked above), so no label check should read the retired slots; one left
+    // behind by a step that failed half-way through queueing is dropped first.
+    cuda::forget_label_checks();
+    retired_checks_.clear();
     auto [x, y] = input_.place(images, labels);
     StepResult r;
     if (head_) {
@@ -496,12 +500,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   // True when the step was launched from a captured graph (capturing it first if needed).
   bool replay_captured(const Tensor& x, const Tensor& y, uint64_t step, float lr, int slot) {
     if (!o_.cuda_graphs || graphs_failed_ || o_.collectives || external_) return false;
-    const std::pair<Shape, DType> signature{x.shape(), y.dtype()};
-    if (signature != captured_signature_) {
-      // The first signature keeps the eager steps already run (bench train warms up with train()).
-      if (!captured_signature_.first.empty()) drop_captured_steps();
-      captured_signature_ = signature;
-    }
+    note_signature(x, y);
     if (eager_steps_ < 2) return false;
     optimizer_->check_learning_rate(lr);
     cudaStream_t s = cuda::current_stream();
@@ -559,6 +558,16 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     c->slot = slot;
     captured_.push_back(std::move(c));
     return captured_.back().get();
+  }
+
+  // The batch shape and label dtype of the steps since the last change (train() and queue_train() alike,
+  // so bench train's warm-up counts): a change drops the captured graphs (the graph's buffers may move)
+  // and the two eager steps a capture waits for start again.
+  void note_signature(const Tensor& x, const Tensor& y) {
+    std::pair<Shape, DType> signature{x.shape(), y.dtype()};
+    if (signature == step_signature_) return;
+    drop_captured_steps();
+    step_signature_ = std::move(signature);
   }
 
   void drop_captured_steps() {
@@ -708,7 +717,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   std::vector<std::unique_ptr<CapturedStep>> captured_;
   std::vector<std::unique_ptr<cuda::LabelCheckCapture>> retired_checks_;
   Tensor step_args_;
-  std::pair<Shape, DType> captured_signature_{{}, DType::kF32};
+  std::pair<Shape, DType> step_signature_{{}, DType::kF32};
   int64_t eager_steps_ = 0, graph_replays_ = 0;
   bool graphs_failed_ = false;
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set

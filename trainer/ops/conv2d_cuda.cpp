@@ -316,7 +316,7 @@ void register_conv2d_cuda(OpRegistry& r) {
                       OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates: errors propagate
                       try {
                         return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, true);
-                      } catch (const ConfigError& e) {  // no usable cuDNN algorithm in NHWC for this shape
+                      } catch (const Error& e) {  // no usable (or supported) cuDNN algorithm in NHWC for this shape
                         log_warn("conv2d: ", e.what(), "; this layer runs in NCHW behind the layout adapter");
                         return std::unique_ptr<OpKernel>();
                       }

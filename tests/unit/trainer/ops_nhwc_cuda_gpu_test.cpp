@@ -56,6 +56,8 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"batch_norm", {"resnet_train", {}, {{{16, 64, 14, 14}}}, true}},
       {"batch_norm", {"many_channels", {}, {{{4, 1000, 3, 3}}}, true}},
       {"batch_norm", {"eval", {}, {{{8, 48, 7, 7}}}, false}},
+      // 60 channels: not a multiple of 8, the scalar normalise / dx kernels (the others take 16-byte packs).
+      {"batch_norm", {"unpacked", {}, {{{8, 60, 7, 7}}}, true}},
       {"max_pool2d", {"stem_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{4, 64, 17, 16}}}}},
       {"avg_pool2d", {"inception_k3s1_same", {{"kernel", 3}, {"stride", 1}, {"padding", "same"}}, {{{4, 48, 9, 9}}}}},
       {"global_avg_pool", {"resnet_head", {}, {{{16, 256, 7, 7}}}}},
