@@ -12,11 +12,13 @@
 
 namespace fastnn::cuda_test {
 
-// True when a CUDA device is present; the backend is then initialised on device 0.
+// True when a CUDA device is present; the backend is then initialised on device 0, TF32 off.
 inline bool have_gpu() {
   static const bool ok = [] {
     if (!cuda::device_available()) return false;
     cuda::init_backend(0);
+    // The tests compare f32 with the CPU oracle: TF32 off even when FASTNN_ALLOW_TF32 is set.
+    cuda::set_allow_tf32(false);
     return true;
   }();
   return ok;

@@ -66,20 +66,6 @@ TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 namespace fastnn::head {
 namespace {
 
-bool have_gpu() {
-  static const bool ok = [] {
-    if (!cuda::device_available()) return false;
-    cuda::init_backend(0);
-    cuda::set_allow_tf32(false);
-    return true;
-  }();
-  return ok;
-}
-
-#undef REQUIRE_GPU  // cuda_test_util.h's: this file's check sets its own policy first
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
-
 // ---- device buffers ----
 
 template <typename T>
@@ -790,12 +776,8 @@ void expect_runners_close(const std::string& loss, double ratio, DType dt, int s
   }
 }
 
-bool have_gpu() { return cuda::device_available(); }
-
 TEST(HeadCudaGpu, RunnerStepsMatchTheCpuRunner) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cuda::init_backend(0);
-  cuda::set_allow_tf32(false);
+  REQUIRE_GPU();
   expect_runners_close("arcface", 1.0, DType::kF32, 3, 1e-4);
   expect_runners_close("dist_arcface", 1.0, DType::kF32, 3, 1e-4);
   expect_runners_close("dist_softmax", 1.0, DType::kF32, 3, 1e-4);
@@ -806,9 +788,7 @@ TEST(HeadCudaGpu, RunnerStepsMatchTheCpuRunner) {
 // steps, so the default 5.0 clips too, by about 7): the sharded rows' gradient statistics must reach the
 // decision, or the factor, and so every weight, differs from the CPU's.
 TEST(HeadCudaGpu, RunnerStepsWithClippingMatchTheCpuRunner) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cuda::init_backend(0);
-  cuda::set_allow_tf32(false);
+  REQUIRE_GPU();
   for (const char* loss : {"dist_arcface", "arcface"})
     expect_runners_close(loss, 1.0, DType::kF32, 3, 1e-4, {.max_gradient_norm = 0.05});
   expect_runners_close("dist_arcface", 0.3, DType::kF32, 3, 1e-4, {.max_gradient_norm = 0.05});
@@ -818,10 +798,8 @@ TEST(HeadCudaGpu, RunnerStepsWithClippingMatchTheCpuRunner) {
 // its own bucket, a sharded head runs every collective (all-gathers, allreduces, reduce-scatter, the
 // rows' statistics); each against the CPU runner of one process, clipping off and on, and evaluate().
 TEST(HeadCudaGpu, RunnerStepsOverNcclInAWorldOfOneMatchTheCpuRunner) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  REQUIRE_GPU();
   if (!nccl_built()) GTEST_SKIP() << "built without NCCL";
-  cuda::init_backend(0);
-  cuda::set_allow_tf32(false);
   LocalCommunicator host;
   auto nccl = make_nccl_collectives(host, 60.0);
   ASSERT_NE(nccl->head_collectives(), nullptr);
@@ -835,9 +813,8 @@ TEST(HeadCudaGpu, RunnerStepsOverNcclInAWorldOfOneMatchTheCpuRunner) {
 // A sharded head over NCCL takes batch_size samples per step on every rank: another size stops the step
 // on the host with both numbers (NCCL's all-gather of different sizes is undefined).
 TEST(HeadCudaGpu, RunnerRefusesABatchOfAnotherSizeUnderAShardedHeadOverNccl) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  REQUIRE_GPU();
   if (!nccl_built()) GTEST_SKIP() << "built without NCCL";
-  cuda::init_backend(0);
   LocalCommunicator host;
   auto nccl = make_nccl_collectives(host, 60.0);
   const NetDef net = embedding_net();
@@ -866,8 +843,7 @@ TEST(HeadCudaGpu, RunnerRefusesABatchOfAnotherSizeUnderAShardedHeadOverNccl) {
 }
 
 TEST(HeadCudaGpu, RunnerF16StepWithinHalfPrecisionTolerance) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cuda::init_backend(0);
+  REQUIRE_GPU();
   expect_runners_close("dist_arcface", 1.0, DType::kF16, 1, 3e-2);
   // A replicated head under f16: its gradient carries the loss scale into its chunk of the device
   // optimizer, which unscales it with the backbone's.
@@ -876,8 +852,7 @@ TEST(HeadCudaGpu, RunnerF16StepWithinHalfPrecisionTolerance) {
 }
 
 TEST(HeadCudaGpu, RunnerStopsABadLabelBeforeTheUpdate) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  cuda::init_backend(0);
+  REQUIRE_GPU();
   const NetDef net = embedding_net();
   auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
   auto gpu = make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0));

@@ -43,7 +43,6 @@ using cuda_test::rel_l2;
 
 void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse) {
   SCOPED_TRACE(model + " " + dtype_name(dt) + (fuse ? " fused" : ""));
-  cuda::set_allow_tf32(false);
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   auto nchw = make_step_runner(net, options(dt, Layout::kNCHW, fuse));
   auto nhwc = make_step_runner(net, options(dt, Layout::kNHWC, fuse));

@@ -26,20 +26,6 @@ TEST(TrainDeviceGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the 
 namespace fastnn::loop {
 namespace {
 
-bool have_gpu() {
-  static const bool ok = [] {
-    if (!cuda::device_available()) return false;
-    cuda::init_backend(0);
-    cuda::set_allow_tf32(false);
-    return true;
-  }();
-  return ok;
-}
-
-#undef REQUIRE_GPU  // cuda_test_util.h's: this file's check also turns TF32 off
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
-
 StepRunnerOptions options(Device d, DType dt) {
   StepRunnerOptions o;
   o.target = {.device = d, .dtype = dt, .device_index = 0};

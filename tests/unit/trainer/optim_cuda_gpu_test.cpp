@@ -324,7 +324,9 @@ TEST(DeviceOptimizer, DeviceScalerFollowsTheHostScalerAndClips) {
     EXPECT_EQ(rb.scaler.scale, want.scale()) << "step " << step;
     EXPECT_EQ(rb.scaler.clean, want.clean_steps()) << "step " << step;
     EXPECT_EQ(rb.scaler.skipped, want.skipped_steps()) << "step " << step;
-    if (!applied) EXPECT_EQ(host(dw), before) << "a skipped step changed the weights";
+    if (!applied) {
+      EXPECT_EQ(host(dw), before) << "a skipped step changed the weights";
+    }
     if (applied) {  // the update is clipped to global norm 1 (the unscaled gradients' norm is ~41)
       EXPECT_GT(rb.norm, 1.0);
       double moved = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "tests/unit/trainer/optim_test_options.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/optim/rule_dispatch.h"
 #include "trainer/optim/update_rules.h"
@@ -24,22 +25,8 @@ namespace {
 constexpr int64_t kRows = 9, kLen = 5;
 
 OptimizerOptions options(const std::string& name) {
-  OptimizerOptions o;
-  o.optimizer = name;
-  o.momentum = 0.9;
-  o.use_nesterov = name == "momentum";
-  o.adam_beta1 = 0.9;
-  o.adam_beta2 = 0.999;
-  o.opt_epsilon = 1e-3;
-  o.rmsprop_decay = 0.9;
-  o.rmsprop_momentum = 0.5;
-  o.adagrad_initial_accumulator_value = 0.1;
-  o.adadelta_rho = 0.95;
-  o.ftrl_learning_rate_power = -0.5;
-  o.ftrl_initial_accumulator_value = 0.1;
-  o.ftrl_l1 = 0.01;
-  o.ftrl_l2 = 0.02;
-  o.adam_weight_decay_rate = 0.01;
+  OptimizerOptions o = optim_test::every_rule_options(name);
+  o.use_nesterov = name == "momentum";  // momentum's Nesterov branch too
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "tests/unit/trainer/optim_test_options.h"
 #include "trainer/optim/loss_scaler.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/optim/tensor_chunks.h"
@@ -117,21 +118,7 @@ TEST_P(ChunkedUpdate, BitwiseEqualToTheCpuOptimizer) {
     s1.emplace_back(n, c.slot_inits.size() > 1 ? c.slot_inits[1] : 0.0f);
   }
   for (int i = 0; i < 3; ++i) refs.push_back({"p" + std::to_string(i), w_cpu[i].data(), g_cpu[i].data(), w_cpu[i].size(), i != 1});
-  OptimizerOptions o;
-  o.optimizer = c.name;
-  o.momentum = 0.9;
-  o.adam_beta1 = 0.9;
-  o.adam_beta2 = 0.999;
-  o.opt_epsilon = 1e-3;
-  o.rmsprop_decay = 0.9;
-  o.rmsprop_momentum = 0.5;
-  o.adagrad_initial_accumulator_value = 0.1;
-  o.adadelta_rho = 0.95;
-  o.ftrl_learning_rate_power = -0.5;
-  o.ftrl_initial_accumulator_value = 0.1;
-  o.ftrl_l1 = 0.01;
-  o.ftrl_l2 = 0.02;
-  o.adam_weight_decay_rate = 0.01;
+  const OptimizerOptions o = optim_test::every_rule_options(c.name);
   std::unique_ptr<Optimizer> cpu = make_optimizer(o, refs);
   std::vector<ChunkSource> src;
   for (int i = 0; i < 3; ++i)
