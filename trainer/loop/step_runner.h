@@ -120,7 +120,7 @@ struct StepRunnerOptions {
   // every 4-D activation [N, H, W, C], the batches included (batch_format() asks the pipeline for them).
   Layout layout = Layout::kNCHW;
   // CUDA: queue_train() replays the step (forward, backward, update) from CUDA graphs captured after two
-  // eager steps (the cuda_graph config field): see "CUDA graphs" in step_runner_cuda.cpp.
+  // eager steps (the cuda_graph config field): trainer/loop/step_graphs_cuda.h.
   bool cuda_graphs = false;
   // CUDA: gradients are averaged over the ranks while backward runs: in buckets of at most
   // allreduce_bucket_mb (parameters in backward order, the compute dtype, still loss-scaled), each

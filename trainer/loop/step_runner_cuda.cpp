@@ -6,11 +6,11 @@
 #include <utility>
 
 #include "core/check.h"
-#include "core/logging.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
 #include "trainer/loop/head_step_cuda.h"
 #include "trainer/loop/input_stages_cuda.h"
+#include "trainer/loop/step_graphs_cuda.h"
 #include "trainer/loop/step_kernels.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/update_order.h"
@@ -189,7 +189,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
                    o_.batch_size, ") samples on every rank; this rank's batch has ", images.dim(0),
                    " (NCCL's all-gather of different sizes across ranks is undefined)");
     auto [x, y] = input_.place(images, labels);
-    if (o_.cuda_graphs) note_signature(x, y);  // eager steps of this shape count towards a capture
+    if (o_.cuda_graphs) graphs_.note_batch(x, y);  // eager steps of this shape count towards a capture
     StepResult r;
     forward_backward([&] {
       if (head_) {
@@ -202,7 +202,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     input_.release();
     update(lr);
     phase("optimizer");
-    ++eager_steps_;
+    graphs_.count_eager_step();
     return r;
   }
 
@@ -219,7 +219,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     if (!replay_captured(x, y, step, lr, slot)) {
       forward_backward([&] { step_.queue_train(x, y, step); }, y);
       update(lr);
-      ++eager_steps_;
+      graphs_.count_eager_step();
     }
     input_.release();
     phase("optimizer");
@@ -244,11 +244,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
 
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
     FASTNN_CHECK(!queued_, "cuda step: evaluate() with a queued step not drained (call drain() first)");
-    drop_captured_steps();  // evaluation may resize the graph's buffers the captured steps point into
-    // Nothing is queued (checked above), so no label check should read the retired slots; one left
-    // behind by a step that failed half-way through queueing is dropped first.
-    cuda::forget_label_checks();
-    retired_checks_.clear();
+    graphs_.drop();  // evaluation may resize the graph's buffers the captured steps point into
+    graphs_.release_retired();  // nothing is queued (checked above)
     auto [x, y] = input_.place(images, labels);
     StepResult r;
     if (head_) {
@@ -354,7 +351,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       st.skipped_steps = rb.scaler.skipped;
     }
     if (o_.max_gradient_norm > 0 || o_.target.dtype == DType::kF16) st.last_global_norm = rb.norm;
-    st.graph_replays = graph_replays_;
+    st.graph_replays = graphs_.replays();
     return st;
   }
   void restore_loss_scale(double scale, int64_t clean_steps) override {
@@ -469,114 +466,23 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     phase("forward_backward");
   }
 
-  // ---- CUDA graphs (options.cuda_graphs) ----------------------------------------------------------
-  // After two eager steps (every buffer, workspace and algorithm is then in place), queue_train() captures
-  // the step — forward, losses, backward, counts, the three update launches — into a CUDA graph and
-  // replays it: the host launches one graph instead of hundreds of kernels. What changes from step to
-  // step is read from device memory written by one small launch before each replay (StepArgs: the
-  // dropout / drop_path step through Graph::set_device_step, the learning rate through
-  // DeviceOptimizer::decide(lr_on_device)); the loss-scale seed and the optimizer's decision already come
-  // from the device. The batch's device buffers differ per input stage, and a graph's label-check slots
-  // must not be rewritten before they are read, so there is one graph per (images, labels, results slot):
-  // at most 3 x 2 (kMaxCapturedSteps; a step beyond them runs eagerly). Evaluation and a new batch
-  // shape drop them (buffers may move) and two eager steps come first again. Not with collectives (NCCL's bounded waits are host code) or a layer observer
-  // (ProfilerHook: its profiled steps run eagerly). A capture that fails turns graphs off with a warning.
-  struct CapturedStep {
-    cudaGraphExec_t exec = nullptr;
-    std::unique_ptr<cuda::LabelCheckCapture> checks;
-    const void* images = nullptr;
-    const void* labels = nullptr;
-    int slot = 0;
-    ~CapturedStep() {
-      if (exec) cudaGraphExecDestroy(exec);
-    }
-  };
-
-  // The loop's steady state: three input stages x two results slots.
-  static constexpr size_t kMaxCapturedSteps = 6;
-
-  cuda_step::StepArgs* step_args() { return static_cast<cuda_step::StepArgs*>(step_args_.raw()); }
-
-  // True when the step was launched from a captured graph (capturing it first if needed).
+  // ---- CUDA graphs (options.cuda_graphs; step_graphs_cuda.h) ------------------------------------
+  // Not with collectives (NCCL's bounded waits are host code) or a layer observer (ProfilerHook: its
+  // profiled steps run eagerly). True when the step was launched from a captured graph.
   bool replay_captured(const Tensor& x, const Tensor& y, uint64_t step, float lr, int slot) {
-    if (!o_.cuda_graphs || graphs_failed_ || o_.collectives || external_) return false;
-    note_signature(x, y);
-    if (eager_steps_ < 2) return false;
-    optimizer_->check_learning_rate(lr);
-    cudaStream_t s = cuda::current_stream();
-    if (!step_args_.defined())
-      step_args_ = Tensor::empty({static_cast<int64_t>(sizeof(cuda_step::StepArgs))}, DType::kU8, Device::kCuda);
-    cuda_step::write_step_args(step_args(), step, lr, s);
-    CapturedStep* g = nullptr;
-    for (const auto& c : captured_)
-      if (c->images == x.raw() && c->labels == y.raw() && c->slot == slot) g = c.get();
-    if (!g) {
-      // Device batches handed in from elsewhere (each at a new address) would capture without end.
-      if (captured_.size() >= kMaxCapturedSteps) return false;
-      if (!(g = capture(x, y, step, slot))) return false;
-    }
-    CUDA_CHECK(cudaGraphLaunch(g->exec, s));
-    g->checks->requeue();  // its label checks are raised with this step's results
-    ++graph_replays_;
-    return true;
-  }
-
-  CapturedStep* capture(const Tensor& x, const Tensor& y, uint64_t step, int slot) {
-    cudaStream_t s = cuda::current_stream();
-    auto checks = std::make_unique<cuda::LabelCheckCapture>();
-    std::string failure;
-    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    graph_.set_device_step(&step_args()->step);
-    try {
-      forward_backward([&] { step_.queue_train(x, y, step); }, y);
-      update(0, &step_args()->lr);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    graph_.set_device_step(nullptr);
-    checks->stop();
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(s, &graph);
-    if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
-    cudaGraphExec_t exec = nullptr;
-    if (failure.empty()) {
-      const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-      if (made != cudaSuccess) failure = cudaGetErrorString(made);
-    }
-    if (graph) cudaGraphDestroy(graph);
-    if (!failure.empty()) {
-      cudaGetLastError();  // the failed capture's error is not the next call's
-      graphs_failed_ = true;
-      log_warn("cuda_graph: capturing the training step failed (", failure, "); training goes on with eager steps");
-      return nullptr;
-    }
-    auto c = std::make_unique<CapturedStep>();
-    c->exec = exec;
-    c->checks = std::move(checks);
-    c->images = x.raw();
-    c->labels = y.raw();
-    c->slot = slot;
-    captured_.push_back(std::move(c));
-    return captured_.back().get();
-  }
-
-  // The batch shape and label dtype of the steps since the last change (train() and queue_train() alike,
-  // so bench train's warm-up counts): a change drops the captured graphs (the graph's buffers may move)
-  // and the two eager steps a capture waits for start again.
-  void note_signature(const Tensor& x, const Tensor& y) {
-    std::pair<Shape, DType> signature{x.shape(), y.dtype()};
-    if (signature == step_signature_) return;
-    drop_captured_steps();
-    step_signature_ = std::move(signature);
-  }
-
-  void drop_captured_steps() {
-    eager_steps_ = 0;
-    if (captured_.empty()) return;
-    CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream()));  // no replay still running
-    // A queued step's label checks may still point into a graph's slots: those stay until the runner goes.
-    for (auto& c : captured_) retired_checks_.push_back(std::move(c->checks));
-    captured_.clear();
+    if (!o_.cuda_graphs || o_.collectives || external_) return false;
+    optimizer_->check_learning_rate(lr);  // decide()'s host check, which a replay's decision skips
+    return graphs_.replay(x, y, step, lr, slot, [&](const cuda_step::StepArgs* args) {
+      graph_.set_device_step(&args->step);
+      try {
+        forward_backward([&] { step_.queue_train(x, y, step); }, y);
+        update(0, &args->lr);
+      } catch (...) {
+        graph_.set_device_step(nullptr);
+        throw;
+      }
+      graph_.set_device_step(nullptr);
+    });
   }
 
   // Data parallel: buckets of gradients in backward order, and for each graph node the buckets its
@@ -712,14 +618,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   QueuedResults queued_results_[2];
   int next_queued_ = 0;
   QueuedResults* queued_ = nullptr;
-  // CUDA graphs (options.cuda_graphs): the captured steps, the device StepArgs they read, the batch shape
-  // and label dtype they were captured for, eager steps since the last change.
-  std::vector<std::unique_ptr<CapturedStep>> captured_;
-  std::vector<std::unique_ptr<cuda::LabelCheckCapture>> retired_checks_;
-  Tensor step_args_;
-  std::pair<Shape, DType> step_signature_{{}, DType::kF32};
-  int64_t eager_steps_ = 0, graph_replays_ = 0;
-  bool graphs_failed_ = false;
+  StepGraphs graphs_;  // CUDA graphs of the queued step (options.cuda_graphs)
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
 };
 
