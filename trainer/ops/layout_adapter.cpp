@@ -141,8 +141,6 @@ Tensor to_nhwc(const Tensor& nchw) {
   return out;
 }
 
-Shape nhwc_rows(const Shape& nchw) { return is4(nchw) ? Shape{nchw[0] * nchw[2] * nchw[3], nchw[1]} : nchw; }
-
 std::unique_ptr<OpKernel> adapt_to_nhwc(std::unique_ptr<OpKernel> nchw_kernel) {
   FASTNN_CHECK(nchw_kernel, "adapt_to_nhwc: null kernel");
   return std::make_unique<NhwcAdapter>(std::move(nchw_kernel));

@@ -10,8 +10,7 @@
 // backward's NCHW gradients are device buffers the adapter allocates once). Not accumulates_input_grads.
 //
 // Also the vocabulary of NHWC kernels (OpRegistry::add_nhwc_kernel): nhwc_signature() turns an NCHW
-// kernel's signature into the NHWC one, and nhwc_rows() views an NHWC tensor as the [N*H*W, C] matrix
-// that ops reducing over everything but the channel (batch_norm, concat, bias) take as it is.
+// kernel's signature into the NHWC one.
 #pragma once
 
 #include <memory>
@@ -32,7 +31,5 @@ OpSignature nhwc_signature(OpSignature nchw);
 // A host [N, C, H, W] tensor transposed into a new [N, H, W, C] one tagged kNHWC (exact).
 Tensor to_nhwc(const Tensor& nchw);
 
-// [N, C, H, W] -> [N*H*W, C]: the NHWC tensor of that NCHW shape as rows of channels; other ranks unchanged.
-Shape nhwc_rows(const Shape& nchw);
 
 }  // namespace fastnn::ops
