@@ -3,19 +3,20 @@
 metrics.jsonl without its timing fields, and a SHA-256 of the final checkpoint's weights (names, dtypes,
 shapes and bytes, in name order). The reference (tests/data/lenet_recipe_reference.json) was recorded
 with the CPU loop before the CPU and GPU loops were merged into one (issue 12); the merged loop must
-reproduce it exactly. The digits depend on OpenBLAS's kernels, which it picks per CPU, so the exact
-comparison runs only where OpenBLAS reports the reference's core; elsewhere it says so and passes
-(the caller still checks the accuracy).
+reproduce it exactly. The digits depend on OpenBLAS's kernels, which are picked per CPU, so the exact
+comparison runs only where fastnn runs the reference's core (`fastnn --version`, "BLAS core:"; fastnn
+may pick another core than OpenBLAS alone would, trainer/ops/blas_core.h); elsewhere it says so and
+passes (the caller still checks the accuracy).
 
-  lenet_reference.py record  RUN_DIR OUT.json
-  lenet_reference.py compare RUN_DIR REFERENCE.json
+  lenet_reference.py record  RUN_DIR OUT.json       FASTNN
+  lenet_reference.py compare RUN_DIR REFERENCE.json FASTNN
 """
-import ctypes
 import glob
 import hashlib
 import json
 import os
 import struct
+import subprocess
 import sys
 
 TIMING = {"wall_time", "images_per_sec", "data_wait_fraction", "train_seconds"}
@@ -23,13 +24,12 @@ TIMING = {"wall_time", "images_per_sec", "data_wait_fraction", "train_seconds"}
 LATER = {"confusion_matrix"}
 
 
-def blas_core():
-    try:
-        lib = ctypes.CDLL("libopenblas.so.0")
-        lib.openblas_get_corename.restype = ctypes.c_char_p
-        return lib.openblas_get_corename().decode()
-    except OSError:
-        return "unknown"
+def blas_core(fastnn):
+    version = subprocess.run([fastnn, "--version"], capture_output=True, text=True, check=True).stdout
+    for line in version.splitlines():
+        if line.startswith("BLAS core: "):
+            return line[len("BLAS core: "):].split(",")[0]
+    raise SystemExit(f"{fastnn} --version names no BLAS core:\n{version}")
 
 
 def metrics(run_dir):
@@ -66,15 +66,15 @@ def weights_digest(path):
     return h.hexdigest()
 
 
-def summary(run_dir):
+def summary(run_dir, fastnn):
     w = final_weights(run_dir)
-    return {"blas_core": blas_core(), "weights_file": os.path.basename(w), "weights_sha256": weights_digest(w),
+    return {"blas_core": blas_core(fastnn), "weights_file": os.path.basename(w), "weights_sha256": weights_digest(w),
             "metrics": metrics(run_dir)}
 
 
 def main():
-    mode, run_dir, ref = sys.argv[1:4]
-    got = summary(run_dir)
+    mode, run_dir, ref, fastnn = sys.argv[1:5]
+    got = summary(run_dir, fastnn)
     if mode == "record":
         with open(ref, "w") as f:
             json.dump(got, f, indent=1)

@@ -33,7 +33,7 @@ fwd = {e["name"] for e in ev if e["cat"] == "forward"}
 assert {"conv1", "conv2", "fc3", "fc4"} <= {n.split("/")[-1] for n in fwd}, fwd
 assert all(e["dur"] >= 0 for e in ev)
 PY
-python3 "$SRC/tests/integration/lenet_reference.py" compare run "$SRC/tests/data/lenet_recipe_reference.json" ||
+python3 "$SRC/tests/integration/lenet_reference.py" compare run "$SRC/tests/data/lenet_recipe_reference.json" "$FASTNN" ||
   fail "the one loop does not reproduce the recorded CPU loop"
 
 "$FASTNN" eval --model_name=lenet --dataset_dir=data --output_dir=run --batch_size=500 --json > eval.json || fail "eval"

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "trainer/loop/device_setup.h"
+#include "trainer/ops/blas_core.h"
 
 #ifdef FASTNN_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -65,7 +66,9 @@ std::string build_info() {
   if (const size_t nl = line.find_first_of("\n,"); nl != std::string::npos) line.resize(nl);
   os << "MPI: " << line << "\n";
 #endif
+  const ops::cpu::BlasCore& core = ops::cpu::blas_core();  // first: the config names the core in use
   os << "BLAS: " << openblas_get_config() << "\n";
+  os << "BLAS core: " << core.name << ", chosen by " << core.chosen << "\n";
   return os.str();
 }
 
