@@ -44,6 +44,7 @@ bench vgg16_fp16 --model_name=vgg_16 --batch_size=128 --device=cuda --precision=
 # NHWC (data_format=NHWC: cuDNN's tensor-core layout, NHWC batch norm / pooling / concat kernels), plain and
 # with every step-level change together (fused, graphed): the rows to hold against PyTorch AMP channels_last.
 bench resnet50_fp16_nhwc --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC
+bench resnet50_fp16_nhwc_nopad --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --conv_pad_channels=false
 bench resnet50_fp16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 bench resnet50_bf16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NHWC --fuse_ops --cuda_graph
 bench inception_v3_fp16_nhwc --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph

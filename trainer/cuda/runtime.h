@@ -73,6 +73,9 @@ struct Policy {
   // step runner turns it on (process-wide) and raises after every train / evaluate.
   bool defer_label_checks = false;
   size_t max_conv_workspace = size_t{1} << 30;  // bytes one convolution may ask for
+  // NHWC f16/bf16 convolutions with input channels not a multiple of 8 run on zero-padded channels
+  // (ops::conv_channels_for_cudnn).
+  bool pad_conv_channels = true;
 };
 Policy policy();
 void set_policy(const Policy& p);

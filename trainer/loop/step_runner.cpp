@@ -47,6 +47,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.label_smoothing = c.label_smoothing();
   o.deterministic = c.deterministic();
   o.exhaustive_conv_search = c.conv_search() == "exhaustive";
+  o.pad_conv_channels = c.conv_pad_channels();
   o.fuse = c.fuse_ops();
   o.cuda_graphs = c.cuda_graph();
   o.layout = c.data_format() == "NHWC" ? Layout::kNHWC : Layout::kNCHW;  // auto: NCHW

@@ -114,6 +114,9 @@ struct StepRunnerOptions {
   // CUDA: time every cuDNN convolution algorithm once per shape (cuda::Policy::conv_search; the
   // conv_search config field) instead of taking cuDNN's heuristic ranking.
   bool exhaustive_conv_search = false;
+  // CUDA, NHWC, f16/bf16: convolutions over a channel count that is not a multiple of 8 run on zero-padded
+  // channels (cuda::Policy::pad_conv_channels; the conv_pad_channels config field).
+  bool pad_conv_channels = true;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
   // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes

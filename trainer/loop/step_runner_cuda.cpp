@@ -50,6 +50,7 @@ void set_runner_policy(const StepRunnerOptions& o) {
   p.defer_label_checks = true;  // raised after each step's one read-back (train / evaluate below)
   p.deterministic = o.deterministic;
   p.conv_search = o.exhaustive_conv_search ? cuda::ConvAlgoSearch::kExhaustive : cuda::ConvAlgoSearch::kHeuristic;
+  p.pad_conv_channels = o.pad_conv_channels;
   cuda::set_policy(p);
 }
 

@@ -60,6 +60,17 @@ OpSignature conv2d_signature(const Conv2dParams& p, DType dtype);
 
 void register_conv2d(OpRegistry& registry);
 
+// The input channels cuDNN is given for a convolution on CUDA. NHWC f16/bf16 convolutions run on
+// tensor cores in units of 8 channels; one over C channels that are not a multiple of 8 (the image
+// stem's 3, Fashion-MNIST's 1) is given C rounded up to 8 when `pad` is set (cuda::Policy::
+// pad_conv_channels), groups being 1: x and the [K, R, S, C] weight copy get zero channels, which add
+// exact zeros, so the result is that of the C-channel convolution. Otherwise C.
+inline int64_t conv_channels_for_cudnn(const Conv2dParams& p, DType dt, bool nhwc, bool pad) {
+  const bool half = dt == DType::kF16 || dt == DType::kBF16;
+  if (!pad || !nhwc || !half || p.groups != 1 || p.c % 8 == 0) return p.c;
+  return (p.c + 7) / 8 * 8;
+}
+
 namespace cpu {
 
 // 1x1 convolutions (groups 1, N > 1) on planes of at most this many pixels take the batched path: the

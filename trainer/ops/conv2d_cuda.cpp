@@ -14,13 +14,21 @@
 // back: two weight-sized copies a step, against activation-sized transposes in every NCHW half-precision
 // convolution. Bias and asymmetric padding act on [N*P*Q, K] rows and [N, H, W*C] planes.
 //
+// Channel padding (NHWC, f16/bf16, groups 1, C not a multiple of 8: conv_channels_for_cudnn): cuDNN
+// sees Cp = C rounded up to 8. x is staged into [N, H, W, Cp] with zero channels (pad2d on [N*H*W, C]
+// rows), then padded spatially if needed; the KRSC weight copy gets zero channels the same way; the
+// filter gradient [K, R, S, Cp] is cropped to C before it is transposed back, and the data gradient is
+// computed into the staged buffer and cropped (so it cannot add into dx). The zero channels contribute
+// exact zeros: the C-channel convolution's result.
+//
 // Algorithms: chosen once per kernel object when it is created (and shared through a process-wide
 // cache keyed by the full problem, so identical layers do not search twice): cuDNN's heuristics
 // (cudnnGet*_v7) by default, timed search (cudnnFind*) with Policy::conv_search = kExhaustive. A
 // candidate is skipped when its workspace exceeds Policy::max_conv_workspace, when it is not
 // deterministic and Policy::deterministic is set, or when it uses tensor cores on f32 data while
 // TF32 is not allowed (the descriptor is also set to CUDNN_FMA_MATH then). Workspace:
-// max(fwd, bwd-data, bwd-filter) + the padded buffer when padding is asymmetric.
+// max(fwd, bwd-data, bwd-filter) + the staged input when padding is asymmetric or channels are padded
+// (+ the channel-padded, spatially unpadded input when both) + NHWC's weight-sized buffers.
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -108,17 +116,20 @@ class Conv2dCuda final : public OpKernel {
     et_ = g.pad_top - sym_h, eb_ = g.pad_bottom - sym_h, el_ = g.pad_left - sym_w, er_ = g.pad_right - sym_w;
     asym_ = et_ || eb_ || el_ || er_;
     hp_ = p.h + et_ + eb_, wp_ = p.w + el_ + er_;
-    // The data gradient can add into dx (beta = 1) unless it goes through the padded buffer and a crop.
-    sig_.accumulates_input_grads = !asym_;
+    const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
+    cp_ = conv_channels_for_cudnn(p, dt, nhwc, pol.pad_conv_channels);
+    chpad_ = cp_ != p.c;
+    staged_ = asym_ || chpad_;
+    // The data gradient can add into dx (beta = 1) unless it goes through the staged buffer and a crop.
+    sig_.accumulates_input_grads = !staged_;
 
     const cudnnDataType_t t = cudnn_type(dt);
     const cudnnTensorFormat_t f = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, f, t, to_int(p.n), to_int(p.c), to_int(hp_), to_int(wp_)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, f, t, to_int(p.n), to_int(cp_), to_int(hp_), to_int(wp_)));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.d, f, t, to_int(p.n), to_int(p.k), to_int(g.p), to_int(g.q)));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, t, f, to_int(p.k), to_int(p.c / p.groups), to_int(g.r), to_int(g.s)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, t, f, to_int(p.k), to_int(cp_ / p.groups), to_int(g.r), to_int(g.s)));
     if (nhwc)  // the weights in cuDNN's NHWC filter order, written by forward for the data gradient
-      sig_.saved.push_back(TensorSpec{.name = "weight_krsc", .shape = {p.k, g.r, g.s, p.c / p.groups}, .dtype = dt});
-    const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
+      sig_.saved.push_back(TensorSpec{.name = "weight_krsc", .shape = {p.k, g.r, g.s, cp_ / p.groups}, .dtype = dt});
     const bool fp32_no_tf32 = dt == DType::kF32 && !pol.allow_tf32;
     // f32 without TF32: FMA kernels only; otherwise tensor cores are welcome.
     const cudnnMathType_t math =
@@ -143,10 +154,15 @@ class Conv2dCuda final : public OpKernel {
       CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_filter_.d, algos_.bwd_filter.math));
     }
     conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
-    pad_bytes_ = asym_ ? cuda::align256(static_cast<size_t>(p.n * p.c * hp_ * wp_) * sizeof(T)) : 0;
-    dw_bytes_ = nhwc ? static_cast<size_t>(p.weight_numel()) * sizeof(T) : 0;
+    stage_bytes_ = staged_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * hp_ * wp_) * sizeof(T)) : 0;
+    mid_bytes_ = asym_ && chpad_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * p.h * p.w) * sizeof(T)) : 0;
+    // NHWC: the filter gradient in [K, R, S, Cp], and with padded channels the [K, R, S, C] transposition
+    // between it (or the weights) and the [K, C, R, S] parameter.
+    const size_t krs = static_cast<size_t>(p.k * g.r * g.s);
+    dw_bytes_ = nhwc ? cuda::align256(krs * static_cast<size_t>(cp_ / p.groups) * sizeof(T)) : 0;
+    krsc_bytes_ = nhwc && chpad_ ? cuda::align256(krs * static_cast<size_t>(p.c) * sizeof(T)) : 0;
     // The bias gradient's sums reuse the start of the workspace (after the filter pass, before the data pass).
-    sig_.workspace_bytes = std::max(conv_ws_ + pad_bytes_ + dw_bytes_,
+    sig_.workspace_bytes = std::max(conv_ws_ + stage_bytes_ + mid_bytes_ + dw_bytes_ + krsc_bytes_,
                                     p_.bias ? cuda::bias_grad_workspace_bytes(bias_rows(), p_.k, bias_inner()) : 0);
   }
 
@@ -155,12 +171,12 @@ class Conv2dCuda final : public OpKernel {
     const cudaStream_t s = cuda::stream_of(a);
     const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
     char* ws = cuda::ptr<char>(a.workspace);
-    const void* x = padded_input(a.inputs[0], ws, s);
+    const void* x = staged_input(a.inputs[0], ws, s);
     T* y = cuda::ptr<T>(a.outputs[0]);
     const void* w = a.params[0].raw();
     if (nhwc_) {
       void* krsc = a.saved.back().raw();
-      cuda::transpose_last2(p_.k, p_.c / p_.groups, p_.win.r * p_.win.s, sizeof(T), w, krsc, s);
+      write_krsc_weights(w, krsc, ws, s);
       w = krsc;
     }
     const float one = 1.f, zero = 0.f;
@@ -176,43 +192,93 @@ class Conv2dCuda final : public OpKernel {
     char* ws = cuda::ptr<char>(a.workspace);
     const T* dy = cuda::ptr<T>(a.d_outputs[0]);
     const float one = 1.f, zero = 0.f;
-    // Filter gradient first: it reads the padded x from the workspace, which the data pass reuses.
+    // Filter gradient first: it reads the staged x from the workspace, which the data pass reuses.
     if (a.d_params[0].defined()) {
-      const void* x = padded_input(a.inputs[0], ws, s);
-      void* dw = nhwc_ ? static_cast<void*>(ws + conv_ws_ + pad_bytes_) : a.d_params[0].raw();  // [K, R, S, C]
+      const void* x = staged_input(a.inputs[0], ws, s);
+      void* dw = nhwc_ ? static_cast<void*>(dw_buffer(ws)) : a.d_params[0].raw();  // NHWC: [K, R, S, Cp]
       CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
                                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
                                                  ws, conv_ws_, &zero, w_.d, dw));
-      if (nhwc_)
-        cuda::transpose_last2(p_.k, p_.win.r * p_.win.s, p_.c / p_.groups, sizeof(T), dw, a.d_params[0].raw(), s);
+      if (nhwc_) write_filter_grad(dw_buffer(ws), a.d_params[0].raw(), ws, s);
     }
     if (p_.bias && a.d_params[1].defined())
       cuda::bias_grad<T>(bias_rows(), p_.k, bias_inner(), dy, cuda::ptr<T>(a.d_params[1]), ws, s);
     if (a.d_inputs[0].defined()) {
       T* dx = cuda::ptr<T>(a.d_inputs[0]);
-      void* dxp = asym_ ? static_cast<void*>(ws + conv_ws_) : static_cast<void*>(dx);
+      void* dxp = staged_ ? static_cast<void*>(stage_buffer(ws)) : static_cast<void*>(dx);
       const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
       CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
                                                static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
                                                conv_ws_, (a.accumulate & 1) ? &one : &zero, x_.d, dxp));
-      if (asym_) crop(static_cast<const T*>(dxp), dx, s);
+      if (staged_) unstage(static_cast<const T*>(dxp), dx, ws, s);
     }
   }
 
  private:
-  // x itself, or x copied into the zero-padded buffer after the convolution workspace. NHWC pads [N, H,
-  // W*C] planes by whole pixels of C values.
-  const void* padded_input(const Tensor& x, char* ws, cudaStream_t s) {
-    if (!asym_) return x.raw();
-    T* xp = reinterpret_cast<T*>(ws + conv_ws_);
-    if (nhwc_) cuda::pad2d<T>(p_.n, p_.h, p_.w * p_.c, et_, eb_, el_ * p_.c, er_ * p_.c, cuda::ptr<T>(x), xp, s);
-    else cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
+  // The workspace after cuDNN's own part: [staged x][channel-padded x before spatial padding][NHWC filter
+  // gradient][KRSC transposition with C channels].
+  T* stage_buffer(char* ws) const { return reinterpret_cast<T*>(ws + conv_ws_); }
+  T* mid_buffer(char* ws) const { return reinterpret_cast<T*>(ws + conv_ws_ + stage_bytes_); }
+  T* dw_buffer(char* ws) const { return reinterpret_cast<T*>(ws + conv_ws_ + stage_bytes_ + mid_bytes_); }
+  T* krsc_buffer(char* ws) const {
+    return reinterpret_cast<T*>(ws + conv_ws_ + stage_bytes_ + mid_bytes_ + dw_bytes_);
+  }
+
+  // x itself, or x staged for cuDNN in the workspace: its channels zero-padded to Cp (as [N*H*W, C]
+  // rows), then copied into the spatially zero-padded buffer (NHWC: [N, H, W*Cp] planes padded by whole
+  // pixels of Cp values).
+  const void* staged_input(const Tensor& x, char* ws, cudaStream_t s) const {
+    if (!staged_) return x.raw();
+    T* xp = stage_buffer(ws);
+    if (!nhwc_) {
+      cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
+      return xp;
+    }
+    const T* src = cuda::ptr<T>(x);
+    if (chpad_) {
+      T* dst = asym_ ? mid_buffer(ws) : xp;
+      cuda::pad2d<T>(1, p_.n * p_.h * p_.w, p_.c, 0, 0, 0, cp_ - p_.c, src, dst, s);
+      src = dst;
+    }
+    if (asym_) cuda::pad2d<T>(p_.n, p_.h, p_.w * cp_, et_, eb_, el_ * cp_, er_ * cp_, src, xp, s);
     return xp;
   }
-  void crop(const T* xp, T* x, cudaStream_t s) const {
-    if (nhwc_) cuda::crop2d<T>(p_.n, p_.h, p_.w * p_.c, et_, eb_, el_ * p_.c, er_ * p_.c, xp, x, s);
-    else cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, xp, x, s);
+  // The inverse of staged_input for the data gradient: xp (the staged shape) -> x.
+  void unstage(const T* xp, T* x, char* ws, cudaStream_t s) const {
+    if (!nhwc_) {
+      cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, xp, x, s);
+      return;
+    }
+    const T* src = xp;
+    if (asym_) {
+      T* dst = chpad_ ? mid_buffer(ws) : x;
+      cuda::crop2d<T>(p_.n, p_.h, p_.w * cp_, et_, eb_, el_ * cp_, er_ * cp_, src, dst, s);
+      src = dst;
+    }
+    if (chpad_) cuda::crop2d<T>(1, p_.n * p_.h * p_.w, p_.c, 0, 0, 0, cp_ - p_.c, src, x, s);
+  }
+  // The parameter [K, C/g, R, S] as cuDNN's NHWC filter [K, R, S, Cp/g] (zero channels after C).
+  void write_krsc_weights(const void* w, void* krsc, char* ws, cudaStream_t s) const {
+    const int64_t rs = p_.win.r * p_.win.s, cg = p_.c / p_.groups;
+    if (!chpad_) {
+      cuda::transpose_last2(p_.k, cg, rs, sizeof(T), w, krsc, s);
+      return;
+    }
+    T* tmp = krsc_buffer(ws);
+    cuda::transpose_last2(p_.k, cg, rs, sizeof(T), w, tmp, s);
+    cuda::pad2d<T>(1, p_.k * rs, cg, 0, 0, 0, cp_ - cg, tmp, static_cast<T*>(krsc), s);
+  }
+  // cuDNN's NHWC filter gradient [K, R, S, Cp/g] as the parameter's [K, C/g, R, S].
+  void write_filter_grad(const T* dw_krsc, void* dw, char* ws, cudaStream_t s) const {
+    const int64_t rs = p_.win.r * p_.win.s, cg = p_.c / p_.groups;
+    const T* src = dw_krsc;
+    if (chpad_) {
+      T* tmp = krsc_buffer(ws);
+      cuda::crop2d<T>(1, p_.k * rs, cg, 0, 0, 0, cp_ - cg, dw_krsc, tmp, s);
+      src = tmp;
+    }
+    cuda::transpose_last2(p_.k, rs, cg, sizeof(T), src, dw, s);
   }
   // y as bias_add / bias_grad see it: [N, K, P*Q], or [N*P*Q, K, 1] rows in NHWC.
   int64_t bias_rows() const { return nhwc_ ? p_.n * p_.win.p * p_.win.q : p_.n; }
@@ -220,7 +286,7 @@ class Conv2dCuda final : public OpKernel {
 
   std::string cache_key(const ::fastnn::cuda::Policy& pol) const {
     const Window2d& g = p_.win;
-    return str(::fastnn::cuda::current_device(), " ", dtype_name(dt_), nhwc_ ? " nhwc" : " nchw", " n", p_.n, " c", p_.c, " ", hp_, "x", wp_,
+    return str(::fastnn::cuda::current_device(), " ", dtype_name(dt_), nhwc_ ? " nhwc" : " nchw", " n", p_.n, " c", cp_, " ", hp_, "x", wp_,
                " k", p_.k, " g", p_.groups, " ", g.to_string(), " tf32 ", pol.allow_tf32, " det ", pol.deterministic,
                " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
   }
@@ -295,11 +361,14 @@ class Conv2dCuda final : public OpKernel {
   bool nhwc_ = false;
   int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0, hp_ = 0, wp_ = 0;
   bool asym_ = false;
+  int64_t cp_ = 0;        // the input channels cuDNN sees (conv_channels_for_cudnn)
+  bool chpad_ = false;    // cp_ > C: zero channels added
+  bool staged_ = false;   // x goes through the workspace (asymmetric padding or padded channels)
   TensorDesc x_, y_;
   FilterDesc w_;
   ConvDesc conv_fwd_, conv_bwd_data_, conv_bwd_filter_;
   Algos algos_;
-  size_t conv_ws_ = 0, pad_bytes_ = 0, dw_bytes_ = 0;
+  size_t conv_ws_ = 0, stage_bytes_ = 0, mid_bytes_ = 0, dw_bytes_ = 0, krsc_bytes_ = 0;
 };
 
 }  // namespace

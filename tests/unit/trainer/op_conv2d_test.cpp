@@ -31,6 +31,25 @@ std::vector<T> run_forward(const Conv2dParams& p, const std::vector<T>& x, const
 
 // 4x4 image 1..16, 3x3 filter with 1 at (0,1) and 2 at (2,2), bias 1: y[p][q] = x[p][q+1] + 2 x[p+2][q+2] + 1
 // (cross-correlation: the filter is not flipped).
+// The channels a CUDA convolution hands cuDNN (the stem's channel padding for tensor cores): rounded up
+// to 8 only for NHWC f16/bf16 with groups 1, when the policy allows.
+TEST(Conv2d, CudnnChannelsArePaddedOnlyForHalfPrecisionNhwc) {
+  auto p = [](int64_t c, int64_t groups) {
+    Conv2dParams q;
+    q.c = c, q.groups = groups;
+    return q;
+  };
+  EXPECT_EQ(conv_channels_for_cudnn(p(3, 1), DType::kF16, true, true), 8);
+  EXPECT_EQ(conv_channels_for_cudnn(p(3, 1), DType::kBF16, true, true), 8);
+  EXPECT_EQ(conv_channels_for_cudnn(p(1, 1), DType::kF16, true, true), 8);
+  EXPECT_EQ(conv_channels_for_cudnn(p(12, 1), DType::kF16, true, true), 16);
+  EXPECT_EQ(conv_channels_for_cudnn(p(64, 1), DType::kF16, true, true), 64);
+  EXPECT_EQ(conv_channels_for_cudnn(p(3, 1), DType::kF32, true, true), 3) << "f32 keeps its channels";
+  EXPECT_EQ(conv_channels_for_cudnn(p(3, 1), DType::kF16, false, true), 3) << "NCHW keeps its channels";
+  EXPECT_EQ(conv_channels_for_cudnn(p(3, 1), DType::kF16, true, false), 3) << "policy off";
+  EXPECT_EQ(conv_channels_for_cudnn(p(12, 4), DType::kF16, true, true), 12) << "grouped convolutions keep theirs";
+}
+
 TEST(Conv2d, HandComputed3x3On4x4) {
   std::vector<double> x(16), w(9, 0.0), b{1.0};
   for (int i = 0; i < 16; ++i) x[i] = i + 1;

@@ -50,6 +50,12 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"conv2d", {"resnet_k3", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 64, 14, 14}}}}},
       {"conv2d", {"stem_k7_s2_same", {{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}},
                   {{{4, 3, 32, 32}}}}},
+      // Channels not a multiple of 8: in f16/bf16 these run on zero-padded channels (conv_channels_for_cudnn):
+      // the stem above (padded channels and asymmetric spatial padding), one channel with symmetric
+      // padding (channels only), 12 channels unpadded in space, with a bias.
+      {"conv2d", {"mnist_c1_k5_same", {{"filters", 32}, {"kernel", 5}, {"padding", "same"}, {"bias", false}},
+                  {{{4, 1, 12, 12}}}}},
+      {"conv2d", {"c12_k3_valid_bias", {{"filters", 24}, {"kernel", 3}, {"padding", "valid"}}, {{{2, 12, 9, 9}}}}},
       {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{8, 64, 14, 14}}}}},
       {"conv2d", {"vgg_k3_bias", {{"filters", 32}, {"kernel", 3}, {"padding", 1}}, {{{4, 16, 20, 20}}}}},
       {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{4, 16, 9, 9}}}}},
@@ -102,6 +108,30 @@ std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
 std::unique_ptr<OpKernel> cuda_nhwc_kernel(const std::string& op, const Attrs& attrs, const std::vector<TensorSpec>& in) {
   if (auto k = registry().create_nhwc(op, Device::kCuda, attrs, in)) return k;
   return adapt_to_nhwc(registry().create(op, Device::kCuda, attrs, in));
+}
+
+// The channel padding is in use where the rule says (and only there): cuDNN's KRSC weight copy, a saved
+// tensor, has Cp channels; with the policy off, C.
+TEST(CudaNhwcOps, HalfPrecisionConvolutionPadsChannelsToEight) {
+  REQUIRE_GPU();
+  const Attrs attrs{{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}};
+  const cuda::Policy before = cuda::policy();
+  for (const bool pad : {true, false}) {
+    cuda::Policy p = before;
+    p.pad_conv_channels = pad;
+    cuda::set_policy(p);
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const std::vector<TensorSpec> in{TensorSpec{.name = "x", .shape = {2, 3, 32, 32}, .dtype = dt}};
+      auto k = registry().create_nhwc("conv2d", Device::kCuda, attrs, in);
+      ASSERT_TRUE(k) << dtype_name(dt);
+      const OpSignature& sig = k->signature();
+      ASSERT_FALSE(sig.saved.empty());
+      const int64_t want = pad && dt != DType::kF32 ? 8 : 3;
+      EXPECT_EQ(sig.saved.back().shape, (Shape{64, 7, 7, want})) << dtype_name(dt) << " pad " << pad;
+      EXPECT_EQ(sig.accumulates_input_grads, false) << "the stem's padding is asymmetric: dx goes through a crop";
+    }
+  }
+  cuda::set_policy(before);
 }
 
 class CudaNhwcOpCase : public testing::TestWithParam<NhwcCase> {};
