@@ -329,10 +329,7 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
 
 void NetPlan::fuse_activations() {
   const size_t n = nodes_.size();
-  std::vector<int> readers(n, 0);
-  for (const PlanNode& node : nodes_)
-    for (int p : node.inputs)
-      if (p != kDataInput) ++readers[static_cast<size_t>(p)];
+  std::vector<int> readers = reader_counts();
   std::vector<int> into(n, -1);  // a fused-away relu -> the node it joined
   for (size_t j = 0; j < n; ++j) {
     PlanNode& tail = nodes_[j];
@@ -348,6 +345,57 @@ void NetPlan::fuse_activations() {
     head.output_shape = head.kernel->signature().outputs[0].shape;
     into[j] = static_cast<int>(i);
   }
+  drop_fused(into);
+  fuse_residual_batch_norms();
+}
+
+// A batch_norm read only by a two-input add+relu (a residual unit's last batch norm) joins it at the
+// add's place, where its input and the add's other input are both computed already: one node
+// "batch_norm+add+relu" with the batch norm's input, then the other addend; the add keeps its name.
+void NetPlan::fuse_residual_batch_norms() {
+  const size_t n = nodes_.size();
+  std::vector<int> readers = reader_counts();
+  std::vector<int> into(n, -1);  // a fused-away batch_norm -> the add it joined
+  for (size_t j = 0; j < n; ++j) {
+    PlanNode& add = nodes_[j];
+    if (add.op != "add+relu" || add.inputs.size() != 2) continue;
+    int slot = -1;  // the later of the qualifying addends: the residual branch where both are batch norms
+    for (int k = 0; k < 2; ++k) {
+      const int i = add.inputs[static_cast<size_t>(k)];
+      if (i == kDataInput || nodes_[static_cast<size_t>(i)].op != "batch_norm" || readers[static_cast<size_t>(i)] != 1)
+        continue;
+      if (i == logits_ || i == aux_logits_ || into[static_cast<size_t>(i)] >= 0) continue;
+      if (slot < 0 || i > add.inputs[static_cast<size_t>(slot)]) slot = k;
+    }
+    if (slot < 0) continue;
+    const auto i = static_cast<size_t>(add.inputs[static_cast<size_t>(slot)]);
+    PlanNode& bn = nodes_[i];
+    const int other = add.inputs[static_cast<size_t>(1 - slot)];
+    add.kernel = ops::make_fused_kernel(std::move(bn.kernel), std::move(add.kernel), options_.registry,
+                                        static_cast<size_t>(slot));
+    add.inputs = bn.inputs;
+    add.inputs.push_back(other);
+    add.params = std::move(bn.params);
+    add.state = std::move(bn.state);
+    add.op = bn.op + "+" + add.op;
+    add.type = bn.type + "+" + add.type;
+    into[i] = static_cast<int>(j);
+  }
+  drop_fused(into);
+}
+
+std::vector<int> NetPlan::reader_counts() const {
+  std::vector<int> readers(nodes_.size(), 0);
+  for (const PlanNode& node : nodes_)
+    for (int p : node.inputs)
+      if (p != kDataInput) ++readers[static_cast<size_t>(p)];
+  return readers;
+}
+
+// Removes the nodes with into[k] >= 0 (each fused into node into[k]) and renumbers inputs, logits and
+// fused_names_; a removed node's name finds the node it joined.
+void NetPlan::drop_fused(const std::vector<int>& into) {
+  const size_t n = nodes_.size();
   std::vector<int> index(n, -1);  // old node -> new node
   std::vector<PlanNode> kept;
   for (size_t k = 0; k < n; ++k)
@@ -357,6 +405,7 @@ void NetPlan::fuse_activations() {
     }
   for (size_t k = 0; k < n; ++k)
     if (into[k] >= 0) index[k] = index[static_cast<size_t>(into[k])];
+  for (auto& [name, node] : fused_names_) node = index[static_cast<size_t>(node)];
   for (size_t k = 0; k < n; ++k)
     if (into[k] >= 0) fused_names_.push_back({nodes_[k].name, index[k]});
   for (PlanNode& node : kept)

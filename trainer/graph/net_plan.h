@@ -42,7 +42,9 @@ struct PlanOptions {
   const ops::OpRegistry* registry = nullptr;  // null: builtin_op_registry()
   // Fuse a relu into the batch_norm or add before it when that layer's output has no other reader
   // (ops/fused.h): one plan node, named after the first layer, its op "batch_norm+relu" / "add+relu";
-  // find() still knows the relu's name. Bitwise the unfused plan on every device.
+  // then a batch_norm read only by a two-input add+relu into that node ("batch_norm+add+relu", named
+  // after the add; inputs: the batch norm's, then the other addend). find() still knows every fused
+  // layer's name. Bitwise the unfused plan on every device.
   bool fuse = false;
   // kNHWC: every 4-D activation, the data input included, is [N, H, W, C]: each layer gets its op's
   // NHWC kernel for the device (OpRegistry::create_nhwc) or, without one, its NCHW kernel inside
@@ -105,6 +107,9 @@ class NetPlan {
   std::string net_name_;
   Shape input_shape_;
   void fuse_activations();
+  void fuse_residual_batch_norms();
+  std::vector<int> reader_counts() const;
+  void drop_fused(const std::vector<int>& into);
 
   std::vector<PlanNode> nodes_;
   std::vector<std::pair<std::string, int>> fused_names_;  // a fused-away layer -> its node

@@ -96,6 +96,14 @@ template <typename T>
 void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                               const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
                               float* dgamma, float* dbeta, void* ws, cudaStream_t s);
+// batch_norm, plus the residual r, then relu (a residual unit's end: the fuse_ops rewrite
+// "batch_norm+add+relu"): y = relu(z + r) with z = batch_norm(x) rounded to T, written in one pass
+// without z, bitwise batch norm's kernel then add+relu's. (Its backward needs no kernel of its own: the
+// relu's gradient is written once, into r's gradient, and batch_norm_backward reads it.)
+template <typename T>
+void batch_norm_add_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* r, const float* gamma,
+                                 const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
+                                 float* save_invstd, void* ws, cudaStream_t s);
 }  // namespace cuda
 // The kCuda kernel (batch_norm_cuda.cpp); register_batch_norm adds it.
 void register_batch_norm_cuda(OpRegistry& registry);

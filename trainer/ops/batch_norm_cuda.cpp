@@ -14,6 +14,7 @@
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/batch_norm.h"
 #include "trainer/ops/layout_adapter.h"
+#include "trainer/ops/relu.h"
 
 namespace fastnn::ops {
 namespace {
@@ -96,6 +97,64 @@ class BatchNormReluCuda final : public OpKernel {
   BatchNormParams p_;
 };
 
+// relu(batch_norm(x) + r) as one layer (the fuse_ops rewrite of a residual unit's end: batch_norm into the
+// add+relu after it). Inputs x, then the other addend r (the composite's order, whichever add input the
+// batch norm fed: the sum is the same either way round); batch_norm's params, state and saved statistics;
+// add+relu's output. Forward: one pass writes y without the normalised z (the composite writes z, then
+// reads it back with r). Backward: the relu's gradient is written once, into r's gradient, and batch
+// norm's backward reads it there (the composite writes it twice: into r's gradient and its own dz).
+// Bitwise the composite of the CUDA kernels.
+template <typename T>
+class BatchNormAddReluCuda final : public OpKernel {
+ public:
+  BatchNormAddReluCuda(const OpSignature& bn, const OpSignature& add_relu, const BatchNormParams& p)
+      : OpKernel("batch_norm+add+relu", Device::kCuda), p_(p) {
+    sig_ = bn;
+    sig_.inputs.push_back(add_relu.inputs[1]);
+    sig_.input_has_grad.clear();  // both have one
+    sig_.outputs = add_relu.outputs;
+    sig_.has_backward = bn.has_backward && add_relu.has_backward;
+    sig_.accumulates_input_grads = false;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
+    cuda::batch_norm_add_relu_forward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.inputs[1]),
+                                         cuda::ptr<float>(a.params[0]), cuda::ptr<float>(a.params[1]),
+                                         cuda::ptr<float>(a.state[0]), cuda::ptr<float>(a.state[1]),
+                                         cuda::ptr<T>(a.outputs[0]), cuda::ptr<float>(a.saved[0]),
+                                         cuda::ptr<float>(a.saved[1]), const_cast<void*>(a.workspace.raw()),
+                                         cuda::stream_of(a));
+  }
+  void run_backward(const BackwardArgs& a) override {
+    const cudaStream_t s = cuda::stream_of(a);
+    const T *x = cuda::ptr<T>(a.inputs[0]), *y = cuda::ptr<T>(a.outputs[0]), *dy = cuda::ptr<T>(a.d_outputs[0]);
+    T *dx = cuda::ptr<T>(a.d_inputs[0]), *dr = cuda::ptr<T>(a.d_inputs[1]);
+    const float* gamma = cuda::ptr<float>(a.params[0]);
+    const float *mean = cuda::ptr<float>(a.saved[0]), *invstd = cuda::ptr<float>(a.saved[1]);
+    float *dgamma = cuda::ptr<float>(a.d_params[0]), *dbeta = cuda::ptr<float>(a.d_params[1]);
+    void* ws = const_cast<void*>(a.workspace.raw());
+    const bool bn_grads = dx || dgamma || dbeta;
+    if (dr) {  // dz = dy where y > 0: r's gradient, and batch norm's incoming one
+      cuda::relu_backward<T>(a.outputs[0].numel(), y, dy, dr, s);
+      if (bn_grads) cuda::batch_norm_backward<T>(p_, a.training, x, gamma, mean, invstd, dr, dx, dgamma, dbeta, ws, s);
+    } else if (bn_grads) {
+      cuda::batch_norm_relu_backward<T>(p_, a.training, x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta, ws, s);
+    }
+  }
+
+ private:
+  BatchNormParams p_;
+};
+
+template <typename T>
+std::unique_ptr<OpKernel> fuse_with_add_relu(const OpKernel& first, const OpKernel& then) {
+  const auto* bn = dynamic_cast<const BatchNormCuda<T>*>(&first);
+  if (!bn) return nullptr;
+  return std::make_unique<BatchNormAddReluCuda<T>>(bn->signature(), then.signature(), bn->params());
+}
+
 template <typename T>
 std::unique_ptr<OpKernel> fuse_with_relu(const OpKernel& first, const OpKernel& then) {
   const auto* bn = dynamic_cast<const BatchNormCuda<T>*>(&first);
@@ -129,6 +188,19 @@ void register_batch_norm_cuda(OpRegistry& r) {
     if (auto k = fuse_with_relu<float>(first, then)) return k;
     if (auto k = fuse_with_relu<__half>(first, then)) return k;
     return fuse_with_relu<__nv_bfloat16>(first, then);
+  });
+  // A batch_norm into a two-input add+relu (either of the add's one-pass kernel or the composite: both
+  // compute relu(a + b) with the sum rounded to T). The fused layer's inputs are the batch norm's x and
+  // the other addend; the sum does not depend on which add input the batch norm fed.
+  r.add_fusion("batch_norm", "add+relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
+    const OpSignature &a = first.signature(), &b = then.signature();
+    if (a.outputs.size() != 1 || b.inputs.size() != 2 || b.outputs.size() != 1 || b.inputs[0].shape != b.inputs[1].shape ||
+        a.outputs[0].shape != b.inputs[0].shape || a.outputs[0].dtype != b.inputs[0].dtype ||
+        b.inputs[0].dtype != b.inputs[1].dtype)
+      return std::unique_ptr<OpKernel>();
+    if (auto k = fuse_with_add_relu<float>(first, then)) return k;
+    if (auto k = fuse_with_add_relu<__half>(first, then)) return k;
+    return fuse_with_add_relu<__nv_bfloat16>(first, then);
   });
 }
 

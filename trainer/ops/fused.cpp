@@ -10,18 +10,28 @@ namespace {
 
 class FusedKernel final : public OpKernel {
  public:
-  FusedKernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then)
-      : OpKernel(first->name() + "+" + then->name(), first->device()), a_(std::move(first)), b_(std::move(then)) {
+  FusedKernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then, size_t slot)
+      : OpKernel(first->name() + "+" + then->name(), first->device()),
+        a_(std::move(first)),
+        b_(std::move(then)),
+        slot_(slot) {
     const OpSignature& sa = a_->signature();
     const OpSignature& sb = b_->signature();
     if (a_->device() != b_->device()) throw ConfigError(str("fuse ", name(), ": kernels on different devices"));
-    if (sa.outputs.size() != 1 || sb.inputs.size() != 1 || sb.outputs.size() != 1 || !sb.params.empty() ||
+    if (sa.outputs.size() != 1 || slot_ >= sb.inputs.size() || sb.outputs.size() != 1 || !sb.params.empty() ||
         !sb.state.empty())
-      throw ConfigError(str("fuse ", name(), ": needs one output, then an element-wise op without params or state"));
-    if (sa.outputs[0].shape != sb.inputs[0].shape || sa.outputs[0].dtype != sb.inputs[0].dtype)
+      throw ConfigError(str("fuse ", name(), ": needs one output, then an op without params or state reading it"));
+    if (sa.outputs[0].shape != sb.inputs[slot_].shape || sa.outputs[0].dtype != sb.inputs[slot_].dtype)
       throw ConfigError(str("fuse ", name(), ": ", shape_str(sa.outputs[0].shape), " does not chain into ",
-                            shape_str(sb.inputs[0].shape)));
+                            shape_str(sb.inputs[slot_].shape)));
     sig_.inputs = sa.inputs;
+    sig_.input_has_grad = sa.input_has_grad;
+    for (size_t j = 0; j < sb.inputs.size(); ++j)
+      if (j != slot_) {
+        sig_.inputs.push_back(sb.inputs[j]);
+        sig_.input_has_grad.push_back(sb.input_has_grad.empty() || sb.input_has_grad[j]);
+      }
+    if (sig_.input_has_grad.size() != sig_.inputs.size()) sig_.input_has_grad.clear();  // `first` left it empty: all
     sig_.params = sa.params;
     sig_.state = sa.state;
     sig_.outputs = sb.outputs;
@@ -32,20 +42,23 @@ class FusedKernel final : public OpKernel {
     sig_.workspace_bytes = std::max(sa.workspace_bytes, sb.workspace_bytes);
     sig_.activation_layout = sa.activation_layout;
     sig_.has_backward = sa.has_backward && sb.has_backward;
-    sig_.input_has_grad = sa.input_has_grad;
-    sig_.accumulates_input_grads = sa.accumulates_input_grads;  // `first` receives the bits (run_backward)
+    // Bits for `first`'s inputs go to `first`, the others to `then` (run_backward).
+    sig_.accumulates_input_grads = sa.accumulates_input_grads && (sb.inputs.size() == 1 || sb.accumulates_input_grads);
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
     const size_t na = a_->signature().saved.size(), nb = b_->signature().saved.size();
+    const size_t ni = a_->signature().inputs.size();
     Tensor& z = a.saved[na];
     ForwardArgs fa = a;
+    fa.inputs = a.inputs.subspan(0, ni);
     fa.outputs = std::span<Tensor>(&z, 1);
     fa.saved = a.saved.subspan(0, na);
     a_->forward(fa);
+    const std::vector<Tensor> then_inputs = then_view(a.inputs, z);
     ForwardArgs fb = a;
-    fb.inputs = std::span<const Tensor>(&z, 1);
+    fb.inputs = then_inputs;
     fb.params = {};
     fb.state = {};
     fb.saved = a.saved.subspan(na + 1, nb);
@@ -55,19 +68,28 @@ class FusedKernel final : public OpKernel {
 
   void run_backward(const BackwardArgs& a) override {
     const size_t na = a_->signature().saved.size(), nb = b_->signature().saved.size();
+    const size_t ni = a_->signature().inputs.size();
     const Tensor& z = a.saved[na];
     Tensor dz = a.saved[na + 1 + nb];  // a handle: writes go to the saved buffer
+    const std::vector<Tensor> then_inputs = then_view(a.inputs, z);
+    std::vector<Tensor> then_grads = then_view(a.d_inputs, dz);
     BackwardArgs bb = a;
-    bb.inputs = std::span<const Tensor>(&z, 1);
+    bb.inputs = then_inputs;
     bb.params = {};
     bb.state = {};
     bb.saved = a.saved.subspan(na + 1, nb);
-    bb.d_inputs = std::span<Tensor>(&dz, 1);
+    bb.d_inputs = then_grads;
     bb.d_params = {};
     bb.replicas = nullptr;
-    bb.accumulate = 0;  // the tail writes dz, the fused op's own buffer: only the head may add into d_inputs
+    // The tail writes dz, the fused op's own buffer; its other inputs take their bits from above `first`'s.
+    bb.accumulate = 0;
+    for (size_t j = 0, k = ni; j < then_inputs.size(); ++j)
+      if (j != slot_ && k < 64) bb.accumulate |= ((a.accumulate >> k++) & 1) << j;
     b_->backward(bb);
     BackwardArgs ba = a;
+    ba.inputs = a.inputs.subspan(0, ni);
+    ba.d_inputs = a.d_inputs.subspan(0, ni);
+    ba.accumulate = ni < 64 ? a.accumulate & ((uint64_t{1} << ni) - 1) : a.accumulate;
     ba.outputs = std::span<const Tensor>(&z, 1);
     ba.saved = a.saved.subspan(0, na);
     ba.d_outputs = std::span<const Tensor>(&dz, 1);
@@ -79,17 +101,29 @@ class FusedKernel final : public OpKernel {
     s.name = name;
     return s;
   }
+  // `then`'s inputs (or their gradients) in its own order: `mid` at the slot, the fused op's tensors
+  // after `first`'s inputs elsewhere.
+  template <typename Span>
+  std::vector<Tensor> then_view(Span fused, const Tensor& mid) const {
+    const size_t n = b_->signature().inputs.size();
+    std::vector<Tensor> v;
+    v.reserve(n);
+    size_t k = a_->signature().inputs.size();
+    for (size_t j = 0; j < n; ++j) v.push_back(j == slot_ ? mid : fused[k++]);
+    return v;
+  }
   std::unique_ptr<OpKernel> a_, b_;
+  size_t slot_ = 0;  // `then`'s input that `first`'s output feeds
 };
 
 }  // namespace
 
 std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then,
-                                            const OpRegistry* registry) {
+                                            const OpRegistry* registry, size_t slot) {
   FASTNN_CHECK(first && then, "make_fused_kernel: null kernel");
   if (registry)
     if (std::unique_ptr<OpKernel> one_pass = registry->create_fusion(*first, *then)) return one_pass;
-  return std::make_unique<FusedKernel>(std::move(first), std::move(then));
+  return std::make_unique<FusedKernel>(std::move(first), std::move(then), slot);
 }
 
 }  // namespace fastnn::ops

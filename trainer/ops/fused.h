@@ -1,13 +1,16 @@
-// A fusion as a composite op: `first` (any op with one output) followed by `then` (an element-wise op
-// with one input, no params and no state, e.g. relu), run as one layer. The composite calls the two
+// A fusion as a composite op: `first` (any op with one output) followed by `then` (an op without params
+// or state that reads first's output at its input `slot`: relu, or a residual add+relu), run as one
+// layer. The composite calls the two
 // kernels in the unfused order with the same tensors, so on every device it is bitwise the unfused
 // pair (tests/unit/trainer/graph_fusion_test.cpp); a device with a truly fused kernel (one pass over
 // memory: the GPU speed work) replaces the composite there and is tested against it.
 //
-// Signature: first's inputs, params and state; then's output; saved = first's saved, first's output z,
+// Signature: first's inputs, then then's other inputs (in then's order), params and state; then's output;
+// saved = first's saved, first's output z,
 // then's saved, and dz (the gradient between the two, written by then's backward); workspace the
-// larger of the two. Backward runs then's backward (dy -> dz), then first's (dz -> d_inputs,
-// d_params). Errors: ConfigError when `then` is not such an op or the shapes do not chain.
+// larger of the two. Backward runs then's backward (dy -> dz and then's other inputs' gradients), then
+// first's (dz -> d_inputs, d_params). Errors: ConfigError when `then` is not such an op or the shapes do
+// not chain.
 #pragma once
 
 #include <memory>
@@ -17,8 +20,9 @@
 namespace fastnn::ops {
 
 // The registry's one-pass fusion of the two kernels when it has one (OpRegistry::add_fusion: the CUDA
-// batch_norm+relu), else the composite.
+// batch_norm+relu, batch_norm+add+relu), else the composite. A one-pass kernel takes its inputs in the
+// composite's order (first's, then then's others).
 std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then,
-                                            const OpRegistry* registry = nullptr);
+                                            const OpRegistry* registry = nullptr, size_t slot = 0);
 
 }  // namespace fastnn::ops

@@ -166,33 +166,42 @@ __global__ void bn_eval_stats_kernel(int64_t c, double eps, const float* running
   }
 }
 
-// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula);
-// Relu: max(y, +0) in the same pass — bitwise relu's kernel after this one (rounding to T keeps the sign).
-template <typename T, bool Relu>
+// What the normalise kernels write for one element, v = x * scale + shift: v rounded to T; Relu:
+// max(that, +0) — bitwise relu's kernel after batch norm's (rounding to T keeps the sign); Add (with
+// Relu): the rounded value plus the residual r, rounded, then max(., +0) — bitwise add+relu's kernel
+// after batch norm's (its sum is in float, as here).
+template <typename T, bool Relu, bool Add>
+__device__ __forceinline__ T bn_output(float v, T r) {
+  T z = from_f<T>(v);
+  if constexpr (Add) z = from_f<T>(to_f(z) + to_f(r));
+  if constexpr (Relu) return to_f(z) > 0.f ? z : from_f<T>(0.f);
+  return z;
+}
+
+// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula),
+// then bn_output's epilogue (r is read only with Add).
+template <typename T, bool Relu, bool Add>
 __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const float* gamma, const float* beta,
-                                    const float* mean, const float* invstd, T* y) {
+                                    const float* mean, const float* invstd, const T* r, T* y) {
   FASTNN_GRID_LOOP(i, total) {
     const int64_t ch = channel_of(i, ix);
     const float scale = gamma[ch] * invstd[ch];
     const float shift = beta[ch] - mean[ch] * scale;
     const float v = to_f(x[i]) * scale + shift;
-    if constexpr (Relu) {
-      const T z = from_f<T>(v);
-      y[i] = to_f(z) > 0.f ? z : from_f<T>(0.f);
-    } else {
-      y[i] = from_f<T>(v);
-    }
+    y[i] = bn_output<T, Relu, Add>(v, Add ? r[i] : T{});
   }
 }
 
 // The same on [M, C] rows (NHWC) with C a multiple of V and 16-byte aligned tensors: V neighbouring
 // channels per 16-byte load and store, each element computed as bn_normalize_kernel does (bitwise).
-template <typename T, bool Relu, int V>
+template <typename T, bool Relu, bool Add, int V>
 __global__ void bn_normalize_rows_kernel(int64_t packs, int64_t c, const T* x, const float* gamma, const float* beta,
-                                         const float* mean, const float* invstd, T* y) {
+                                         const float* mean, const float* invstd, const T* r, T* y) {
   FASTNN_GRID_LOOP(pk, packs) {
     const int64_t ch0 = (pk * V) % c;
     const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[pk];
+    Pack<T, V> res;
+    if constexpr (Add) res = reinterpret_cast<const Pack<T, V>*>(r)[pk];
     Pack<T, V> out;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
@@ -200,12 +209,7 @@ __global__ void bn_normalize_rows_kernel(int64_t packs, int64_t c, const T* x, c
       const float scale = gamma[ch] * invstd[ch];
       const float shift = beta[ch] - mean[ch] * scale;
       const float v = to_f(in.v[e]) * scale + shift;
-      if constexpr (Relu) {
-        const T z = from_f<T>(v);
-        out.v[e] = to_f(z) > 0.f ? z : from_f<T>(0.f);
-      } else {
-        out.v[e] = from_f<T>(v);
-      }
+      out.v[e] = bn_output<T, Relu, Add>(v, Add ? res.v[e] : T{});
     }
     reinterpret_cast<Pack<T, V>*>(y)[pk] = out;
   }
@@ -539,23 +543,36 @@ void global_avg_pool_backward_nhwc(int64_t n, int64_t hw, int64_t c, const T* dy
 
 namespace {
 
-template <typename T, bool Relu>
-void bn_normalize(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, const float* mean,
-                  const float* invstd, T* y, cudaStream_t s) {
+// r: the residual added before the relu (batch_norm+add+relu), or null.
+template <typename T, bool Relu, bool Add>
+void bn_normalize_with(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, const float* mean,
+                       const float* invstd, const T* r, T* y, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.hw;
   constexpr int kV = 16 / sizeof(T);
-  if (packable_rows<T>(p, {x, y}))
-    bn_normalize_rows_kernel<T, Relu, kV><<<grid_for(total / kV), kThreads, 0, s>>>(total / kV, p.c, x, gamma, beta,
-                                                                                    mean, invstd, y);
+  if (packable_rows<T>(p, {x, y, r}))
+    bn_normalize_rows_kernel<T, Relu, Add, kV><<<grid_for(total / kV), kThreads, 0, s>>>(
+        total / kV, p.c, x, gamma, beta, mean, invstd, r, y);
   else
-    bn_normalize_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
-                                                                      beta, mean, invstd, y);
+    bn_normalize_kernel<T, Relu, Add><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x,
+                                                                           gamma, beta, mean, invstd, r, y);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, bool Relu>
+void bn_normalize(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, const float* mean,
+                  const float* invstd, const T* r, T* y, cudaStream_t s) {
+  if (r) {  // only batch_norm+add+relu passes a residual, always with its relu
+    bn_normalize_with<T, true, true>(p, x, gamma, beta, mean, invstd, r, y, s);
+  } else {
+    bn_normalize_with<T, Relu, false>(p, x, gamma, beta, mean, invstd, nullptr, y, s);
+  }
+}
+
+// residual: added before the relu (batch_norm+add+relu; needs Relu), or null.
+template <typename T, bool Relu>
 void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, float* running_mean,
-                         float* running_var, T* y, float* save_mean, float* save_invstd, void* ws, cudaStream_t s) {
+                         float* running_var, T* y, float* save_mean, float* save_invstd, void* ws, cudaStream_t s,
+                         const T* residual = nullptr) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
   const BnSplit sp = bn_split(p);
@@ -573,20 +590,20 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, y, s);
+  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
 }
 
 template <typename T, bool Relu>
 void bn_forward_inference(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
                           const float* running_mean, const float* running_var, T* y, float* save_mean,
-                          float* save_invstd, cudaStream_t s) {
+                          float* save_invstd, cudaStream_t s, const T* residual = nullptr) {
   if (p.c == 0) return;
   bn_eval_stats_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p.c, p.epsilon, running_mean, running_var, save_mean,
                                                              save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, y, s);
+  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
 }
 
 template <typename T, bool Relu>
@@ -664,6 +681,17 @@ void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x
 }
 
 template <typename T>
+void batch_norm_add_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* r, const float* gamma,
+                                 const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
+                                 float* save_invstd, void* ws, cudaStream_t s) {
+  FASTNN_CHECK(r, "batch_norm+add+relu: no residual");
+  if (training)
+    bn_forward_training<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s, r);
+  else
+    bn_forward_inference<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s, r);
+}
+
+template <typename T>
 void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                               const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
                               float* dgamma, float* dbeta, void* ws, cudaStream_t s) {
@@ -713,6 +741,9 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
                                        const float*, const T*, T*, float*, float*, void*, cudaStream_t);      \
   template void batch_norm_relu_forward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
                                            float*, float*, T*, float*, float*, void*, cudaStream_t);          \
+  template void batch_norm_add_relu_forward<T>(const BatchNormParams&, bool, const T*, const T*, const float*, \
+                                               const float*, float*, float*, T*, float*, float*, void*,       \
+                                               cudaStream_t);                                                 \
   template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
                                             const float*, const T*, const T*, T*, float*, float*, void*,      \
                                             cudaStream_t);                                                    \

@@ -1,5 +1,6 @@
 // Fusion as a plan rewrite (GraphOptions::fuse, ops/fused.h): a relu after a batch_norm or an add
-// becomes part of that layer, and the fused plan is bitwise the unfused one on the CPU — loss, every
+// becomes part of that layer, a residual unit's last batch_norm joins the add+relu after it
+// ("batch_norm+add+relu"), and the fused plan is bitwise the unfused one on the CPU — loss, every
 // parameter gradient, the batch-norm moving statistics after a training step, and the output of a
 // fused-away relu, which find() / layer_output() still reach by its name.
 #include <gtest/gtest.h>
@@ -21,11 +22,21 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
-void expect_fused_equals_unfused(const std::string& model, int size) {
+void expect_fused_equals_unfused(const std::string& model, int size, bool residual_units = true) {
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   Graph plain(net, {.batch_size = 2, .seed = 5});
   Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true});
   ASSERT_LT(fused.plan().nodes().size(), plain.plan().nodes().size()) << model << ": nothing was fused";
+  int residual = 0;
+  for (const PlanNode& n : fused.plan().nodes()) {
+    if (n.op != "batch_norm+add+relu") continue;
+    ++residual;
+    ASSERT_EQ(n.inputs.size(), 2u) << n.name;
+    EXPECT_EQ(n.params.size(), 2u) << n.name << ": the batch norm's gamma and beta";
+    EXPECT_EQ(n.state.size(), 2u) << n.name << ": its moving statistics";
+    EXPECT_EQ(plain.plan().nodes()[static_cast<size_t>(plain.plan().find(n.name))].op, "add") << "named after the add";
+  }
+  if (residual_units) EXPECT_GT(residual, 0) << model << ": no residual unit's batch norm joined its add";
   std::string relu_name;
   for (const PlanNode& n : plain.plan().nodes())
     if (n.op == "relu" && fused.plan().nodes()[static_cast<size_t>(fused.plan().find(n.name))].name != n.name) {
@@ -57,6 +68,8 @@ void expect_fused_equals_unfused(const std::string& model, int size) {
 
 TEST(GraphFusion, ResNetCifarFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_cifar_20", 32); }
 TEST(GraphFusion, ResNetV1FusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_18", 32); }
+// Bottleneck units with projection shortcuts: both addends of the first unit of a block are batch norms.
+TEST(GraphFusion, ResNetV1BottleneckFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_50", 32); }
 
 // A device's registered one-pass kernel (OpRegistry::add_fusion: the CUDA batch_norm+relu) takes the
 // composite's place in the fused plan; a factory that declines leaves the composite.

@@ -3,7 +3,8 @@
 // op's CUDA NHWC kernel (OpRegistry::create_nhwc) or, where it has none, its CUDA NCHW kernel inside the
 // layout adapter, against the CPU kernel inside the adapter (the NCHW oracle with exact transposes):
 // outputs, updated state, input and parameter gradients, in f32, f16 and bf16, with the tolerances of
-// ops_cuda_gpu_test. And the NHWC batch_norm+relu one-pass kernel bitwise its composite.
+// ops_cuda_gpu_test. And the NHWC batch_norm+relu and the batch_norm+add+relu one-pass kernels bitwise
+// their composites.
 #include <gtest/gtest.h>
 
 #ifndef FASTNN_HAVE_CUDA
@@ -213,6 +214,68 @@ TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
       same(a.d_inputs[0], b.d_inputs[0], "d_input");
       for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
     }
+}
+
+// batch_norm+add+relu (a residual unit's end, fuse_ops): the one-pass kernel against the composite of
+// batch_norm and the add+relu kernel, NCHW and NHWC, training and eval, the batch norm feeding either
+// add input, with and without a gradient for the other addend.
+TEST(CudaFusion, BatchNormAddReluIsBitwiseTheComposite) {
+  REQUIRE_GPU();
+  for (bool nhwc : {false, true})
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+      for (bool training : {true, false})
+        for (size_t slot : {size_t{0}, size_t{1}})
+          for (bool residual_grad : {true, false}) {
+            SCOPED_TRACE(std::string(nhwc ? "NHWC " : "NCHW ") + dtype_name(dt) + (training ? " training" : " eval") +
+                         " slot " + std::to_string(slot) + (residual_grad ? "" : " no residual gradient"));
+            // 8 x 64 x 14 x 15: NHWC rows take the 16-byte packs; NCHW planes of 210 (not a multiple of 8).
+            const Shape nchw{8, 64, 14, 15};
+            const OpCase c{"residual_unit", {}, {CaseInput{.shape = nchw}, CaseInput{.shape = nchw}}, training};
+            const std::vector<TensorSpec> bn_in{case_input_specs(c, dt)[0]};
+            auto make = [&] {
+              auto bn = nhwc ? registry().create_nhwc("batch_norm", Device::kCuda, {}, bn_in)
+                             : registry().create("batch_norm", Device::kCuda, {}, bn_in);
+              const TensorSpec z = bn->signature().outputs[0];
+              const std::vector<TensorSpec> add_in{z, z};
+              auto add = registry().create("add", Device::kCuda, {}, add_in);
+              const std::vector<TensorSpec> relu_in{add->signature().outputs[0]};
+              auto add_relu = registry().create_fusion(*add, *registry().create("relu", Device::kCuda, {}, relu_in));
+              return std::pair{std::move(bn), std::move(add_relu)};
+            };
+            auto [b1, ar1] = make();
+            ASSERT_TRUE(ar1) << "no one-pass add+relu";
+            auto composite = make_fused_kernel(std::move(b1), std::move(ar1), nullptr, slot);
+            auto [b2, ar2] = make();
+            auto fused = registry().create_fusion(*b2, *ar2);
+            ASSERT_TRUE(fused) << "batch_norm is not fused into add+relu";
+            ASSERT_EQ(fused->name(), "batch_norm+add+relu");
+            const OpSignature &cs = composite->signature(), &fs = fused->signature();
+            ASSERT_EQ(cs.inputs.size(), 2u);
+            ASSERT_EQ(fs.inputs.size(), 2u);
+            KernelTensors host = allocate_kernel_tensors(as_f32(cs));
+            fill_case_tensors(host, as_f32(cs), c, 13);
+            auto upload = [&](const OpSignature& sig) {
+              KernelTensors d = forward_tensors_on_device(host, sig);
+              add_backward_tensors_on_device(d, host, sig);
+              if (!residual_grad) d.d_inputs[1] = Tensor();
+              return d;
+            };
+            KernelTensors a = upload(cs), b = upload(fs);
+            auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
+              const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);
+              ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
+              EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
+            };
+            composite->forward(a.forward_args(training));
+            fused->forward(b.forward_args(training));
+            same(a.outputs[0], b.outputs[0], "output");
+            for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
+            composite->backward(a.backward_args(training));
+            fused->backward(b.backward_args(training));
+            same(a.d_inputs[0], b.d_inputs[0], "the batch norm's input gradient");
+            if (residual_grad) same(a.d_inputs[1], b.d_inputs[1], "the other addend's gradient");
+            for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+          }
 }
 
 }  // namespace
