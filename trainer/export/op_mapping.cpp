@@ -135,7 +135,12 @@ std::string emit_op(Emit& e) {
     OnnxBuilder::attr(e.node("Flatten", {pooled}, e.out), "axis", int64_t{1});
   } else if (op == "fully_connected") fully_connected(e);
   else if (op == "dropout" || op == "drop_path") return e.in;
-  else if (op == "add") e.node(e.t.inputs.size() == 2 ? "Add" : "Sum", e.t.inputs, e.out);
+  else if (op == "add") {
+    // Fused after a batch norm (batch_norm+add+relu): the batch norm's output and the layer's other input.
+    std::vector<std::string> in = e.t.inputs;
+    if (!e.first) in.front() = e.in;
+    e.node(in.size() == 2 ? "Add" : "Sum", in, e.out);
+  }
   else if (op == "concat") OnnxBuilder::attr(e.node("Concat", e.t.inputs, e.out), "axis", int64_t{1});
   else if (op == "scale")
     e.node("Mul", {e.in, e.b.scalar(e.layer + "/scale", static_cast<float>(e.a.get_float(op, "scale", 1)))}, e.out);
@@ -161,7 +166,7 @@ std::vector<std::string> exportable_ops() {
 std::string emit_layer(OnnxBuilder& b, const graph::PlanNode& node, const LayerTensors& t) {
   FASTNN_CHECK(!t.inputs.empty() && t.inputs.size() == t.input_shapes.size(), node.name, ": inputs");
   // A fused node "A+B": A on the layer's inputs with its attributes, then B (element-wise, no
-  // attributes) on A's output.
+  // attributes) on A's output (an add after a batch norm: with the layer's other input too).
   std::vector<std::string> parts;
   for (size_t s = 0, p; s <= node.op.size(); s = p + 1) {
     p = node.op.find('+', s);

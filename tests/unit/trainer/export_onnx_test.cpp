@@ -245,6 +245,38 @@ TEST(ExportOnnx, FusedPlanExportsTheComposedOps) {
   EXPECT_EQ(relu->output(0), "bn");
 }
 
+// batch_norm+add+relu (a residual unit's end): BatchNormalization on the batch norm's input, Add of its
+// output and the other addend, Relu writing the layer's tensor.
+TEST(ExportOnnx, FusedResidualUnitExportsTheComposedOps) {
+  const char* text = R"(
+    input { channels: 2 height: 4 width: 4 }
+    layers { name: "c" inputs: "data" conv { filters: 2 kernel: 1 } }
+    layers { name: "c2" inputs: "c" conv { filters: 2 kernel: 1 } }
+    layers { name: "bn" inputs: "c2" batch_norm {} }
+    layers { name: "a" inputs: "c" inputs: "bn" add {} }
+    layers { name: "r" inputs: "a" relu {} }
+    layers { name: "fc" inputs: "r" fully_connected { units: 3 } }
+    logits: "fc")";
+  const graph::NetPlan plan = graph::NetPlan::make(net_from_text(text), {.fuse = true});
+  bool saw = false;
+  for (const graph::PlanNode& n : plan.nodes()) saw |= n.op == "batch_norm+add+relu";
+  ASSERT_TRUE(saw) << "the plan did not fuse the residual unit";
+  const onnx::ModelProto fused = export_net(net_from_text(text), /*fuse=*/true);
+  const onnx::ModelProto plain = export_net(net_from_text(text), /*fuse=*/false);
+  EXPECT_EQ(op_counts(fused), op_counts(plain));
+  const onnx::NodeProto* bn = node_named(fused, "a");
+  ASSERT_TRUE(bn && bn->op_type() == "BatchNormalization") << "the fused node is named after the add";
+  const onnx::NodeProto* add = node_named(fused, "a/Add");
+  ASSERT_TRUE(add && add->op_type() == "Add");
+  ASSERT_EQ(add->input_size(), 2);
+  EXPECT_EQ(add->input(0), bn->output(0));
+  EXPECT_EQ(add->input(1), "c");
+  const onnx::NodeProto* relu = node_named(fused, "a/Relu");
+  ASSERT_TRUE(relu && relu->op_type() == "Relu");
+  EXPECT_EQ(relu->input(0), add->output(0));
+  EXPECT_EQ(relu->output(0), "a");
+}
+
 TEST(ExportOnnx, Float16CastsAtTheEdges) {
   const onnx::ModelProto m = export_net(net_from_text(kEveryLayer), false, /*f16=*/true);
   const auto& nodes = m.graph().node();
