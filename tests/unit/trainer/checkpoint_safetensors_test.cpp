@@ -110,7 +110,9 @@ TEST(CheckpointSafetensors, RoundTripEveryDtypeThroughAFile) {
     EXPECT_EQ(got.shape, want.shape);
     ASSERT_EQ(got.bytes.size(), want.bytes.size());
     // (an empty array has no data pointer: memcmp may not be given null even for 0 bytes; UBSan)
-    if (!want.bytes.empty()) EXPECT_EQ(std::memcmp(got.bytes.data(), want.bytes.data(), want.bytes.size()), 0);
+    if (!want.bytes.empty()) {
+      EXPECT_EQ(std::memcmp(got.bytes.data(), want.bytes.data(), want.bytes.size()), 0);
+    }
   }
   // The data buffer starts 8-aligned and the tensors tile it in the order written.
   const std::string bytes = testing_util::read_bytes(path);

@@ -55,7 +55,9 @@ void expect_nhwc_graph_is_bitwise(const std::string& model, int size, bool fuse)
   }
   EXPECT_GT(adapted, 0);
   // (Fused, resnet_cifar_20 has none left: each relu and add joined a batch norm.)
-  if (model != "lenet" && !fuse) EXPECT_GT(native, 0) << "no element-wise layer ran without the adapter";
+  if (model != "lenet" && !fuse) {
+    EXPECT_GT(native, 0) << "no element-wise layer ran without the adapter";
+  }
   const Tensor x = testing_util::random_tensor(nchw.input_shape(), DType::kF32, 3);
   const Tensor labels = testing_util::labels_of({1, 7});
   TrainStep a(nchw), b(nhwc);

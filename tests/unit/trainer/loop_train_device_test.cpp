@@ -253,8 +253,9 @@ TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
 TEST(TrainBench, RejectsBadRequests) {
   EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet"}), {.steps = 0}), Error);
   EXPECT_THROW(run_train_bench(config_of({"--model_name=no_such_net"}), {}), ConfigError);
-  if (!cuda_present())
+  if (!cuda_present()) {
     EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet", "--device=cuda"}), {.steps = 1}), ConfigError);
+  }
 }
 
 }  // namespace

@@ -193,7 +193,9 @@ TEST(Optimizers, StateNamesFollowParamsAndSlots) {
                                              "adam/beta1_power:1", "adam/beta2_power:1"}));
   auto rms = make_rmsprop(ps, 0.9f, 0.9f, 1.0f);
   for (const StateArray& s : rms->state()) {
-    if (s.name.ends_with("/rms")) EXPECT_EQ(s.data[0], 1.0f) << s.name;  // TF initialises ms to ones
+    if (s.name.ends_with("/rms")) {
+      EXPECT_EQ(s.data[0], 1.0f) << s.name;  // TF initialises ms to ones
+    }
   }
   auto adagrad = make_adagrad(ps, 0.25f);
   EXPECT_EQ(adagrad->state()[0].name, "conv1/weights/accumulator");
@@ -258,8 +260,12 @@ TEST(Optimizers, ImportRejectsMismatchedStateAndChangesNothing) {
     EXPECT_NE(std::string(e.what()).find("other/adam_m"), std::string::npos) << e.what();
   }
   for (const StateArray& a : opt->state()) {
-    if (a.name == "adam/beta1_power") EXPECT_EQ(a.data[0], 0.9f);
-    if (a.name.ends_with("adam_m")) EXPECT_EQ(a.data[0], 0.0f);
+    if (a.name == "adam/beta1_power") {
+      EXPECT_EQ(a.data[0], 0.9f);
+    }
+    if (a.name.ends_with("adam_m")) {
+      EXPECT_EQ(a.data[0], 0.0f);
+    }
   }
   opt->import_state(good);
   for (const StateArray& a : opt->state()) EXPECT_EQ(a.data[0], 0.5f) << a.name;
