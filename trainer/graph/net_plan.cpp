@@ -352,6 +352,9 @@ void NetPlan::fuse_activations() {
 // A batch_norm read only by a two-input add+relu (a residual unit's last batch norm) joins it at the
 // add's place, where its input and the add's other input are both computed already: one node
 // "batch_norm+add+relu" with the batch norm's input, then the other addend; the add keeps its name.
+// Only where no node between the two has parameters or state, so that parameters and statistics keep
+// their order (optimizer slots, the gradient norm's summation order, a master copy matched by position):
+// in the zoo's residual units the batch norm is the node just before its add.
 void NetPlan::fuse_residual_batch_norms() {
   const size_t n = nodes_.size();
   std::vector<int> readers = reader_counts();
@@ -365,6 +368,10 @@ void NetPlan::fuse_residual_batch_norms() {
       if (i == kDataInput || nodes_[static_cast<size_t>(i)].op != "batch_norm" || readers[static_cast<size_t>(i)] != 1)
         continue;
       if (i == logits_ || i == aux_logits_ || into[static_cast<size_t>(i)] >= 0) continue;
+      bool keeps_order = true;
+      for (size_t m = static_cast<size_t>(i) + 1; m < j; ++m)
+        keeps_order &= nodes_[m].params.empty() && nodes_[m].state.empty();
+      if (!keeps_order) continue;
       if (slot < 0 || i > add.inputs[static_cast<size_t>(slot)]) slot = k;
     }
     if (slot < 0) continue;
@@ -375,6 +382,7 @@ void NetPlan::fuse_residual_batch_norms() {
                                         static_cast<size_t>(slot));
     add.inputs = bn.inputs;
     add.inputs.push_back(other);
+    add.attrs = std::move(bn.attrs);  // the add has none; export reads the batch norm's (epsilon) here
     add.params = std::move(bn.params);
     add.state = std::move(bn.state);
     add.op = bn.op + "+" + add.op;

@@ -111,7 +111,7 @@ class BatchNormAddReluCuda final : public OpKernel {
       : OpKernel("batch_norm+add+relu", Device::kCuda), p_(p) {
     sig_ = bn;
     sig_.inputs.push_back(add_relu.inputs[1]);
-    sig_.input_has_grad.clear();  // both have one
+    sig_.input_has_grad = {true, true};
     sig_.outputs = add_relu.outputs;
     sig_.has_backward = bn.has_backward && add_relu.has_backward;
     sig_.accumulates_input_grads = false;

@@ -24,14 +24,15 @@ class FusedKernel final : public OpKernel {
     if (sa.outputs[0].shape != sb.inputs[slot_].shape || sa.outputs[0].dtype != sb.inputs[slot_].dtype)
       throw ConfigError(str("fuse ", name(), ": ", shape_str(sa.outputs[0].shape), " does not chain into ",
                             shape_str(sb.inputs[slot_].shape)));
+    FASTNN_CHECK(sa.input_has_grad.size() == sa.inputs.size() && sb.input_has_grad.size() == sb.inputs.size(),
+                 "fuse ", name(), ": a signature without input_has_grad per input");
     sig_.inputs = sa.inputs;
     sig_.input_has_grad = sa.input_has_grad;
     for (size_t j = 0; j < sb.inputs.size(); ++j)
       if (j != slot_) {
         sig_.inputs.push_back(sb.inputs[j]);
-        sig_.input_has_grad.push_back(sb.input_has_grad.empty() || sb.input_has_grad[j]);
+        sig_.input_has_grad.push_back(sb.input_has_grad[j]);
       }
-    if (sig_.input_has_grad.size() != sig_.inputs.size()) sig_.input_has_grad.clear();  // `first` left it empty: all
     sig_.params = sa.params;
     sig_.state = sa.state;
     sig_.outputs = sb.outputs;

@@ -93,6 +93,20 @@ inline void add_backward_tensors_on_device(KernelTensors& d, const KernelTensors
   for (const TensorSpec& s : sig.params) d.d_params.push_back(device_garbage(s));
 }
 
+// Both of the above: host's tensors on the device for `sig`, forward and backward.
+inline KernelTensors upload_for_backward(const KernelTensors& host, const OpSignature& sig) {
+  KernelTensors d = forward_tensors_on_device(host, sig);
+  add_backward_tensors_on_device(d, host, sig);
+  return d;
+}
+
+// Two device tensors hold the same bytes (a one-pass kernel against its composite).
+inline void expect_same_device_bits(const Tensor& x, const Tensor& y, const std::string& what) {
+  const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);
+  ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
+  EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
+}
+
 // The CPU f32 reference's inputs, params, state and incoming gradients rounded to `dt`, so an f16/bf16
 // device kernel is compared with the CPU on the values it was given.
 inline void round_to(KernelTensors& ref, DType dt) {

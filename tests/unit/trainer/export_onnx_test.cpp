@@ -2,6 +2,7 @@
 // such as TF "same" padding as asymmetric pads and LRN's alpha, initializer shapes and values),
 // fused plans, float16, pruning of an auxiliary head, external data files, and the op table against
 // the op registry. Numerical agreement with fastnn is tests/integration/export_onnx.sh's job.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/half.h"
 #include "graph_test_util.h"
@@ -252,7 +255,7 @@ TEST(ExportOnnx, FusedResidualUnitExportsTheComposedOps) {
     input { channels: 2 height: 4 width: 4 }
     layers { name: "c" inputs: "data" conv { filters: 2 kernel: 1 } }
     layers { name: "c2" inputs: "c" conv { filters: 2 kernel: 1 } }
-    layers { name: "bn" inputs: "c2" batch_norm {} }
+    layers { name: "bn" inputs: "c2" batch_norm { epsilon: 0.01 } }
     layers { name: "a" inputs: "c" inputs: "bn" add {} }
     layers { name: "r" inputs: "a" relu {} }
     layers { name: "fc" inputs: "r" fully_connected { units: 3 } }
@@ -266,6 +269,10 @@ TEST(ExportOnnx, FusedResidualUnitExportsTheComposedOps) {
   EXPECT_EQ(op_counts(fused), op_counts(plain));
   const onnx::NodeProto* bn = node_named(fused, "a");
   ASSERT_TRUE(bn && bn->op_type() == "BatchNormalization") << "the fused node is named after the add";
+  bool epsilon = false;
+  for (const onnx::AttributeProto& at : bn->attribute())
+    if (at.name() == "epsilon") epsilon = std::fabs(at.f() - 0.01f) < 1e-9f;
+  EXPECT_TRUE(epsilon) << "the batch norm's own epsilon";
   const onnx::NodeProto* add = node_named(fused, "a/Add");
   ASSERT_TRUE(add && add->op_type() == "Add");
   ASSERT_EQ(add->input_size(), 2);

@@ -37,6 +37,11 @@ void expect_fused_equals_unfused(const std::string& model, int size, bool residu
     EXPECT_EQ(plain.plan().nodes()[static_cast<size_t>(plain.plan().find(n.name))].op, "add") << "named after the add";
   }
   if (residual_units) EXPECT_GT(residual, 0) << model << ": no residual unit's batch norm joined its add";
+  {
+    const std::vector<NamedTensor> pa = plain.parameters(), pb = fused.parameters();
+    ASSERT_EQ(pa.size(), pb.size());
+    for (size_t k = 0; k < pa.size(); ++k) EXPECT_EQ(pa[k].name, pb[k].name) << "parameters keep their order";
+  }
   std::string relu_name;
   for (const PlanNode& n : plain.plan().nodes())
     if (n.op == "relu" && fused.plan().nodes()[static_cast<size_t>(fused.plan().find(n.name))].name != n.name) {

@@ -163,17 +163,8 @@ void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, D
   ASSERT_EQ(fs.saved.size() + 2, cs.saved.size()) << "the one-pass kernel saves neither z nor dz";
   KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
   fill_case_tensors(host, as_f32(cs), c, 7);
-  auto upload = [&](const OpSignature& sig) {
-    KernelTensors d = forward_tensors_on_device(host, sig);
-    add_backward_tensors_on_device(d, host, sig);
-    return d;
-  };
-  KernelTensors a = upload(cs), b = upload(fs);
-  auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
-    const Tensor hx = cuda::to_host(x), hy = cuda::to_host(y);
-    ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
-    EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
-  };
+  KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
+  const auto same = expect_same_device_bits;
   composite->forward(a.forward_args(training));
   fused->forward(b.forward_args(training));
   same(a.outputs[0], b.outputs[0], "output");

@@ -194,17 +194,8 @@ TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
       const OpSignature &cs = composite->signature(), &fs = fused->signature();
       KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
       fill_case_tensors(host, as_f32(cs), c, 7);
-      auto upload = [&](const OpSignature& sig) {
-        KernelTensors d = forward_tensors_on_device(host, sig);
-        add_backward_tensors_on_device(d, host, sig);
-        return d;
-      };
-      KernelTensors a = upload(cs), b = upload(fs);
-      auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
-        const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);
-        ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
-        EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
-      };
+      KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
+      const auto same = expect_same_device_bits;
       composite->forward(a.forward_args(training));
       fused->forward(b.forward_args(training));
       same(a.outputs[0], b.outputs[0], "output");
@@ -254,18 +245,9 @@ TEST(CudaFusion, BatchNormAddReluIsBitwiseTheComposite) {
             ASSERT_EQ(fs.inputs.size(), 2u);
             KernelTensors host = allocate_kernel_tensors(as_f32(cs));
             fill_case_tensors(host, as_f32(cs), c, 13);
-            auto upload = [&](const OpSignature& sig) {
-              KernelTensors d = forward_tensors_on_device(host, sig);
-              add_backward_tensors_on_device(d, host, sig);
-              if (!residual_grad) d.d_inputs[1] = Tensor();
-              return d;
-            };
-            KernelTensors a = upload(cs), b = upload(fs);
-            auto same = [](const Tensor& x, const Tensor& y, const std::string& what) {
-              const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);
-              ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
-              EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
-            };
+            KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
+            if (!residual_grad) a.d_inputs[1] = b.d_inputs[1] = Tensor();
+            const auto same = expect_same_device_bits;
             composite->forward(a.forward_args(training));
             fused->forward(b.forward_args(training));
             same(a.outputs[0], b.outputs[0], "output");
