@@ -4,7 +4,8 @@
 // 3 steps within the precision's tolerance (cuDNN picks other algorithms per layout, so not bitwise), for
 // nets with residual adds (ResNet), concatenation (Inception), a flatten into a fully connected layer
 // (LeNet: the adapter on the GPU) and depthwise convolutions (MobileNet v2). A host
-// uint8 NHWC batch reaches the NHWC graph without a transpose and gives the NCHW graph's loss.
+// uint8 NHWC batch reaches the NHWC graph without a transpose and gives the NCHW graph's loss. And
+// fuse_ops: the fused runner bitwise the unfused one (NCHW and NHWC).
 #include <gtest/gtest.h>
 
 #ifndef FASTNN_HAVE_CUDA
@@ -83,6 +84,38 @@ TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {
   expect_nhwc_trains_as_nchw("inception_v1", zoo::zoo_model("inception_v1").min_size, DType::kF32, false);
   expect_nhwc_trains_as_nchw("lenet", 28, DType::kF32, false);
   expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kF16, false);
+}
+
+// fuse_ops on the GPU: the fused plan's one-pass kernels (batch_norm+relu, add+relu, batch_norm+add+relu)
+// are bitwise their composites, which run the unfused kernels in order, so in deterministic mode the
+// fused runner's steps are the unfused runner's bit for bit: every loss and every variable after 3 steps.
+void expect_fused_trains_as_unfused(const std::string& model, int size, DType dt, Layout layout) {
+  SCOPED_TRACE(model + " " + dtype_name(dt) + (layout == Layout::kNHWC ? " NHWC" : " NCHW"));
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  auto plain = make_step_runner(net, options(dt, layout, false));
+  auto fused = make_step_runner(net, options(dt, layout, true));
+  int residual = 0;
+  for (const graph::PlanNode& n : fused->graph().plan().nodes()) residual += n.op == "batch_norm+add+relu";
+  EXPECT_GT(residual, 0) << "no residual unit was fused";
+  for (uint64_t step = 0; step < 3; ++step) {
+    auto [xa, ya] = plain->synthetic_batch(60 + step);
+    auto [xb, yb] = fused->synthetic_batch(60 + step);
+    const StepResult a = plain->train(xa, ya, step, 0.02f), b = fused->train(xb, yb, step, 0.02f);
+    EXPECT_EQ(b.loss, a.loss) << step;
+  }
+  const std::vector<NamedArray> va = plain->host_variables(), vb = fused->host_variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    ASSERT_EQ(va[i].name, vb[i].name);
+    EXPECT_EQ(va[i].data, vb[i].data) << va[i].name;
+  }
+}
+
+TEST(TrainFusedGpu, FusedGraphTrainsAsTheUnfusedGraphBitwise) {
+  REQUIRE_GPU();
+  expect_fused_trains_as_unfused("resnet_cifar_20", 32, DType::kF32, Layout::kNCHW);
+  expect_fused_trains_as_unfused("resnet_cifar_20", 32, DType::kF16, Layout::kNHWC);
+  expect_fused_trains_as_unfused("resnet_v1_50", 64, DType::kBF16, Layout::kNHWC);
 }
 
 // A pipeline batch as the GPU runner asks for it (uint8 NHWC on the host): the NHWC graph takes it
