@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/check.h"
 #include "trainer/loop/build_info.h"
+#include "trainer/ops/blas_core.h"
 
 namespace {
 
@@ -42,6 +43,9 @@ void accept_both_spellings(CLI::App& app, int argc, char** argv, std::vector<std
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS's kernels for this CPU (trainer/ops/blas_core.h), before any thread of ours runs: the pick
+  // may set and unset OPENBLAS_CORETYPE.
+  fastnn::ops::cpu::blas_core();
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
   // --version: the version, then the backends this build has and their libraries' versions.
   app.set_version_flag("--version", [] { return std::string("fastnn ") + FASTNN_VERSION + "\n" + fastnn::loop::build_info(); });

@@ -68,11 +68,4 @@ const BlasCore& blas_core() {
   return core;
 }
 
-namespace {
-// Picked during static initialisation of every program that links the GEMM wrappers: before main(),
-// while the process has one thread, as the pick sets and unsets OPENBLAS_CORETYPE (no other thread's
-// getenv may race that). OpenBLAS itself, a shared library, is initialised before this runs.
-[[maybe_unused]] const BlasCore& picked_before_main = blas_core();
-}  // namespace
-
 }  // namespace fastnn::ops::cpu

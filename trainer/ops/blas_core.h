@@ -34,7 +34,10 @@ struct BlasCore {
 };
 
 // Picks the core on the first call (thread-safe; cpu::gemm calls it before every GEMM, so it runs
-// before the first one) and returns what is in use.
+// before the first one) and returns what is in use. The switch leaves OpenBLAS without kernels for a
+// moment, so it must not run while OpenBLAS works on another thread: `fastnn` calls it first thing in
+// main(). Not from a static initialiser: OpenBLAS's worker threads, started by its own constructor,
+// are then still setting themselves up (a test run crashed once in ~1,500 processes that way).
 const BlasCore& blas_core();
 
 }  // namespace fastnn::ops::cpu
