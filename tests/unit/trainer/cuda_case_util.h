@@ -107,6 +107,25 @@ inline void expect_same_device_bits(const Tensor& x, const Tensor& y, const std:
   EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
 }
 
+// A one-pass fused kernel against its composite (ops/fused.h), each on its own copy of the same tensors:
+// forward, then backward, and every output, running statistic, saved tensor of the one-pass kernel (a
+// prefix of the composite's: `first`'s saved), defined input gradient and parameter gradient bit for bit.
+inline void expect_one_pass_is_the_composite(OpKernel& composite, KernelTensors& a, OpKernel& one_pass,
+                                             KernelTensors& b, bool training) {
+  composite.forward(a.forward_args(training));
+  one_pass.forward(b.forward_args(training));
+  expect_same_device_bits(a.outputs[0], b.outputs[0], "output");
+  for (size_t i = 0; i < a.state.size(); ++i) expect_same_device_bits(a.state[i], b.state[i], "state " + std::to_string(i));
+  for (size_t i = 0; i < b.saved.size(); ++i) expect_same_device_bits(a.saved[i], b.saved[i], "saved " + std::to_string(i));
+  if (!composite.signature().has_backward) return;
+  composite.backward(a.backward_args(training));
+  one_pass.backward(b.backward_args(training));
+  for (size_t i = 0; i < a.d_inputs.size(); ++i)
+    if (a.d_inputs[i].defined()) expect_same_device_bits(a.d_inputs[i], b.d_inputs[i], "d_input " + std::to_string(i));
+  for (size_t i = 0; i < a.d_params.size(); ++i)
+    expect_same_device_bits(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+}
+
 // The CPU f32 reference's inputs, params, state and incoming gradients rounded to `dt`, so an f16/bf16
 // device kernel is compared with the CPU on the values it was given.
 inline void round_to(KernelTensors& ref, DType dt) {

@@ -164,18 +164,7 @@ void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, D
   KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
   fill_case_tensors(host, as_f32(cs), c, 7);
   KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
-  const auto same = expect_same_device_bits;
-  composite->forward(a.forward_args(training));
-  fused->forward(b.forward_args(training));
-  same(a.outputs[0], b.outputs[0], "output");
-  for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
-  for (size_t i = 0; i < fs.saved.size(); ++i) same(a.saved[i], b.saved[i], "saved " + std::to_string(i));
-  if (!cs.has_backward) return;
-  composite->backward(a.backward_args(training));
-  fused->backward(b.backward_args(training));
-  for (size_t i = 0; i < a.d_inputs.size(); ++i)
-    if (a.d_inputs[i].defined()) same(a.d_inputs[i], b.d_inputs[i], "d_input " + std::to_string(i));
-  for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+  expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
 }
 
 // Batch norm under f16/bf16 keeps its parameters, running and saved statistics in f32 (needs no device).

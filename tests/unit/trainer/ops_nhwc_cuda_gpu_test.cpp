@@ -195,15 +195,7 @@ TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
       KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
       fill_case_tensors(host, as_f32(cs), c, 7);
       KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
-      const auto same = expect_same_device_bits;
-      composite->forward(a.forward_args(training));
-      fused->forward(b.forward_args(training));
-      same(a.outputs[0], b.outputs[0], "output");
-      for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
-      composite->backward(a.backward_args(training));
-      fused->backward(b.backward_args(training));
-      same(a.d_inputs[0], b.d_inputs[0], "d_input");
-      for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+      expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
     }
 }
 
@@ -246,17 +238,8 @@ TEST(CudaFusion, BatchNormAddReluIsBitwiseTheComposite) {
             KernelTensors host = allocate_kernel_tensors(as_f32(cs));
             fill_case_tensors(host, as_f32(cs), c, 13);
             KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
-            if (!residual_grad) a.d_inputs[1] = b.d_inputs[1] = Tensor();
-            const auto same = expect_same_device_bits;
-            composite->forward(a.forward_args(training));
-            fused->forward(b.forward_args(training));
-            same(a.outputs[0], b.outputs[0], "output");
-            for (size_t i = 0; i < a.state.size(); ++i) same(a.state[i], b.state[i], "state " + std::to_string(i));
-            composite->backward(a.backward_args(training));
-            fused->backward(b.backward_args(training));
-            same(a.d_inputs[0], b.d_inputs[0], "the batch norm's input gradient");
-            if (residual_grad) same(a.d_inputs[1], b.d_inputs[1], "the other addend's gradient");
-            for (size_t i = 0; i < a.d_params.size(); ++i) same(a.d_params[i], b.d_params[i], "d_param " + std::to_string(i));
+            if (!residual_grad) a.d_inputs[1] = b.d_inputs[1] = Tensor();  // not compared then
+            expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
           }
 }
 
