@@ -15,9 +15,13 @@
 set -uo pipefail
 out=${FASTNN_GPU_OUT:-/tmp}
 steps=${FASTNN_BENCH_STEPS:-30}
+# FASTNN_BENCH_ONLY: an extended regular expression; only the rows whose name it matches run (a short
+# device lease runs the rows that matter now: FASTNN_BENCH_ONLY='^resnet50_fp16($|_nhwc)').
+only() { [[ -z ${FASTNN_BENCH_ONLY:-} || $1 =~ $FASTNN_BENCH_ONLY ]]; }
 
 bench() {  # name, then fastnn bench train flags
   local name=$1; shift
+  only "$name" || return 0
   if timeout 120 fastnn bench train --json --steps "$steps" --warmup 5 --seed=1 "$@" >"$out/bench_$name.json" 2>"$out/bench_$name.log"; then
     printf 'fastnn %s\t%s img/s\n' "$name" "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round(d["images_per_sec"],1), "(loss", round(d["first_loss"],3), "->", round(d["last_loss"],3), end=")")' "$out/bench_$name.json")"
   else
@@ -53,6 +57,7 @@ bench vgg16_fp16_nhwc --model_name=vgg_16 --batch_size=128 --device=cuda --preci
 # bench_resnet50_fp16_profile.json has every layer; the table line gives the phases and the largest ops.
 profile() {  # name, then fastnn bench train flags
   local name=$1; shift
+  only "$name" || return 0
   bench "$name" "$@" --profile 5
   [[ -f $out/bench_$name.json ]] || return
   python3 - "$out/bench_$name.json" "$name" <<'PY'
@@ -68,7 +73,9 @@ profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --devic
 profile resnet50_fp16_nhwc_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 
 # NCCL allreduce of float32 buffers (one process: what a world of one costs; scripts/gpu/scaling.sh for N GPUs).
-if timeout 60 fastnn bench allreduce --device=cuda --sizes 1048576,16777216,104857600 --iters 20 --json >"$out/bench_allreduce.json" 2>"$out/bench_allreduce.log"; then
+if ! only nccl_allreduce_1rank; then
+  :
+elif timeout 60 fastnn bench allreduce --device=cuda --sizes 1048576,16777216,104857600 --iters 20 --json >"$out/bench_allreduce.json" 2>"$out/bench_allreduce.log"; then
   python3 - "$out/bench_allreduce.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -83,7 +90,7 @@ fi
 # the two carried photographs), ResNet-50 fp16 batch 128, the inception preset at 224 on 16 pipeline
 # threads: the share of the step loop's time spent waiting for data (the log's "data wait").
 photos=${FASTNN_GPU_PHOTOS:-}
-if [[ -n $photos && -f $photos/china.jpg ]]; then
+if [[ -n $photos && -f $photos/china.jpg ]] && only jpeg_resnet50_fp16; then
   jp=$out/jpeg_shards
   if python3 scripts/bench/make_photo_folder.py --out /tmp/fastnn-photos --count 2000 --classes 10 "$photos"/*.jpg >"$out/jpeg_make.log" 2>&1 &&
      fastnn convert image-folder --input /tmp/fastnn-photos --output "$jp" --num-gpus 1 --validation-count 500 -q --overwrite >>"$out/jpeg_make.log" 2>&1; then
@@ -124,6 +131,7 @@ fi
 data=${FASTNN_GPU_DATA:-}
 time_to_93() {  # row name, extra flags
   local name=$1; shift
+  only "$name" || return 0
   local run=$out/${name}_run
   rm -rf "$run"
   local start end
@@ -166,6 +174,7 @@ fi
 # windows after the first (metrics.jsonl), and the final evaluation's loss over every row. About 30 s.
 head_scale() {  # row name, extra flags
   local name=$1; shift
+  only "$name" || return 0
   local run=$out/${name}_run mem=$out/${name}_memory.txt smi=""
   rm -rf "$run"
   if command -v nvidia-smi >/dev/null; then

@@ -4,8 +4,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${FASTNN_GPU_OUT:-/tmp}
+# FASTNN_BENCH_ONLY (as in benchmarks.sh): only the rows whose name matches run.
+only() { [[ -z ${FASTNN_BENCH_ONLY:-} || $1 =~ $FASTNN_BENCH_ONLY ]]; }
 bench() {  # name, then arguments of torch_gpu_train_bench.py
   local name=$1; shift
+  only "$name" || return 0
   if PYTHONUNBUFFERED=1 timeout 120 python3 scripts/peers/torch_gpu_train_bench.py "$@" >"$out/peer_$name.json" 2>"$out/peer_$name.log"; then
     printf 'pytorch %s\t%s img/s\n' "$name" "$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["images_per_sec"], 1))' "$out/peer_$name.json")"
   else
@@ -26,7 +29,9 @@ bench vgg16_amp_cl --model vgg16 --batch-size 128 --precision amp --channels-las
 # Fashion-MNIST time to 93% (peer of benchmarks.sh's fastnn fashion_resnet20_time_to_93): ResNet-20, the
 # same recipe, from the raw IDX files in $FASTNN_GPU_RAW; its data pipeline lives on the GPU (see the script).
 raw=${FASTNN_GPU_RAW:-}
-if [[ -n $raw && -f $raw/train-images-idx3-ubyte.gz ]]; then
+if ! only fashion_resnet20_time_to_93; then
+  :
+elif [[ -n $raw && -f $raw/train-images-idx3-ubyte.gz ]]; then
   PYTHONUNBUFFERED=1 timeout 200 python3 scripts/peers/torch_fashion_resnet.py --data "$raw" >"$out/peer_fashion_resnet20.json" 2>"$out/peer_fashion_resnet20.log"
   rc=$?
   if [[ $rc == 0 ]]; then

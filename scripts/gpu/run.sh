@@ -26,6 +26,7 @@ stages=("$@")
 # Checkpoints and event files of the runs stay behind (the device tool brings back 16 MB a file).
 pack() { [[ -n ${OUT:-} ]] && { tar -C "$work" --exclude='*.safetensors' --exclude='events.out.*' -cJf "$OUT/logs.tar.xz" logs; cp "$out/table.txt" "$OUT/" 2>/dev/null; }; }
 trap pack EXIT
+trap 'exit 143' TERM INT  # stopped by a timeout: the logs are still packed
 want() { local s; for s in "${stages[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
 
 [[ -f $carry/bundle.tar.xz ]] || { echo "run.sh: $carry/bundle.tar.xz missing: run scripts/gpu/bundle.sh here and carry .carry/gpu" >&2; exit 2; }
@@ -51,22 +52,31 @@ export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 } | tee "$out/environment.txt"
 
 declare -a table
-row() { table+=("$(printf '%-44s %s' "$1" "$2")"); printf '%s\n' "${table[-1]}" >>"$out/rows.txt"; }  # rows.txt: as they come
+row() { table+=("$(printf '%-44s %s' "$1" "$2")"); printf '%s\n' "${table[-1]}" | tee -a "$out/rows.txt"; }  # as they come
 
-if want tests; then
-  for t in "$work"/bundle/bin/test_*gpu*; do
-    [[ -x $t ]] || continue
-    name=$(basename "$t")
-    timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" ${FASTNN_GPU_TEST_FILTER:+--gtest_filter="$FASTNN_GPU_TEST_FILTER"} >"$out/$name.log" 2>&1
-    rc=$?
-    summary=$("${py:-python3}" - "$out/$name.json" <<'PY' 2>/dev/null || echo "no json (rc $rc)"
+# One gpu test executable: its log, its JSON and a one-line summary (tests.<name>.row) for the table.
+run_test() {
+  local t=$1 name rc summary
+  name=$(basename "$t")
+  timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" ${FASTNN_GPU_TEST_FILTER:+--gtest_filter="$FASTNN_GPU_TEST_FILTER"} >"$out/$name.log" 2>&1
+  rc=$?
+  summary=$("${py:-python3}" - "$out/$name.json" <<'PY' 2>/dev/null || echo "no json (rc $rc)"
 import json, sys
 d = json.load(open(sys.argv[1]))
 skipped = sum(1 for s in d["testsuites"] for t in s["testsuite"] if t.get("result") == "SKIPPED")
 print(f'{d["tests"]} tests, {d["failures"]} failed, {skipped} skipped')
 PY
 )
-    row "$name" "$summary (rc $rc)"
+  printf '%s\t%s (rc %s)\n' "$name" "$summary" "$rc" >"$out/tests.$name.row"
+}
+if want tests; then
+  # The executables share the one GPU: FASTNN_GPU_TEST_JOBS of them at a time (default 4; the tests
+  # compare bits, never timings, so running side by side changes no result).
+  export -f run_test; export out py
+  printf '%s\n' "$work"/bundle/bin/test_*gpu* | xargs -r -P "${FASTNN_GPU_TEST_JOBS:-4}" -I{} bash -c 'run_test "$1"' _ {}
+  for r in "$out"/tests.*.row; do
+    [[ -f $r ]] || continue
+    IFS=$'\t' read -r name value <"$r"; row "$name" "$value"
     grep -E -A12 'Failure$' "$out/$name.log" | head -60  # the failures' messages, not only their names
   done
 fi
