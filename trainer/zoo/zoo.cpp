@@ -85,6 +85,9 @@ const std::vector<ZooModel>& zoo_models() {
       else if (n.starts_with("resnet_v")) z.preset = "resnet";
       z.has_aux_logits = n == "inception_v3" || n == "inception_v4" || n == "inception_resnet_v2" ||
                          n.find("nasnet_") != std::string::npos;
+      // The aux heads' 5x5 / stride 3 average pool and 5x5 (Inception) or 1x1-then-full (NASNet) convolutions
+      // need a feature map of at least 5x5 where the head branches off (the builders' checks).
+      if (z.has_aux_logits) z.aux_min_size = n.starts_with("inception") ? 107 : n == "nasnet_cifar" ? 9 : 67;
     }
     std::sort(m.begin(), m.end(), [](const ZooModel& a, const ZooModel& b) { return a.name < b.name; });
     return m;

@@ -38,7 +38,7 @@ struct ZooModel {
   std::string name;     // "resnet_v1_50"
   std::string summary;  // one line
   int default_size = 0;
-  int min_size = 0;      // smallest height/width accepted (with the aux head where there is one)
+  int min_size = 0;      // smallest height/width accepted (built without the aux head where there is one)
   int default_channels = 3;
   int default_classes = 1000;
   NetDef (*build)(const ZooOptions& resolved) = nullptr;  // options with every 0 resolved
@@ -47,6 +47,7 @@ struct ZooModel {
   // Inception, MobileNet and NASNet families) with FastNN's own lenet, cifarnet and resnet presets.
   std::string preset = "inception";
   bool has_aux_logits = false;  // builds an auxiliary head unless ZooOptions::aux_logits is false
+  int aux_min_size = 0;         // smallest height/width with the aux head (0: the model has none)
 };
 
 // Every model, sorted by name.

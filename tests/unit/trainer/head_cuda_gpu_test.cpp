@@ -698,10 +698,22 @@ std::vector<std::vector<float>> rows_of(StepRunner& r) {
   return out;
 }
 
+// The backbone's variables and optimizer slots (LeNet/...): not this test's subject (the device backbone
+// against the CPU is loop_train_device_gpu_test's), and held to backbone_tol. The device head's feature
+// gradient equals the CPU head's to about 1e-5 (HeadCudaGpu's head comparisons hold it to 1e-4), and three
+// steps amplify that in the convolutions' gradients: measured on an H100 (2026-11-27), f32, conv1's
+// momentum 3.4e-3 and conv2's 2.1e-3 relative, every other array within 1e-4; f16 3.6e-2, bf16 0.12.
+// LeNet/fc4/biases is left out: it feeds the embedding's batch norm, so its gradient is zero in exact
+// arithmetic and its value after a step is rounding noise (two BLAS kernel sets on the CPU alone give
+// a relative difference of 2.6).
+double backbone_tol(DType dt) { return dt == DType::kF32 ? 1e-2 : dt == DType::kF16 ? 0.1 : 0.25; }
+bool is_rounding_noise(const std::string& name) { return name.starts_with("LeNet/fc4/biases"); }
+
 // `steps` steps of the CPU runner (f32, one process) and the CUDA runner (`dt`, rc's collectives) on the
 // same batches: the losses, counts and global gradient norms (the clipping decision's input: the
 // backbone's and, for a sharded head, its rows' statistics summed over the ranks) at each step, then
-// every variable, row shard and optimizer array, within `tol` relative.
+// every variable, row shard and optimizer array, within `tol` relative (the backbone's within
+// backbone_tol).
 void expect_runners_close(const std::string& loss, double ratio, DType dt, int steps, double tol,
                           const RunnerCase& rc = {}) {
   SCOPED_TRACE(loss + " ratio " + std::to_string(ratio) + " " + dtype_name(dt) + (rc.collectives ? " nccl" : "") +
@@ -739,9 +751,11 @@ void expect_runners_close(const std::string& loss, double ratio, DType dt, int s
   }
   const auto va = cpu->host_variables(), vb = gpu->host_variables();
   ASSERT_EQ(va.size(), vb.size());
+  const auto tol_for = [&](const std::string& name) { return name.starts_with("LeNet/") ? backbone_tol(dt) : tol; };
   for (size_t i = 0; i < va.size(); ++i) {
     ASSERT_EQ(va[i].name, vb[i].name);
-    EXPECT_LE(rel_l2(vb[i].data, va[i].data), tol) << va[i].name;
+    if (is_rounding_noise(va[i].name)) continue;
+    EXPECT_LE(rel_l2(vb[i].data, va[i].data), tol_for(va[i].name)) << va[i].name;
   }
   const auto sa = cpu->sharded_rows(), sb = gpu->sharded_rows(), layout = gpu->sharded_row_layout();
   ASSERT_EQ(sa.size(), sb.size());
@@ -760,7 +774,8 @@ void expect_runners_close(const std::string& loss, double ratio, DType dt, int s
   ASSERT_EQ(oa.size(), ob.size());
   for (size_t i = 0; i < oa.size(); ++i) {
     EXPECT_EQ(oa[i].name, ob[i].name);
-    EXPECT_LE(rel_l2(ob[i].data, oa[i].data), tol) << oa[i].name;
+    if (is_rounding_noise(oa[i].name)) continue;
+    EXPECT_LE(rel_l2(ob[i].data, oa[i].data), tol_for(oa[i].name)) << oa[i].name;
   }
   gpu->import_optimizer_state(oa);  // a CPU checkpoint's state resumes on the GPU
   if (ratio < 1) {  // the lazy update: a row no step sampled keeps its weights and slots bitwise

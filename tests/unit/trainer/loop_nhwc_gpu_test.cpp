@@ -42,7 +42,12 @@ StepRunnerOptions options(DType dt, Layout layout, bool fuse) {
 
 using cuda_test::rel_l2;
 
-void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse) {
+// How many steps the two layouts are compared over. Three for nets whose first steps are well conditioned
+// (resnet_cifar_20, lenet). One for inception_v1 and mobilenet_v2 at 32x32: their later steps are chaotic
+// on any hardware — on the CPU alone, switching the BLAS kernels (OPENBLAS_CORETYPE Haswell against
+// Cooperlake) moves inception_v1's third loss from 6.35 to 6.87 at lr 0.002 — so for them the first
+// step is compared through its update (every variable's change), which is the gradient itself.
+void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse, int steps = 3) {
   SCOPED_TRACE(model + " " + dtype_name(dt) + (fuse ? " fused" : ""));
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   auto nchw = make_step_runner(net, options(dt, Layout::kNCHW, fuse));
@@ -53,14 +58,24 @@ void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bo
   const double loss_tol = dt == DType::kF32 ? 1e-4 : 2e-2;
   const double weight_tol = dt == DType::kF32 ? 1e-4 : dt == DType::kF16 ? 2e-2 : 5e-2;
   const double beta_tol = dt == DType::kF32 ? 1e-4 : dt == DType::kF16 ? 0.2 : 0.5;
-  for (uint64_t step = 0; step < 3; ++step) {
-    auto [xa, ya] = nchw->synthetic_batch(40 + step);
-    auto [xb, yb] = nhwc->synthetic_batch(40 + step);
-    const StepResult a = nchw->train(xa, ya, step, 0.02f), b = nhwc->train(xb, yb, step, 0.02f);
+  const std::vector<NamedArray> initial = nchw->host_variables();
+  for (int step = 0; step < steps; ++step) {
+    auto [xa, ya] = nchw->synthetic_batch(40 + static_cast<uint64_t>(step));
+    auto [xb, yb] = nhwc->synthetic_batch(40 + static_cast<uint64_t>(step));
+    const StepResult a = nchw->train(xa, ya, static_cast<uint64_t>(step), 0.02f);
+    const StepResult b = nhwc->train(xb, yb, static_cast<uint64_t>(step), 0.02f);
     EXPECT_NEAR(b.loss, a.loss, loss_tol * std::max(1.0, std::fabs(a.loss))) << step;
   }
-  const std::vector<NamedArray> va = nchw->host_variables(), vb = nhwc->host_variables();
+  std::vector<NamedArray> va = nchw->host_variables(), vb = nhwc->host_variables();
   ASSERT_EQ(va.size(), vb.size());
+  ASSERT_EQ(va.size(), initial.size());
+  if (steps == 1) {  // the update, not the weights (which hardly move in one step)
+    for (size_t i = 0; i < va.size(); ++i)
+      for (size_t j = 0; j < va[i].data.size(); ++j) {
+        va[i].data[j] -= initial[i].data[j];
+        vb[i].data[j] -= initial[i].data[j];
+      }
+  }
   std::vector<float> betas_a, betas_b;
   for (size_t i = 0; i < va.size(); ++i) {
     ASSERT_EQ(va[i].name, vb[i].name);
@@ -81,9 +96,12 @@ TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {
   expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kF32, false);
   expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kF16, true);
   expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kBF16, true);
-  expect_nhwc_trains_as_nchw("inception_v1", zoo::zoo_model("inception_v1").min_size, DType::kF32, false);
+  expect_nhwc_trains_as_nchw("inception_v1", zoo::zoo_model("inception_v1").min_size, DType::kF32, false, 1);
   expect_nhwc_trains_as_nchw("lenet", 28, DType::kF32, false);
-  expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kF16, false);
+  // MobileNet v2 (depthwise convolutions) in f32 and bf16: under f16 with the test's static loss scale
+  // of 256 its first step overflows in both layouts (NaN losses after it, H100 2026-11-27).
+  expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kF32, false, 1);
+  expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kBF16, false, 1);
 }
 
 // fuse_ops on the GPU: the fused plan's one-pass kernels (batch_norm+relu, add+relu, batch_norm+add+relu)

@@ -200,8 +200,11 @@ TEST_P(DeviceOptimizerTest, ExportedStateEqualsTheCpuOptimizer) {
                                       kCount, false}});
   for (int step = 0; step < 3; ++step) {
     const float lr = 0.05f / static_cast<float>(step + 1);
-    g1 = uniform(50 + step, -2, 2);
-    g2 = uniform(60 + step, -2, 2);
+    // Into g1 and g2's own storage: the CPU optimizer holds pointers to it (an assignment of a new vector
+    // would leave them dangling).
+    const std::vector<float> n1 = uniform(50 + step, -2, 2), n2 = uniform(60 + step, -2, 2);
+    std::copy(n1.begin(), n1.end(), g1.begin());
+    std::copy(n2.begin(), n2.end(), g2.begin());
     const Tensor h1 = Tensor::from<float>({kCount}, g1), h2 = Tensor::from<float>({kCount}, g2);
     cuda::copy_async(dg1, h1);
     cuda::copy_async(dg2, h2);

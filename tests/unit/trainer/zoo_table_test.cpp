@@ -40,6 +40,23 @@ TEST(ZooTable, ListsEveryModelWithTheZoosCounts) {
     EXPECT_TRUE(listed.count(n)) << n;
 }
 
+// ZooModel's sizes are the smallest that plan: min_size without the aux head, aux_min_size with it (one
+// less is refused with the size it needs).
+TEST(ZooTable, MinimumSizesAreTheSmallestThatPlan) {
+  for (const zoo::ZooModel& m : zoo::zoo_models()) {
+    const auto plan_at = [&](int size, bool aux) {
+      return graph::NetPlan::make(
+          zoo::build_net(m.name, {.num_classes = 10, .height = size, .width = size, .aux_logits = aux}), {});
+    };
+    EXPECT_NO_THROW(plan_at(m.min_size, false)) << m.name;
+    if (m.min_size > 1) EXPECT_THROW(plan_at(m.min_size - 1, false), ConfigError) << m.name;
+    EXPECT_EQ(m.aux_min_size > 0, m.has_aux_logits) << m.name;
+    if (!m.has_aux_logits) continue;
+    EXPECT_NO_THROW(plan_at(m.aux_min_size, true)) << m.name;
+    EXPECT_THROW(plan_at(m.aux_min_size - 1, true), ConfigError) << m.name;
+  }
+}
+
 TEST(ZooTable, JsonAndTextCarryTheRows) {
   const std::vector<zoo::ZooTableRow> rows = zoo::zoo_table(1001);
   const nlohmann::json j = zoo::zoo_table_json(rows);
