@@ -30,8 +30,11 @@ void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx);
 namespace cuda {
 template <typename T>
 void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s);
+// ws: max_pool2d_workspace_bytes(p) bytes (each window's argmax, one byte; 0 for 1x1 windows and for
+// tensors of 2^31 elements or more, whose backward recomputes the argmaxes).
 template <typename T>
-void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, cudaStream_t s);
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s);
+size_t max_pool2d_workspace_bytes(const Pool2dParams& p);
 }  // namespace cuda
 // The kCuda kernel (max_pool2d_cuda.cpp); register_max_pool2d adds it.
 void register_max_pool2d_cuda(OpRegistry& registry);

@@ -1,5 +1,6 @@
 // max_pool2d on CUDA (ops/max_pool2d.h): custom kernels keep the CPU's asymmetric padding and
-// first-maximum tie rule; the backward recomputes the argmax from x like the CPU (no saved indices). NHWC
+// first-maximum tie rule; the backward recomputes the argmax from x like the CPU (no saved indices), once
+// per window into the workspace (one byte each), then gathers per input. NHWC
 // (add_nhwc_kernel): the same kernels over interleaved planes (Pool2dParams::nhwc).
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/max_pool2d.h"
@@ -13,6 +14,7 @@ class MaxPool2dCuda final : public OpKernel {
  public:
   MaxPool2dCuda(OpSignature sig, const Pool2dParams& p) : OpKernel("max_pool2d", Device::kCuda), p_(p) {
     sig_ = std::move(sig);
+    sig_.workspace_bytes = cuda::max_pool2d_workspace_bytes(p_);
   }
 
  protected:
@@ -22,7 +24,7 @@ class MaxPool2dCuda final : public OpKernel {
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
     cuda::max_pool2d_backward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                                 cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+                                 cuda::ptr<T>(a.d_inputs[0]), const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
   }
 
  private:

@@ -6,6 +6,7 @@
 // These are custom kernels rather than cuDNN because the ops' semantics are not cuDNN's: asymmetric
 // ("same") padding, TensorFlow's count_include_pad=false divisor, first-maximum tie breaking, and LRN
 // with any radius that also yields the `scale` tensor its backward reads.
+#include "core/fast_divide.h"
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/avg_pool2d.h"
 #include "trainer/ops/lrn.h"
@@ -104,6 +105,116 @@ __global__ void max_pool_bwd_kernel(Pool2dParams p, const T* x, const T* dy, T* 
   }
 }
 
+// ---- max pooling with 32-bit index math (tensors under 2^31 elements: every real layer) ----
+// The kernels above spend most of their time on 64-bit divisions, and their backward recomputes the
+// argmax of every window covering an input (four windows of nine for a 3x3 / 2 pool: 36 loads an
+// element). These take the same decisions with FastDivide index math, and the backward first writes
+// each window's argmax once (one byte: its position in the window) to the workspace, then gathers per
+// input in the same (op, oq) order with the same float sum, so the results are bitwise the kernels'
+// above (and the CPU's first-maximum rule).
+
+// Coordinates of flat element i of an [N, C, A, B] tensor (NCHW) or [N, A, B, C] (NHWC), and where its
+// plane starts in the other tensor of the pair (planes of `other_plane` = A' * B' elements).
+struct PoolDivs {
+  FastDivide c, b, a;  // by C (NHWC only), by B, by A
+};
+struct PoolPos {
+  uint32_t a, b, other_base;
+};
+template <bool Nhwc>
+__device__ __forceinline__ PoolPos pool_pos(uint32_t i, const PoolDivs& d, uint32_t other_plane) {
+  PoolPos r;
+  if constexpr (Nhwc) {
+    const uint32_t c = d.c.divisor(), t0 = d.c.div(i), ch = i - t0 * c;
+    const uint32_t t1 = d.b.div(t0), n = d.a.div(t1);
+    r.b = t0 - t1 * d.b.divisor();
+    r.a = t1 - n * d.a.divisor();
+    r.other_base = n * other_plane * c + ch;
+  } else {
+    const uint32_t t1 = d.b.div(i), nc = d.a.div(t1);
+    r.b = i - t1 * d.b.divisor();
+    r.a = t1 - nc * d.a.divisor();
+    r.other_base = nc * other_plane;
+  }
+  return r;
+}
+
+struct MaxPool32 {
+  int h, w, p, q, r, s, stride_h, stride_w, pad_top, pad_left;
+  uint32_t step;  // distance between neighbouring elements of a plane: C for NHWC, 1 for NCHW
+  PoolDivs out_divs, in_divs;
+};
+
+// The window's first maximum as its position in the window ((ih - h0) * s + (iw - w0)), -1 if empty.
+template <typename T>
+__device__ __forceinline__ int window_argmax(const MaxPool32& m, const T* x, uint32_t in_base, int op, int oq) {
+  const int h0 = op * m.stride_h - m.pad_top, w0 = oq * m.stride_w - m.pad_left;
+  const int hb = h0 > 0 ? h0 : 0, he = h0 + m.r < m.h ? h0 + m.r : m.h;
+  const int wb = w0 > 0 ? w0 : 0, we = w0 + m.s < m.w ? w0 + m.s : m.w;
+  int best = -1;
+  float best_v = 0.f;
+  for (int ih = hb; ih < he; ++ih)
+    for (int iw = wb; iw < we; ++iw) {
+      const float v = to_f(x[in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step]);
+      if (best < 0 || v > best_v) best = (ih - h0) * m.s + (iw - w0), best_v = v;
+    }
+  return best;
+}
+
+template <typename T, bool Nhwc>
+__global__ void max_pool32_fwd_kernel(MaxPool32 m, uint32_t total, const T* x, T* y) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const PoolPos o = pool_pos<Nhwc>(i, m.out_divs, static_cast<uint32_t>(m.h * m.w));
+    const int best = window_argmax(m, x, o.other_base, static_cast<int>(o.a), static_cast<int>(o.b));
+    if (best < 0) {
+      y[i] = from_f<T>(0.f);
+    } else {
+      const int ih = static_cast<int>(o.a) * m.stride_h - m.pad_top + best / m.s;
+      const int iw = static_cast<int>(o.b) * m.stride_w - m.pad_left + best % m.s;
+      y[i] = x[o.other_base + static_cast<uint32_t>(ih * m.w + iw) * m.step];
+    }
+  }
+}
+
+// Pass 1 of the backward: each output's argmax position, 255 for an empty window.
+template <typename T, bool Nhwc>
+__global__ void max_pool32_argmax_kernel(MaxPool32 m, uint32_t total, const T* x, uint8_t* where) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const PoolPos o = pool_pos<Nhwc>(i, m.out_divs, static_cast<uint32_t>(m.h * m.w));
+    const int best = window_argmax(m, x, o.other_base, static_cast<int>(o.a), static_cast<int>(o.b));
+    where[i] = static_cast<uint8_t>(best < 0 ? 255 : best);
+  }
+}
+
+// The outputs whose windows cover input row i: [lo, hi] (empty when lo > hi), as covering() above.
+__device__ __forceinline__ void covering32(int i, int pad, int k, int stride, int out, int& lo, int& hi) {
+  const int num = i + pad - k + 1;
+  lo = num <= 0 ? 0 : (num + stride - 1) / stride;
+  hi = (i + pad) / stride;
+  if (hi > out - 1) hi = out - 1;
+}
+
+// Pass 2: per input, dy of every covering window whose argmax is this input, in (op, oq) order. A 1x1
+// window (where == null) always has its one element as its argmax.
+template <typename T, bool Nhwc>
+__global__ void max_pool32_bwd_kernel(MaxPool32 m, uint32_t total, const uint8_t* where, const T* dy, T* dx) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const PoolPos in = pool_pos<Nhwc>(i, m.in_divs, static_cast<uint32_t>(m.p * m.q));
+    const int ih = static_cast<int>(in.a), iw = static_cast<int>(in.b);
+    int ph0, ph1, pw0, pw1;
+    covering32(ih, m.pad_top, m.r, m.stride_h, m.p, ph0, ph1);
+    covering32(iw, m.pad_left, m.s, m.stride_w, m.q, pw0, pw1);
+    float acc = 0.f;
+    for (int op = ph0; op <= ph1; ++op)
+      for (int oq = pw0; oq <= pw1; ++oq) {
+        const uint32_t o = in.other_base + static_cast<uint32_t>(op * m.q + oq) * m.step;
+        const int here = (ih - (op * m.stride_h - m.pad_top)) * m.s + (iw - (oq * m.stride_w - m.pad_left));
+        if (!where || where[o] == here) acc += to_f(dy[o]);
+      }
+    dx[i] = from_f<T>(acc);
+  }
+}
+
 template <typename T>
 __global__ void avg_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
   const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
@@ -181,19 +292,68 @@ __global__ void lrn_bwd_kernel(LrnParams p, const T* x, const T* scale, const T*
 
 }  // namespace
 
+namespace {
+// The 32-bit kernels' parameters, or false when a tensor has 2^31 elements or more, or a window more than
+// 255 (its argmax position would not fit a byte).
+bool max_pool32(const Pool2dParams& p, MaxPool32& m) {
+  const Window2d& g = p.win;
+  const int64_t in = p.n * p.c * p.h * p.w, out = p.n * p.c * g.p * g.q;
+  if (!FastDivide::fits(in) || !FastDivide::fits(out) || g.r * g.s > 255 || in == 0 || out == 0) return false;
+  m = MaxPool32{static_cast<int>(p.h), static_cast<int>(p.w), static_cast<int>(g.p), static_cast<int>(g.q),
+                static_cast<int>(g.r), static_cast<int>(g.s), static_cast<int>(g.stride_h),
+                static_cast<int>(g.stride_w), static_cast<int>(g.pad_top), static_cast<int>(g.pad_left),
+                static_cast<uint32_t>(p.nhwc ? p.c : 1), {}, {}};
+  const auto div = [](int64_t v) { return FastDivide(static_cast<uint32_t>(v)); };
+  // NHWC: i -> (c | b | a | n); NCHW: i -> (b | a | nc).
+  m.out_divs = PoolDivs{div(p.c), div(g.q), div(g.p)};
+  m.in_divs = PoolDivs{div(p.c), div(p.w), div(p.h)};
+  return true;
+}
+}  // namespace
+
+size_t max_pool2d_workspace_bytes(const Pool2dParams& p) {
+  MaxPool32 m;
+  if (!max_pool32(p, m) || p.win.r * p.win.s == 1) return 0;
+  return static_cast<size_t>(p.n * p.c * p.win.p * p.win.q);
+}
+
 template <typename T>
 void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.win.p * p.win.q;
   if (total == 0) return;
-  max_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  MaxPool32 m;
+  if (max_pool32(p, m)) {
+    const uint32_t t = static_cast<uint32_t>(total);
+    if (p.nhwc) max_pool32_fwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, x, y);
+    else max_pool32_fwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, x, y);
+  } else {
+    max_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
-void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, cudaStream_t s) {
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
-  max_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, dy, dx);
+  MaxPool32 m;
+  if (max_pool32(p, m)) {
+    uint8_t* where = nullptr;
+    if (p.win.r * p.win.s > 1) {
+      FASTNN_CHECK(ws, "max_pool2d: the backward needs max_pool2d_workspace_bytes of workspace");
+      where = static_cast<uint8_t*>(ws);
+      const int64_t outs = p.n * p.c * p.win.p * p.win.q;
+      const uint32_t to = static_cast<uint32_t>(outs);
+      if (p.nhwc) max_pool32_argmax_kernel<T, true><<<grid_for(outs), kThreads, 0, s>>>(m, to, x, where);
+      else max_pool32_argmax_kernel<T, false><<<grid_for(outs), kThreads, 0, s>>>(m, to, x, where);
+      CUDA_CHECK_LAUNCH();
+    }
+    const uint32_t t = static_cast<uint32_t>(total);
+    if (p.nhwc) max_pool32_bwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
+    else max_pool32_bwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
+  } else {
+    max_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, dy, dx);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -233,7 +393,7 @@ void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T
 
 #define FASTNN_INSTANTIATE(T)                                                                          \
   template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);               \
-  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const T*, T*, cudaStream_t);    \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const T*, T*, void*, cudaStream_t); \
   template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);               \
   template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);              \
   template void lrn_forward<T>(const LrnParams&, const T*, T*, T*, cudaStream_t);                     \
