@@ -34,6 +34,7 @@ bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --p
 bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum
 bench mobilenet_v2_fp16 --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+bench mobilenet_v2_fp16_nhwc_fused_graph --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 # The same with the fuse_ops rewrite: one-pass batch_norm+relu and add+relu kernels on the GPU.
 bench resnet50_fp16_fused --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_ops
 # The same step replayed from captured CUDA graphs (cuda_graph): what the host's launches cost a step.

@@ -11,6 +11,7 @@
 #include "core/fast_divide.h"
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/batch_norm.h"
+#include "trainer/ops/bn_rows_packed.cuh"
 #include "trainer/ops/channel_index.h"
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/global_avg_pool.h"
@@ -178,6 +179,15 @@ __device__ __forceinline__ T bn_output(float v, T r) {
   return z;
 }
 
+// bn_output and stats_pivot as the packed kernels (bn_rows_packed.cuh) take them.
+template <typename T, bool Relu, bool Add>
+struct BnEpilogue {
+  __device__ T operator()(float v, T r) const { return bn_output<T, Relu, Add>(v, r); }
+};
+struct StatsPivot {
+  __device__ double operator()(float running_mean) const { return stats_pivot(running_mean); }
+};
+
 // y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula),
 // then bn_output's epilogue (r is read only with Add).
 template <typename T, bool Relu, bool Add>
@@ -189,29 +199,6 @@ __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, 
     const float shift = beta[ch] - mean[ch] * scale;
     const float v = to_f(x[i]) * scale + shift;
     y[i] = bn_output<T, Relu, Add>(v, Add ? r[i] : T{});
-  }
-}
-
-// The same on [M, C] rows (NHWC) with C a multiple of V and 16-byte aligned tensors: V neighbouring
-// channels per 16-byte load and store, each element computed as bn_normalize_kernel does (bitwise).
-template <typename T, bool Relu, bool Add, int V>
-__global__ void bn_normalize_rows_kernel(int64_t packs, int64_t c, const T* x, const float* gamma, const float* beta,
-                                         const float* mean, const float* invstd, const T* r, T* y) {
-  FASTNN_GRID_LOOP(pk, packs) {
-    const int64_t ch0 = (pk * V) % c;
-    const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[pk];
-    Pack<T, V> res;
-    if constexpr (Add) res = reinterpret_cast<const Pack<T, V>*>(r)[pk];
-    Pack<T, V> out;
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      const int64_t ch = ch0 + e;
-      const float scale = gamma[ch] * invstd[ch];
-      const float shift = beta[ch] - mean[ch] * scale;
-      const float v = to_f(in.v[e]) * scale + shift;
-      out.v[e] = bn_output<T, Relu, Add>(v, Add ? res.v[e] : T{});
-    }
-    reinterpret_cast<Pack<T, V>*>(y)[pk] = out;
   }
 }
 
@@ -340,32 +327,8 @@ __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, con
   }
 }
 
-// bn_bwd_dx_kernel on rows, V channels per 16-byte access (as bn_normalize_rows_kernel; bitwise).
-template <typename T, bool Relu, int V>
-__global__ void bn_bwd_dx_rows_kernel(int64_t packs, int64_t c, const T* x, const float* gamma, const float* mean_s,
-                                      const float* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
-  FASTNN_GRID_LOOP(pk, packs) {
-    const int64_t ch0 = (pk * V) % c;
-    const Pack<T, V> xv = reinterpret_cast<const Pack<T, V>*>(x)[pk], gv = reinterpret_cast<const Pack<T, V>*>(dy)[pk];
-    Pack<T, V> yv;
-    if constexpr (Relu) yv = reinterpret_cast<const Pack<T, V>*>(relu_y)[pk];
-    Pack<T, V> out;
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      const int64_t ch = ch0 + e;
-      const float invstd = invstd_s[ch];
-      const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
-      const float xhat = (to_f(xv.v[e]) - mean_s[ch]) * invstd;
-      float g = to_f(gv.v[e]);
-      if constexpr (Relu) g = to_f(yv.v[e]) > 0.f ? g : 0.f;
-      out.v[e] = from_f<T>(gamma[ch] * invstd * (g - a - xhat * b));
-    }
-    reinterpret_cast<Pack<T, V>*>(dx)[pk] = out;
-  }
-}
-
 // Rows whose channel count is a multiple of V = 16 / sizeof(T) and whose tensors are 16-byte aligned
-// take the packed kernels.
+// take the packed kernels (bn_rows_packed.cuh).
 template <typename T>
 bool packable_rows(const BatchNormParams& p, std::initializer_list<const void*> ptrs) {
   constexpr int64_t kV = 16 / sizeof(T);
@@ -549,12 +512,14 @@ void bn_normalize_with(const BatchNormParams& p, const T* x, const float* gamma,
                        const float* invstd, const T* r, T* y, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.hw;
   constexpr int kV = 16 / sizeof(T);
-  if (packable_rows<T>(p, {x, y, r}))
-    bn_normalize_rows_kernel<T, Relu, Add, kV><<<grid_for(total / kV), kThreads, 0, s>>>(
-        total / kV, p.c, x, gamma, beta, mean, invstd, r, y);
-  else
+  if (packable_rows<T>(p, {x, y, r})) {
+    const packed::PackedGrid g = packed::packed_grid(p.c, kV);
+    packed::normalize_kernel<T, Add, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
+        p.n, p.c, x, gamma, beta, mean, invstd, r, y, BnEpilogue<T, Relu, Add>{});
+  } else {
     bn_normalize_kernel<T, Relu, Add><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x,
                                                                            gamma, beta, mean, invstd, r, y);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -578,11 +543,17 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
   const BnSplit sp = bn_split(p);
   double* partials = static_cast<double*>(ws);
   if (p.n * p.hw > 0) {
-    if (by_rows(p))
+    constexpr int kV = 16 / sizeof(T);
+    if (packable_rows<T>(p, {x})) {
+      const packed::PackedGrid g = packed::packed_grid(p.c, kV);
+      packed::stats_kernel<T, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
+          p.n, p.c, sp, x, running_mean, StatsPivot{}, partials);
+    } else if (by_rows(p)) {
       bn_rows_stats_kernel<T><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, running_mean, partials);
-    else
+    } else {
       bn_partial_stats_kernel<T><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)), kReduceThreads,
                                    0, s>>>(p, sp, hw_divider(p), x, running_mean, partials);
+    }
     CUDA_CHECK_LAUNCH();
   }
   bn_finish_stats_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
@@ -617,13 +588,19 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   double* coef = partials + 2 * p.c * sp.runs;
   const bool any = p.n * p.hw > 0;
   if (any) {
-    if (by_rows(p))
+    constexpr int kV = 16 / sizeof(T);
+    if (packable_rows<T>(p, {x, dy, relu_y})) {
+      const packed::PackedGrid g = packed::packed_grid(p.c, kV);
+      packed::grad_kernel<T, Relu, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
+          p.n, p.c, sp, x, save_mean, save_invstd, dy, relu_y, partials);
+    } else if (by_rows(p)) {
       bn_rows_grad_kernel<T, Relu><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, save_mean, save_invstd, dy,
                                                                            relu_y, partials);
-    else
+    } else {
       bn_partial_grad_kernel<T, Relu><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)),
                                         kReduceThreads, 0, s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy,
                                                                 relu_y, partials);
+    }
     CUDA_CHECK_LAUNCH();
   }
   bn_finish_grad_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
@@ -632,12 +609,14 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   const int64_t total = p.n * p.c * p.hw;
   if (!dx || total == 0) return;
   constexpr int kV = 16 / sizeof(T);
-  if (packable_rows<T>(p, {x, dy, relu_y, dx}))
-    bn_bwd_dx_rows_kernel<T, Relu, kV><<<grid_for(total / kV), kThreads, 0, s>>>(
-        total / kV, p.c, x, gamma, save_mean, save_invstd, dy, relu_y, coef, dx);
-  else
+  if (packable_rows<T>(p, {x, dy, relu_y, dx})) {
+    const packed::PackedGrid g = packed::packed_grid(p.c, kV);
+    packed::dx_kernel<T, Relu, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
+        p.n, p.c, x, gamma, save_mean, save_invstd, dy, relu_y, coef, dx);
+  } else {
     bn_bwd_dx_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
                                                                    save_mean, save_invstd, dy, relu_y, coef, dx);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
