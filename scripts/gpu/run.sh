@@ -58,7 +58,8 @@ row() { table+=("$(printf '%-44s %s' "$1" "$2")"); printf '%s\n' "${table[-1]}" 
 run_test() {
   local t=$1 name rc summary
   name=$(basename "$t")
-  timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" ${FASTNN_GPU_TEST_FILTER:+--gtest_filter="$FASTNN_GPU_TEST_FILTER"} >"$out/$name.log" 2>&1
+  # FASTNN_GPU_TEST_ARGS: more gtest flags (--gtest_repeat=50 to chase a test that fails now and then).
+  timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" ${FASTNN_GPU_TEST_FILTER:+--gtest_filter="$FASTNN_GPU_TEST_FILTER"} ${FASTNN_GPU_TEST_ARGS:-} >"$out/$name.log" 2>&1
   rc=$?
   summary=$("${py:-python3}" - "$out/$name.json" <<'PY' 2>/dev/null || echo "no json (rc $rc)"
 import json, sys
@@ -72,7 +73,7 @@ PY
 if want tests; then
   # The executables share the one GPU: FASTNN_GPU_TEST_JOBS of them at a time (default 4; the tests
   # compare bits, never timings, so running side by side changes no result).
-  export -f run_test; export out py
+  export -f run_test; export out py FASTNN_GPU_TEST_TIMEOUT FASTNN_GPU_TEST_FILTER FASTNN_GPU_TEST_ARGS
   printf '%s\n' "$work"/bundle/bin/test_*gpu* | xargs -r -P "${FASTNN_GPU_TEST_JOBS:-4}" -I{} bash -c 'run_test "$1"' _ {}
   for r in "$out"/tests.*.row; do
     [[ -f $r ]] || continue

@@ -43,11 +43,13 @@ StepRunnerOptions options(DType dt, Layout layout, bool fuse) {
 using cuda_test::rel_l2;
 
 // How many steps the two layouts are compared over. Three for nets whose first steps are well conditioned
-// (resnet_cifar_20, lenet). One for inception_v1 and mobilenet_v2 at 32x32: their later steps are chaotic
-// on any hardware — on the CPU alone, switching the BLAS kernels (OPENBLAS_CORETYPE Haswell against
-// Cooperlake) moves inception_v1's third loss from 6.35 to 6.87 at lr 0.002 — so for them the first
-// step is compared through its update (every variable's change), which is the gradient itself.
-void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse, int steps = 3) {
+// (resnet_cifar_20, lenet). One for inception_v1 and mobilenet_v2: their later steps are chaotic on any
+// hardware — on the CPU alone, switching the BLAS kernels (OPENBLAS_CORETYPE Haswell against Cooperlake)
+// moves inception_v1's third loss from 6.35 to 6.87 at lr 0.002 — so for them the first step is compared
+// through its update (every variable's change), which is the gradient itself, within `update_tol`
+// (default: the weights' tolerance).
+void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bool fuse, int steps = 3,
+                                double update_tol = -1) {
   SCOPED_TRACE(model + " " + dtype_name(dt) + (fuse ? " fused" : ""));
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   auto nchw = make_step_runner(net, options(dt, Layout::kNCHW, fuse));
@@ -58,6 +60,7 @@ void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bo
   const double loss_tol = dt == DType::kF32 ? 1e-4 : 2e-2;
   const double weight_tol = dt == DType::kF32 ? 1e-4 : dt == DType::kF16 ? 2e-2 : 5e-2;
   const double beta_tol = dt == DType::kF32 ? 1e-4 : dt == DType::kF16 ? 0.2 : 0.5;
+  const double tol = steps == 1 && update_tol > 0 ? update_tol : weight_tol;
   const std::vector<NamedArray> initial = nchw->host_variables();
   for (int step = 0; step < steps; ++step) {
     auto [xa, ya] = nchw->synthetic_batch(40 + static_cast<uint64_t>(step));
@@ -84,7 +87,7 @@ void expect_nhwc_trains_as_nchw(const std::string& model, int size, DType dt, bo
       betas_b.insert(betas_b.end(), vb[i].data.begin(), vb[i].data.end());
       continue;
     }
-    EXPECT_LT(rel_l2(vb[i].data, va[i].data), weight_tol) << va[i].name;
+    EXPECT_LT(rel_l2(vb[i].data, va[i].data), tol) << va[i].name;
   }
   if (!betas_a.empty()) {
     EXPECT_LT(rel_l2(betas_b, betas_a), beta_tol) << "batch-norm betas together";
@@ -98,10 +101,13 @@ TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {
   expect_nhwc_trains_as_nchw("resnet_cifar_20", 32, DType::kBF16, true);
   expect_nhwc_trains_as_nchw("inception_v1", zoo::zoo_model("inception_v1").min_size, DType::kF32, false, 1);
   expect_nhwc_trains_as_nchw("lenet", 28, DType::kF32, false);
-  // MobileNet v2 (depthwise convolutions) in f32 and bf16: under f16 with the test's static loss scale
-  // of 256 its first step overflows in both layouts (NaN losses after it, H100 2026-11-27).
-  expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kF32, false, 1);
-  expect_nhwc_trains_as_nchw("mobilenet_v2", 32, DType::kBF16, false, 1);
+  // MobileNet v2 (depthwise convolutions), f32 at 128x128: its first update is ill-conditioned at every
+  // size — the CPU alone, switching BLAS kernels, moves it by 3.8% (median variable) at 32x32, 0.68% at
+  // 96 and 0.27% at 128 (at most 0.54%) — so it is held to 2e-2 there (at 32x32 the H200 measured the
+  // layouts 7e-4 apart). Under f16 with the test's static loss scale of 256 its first step overflows in
+  // both layouts (NaN losses after it, H100 2026-11-27); the depthwise kernels' f16/bf16 NHWC results
+  // are held to the CPU's op by op in test_trainer_ops_nhwc_cuda_gpu.
+  expect_nhwc_trains_as_nchw("mobilenet_v2", 128, DType::kF32, false, 1, 2e-2);
 }
 
 // fuse_ops on the GPU: the fused plan's one-pass kernels (batch_norm+relu, add+relu, batch_norm+add+relu)

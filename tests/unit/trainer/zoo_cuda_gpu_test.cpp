@@ -1,7 +1,7 @@
 // Every zoo model name on the GPU (issue "every FastNN model name": each name runs a forward and backward
 // step on the GPU when one is at hand): one training step, batch 4, on the CUDA runner in f32 (TF32 off)
 // from the CPU runner's initial weights, against the CPU runner — the same loss to 1e-3 — and one f16
-// step within 5e-2. Skipped without a CUDA device (one skipping test in CPU-only builds).
+// step within kF16LossTol. Skipped without a CUDA device (one skipping test in CPU-only builds).
 //
 // The input is not the model's smallest: at 1x1 (the ResNets' minimum) or 32x32 (MobileNet's) with batch
 // 2 the last batch norms normalise two values per channel, and the first loss is so ill-conditioned that
@@ -41,6 +41,13 @@ StepRunnerOptions options(Device d, DType dt) {
   return o;
 }
 
+// f16 against the CPU's f32: f16's rounding (5e-4 relative) is 5,000 times the BLAS kernels' and goes
+// through the same conditioning (a factor of about 1,000 for the deepest nets: 1e-7 became 1.2e-4), so
+// the deepest nets' f16 first loss is several percent off f32 — measured on an H200 (2026-11-27):
+// resnet_v1_152 8.4%, resnet_v2_200 8.2%, inception_v4 6.8%, pnasnet_large 6.0%, the rest within 5%.
+// A kernel that is wrong (a missing loss scale, a wrong layout, an overflow) is off by far more.
+constexpr double kF16LossTol = 0.15;
+
 class ZooGpu : public testing::TestWithParam<std::string> {};
 
 TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
@@ -62,7 +69,7 @@ TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
   auto half = make_step_runner(net, options(Device::kCuda, DType::kF16));
   const StepResult h = half->train(x, y, 0, 0.01f);
   EXPECT_TRUE(std::isfinite(h.loss)) << m.name << " f16";
-  EXPECT_NEAR(h.loss, a.loss, 5e-2 * std::max(1.0, std::abs(a.loss))) << m.name << " f16";
+  EXPECT_NEAR(h.loss, a.loss, kF16LossTol * std::max(1.0, std::abs(a.loss))) << m.name << " f16";
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryName, ZooGpu, testing::ValuesIn(zoo::zoo_model_names()),
