@@ -130,7 +130,9 @@ void register_max_pool2d(OpRegistry& r) {
             {"k2", {{"kernel", 2}}, {{{2, 2, 4, 6}}}},
             {"k2_odd_plane", {{"kernel", 2}}, {{{1, 2, 5, 7}}}},  // the 2x2 fast path, last row/column unused
             {"k3_s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{1, 3, 7, 6}}}},
-            {"k1_s2", {{"kernel", 1}, {"stride", 2}}, {{{2, 3, 5, 6}}}},  // ResNet v1's subsampling shortcut
+            {"k1_s2", {{"kernel", 1}, {"stride", 2}}, {{{2, 16, 5, 6}}}},  // ResNet v1's subsampling shortcut
+            // 16 channels: the CUDA NHWC kernels that take 8 (f16/bf16) or 4 (f32) channels a thread.
+            {"k3_s2_same_c16", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{2, 16, 9, 7}}}},
             {"k3_s1_pad_asym", {{"kernel", Ints{3, 2}}, {"stride", 1}, {"padding", Ints{1, 2, 0, 1}}}, {{{2, 1, 4, 5}}}},
         };
       },

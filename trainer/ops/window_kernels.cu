@@ -6,6 +6,9 @@
 // These are custom kernels rather than cuDNN because the ops' semantics are not cuDNN's: asymmetric
 // ("same") padding, TensorFlow's count_include_pad=false divisor, first-maximum tie breaking, and LRN
 // with any radius that also yields the `scale` tensor its backward reads.
+#include <cstdint>
+#include <initializer_list>
+
 #include "core/fast_divide.h"
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/avg_pool2d.h"
@@ -215,6 +218,98 @@ __global__ void max_pool32_bwd_kernel(MaxPool32 m, uint32_t total, const uint8_t
   }
 }
 
+// ---- NHWC with C a multiple of V = 16 / sizeof(T): V channels a thread ----
+// The kernels above take one element a thread, so their index math (a few FastDivides, the covering
+// windows' divisions) is paid per 2-byte element and dominates. Here a thread takes V neighbouring channels
+// of one position (16-byte loads and stores; V argmax bytes in one access), the same decisions and the
+// same sums per element in the same order: bitwise the one-element kernels' results.
+template <int V>
+struct alignas(V) BytePack {
+  uint8_t b[V];
+};
+
+// Position pos of an [N, A, B] grid of positions: (n, a, b).
+struct GridPos {
+  uint32_t n, a, b;
+};
+__device__ __forceinline__ GridPos grid_pos(uint32_t pos, const FastDivide& by_b, const FastDivide& by_a) {
+  const uint32_t t = by_b.div(pos), n = by_a.div(t);
+  return GridPos{n, t - n * by_a.divisor(), pos - t * by_b.divisor()};
+}
+
+// Forward (WriteY: y) or the backward's first pass (where): thread i takes pack i % packs of output
+// position i / packs; y and where are indexed like the output, V elements at i * V.
+template <typename T, int V, bool WriteY>
+__global__ void max_pool_packed_kernel(MaxPool32 m, uint32_t total, FastDivide packs, const T* x, T* y,
+                                       uint8_t* where) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
+    const GridPos o = grid_pos(pos, m.out_divs.b, m.out_divs.a);
+    const uint32_t in_base = o.n * static_cast<uint32_t>(m.h * m.w) * m.step + pk * V;
+    const int h0 = static_cast<int>(o.a) * m.stride_h - m.pad_top, w0 = static_cast<int>(o.b) * m.stride_w - m.pad_left;
+    const int hb = h0 > 0 ? h0 : 0, he = h0 + m.r < m.h ? h0 + m.r : m.h;
+    const int wb = w0 > 0 ? w0 : 0, we = w0 + m.s < m.w ? w0 + m.s : m.w;
+    int best[V];
+    float best_v[V];
+    Pack<T, V> best_x;
+#pragma unroll
+    for (int e = 0; e < V; ++e) best[e] = -1, best_v[e] = 0.f, best_x.v[e] = from_f<T>(0.f);
+    for (int ih = hb; ih < he; ++ih)
+      for (int iw = wb; iw < we; ++iw) {
+        const Pack<T, V> v =
+            *reinterpret_cast<const Pack<T, V>*>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
+        const int here = (ih - h0) * m.s + (iw - w0);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const float f = to_f(v.v[e]);
+          if (best[e] < 0 || f > best_v[e]) best[e] = here, best_v[e] = f, best_x.v[e] = v.v[e];
+        }
+      }
+    if constexpr (WriteY) {
+      *reinterpret_cast<Pack<T, V>*>(y + static_cast<size_t>(i) * V) = best_x;
+    } else {
+      BytePack<V> w;
+#pragma unroll
+      for (int e = 0; e < V; ++e) w.b[e] = static_cast<uint8_t>(best[e] < 0 ? 255 : best[e]);
+      *reinterpret_cast<BytePack<V>*>(where + static_cast<size_t>(i) * V) = w;
+    }
+  }
+}
+
+// The backward's gather: thread i takes pack i % packs of input position i / packs (where null: 1x1
+// windows, whose one element is always the argmax).
+template <typename T, int V>
+__global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivide packs, const uint8_t* where,
+                                           const T* dy, T* dx) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
+    const GridPos in = grid_pos(pos, m.in_divs.b, m.in_divs.a);
+    const uint32_t out_base = in.n * static_cast<uint32_t>(m.p * m.q) * m.step + pk * V;
+    const int ih = static_cast<int>(in.a), iw = static_cast<int>(in.b);
+    int ph0, ph1, pw0, pw1;
+    covering32(ih, m.pad_top, m.r, m.stride_h, m.p, ph0, ph1);
+    covering32(iw, m.pad_left, m.s, m.stride_w, m.q, pw0, pw1);
+    float acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = 0.f;
+    for (int op = ph0; op <= ph1; ++op)
+      for (int oq = pw0; oq <= pw1; ++oq) {
+        const uint32_t o = out_base + static_cast<uint32_t>(op * m.q + oq) * m.step;
+        const int here = (ih - (op * m.stride_h - m.pad_top)) * m.s + (iw - (oq * m.stride_w - m.pad_left));
+        const Pack<T, V> g = *reinterpret_cast<const Pack<T, V>*>(dy + o);
+        BytePack<V> w;
+        if (where) w = *reinterpret_cast<const BytePack<V>*>(where + o);
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (!where || w.b[e] == here) acc[e] += to_f(g.v[e]);
+      }
+    Pack<T, V> out;
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
+    *reinterpret_cast<Pack<T, V>*>(dx + static_cast<size_t>(i) * V) = out;
+  }
+}
+
 template <typename T>
 __global__ void avg_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
   const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
@@ -311,6 +406,16 @@ bool max_pool32(const Pool2dParams& p, MaxPool32& m) {
 }
 }  // namespace
 
+// NHWC, C a multiple of V = 16 / sizeof(T), every tensor 16-byte aligned: the V-channel kernels.
+template <typename T>
+bool max_pool_packed(const Pool2dParams& p, std::initializer_list<const void*> ptrs) {
+  constexpr int64_t kV = 16 / sizeof(T);
+  if (!p.nhwc || p.c % kV != 0) return false;
+  for (const void* q : ptrs)
+    if (reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;
+  return true;
+}
+
 size_t max_pool2d_workspace_bytes(const Pool2dParams& p) {
   MaxPool32 m;
   if (!max_pool32(p, m) || p.win.r * p.win.s == 1) return 0;
@@ -322,7 +427,12 @@ void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s)
   const int64_t total = p.n * p.c * p.win.p * p.win.q;
   if (total == 0) return;
   MaxPool32 m;
-  if (max_pool32(p, m)) {
+  constexpr int kV = 16 / sizeof(T);
+  if (max_pool32(p, m) && max_pool_packed<T>(p, {x, y})) {
+    const int64_t packs = total / kV;
+    max_pool_packed_kernel<T, kV, true><<<grid_for(packs), kThreads, 0, s>>>(
+        m, static_cast<uint32_t>(packs), FastDivide(static_cast<uint32_t>(p.c / kV)), x, y, nullptr);
+  } else if (max_pool32(p, m)) {
     const uint32_t t = static_cast<uint32_t>(total);
     if (p.nhwc) max_pool32_fwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, x, y);
     else max_pool32_fwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, x, y);
@@ -337,7 +447,22 @@ void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, 
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
   MaxPool32 m;
-  if (max_pool32(p, m)) {
+  constexpr int kV = 16 / sizeof(T);
+  if (max_pool32(p, m) && max_pool_packed<T>(p, {x, dy, dx})) {
+    const FastDivide by_packs(static_cast<uint32_t>(p.c / kV));
+    uint8_t* where = nullptr;
+    if (p.win.r * p.win.s > 1) {
+      FASTNN_CHECK(ws, "max_pool2d: the backward needs max_pool2d_workspace_bytes of workspace");
+      where = static_cast<uint8_t*>(ws);
+      const int64_t out_packs = p.n * p.c * p.win.p * p.win.q / kV;
+      max_pool_packed_kernel<T, kV, false><<<grid_for(out_packs), kThreads, 0, s>>>(
+          m, static_cast<uint32_t>(out_packs), by_packs, x, nullptr, where);
+      CUDA_CHECK_LAUNCH();
+    }
+    const int64_t in_packs = total / kV;
+    max_pool_packed_bwd_kernel<T, kV><<<grid_for(in_packs), kThreads, 0, s>>>(m, static_cast<uint32_t>(in_packs),
+                                                                             by_packs, where, dy, dx);
+  } else if (max_pool32(p, m)) {
     uint8_t* where = nullptr;
     if (p.win.r * p.win.s > 1) {
       FASTNN_CHECK(ws, "max_pool2d: the backward needs max_pool2d_workspace_bytes of workspace");
