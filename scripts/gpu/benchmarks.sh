@@ -29,27 +29,30 @@ bench() {  # name, then fastnn bench train flags
   fi
 }
 
-bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum
-[[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && FASTNN_ALLOW_TF32=1 bench resnet50_tf32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum
-bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
-bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum
-bench mobilenet_v2_fp16 --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+# Since 2026-11-27 a run on cuda defaults to data_format=NHWC with fuse_ops (measured faster): the rows
+# below name their layout and fusion; resnet50_fp16_default is what a user's run gets without either.
+bench resnet50_fp16_default --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
+[[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && FASTNN_ALLOW_TF32=1 bench resnet50_tf32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
+bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
+bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NCHW --fuse_ops=false
+bench mobilenet_v2_fp16 --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
 bench mobilenet_v2_fp16_nhwc_fused_graph --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 # The same with the fuse_ops rewrite: one-pass batch_norm+relu and add+relu kernels on the GPU.
-bench resnet50_fp16_fused --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_ops
+bench resnet50_fp16_fused --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops
 # The same step replayed from captured CUDA graphs (cuda_graph): what the host's launches cost a step.
-bench resnet50_fp16_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_ops --cuda_graph
+bench resnet50_fp16_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops --cuda_graph
 # A small net where launches dominate: ResNet-20 at Fashion-MNIST's 28x28, batch 128, eager and graphed.
-bench resnet20_fp32 --model_name=resnet_cifar_20 --image-size 28 --batch_size=128 --device=cuda --precision=fp32 --optimizer=momentum
-bench resnet20_fp32_graph --model_name=resnet_cifar_20 --image-size 28 --batch_size=128 --device=cuda --precision=fp32 --optimizer=momentum --cuda_graph
+bench resnet20_fp32 --model_name=resnet_cifar_20 --image-size 28 --batch_size=128 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
+bench resnet20_fp32_graph --model_name=resnet_cifar_20 --image-size 28 --batch_size=128 --device=cuda --precision=fp32 --optimizer=momentum --cuda_graph --data_format=NCHW --fuse_ops=false
 # The same step with its gradients averaged over NCCL (one process): the allreduce's cost per step.
-bench resnet50_fp16_nccl --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --comm_backend=nccl
-bench inception_v3_fp16 --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
-bench vgg16_fp16 --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+bench resnet50_fp16_nccl --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --comm_backend=nccl --data_format=NCHW --fuse_ops=false
+bench inception_v3_fp16 --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
+bench vgg16_fp16 --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
 # NHWC (data_format=NHWC: cuDNN's tensor-core layout, NHWC batch norm / pooling / concat kernels), plain and
 # with every step-level change together (fused, graphed): the rows to hold against PyTorch AMP channels_last.
-bench resnet50_fp16_nhwc --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC
-bench resnet50_fp16_nhwc_nopad --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --conv_pad_channels=false
+bench resnet50_fp16_nhwc --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops=false
+bench resnet50_fp16_nhwc_nopad --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --conv_pad_channels=false --fuse_ops=false
 bench resnet50_fp16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 bench resnet50_bf16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NHWC --fuse_ops --cuda_graph
 bench inception_v3_fp16_nhwc --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
@@ -70,7 +73,7 @@ ops = sorted(p.get("ops", {}).items(), key=lambda kv: -kv[1])[:6]
 print(f"fastnn {sys.argv[2]}\t{p.get('step_ms', 0):.1f} ms/step: {phases}; ops " + ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in ops))
 PY
 }
-profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
 profile resnet50_fp16_nhwc_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 
 # NCCL allreduce of float32 buffers (one process: what a world of one costs; scripts/gpu/scaling.sh for N GPUs).

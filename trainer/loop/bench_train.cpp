@@ -36,6 +36,9 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   r.batch_size = c.batch_size();
   r.world_size = dp.world();
   r.gradient_allreduce = collectives ? "nccl" : "none";
+  r.data_format = g.layout() == Layout::kNHWC ? "NHWC" : "NCHW";
+  r.fused = ro.fuse;
+  r.cuda_graph = ro.cuda_graphs;
   r.steps = o.steps;
   r.warmup = o.warmup;
   const bool nhwc = g.layout() == Layout::kNHWC;  // [N, H, W, C]
@@ -88,6 +91,9 @@ nlohmann::json train_bench_json(const TrainBenchResult& r) {
           {"batch_size", r.batch_size},
           {"world_size", r.world_size},
           {"gradient_allreduce", r.gradient_allreduce},
+          {"data_format", r.data_format},
+          {"fuse_ops", r.fused},
+          {"cuda_graph", r.cuda_graph},
           {"image_size", {r.height, r.width}},
           {"classes", r.classes},
           {"parameters", r.parameters},

@@ -40,6 +40,9 @@ struct TrainBenchResult {
   ComputeTarget target;
   int64_t batch_size = 0, steps = 0, warmup = 0;  // batch_size per rank; images_per_sec is this rank's
   int world_size = 1;
+  std::string data_format;  // the graph's layout: NCHW or NHWC (data_format auto resolved)
+  bool fused = false;       // fuse_ops as the run took it
+  bool cuda_graph = false;
   std::string gradient_allreduce = "none";  // "nccl" when gradients are averaged every step
   int height = 0, width = 0, classes = 0;
   double milliseconds = 0;  // the timed steps together

@@ -13,6 +13,7 @@
 #include "trainer/config/job_config.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/head/head_config.h"
+#include "trainer/loop/step_runner.h"
 #ifdef FASTNN_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -76,7 +77,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
                                false);
   }
   const int64_t batch = c.batch_size();
-  const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = c.fuse_ops()});
+  const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = fuse_ops_for(c, target.device)});
   const std::vector<std::string> scopes = split_list(c.trainable_scopes());
   int64_t trainable = 0, updated = 0, state = 0, fixed = 0;
   for (const graph::PlanNode& n : plan.nodes()) {

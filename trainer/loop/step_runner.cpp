@@ -39,6 +39,16 @@ std::optional<StepResult> StepRunner::queue_train(const Tensor& images, const Te
 
 std::optional<StepResult> StepRunner::drain() { return std::exchange(held_, std::nullopt); }
 
+Layout layout_for(const JobConfig& c, Device device) {
+  if (c.data_format() == "NHWC") return Layout::kNHWC;
+  if (c.data_format() == "NCHW") return Layout::kNCHW;
+  return device == Device::kCuda ? Layout::kNHWC : Layout::kNCHW;
+}
+
+bool fuse_ops_for(const JobConfig& c, Device device) {
+  return c.has_fuse_ops() ? c.fuse_ops() : device == Device::kCuda;
+}
+
 StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& target) {
   StepRunnerOptions o;
   o.target = target;
@@ -48,9 +58,9 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.deterministic = c.deterministic();
   o.exhaustive_conv_search = c.conv_search() == "exhaustive";
   o.pad_conv_channels = c.conv_pad_channels();
-  o.fuse = c.fuse_ops();
+  o.fuse = fuse_ops_for(c, target.device);
   o.cuda_graphs = c.cuda_graph();
-  o.layout = c.data_format() == "NHWC" ? Layout::kNHWC : Layout::kNCHW;  // auto: NCHW
+  o.layout = layout_for(c, target.device);
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
   o.weight_decay = c.weight_decay();
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;

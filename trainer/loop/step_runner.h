@@ -258,6 +258,11 @@ class StepRunner {
 // allreduce_bucket_mb, weight_decay, max_gradient_norm, the optimizer and loss scaling (collectives and
 // check_labels are the caller's).
 StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarget& target);
+// data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow
+// the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU"); NCHW and
+// unfused on the CPU, where NHWC runs behind a transposing adapter and fusion gains nothing.
+Layout layout_for(const JobConfig& config, Device device);
+bool fuse_ops_for(const JobConfig& config, Device device);
 
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& options);
 // The CUDA runner (defined in CUDA builds only; make_step_runner throws ConfigError otherwise).

@@ -158,8 +158,22 @@ TEST(TrainStepRunner, QueuedStepsReturnTheirResultsOneStepLate) {
 // data_format=NHWC on the CPU: the runner asks the pipeline for NHWC batches, its synthetic batches
 // are the NCHW ones transposed, and its steps (every op behind the adapter or its own NHWC kernel) are
 // bitwise the NCHW runner's: results, weights, batch-norm statistics and optimizer state.
+// data_format auto and fuse_ops unset follow the device: NHWC and fused on cuda (measured faster there),
+// NCHW and unfused on the CPU; a value the user gave is kept on either.
+TEST(TrainStepRunner, LayoutAndFusionDefaultsFollowTheDevice) {
+  const ComputeTarget cpu{}, gpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
+  EXPECT_EQ(step_runner_options(config_of({}), cpu).layout, Layout::kNCHW);
+  EXPECT_EQ(step_runner_options(config_of({}), gpu).layout, Layout::kNHWC);
+  EXPECT_FALSE(step_runner_options(config_of({}), cpu).fuse);
+  EXPECT_TRUE(step_runner_options(config_of({}), gpu).fuse);
+  EXPECT_EQ(step_runner_options(config_of({"--data_format=NCHW"}), gpu).layout, Layout::kNCHW);
+  EXPECT_EQ(step_runner_options(config_of({"--data_format=NHWC"}), cpu).layout, Layout::kNHWC);
+  EXPECT_FALSE(step_runner_options(config_of({"--fuse_ops=false"}), gpu).fuse);
+  EXPECT_TRUE(step_runner_options(config_of({"--fuse_ops"}), cpu).fuse);
+}
+
 TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {
-  EXPECT_EQ(step_runner_options(config_of({}), {}).layout, Layout::kNCHW);  // auto
+  EXPECT_EQ(step_runner_options(config_of({}), {}).layout, Layout::kNCHW);  // auto on the CPU
   EXPECT_EQ(step_runner_options(config_of({"--data_format=NHWC"}), {}).layout, Layout::kNHWC);
   EXPECT_THROW(config_of({"--data_format=CHWN"}), ConfigError);
   for (const char* model : {"lenet", "resnet_cifar_20"}) {

@@ -1,7 +1,7 @@
 // Every zoo model name on the GPU (issue "every FastNN model name": each name runs a forward and backward
 // step on the GPU when one is at hand): one training step, batch 4, on the CUDA runner in f32 (TF32 off)
-// from the CPU runner's initial weights, against the CPU runner — the same loss to 1e-3 — and one f16
-// step within kF16LossTol. Skipped without a CUDA device (one skipping test in CPU-only builds).
+// from the CPU runner's initial weights, against the CPU runner — the same loss to 1e-3, also for the
+// NHWC fused graph a run on cuda gets by default — and one f16 step within kF16LossTol. Skipped without a CUDA device (one skipping test in CPU-only builds).
 //
 // The input is not the model's smallest: at 1x1 (the ResNets' minimum) or 32x32 (MobileNet's) with batch
 // 2 the last batch norms normalise two values per channel, and the first loss is so ill-conditioned that
@@ -65,6 +65,15 @@ TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
   EXPECT_NEAR(b.loss, a.loss, 1e-3 * std::max(1.0, std::abs(a.loss))) << m.name;
   const StepResult b2 = gpu->train(x, y, 1, 0.01f);  // the update applied: a second step runs from it
   EXPECT_TRUE(std::isfinite(b2.loss)) << m.name;
+
+  // A run's default on cuda (data_format auto = NHWC, fuse_ops): the same first loss as the CPU's.
+  StepRunnerOptions on = options(Device::kCuda, DType::kF32);
+  on.layout = Layout::kNHWC;
+  on.fuse = true;
+  auto nhwc = make_step_runner(net, on);
+  auto [xn, yn] = nhwc->synthetic_batch(5);  // the same images, [N, H, W, C]
+  const StepResult c = nhwc->train(xn, yn, 0, 0.01f);
+  EXPECT_NEAR(c.loss, a.loss, 1e-3 * std::max(1.0, std::abs(a.loss))) << m.name << " NHWC fused";
 
   auto half = make_step_runner(net, options(Device::kCuda, DType::kF16));
   const StepResult h = half->train(x, y, 0, 0.01f);
