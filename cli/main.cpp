@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
+#include "core/crash_report.h"
 #include "trainer/loop/build_info.h"
 #include "trainer/ops/blas_core.h"
 
@@ -43,6 +44,7 @@ void accept_both_spellings(CLI::App& app, int argc, char** argv, std::vector<std
 }  // namespace
 
 int main(int argc, char** argv) {
+  fastnn::install_crash_report("fastnn");  // a fatal signal says where, not only status 139
   // OpenBLAS's kernels for this CPU (trainer/ops/blas_core.h), before any thread of ours runs: the pick
   // may set and unset OPENBLAS_CORETYPE.
   fastnn::ops::cpu::blas_core();
