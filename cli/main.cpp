@@ -45,8 +45,9 @@ void accept_both_spellings(CLI::App& app, int argc, char** argv, std::vector<std
 
 int main(int argc, char** argv) {
   fastnn::install_crash_report("fastnn");  // a fatal signal says where, not only status 139
-  // OpenBLAS's kernels for this CPU (trainer/ops/blas_core.h), before any thread of ours runs: the pick
-  // may set and unset OPENBLAS_CORETYPE.
+  // OpenBLAS's kernels for this CPU (trainer/ops/blas_core.h), before any thread of ours runs: where
+  // OpenBLAS fell back to its generic kernels, fastnn starts again with OPENBLAS_CORETYPE set.
+  fastnn::ops::cpu::reexec_with_better_blas_core(argv);
   fastnn::ops::cpu::blas_core();
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
   // --version: the version, then the backends this build has and their libraries' versions.

@@ -1,16 +1,12 @@
 #include "trainer/ops/blas_core.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "core/check.h"
 
-// OpenBLAS's own entry points. The two dynamic-arch ones exist only in DYNAMIC_ARCH builds, hence
-// weak: without them the library has one core and there is nothing to pick.
-extern "C" {
-char* openblas_get_corename(void);
-void gotoblas_dynamic_init(void) __attribute__((weak));
-void gotoblas_dynamic_quit(void) __attribute__((weak));
-}
+extern "C" char* openblas_get_corename(void);  // OpenBLAS's own
 
 namespace fastnn::ops::cpu {
 
@@ -37,35 +33,49 @@ std::string better_blas_core(const std::string& current, const CpuFeatures& cpu,
 
 namespace {
 
+// Set (to the core's name) in the environment of the process fastnn started again with
+// OPENBLAS_CORETYPE set by itself, so that process can tell the user's variable from its own.
+constexpr const char* kPickedMarker = "FASTNN_BLAS_CORE_PICKED";
+
 std::string corename() {
   const char* name = openblas_get_corename();
   return name ? name : "unknown";
 }
 
-BlasCore pick_core() {
-  const bool user_set = std::getenv("OPENBLAS_CORETYPE") != nullptr;
-  BlasCore core{corename(), user_set ? "OPENBLAS_CORETYPE" : "OpenBLAS"};
-  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit) return core;
-  const std::string better = better_blas_core(core.name, this_cpu_features(), user_set);
-  if (better.empty()) return core;
-  // gotoblas_dynamic_init reads OPENBLAS_CORETYPE; the variable is removed again, leaving the
-  // environment as the user gave it (a child process makes the same choice itself).
-  ::setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
-  gotoblas_dynamic_quit();
-  gotoblas_dynamic_init();
-  ::unsetenv("OPENBLAS_CORETYPE");
-  const std::string now = corename();
-  core.chosen = str("fastnn (OpenBLAS fell back to ", core.name, " on this CPU; its AVX-512/AVX2 flags give ", now,
-                    "; set OPENBLAS_CORETYPE to choose)");
-  core.name = now;
-  return core;
+BlasCore find_core() {
+  const std::string name = corename();
+  if (const char* picked = std::getenv(kPickedMarker)) {
+    BlasCore core{name, str("fastnn (OpenBLAS fell back to Prescott on this CPU; its AVX-512/AVX2 flags give ", picked,
+                            "; set OPENBLAS_CORETYPE to choose)")};
+    // The user's environment again: a child process (mpirun's ranks, a pipeline worker) picks itself.
+    ::unsetenv("OPENBLAS_CORETYPE");
+    ::unsetenv(kPickedMarker);
+    return core;
+  }
+  if (std::getenv("OPENBLAS_CORETYPE")) return {name, "OPENBLAS_CORETYPE"};
+  if (!better_blas_core(name, this_cpu_features(), false).empty())
+    return {name, "OpenBLAS (its generic fallback on this CPU; the fastnn command starts with a better core)"};
+  return {name, "OpenBLAS"};
 }
 
 }  // namespace
 
 const BlasCore& blas_core() {
-  static const BlasCore core = pick_core();
+  static const BlasCore core = find_core();
   return core;
+}
+
+void reexec_with_better_blas_core(char** argv) {
+  if (std::getenv(kPickedMarker)) return;  // this is the new start
+  const bool user_set = std::getenv("OPENBLAS_CORETYPE") != nullptr;
+  const std::string better = better_blas_core(corename(), this_cpu_features(), user_set);
+  if (better.empty() || argv == nullptr || argv[0] == nullptr) return;
+  ::setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
+  ::setenv(kPickedMarker, better.c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  // exec failed (no /proc, say): go on with the fallback kernels and the user's environment.
+  ::unsetenv("OPENBLAS_CORETYPE");
+  ::unsetenv(kPickedMarker);
 }
 
 }  // namespace fastnn::ops::cpu

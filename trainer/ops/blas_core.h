@@ -5,9 +5,15 @@
 // family and model numbers. A CPU newer than the library (OpenBLAS 0.3.21 and Intel's Emerald Rapids,
 // family 6 model 207, for one) gets the generic fallback, Prescott's SSE3 kernels: about a fifth of
 // the AVX-512 kernels' speed (sgemm 12.6 vs 62 GFLOP/s on one core of such a machine). fastnn then
-// re-picks once, before its first GEMM, from the CPU's feature flags instead — the same switch
-// OpenBLAS makes when OPENBLAS_CORETYPE is set before it loads. A user's OPENBLAS_CORETYPE is never
-// overridden, and a core OpenBLAS chose itself is kept.
+// picks from the CPU's feature flags instead, by setting OPENBLAS_CORETYPE — which OpenBLAS reads as it
+// loads — and starting itself again (`reexec_with_better_blas_core`, the first thing `fastnn` does).
+// A user's OPENBLAS_CORETYPE is never overridden, and a core OpenBLAS chose itself is kept.
+//
+// Why a new start and not a switch in the running process (gotoblas_dynamic_quit / _init, 2026-11-27
+// until 9c3c29f): the switch leaves OpenBLAS without kernels for a moment while its worker thread,
+// started by its own constructor, exists; three processes of ~1,500 a full test run each, on three runs,
+// died of SIGSEGV silently, in code that had just switched (never reproduced in 4,000 runs alone).
+// Other programs (tests, benchmarks) do not switch: scripts/test.sh exports the core `fastnn` picks.
 #pragma once
 
 #include <string>
@@ -30,14 +36,19 @@ std::string better_blas_core(const std::string& current, const CpuFeatures& cpu,
 
 struct BlasCore {
   std::string name;    // OpenBLAS's name of the kernels in use
-  std::string chosen;  // how: "OpenBLAS", "OPENBLAS_CORETYPE", or fastnn's switch with its reason
+  std::string chosen;  // how: "OpenBLAS", "OPENBLAS_CORETYPE", or fastnn's pick with its reason
 };
 
-// Picks the core on the first call (thread-safe; cpu::gemm calls it before every GEMM, so it runs
-// before the first one) and returns what is in use. The switch leaves OpenBLAS without kernels for a
-// moment, so it must not run while OpenBLAS works on another thread: `fastnn` calls it first thing in
-// main(). Not from a static initialiser: OpenBLAS's worker threads, started by its own constructor,
-// are then still setting themselves up (a test run crashed once in ~1,500 processes that way).
+// What is in use (computed once; thread-safe). In a process `fastnn` started again with a better core,
+// also removes the two variables that did it, so the environment is the user's again (a child process
+// makes the same choice itself).
 const BlasCore& blas_core();
+
+// When OpenBLAS fell back to Prescott on a CPU with better features and the user set no
+// OPENBLAS_CORETYPE: sets it (and a marker that this process set it) and replaces the process with
+// /proc/self/exe and the same argv — OpenBLAS then loads the better kernels. Returns when no new start
+// is needed or the exec failed (the process goes on with the fallback kernels). Call first thing in
+// main(), before any thread of ours.
+void reexec_with_better_blas_core(char** argv);
 
 }  // namespace fastnn::ops::cpu
