@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/check.h"
 
@@ -31,6 +32,13 @@ constexpr int kThreads = 256;
 inline unsigned grid_for(int64_t count, int threads = kThreads) {
   const int64_t b = (count + threads - 1) / threads;
   return static_cast<unsigned>(b < 1 ? 1 : (b > (int64_t{1} << 20) ? (int64_t{1} << 20) : b));
+}
+
+// Every pointer 16-byte aligned (a null pointer counts as aligned): the packed kernels' 16-byte accesses.
+inline bool aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
 }
 
 #define FASTNN_GRID_LOOP(i, count)                                                                       \

@@ -36,12 +36,12 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   r.batch_size = c.batch_size();
   r.world_size = dp.world();
   r.gradient_allreduce = collectives ? "nccl" : "none";
-  r.data_format = g.layout() == Layout::kNHWC ? "NHWC" : "NCHW";
   r.fused = ro.fuse;
   r.cuda_graph = ro.cuda_graphs;
   r.steps = o.steps;
   r.warmup = o.warmup;
   const bool nhwc = g.layout() == Layout::kNHWC;  // [N, H, W, C]
+  r.data_format = nhwc ? "NHWC" : "NCHW";
   r.height = static_cast<int>(g.input_shape()[nhwc ? 1 : 2]);
   r.width = static_cast<int>(g.input_shape()[nhwc ? 2 : 3]);
   r.classes = static_cast<int>(g.num_classes());

@@ -72,12 +72,6 @@ __global__ void map_kernel(int64_t count, MapInputs<T, N> in, T* y, F f) {
   }
 }
 
-bool aligned16(std::initializer_list<const void*> ps) {
-  for (const void* p : ps)
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
-  return true;
-}
-
 template <typename T, int N, typename F>
 void launch_map(int64_t count, MapInputs<T, N> in, T* y, F f, cudaStream_t s) {
   if (count == 0) return;

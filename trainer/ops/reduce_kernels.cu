@@ -332,10 +332,7 @@ __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, con
 template <typename T>
 bool packable_rows(const BatchNormParams& p, std::initializer_list<const void*> ptrs) {
   constexpr int64_t kV = 16 / sizeof(T);
-  if (p.hw != 1 || p.c % kV != 0) return false;
-  for (const void* q : ptrs)
-    if (q && reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;
-  return true;
+  return p.hw == 1 && p.c % kV == 0 && aligned16(ptrs);
 }
 
 // Bias gradient over runs of each channel, as batch norm's sums: sum(dy) per (channel, run), then the

@@ -148,18 +148,31 @@ struct MaxPool32 {
   PoolDivs out_divs, in_divs;
 };
 
+// Output (op, oq)'s window: its unclipped origin (h0, w0) and the input rows [hb, he), columns [wb, we)
+// inside the input.
+struct Window32 {
+  int h0, w0, hb, he, wb, we;
+};
+__device__ __forceinline__ Window32 window32(const MaxPool32& m, int op, int oq) {
+  const int h0 = op * m.stride_h - m.pad_top, w0 = oq * m.stride_w - m.pad_left;
+  return Window32{h0, w0, h0 > 0 ? h0 : 0, h0 + m.r < m.h ? h0 + m.r : m.h,
+                  w0 > 0 ? w0 : 0, w0 + m.s < m.w ? w0 + m.s : m.w};
+}
+// Input (ih, iw)'s position in output (op, oq)'s window: what the argmax byte holds when it is the maximum.
+__device__ __forceinline__ int position_in_window(const MaxPool32& m, int ih, int iw, int op, int oq) {
+  return (ih - (op * m.stride_h - m.pad_top)) * m.s + (iw - (oq * m.stride_w - m.pad_left));
+}
+
 // The window's first maximum as its position in the window ((ih - h0) * s + (iw - w0)), -1 if empty.
 template <typename T>
 __device__ __forceinline__ int window_argmax(const MaxPool32& m, const T* x, uint32_t in_base, int op, int oq) {
-  const int h0 = op * m.stride_h - m.pad_top, w0 = oq * m.stride_w - m.pad_left;
-  const int hb = h0 > 0 ? h0 : 0, he = h0 + m.r < m.h ? h0 + m.r : m.h;
-  const int wb = w0 > 0 ? w0 : 0, we = w0 + m.s < m.w ? w0 + m.s : m.w;
+  const Window32 g = window32(m, op, oq);
   int best = -1;
   float best_v = 0.f;
-  for (int ih = hb; ih < he; ++ih)
-    for (int iw = wb; iw < we; ++iw) {
+  for (int ih = g.hb; ih < g.he; ++ih)
+    for (int iw = g.wb; iw < g.we; ++iw) {
       const float v = to_f(x[in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step]);
-      if (best < 0 || v > best_v) best = (ih - h0) * m.s + (iw - w0), best_v = v;
+      if (best < 0 || v > best_v) best = (ih - g.h0) * m.s + (iw - g.w0), best_v = v;
     }
   return best;
 }
@@ -211,8 +224,7 @@ __global__ void max_pool32_bwd_kernel(MaxPool32 m, uint32_t total, const uint8_t
     for (int op = ph0; op <= ph1; ++op)
       for (int oq = pw0; oq <= pw1; ++oq) {
         const uint32_t o = in.other_base + static_cast<uint32_t>(op * m.q + oq) * m.step;
-        const int here = (ih - (op * m.stride_h - m.pad_top)) * m.s + (iw - (oq * m.stride_w - m.pad_left));
-        if (!where || where[o] == here) acc += to_f(dy[o]);
+        if (!where || where[o] == position_in_window(m, ih, iw, op, oq)) acc += to_f(dy[o]);
       }
     dx[i] = from_f<T>(acc);
   }
@@ -246,19 +258,17 @@ __global__ void max_pool_packed_kernel(MaxPool32 m, uint32_t total, FastDivide p
     const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
     const GridPos o = grid_pos(pos, m.out_divs.b, m.out_divs.a);
     const uint32_t in_base = o.n * static_cast<uint32_t>(m.h * m.w) * m.step + pk * V;
-    const int h0 = static_cast<int>(o.a) * m.stride_h - m.pad_top, w0 = static_cast<int>(o.b) * m.stride_w - m.pad_left;
-    const int hb = h0 > 0 ? h0 : 0, he = h0 + m.r < m.h ? h0 + m.r : m.h;
-    const int wb = w0 > 0 ? w0 : 0, we = w0 + m.s < m.w ? w0 + m.s : m.w;
+    const Window32 g = window32(m, static_cast<int>(o.a), static_cast<int>(o.b));
     int best[V];
     float best_v[V];
     Pack<T, V> best_x;
 #pragma unroll
     for (int e = 0; e < V; ++e) best[e] = -1, best_v[e] = 0.f, best_x.v[e] = from_f<T>(0.f);
-    for (int ih = hb; ih < he; ++ih)
-      for (int iw = wb; iw < we; ++iw) {
+    for (int ih = g.hb; ih < g.he; ++ih)
+      for (int iw = g.wb; iw < g.we; ++iw) {
         const Pack<T, V> v =
             *reinterpret_cast<const Pack<T, V>*>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
-        const int here = (ih - h0) * m.s + (iw - w0);
+        const int here = (ih - g.h0) * m.s + (iw - g.w0);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           const float f = to_f(v.v[e]);
@@ -295,7 +305,7 @@ __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivi
     for (int op = ph0; op <= ph1; ++op)
       for (int oq = pw0; oq <= pw1; ++oq) {
         const uint32_t o = out_base + static_cast<uint32_t>(op * m.q + oq) * m.step;
-        const int here = (ih - (op * m.stride_h - m.pad_top)) * m.s + (iw - (oq * m.stride_w - m.pad_left));
+        const int here = position_in_window(m, ih, iw, op, oq);
         const Pack<T, V> g = *reinterpret_cast<const Pack<T, V>*>(dy + o);
         BytePack<V> w;
         if (where) w = *reinterpret_cast<const BytePack<V>*>(where + o);
@@ -410,10 +420,7 @@ bool max_pool32(const Pool2dParams& p, MaxPool32& m) {
 template <typename T>
 bool max_pool_packed(const Pool2dParams& p, std::initializer_list<const void*> ptrs) {
   constexpr int64_t kV = 16 / sizeof(T);
-  if (!p.nhwc || p.c % kV != 0) return false;
-  for (const void* q : ptrs)
-    if (reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;
-  return true;
+  return p.nhwc && p.c % kV == 0 && aligned16(ptrs);
 }
 
 size_t max_pool2d_workspace_bytes(const Pool2dParams& p) {
@@ -426,18 +433,18 @@ template <typename T>
 void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.win.p * p.win.q;
   if (total == 0) return;
-  MaxPool32 m;
   constexpr int kV = 16 / sizeof(T);
-  if (max_pool32(p, m) && max_pool_packed<T>(p, {x, y})) {
+  MaxPool32 m;
+  if (!max_pool32(p, m)) {
+    max_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  } else if (max_pool_packed<T>(p, {x, y})) {
     const int64_t packs = total / kV;
     max_pool_packed_kernel<T, kV, true><<<grid_for(packs), kThreads, 0, s>>>(
         m, static_cast<uint32_t>(packs), FastDivide(static_cast<uint32_t>(p.c / kV)), x, y, nullptr);
-  } else if (max_pool32(p, m)) {
+  } else {
     const uint32_t t = static_cast<uint32_t>(total);
     if (p.nhwc) max_pool32_fwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, x, y);
     else max_pool32_fwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, x, y);
-  } else {
-    max_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -446,39 +453,38 @@ template <typename T>
 void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
-  MaxPool32 m;
   constexpr int kV = 16 / sizeof(T);
-  if (max_pool32(p, m) && max_pool_packed<T>(p, {x, dy, dx})) {
-    const FastDivide by_packs(static_cast<uint32_t>(p.c / kV));
-    uint8_t* where = nullptr;
-    if (p.win.r * p.win.s > 1) {
-      FASTNN_CHECK(ws, "max_pool2d: the backward needs max_pool2d_workspace_bytes of workspace");
-      where = static_cast<uint8_t*>(ws);
-      const int64_t out_packs = p.n * p.c * p.win.p * p.win.q / kV;
-      max_pool_packed_kernel<T, kV, false><<<grid_for(out_packs), kThreads, 0, s>>>(
-          m, static_cast<uint32_t>(out_packs), by_packs, x, nullptr, where);
-      CUDA_CHECK_LAUNCH();
-    }
-    const int64_t in_packs = total / kV;
-    max_pool_packed_bwd_kernel<T, kV><<<grid_for(in_packs), kThreads, 0, s>>>(m, static_cast<uint32_t>(in_packs),
-                                                                             by_packs, where, dy, dx);
-  } else if (max_pool32(p, m)) {
-    uint8_t* where = nullptr;
-    if (p.win.r * p.win.s > 1) {
-      FASTNN_CHECK(ws, "max_pool2d: the backward needs max_pool2d_workspace_bytes of workspace");
-      where = static_cast<uint8_t*>(ws);
-      const int64_t outs = p.n * p.c * p.win.p * p.win.q;
-      const uint32_t to = static_cast<uint32_t>(outs);
-      if (p.nhwc) max_pool32_argmax_kernel<T, true><<<grid_for(outs), kThreads, 0, s>>>(m, to, x, where);
-      else max_pool32_argmax_kernel<T, false><<<grid_for(outs), kThreads, 0, s>>>(m, to, x, where);
-      CUDA_CHECK_LAUNCH();
-    }
-    const uint32_t t = static_cast<uint32_t>(total);
-    if (p.nhwc) max_pool32_bwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
-    else max_pool32_bwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
-  } else {
+  MaxPool32 m;
+  if (!max_pool32(p, m)) {
     max_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, dy, dx);
+    CUDA_CHECK_LAUNCH();
+    return;
   }
+  const bool packed = max_pool_packed<T>(p, {x, dy, dx});
+  const FastDivide by_packs(static_cast<uint32_t>(packed ? p.c / kV : 1));
+  // Pass 1: every window's argmax into the workspace (1x1 windows need none: their one element).
+  uint8_t* where = nullptr;
+  if (p.win.r * p.win.s > 1) {
+    FASTNN_CHECK(ws, "max_pool2d: the backward needs max_pool2d_workspace_bytes of workspace");
+    where = static_cast<uint8_t*>(ws);
+    const int64_t outs = p.n * p.c * p.win.p * p.win.q;
+    if (packed)
+      max_pool_packed_kernel<T, kV, false><<<grid_for(outs / kV), kThreads, 0, s>>>(
+          m, static_cast<uint32_t>(outs / kV), by_packs, x, nullptr, where);
+    else if (p.nhwc)
+      max_pool32_argmax_kernel<T, true><<<grid_for(outs), kThreads, 0, s>>>(m, static_cast<uint32_t>(outs), x, where);
+    else
+      max_pool32_argmax_kernel<T, false><<<grid_for(outs), kThreads, 0, s>>>(m, static_cast<uint32_t>(outs), x, where);
+    CUDA_CHECK_LAUNCH();
+  }
+  // Pass 2: the gather per input.
+  const uint32_t t = static_cast<uint32_t>(total);
+  if (packed)
+    max_pool_packed_bwd_kernel<T, kV><<<grid_for(total / kV), kThreads, 0, s>>>(m, t / kV, by_packs, where, dy, dx);
+  else if (p.nhwc)
+    max_pool32_bwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
+  else
+    max_pool32_bwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
   CUDA_CHECK_LAUNCH();
 }
 
