@@ -27,6 +27,9 @@
 // same forward and data kernels with the channel fastest (neighbouring threads, neighbouring channels);
 // the filter gradient over rows of output pixels as batch norm's NHWC sums (blocks of 32 channels x a
 // run of pixels x one tap, partial sums added in run order), the bias gradient on [N*P*Q, K] rows.
+// NHWC with multiplier 1 and C a multiple of 16 / sizeof(T) (every MobileNet layer): the packed kernels
+// of depthwise_nhwc_packed.cuh, a thread per 8 (f16/bf16) or 4 (f32) channels of a pixel, forward and
+// data bitwise the one-element kernels; the 3x3 filter gradient with all taps in registers.
 #pragma once
 
 #include <cstdint>
@@ -83,13 +86,15 @@ void depthwise_conv2d_backward_filter_reference(const DepthwiseConv2dParams& p, 
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers: the CPU functions plus a stream; T is float, __half or __nv_bfloat16.
 namespace cuda {
+// ws: depthwise_conv2d_workspace_bytes(p) bytes for every pass (NHWC: the filter and bias gradients'
+// partial sums, and the weights as [taps, C] floats for the packed kernels; NCHW: none, may be null).
+size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p);
 template <typename T>
-void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y,
+void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y, void* ws,
                               cudaStream_t s);
 template <typename T>
-void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx, cudaStream_t s);
-// ws: depthwise_conv2d_workspace_bytes(p) bytes (NHWC: the filter and bias gradients' partial sums).
-size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p);
+void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx, void* ws,
+                                    cudaStream_t s);
 template <typename T>
 void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db,
                                       void* ws, cudaStream_t s);

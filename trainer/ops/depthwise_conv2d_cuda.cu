@@ -9,6 +9,7 @@
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/depthwise_conv2d.h"
+#include "trainer/ops/depthwise_nhwc_packed.cuh"
 #include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
@@ -144,6 +145,49 @@ BnSplit nhwc_filter_split(const DepthwiseConv2dParams& p) {
   return bn_split_rows(p.n * p.win.p * p.win.q, p.k());
 }
 
+// The packed NHWC kernels (depthwise_nhwc_packed.cuh) take the layer when it has one filter per channel,
+// C a multiple of V = 16 / sizeof(T), fewer than 2^31 elements a tensor and 16-byte aligned tensors.
+template <typename T>
+constexpr int pack_width() {
+  return static_cast<int>(16 / sizeof(T));
+}
+template <typename T>
+bool packed_nhwc(const DepthwiseConv2dParams& p, std::initializer_list<const void*> tensors) {
+  const int64_t v = pack_width<T>(), in = p.n * p.h * p.w * p.c, out = p.n * p.win.p * p.win.q * p.c;
+  return p.nhwc && p.multiplier == 1 && p.c > 0 && p.c % v == 0 && in > 0 && out > 0 && FastDivide::fits(in) &&
+         FastDivide::fits(out) && aligned16(tensors);
+}
+
+template <typename T>
+dw_packed::Geom32 packed_geom(const DepthwiseConv2dParams& prm) {
+  const Window2d& g = prm.win;
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  auto div = [](int64_t v) { return FastDivide(static_cast<uint32_t>(v)); };
+  return dw_packed::Geom32{i32(prm.n), i32(prm.h), i32(prm.w), i32(prm.c), i32(g.r), i32(g.s), i32(g.stride_h),
+                           i32(g.stride_w), i32(g.dil_h), i32(g.dil_w), i32(g.pad_top), i32(g.pad_left), i32(g.p),
+                           i32(g.q), div(prm.c / pack_width<T>()), div(g.q), div(g.p), div(prm.w), div(prm.h)};
+}
+
+// The workspace: the filter gradient's partial sums (and the bias gradient's, after them) from byte 0,
+// the weights as [taps, C] floats for the packed kernels from wt_offset.
+size_t filter_partials_bytes(const DepthwiseConv2dParams& p) {
+  const size_t filter = static_cast<size_t>(p.weight_numel()) * static_cast<size_t>(nhwc_filter_split(p).runs);
+  const size_t rows = static_cast<size_t>(p.n * p.win.p * p.win.q);
+  return std::max(filter * sizeof(double), p.bias ? bias_grad_workspace_bytes(static_cast<int64_t>(rows), p.k(), 1) : 0);
+}
+size_t wt_offset(const DepthwiseConv2dParams& p) { return align256(filter_partials_bytes(p)); }
+
+// The [taps, C] float copy of w the packed kernels read, at wt_offset of the workspace.
+template <typename T>
+float* transposed_weights(const DepthwiseConv2dParams& p, const T* w, void* ws, cudaStream_t s) {
+  FASTNN_CHECK(ws != nullptr, "depthwise_conv2d: the NHWC kernels need their workspace");
+  float* wt = reinterpret_cast<float*>(static_cast<char*>(ws) + wt_offset(p));
+  const int taps = static_cast<int>(p.win.r * p.win.s), c = static_cast<int>(p.c);
+  dw_packed::transpose_weights_kernel<T><<<grid_for(p.weight_numel()), kThreads, 0, s>>>(c, taps, w, wt);
+  CUDA_CHECK_LAUNCH();
+  return wt;
+}
+
 // One block per (k, r, s): dw = sum over n, p, q of dy[n, k, p, q] * x[n, k/M, ih, iw].
 template <typename T>
 __global__ void dw_bwd_filter_kernel(Geom g, const T* x, const T* dy, T* dw) {
@@ -163,27 +207,40 @@ __global__ void dw_bwd_filter_kernel(Geom g, const T* x, const T* dy, T* dw) {
 }  // namespace
 
 template <typename T>
-void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y,
+void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const T* w, const T* b, T* y, void* ws,
                               cudaStream_t s) {
   const int64_t total = p.n * p.k() * p.win.p * p.win.q;
   if (total == 0) return;
-  dw_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(geom(p), x, w, b, y);
+  if (packed_nhwc<T>(p, {x, y})) {
+    const float* wt = transposed_weights(p, w, ws, s);
+    const uint32_t packs = static_cast<uint32_t>(total / pack_width<T>());
+    dw_packed::forward_kernel<T, pack_width<T>()>
+        <<<grid_for(packs, dw_packed::kThreads), dw_packed::kThreads, 0, s>>>(packed_geom<T>(p), packs, x, wt, b, y);
+  } else {
+    dw_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(geom(p), x, w, b, y);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
-void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx, cudaStream_t s) {
+void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, const T* dy, T* dx, void* ws,
+                                    cudaStream_t s) {
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
-  dw_bwd_data_kernel<T><<<grid_for(total), kThreads, 0, s>>>(geom(p), w, dy, dx);
+  if (packed_nhwc<T>(p, {dy, dx})) {
+    const float* wt = transposed_weights(p, w, ws, s);
+    const uint32_t packs = static_cast<uint32_t>(total / pack_width<T>());
+    dw_packed::backward_data_kernel<T, pack_width<T>()>
+        <<<grid_for(packs, dw_packed::kThreads), dw_packed::kThreads, 0, s>>>(packed_geom<T>(p), packs, wt, dy, dx);
+  } else {
+    dw_bwd_data_kernel<T><<<grid_for(total), kThreads, 0, s>>>(geom(p), w, dy, dx);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p) {
   if (!p.nhwc) return 0;
-  const size_t filter = static_cast<size_t>(p.weight_numel()) * static_cast<size_t>(nhwc_filter_split(p).runs);
-  const size_t rows = static_cast<size_t>(p.n * p.win.p * p.win.q);
-  return std::max(filter * sizeof(double), p.bias ? bias_grad_workspace_bytes(static_cast<int64_t>(rows), p.k(), 1) : 0);
+  return wt_offset(p) + static_cast<size_t>(p.weight_numel()) * sizeof(float);
 }
 
 template <typename T>
@@ -196,7 +253,14 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
     FASTNN_CHECK(ws && taps <= 65535 && sp.runs <= 65535, "depthwise_conv2d: NHWC filter gradient of ", taps,
                  " taps in ", sp.runs, " runs (or no workspace)");
     double* partials = static_cast<double*>(ws);
-    if (p.n * p.win.p * p.win.q > 0) {
+    if (p.win.r == 3 && p.win.s == 3 && packed_nhwc<T>(p, {x, dy})) {  // MobileNet's 3x3 (72 accumulators)
+      constexpr int v = pack_width<T>();
+      const int64_t packs = p.c / v, px = std::min<int64_t>(packs, 32);
+      const dim3 block(static_cast<unsigned>(px), static_cast<unsigned>(dw_packed::kThreads / px));
+      const dim3 grid(static_cast<unsigned>((packs + px - 1) / px), static_cast<unsigned>(sp.runs));
+      dw_packed::filter_partial_kernel<T, v, 3, 3><<<grid, block, 0, s>>>(packed_geom<T>(p), sp, x, dy, partials);
+      CUDA_CHECK_LAUNCH();
+    } else if (p.n * p.win.p * p.win.q > 0) {
       const dim3 grid(static_cast<unsigned>(row_channel_tiles(p.k())), static_cast<unsigned>(sp.runs),
                       static_cast<unsigned>(taps));
       dw_nhwc_filter_partial_kernel<T><<<grid, dim3(kRowChannels, kRowLanes), 0, s>>>(g, sp, x, dy, partials);
@@ -218,8 +282,8 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
 
 #define FASTNN_INSTANTIATE(T)                                                                                   \
   template void depthwise_conv2d_forward<T>(const DepthwiseConv2dParams&, const T*, const T*, const T*, T*,    \
-                                            cudaStream_t);                                                     \
-  template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*,        \
+                                            void*, cudaStream_t);                                              \
+  template void depthwise_conv2d_backward_data<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, void*, \
                                                   cudaStream_t);                                               \
   template void depthwise_conv2d_backward_filter<T>(const DepthwiseConv2dParams&, const T*, const T*, T*, T*,  \
                                                     void*, cudaStream_t);
@@ -243,18 +307,18 @@ class DepthwiseConv2dCuda final : public OpKernel {
   void run_forward(const ForwardArgs& a) override {
     cuda::depthwise_conv2d_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
                                       p_.bias ? cuda::ptr<T>(a.params[1]) : nullptr, cuda::ptr<T>(a.outputs[0]),
-                                      cuda::stream_of(a));
+                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     const cudaStream_t s = cuda::stream_of(a);
     const T* dy = cuda::ptr<T>(a.d_outputs[0]);
+    void* ws = const_cast<void*>(a.workspace.raw());
     if (a.d_inputs[0].defined())
-      cuda::depthwise_conv2d_backward_data<T>(p_, cuda::ptr<T>(a.params[0]), dy, cuda::ptr<T>(a.d_inputs[0]), s);
+      cuda::depthwise_conv2d_backward_data<T>(p_, cuda::ptr<T>(a.params[0]), dy, cuda::ptr<T>(a.d_inputs[0]), ws, s);
     T* dw = cuda::ptr<T>(a.d_params[0]);
     T* db = p_.bias ? cuda::ptr<T>(a.d_params[1]) : nullptr;
     if (dw || db)
-      cuda::depthwise_conv2d_backward_filter<T>(p_, cuda::ptr<T>(a.inputs[0]), dy, dw, db,
-                                                const_cast<void*>(a.workspace.raw()), s);
+      cuda::depthwise_conv2d_backward_filter<T>(p_, cuda::ptr<T>(a.inputs[0]), dy, dw, db, ws, s);
   }
 
  private:

@@ -72,6 +72,13 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"depthwise_conv2d", {"mobilenet_k3", {{"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 96, 14, 14}}}}},
       {"depthwise_conv2d", {"k3_s2_bias_m2", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}, {"multiplier", 2}},
                             {{{4, 40, 15, 15}}}}},
+      // The packed kernels (multiplier 1, channels a multiple of 8): stride 2 with a bias, a dilated VALID
+      // window (8 channels: one pack a pixel in f16/bf16), and 5x5 (packed forward and data, the
+      // one-element filter gradient); mobilenet_k3 above is the stride-1 3x3 case.
+      {"depthwise_conv2d", {"k3_s2_bias_c16", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{4, 16, 15, 15}}}}},
+      {"depthwise_conv2d", {"k3_d2_valid_c8", {{"kernel", 3}, {"dilation", 2}, {"padding", "valid"}, {"bias", false}},
+                            {{{2, 8, 11, 11}}}}},
+      {"depthwise_conv2d", {"k5_same_c16", {{"kernel", 5}, {"padding", "same"}, {"bias", false}}, {{{2, 16, 9, 9}}}}},
   };
 }
 
