@@ -59,6 +59,25 @@ __device__ __forceinline__ double block_sum(double v) {
   return v;
 }
 
+// A grid-stride loop whose item is a warp's (every lane of a warp takes the same i): launch with
+// grid_for(count * 32) threads.
+#define FASTNN_WARP_LOOP(i, count)                                                                       \
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < (count);      \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x / 32)
+
+__device__ __forceinline__ double warp_sum(double v);
+
+// The sum of value(r) for r in [0, runs) by the whole warp: lane l adds r = l, l + 32, ... in order, then
+// the lanes are added by a butterfly. A fixed order for a given runs (repeatable); lane 0 holds the result.
+// The finishing kernels of the split reductions use it: one thread per channel adding ~1024 runs in a
+// chain was latency-bound (2026-11-27).
+template <typename F>
+__device__ __forceinline__ double warp_sum_runs(int64_t runs, F value) {
+  double acc = 0;
+  for (int64_t r = threadIdx.x & 31; r < runs; r += 32) acc += value(r);
+  return warp_sum(acc);
+}
+
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;

@@ -26,7 +26,7 @@
 // block reduction in double; the bias gradient is the shared bias_grad. NHWC (add_nhwc_kernel): the
 // same forward and data kernels with the channel fastest (neighbouring threads, neighbouring channels);
 // the filter gradient over rows of output pixels as batch norm's NHWC sums (blocks of 32 channels x a
-// run of pixels x one tap, partial sums added in run order), the bias gradient on [N*P*Q, K] rows.
+// run of pixels x one tap, partial sums added by warp_sum_runs), the bias gradient on [N*P*Q, K] rows.
 // NHWC with multiplier 1 and C a multiple of 16 / sizeof(T) (every MobileNet layer): the packed kernels
 // of depthwise_nhwc_packed.cuh, a thread per 8 (f16/bf16) or 4 (f32) channels of a pixel, forward and
 // data bitwise the one-element kernels; the 3x3 filter gradient with all taps in registers.

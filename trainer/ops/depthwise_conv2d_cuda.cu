@@ -103,7 +103,7 @@ __global__ void dw_bwd_data_kernel(Geom g, const T* w, const T* dy, T* dx) {
 // NHWC filter gradient: the output pixels are M = N*P*Q rows of K channels. Block (32 channels, a run of
 // rows: bn_split_rows, one tap); thread (channel lane x, row lane y) sums dy * x over its rows of the run
 // in order, in double; the row lanes' sums are added in lane order into
-// partials[(tap * K + k) * runs + run], which the finishing kernel adds in run order (fixed order:
+// partials[(tap * K + k) * runs + run], which the finishing kernel adds (warp_sum_runs: a fixed order,
 // repeatable). A warp reads 32 neighbouring channels of dy and x.
 template <typename T>
 __global__ void dw_nhwc_filter_partial_kernel(Geom g, BnSplit sp, const T* x, const T* dy, double* partials) {
@@ -133,11 +133,10 @@ __global__ void dw_nhwc_filter_partial_kernel(Geom g, BnSplit sp, const T* x, co
 template <typename T>
 __global__ void dw_nhwc_filter_finish_kernel(Geom g, int64_t runs, const double* partials, T* dw) {
   const int64_t taps = g.r * g.s;
-  FASTNN_GRID_LOOP(i, g.k * taps) {
+  FASTNN_WARP_LOOP(i, g.k * taps) {  // a warp per filter tap
     const int64_t k = i / taps, tap = i - k * taps;
-    double total = 0;
-    for (int64_t run = 0; run < runs; ++run) total += partials[(tap * g.k + k) * runs + run];
-    dw[i] = from_f<T>(static_cast<float>(total));
+    const double total = warp_sum_runs(runs, [&](int64_t run) { return partials[(tap * g.k + k) * runs + run]; });
+    if ((threadIdx.x & 31) == 0) dw[i] = from_f<T>(static_cast<float>(total));
   }
 }
 
@@ -266,7 +265,7 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
       dw_nhwc_filter_partial_kernel<T><<<grid, dim3(kRowChannels, kRowLanes), 0, s>>>(g, sp, x, dy, partials);
       CUDA_CHECK_LAUNCH();
     }
-    dw_nhwc_filter_finish_kernel<T><<<grid_for(p.weight_numel()), kThreads, 0, s>>>(
+    dw_nhwc_filter_finish_kernel<T><<<grid_for(p.weight_numel() * 32), kThreads, 0, s>>>(
         g, p.n * p.win.p * p.win.q > 0 ? sp.runs : 0, partials, dw);
     CUDA_CHECK_LAUNCH();
   } else if (dw) {

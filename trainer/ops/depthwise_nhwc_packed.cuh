@@ -13,7 +13,7 @@
 // Filter gradient: a thread sums dy * x for its V channels and all R*S taps (3x3: 72 float accumulators
 // for f16/bf16) over its rows of a run; the row lanes' sums are added in lane order in double into the
 // partials the one-element NHWC filter kernel writes, and the shared finishing kernel adds the runs in
-// run order: a fixed order, repeatable, dy and x read once per run instead of once per tap.
+// a fixed order (warp_sum_runs), repeatable, dy and x read once per run instead of once per tap.
 #pragma once
 
 #include <cstdint>

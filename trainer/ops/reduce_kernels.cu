@@ -92,8 +92,8 @@ __global__ void gap_nhwc_bwd_kernel(int64_t total, int64_t hw, int64_t c, const 
 
 // ---- batch norm ----
 // One channel's m = N*hw values (N planes of hw, a stride of C*hw apart) are cut into equal runs
-// (BnSplit, channel_index.h: a function of the shape only). Block (c, s) sums run s of channel c; a one-thread-per-
-// channel pass adds the runs' partial sums in run order. The order of every sum is fixed (bitwise
+// (BnSplit, channel_index.h: a function of the shape only). Block (c, s) sums run s of channel c; a one-warp-per-
+// channel pass adds the runs' partial sums (warp_sum_runs). The order of every sum is fixed (bitwise
 // repeatable) and a layer with 64 channels still fills the GPU (the old kernels had one block per
 // channel and read x twice). Per-element index math is FastDivide's multiply-high, not a 64-bit divide.
 
@@ -137,17 +137,15 @@ __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivid
   }
 }
 
-// Per channel: the runs' sums in order, then the CPU's formulas (biased variance to normalise, unbiased
-// for running_var, momentum = weight of the old value).
+// Per channel (a warp each): the runs' sums (warp_sum_runs), then the CPU's formulas (biased variance to
+// normalise, unbiased for running_var, momentum = weight of the old value).
 __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, float* running_mean,
                                        float* running_var, float* save_mean, float* save_invstd) {
-  FASTNN_GRID_LOOP(c, p.c) {
+  FASTNN_WARP_LOOP(c, p.c) {
+    const double sum = warp_sum_runs(runs, [&](int64_t r) { return partials[2 * (c * runs + r)]; });
+    const double ss = warp_sum_runs(runs, [&](int64_t r) { return partials[2 * (c * runs + r) + 1]; });
+    if ((threadIdx.x & 31) != 0) continue;
     const double old_mean = running_mean[c], k = stats_pivot(running_mean[c]), m = static_cast<double>(p.n * p.hw);
-    double sum = 0, ss = 0;
-    for (int64_t r = 0; r < runs; ++r) {
-      sum += partials[2 * (c * runs + r)];
-      ss += partials[2 * (c * runs + r) + 1];
-    }
     const double shift = sum / m, mean = k + shift;
     double var = ss / m - shift * shift;
     if (var < 0) var = 0;
@@ -297,15 +295,13 @@ __global__ void bias_rows_kernel(BatchNormParams p, BnSplit sp, const T* dy, dou
   store_rows_partials(p, sp, ch, 1, sum, 0.0, partials);
 }
 
-// Per channel: dgamma / dbeta and the dx coefficients from the runs' sums in order.
+// Per channel (a warp each): dgamma / dbeta and the dx coefficients from the runs' sums (warp_sum_runs).
 __global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool training, const double* partials,
                                       float* dgamma, float* dbeta, double* coef) {
-  FASTNN_GRID_LOOP(c, p.c) {
-    double sdy = 0, sdyx = 0;
-    for (int64_t r = 0; r < runs; ++r) {
-      sdy += partials[2 * (c * runs + r)];
-      sdyx += partials[2 * (c * runs + r) + 1];
-    }
+  FASTNN_WARP_LOOP(c, p.c) {
+    const double sdy = warp_sum_runs(runs, [&](int64_t r) { return partials[2 * (c * runs + r)]; });
+    const double sdyx = warp_sum_runs(runs, [&](int64_t r) { return partials[2 * (c * runs + r) + 1]; });
+    if ((threadIdx.x & 31) != 0) continue;
     const double m = static_cast<double>(p.n * p.hw);
     if (dgamma) dgamma[c] = static_cast<float>(sdyx);
     if (dbeta) dbeta[c] = static_cast<float>(sdy);
@@ -336,7 +332,7 @@ bool packable_rows(const BatchNormParams& p, std::initializer_list<const void*> 
 }
 
 // Bias gradient over runs of each channel, as batch norm's sums: sum(dy) per (channel, run), then the
-// runs in order per channel. Fills the GPU for a 64-channel layer (VGG's first convolutions: one block
+// runs per channel by a warp. Fills the GPU for a 64-channel layer (VGG's first convolutions: one block
 // per channel read the whole gradient with 64 blocks).
 template <typename T>
 __global__ void bias_partial_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* dy, double* partials) {
@@ -349,10 +345,9 @@ __global__ void bias_partial_kernel(BatchNormParams p, BnSplit sp, FastDivide hw
 
 template <typename T>
 __global__ void bias_finish_kernel(int64_t k, int64_t runs, const double* partials, T* db) {
-  FASTNN_GRID_LOOP(c, k) {
-    double sum = 0;
-    for (int64_t r = 0; r < runs; ++r) sum += partials[c * runs + r];
-    db[c] = from_f<T>(static_cast<float>(sum));
+  FASTNN_WARP_LOOP(c, k) {  // a warp per channel
+    const double sum = warp_sum_runs(runs, [&](int64_t r) { return partials[c * runs + r]; });
+    if ((threadIdx.x & 31) == 0) db[c] = from_f<T>(static_cast<float>(sum));
   }
 }
 
@@ -467,7 +462,7 @@ void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, void* ws
     bias_partial_kernel<T><<<dim3(static_cast<unsigned>(k), static_cast<unsigned>(sp.runs)), kReduceThreads, 0, s>>>(
         p, sp, hw_divider(p), dy, partials);
   CUDA_CHECK_LAUNCH();
-  bias_finish_kernel<T><<<grid_for(k), kThreads, 0, s>>>(k, sp.runs, partials, db);
+  bias_finish_kernel<T><<<grid_for(k * 32), kThreads, 0, s>>>(k, sp.runs, partials, db);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -553,7 +548,7 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
     }
     CUDA_CHECK_LAUNCH();
   }
-  bn_finish_stats_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
+  bn_finish_stats_kernel<<<grid_for(p.c * 32), kThreads, 0, s>>>(p, p.n * p.hw > 0 ? sp.runs : 0, partials,
                                                                 running_mean, running_var, save_mean, save_invstd);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
@@ -600,7 +595,7 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
     }
     CUDA_CHECK_LAUNCH();
   }
-  bn_finish_grad_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
+  bn_finish_grad_kernel<<<grid_for(p.c * 32), kThreads, 0, s>>>(p, any ? sp.runs : 0, training, partials, dgamma, dbeta,
                                                                coef);
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
