@@ -333,14 +333,15 @@ void NetPlan::fuse_activations() {
   std::vector<int> into(n, -1);  // a fused-away relu -> the node it joined
   for (size_t j = 0; j < n; ++j) {
     PlanNode& tail = nodes_[j];
-    if (tail.op != "relu" || tail.inputs.size() != 1 || tail.inputs[0] == kDataInput) continue;
+    const bool relu6 = tail.op == "relu6";  // MobileNet's: fused after a batch_norm only
+    if ((tail.op != "relu" && !relu6) || tail.inputs.size() != 1 || tail.inputs[0] == kDataInput) continue;
     if (static_cast<int>(j) == logits_ || static_cast<int>(j) == aux_logits_) continue;
     const auto i = static_cast<size_t>(tail.inputs[0]);
     PlanNode& head = nodes_[i];
-    if ((head.op != "batch_norm" && head.op != "add") || readers[i] != 1) continue;
+    if ((head.op != "batch_norm" && (head.op != "add" || relu6)) || readers[i] != 1) continue;
     if (static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_) continue;
     head.kernel = ops::make_fused_kernel(std::move(head.kernel), std::move(tail.kernel), options_.registry);
-    head.op += "+relu";
+    head.op += "+" + tail.op;
     head.type += "+" + tail.type;
     head.output_shape = head.kernel->signature().outputs[0].shape;
     into[j] = static_cast<int>(i);

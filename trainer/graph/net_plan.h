@@ -40,8 +40,9 @@ struct PlanOptions {
   DType dtype = DType::kF32;
   Device device = Device::kCpu;
   const ops::OpRegistry* registry = nullptr;  // null: builtin_op_registry()
-  // Fuse a relu into the batch_norm or add before it when that layer's output has no other reader
-  // (ops/fused.h): one plan node, named after the first layer, its op "batch_norm+relu" / "add+relu";
+  // Fuse a relu into the batch_norm or add before it, a relu6 into the batch_norm before it, when that
+  // layer's output has no other reader (ops/fused.h): one plan node, named after the first layer, its op
+  // "batch_norm+relu" / "add+relu" / "batch_norm+relu6";
   // then a batch_norm read only by a two-input add+relu into that node ("batch_norm+add+relu", named
   // after the add; inputs: the batch norm's, then the other addend). find() still knows every fused
   // layer's name. Bitwise the unfused plan on every device.

@@ -63,6 +63,12 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
                          CrossReplicaSum* replicas = nullptr);
 }  // namespace cpu
 
+// The activation a fused batch norm applies to its output (the fuse_ops rewrite): none, relu
+// (batch_norm+relu, batch_norm+add+relu) or relu6 (batch_norm+relu6: MobileNet), each bitwise its own
+// op's kernel after batch norm's; its gradient passes where the layer's output is inside the open range
+// (relu: y > 0; relu6: 0 < y < 6).
+enum class BnActivation { kNone, kRelu, kRelu6 };
+
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a stream; T is
 // float, __half or __nv_bfloat16 for x, y and their gradients, pointers are device pointers; nothing
@@ -84,18 +90,19 @@ template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                          const float* save_mean, const float* save_invstd, const T* dy, T* dx, float* dgamma,
                          float* dbeta, void* ws, cudaStream_t s);
-// batch_norm followed by relu in one layer (the fuse_ops rewrite; the fusion registered for kCuda):
-// y = relu(batch_norm(x)) written in one pass, bitwise the two kernels in a row; the backward takes the
-// layer's output y and uses dy where y > 0 (0 elsewhere) as batch norm's incoming gradient, without
-// writing it out. ws: batch_norm_workspace_bytes(p).
+// batch_norm followed by relu or relu6 (act) in one layer (the fuse_ops rewrite; the fusions registered
+// for kCuda): y = act(batch_norm(x)) written in one pass, bitwise the two kernels in a row; the backward
+// takes the layer's output y and uses dy where act passes (0 elsewhere) as batch norm's incoming
+// gradient, without writing it out. ws: batch_norm_workspace_bytes(p).
 template <typename T>
 void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                              const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
-                             float* save_invstd, void* ws, cudaStream_t s);
+                             float* save_invstd, void* ws, cudaStream_t s, BnActivation act = BnActivation::kRelu);
 template <typename T>
 void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                               const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
-                              float* dgamma, float* dbeta, void* ws, cudaStream_t s);
+                              float* dgamma, float* dbeta, void* ws, cudaStream_t s,
+                              BnActivation act = BnActivation::kRelu);
 // batch_norm, plus the residual r, then relu (a residual unit's end: the fuse_ops rewrite
 // "batch_norm+add+relu"): y = relu(z + r) with z = batch_norm(x) rounded to T, written in one pass
 // without z, bitwise batch norm's kernel then add+relu's. (Its backward needs no kernel of its own: the

@@ -61,14 +61,17 @@ class BatchNormCuda final : public OpKernel {
   BatchNormParams p_;
 };
 
-// relu(batch_norm(x)) as one layer (the fuse_ops rewrite): batch_norm's inputs, params, state and saved
-// statistics, relu's output; no intermediate tensor is written or saved (the composite of ops/fused.h
-// saves z and dz, two more activations). Bitwise the composite of the two CUDA kernels.
+// relu(batch_norm(x)) or relu6(batch_norm(x)) as one layer (the fuse_ops rewrite): batch_norm's inputs,
+// params, state and saved statistics, the activation's output; no intermediate tensor is written or
+// saved (the composite of ops/fused.h saves z and dz, two more activations). Bitwise the composite of
+// the two CUDA kernels.
 template <typename T>
 class BatchNormReluCuda final : public OpKernel {
  public:
-  BatchNormReluCuda(const OpSignature& bn, const OpSignature& relu, const BatchNormParams& p)
-      : OpKernel("batch_norm+relu", Device::kCuda), p_(p) {
+  BatchNormReluCuda(const OpSignature& bn, const OpSignature& relu, const BatchNormParams& p, BnActivation act)
+      : OpKernel(act == BnActivation::kRelu6 ? "batch_norm+relu6" : "batch_norm+relu", Device::kCuda),
+        p_(p),
+        act_(act) {
     sig_ = bn;
     sig_.outputs = relu.outputs;
     sig_.has_backward = bn.has_backward && relu.has_backward;
@@ -81,7 +84,7 @@ class BatchNormReluCuda final : public OpKernel {
                                      cuda::ptr<float>(a.params[1]), cuda::ptr<float>(a.state[0]),
                                      cuda::ptr<float>(a.state[1]), cuda::ptr<T>(a.outputs[0]),
                                      cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
-                                     const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+                                     const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_);
   }
   void run_backward(const BackwardArgs& a) override {
     T* dx = cuda::ptr<T>(a.d_inputs[0]);
@@ -90,11 +93,12 @@ class BatchNormReluCuda final : public OpKernel {
     cuda::batch_norm_relu_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
                                       cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
                                       cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
-                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_);
   }
 
  private:
   BatchNormParams p_;
+  BnActivation act_;
 };
 
 // relu(batch_norm(x) + r) as one layer (the fuse_ops rewrite of a residual unit's end: batch_norm into the
@@ -156,10 +160,10 @@ std::unique_ptr<OpKernel> fuse_with_add_relu(const OpKernel& first, const OpKern
 }
 
 template <typename T>
-std::unique_ptr<OpKernel> fuse_with_relu(const OpKernel& first, const OpKernel& then) {
+std::unique_ptr<OpKernel> fuse_with_relu(const OpKernel& first, const OpKernel& then, BnActivation act) {
   const auto* bn = dynamic_cast<const BatchNormCuda<T>*>(&first);
   if (!bn) return nullptr;
-  return std::make_unique<BatchNormReluCuda<T>>(bn->signature(), then.signature(), bn->params());
+  return std::make_unique<BatchNormReluCuda<T>>(bn->signature(), then.signature(), bn->params(), act);
 }
 
 }  // namespace
@@ -180,15 +184,17 @@ void register_batch_norm_cuda(OpRegistry& r) {
                       return cuda::make_cuda_kernel<BatchNormCuda>(
                           dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
                     });
-  r.add_fusion("batch_norm", "relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
-    const OpSignature &a = first.signature(), &b = then.signature();
-    if (a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 || a.outputs[0].shape != b.inputs[0].shape ||
-        a.outputs[0].dtype != b.inputs[0].dtype)
-      return std::unique_ptr<OpKernel>();
-    if (auto k = fuse_with_relu<float>(first, then)) return k;
-    if (auto k = fuse_with_relu<__half>(first, then)) return k;
-    return fuse_with_relu<__nv_bfloat16>(first, then);
-  });
+  for (const auto& [then_op, act] : {std::pair{"relu", BnActivation::kRelu}, std::pair{"relu6", BnActivation::kRelu6}}) {
+    r.add_fusion("batch_norm", then_op, Device::kCuda, [act](const OpKernel& first, const OpKernel& then) {
+      const OpSignature &a = first.signature(), &b = then.signature();
+      if (a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 ||
+          a.outputs[0].shape != b.inputs[0].shape || a.outputs[0].dtype != b.inputs[0].dtype)
+        return std::unique_ptr<OpKernel>();
+      if (auto k = fuse_with_relu<float>(first, then, act)) return k;
+      if (auto k = fuse_with_relu<__half>(first, then, act)) return k;
+      return fuse_with_relu<__nv_bfloat16>(first, then, act);
+    });
+  }
   // A batch_norm into a two-input add+relu (either of the add's one-pass kernel or the composite: both
   // compute relu(a + b) with the sum rounded to T). The fused layer's inputs are the batch norm's x and
   // the other addend; the sum does not depend on which add input the batch norm fed.

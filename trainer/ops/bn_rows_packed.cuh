@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "trainer/cuda/device_util.cuh"
+#include "trainer/ops/batch_norm.h"
 #include "trainer/ops/channel_index.h"
 
 namespace fastnn::ops::cuda::packed {
@@ -27,6 +28,25 @@ using ::fastnn::cuda::to_f;
 using ::fastnn::cuda::from_f;
 
 constexpr int kPackedThreads = 256;
+
+// The fused activation on a value already rounded to T: bitwise relu's and relu6's own CUDA kernels
+// (relu: max(z, +0), NaN to 0; relu6: 0 at or below 0, 6 at or above 6, else z, NaN kept).
+template <BnActivation A, typename T>
+__device__ __forceinline__ T bn_activate(T z) {
+  if constexpr (A == BnActivation::kRelu) return to_f(z) > 0.f ? z : from_f<T>(0.f);
+  if constexpr (A == BnActivation::kRelu6) {
+    const float v = to_f(z);
+    return v <= 0.f ? from_f<T>(0.f) : (v >= 6.f ? from_f<T>(6.f) : z);
+  }
+  return z;
+}
+// Whether the activation's gradient passes at an output value y (relu6's as TF's Relu6Grad: 0 < y < 6).
+template <BnActivation A>
+__device__ __forceinline__ bool bn_act_passes(float y) {
+  if constexpr (A == BnActivation::kRelu) return y > 0.f;
+  if constexpr (A == BnActivation::kRelu6) return y > 0.f && y < 6.f;
+  return true;
+}
 
 struct PackedGrid {
   dim3 block;
@@ -113,8 +133,8 @@ __global__ void stats_kernel(int64_t m, int64_t c, BnSplit sp, const T* x, const
   store_partials<V>(c, sp.runs, ch0, s0, s1, partials);
 }
 
-// sum(g) and sum(g * xhat) per channel and run, g = dy (or 0 where a fused relu's output is not positive).
-template <typename T, bool Relu, int V>
+// sum(g) and sum(g * xhat) per channel and run, g = dy (or 0 where a fused activation's gradient stops).
+template <typename T, BnActivation Act, int V>
 __global__ void grad_kernel(int64_t m, int64_t c, BnSplit sp, const T* x, const float* mean_s, const float* invstd_s,
                             const T* dy, const T* relu_y, double* partials) {
   const int64_t ch0 = pack_channel(V);
@@ -132,11 +152,11 @@ __global__ void grad_kernel(int64_t m, int64_t c, BnSplit sp, const T* x, const 
       const int64_t o = r * c + ch0;
       const Pack<T, V> xv = load_pack<T, V>(x, o), gv = load_pack<T, V>(dy, o);
       Pack<T, V> yv;
-      if constexpr (Relu) yv = load_pack<T, V>(relu_y, o);
+      if constexpr (Act != BnActivation::kNone) yv = load_pack<T, V>(relu_y, o);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         double g = to_f(gv.v[e]);
-        if constexpr (Relu) g = to_f(yv.v[e]) > 0.f ? g : 0.0;
+        if constexpr (Act != BnActivation::kNone) g = bn_act_passes<Act>(to_f(yv.v[e])) ? g : 0.0;
         s0[e] += g;
         s1[e] += g * (static_cast<double>(to_f(xv.v[e])) - mean[e]) * invstd[e];
       }
@@ -171,7 +191,7 @@ __global__ void normalize_kernel(int64_t m, int64_t c, const T* x, const float* 
 }
 
 // dx = gamma * invstd * (g - a - xhat * b), a and b the channel's coefficients (coef, 2 doubles each).
-template <typename T, bool Relu, int V>
+template <typename T, BnActivation Act, int V>
 __global__ void dx_kernel(int64_t m, int64_t c, const T* x, const float* gamma, const float* mean_s,
                           const float* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
   const int64_t ch0 = pack_channel(V);
@@ -190,12 +210,12 @@ __global__ void dx_kernel(int64_t m, int64_t c, const T* x, const float* gamma, 
     const int64_t o = row * c + ch0;
     const Pack<T, V> xv = load_pack<T, V>(x, o), gv = load_pack<T, V>(dy, o);
     Pack<T, V> yv, out;
-    if constexpr (Relu) yv = load_pack<T, V>(relu_y, o);
+    if constexpr (Act != BnActivation::kNone) yv = load_pack<T, V>(relu_y, o);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const float xhat = (to_f(xv.v[e]) - mean[e]) * invstd[e];
       float g = to_f(gv.v[e]);
-      if constexpr (Relu) g = to_f(yv.v[e]) > 0.f ? g : 0.f;
+      if constexpr (Act != BnActivation::kNone) g = bn_act_passes<Act>(to_f(yv.v[e])) ? g : 0.f;
       out.v[e] = from_f<T>(g_inv[e] * (g - a[e] - xhat * b[e]));
     }
     store_pack<T, V>(dx, o, out);

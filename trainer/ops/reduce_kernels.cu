@@ -165,22 +165,21 @@ __global__ void bn_eval_stats_kernel(int64_t c, double eps, const float* running
   }
 }
 
-// What the normalise kernels write for one element, v = x * scale + shift: v rounded to T; Relu:
-// max(that, +0) — bitwise relu's kernel after batch norm's (rounding to T keeps the sign); Add (with
-// Relu): the rounded value plus the residual r, rounded, then max(., +0) — bitwise add+relu's kernel
-// after batch norm's (its sum is in float, as here).
-template <typename T, bool Relu, bool Add>
+// What the normalise kernels write for one element, v = x * scale + shift: v rounded to T, then the
+// activation (packed::bn_activate: bitwise relu's or relu6's kernel after batch norm's); Add (with relu):
+// the rounded value plus the residual r, rounded, then max(., +0) — bitwise add+relu's kernel after
+// batch norm's (its sum is in float, as here).
+template <typename T, BnActivation Act, bool Add>
 __device__ __forceinline__ T bn_output(float v, T r) {
   T z = from_f<T>(v);
   if constexpr (Add) z = from_f<T>(to_f(z) + to_f(r));
-  if constexpr (Relu) return to_f(z) > 0.f ? z : from_f<T>(0.f);
-  return z;
+  return packed::bn_activate<Act>(z);
 }
 
 // bn_output and stats_pivot as the packed kernels (bn_rows_packed.cuh) take them.
-template <typename T, bool Relu, bool Add>
+template <typename T, BnActivation Act, bool Add>
 struct BnEpilogue {
-  __device__ T operator()(float v, T r) const { return bn_output<T, Relu, Add>(v, r); }
+  __device__ T operator()(float v, T r) const { return bn_output<T, Act, Add>(v, r); }
 };
 struct StatsPivot {
   __device__ double operator()(float running_mean) const { return stats_pivot(running_mean); }
@@ -188,7 +187,7 @@ struct StatsPivot {
 
 // y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula),
 // then bn_output's epilogue (r is read only with Add).
-template <typename T, bool Relu, bool Add>
+template <typename T, BnActivation Act, bool Add>
 __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const float* gamma, const float* beta,
                                     const float* mean, const float* invstd, const T* r, T* y) {
   FASTNN_GRID_LOOP(i, total) {
@@ -196,26 +195,26 @@ __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, 
     const float scale = gamma[ch] * invstd[ch];
     const float shift = beta[ch] - mean[ch] * scale;
     const float v = to_f(x[i]) * scale + shift;
-    y[i] = bn_output<T, Relu, Add>(v, Add ? r[i] : T{});
+    y[i] = bn_output<T, Act, Add>(v, Add ? r[i] : T{});
   }
 }
 
-// The gradient reaching batch norm: dy, or under a fused relu dy where the layer's output is positive.
-template <typename T, bool Relu>
+// The gradient reaching batch norm: dy, or under a fused activation dy where its gradient passes.
+template <typename T, BnActivation Act>
 __device__ __forceinline__ float bn_grad_at(const T* dy, const T* relu_y, int64_t o) {
-  if constexpr (Relu) return to_f(relu_y[o]) > 0.f ? to_f(dy[o]) : 0.f;
+  if constexpr (Act != BnActivation::kNone) return packed::bn_act_passes<Act>(to_f(relu_y[o])) ? to_f(dy[o]) : 0.f;
   return to_f(dy[o]);
 }
 
 // Per run: sum(dy) and sum(dy * xhat).
-template <typename T, bool Relu>
+template <typename T, BnActivation Act>
 __global__ void bn_partial_grad_kernel(BatchNormParams p, BnSplit sp, FastDivide hw_div, const T* x, const float* mean_s,
                                        const float* invstd_s, const T* dy, const T* relu_y, double* partials) {
   const int64_t c = blockIdx.x, run = blockIdx.y;
   const double mean = mean_s[c], invstd = invstd_s[c];
   double sdy = 0, sdyx = 0;
   for_channel_run(p, sp, hw_div, c, run, [&](int64_t o) {
-    const double g = bn_grad_at<T, Relu>(dy, relu_y, o);
+    const double g = bn_grad_at<T, Act>(dy, relu_y, o);
     sdy += g;
     sdyx += g * (static_cast<double>(to_f(x[o])) - mean) * invstd;
   });
@@ -273,14 +272,14 @@ __global__ void bn_rows_stats_kernel(BatchNormParams p, BnSplit sp, const T* x, 
   store_rows_partials(p, sp, ch, 2, sum, ss, partials);
 }
 
-template <typename T, bool Relu>
+template <typename T, BnActivation Act>
 __global__ void bn_rows_grad_kernel(BatchNormParams p, BnSplit sp, const T* x, const float* mean_s,
                                     const float* invstd_s, const T* dy, const T* relu_y, double* partials) {
   const int64_t ch = rows_channel();
   const double mean = ch < p.c ? mean_s[ch] : 0.0, invstd = ch < p.c ? invstd_s[ch] : 0.0;
   double sdy = 0, sdyx = 0;
   for_rows_run(p, sp, ch, [&](int64_t o) {
-    const double g = bn_grad_at<T, Relu>(dy, relu_y, o);
+    const double g = bn_grad_at<T, Act>(dy, relu_y, o);
     sdy += g;
     sdyx += g * (static_cast<double>(to_f(x[o])) - mean) * invstd;
   });
@@ -311,7 +310,7 @@ __global__ void bn_finish_grad_kernel(BatchNormParams p, int64_t runs, bool trai
 }
 
 // dx = gamma * invstd * (dy - a - xhat * b).
-template <typename T, bool Relu>
+template <typename T, BnActivation Act>
 __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, const float* gamma, const float* mean_s,
                                  const float* invstd_s, const T* dy, const T* relu_y, const double* coef, T* dx) {
   FASTNN_GRID_LOOP(i, total) {
@@ -319,7 +318,7 @@ __global__ void bn_bwd_dx_kernel(int64_t total, ChannelIndex ix, const T* x, con
     const float invstd = invstd_s[ch];
     const float a = static_cast<float>(coef[2 * ch]), b = static_cast<float>(coef[2 * ch + 1]);
     const float xhat = (to_f(x[i]) - mean_s[ch]) * invstd;
-    dx[i] = from_f<T>(gamma[ch] * invstd * (bn_grad_at<T, Relu>(dy, relu_y, i) - a - xhat * b));
+    dx[i] = from_f<T>(gamma[ch] * invstd * (bn_grad_at<T, Act>(dy, relu_y, i) - a - xhat * b));
   }
 }
 
@@ -499,7 +498,7 @@ void global_avg_pool_backward_nhwc(int64_t n, int64_t hw, int64_t c, const T* dy
 namespace {
 
 // r: the residual added before the relu (batch_norm+add+relu), or null.
-template <typename T, bool Relu, bool Add>
+template <typename T, BnActivation Act, bool Add>
 void bn_normalize_with(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, const float* mean,
                        const float* invstd, const T* r, T* y, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.hw;
@@ -507,26 +506,26 @@ void bn_normalize_with(const BatchNormParams& p, const T* x, const float* gamma,
   if (packable_rows<T>(p, {x, y, r})) {
     const packed::PackedGrid g = packed::packed_grid(p.c, kV);
     packed::normalize_kernel<T, Add, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
-        p.n, p.c, x, gamma, beta, mean, invstd, r, y, BnEpilogue<T, Relu, Add>{});
+        p.n, p.c, x, gamma, beta, mean, invstd, r, y, BnEpilogue<T, Act, Add>{});
   } else {
-    bn_normalize_kernel<T, Relu, Add><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x,
+    bn_normalize_kernel<T, Act, Add><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x,
                                                                            gamma, beta, mean, invstd, r, y);
   }
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, bool Relu>
+template <typename T, BnActivation Act>
 void bn_normalize(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, const float* mean,
                   const float* invstd, const T* r, T* y, cudaStream_t s) {
   if (r) {  // only batch_norm+add+relu passes a residual, always with its relu
-    bn_normalize_with<T, true, true>(p, x, gamma, beta, mean, invstd, r, y, s);
+    bn_normalize_with<T, BnActivation::kRelu, true>(p, x, gamma, beta, mean, invstd, r, y, s);
   } else {
-    bn_normalize_with<T, Relu, false>(p, x, gamma, beta, mean, invstd, nullptr, y, s);
+    bn_normalize_with<T, Act, false>(p, x, gamma, beta, mean, invstd, nullptr, y, s);
   }
 }
 
-// residual: added before the relu (batch_norm+add+relu; needs Relu), or null.
-template <typename T, bool Relu>
+// residual: added before the relu (batch_norm+add+relu; needs Act == kRelu), or null.
+template <typename T, BnActivation Act>
 void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta, float* running_mean,
                          float* running_var, T* y, float* save_mean, float* save_invstd, void* ws, cudaStream_t s,
                          const T* residual = nullptr) {
@@ -553,10 +552,10 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
+  bn_normalize<T, Act>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
 }
 
-template <typename T, bool Relu>
+template <typename T, BnActivation Act>
 void bn_forward_inference(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
                           const float* running_mean, const float* running_var, T* y, float* save_mean,
                           float* save_invstd, cudaStream_t s, const T* residual = nullptr) {
@@ -566,10 +565,10 @@ void bn_forward_inference(const BatchNormParams& p, const T* x, const float* gam
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (total == 0) return;
-  bn_normalize<T, Relu>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
+  bn_normalize<T, Act>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
 }
 
-template <typename T, bool Relu>
+template <typename T, BnActivation Act>
 void bn_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma, const float* save_mean,
                  const float* save_invstd, const T* relu_y, const T* dy, T* dx, float* dgamma, float* dbeta, void* ws,
                  cudaStream_t s) {
@@ -583,13 +582,13 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
     constexpr int kV = 16 / sizeof(T);
     if (packable_rows<T>(p, {x, dy, relu_y})) {
       const packed::PackedGrid g = packed::packed_grid(p.c, kV);
-      packed::grad_kernel<T, Relu, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
+      packed::grad_kernel<T, Act, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
           p.n, p.c, sp, x, save_mean, save_invstd, dy, relu_y, partials);
     } else if (by_rows(p)) {
-      bn_rows_grad_kernel<T, Relu><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, save_mean, save_invstd, dy,
+      bn_rows_grad_kernel<T, Act><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, save_mean, save_invstd, dy,
                                                                            relu_y, partials);
     } else {
-      bn_partial_grad_kernel<T, Relu><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)),
+      bn_partial_grad_kernel<T, Act><<<dim3(static_cast<unsigned>(p.c), static_cast<unsigned>(sp.runs)),
                                         kReduceThreads, 0, s>>>(p, sp, hw_divider(p), x, save_mean, save_invstd, dy,
                                                                 relu_y, partials);
     }
@@ -603,10 +602,10 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   constexpr int kV = 16 / sizeof(T);
   if (packable_rows<T>(p, {x, dy, relu_y, dx})) {
     const packed::PackedGrid g = packed::packed_grid(p.c, kV);
-    packed::dx_kernel<T, Relu, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
+    packed::dx_kernel<T, Act, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
         p.n, p.c, x, gamma, save_mean, save_invstd, dy, relu_y, coef, dx);
   } else {
-    bn_bwd_dx_kernel<T, Relu><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
+    bn_bwd_dx_kernel<T, Act><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
                                                                    save_mean, save_invstd, dy, relu_y, coef, dx);
   }
   CUDA_CHECK_LAUNCH();
@@ -618,14 +617,14 @@ template <typename T>
 void batch_norm_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
                                  float* running_mean, float* running_var, T* y, float* save_mean, float* save_invstd,
                                  void* ws, cudaStream_t s) {
-  bn_forward_training<T, false>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
+  bn_forward_training<T, BnActivation::kNone>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
 }
 
 template <typename T>
 void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
                                   const float* running_mean, const float* running_var, T* y, float* save_mean,
                                   float* save_invstd, cudaStream_t s) {
-  bn_forward_inference<T, false>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
+  bn_forward_inference<T, BnActivation::kNone>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
 }
 
 // The runs' partial sums (2 doubles per run and channel) and, after them, the backward's 2 coefficients
@@ -638,17 +637,30 @@ template <typename T>
 void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                          const float* save_mean, const float* save_invstd, const T* dy, T* dx, float* dgamma,
                          float* dbeta, void* ws, cudaStream_t s) {
-  bn_backward<T, false>(p, training, x, gamma, save_mean, save_invstd, nullptr, dy, dx, dgamma, dbeta, ws, s);
+  bn_backward<T, BnActivation::kNone>(p, training, x, gamma, save_mean, save_invstd, nullptr, dy, dx, dgamma, dbeta, ws, s);
+}
+
+template <typename T, BnActivation Act>
+void bn_act_forward(const BatchNormParams& p, bool training, const T* x, const float* gamma, const float* beta,
+                    float* running_mean, float* running_var, T* y, float* save_mean, float* save_invstd, void* ws,
+                    cudaStream_t s) {
+  if (training)
+    bn_forward_training<T, Act>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
+  else
+    bn_forward_inference<T, Act>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
 }
 
 template <typename T>
 void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                              const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
-                             float* save_invstd, void* ws, cudaStream_t s) {
-  if (training)
-    bn_forward_training<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s);
+                             float* save_invstd, void* ws, cudaStream_t s, BnActivation act) {
+  FASTNN_CHECK(act != BnActivation::kNone, "batch_norm_relu_forward: no activation");
+  if (act == BnActivation::kRelu6)
+    bn_act_forward<T, BnActivation::kRelu6>(p, training, x, gamma, beta, running_mean, running_var, y, save_mean,
+                                            save_invstd, ws, s);
   else
-    bn_forward_inference<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s);
+    bn_act_forward<T, BnActivation::kRelu>(p, training, x, gamma, beta, running_mean, running_var, y, save_mean,
+                                           save_invstd, ws, s);
 }
 
 template <typename T>
@@ -657,16 +669,22 @@ void batch_norm_add_relu_forward(const BatchNormParams& p, bool training, const 
                                  float* save_invstd, void* ws, cudaStream_t s) {
   FASTNN_CHECK(r, "batch_norm+add+relu: no residual");
   if (training)
-    bn_forward_training<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, ws, s, r);
+    bn_forward_training<T, BnActivation::kRelu>(p, x, gamma, beta, running_mean, running_var, y, save_mean,
+                                                save_invstd, ws, s, r);
   else
-    bn_forward_inference<T, true>(p, x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd, s, r);
+    bn_forward_inference<T, BnActivation::kRelu>(p, x, gamma, beta, running_mean, running_var, y, save_mean,
+                                                 save_invstd, s, r);
 }
 
 template <typename T>
 void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                               const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
-                              float* dgamma, float* dbeta, void* ws, cudaStream_t s) {
-  bn_backward<T, true>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
+                              float* dgamma, float* dbeta, void* ws, cudaStream_t s, BnActivation act) {
+  FASTNN_CHECK(act != BnActivation::kNone, "batch_norm_relu_backward: no activation");
+  if (act == BnActivation::kRelu6)
+    bn_backward<T, BnActivation::kRelu6>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
+  else
+    bn_backward<T, BnActivation::kRelu>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
 }
 
 size_t softmax_xent_workspace_bytes(const SoftmaxXentParams& p) { return static_cast<size_t>(p.n) * sizeof(double); }
@@ -711,13 +729,14 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
   template void batch_norm_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*,     \
                                        const float*, const T*, T*, float*, float*, void*, cudaStream_t);      \
   template void batch_norm_relu_forward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
-                                           float*, float*, T*, float*, float*, void*, cudaStream_t);          \
+                                           float*, float*, T*, float*, float*, void*, cudaStream_t,           \
+                                           BnActivation);                                                     \
   template void batch_norm_add_relu_forward<T>(const BatchNormParams&, bool, const T*, const T*, const float*, \
                                                const float*, float*, float*, T*, float*, float*, void*,       \
                                                cudaStream_t);                                                 \
   template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
                                             const float*, const T*, const T*, T*, float*, float*, void*,      \
-                                            cudaStream_t);                                                    \
+                                            cudaStream_t, BnActivation);                                      \
   FASTNN_INSTANTIATE_L(T, int32_t) FASTNN_INSTANTIATE_L(T, int64_t)
 #define FASTNN_INSTANTIATE_L(T, L)                                                                              \
   template void softmax_xent_forward<T, L>(const SoftmaxXentParams&, const T*, const L*, T*, T*, void*, int*,   \

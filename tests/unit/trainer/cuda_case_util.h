@@ -102,6 +102,16 @@ inline KernelTensors upload_for_backward(const KernelTensors& host, const OpSign
   return d;
 }
 
+// Multiplies batch norm's gamma (params[0] of host f32 tensors) by factor: outputs well past the filled
+// inputs' range, so a fused relu6 clips at 6 as well as at 0.
+inline void scale_batch_norm_gamma(KernelTensors& host, float factor) {
+  ASSERT_FALSE(host.params.empty());
+  Tensor& gamma = host.params[0];
+  ASSERT_EQ(gamma.dtype(), DType::kF32);
+  float* g = gamma.data<float>();
+  for (int64_t i = 0; i < gamma.numel(); ++i) g[i] *= factor;
+}
+
 // Two device tensors hold the same bytes (a one-pass kernel against its composite).
 inline void expect_same_device_bits(const Tensor& x, const Tensor& y, const std::string& what) {
   const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);

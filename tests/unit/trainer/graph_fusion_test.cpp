@@ -1,5 +1,5 @@
-// Fusion as a plan rewrite (GraphOptions::fuse, ops/fused.h): a relu after a batch_norm or an add
-// becomes part of that layer, a residual unit's last batch_norm joins the add+relu after it
+// Fusion as a plan rewrite (GraphOptions::fuse, ops/fused.h): a relu after a batch_norm or an add, a relu6
+// after a batch_norm, becomes part of that layer, a residual unit's last batch_norm joins the add+relu after it
 // ("batch_norm+add+relu"), and the fused plan is bitwise the unfused one on the CPU — loss, every
 // parameter gradient, the batch-norm moving statistics after a training step, and the output of a
 // fused-away relu, which find() / layer_output() still reach by its name.
@@ -22,7 +22,9 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
-void expect_fused_equals_unfused(const std::string& model, int size, bool residual_units = true) {
+// activation: the op fused away whose output is checked by name (relu; MobileNet's relu6).
+void expect_fused_equals_unfused(const std::string& model, int size, bool residual_units = true,
+                                 const std::string& activation = "relu") {
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   Graph plain(net, {.batch_size = 2, .seed = 5});
   Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true});
@@ -44,12 +46,12 @@ void expect_fused_equals_unfused(const std::string& model, int size, bool residu
   }
   std::string relu_name;
   for (const PlanNode& n : plain.plan().nodes())
-    if (n.op == "relu" && fused.plan().nodes()[static_cast<size_t>(fused.plan().find(n.name))].name != n.name) {
+    if (n.op == activation && fused.plan().nodes()[static_cast<size_t>(fused.plan().find(n.name))].name != n.name) {
       relu_name = n.name;
       break;
     }
-  ASSERT_FALSE(relu_name.empty()) << model << ": no relu was fused away";
-  EXPECT_NE(fused.plan().nodes()[static_cast<size_t>(fused.plan().find(relu_name))].op.find("+relu"), std::string::npos);
+  ASSERT_FALSE(relu_name.empty()) << model << ": no " << activation << " was fused away";
+  EXPECT_TRUE(fused.plan().nodes()[static_cast<size_t>(fused.plan().find(relu_name))].op.ends_with("+" + activation));
 
   const Shape in = plain.input_shape();
   const Tensor x = testing_util::random_tensor(in, DType::kF32, 3);
@@ -75,6 +77,10 @@ TEST(GraphFusion, ResNetCifarFusedEqualsUnfusedBitwise) { expect_fused_equals_un
 TEST(GraphFusion, ResNetV1FusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_18", 32); }
 // Bottleneck units with projection shortcuts: both addends of the first unit of a block are batch norms.
 TEST(GraphFusion, ResNetV1BottleneckFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_50", 32); }
+// MobileNet v2: batch_norm+relu6 (its residual adds have no activation, so no batch_norm+add+relu).
+TEST(GraphFusion, MobileNetV2Relu6FusedEqualsUnfusedBitwise) {
+  expect_fused_equals_unfused("mobilenet_v2", 32, /*residual_units=*/false, "relu6");
+}
 
 // A device's registered one-pass kernel (OpRegistry::add_fusion: the CUDA batch_norm+relu) takes the
 // composite's place in the fused plan; a factory that declines leaves the composite.

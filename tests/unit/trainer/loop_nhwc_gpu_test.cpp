@@ -117,17 +117,19 @@ TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {
   expect_nhwc_trains_as_nchw("mobilenet_v2", 128, DType::kF32, false, 1, 5e-2);
 }
 
-// fuse_ops on the GPU: the fused plan's one-pass kernels (batch_norm+relu, add+relu, batch_norm+add+relu)
-// are bitwise their composites, which run the unfused kernels in order, so in deterministic mode the
-// fused runner's steps are the unfused runner's bit for bit: every loss and every variable after 3 steps.
-void expect_fused_trains_as_unfused(const std::string& model, int size, DType dt, Layout layout) {
+// fuse_ops on the GPU: the fused plan's one-pass kernels (batch_norm+relu, batch_norm+relu6, add+relu,
+// batch_norm+add+relu) are bitwise their composites, which run the unfused kernels in order, so in
+// deterministic mode the fused runner's steps are the unfused runner's bit for bit: every loss and every
+// variable after 3 steps. `fused_op`: a one-pass op the fused plan must hold.
+void expect_fused_trains_as_unfused(const std::string& model, int size, DType dt, Layout layout,
+                                    const std::string& fused_op = "batch_norm+add+relu") {
   SCOPED_TRACE(model + " " + dtype_name(dt) + (layout == Layout::kNHWC ? " NHWC" : " NCHW"));
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   auto plain = make_step_runner(net, options(dt, layout, false));
   auto fused = make_step_runner(net, options(dt, layout, true));
-  int residual = 0;
-  for (const graph::PlanNode& n : fused->graph().plan().nodes()) residual += n.op == "batch_norm+add+relu";
-  EXPECT_GT(residual, 0) << "no residual unit was fused";
+  int found = 0;
+  for (const graph::PlanNode& n : fused->graph().plan().nodes()) found += n.op == fused_op;
+  EXPECT_GT(found, 0) << "no " << fused_op << " in the fused plan";
   for (uint64_t step = 0; step < 3; ++step) {
     auto [xa, ya] = plain->synthetic_batch(60 + step);
     auto [xb, yb] = fused->synthetic_batch(60 + step);
@@ -147,6 +149,7 @@ TEST(TrainFusedGpu, FusedGraphTrainsAsTheUnfusedGraphBitwise) {
   expect_fused_trains_as_unfused("resnet_cifar_20", 32, DType::kF32, Layout::kNCHW);
   expect_fused_trains_as_unfused("resnet_cifar_20", 32, DType::kF16, Layout::kNHWC);
   expect_fused_trains_as_unfused("resnet_v1_50", 64, DType::kBF16, Layout::kNHWC);
+  expect_fused_trains_as_unfused("mobilenet_v2", 64, DType::kF32, Layout::kNHWC, "batch_norm+relu6");
 }
 
 // A pipeline batch as the GPU runner asks for it (uint8 NHWC on the host): the NHWC graph takes it

@@ -143,26 +143,29 @@ INSTANTIATE_TEST_SUITE_P(AllOps, CudaOpCase, testing::ValuesIn(all_cases()), cas
 
 // The dropout mask is a pure function of (seed, step, index): CPU and CUDA agree bit for bit on a
 // size that is not a multiple of the 4-element Philox block and spans many thread blocks.
-// A registered one-pass CUDA fusion (`first` then relu) against the composite of the two CUDA kernels
-// (ops/fused.h) on one case: outputs, running statistics, saved statistics and every gradient bit for bit.
-void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, DType dt, bool training) {
-  SCOPED_TRACE(first + "+relu " + c.label + " " + dtype_name(dt) + (training ? " training" : " eval"));
+// A registered one-pass CUDA fusion (`first` then `activation`: relu, or relu6 after batch_norm) against
+// the composite of the two CUDA kernels (ops/fused.h) on one case: outputs, running statistics, saved
+// statistics and every gradient bit for bit.
+void expect_fusion_is_the_composite(const std::string& first, const OpCase& c, DType dt, bool training,
+                                    const std::string& activation = "relu") {
+  SCOPED_TRACE(first + "+" + activation + " " + c.label + " " + dtype_name(dt) + (training ? " training" : " eval"));
   const std::vector<TensorSpec> in = case_input_specs(c, dt);
   auto make_pair = [&] {
     auto head = registry().create(first, Device::kCuda, c.attrs, in);
     const std::vector<TensorSpec> relu_in{head->signature().outputs[0]};
-    auto relu = registry().create("relu", Device::kCuda, {}, relu_in);
+    auto relu = registry().create(activation, Device::kCuda, {}, relu_in);
     return std::pair{std::move(head), std::move(relu)};
   };
   auto [h1, r1] = make_pair();
   auto composite = make_fused_kernel(std::move(h1), std::move(r1));
   auto [h2, r2] = make_pair();
   auto fused = registry().create_fusion(*h2, *r2);
-  ASSERT_TRUE(fused) << "no CUDA " << first << "+relu fusion registered";
+  ASSERT_TRUE(fused) << "no CUDA " << first << "+" << activation << " fusion registered";
   const OpSignature &cs = composite->signature(), &fs = fused->signature();
   ASSERT_EQ(fs.saved.size() + 2, cs.saved.size()) << "the one-pass kernel saves neither z nor dz";
   KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
   fill_case_tensors(host, as_f32(cs), c, 7);
+  if (activation == "relu6") scale_batch_norm_gamma(host, 8);  // outputs past 6 too: both kinks run
   KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
   expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
 }
@@ -180,7 +183,7 @@ TEST(CudaOps, BatchNormKeepsF32ParametersAndStatistics) {
   }
 }
 
-// batch_norm+relu: every batch_norm case plus a ResNet-sized one, training and eval; add+relu: every
+// batch_norm+relu and batch_norm+relu6: every batch_norm case plus a ResNet-sized one, training and eval; add+relu: every
 // two-input add case plus a residual-sized one (odd length: the vector path's scalar tail).
 TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
   REQUIRE_GPU();
@@ -198,7 +201,8 @@ TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
   add.push_back(OpCase{.label = "odd_sized", .inputs = {CaseInput{.shape = {3, 5, 7, 9}}, CaseInput{.shape = {3, 5, 7, 9}}}});
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const OpCase& c : bn)
-      for (bool training : {true, false}) expect_fusion_is_the_composite("batch_norm", c, dt, training);
+      for (bool training : {true, false})
+        for (const char* act : {"relu", "relu6"}) expect_fusion_is_the_composite("batch_norm", c, dt, training, act);
     for (const OpCase& c : add) expect_fusion_is_the_composite("add", c, dt, true);
   }
 }

@@ -179,28 +179,31 @@ TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaNhwcOpCase, testing::ValuesIn(all_cases()), case_name);
 
-// The NHWC batch_norm+relu fusion (the batch_norm kernel on rows, ops/batch_norm_cuda.cpp) against the
-// composite of the two NHWC kernels: every output, statistic and gradient bit for bit.
+// The NHWC batch_norm+relu and batch_norm+relu6 fusions (the batch_norm kernel on rows,
+// ops/batch_norm_cuda.cpp) against the composite of the two NHWC kernels: every output, statistic and
+// gradient bit for bit.
 TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
   REQUIRE_GPU();
+  for (const char* act : {"relu", "relu6"})
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
     for (bool training : {true, false}) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + (training ? " training" : " eval"));
+      SCOPED_TRACE(std::string(act) + " " + dtype_name(dt) + (training ? " training" : " eval"));
       const OpCase c{"resnet_sized", {}, {CaseInput{.shape = {8, 64, 14, 14}}}, training};
       const std::vector<TensorSpec> in = case_input_specs(c, dt);
       auto make_pair = [&] {
         auto bn = registry().create_nhwc("batch_norm", Device::kCuda, c.attrs, in);
         const std::vector<TensorSpec> relu_in{bn->signature().outputs[0]};
-        return std::pair{std::move(bn), registry().create("relu", Device::kCuda, {}, relu_in)};
+        return std::pair{std::move(bn), registry().create(act, Device::kCuda, {}, relu_in)};
       };
       auto [b1, r1] = make_pair();
       auto composite = make_fused_kernel(std::move(b1), std::move(r1));
       auto [b2, r2] = make_pair();
       auto fused = registry().create_fusion(*b2, *r2);
-      ASSERT_TRUE(fused) << "the NHWC batch_norm is not fused with relu";
+      ASSERT_TRUE(fused) << "the NHWC batch_norm is not fused with " << act;
       const OpSignature &cs = composite->signature(), &fs = fused->signature();
       KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
       fill_case_tensors(host, as_f32(cs), c, 7);
+      if (std::string(act) == "relu6") scale_batch_norm_gamma(host, 8);  // outputs past 6 too
       KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
       expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
     }
