@@ -21,6 +21,20 @@ bench resnet50_amp_cl --model resnet50 --batch-size 256 --precision amp --channe
 # The same network as fastnn's resnet_v1_50 (TF-slim's v1 layout, 3.48 GMAC): the ratio the issue asks for.
 bench tfslim_resnet_v1_50_fp32 --model tfslim_resnet_v1_50 --batch-size 256 --precision fp32
 bench tfslim_resnet_v1_50_amp_cl --model tfslim_resnet_v1_50 --batch-size 256 --precision amp --channels-last
+# Where PyTorch's step goes, by kernel kind (the peer of fastnn's resnet50_fp16_nhwc_profile row).
+if only tfslim_resnet_v1_50_amp_cl_profile; then
+  if PYTHONUNBUFFERED=1 timeout 150 python3 scripts/peers/torch_gpu_train_bench.py --model tfslim_resnet_v1_50 --batch-size 256 \
+      --precision amp --channels-last --profile 5 >"$out/peer_tfslim_resnet_v1_50_amp_cl_profile.json" 2>"$out/peer_tfslim_resnet_v1_50_amp_cl_profile.log"; then
+    python3 - "$out/peer_tfslim_resnet_v1_50_amp_cl_profile.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); p = d.get("profile", {})
+kinds = ", ".join(f"{k} {v:.1f}" for k, v in p.get("kinds_ms_per_step", {}).items()) or p.get("error", "no profile")
+print(f"pytorch tfslim_resnet_v1_50_amp_cl_profile\t{d['ms_per_step']:.1f} ms/step, kernels {p.get('kernel_ms_per_step', 0):.1f} ms: {kinds}")
+PY
+  else
+    printf 'pytorch tfslim_resnet_v1_50_amp_cl_profile\tfailed (see peer_tfslim_resnet_v1_50_amp_cl_profile.log)\n'
+  fi
+fi
 bench tfslim_resnet_v1_50_bf16_cl --model tfslim_resnet_v1_50 --batch-size 256 --precision bf16 --channels-last
 bench tfslim_mobilenet_v2_amp_cl --model tfslim_mobilenet_v2 --batch-size 128 --precision amp --channels-last
 bench inception_v3_amp_cl --model inception_v3 --batch-size 128 --precision amp --channels-last

@@ -73,6 +73,45 @@ def tfslim_resnet_v1(torch, units, classes):
     return ResNetV1()
 
 
+# Kernel-name patterns of each kind, tried in order (cuDNN's and cuBLAS's convolution kernels carry
+# no op name: xmma / implicit-GEMM / wgrad / dgrad names, and cuBLAS's gemm for the classifier).
+KERNEL_KINDS = [
+    ("batch_norm", r"batch_norm|batchnorm|bn_fw|bn_bw|welford|cudnn::bn"),
+    ("convolution", r"conv|xmma|implicit_gemm|wgrad|dgrad|fprop|sm\d+_.*gemm|cutlass|nchwToNhwc|nhwcToNchw"),
+    ("pooling", r"pool"),
+    ("optimizer", r"multi_tensor|foreach|sgd|_amp_|unscale|non_finite"),
+    ("elementwise", r"elementwise|vectorized|threshold|relu|add_kernel|fill|copy"),
+]
+
+
+def kernel_profile(torch, step, steps):
+    """GPU kernel time per step (ms) by kind over `steps` profiled steps, and the 12 largest kernels."""
+    import re
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                step()
+            torch.cuda.synchronize()
+        kinds, kernels = {}, []
+        for item in prof.key_averages():
+            us = getattr(item, "self_device_time_total", None)
+            if us is None:
+                us = getattr(item, "self_cuda_time_total", 0)
+            if not us or "CUDA" not in str(getattr(item, "device_type", "CUDA")):
+                continue
+            name = item.key
+            kind = next((k for k, pat in KERNEL_KINDS if re.search(pat, name, re.IGNORECASE)), "other")
+            kinds[kind] = kinds.get(kind, 0.0) + us / 1000.0 / steps
+            kernels.append((us / 1000.0 / steps, kind, name[:100]))
+        kernels.sort(reverse=True)
+        return {"steps": steps, "kernel_ms_per_step": round(sum(kinds.values()), 2),
+                "kinds_ms_per_step": {k: round(v, 2) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+                "top_kernels": [{"ms": round(ms, 3), "kind": kind, "name": name} for ms, kind, name in kernels[:12]]}
+    except Exception as e:  # the timed row above stands without its profile
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="resnet50",
@@ -83,6 +122,10 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after the timed steps, N steps under torch.profiler: GPU kernel time per step by "
+                        "kind (convolution, batch norm, elementwise, pooling, optimizer, other), the peer "
+                        "of fastnn bench train --profile")
     a = p.parse_args()
     try:
         import torch
@@ -143,6 +186,7 @@ def main():
     end.record()
     torch.cuda.synchronize()
     ms = start.elapsed_time(end)
+    profile = kernel_profile(torch, step, a.profile) if a.profile > 0 else None
     print(json.dumps({
         "peer": "pytorch", "torch": torch.__version__, "model": a.model, "batch_size": a.batch_size,
         "precision": a.precision, "channels_last": a.channels_last, "steps": a.steps,
@@ -150,6 +194,7 @@ def main():
         "ms_per_step": ms / a.steps, "wall_seconds": time.perf_counter() - t0,
         "final_loss": float(loss), "gpu": torch.cuda.get_device_name(0),
         "parameters": sum(p.numel() for p in model.parameters()),
+        **({"profile": profile} if profile is not None else {}),
     }))
     return 0
 
