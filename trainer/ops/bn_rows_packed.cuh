@@ -56,10 +56,10 @@ struct PackedGrid {
 // 256 / px rows.
 inline PackedGrid packed_grid(int64_t c, int v) {
   const int64_t packs = c / v;
-  const int px = static_cast<int>(packs < 32 ? packs : 32);
+  const int px = static_cast<int>(packs < kPackedMaxPacksSideBySide ? packs : kPackedMaxPacksSideBySide);
   PackedGrid g;
   g.block = dim3(static_cast<unsigned>(px), static_cast<unsigned>(kPackedThreads / px));
-  g.tiles = static_cast<unsigned>((packs + px - 1) / px);
+  g.tiles = static_cast<unsigned>(packed_tiles(c, v));
   return g;
 }
 // Blocks along the rows for an elementwise pass over m rows: enough for a few waves, each thread then

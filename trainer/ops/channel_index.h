@@ -21,15 +21,21 @@ struct BnSplit {
   int64_t runs = 1, run_length = 1;
 };
 
+// m values cut into about `runs` equal runs (at least one value each; the last may be shorter).
+inline BnSplit split_into_runs(int64_t m, int64_t runs) {
+  if (m <= 0) return {};
+  BnSplit sp;
+  sp.run_length = (m + runs - 1) / runs;
+  sp.runs = (m + sp.run_length - 1) / sp.run_length;
+  return sp;
+}
+
 inline BnSplit bn_split(int64_t n, int64_t c, int64_t hw) {
   const int64_t m = n * hw;
   if (m <= 0) return {};
   int64_t runs = std::max<int64_t>(1, 1024 / std::max<int64_t>(c, 1));
   runs = std::min(runs, std::max<int64_t>(1, m / 4096));
-  BnSplit sp;
-  sp.run_length = (m + runs - 1) / runs;
-  sp.runs = (m + sp.run_length - 1) / sp.run_length;
-  return sp;
+  return split_into_runs(m, runs);
 }
 
 // [M, C] row-major tensors (hw = 1: an NHWC activation seen as M = N*H*W rows of C channels, or a 2-D
@@ -45,10 +51,27 @@ inline BnSplit bn_split_rows(int64_t m, int64_t c) {
   if (m <= 0) return {};
   int64_t runs = std::max<int64_t>(1, 1024 / row_channel_tiles(c));
   runs = std::min(runs, std::max<int64_t>(1, m / kMinRunRows));
-  BnSplit sp;
-  sp.run_length = (m + runs - 1) / runs;
-  sp.runs = (m + sp.run_length - 1) / sp.run_length;
-  return sp;
+  return split_into_runs(m, runs);
+}
+
+// The packed rows kernels (bn_rows_packed.cuh, depthwise_nhwc_packed.cuh): a thread takes v channels
+// (one 16-byte pack), a block px = min(C / v, 32) packs side by side, so a block covers up to 32 * v
+// channels (256 in f16) where the generic rows kernels' covers 32. With bn_split_rows' runs (about 1024
+// blocks of 32 channels) the packed reductions launched about 128 blocks — one per SM of an H100, too
+// few loads in flight for a memory-bound pass (ResNet-50's batch norm ran at 40-60% of the bandwidth,
+// H200 2026-11-27). Their own split: about kPackedBlocks blocks, runs of at least kPackedMinRunRows rows.
+inline constexpr int64_t kPackedBlocks = 2048, kPackedMinRunRows = 256, kPackedMaxPacksSideBySide = 32;
+
+inline int64_t packed_tiles(int64_t c, int v) {
+  const int64_t packs = c / v, px = std::min<int64_t>(std::max<int64_t>(packs, 1), kPackedMaxPacksSideBySide);
+  return (packs + px - 1) / px;
+}
+
+inline BnSplit packed_rows_split(int64_t m, int64_t c, int v) {
+  if (m <= 0) return {};
+  int64_t runs = std::max<int64_t>(1, kPackedBlocks / std::max<int64_t>(packed_tiles(c, v), 1));
+  runs = std::min(runs, std::max<int64_t>(1, m / kPackedMinRunRows));
+  return split_into_runs(m, runs);
 }
 
 // The rows [begin, end) of run `run` of an [m, C] tensor (the block's row lanes stride through them).

@@ -170,7 +170,10 @@ dw_packed::Geom32 packed_geom(const DepthwiseConv2dParams& prm) {
 // The workspace: the filter gradient's partial sums (and the bias gradient's, after them) from byte 0,
 // the weights as [taps, C] floats for the packed kernels from wt_offset.
 size_t filter_partials_bytes(const DepthwiseConv2dParams& p) {
-  const size_t filter = static_cast<size_t>(p.weight_numel()) * static_cast<size_t>(nhwc_filter_split(p).runs);
+  const int64_t m = p.n * p.win.p * p.win.q;  // the packed kernels' runs for 2- and 4-byte values too
+  const int64_t runs = std::max({nhwc_filter_split(p).runs, packed_rows_split(m, p.k(), 8).runs,
+                                 packed_rows_split(m, p.k(), 4).runs});
+  const size_t filter = static_cast<size_t>(p.weight_numel()) * static_cast<size_t>(runs);
   const size_t rows = static_cast<size_t>(p.n * p.win.p * p.win.q);
   return std::max(filter * sizeof(double), p.bias ? bias_grad_workspace_bytes(static_cast<int64_t>(rows), p.k(), 1) : 0);
 }
@@ -247,14 +250,17 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
                                       void* ws, cudaStream_t s) {
   const Geom g = geom(p);
   if (dw && p.nhwc) {
-    const BnSplit sp = nhwc_filter_split(p);
+    // MobileNet's 3x3 in the packed kernel (72 accumulators), with the packed kernels' own runs.
+    const bool packed_pass = p.win.r == 3 && p.win.s == 3 && packed_nhwc<T>(p, {x, dy});
+    const BnSplit sp = packed_pass ? packed_rows_split(p.n * p.win.p * p.win.q, p.c, pack_width<T>())
+                                   : nhwc_filter_split(p);
     const int64_t taps = p.win.r * p.win.s;
     FASTNN_CHECK(ws && taps <= 65535 && sp.runs <= 65535, "depthwise_conv2d: NHWC filter gradient of ", taps,
                  " taps in ", sp.runs, " runs (or no workspace)");
     double* partials = static_cast<double*>(ws);
-    if (p.win.r == 3 && p.win.s == 3 && packed_nhwc<T>(p, {x, dy})) {  // MobileNet's 3x3 (72 accumulators)
+    if (packed_pass) {
       constexpr int v = pack_width<T>();
-      const int64_t packs = p.c / v, px = std::min<int64_t>(packs, 32);
+      const int64_t packs = p.c / v, px = std::min<int64_t>(packs, kPackedMaxPacksSideBySide);
       const dim3 block(static_cast<unsigned>(px), static_cast<unsigned>(dw_packed::kThreads / px));
       const dim3 grid(static_cast<unsigned>((packs + px - 1) / px), static_cast<unsigned>(sp.runs));
       dw_packed::filter_partial_kernel<T, v, 3, 3><<<grid, block, 0, s>>>(packed_geom<T>(p), sp, x, dy, partials);

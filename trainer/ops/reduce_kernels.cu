@@ -531,11 +531,12 @@ void bn_forward_training(const BatchNormParams& p, const T* x, const float* gamm
                          const T* residual = nullptr) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
-  const BnSplit sp = bn_split(p);
+  constexpr int kV = 16 / sizeof(T);
+  const bool packed_pass = packable_rows<T>(p, {x});
+  const BnSplit sp = packed_pass ? packed_rows_split(p.n, p.c, kV) : bn_split(p);
   double* partials = static_cast<double*>(ws);
   if (p.n * p.hw > 0) {
-    constexpr int kV = 16 / sizeof(T);
-    if (packable_rows<T>(p, {x})) {
+    if (packed_pass) {
       const packed::PackedGrid g = packed::packed_grid(p.c, kV);
       packed::stats_kernel<T, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
           p.n, p.c, sp, x, running_mean, StatsPivot{}, partials);
@@ -574,13 +575,14 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
                  cudaStream_t s) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
-  const BnSplit sp = bn_split(p);
+  constexpr int kV = 16 / sizeof(T);
+  const bool packed_pass = packable_rows<T>(p, {x, dy, relu_y});
+  const BnSplit sp = packed_pass ? packed_rows_split(p.n, p.c, kV) : bn_split(p);
   double* partials = static_cast<double*>(ws);
   double* coef = partials + 2 * p.c * sp.runs;
   const bool any = p.n * p.hw > 0;
   if (any) {
-    constexpr int kV = 16 / sizeof(T);
-    if (packable_rows<T>(p, {x, dy, relu_y})) {
+    if (packed_pass) {
       const packed::PackedGrid g = packed::packed_grid(p.c, kV);
       packed::grad_kernel<T, Act, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
           p.n, p.c, sp, x, save_mean, save_invstd, dy, relu_y, partials);
@@ -599,7 +601,6 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   CUDA_CHECK_LAUNCH();
   const int64_t total = p.n * p.c * p.hw;
   if (!dx || total == 0) return;
-  constexpr int kV = 16 / sizeof(T);
   if (packable_rows<T>(p, {x, dy, relu_y, dx})) {
     const packed::PackedGrid g = packed::packed_grid(p.c, kV);
     packed::dx_kernel<T, Act, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
@@ -630,7 +631,10 @@ void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const fl
 // The runs' partial sums (2 doubles per run and channel) and, after them, the backward's 2 coefficients
 // per channel.
 size_t batch_norm_workspace_bytes(const BatchNormParams& p) {
-  return static_cast<size_t>(p.c) * static_cast<size_t>(2 * bn_split(p).runs + 2) * sizeof(double);
+  int64_t runs = bn_split(p).runs;
+  if (by_rows(p))  // the packed kernels' split where they may run (16-byte packs of 2- or 4-byte values)
+    runs = std::max({runs, packed_rows_split(p.n, p.c, 8).runs, packed_rows_split(p.n, p.c, 4).runs});
+  return static_cast<size_t>(p.c) * static_cast<size_t>(2 * runs + 2) * sizeof(double);
 }
 
 template <typename T>
