@@ -92,8 +92,10 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
                          float* dbeta, void* ws, cudaStream_t s);
 // batch_norm followed by relu or relu6 (act) in one layer (the fuse_ops rewrite; the fusions registered
 // for kCuda): y = act(batch_norm(x)) written in one pass, bitwise the two kernels in a row; the backward
-// takes the layer's output y and uses dy where act passes (0 elsewhere) as batch norm's incoming
-// gradient, without writing it out. ws: batch_norm_workspace_bytes(p).
+// uses dy where act passes (0 elsewhere) as batch norm's incoming gradient, without writing it out. Where
+// act passes is read from the layer's output y, or, given the forward's beta (y = act(batch_norm(x))
+// exactly, no residual), recomputed from x by the NHWC packed kernels: one tensor fewer read in each of
+// the backward's two passes. ws: batch_norm_workspace_bytes(p).
 template <typename T>
 void batch_norm_relu_forward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                              const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
@@ -102,7 +104,7 @@ template <typename T>
 void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                               const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
                               float* dgamma, float* dbeta, void* ws, cudaStream_t s,
-                              BnActivation act = BnActivation::kRelu);
+                              BnActivation act = BnActivation::kRelu, const float* beta = nullptr);
 // batch_norm, plus the residual r, then relu (a residual unit's end: the fuse_ops rewrite
 // "batch_norm+add+relu"): y = relu(z + r) with z = batch_norm(x) rounded to T, written in one pass
 // without z, bitwise batch norm's kernel then add+relu's. (Its backward needs no kernel of its own: the

@@ -93,7 +93,8 @@ class BatchNormReluCuda final : public OpKernel {
     cuda::batch_norm_relu_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
                                       cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
                                       cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
-                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_);
+                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_,
+                                      cuda::ptr<float>(a.params[1]));  // beta: the mask from x, not y
   }
 
  private:

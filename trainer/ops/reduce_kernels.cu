@@ -569,10 +569,12 @@ void bn_forward_inference(const BatchNormParams& p, const T* x, const float* gam
   bn_normalize<T, Act>(p, x, gamma, beta, save_mean, save_invstd, residual, y, s);
 }
 
+// mask_beta (with Act): the packed kernels recompute the activation's mask from x (packed::ActMask)
+// instead of reading relu_y, which the generic kernels still read.
 template <typename T, BnActivation Act>
 void bn_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma, const float* save_mean,
                  const float* save_invstd, const T* relu_y, const T* dy, T* dx, float* dgamma, float* dbeta, void* ws,
-                 cudaStream_t s) {
+                 cudaStream_t s, const float* mask_beta = nullptr) {
   FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
   if (p.c == 0) return;
   constexpr int kV = 16 / sizeof(T);
@@ -585,7 +587,7 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
     if (packed_pass) {
       const packed::PackedGrid g = packed::packed_grid(p.c, kV);
       packed::grad_kernel<T, Act, kV><<<dim3(g.tiles, static_cast<unsigned>(sp.runs)), g.block, 0, s>>>(
-          p.n, p.c, sp, x, save_mean, save_invstd, dy, relu_y, partials);
+          p.n, p.c, sp, x, gamma, mask_beta, save_mean, save_invstd, dy, relu_y, partials);
     } else if (by_rows(p)) {
       bn_rows_grad_kernel<T, Act><<<rows_grid(p, sp), kRowsBlock, 0, s>>>(p, sp, x, save_mean, save_invstd, dy,
                                                                            relu_y, partials);
@@ -604,7 +606,7 @@ void bn_backward(const BatchNormParams& p, bool training, const T* x, const floa
   if (packable_rows<T>(p, {x, dy, relu_y, dx})) {
     const packed::PackedGrid g = packed::packed_grid(p.c, kV);
     packed::dx_kernel<T, Act, kV><<<dim3(g.tiles, packed::packed_row_blocks(p.n, g)), g.block, 0, s>>>(
-        p.n, p.c, x, gamma, save_mean, save_invstd, dy, relu_y, coef, dx);
+        p.n, p.c, x, gamma, mask_beta, save_mean, save_invstd, dy, relu_y, coef, dx);
   } else {
     bn_bwd_dx_kernel<T, Act><<<grid_for(total), kThreads, 0, s>>>(total, channel_index(p.n, p.c, p.hw), x, gamma,
                                                                    save_mean, save_invstd, dy, relu_y, coef, dx);
@@ -683,12 +685,15 @@ void batch_norm_add_relu_forward(const BatchNormParams& p, bool training, const 
 template <typename T>
 void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* x, const float* gamma,
                               const float* save_mean, const float* save_invstd, const T* y, const T* dy, T* dx,
-                              float* dgamma, float* dbeta, void* ws, cudaStream_t s, BnActivation act) {
+                              float* dgamma, float* dbeta, void* ws, cudaStream_t s, BnActivation act,
+                              const float* beta) {
   FASTNN_CHECK(act != BnActivation::kNone, "batch_norm_relu_backward: no activation");
   if (act == BnActivation::kRelu6)
-    bn_backward<T, BnActivation::kRelu6>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
+    bn_backward<T, BnActivation::kRelu6>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws,
+                                         s, beta);
   else
-    bn_backward<T, BnActivation::kRelu>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws, s);
+    bn_backward<T, BnActivation::kRelu>(p, training, x, gamma, save_mean, save_invstd, y, dy, dx, dgamma, dbeta, ws,
+                                        s, beta);
 }
 
 size_t softmax_xent_workspace_bytes(const SoftmaxXentParams& p) { return static_cast<size_t>(p.n) * sizeof(double); }
@@ -740,7 +745,7 @@ void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L
                                                cudaStream_t);                                                 \
   template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
                                             const float*, const T*, const T*, T*, float*, float*, void*,      \
-                                            cudaStream_t, BnActivation);                                      \
+                                            cudaStream_t, BnActivation, const float*);                        \
   FASTNN_INSTANTIATE_L(T, int32_t) FASTNN_INSTANTIATE_L(T, int64_t)
 #define FASTNN_INSTANTIATE_L(T, L)                                                                              \
   template void softmax_xent_forward<T, L>(const SoftmaxXentParams&, const T*, const L*, T*, T*, void*, int*,   \
