@@ -32,6 +32,8 @@ bench() {  # name, then fastnn bench train flags
 # Since 2026-11-27 a run on cuda defaults to data_format=NHWC with fuse_ops (measured faster): the rows
 # below name their layout and fusion; resnet50_fp16_default is what a user's run gets without either.
 bench resnet50_fp16_default --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
+# The same with every cuDNN algorithm timed per layer shape (PyTorch's peer runs cudnn.benchmark, the same idea).
+bench resnet50_fp16_default_exhaustive --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_search=exhaustive
 bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 [[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && FASTNN_ALLOW_TF32=1 bench resnet50_tf32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
