@@ -76,6 +76,9 @@ struct Policy {
   // NHWC f16/bf16 convolutions with input channels not a multiple of 8 run on zero-padded channels
   // (ops::conv_channels_for_cudnn).
   bool pad_conv_channels = true;
+  // depthwise_conv2d as cuDNN's grouped convolution (conv2d's kernel, groups = C) instead of the direct
+  // kernels (the depthwise_conv config field).
+  bool depthwise_cudnn = false;
 };
 Policy policy();
 void set_policy(const Policy& p);

@@ -7,7 +7,7 @@
 //   trainable_scopes                        the CPU backend only (the device optimizer updates all)
 //   use_fp16 / precision on the CPU         no effect (the CPU computes in f32): a warning when set
 //                                           explicitly, an info line for the default
-//   loss scaling, conv_search, conv_pad_channels on the CPU    no effect: a warning when set
+//   loss scaling, conv_search, conv_pad_channels, depthwise_conv on the CPU    no effect: a warning when set
 //   input_dtype uint8 / float16 on the CPU  refused (the CPU step reads float32 batches)
 //   cuda_graph with the classifier head     no effect (the head's steps run eagerly): a warning
 //   allreduce_bucket_mb, collective_timeout_seconds, sync_batch_norm in a world of one process,

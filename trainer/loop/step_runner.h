@@ -117,6 +117,9 @@ struct StepRunnerOptions {
   // CUDA, NHWC, f16/bf16: convolutions over a channel count that is not a multiple of 8 run on zero-padded
   // channels (cuda::Policy::pad_conv_channels; the conv_pad_channels config field).
   bool pad_conv_channels = true;
+  // CUDA: depthwise convolutions as cuDNN's grouped convolution (cuda::Policy::depthwise_cudnn; the
+  // depthwise_conv config field).
+  bool depthwise_cudnn = false;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
   // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes

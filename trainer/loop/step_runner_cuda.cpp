@@ -51,6 +51,7 @@ void set_runner_policy(const StepRunnerOptions& o) {
   p.deterministic = o.deterministic;
   p.conv_search = o.exhaustive_conv_search ? cuda::ConvAlgoSearch::kExhaustive : cuda::ConvAlgoSearch::kHeuristic;
   p.pad_conv_channels = o.pad_conv_channels;
+  p.depthwise_cudnn = o.depthwise_cudnn;
   cuda::set_policy(p);
 }
 

@@ -330,18 +330,34 @@ class DepthwiseConv2dCuda final : public OpKernel {
   DepthwiseConv2dParams p_;
 };
 
+// depthwise_conv=cudnn (cuda::Policy::depthwise_cudnn): the layer as cuDNN's grouped convolution, conv2d's
+// CUDA kernel with groups = C and filters = C*M. Its parameters are the same tensors (weight [C*M, 1, R, S],
+// the same initialisation; bias [C*M]), so checkpoints and the CPU oracle do not see which one ran.
+Attrs as_grouped_conv2d(const Attrs& a, std::span<const TensorSpec> in) {
+  const DepthwiseConv2dParams p = depthwise_conv2d_params(a, in);  // validates
+  Attrs c;
+  for (const char* key : {"kernel", "stride", "dilation", "padding", "bias"})
+    if (const AttrValue* v = a.find(key)) c.set(key, *v);
+  c.set("filters", p.k());
+  c.set("groups", p.c);
+  return c;
+}
+
 }  // namespace
 
 void register_depthwise_conv2d_cuda(OpRegistry& r) {
   r.add_kernel("depthwise_conv2d", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+               [&r, cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                 if (cuda::policy().depthwise_cudnn) return r.create("conv2d", Device::kCuda, as_grouped_conv2d(a, in), in);
                  constexpr std::string_view op = "depthwise_conv2d";
                  const DType dt = cuda::cuda_compute_dtype(op, in);
                  OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
                  return cuda::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), depthwise_conv2d_params(a, in));
                });
   r.add_nhwc_kernel("depthwise_conv2d", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                    [&r, cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      if (cuda::policy().depthwise_cudnn)
+                        return r.create_nhwc("conv2d", Device::kCuda, as_grouped_conv2d(a, in), in);
                       const DType dt = cuda::cuda_compute_dtype("depthwise_conv2d", in);
                       OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
                       DepthwiseConv2dParams p = depthwise_conv2d_params(a, in);

@@ -112,6 +112,23 @@ inline void scale_batch_norm_gamma(KernelTensors& host, float factor) {
   for (int64_t i = 0; i < gamma.numel(); ++i) g[i] *= factor;
 }
 
+// cuda::Policy::depthwise_cudnn set for a scope: kernels created inside it run depthwise_conv2d as cuDNN's
+// grouped convolution (the depthwise_conv=cudnn cases).
+class DepthwiseCudnnScope {
+ public:
+  explicit DepthwiseCudnnScope(bool on) : before_(::fastnn::cuda::policy()) {
+    ::fastnn::cuda::Policy p = before_;
+    p.depthwise_cudnn = on;
+    ::fastnn::cuda::set_policy(p);
+  }
+  ~DepthwiseCudnnScope() { ::fastnn::cuda::set_policy(before_); }
+  DepthwiseCudnnScope(const DepthwiseCudnnScope&) = delete;
+  DepthwiseCudnnScope& operator=(const DepthwiseCudnnScope&) = delete;
+
+ private:
+  ::fastnn::cuda::Policy before_;
+};
+
 // Two device tensors hold the same bytes (a one-pass kernel against its composite).
 inline void expect_same_device_bits(const Tensor& x, const Tensor& y, const std::string& what) {
   const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);

@@ -170,6 +170,10 @@ TEST(TrainStepRunner, LayoutAndFusionDefaultsFollowTheDevice) {
   EXPECT_EQ(step_runner_options(config_of({"--data_format=NHWC"}), cpu).layout, Layout::kNHWC);
   EXPECT_FALSE(step_runner_options(config_of({"--fuse_ops=false"}), gpu).fuse);
   EXPECT_TRUE(step_runner_options(config_of({"--fuse_ops"}), cpu).fuse);
+  // depthwise_conv: fastnn's direct kernels unless cuDNN's grouped convolution is asked for.
+  EXPECT_FALSE(step_runner_options(config_of({}), gpu).depthwise_cudnn);
+  EXPECT_TRUE(step_runner_options(config_of({"--depthwise_conv=cudnn"}), gpu).depthwise_cudnn);
+  EXPECT_THROW(config_of({"--depthwise_conv=winograd"}), ConfigError);
 }
 
 TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {

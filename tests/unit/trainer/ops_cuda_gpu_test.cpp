@@ -50,9 +50,12 @@ struct CaseRef {
   std::string op;
   OpCase c;
   DType dt;
+  bool depthwise_cudnn = false;  // depthwise_conv2d as cuDNN's grouped convolution (depthwise_conv=cudnn)
 };
 
-void PrintTo(const CaseRef& c, std::ostream* os) { *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt); }
+void PrintTo(const CaseRef& c, std::ostream* os) {
+  *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt) << (c.depthwise_cudnn ? "/cudnn" : "");
+}
 
 // Larger shapes than the registry's (those are sized for finite differences): they reach cuDNN's
 // tiled / FFT / Winograd algorithms and multi-block reductions.
@@ -85,7 +88,10 @@ std::vector<CaseRef> all_cases() {
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const OpDef* d : registry().all()) {
       if (!d->kernels.contains(Device::kCuda)) continue;
-      for (const OpCase& c : d->test_cases()) v.push_back({d->name, c, dt});
+      for (const OpCase& c : d->test_cases()) {
+        v.push_back({d->name, c, dt});
+        if (d->name == "depthwise_conv2d") v.push_back({d->name, c, dt, /*depthwise_cudnn=*/true});
+      }
     }
     for (auto& [op, c] : larger_cases()) v.push_back({op, c, dt});
   }
@@ -93,7 +99,8 @@ std::vector<CaseRef> all_cases() {
 }
 
 std::string case_name(const testing::TestParamInfo<CaseRef>& info) {
-  std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt);
+  std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt) +
+                  (info.param.depthwise_cudnn ? "_cudnn" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
@@ -106,6 +113,7 @@ class CudaOpCase : public testing::TestWithParam<CaseRef> {};
 TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
   REQUIRE_GPU();
   const CaseRef& cr = GetParam();
+  const DepthwiseCudnnScope depthwise(cr.depthwise_cudnn);
   const bool training = cr.c.training;
 
   // CPU f32 reference; for f16 / bf16 its inputs are first rounded to that dtype.
