@@ -98,7 +98,7 @@ if want sanitize; then
   [[ -x $san ]] || { row "memcheck" "compute-sanitizer not found (PATH, \$CUDA_HOME/bin)"; san=""; }
   [[ -n $san ]] && for spec in "test_trainer_ops_cuda_gpu:*f32*:CudaFusion.*" "test_trainer_ops_nhwc_cuda_gpu:*f32*:CudaNhwcFusion.*" \
               "test_trainer_optim_cuda_gpu:*" "test_trainer_loop_train_device_gpu:*F32*" \
-              "test_trainer_head_cuda_gpu:*-HeadCudaGpu.Runner*"; do
+              "test_trainer_head_cuda_gpu:*"; do
     name=${spec%%:*} filter=${spec#*:}
     [[ -x $work/bundle/bin/$name ]] || continue
     timeout "${FASTNN_SANITIZE_TIMEOUT:-420}" "$san" --tool memcheck --error-exitcode 3 --print-limit 20 \
