@@ -29,6 +29,14 @@ using ::fastnn::cuda::from_f;
 
 constexpr int kPackedThreads = 256;
 
+// The normalise step's arithmetic in one place, every operation explicitly rounded (no multiply-add
+// contraction left to the compiler): scale = gamma * invstd, shift = beta - mean * scale (the CPU's
+// formula), v = x * scale + shift. Every kernel that computes the normalised value uses it, so they agree
+// bit for bit — the fused backward recomputes z from x (ActMask) and must get the forward's z.
+__device__ __forceinline__ float bn_scale(float gamma, float invstd) { return __fmul_rn(gamma, invstd); }
+__device__ __forceinline__ float bn_shift(float beta, float mean, float scale) { return __fmaf_rn(-mean, scale, beta); }
+__device__ __forceinline__ float bn_apply(float x, float scale, float shift) { return __fmaf_rn(x, scale, shift); }
+
 // The fused activation on a value already rounded to T: bitwise relu's and relu6's own CUDA kernels
 // (relu: max(z, +0), NaN to 0; relu6: 0 at or below 0, 6 at or above 6, else z, NaN kept).
 template <BnActivation A, typename T>
@@ -149,15 +157,15 @@ struct ActMask {
     from_x = mask_beta != nullptr;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      scale[e] = from_x ? gamma[ch0 + e] * invstd[ch0 + e] : 0.f;
-      shift[e] = from_x ? mask_beta[ch0 + e] - mean[ch0 + e] * scale[e] : 0.f;
+      scale[e] = from_x ? bn_scale(gamma[ch0 + e], invstd[ch0 + e]) : 0.f;
+      shift[e] = from_x ? bn_shift(mask_beta[ch0 + e], mean[ch0 + e], scale[e]) : 0.f;
     }
   }
   // The activation's pass mask of the V values at offset o (x's pack already loaded).
   __device__ void passes(int64_t o, const Pack<T, V>& xv, bool (&pass)[V]) const {
     if (from_x) {
 #pragma unroll
-      for (int e = 0; e < V; ++e) pass[e] = bn_act_passes<Act>(to_f(from_f<T>(to_f(xv.v[e]) * scale[e] + shift[e])));
+      for (int e = 0; e < V; ++e) pass[e] = bn_act_passes<Act>(to_f(from_f<T>(bn_apply(to_f(xv.v[e]), scale[e], shift[e]))));
     } else {
       const Pack<T, V> yv = load_pack<T, V>(act_y, o);
 #pragma unroll
@@ -212,8 +220,8 @@ __global__ void normalize_kernel(int64_t m, int64_t c, const T* x, const float* 
   float scale[V], shift[V];
 #pragma unroll
   for (int e = 0; e < V; ++e) {
-    scale[e] = gamma[ch0 + e] * invstd[ch0 + e];
-    shift[e] = beta[ch0 + e] - mean[ch0 + e] * scale[e];
+    scale[e] = bn_scale(gamma[ch0 + e], invstd[ch0 + e]);
+    shift[e] = bn_shift(beta[ch0 + e], mean[ch0 + e], scale[e]);
   }
   const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; row < m; row += stride) {
@@ -222,7 +230,7 @@ __global__ void normalize_kernel(int64_t m, int64_t c, const T* x, const float* 
     Pack<T, V> res, out;
     if constexpr (Add) res = load_pack<T, V>(r, o);
 #pragma unroll
-    for (int e = 0; e < V; ++e) out.v[e] = epilogue(to_f(in.v[e]) * scale[e] + shift[e], Add ? res.v[e] : T{});
+    for (int e = 0; e < V; ++e) out.v[e] = epilogue(bn_apply(to_f(in.v[e]), scale[e], shift[e]), Add ? res.v[e] : T{});
     store_pack<T, V>(y, o, out);
   }
 }

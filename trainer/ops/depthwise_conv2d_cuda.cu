@@ -169,10 +169,15 @@ dw_packed::Geom32 packed_geom(const DepthwiseConv2dParams& prm) {
 
 // The workspace: the filter gradient's partial sums (and the bias gradient's, after them) from byte 0,
 // the weights as [taps, C] floats for the packed kernels from wt_offset.
+// Whether the packed kernels can take the layer for some storage type with v values a pack (the shape
+// alone; packed_nhwc also checks the tensors): what the workspace must hold room for.
+bool packed_shape(const DepthwiseConv2dParams& p, int v) { return p.nhwc && p.multiplier == 1 && p.c % v == 0; }
+
 size_t filter_partials_bytes(const DepthwiseConv2dParams& p) {
-  const int64_t m = p.n * p.win.p * p.win.q;  // the packed kernels' runs for 2- and 4-byte values too
-  const int64_t runs = std::max({nhwc_filter_split(p).runs, packed_rows_split(m, p.k(), 8).runs,
-                                 packed_rows_split(m, p.k(), 4).runs});
+  const int64_t m = p.n * p.win.p * p.win.q;
+  int64_t runs = nhwc_filter_split(p).runs;
+  for (int v : {8, 4})  // the packed 3x3 filter gradient's own runs, for 2- and 4-byte values
+    if (packed_shape(p, v) && p.win.r == 3 && p.win.s == 3) runs = std::max(runs, packed_rows_split(m, p.k(), v).runs);
   const size_t filter = static_cast<size_t>(p.weight_numel()) * static_cast<size_t>(runs);
   const size_t rows = static_cast<size_t>(p.n * p.win.p * p.win.q);
   return std::max(filter * sizeof(double), p.bias ? bias_grad_workspace_bytes(static_cast<int64_t>(rows), p.k(), 1) : 0);
@@ -184,6 +189,7 @@ template <typename T>
 float* transposed_weights(const DepthwiseConv2dParams& p, const T* w, void* ws, cudaStream_t s) {
   FASTNN_CHECK(ws != nullptr, "depthwise_conv2d: the NHWC kernels need their workspace");
   float* wt = reinterpret_cast<float*>(static_cast<char*>(ws) + wt_offset(p));
+  FASTNN_CHECK(aligned16({wt}), "depthwise_conv2d: the weights' copy is not 16-byte aligned in the workspace");
   const int taps = static_cast<int>(p.win.r * p.win.s), c = static_cast<int>(p.c);
   dw_packed::transpose_weights_kernel<T><<<grid_for(p.weight_numel()), kThreads, 0, s>>>(c, taps, w, wt);
   CUDA_CHECK_LAUNCH();
@@ -213,7 +219,7 @@ void depthwise_conv2d_forward(const DepthwiseConv2dParams& p, const T* x, const 
                               cudaStream_t s) {
   const int64_t total = p.n * p.k() * p.win.p * p.win.q;
   if (total == 0) return;
-  if (packed_nhwc<T>(p, {x, y})) {
+  if (ws && packed_nhwc<T>(p, {x, y})) {
     const float* wt = transposed_weights(p, w, ws, s);
     const uint32_t packs = static_cast<uint32_t>(total / pack_width<T>());
     dw_packed::forward_kernel<T, pack_width<T>()>
@@ -229,7 +235,7 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
                                     cudaStream_t s) {
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
-  if (packed_nhwc<T>(p, {dy, dx})) {
+  if (ws && packed_nhwc<T>(p, {dy, dx})) {
     const float* wt = transposed_weights(p, w, ws, s);
     const uint32_t packs = static_cast<uint32_t>(total / pack_width<T>());
     dw_packed::backward_data_kernel<T, pack_width<T>()>
@@ -242,7 +248,8 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
 
 size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p) {
   if (!p.nhwc) return 0;
-  return wt_offset(p) + static_cast<size_t>(p.weight_numel()) * sizeof(float);
+  const bool packed = packed_shape(p, 8) || packed_shape(p, 4);  // the packed kernels' float weights
+  return packed ? wt_offset(p) + static_cast<size_t>(p.weight_numel()) * sizeof(float) : filter_partials_bytes(p);
 }
 
 template <typename T>

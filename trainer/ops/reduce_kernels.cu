@@ -185,17 +185,16 @@ struct StatsPivot {
   __device__ double operator()(float running_mean) const { return stats_pivot(running_mean); }
 };
 
-// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (the CPU's formula),
-// then bn_output's epilogue (r is read only with Add).
+// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale (packed::bn_apply), then
+// bn_output's epilogue (r is read only with Add).
 template <typename T, BnActivation Act, bool Add>
 __global__ void bn_normalize_kernel(int64_t total, ChannelIndex ix, const T* x, const float* gamma, const float* beta,
                                     const float* mean, const float* invstd, const T* r, T* y) {
   FASTNN_GRID_LOOP(i, total) {
     const int64_t ch = channel_of(i, ix);
-    const float scale = gamma[ch] * invstd[ch];
-    const float shift = beta[ch] - mean[ch] * scale;
-    const float v = to_f(x[i]) * scale + shift;
-    y[i] = bn_output<T, Act, Add>(v, Add ? r[i] : T{});
+    const float scale = packed::bn_scale(gamma[ch], invstd[ch]);
+    const float shift = packed::bn_shift(beta[ch], mean[ch], scale);
+    y[i] = bn_output<T, Act, Add>(packed::bn_apply(to_f(x[i]), scale, shift), Add ? r[i] : T{});
   }
 }
 
@@ -634,8 +633,8 @@ void batch_norm_forward_inference(const BatchNormParams& p, const T* x, const fl
 // per channel.
 size_t batch_norm_workspace_bytes(const BatchNormParams& p) {
   int64_t runs = bn_split(p).runs;
-  if (by_rows(p))  // the packed kernels' split where they may run (16-byte packs of 2- or 4-byte values)
-    runs = std::max({runs, packed_rows_split(p.n, p.c, 8).runs, packed_rows_split(p.n, p.c, 4).runs});
+  for (int v : {8, 4})  // the packed kernels' split where they may run (16-byte packs of 2- or 4-byte values)
+    if (by_rows(p) && p.c % v == 0) runs = std::max(runs, packed_rows_split(p.n, p.c, v).runs);
   return static_cast<size_t>(p.c) * static_cast<size_t>(2 * runs + 2) * sizeof(double);
 }
 

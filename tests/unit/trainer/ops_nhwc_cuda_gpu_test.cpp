@@ -82,6 +82,10 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"depthwise_conv2d", {"k3_d2_valid_c8", {{"kernel", 3}, {"dilation", 2}, {"padding", "valid"}, {"bias", false}},
                             {{{2, 8, 11, 11}}}}},
       {"depthwise_conv2d", {"k5_same_c16", {{"kernel", 5}, {"padding", "same"}, {"bias", false}}, {{{2, 16, 9, 9}}}}},
+      // MobileNet's wide layers: 576 channels are 72 packs in f16 (144 in f32), more than one block of
+      // channels, the last one partial (idle threads in the reductions).
+      {"depthwise_conv2d", {"k3_c576", {{"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{2, 576, 9, 9}}}}},
+      {"batch_norm", {"c576_train", {}, {{{4, 576, 5, 5}}}, true}},
   };
 }
 
@@ -192,29 +196,32 @@ INSTANTIATE_TEST_SUITE_P(AllOps, CudaNhwcOpCase, testing::ValuesIn(all_cases()),
 // gradient bit for bit.
 TEST(CudaNhwcFusion, BatchNormReluIsBitwiseTheComposite) {
   REQUIRE_GPU();
-  for (const char* act : {"relu", "relu6"})
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-    for (bool training : {true, false}) {
-      SCOPED_TRACE(std::string(act) + " " + dtype_name(dt) + (training ? " training" : " eval"));
-      const OpCase c{"resnet_sized", {}, {CaseInput{.shape = {8, 64, 14, 14}}}, training};
-      const std::vector<TensorSpec> in = case_input_specs(c, dt);
-      auto make_pair = [&] {
-        auto bn = registry().create_nhwc("batch_norm", Device::kCuda, c.attrs, in);
-        const std::vector<TensorSpec> relu_in{bn->signature().outputs[0]};
-        return std::pair{std::move(bn), registry().create(act, Device::kCuda, {}, relu_in)};
-      };
-      auto [b1, r1] = make_pair();
-      auto composite = make_fused_kernel(std::move(b1), std::move(r1));
-      auto [b2, r2] = make_pair();
-      auto fused = registry().create_fusion(*b2, *r2);
-      ASSERT_TRUE(fused) << "the NHWC batch_norm is not fused with " << act;
-      const OpSignature &cs = composite->signature(), &fs = fused->signature();
-      KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
-      fill_case_tensors(host, as_f32(cs), c, 7);
-      if (std::string(act) == "relu6") scale_batch_norm_gamma(host, 8);  // outputs past 6 too
-      KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
-      expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
-    }
+  // 576 channels: several blocks of channel packs, the last one partial.
+  for (const Shape& shape : {Shape{8, 64, 14, 14}, Shape{4, 576, 5, 5}})
+    for (const char* act : {"relu", "relu6"})
+      for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+        for (bool training : {true, false}) {
+          SCOPED_TRACE(std::string(act) + " " + dtype_name(dt) + (training ? " training" : " eval") + " C " +
+                       std::to_string(shape[1]));
+          const OpCase c{"resnet_sized", {}, {CaseInput{.shape = shape}}, training};
+          const std::vector<TensorSpec> in = case_input_specs(c, dt);
+          auto make_pair = [&] {
+            auto bn = registry().create_nhwc("batch_norm", Device::kCuda, c.attrs, in);
+            const std::vector<TensorSpec> relu_in{bn->signature().outputs[0]};
+            return std::pair{std::move(bn), registry().create(act, Device::kCuda, {}, relu_in)};
+          };
+          auto [b1, r1] = make_pair();
+          auto composite = make_fused_kernel(std::move(b1), std::move(r1));
+          auto [b2, r2] = make_pair();
+          auto fused = registry().create_fusion(*b2, *r2);
+          ASSERT_TRUE(fused) << "the NHWC batch_norm is not fused with " << act;
+          const OpSignature &cs = composite->signature(), &fs = fused->signature();
+          KernelTensors host = allocate_kernel_tensors(as_f32(cs));  // uploaded in cs's dtypes below
+          fill_case_tensors(host, as_f32(cs), c, 7);
+          if (std::string(act) == "relu6") scale_batch_norm_gamma(host, 8);  // outputs past 6 too
+          KernelTensors a = upload_for_backward(host, cs), b = upload_for_backward(host, fs);
+          expect_one_pass_is_the_composite(*composite, a, *fused, b, training);
+        }
 }
 
 // batch_norm+add+relu (a residual unit's end, fuse_ops): the one-pass kernel against the composite of
