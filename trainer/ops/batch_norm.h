@@ -70,7 +70,7 @@ void batch_norm_backward(const BatchNormParams& p, bool training, const T* x, co
 enum class BnActivation { kNone, kRelu, kRelu6 };
 
 #ifdef FASTNN_HAVE_CUDA
-// CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a stream; T is
+// CUDA launchers (ops/batch_norm_kernels.cu): the CPU functions' names and arguments plus a stream; T is
 // float, __half or __nv_bfloat16 for x, y and their gradients, pointers are device pointers; nothing
 // allocates. gamma, beta, the running and the saved statistics and their gradients are f32 whatever T
 // is (as cuDNN and PyTorch's AMP keep them): the CUDA kernel's signature says so.

@@ -5,10 +5,10 @@
 // in cuDNN and PyTorch's AMP: a running variance or a small gamma update in f16 loses what the CPU keeps. Statistics are sums in double over many
 // blocks per channel (shifted by the running mean), with the CPU's formulas (biased variance to
 // normalise, unbiased for running_var, momentum = weight of the old value). Workspace: the per-run
-// partial sums and the backward's 2*C coefficients (reduce_kernels.cu, batch_norm_workspace_bytes).
+// partial sums and the backward's 2*C coefficients (batch_norm_kernels.cu, batch_norm_workspace_bytes).
 //
 // NHWC (add_nhwc_kernel): the same kernels on the activation seen as [N*H*W, C] rows (BatchNormParams
-// {N*H*W, C, 1}), where the statistics' sums take 32 neighbouring channels per block (reduce_kernels.cu);
+// {N*H*W, C, 1}), where the statistics' sums take 32 neighbouring channels per block (batch_norm_kernels.cu);
 // the batch_norm+relu fusion applies as it is.
 #include "core/check.h"
 #include "trainer/ops/cuda_kernel.h"

@@ -1,6 +1,6 @@
 // Batch norm over [M, C] rows (NHWC activations seen as M = N*H*W rows) when C is a multiple of
 // V = 16 / sizeof(T) and the tensors are 16-byte aligned: every real NHWC layer. Included by
-// reduce_kernels.cu, which keeps the generic rows kernels for the rest.
+// batch_norm_kernels.cu, which keeps the generic rows kernels for the rest.
 //
 // Each thread owns V neighbouring channels for the whole kernel: one 16-byte load per row and tensor,
 // the channels' parameters (pivot, mean, invstd, gamma, ...) in registers, loaded once. The generic rows

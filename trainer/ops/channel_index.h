@@ -1,5 +1,6 @@
-// Index math of the per-channel CUDA kernels on [N, C, hw] tensors (reduce_kernels.cu), host and device
-// (FASTNN_HD), so the CPU tests walk exactly what the kernels walk (channel_index_test):
+// Index math of the per-channel CUDA kernels on [N, C, hw] tensors (channel_sums.cuh, used by
+// batch_norm_kernels.cu and reduce_kernels.cu), host and device (FASTNN_HD), so the CPU tests walk exactly
+// what the kernels walk (channel_index_test):
 //   - BnSplit: one channel's m = N*hw values cut into `runs` runs of `run_length` (the last may be
 //     shorter), a function of the shape only, so a reduction over runs has a fixed order; about 1024
 //     blocks in all, at least 4096 values a run. bn_split_rows: the same for [M, C] rows (hw = 1, NHWC),

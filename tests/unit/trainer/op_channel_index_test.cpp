@@ -14,7 +14,7 @@
 namespace fastnn::ops {
 namespace {
 
-constexpr int64_t kThreads = 512;  // reduce_kernels.cu's kReduceThreads
+constexpr int64_t kThreads = 512;  // channel_sums.cuh's kReduceThreads
 
 struct Shape3 {
   int64_t n, c, hw;
@@ -91,7 +91,8 @@ TEST(ChannelIndex, SumOverRunsEqualsThePlainChannelSum) {
 }
 
 // The rows kernels (hw = 1: NHWC seen as [N*H*W, C], or 2-D): block (tile, run) with threads (x: the
-// channel lane, y: the row lane), as reduce_kernels.cu's bn_rows_* and bias_rows kernels walk it.
+// channel lane, y: the row lane), as batch_norm_kernels.cu's bn_rows_* and reduce_kernels.cu's bias_rows
+// kernels walk it.
 template <typename F>
 void walk_rows(int64_t m, int64_t c, const BnSplit& sp, F&& f) {
   for (int64_t tile = 0; tile < row_channel_tiles(c); ++tile)
