@@ -58,6 +58,25 @@ __device__ __forceinline__ void load_taps(const float* wt, int c, int tap, int c
   }
 }
 
+// acc += the tap's weights times the V values at src (one 16-byte load), in channel order.
+template <typename T, int V>
+__device__ __forceinline__ void accumulate_tap(float (&acc)[V], const float* wt, int c, int tap, int c0, const T* src) {
+  const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(src);
+  float wv[V];
+  load_taps<V>(wt, c, tap, c0, wv);
+#pragma unroll
+  for (int e = 0; e < V; ++e) acc[e] += wv[e] * to_f(v.v[e]);
+}
+
+// The V sums rounded to T, stored as one 16-byte pack at dst.
+template <typename T, int V>
+__device__ __forceinline__ void store_sums(T* dst, const float (&acc)[V]) {
+  Pack<T, V> out;
+#pragma unroll
+  for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
+  *reinterpret_cast<Pack<T, V>*>(dst) = out;
+}
+
 // wt[tap * C + k] = w[k * taps + tap], as float.
 template <typename T>
 __global__ void transpose_weights_kernel(int c, int taps, const T* w, float* wt) {
@@ -83,18 +102,11 @@ __global__ void forward_kernel(Geom32 g, uint32_t total, const T* x, const float
       for (int s = 0; s < g.s; ++s) {
         const int iw = w0 + s * g.dw;
         if (iw < 0 || iw >= g.w) continue;
-        const Pack<T, V> xv = *reinterpret_cast<const Pack<T, V>*>(
-            x + static_cast<uint32_t>(((o.n * g.h + ih) * g.w + iw) * g.c + c0));
-        float wv[V];
-        load_taps<V>(wt, g.c, r * g.s + s, c0, wv);
-#pragma unroll
-        for (int e = 0; e < V; ++e) acc[e] += wv[e] * to_f(xv.v[e]);
+        accumulate_tap<T, V>(acc, wt, g.c, r * g.s + s, c0,
+                             x + static_cast<uint32_t>(((o.n * g.h + ih) * g.w + iw) * g.c + c0));
       }
     }
-    Pack<T, V> out;
-#pragma unroll
-    for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
-    *reinterpret_cast<Pack<T, V>*>(y + static_cast<uint32_t>(pix * g.c + c0)) = out;
+    store_sums<T, V>(y + static_cast<uint32_t>(pix * g.c + c0), acc);
   }
 }
 
@@ -118,18 +130,11 @@ __global__ void backward_data_kernel(Geom32 g, uint32_t total, const float* wt, 
         if (tw < 0 || tw % g.sw != 0) continue;
         const int oq = tw / g.sw;
         if (oq >= g.q) continue;
-        const Pack<T, V> dv = *reinterpret_cast<const Pack<T, V>*>(
-            dy + static_cast<uint32_t>(((in.n * g.p + op) * g.q + oq) * g.c + c0));
-        float wv[V];
-        load_taps<V>(wt, g.c, r * g.s + s, c0, wv);
-#pragma unroll
-        for (int e = 0; e < V; ++e) acc[e] += wv[e] * to_f(dv.v[e]);
+        accumulate_tap<T, V>(acc, wt, g.c, r * g.s + s, c0,
+                             dy + static_cast<uint32_t>(((in.n * g.p + op) * g.q + oq) * g.c + c0));
       }
     }
-    Pack<T, V> out;
-#pragma unroll
-    for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
-    *reinterpret_cast<Pack<T, V>*>(dx + static_cast<uint32_t>(pix * g.c + c0)) = out;
+    store_sums<T, V>(dx + static_cast<uint32_t>(pix * g.c + c0), acc);
   }
 }
 
