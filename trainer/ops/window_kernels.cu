@@ -320,6 +320,72 @@ __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivi
   }
 }
 
+// ---- average pooling, NHWC with V channels a thread (C a multiple of V, 16-byte aligned tensors) ----
+// The geometry of the 32-bit max-pool kernels (max_pool32), 16-byte loads, and per element the
+// arithmetic of the one-element kernels below (forward: the window summed in double, divided by
+// divisor_at's count in double; backward: each covering window's dy / count, rounded to float, added in
+// (op, oq) order), so the results are theirs bit for bit.
+
+__device__ __forceinline__ double divisor32(const MaxPool32& m, bool count_include_pad, const Window32& g) {
+  if (count_include_pad) return static_cast<double>(m.r * m.s);
+  const int dh = g.he - g.hb > 0 ? g.he - g.hb : 0, dw = g.we - g.wb > 0 ? g.we - g.wb : 0;
+  return static_cast<double>(dh * dw > 0 ? dh * dw : 1);
+}
+
+template <typename T, int V>
+__global__ void avg_pool_packed_kernel(MaxPool32 m, bool count_include_pad, uint32_t total, FastDivide packs,
+                                       const T* x, T* y) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
+    const GridPos o = grid_pos(pos, m.out_divs.b, m.out_divs.a);
+    const uint32_t in_base = o.n * static_cast<uint32_t>(m.h * m.w) * m.step + pk * V;
+    const Window32 g = window32(m, static_cast<int>(o.a), static_cast<int>(o.b));
+    double acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = 0;
+    for (int ih = g.hb; ih < g.he; ++ih)
+      for (int iw = g.wb; iw < g.we; ++iw) {
+        const Pack<T, V> v =
+            *reinterpret_cast<const Pack<T, V>*>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] += to_f(v.v[e]);
+      }
+    const double d = divisor32(m, count_include_pad, g);
+    Pack<T, V> out;
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(static_cast<float>(acc[e] / d));
+    *reinterpret_cast<Pack<T, V>*>(y + static_cast<size_t>(i) * V) = out;
+  }
+}
+
+template <typename T, int V>
+__global__ void avg_pool_packed_bwd_kernel(MaxPool32 m, bool count_include_pad, uint32_t total, FastDivide packs,
+                                           const T* dy, T* dx) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
+    const GridPos in = grid_pos(pos, m.in_divs.b, m.in_divs.a);
+    const uint32_t out_base = in.n * static_cast<uint32_t>(m.p * m.q) * m.step + pk * V;
+    int ph0, ph1, pw0, pw1;
+    covering32(static_cast<int>(in.a), m.pad_top, m.r, m.stride_h, m.p, ph0, ph1);
+    covering32(static_cast<int>(in.b), m.pad_left, m.s, m.stride_w, m.q, pw0, pw1);
+    float acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = 0.f;
+    for (int op = ph0; op <= ph1; ++op)
+      for (int oq = pw0; oq <= pw1; ++oq) {
+        const double d = divisor32(m, count_include_pad, window32(m, op, oq));
+        const Pack<T, V> g =
+            *reinterpret_cast<const Pack<T, V>*>(dy + out_base + static_cast<uint32_t>(op * m.q + oq) * m.step);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] += static_cast<float>(to_f(g.v[e]) / d);
+      }
+    Pack<T, V> out;
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
+    *reinterpret_cast<Pack<T, V>*>(dx + static_cast<size_t>(i) * V) = out;
+  }
+}
+
 template <typename T>
 __global__ void avg_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
   const int64_t pq = p.win.p * p.win.q, total = p.n * p.c * pq;
@@ -418,7 +484,7 @@ bool max_pool32(const Pool2dParams& p, MaxPool32& m) {
 
 // NHWC, C a multiple of V = 16 / sizeof(T), every tensor 16-byte aligned: the V-channel kernels.
 template <typename T>
-bool max_pool_packed(const Pool2dParams& p, std::initializer_list<const void*> ptrs) {
+bool pool_packed(const Pool2dParams& p, std::initializer_list<const void*> ptrs) {
   constexpr int64_t kV = 16 / sizeof(T);
   return p.nhwc && p.c % kV == 0 && aligned16(ptrs);
 }
@@ -437,7 +503,7 @@ void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s)
   MaxPool32 m;
   if (!max_pool32(p, m)) {
     max_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
-  } else if (max_pool_packed<T>(p, {x, y})) {
+  } else if (pool_packed<T>(p, {x, y})) {
     const int64_t packs = total / kV;
     max_pool_packed_kernel<T, kV, true><<<grid_for(packs), kThreads, 0, s>>>(
         m, static_cast<uint32_t>(packs), FastDivide(static_cast<uint32_t>(p.c / kV)), x, y, nullptr);
@@ -460,7 +526,7 @@ void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, 
     CUDA_CHECK_LAUNCH();
     return;
   }
-  const bool packed = max_pool_packed<T>(p, {x, dy, dx});
+  const bool packed = pool_packed<T>(p, {x, dy, dx});
   const FastDivide by_packs(static_cast<uint32_t>(packed ? p.c / kV : 1));
   // Pass 1: every window's argmax into the workspace (1x1 windows need none: their one element).
   uint8_t* where = nullptr;
@@ -492,7 +558,15 @@ template <typename T>
 void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.win.p * p.win.q;
   if (total == 0) return;
-  avg_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  constexpr int kV = 16 / sizeof(T);
+  MaxPool32 m;
+  if (max_pool32(p, m) && pool_packed<T>(p, {x, y})) {
+    const int64_t packs = total / kV;
+    avg_pool_packed_kernel<T, kV><<<grid_for(packs), kThreads, 0, s>>>(
+        m, p.count_include_pad, static_cast<uint32_t>(packs), FastDivide(static_cast<uint32_t>(p.c / kV)), x, y);
+  } else {
+    avg_pool_fwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, y);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -500,7 +574,15 @@ template <typename T>
 void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx, cudaStream_t s) {
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
-  avg_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, dy, dx);
+  constexpr int kV = 16 / sizeof(T);
+  MaxPool32 m;
+  if (max_pool32(p, m) && pool_packed<T>(p, {dy, dx})) {
+    const int64_t packs = total / kV;
+    avg_pool_packed_bwd_kernel<T, kV><<<grid_for(packs), kThreads, 0, s>>>(
+        m, p.count_include_pad, static_cast<uint32_t>(packs), FastDivide(static_cast<uint32_t>(p.c / kV)), dy, dx);
+  } else {
+    avg_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, dy, dx);
+  }
   CUDA_CHECK_LAUNCH();
 }
 

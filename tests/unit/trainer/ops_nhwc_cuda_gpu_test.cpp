@@ -70,6 +70,11 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"batch_norm", {"unpacked", {}, {{{8, 60, 7, 7}}}, true}},
       {"max_pool2d", {"stem_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{4, 64, 17, 16}}}}},
       {"avg_pool2d", {"inception_k3s1_same", {{"kernel", 3}, {"stride", 1}, {"padding", "same"}}, {{{4, 48, 9, 9}}}}},
+      // The packed average pool (channels a multiple of 8): SAME with the padding counted, and
+      // Inception-v3's final 8x8 VALID pool.
+      {"avg_pool2d", {"k3s2_same_count_pad_c16", {{"kernel", 3}, {"stride", 2}, {"padding", "same"},
+                                                   {"count_include_pad", true}}, {{{2, 16, 9, 9}}}}},
+      {"avg_pool2d", {"inception_final_k8", {{"kernel", 8}, {"stride", 1}, {"padding", "valid"}}, {{{2, 64, 8, 8}}}}},
       {"global_avg_pool", {"resnet_head", {}, {{{16, 256, 7, 7}}}}},
       {"concat", {"inception_block", {}, {{{4, 64, 9, 9}}, {{4, 96, 9, 9}}, {{4, 32, 9, 9}}}}},
       {"depthwise_conv2d", {"mobilenet_k3", {{"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 96, 14, 14}}}}},
