@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "core/check.h"
+#include "trainer/loop/capabilities.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/step_runner.h"
@@ -23,6 +24,8 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   // as in training, so the difference to a plain run is the allreduce's cost.
   DataParallel dp(c);
   StepRunnerOptions ro = step_runner_options(c, resolve_compute_target(c, dp.comm().local_rank()));
+  // As fastnn train: what the backend cannot do is refused, a flag without effect on it warned about.
+  check_backend_supports(c, ro.target, dp.comm().world_size());
   const std::unique_ptr<DeviceCollectives> collectives = make_gradient_collectives(c, dp, ro.target);
   ro.collectives = collectives.get();
   ro.check_labels = false;  // synthetic labels are in range by construction
