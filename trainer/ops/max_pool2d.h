@@ -31,9 +31,12 @@ namespace cuda {
 template <typename T>
 void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s);
 // ws: max_pool2d_workspace_bytes(p) bytes (each window's argmax, one byte; 0 for 1x1 windows and for
-// tensors of 2^31 elements or more, whose backward recomputes the argmaxes).
+// tensors of 2^31 elements or more, whose backward recomputes the argmaxes). accumulate: add into dx (it
+// holds another consumer's gradient of x: ResNet's stride-2 shortcut pools), bitwise the sum the graph's
+// scratch buffer and add kernel would give.
 template <typename T>
-void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s);
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s,
+                         bool accumulate = false);
 size_t max_pool2d_workspace_bytes(const Pool2dParams& p);
 }  // namespace cuda
 // The kCuda kernel (max_pool2d_cuda.cpp); register_max_pool2d adds it.

@@ -15,6 +15,9 @@ class MaxPool2dCuda final : public OpKernel {
   MaxPool2dCuda(OpSignature sig, const Pool2dParams& p) : OpKernel("max_pool2d", Device::kCuda), p_(p) {
     sig_ = std::move(sig);
     sig_.workspace_bytes = cuda::max_pool2d_workspace_bytes(p_);
+    // The backward can add into x's gradient (BackwardArgs::accumulate): where x has another consumer
+    // whose gradient came first, no scratch buffer and no add pass (ResNet's stride-2 shortcut pools).
+    sig_.accumulates_input_grads = true;
   }
 
  protected:
@@ -24,7 +27,8 @@ class MaxPool2dCuda final : public OpKernel {
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
     cuda::max_pool2d_backward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                                 cuda::ptr<T>(a.d_inputs[0]), const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+                                 cuda::ptr<T>(a.d_inputs[0]), const_cast<void*>(a.workspace.raw()), cuda::stream_of(a),
+                                 (a.accumulate & 1) != 0);
   }
 
  private:

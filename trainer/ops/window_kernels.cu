@@ -91,8 +91,22 @@ __global__ void max_pool_fwd_kernel(Pool2dParams p, const T* x, T* y) {
   }
 }
 
+// The max pool backward's store: its gradient sum rounded to T, or with accumulate (another consumer of x
+// wrote its gradient first) added to what dx holds, rounded again — bitwise the graph's composite of a
+// scratch buffer and the add kernel (the sum in float, left operand dx).
 template <typename T>
-__global__ void max_pool_bwd_kernel(Pool2dParams p, const T* x, const T* dy, T* dx) {
+__device__ __forceinline__ T pool_grad(float acc, T old, bool accumulate) {
+  const T g = from_f<T>(acc);
+  return accumulate ? from_f<T>(to_f(old) + to_f(g)) : g;
+}
+// The same into *dx, which is read only when accumulating.
+template <typename T>
+__device__ __forceinline__ void store_pool_grad(T* dx, float acc, bool accumulate) {
+  *dx = accumulate ? pool_grad(acc, *dx, true) : from_f<T>(acc);
+}
+
+template <typename T>
+__global__ void max_pool_bwd_kernel(Pool2dParams p, const T* x, const T* dy, T* dx, bool accumulate) {
   const int64_t hw = p.h * p.w, total = p.n * p.c * hw;
   FASTNN_GRID_LOOP(i, total) {
     const Plane pl = plane_of(p, i, hw);
@@ -104,7 +118,7 @@ __global__ void max_pool_bwd_kernel(Pool2dParams p, const T* x, const T* dy, T* 
     for (int64_t op = ph0; op <= ph1; ++op)
       for (int64_t oq = pw0; oq <= pw1; ++oq)
         if (argmax_at(p, x, pl, op, oq) == pl.pos) acc += to_f(dy[plane_elem(pl, pl.out, op * p.win.q + oq)]);
-    dx[i] = from_f<T>(acc);
+    store_pool_grad(dx + i, acc, accumulate);
   }
 }
 
@@ -213,7 +227,8 @@ __device__ __forceinline__ void covering32(int i, int pad, int k, int stride, in
 // Pass 2: per input, dy of every covering window whose argmax is this input, in (op, oq) order. A 1x1
 // window (where == null) always has its one element as its argmax.
 template <typename T, bool Nhwc>
-__global__ void max_pool32_bwd_kernel(MaxPool32 m, uint32_t total, const uint8_t* where, const T* dy, T* dx) {
+__global__ void max_pool32_bwd_kernel(MaxPool32 m, uint32_t total, const uint8_t* where, const T* dy, T* dx,
+                                      bool accumulate) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
     const PoolPos in = pool_pos<Nhwc>(i, m.in_divs, static_cast<uint32_t>(m.p * m.q));
     const int ih = static_cast<int>(in.a), iw = static_cast<int>(in.b);
@@ -226,7 +241,7 @@ __global__ void max_pool32_bwd_kernel(MaxPool32 m, uint32_t total, const uint8_t
         const uint32_t o = in.other_base + static_cast<uint32_t>(op * m.q + oq) * m.step;
         if (!where || where[o] == position_in_window(m, ih, iw, op, oq)) acc += to_f(dy[o]);
       }
-    dx[i] = from_f<T>(acc);
+    store_pool_grad(dx + i, acc, accumulate);
   }
 }
 
@@ -290,7 +305,7 @@ __global__ void max_pool_packed_kernel(MaxPool32 m, uint32_t total, FastDivide p
 // windows, whose one element is always the argmax).
 template <typename T, int V>
 __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivide packs, const uint8_t* where,
-                                           const T* dy, T* dx) {
+                                           const T* dy, T* dx, bool accumulate) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
     const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
     const GridPos in = grid_pos(pos, m.in_divs.b, m.in_divs.a);
@@ -313,9 +328,10 @@ __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivi
         for (int e = 0; e < V; ++e)
           if (!where || w.b[e] == here) acc[e] += to_f(g.v[e]);
       }
-    Pack<T, V> out;
+    Pack<T, V> out, old{};
+    if (accumulate) old = *reinterpret_cast<const Pack<T, V>*>(dx + static_cast<size_t>(i) * V);
 #pragma unroll
-    for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
+    for (int e = 0; e < V; ++e) out.v[e] = pool_grad(acc[e], old.v[e], accumulate);
     *reinterpret_cast<Pack<T, V>*>(dx + static_cast<size_t>(i) * V) = out;
   }
 }
@@ -516,13 +532,14 @@ void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s)
 }
 
 template <typename T>
-void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s) {
+void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s,
+                         bool accumulate) {
   const int64_t total = p.n * p.c * p.h * p.w;
   if (total == 0) return;
   constexpr int kV = 16 / sizeof(T);
   MaxPool32 m;
   if (!max_pool32(p, m)) {
-    max_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, dy, dx);
+    max_pool_bwd_kernel<T><<<grid_for(total), kThreads, 0, s>>>(p, x, dy, dx, accumulate);
     CUDA_CHECK_LAUNCH();
     return;
   }
@@ -546,11 +563,12 @@ void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, 
   // Pass 2: the gather per input.
   const uint32_t t = static_cast<uint32_t>(total);
   if (packed)
-    max_pool_packed_bwd_kernel<T, kV><<<grid_for(total / kV), kThreads, 0, s>>>(m, t / kV, by_packs, where, dy, dx);
+    max_pool_packed_bwd_kernel<T, kV><<<grid_for(total / kV), kThreads, 0, s>>>(m, t / kV, by_packs, where, dy, dx,
+                                                                                 accumulate);
   else if (p.nhwc)
-    max_pool32_bwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
+    max_pool32_bwd_kernel<T, true><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx, accumulate);
   else
-    max_pool32_bwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx);
+    max_pool32_bwd_kernel<T, false><<<grid_for(total), kThreads, 0, s>>>(m, t, where, dy, dx, accumulate);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -606,7 +624,7 @@ void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T
 
 #define FASTNN_INSTANTIATE(T)                                                                          \
   template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);               \
-  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const T*, T*, void*, cudaStream_t); \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const T*, T*, void*, cudaStream_t, bool); \
   template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);               \
   template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*, cudaStream_t);              \
   template void lrn_forward<T>(const LrnParams&, const T*, T*, T*, cudaStream_t);                     \

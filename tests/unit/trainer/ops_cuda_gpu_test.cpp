@@ -21,6 +21,7 @@ TEST(CudaOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA ba
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "trainer/cuda/runtime.h"
 #include "tests/unit/trainer/cuda_case_util.h"
@@ -215,14 +216,25 @@ TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
   }
 }
 
-// The convolution's accumulating data gradient (cuDNN beta = 1, BackwardArgs::accumulate): dx = what was
-// there + the data gradient, for every conv2d case whose kernel offers it, f32.
-TEST(CudaOps, ConvolutionAccumulatesItsInputGradient) {
+// The accumulating input gradient (BackwardArgs::accumulate: cuDNN's beta = 1 for the convolution, an add
+// in the store for max pooling): dx = what was there + the gradient, for every conv2d and max_pool2d case
+// whose kernel offers it (NCHW, and NHWC for max pooling: the packed kernel), f32. Max pooling adds in
+// float as the graph's add kernel would: exactly start + plain.
+TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
   REQUIRE_GPU();
   int checked = 0;
-  for (const OpCase& c : registry().get("conv2d").test_cases()) {
-    SCOPED_TRACE(c.label);
-    auto k = registry().create("conv2d", Device::kCuda, c.attrs, case_input_specs(c, DType::kF32));
+  std::vector<std::tuple<std::string, OpCase, bool>> cases;
+  for (const OpCase& c : registry().get("conv2d").test_cases()) cases.emplace_back("conv2d", c, false);
+  for (const OpCase& c : registry().get("max_pool2d").test_cases())
+    for (bool nhwc : {false, true}) cases.emplace_back("max_pool2d", c, nhwc);
+  cases.emplace_back("max_pool2d", OpCase{"shortcut_1x1_s2_c16", {{"kernel", 1}, {"stride", 2}}, {{{4, 16, 14, 14}}}},
+                     true);
+  for (const auto& [op, c, nhwc] : cases) {
+    SCOPED_TRACE(op + " " + c.label + (nhwc ? " NHWC" : ""));
+    const bool pool = op == "max_pool2d";
+    auto k = nhwc ? registry().create_nhwc(op, Device::kCuda, c.attrs, case_input_specs(c, DType::kF32))
+                  : registry().create(op, Device::kCuda, c.attrs, case_input_specs(c, DType::kF32));
+    if (!k) continue;
     const OpSignature& sig = k->signature();
     if (!sig.accumulates_input_grads) continue;
     ++checked;
@@ -240,8 +252,10 @@ TEST(CudaOps, ConvolutionAccumulatesItsInputGradient) {
     b.accumulate = 1;
     k->backward(b);
     const std::vector<float> got = cuda::to_host(d.d_inputs[0]).to_vector<float>(), start = base.to_vector<float>();
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], start[i] + plain[i], 1e-5 * (1 + std::fabs(start[i] + plain[i]))) << i;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (pool) ASSERT_EQ(got[i], start[i] + plain[i]) << i;
+      else ASSERT_NEAR(got[i], start[i] + plain[i], 1e-5 * (1 + std::fabs(start[i] + plain[i]))) << i;
+    }
   }
   EXPECT_GT(checked, 0);
 }
