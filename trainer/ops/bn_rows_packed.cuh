@@ -23,7 +23,9 @@
 
 namespace fastnn::ops::cuda::packed {
 
+using ::fastnn::cuda::load_pack;
 using ::fastnn::cuda::Pack;
+using ::fastnn::cuda::store_pack;
 using ::fastnn::cuda::to_f;
 using ::fastnn::cuda::from_f;
 
@@ -78,14 +80,6 @@ inline unsigned packed_row_blocks(int64_t m, const PackedGrid& g) {
   return static_cast<unsigned>(want < cap ? (want > 0 ? want : 1) : cap);
 }
 
-template <typename T, int V>
-__device__ __forceinline__ Pack<T, V> load_pack(const T* base, int64_t offset) {
-  return *reinterpret_cast<const Pack<T, V>*>(base + offset);
-}
-template <typename T, int V>
-__device__ __forceinline__ void store_pack(T* base, int64_t offset, const Pack<T, V>& v) {
-  *reinterpret_cast<Pack<T, V>*>(base + offset) = v;
-}
 
 // The first channel of this thread's pack (>= C for the idle threads of a last, partial tile).
 __device__ __forceinline__ int64_t pack_channel(int v) {
@@ -132,7 +126,7 @@ __global__ void stats_kernel(int64_t m, int64_t c, BnSplit sp, const T* x, const
     // bitwise the rolled loop), more bytes in flight for a pass that is otherwise latency-bound.
 #pragma unroll 4
     for (int64_t r = rr.begin + threadIdx.y; r < rr.end; r += blockDim.y) {
-      const Pack<T, V> v = load_pack<T, V>(x, r * c + ch0);
+      const Pack<T, V> v = load_pack<T, V>(x + r * c + ch0);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const double d = static_cast<double>(to_f(v.v[e])) - k[e];
@@ -170,7 +164,7 @@ struct ActMask {
 #pragma unroll
       for (int e = 0; e < V; ++e) pass[e] = bn_act_passes<Act>(to_f(from_f<T>(bn_apply(to_f(xv.v[e]), scale[e], shift[e]))));
     } else {
-      const Pack<T, V> yv = load_pack<T, V>(act_y, o);
+      const Pack<T, V> yv = load_pack<T, V>(act_y + o);
 #pragma unroll
       for (int e = 0; e < V; ++e) pass[e] = bn_act_passes<Act>(to_f(yv.v[e]));
     }
@@ -201,7 +195,7 @@ __global__ void grad_kernel(int64_t m, int64_t c, BnSplit sp, const T* x, const 
 #pragma unroll 4
     for (int64_t r = rr.begin + threadIdx.y; r < rr.end; r += blockDim.y) {
       const int64_t o = r * c + ch0;
-      const Pack<T, V> xv = load_pack<T, V>(x, o), gv = load_pack<T, V>(dy, o);
+      const Pack<T, V> xv = load_pack<T, V>(x + o), gv = load_pack<T, V>(dy + o);
       bool pass[V];
       if constexpr (Act != BnActivation::kNone) mask.passes(o, xv, pass);
 #pragma unroll
@@ -232,12 +226,12 @@ __global__ void normalize_kernel(int64_t m, int64_t c, const T* x, const float* 
   const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; row < m; row += stride) {
     const int64_t o = row * c + ch0;
-    const Pack<T, V> in = load_pack<T, V>(x, o);
+    const Pack<T, V> in = load_pack<T, V>(x + o);
     Pack<T, V> res, out;
-    if constexpr (Add) res = load_pack<T, V>(r, o);
+    if constexpr (Add) res = load_pack<T, V>(r + o);
 #pragma unroll
     for (int e = 0; e < V; ++e) out.v[e] = epilogue(bn_apply(to_f(in.v[e]), scale[e], shift[e]), Add ? res.v[e] : T{});
-    store_pack<T, V>(y, o, out);
+    store_pack<T, V>(y + o, out);
   }
 }
 
@@ -262,7 +256,7 @@ __global__ void dx_kernel(int64_t m, int64_t c, const T* x, const float* gamma, 
   const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; row < m; row += stride) {
     const int64_t o = row * c + ch0;
-    const Pack<T, V> xv = load_pack<T, V>(x, o), gv = load_pack<T, V>(dy, o);
+    const Pack<T, V> xv = load_pack<T, V>(x + o), gv = load_pack<T, V>(dy + o);
     Pack<T, V> out;
     bool pass[V];
     if constexpr (Act != BnActivation::kNone) mask.passes(o, xv, pass);
@@ -273,7 +267,7 @@ __global__ void dx_kernel(int64_t m, int64_t c, const T* x, const float* gamma, 
       if constexpr (Act != BnActivation::kNone) g = pass[e] ? g : 0.f;
       out.v[e] = from_f<T>(g_inv[e] * (g - a[e] - xhat * b[e]));
     }
-    store_pack<T, V>(dx, o, out);
+    store_pack<T, V>(dx + o, out);
   }
 }
 

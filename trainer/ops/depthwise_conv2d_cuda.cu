@@ -150,10 +150,14 @@ template <typename T>
 constexpr int pack_width() {
   return static_cast<int>(16 / sizeof(T));
 }
+// Whether the packed kernels can take the layer for some storage type with v values a pack (the shape
+// alone: what the workspace must hold room for); packed_nhwc adds the sizes and the tensors.
+bool packed_shape(const DepthwiseConv2dParams& p, int v) { return p.nhwc && p.multiplier == 1 && p.c % v == 0; }
+
 template <typename T>
 bool packed_nhwc(const DepthwiseConv2dParams& p, std::initializer_list<const void*> tensors) {
-  const int64_t v = pack_width<T>(), in = p.n * p.h * p.w * p.c, out = p.n * p.win.p * p.win.q * p.c;
-  return p.nhwc && p.multiplier == 1 && p.c > 0 && p.c % v == 0 && in > 0 && out > 0 && FastDivide::fits(in) &&
+  const int64_t in = p.n * p.h * p.w * p.c, out = p.n * p.win.p * p.win.q * p.c;
+  return packed_shape(p, pack_width<T>()) && p.c > 0 && in > 0 && out > 0 && FastDivide::fits(in) &&
          FastDivide::fits(out) && aligned16(tensors);
 }
 
@@ -169,10 +173,6 @@ dw_packed::Geom32 packed_geom(const DepthwiseConv2dParams& prm) {
 
 // The workspace: the filter gradient's partial sums (and the bias gradient's, after them) from byte 0,
 // the weights as [taps, C] floats for the packed kernels from wt_offset.
-// Whether the packed kernels can take the layer for some storage type with v values a pack (the shape
-// alone; packed_nhwc also checks the tensors): what the workspace must hold room for.
-bool packed_shape(const DepthwiseConv2dParams& p, int v) { return p.nhwc && p.multiplier == 1 && p.c % v == 0; }
-
 size_t filter_partials_bytes(const DepthwiseConv2dParams& p) {
   const int64_t m = p.n * p.win.p * p.win.q;
   int64_t runs = nhwc_filter_split(p).runs;

@@ -25,7 +25,9 @@
 namespace fastnn::ops::cuda::dw_packed {
 
 using ::fastnn::cuda::from_f;
+using ::fastnn::cuda::load_pack;
 using ::fastnn::cuda::Pack;
+using ::fastnn::cuda::store_pack;
 using ::fastnn::cuda::to_f;
 
 constexpr int kThreads = 256;
@@ -42,9 +44,8 @@ struct Pixel {
   int n, a, b;
 };
 __device__ __forceinline__ Pixel split_pixel(uint32_t pix, const FastDivide& cols, const FastDivide& rows) {
-  const uint32_t t = cols.div(pix);
-  return Pixel{static_cast<int>(rows.div(t)), static_cast<int>(t - rows.div(t) * rows.divisor()),
-               static_cast<int>(pix - t * cols.divisor())};
+  const uint32_t t = cols.div(pix), n = rows.div(t);
+  return Pixel{static_cast<int>(n), static_cast<int>(t - n * rows.divisor()), static_cast<int>(pix - t * cols.divisor())};
 }
 
 // The V float weights of channels c0.. at tap, from the [taps, C] copy.
@@ -61,7 +62,7 @@ __device__ __forceinline__ void load_taps(const float* wt, int c, int tap, int c
 // acc += the tap's weights times the V values at src (one 16-byte load), in channel order.
 template <typename T, int V>
 __device__ __forceinline__ void accumulate_tap(float (&acc)[V], const float* wt, int c, int tap, int c0, const T* src) {
-  const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(src);
+  const Pack<T, V> v = load_pack<T, V>(src);
   float wv[V];
   load_taps<V>(wt, c, tap, c0, wv);
 #pragma unroll
@@ -74,7 +75,7 @@ __device__ __forceinline__ void store_sums(T* dst, const float (&acc)[V]) {
   Pack<T, V> out;
 #pragma unroll
   for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
-  *reinterpret_cast<Pack<T, V>*>(dst) = out;
+  store_pack<T, V>(dst, out);
 }
 
 // wt[tap * C + k] = w[k * taps + tap], as float.
@@ -156,7 +157,7 @@ __global__ void filter_partial_kernel(Geom32 g, BnSplit sp, const T* x, const T*
     const RowRun rr = row_run(sp, rows, blockIdx.y);
     for (uint32_t row = static_cast<uint32_t>(rr.begin) + threadIdx.y; row < rr.end; row += blockDim.y) {
       const Pixel o = split_pixel(row, g.q_div, g.p_div);
-      const Pack<T, V> dv = *reinterpret_cast<const Pack<T, V>*>(dy + row * g.c + c0);
+      const Pack<T, V> dv = load_pack<T, V>(dy + row * g.c + c0);
       float d[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) d[e] = to_f(dv.v[e]);
@@ -165,7 +166,7 @@ __global__ void filter_partial_kernel(Geom32 g, BnSplit sp, const T* x, const T*
       for (int t = 0; t < Taps; ++t) {
         const int ih = h0 + (t / S) * g.dh, iw = w0 + (t % S) * g.dw;
         if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
-        const Pack<T, V> xv = *reinterpret_cast<const Pack<T, V>*>(
+        const Pack<T, V> xv = load_pack<T, V>(
             x + static_cast<uint32_t>(((o.n * g.h + ih) * g.w + iw) * g.c + c0));
 #pragma unroll
         for (int e = 0; e < V; ++e) acc[t][e] += d[e] * to_f(xv.v[e]);

@@ -282,7 +282,7 @@ __global__ void max_pool_packed_kernel(MaxPool32 m, uint32_t total, FastDivide p
     for (int ih = g.hb; ih < g.he; ++ih)
       for (int iw = g.wb; iw < g.we; ++iw) {
         const Pack<T, V> v =
-            *reinterpret_cast<const Pack<T, V>*>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
+            load_pack<T, V>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
         const int here = (ih - g.h0) * m.s + (iw - g.w0);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
@@ -291,7 +291,7 @@ __global__ void max_pool_packed_kernel(MaxPool32 m, uint32_t total, FastDivide p
         }
       }
     if constexpr (WriteY) {
-      *reinterpret_cast<Pack<T, V>*>(y + static_cast<size_t>(i) * V) = best_x;
+      store_pack<T, V>(y + static_cast<size_t>(i) * V, best_x);
     } else {
       BytePack<V> w;
 #pragma unroll
@@ -321,7 +321,7 @@ __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivi
       for (int oq = pw0; oq <= pw1; ++oq) {
         const uint32_t o = out_base + static_cast<uint32_t>(op * m.q + oq) * m.step;
         const int here = position_in_window(m, ih, iw, op, oq);
-        const Pack<T, V> g = *reinterpret_cast<const Pack<T, V>*>(dy + o);
+        const Pack<T, V> g = load_pack<T, V>(dy + o);
         BytePack<V> w;
         if (where) w = *reinterpret_cast<const BytePack<V>*>(where + o);
 #pragma unroll
@@ -329,10 +329,10 @@ __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivi
           if (!where || w.b[e] == here) acc[e] += to_f(g.v[e]);
       }
     Pack<T, V> out, old{};
-    if (accumulate) old = *reinterpret_cast<const Pack<T, V>*>(dx + static_cast<size_t>(i) * V);
+    if (accumulate) old = load_pack<T, V>(dx + static_cast<size_t>(i) * V);
 #pragma unroll
     for (int e = 0; e < V; ++e) out.v[e] = pool_grad(acc[e], old.v[e], accumulate);
-    *reinterpret_cast<Pack<T, V>*>(dx + static_cast<size_t>(i) * V) = out;
+    store_pack<T, V>(dx + static_cast<size_t>(i) * V, out);
   }
 }
 
@@ -362,7 +362,7 @@ __global__ void avg_pool_packed_kernel(MaxPool32 m, bool count_include_pad, uint
     for (int ih = g.hb; ih < g.he; ++ih)
       for (int iw = g.wb; iw < g.we; ++iw) {
         const Pack<T, V> v =
-            *reinterpret_cast<const Pack<T, V>*>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
+            load_pack<T, V>(x + in_base + static_cast<uint32_t>(ih * m.w + iw) * m.step);
 #pragma unroll
         for (int e = 0; e < V; ++e) acc[e] += to_f(v.v[e]);
       }
@@ -370,7 +370,7 @@ __global__ void avg_pool_packed_kernel(MaxPool32 m, bool count_include_pad, uint
     Pack<T, V> out;
 #pragma unroll
     for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(static_cast<float>(acc[e] / d));
-    *reinterpret_cast<Pack<T, V>*>(y + static_cast<size_t>(i) * V) = out;
+    store_pack<T, V>(y + static_cast<size_t>(i) * V, out);
   }
 }
 
@@ -391,14 +391,14 @@ __global__ void avg_pool_packed_bwd_kernel(MaxPool32 m, bool count_include_pad, 
       for (int oq = pw0; oq <= pw1; ++oq) {
         const double d = divisor32(m, count_include_pad, window32(m, op, oq));
         const Pack<T, V> g =
-            *reinterpret_cast<const Pack<T, V>*>(dy + out_base + static_cast<uint32_t>(op * m.q + oq) * m.step);
+            load_pack<T, V>(dy + out_base + static_cast<uint32_t>(op * m.q + oq) * m.step);
 #pragma unroll
         for (int e = 0; e < V; ++e) acc[e] += static_cast<float>(to_f(g.v[e]) / d);
       }
     Pack<T, V> out;
 #pragma unroll
     for (int e = 0; e < V; ++e) out.v[e] = from_f<T>(acc[e]);
-    *reinterpret_cast<Pack<T, V>*>(dx + static_cast<size_t>(i) * V) = out;
+    store_pack<T, V>(dx + static_cast<size_t>(i) * V, out);
   }
 }
 
