@@ -75,7 +75,7 @@ struct Policy {
   size_t max_conv_workspace = size_t{1} << 30;  // bytes one convolution may ask for
   // NHWC f16/bf16 convolutions with input channels not a multiple of 8 run on zero-padded channels
   // (ops::conv_channels_for_cudnn).
-  bool pad_conv_channels = true;
+  bool pad_conv_channels = false;
   // depthwise_conv2d as cuDNN's grouped convolution (conv2d's kernel, groups = C) instead of the direct
   // kernels (the depthwise_conv config field).
   bool depthwise_cudnn = false;

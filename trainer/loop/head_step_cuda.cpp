@@ -21,15 +21,23 @@ void check_labels_on_device(const Tensor& labels, int64_t n) {
                "] labels on the device, got ", labels.describe());
 }
 
-// Host copy of `count` floats of device memory (the stream has been waited for).
+// Host copies on the current stream, waited for. Not cudaMemcpy: that runs on the legacy default stream,
+// which is not ordered with fastnn's non-blocking streams, and from pageable memory it may return before
+// the device has the bytes, so the next step's kernels could read the rows before they land (the head
+// race of GPU call 4, found in the tests' copies).
 std::vector<float> download(const float* device, size_t count) {
   std::vector<float> host(count);
-  if (count > 0) CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
+  const cudaStream_t s = cuda::current_stream();
+  if (count > 0) CUDA_CHECK(cudaMemcpyAsync(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
   return host;
 }
 
 void upload(const std::vector<float>& host, float* device) {
-  if (!host.empty()) CUDA_CHECK(cudaMemcpy(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const cudaStream_t s = cuda::current_stream();
+  if (!host.empty())
+    CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));  // `host` is pageable and dies with the caller's temporary
 }
 
 }  // namespace

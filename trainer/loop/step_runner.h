@@ -116,7 +116,7 @@ struct StepRunnerOptions {
   bool exhaustive_conv_search = false;
   // CUDA, NHWC, f16/bf16: convolutions over a channel count that is not a multiple of 8 run on zero-padded
   // channels (cuda::Policy::pad_conv_channels; the conv_pad_channels config field).
-  bool pad_conv_channels = true;
+  bool pad_conv_channels = false;
   // CUDA: depthwise convolutions as cuDNN's grouped convolution (cuda::Policy::depthwise_cudnn; the
   // depthwise_conv config field).
   bool depthwise_cudnn = false;
