@@ -37,7 +37,11 @@ bench resnet50_fp16_default --model_name=resnet_v1_50 --batch_size=256 --device=
 bench resnet50_fp16_default_pad --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_pad_channels=true
 # The same with every cuDNN algorithm timed per layer shape (PyTorch's peer runs cudnn.benchmark, the same idea).
 bench resnet50_fp16_default_exhaustive --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_search=exhaustive
-bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
+# The same through cuDNN's graph API (conv_api=graph: its heuristics reach the sm90 engines PyTorch's
+# convolutions ran on in call 4), heuristic and timed.
+bench resnet50_fp16_default_graphapi --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_api=graph
+bench resnet50_fp16_default_graphapi_exhaustive --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_api=graph --conv_search=exhaustive
+bench resnet50_fp32 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 [[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && FASTNN_ALLOW_TF32=1 bench resnet50_tf32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
 bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NCHW --fuse_ops=false
@@ -63,6 +67,8 @@ bench resnet50_fp16_nhwc_nopad --model_name=resnet_v1_50 --batch_size=256 --devi
 bench resnet50_fp16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 bench resnet50_bf16_nhwc_fused_graph --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NHWC --fuse_ops --cuda_graph
 bench inception_v3_fp16_nhwc --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
+bench inception_v3_fp16_nhwc_graphapi --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph --conv_api=graph
+bench mobilenet_v2_fp16_nhwc_fused_graph_graphapi --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph --conv_api=graph
 bench vgg16_fp16_nhwc --model_name=vgg_16 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --cuda_graph
 # Where ResNet-50 fp16's step goes (CUDA events per layer and phase, 5 profiled steps after the timed ones):
 # bench_resnet50_fp16_profile.json has every layer; the table line gives the phases and the largest ops.
@@ -82,6 +88,8 @@ PY
 }
 profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
 profile resnet50_fp16_nhwc_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
+# The same through cuDNN's graph API: the convolutions' share against resnet50_fp16_nhwc_profile's.
+profile resnet50_fp16_graphapi_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --conv_api=graph
 # Inception-v3's step by op (0.89 of PyTorch on 2026-11-27: its average pools ran on the one-element kernels).
 profile inception_v3_fp16_nhwc_profile --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 # MobileNet v2's step by op (2026-11-27, H200: depthwise_conv2d 50.8 of 75.4 ms before the packed kernels).

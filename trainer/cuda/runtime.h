@@ -79,6 +79,9 @@ struct Policy {
   // depthwise_conv2d as cuDNN's grouped convolution (conv2d's kernel, groups = C) instead of the direct
   // kernels (the depthwise_conv config field).
   bool depthwise_cudnn = false;
+  // conv2d's passes through cuDNN's graph API (ops/conv2d_graph_cuda.h) instead of its legacy calls (the
+  // conv_api config field).
+  bool conv_graph_api = false;
 };
 Policy policy();
 void set_policy(const Policy& p);

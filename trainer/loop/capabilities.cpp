@@ -42,6 +42,8 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
     if (c.has_depthwise_conv())
       log_warn("depthwise_conv=", c.depthwise_conv(),
                " has no effect on the CPU backend: it chooses the depthwise convolution's kernels on device=cuda");
+    if (c.has_conv_api())
+      log_warn("conv_api=", c.conv_api(), " has no effect on the CPU backend: it chooses cuDNN's convolution API on device=cuda");
     if (c.has_conv_pad_channels())
       log_warn("conv_pad_channels=", c.conv_pad_channels() ? "true" : "false",
                " has no effect on the CPU backend: it pads cuDNN's NHWC half-precision convolutions on device=cuda");

@@ -59,6 +59,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.exhaustive_conv_search = c.conv_search() == "exhaustive";
   o.pad_conv_channels = c.conv_pad_channels();
   o.depthwise_cudnn = c.depthwise_conv() == "cudnn";
+  o.conv_graph_api = c.conv_api() == "graph";
   o.fuse = fuse_ops_for(c, target.device);
   o.cuda_graphs = c.cuda_graph();
   o.layout = layout_for(c, target.device);

@@ -120,6 +120,8 @@ struct StepRunnerOptions {
   // CUDA: depthwise convolutions as cuDNN's grouped convolution (cuda::Policy::depthwise_cudnn; the
   // depthwise_conv config field).
   bool depthwise_cudnn = false;
+  // CUDA: convolutions through cuDNN's graph API (cuda::Policy::conv_graph_api; the conv_api config field).
+  bool conv_graph_api = false;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
   // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes

@@ -52,6 +52,7 @@ void set_runner_policy(const StepRunnerOptions& o) {
   p.conv_search = o.exhaustive_conv_search ? cuda::ConvAlgoSearch::kExhaustive : cuda::ConvAlgoSearch::kHeuristic;
   p.pad_conv_channels = o.pad_conv_channels;
   p.depthwise_cudnn = o.depthwise_cudnn;
+  p.conv_graph_api = o.conv_graph_api;
   cuda::set_policy(p);
 }
 

@@ -26,7 +26,10 @@
 // (cudnnGet*_v7) by default, timed search (cudnnFind*) with Policy::conv_search = kExhaustive. A
 // candidate is skipped when its workspace exceeds Policy::max_conv_workspace, when it is not
 // deterministic and Policy::deterministic is set, or when it uses tensor cores on f32 data while
-// TF32 is not allowed (the descriptor is also set to CUDNN_FMA_MATH then). Workspace:
+// TF32 is not allowed (the descriptor is also set to CUDNN_FMA_MATH then). With Policy::conv_graph_api
+// (conv_api=graph) the three passes run through cuDNN's graph API instead (conv2d_graph_cuda.h: its
+// heuristics reach engines the legacy calls do not), with the same rules; a shape it has no engine for
+// keeps the legacy calls, with a warning. Workspace:
 // max(fwd, bwd-data, bwd-filter) + the staged input when padding is asymmetric or channels are padded
 // (+ the channel-padded, spatially unpadded input when both) + NHWC's weight-sized buffers.
 #include <algorithm>
@@ -39,6 +42,7 @@
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/conv2d.h"
+#include "trainer/ops/conv2d_graph_cuda.h"
 #include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
@@ -85,8 +89,15 @@ struct Algos {
   AlgoChoice fwd, bwd_data, bwd_filter;
 };
 
+// The graph API's plans for the three passes (bwd_data_add: beta = 1, built when the data gradient may
+// add into dx). Any of them null: this layer runs on the legacy calls.
+struct GraphPlans {
+  std::shared_ptr<const cudnn_graph::ConvPlan> fwd, bwd_data, bwd_data_add, bwd_filter;
+};
+
 std::mutex g_cache_mu;
 std::map<std::string, Algos> g_algo_cache;
+std::map<std::string, std::shared_ptr<const cudnn_graph::ConvPlan>> g_plan_cache;  // null: no engine (warned once)
 
 // The first acceptable candidate of a perf list (cuDNN sorts them best first).
 template <typename Perf>
@@ -146,14 +157,21 @@ class Conv2dCuda final : public OpKernel {
     FASTNN_CHECK(on == p.n && oc == p.k && oh == g.p && ow == g.q, "conv2d: cuDNN output ", on, "x", oc, "x", oh, "x",
                  ow, " differs from the op's ", p.n, "x", p.k, "x", g.p, "x", g.q, " for ", g.to_string());
 
-    algos_ = choose_algos(pol, fp32_no_tf32);
-    // The chosen math type goes on each pass's descriptor (FMA stays FMA for f32 without TF32).
-    if (!fp32_no_tf32) {
-      CUDNN_CHECK(cudnnSetConvolutionMathType(conv_fwd_.d, algos_.fwd.math));
-      CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_data_.d, algos_.bwd_data.math));
-      CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_filter_.d, algos_.bwd_filter.math));
+    graph_ = pol.conv_graph_api && choose_plans(pol, fp32_no_tf32, sym_h, sym_w);
+    if (graph_) {
+      conv_ws_ = cuda::align256(std::max({plans_.fwd->workspace_bytes(), plans_.bwd_data->workspace_bytes(),
+                                          plans_.bwd_filter->workspace_bytes(),
+                                          plans_.bwd_data_add ? plans_.bwd_data_add->workspace_bytes() : 0}));
+    } else {
+      algos_ = choose_algos(pol, fp32_no_tf32);
+      // The chosen math type goes on each pass's descriptor (FMA stays FMA for f32 without TF32).
+      if (!fp32_no_tf32) {
+        CUDNN_CHECK(cudnnSetConvolutionMathType(conv_fwd_.d, algos_.fwd.math));
+        CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_data_.d, algos_.bwd_data.math));
+        CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_filter_.d, algos_.bwd_filter.math));
+      }
+      conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
     }
-    conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
     stage_bytes_ = staged_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * hp_ * wp_) * sizeof(T)) : 0;
     mid_bytes_ = asym_ && chpad_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * p.h * p.w) * sizeof(T)) : 0;
     // NHWC: the filter gradient in [K, R, S, Cp], and with padded channels the [K, R, S, C] transposition
@@ -180,9 +198,12 @@ class Conv2dCuda final : public OpKernel {
       w = krsc;
     }
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
-                                        static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
-                                        y_.d, y));
+    if (graph_)
+      plans_.fwd->execute(h, x, w, y, ws);
+    else
+      CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
+                                          static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
+                                          y_.d, y));
     if (p_.bias) cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
   }
 
@@ -196,9 +217,12 @@ class Conv2dCuda final : public OpKernel {
     if (a.d_params[0].defined()) {
       const void* x = staged_input(a.inputs[0], ws, s);
       void* dw = nhwc_ ? static_cast<void*>(dw_buffer(ws)) : a.d_params[0].raw();  // NHWC: [K, R, S, Cp]
-      CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
-                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
-                                                 ws, conv_ws_, &zero, w_.d, dw));
+      if (graph_)
+        plans_.bwd_filter->execute(h, x, dw, dy, ws);
+      else
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
+                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
+                                                   ws, conv_ws_, &zero, w_.d, dw));
       if (nhwc_) write_filter_grad(dw_buffer(ws), a.d_params[0].raw(), ws, s);
     }
     if (p_.bias && a.d_params[1].defined())
@@ -208,9 +232,13 @@ class Conv2dCuda final : public OpKernel {
       void* dxp = staged_ ? static_cast<void*>(stage_buffer(ws)) : static_cast<void*>(dx);
       const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
-      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
-                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
-                                               conv_ws_, (a.accumulate & 1) ? &one : &zero, x_.d, dxp));
+      const bool add = a.accumulate & 1;
+      if (graph_)
+        (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dxp, w, dy, ws);
+      else
+        CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
+                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
+                                                 conv_ws_, add ? &one : &zero, x_.d, dxp));
       if (staged_) unstage(static_cast<const T*>(dxp), dx, ws, s);
     }
   }
@@ -291,6 +319,48 @@ class Conv2dCuda final : public OpKernel {
                " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
   }
 
+  // The graph API's plans for this layer (cached process-wide by problem, pass and beta); false, with a
+  // warning naming the layer's shape and cuDNN's reasons, when a pass has no usable engine.
+  bool choose_plans(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32, int64_t sym_h, int64_t sym_w) {
+    const Window2d& g = p_.win;
+    cudnn_graph::ConvProblem pb;
+    pb.io = cudnn_type(dt_);
+    pb.nhwc = nhwc_;
+    pb.n = p_.n, pb.c = cp_, pb.h = hp_, pb.w = wp_;
+    pb.k = p_.k, pb.groups = p_.groups, pb.r = g.r, pb.s = g.s, pb.p = g.p, pb.q = g.q;
+    pb.pad_h = sym_h, pb.pad_w = sym_w, pb.stride_h = g.stride_h, pb.stride_w = g.stride_w;
+    pb.dil_h = g.dil_h, pb.dil_w = g.dil_w;
+    cudnn_graph::EngineChoice choice;
+    choice.allow_tensor_cores_on_f32 = !fp32_no_tf32;
+    choice.deterministic = pol.deterministic;
+    choice.max_workspace = pol.max_conv_workspace;
+    choice.exhaustive = pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive;
+    const std::string base = cache_key(pol) + " graph";
+    auto plan = [&](cudnn_graph::ConvPass pass, float beta, const char* name) {
+      const std::string key = str(base, " pass ", static_cast<int>(pass), " beta ", beta);
+      std::lock_guard<std::mutex> lock(g_cache_mu);
+      auto it = g_plan_cache.find(key);
+      if (it != g_plan_cache.end()) return it->second;
+      std::string why;
+      auto made = cudnn_graph::ConvPlan::build(pb, pass, beta, choice, &why);
+      if (made)
+        log_debug("conv2d ", key, ": ", name, " on ", made->description());
+      else
+        log_warn("conv2d (conv_api=graph): no ", name, " engine for ", key, " (", why,
+                 "); this layer keeps cuDNN's legacy convolution calls");
+      g_plan_cache.emplace(key, made);
+      return made;
+    };
+    plans_.fwd = plan(cudnn_graph::ConvPass::kForward, 0.0f, "forward");
+    if (plans_.fwd) plans_.bwd_filter = plan(cudnn_graph::ConvPass::kBackwardFilter, 0.0f, "backward-filter");
+    if (plans_.bwd_filter) plans_.bwd_data = plan(cudnn_graph::ConvPass::kBackwardData, 0.0f, "backward-data");
+    if (plans_.bwd_data && sig_.accumulates_input_grads)
+      plans_.bwd_data_add = plan(cudnn_graph::ConvPass::kBackwardData, 1.0f, "backward-data (adding)");
+    const bool ok = plans_.fwd && plans_.bwd_filter && plans_.bwd_data && (!sig_.accumulates_input_grads || plans_.bwd_data_add);
+    if (!ok) plans_ = {};
+    return ok;
+  }
+
   Algos choose_algos(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
     const std::string key = cache_key(pol);
     {
@@ -368,6 +438,8 @@ class Conv2dCuda final : public OpKernel {
   FilterDesc w_;
   ConvDesc conv_fwd_, conv_bwd_data_, conv_bwd_filter_;
   Algos algos_;
+  bool graph_ = false;  // the passes run on plans_ (conv_api=graph), not the legacy calls with algos_
+  GraphPlans plans_;
   size_t conv_ws_ = 0, stage_bytes_ = 0, mid_bytes_ = 0, dw_bytes_ = 0, krsc_bytes_ = 0;
 };
 

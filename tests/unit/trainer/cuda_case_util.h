@@ -112,18 +112,27 @@ inline void scale_batch_norm_gamma(KernelTensors& host, float factor) {
   for (int64_t i = 0; i < gamma.numel(); ++i) g[i] *= factor;
 }
 
-// cuda::Policy::depthwise_cudnn set for a scope: kernels created inside it run depthwise_conv2d as cuDNN's
-// grouped convolution (the depthwise_conv=cudnn cases).
-class DepthwiseCudnnScope {
+// The cuDNN choices a case can run under: the defaults, depthwise_conv2d as cuDNN's grouped convolution
+// (depthwise_conv=cudnn), or conv2d through cuDNN's graph API (conv_api=graph).
+enum class CudnnVariant { kDefault, kDepthwiseCudnn, kConvGraphApi };
+
+// The variant's suffix in case names ("" for the defaults).
+inline const char* variant_suffix(CudnnVariant v) {
+  return v == CudnnVariant::kDepthwiseCudnn ? "_cudnn" : v == CudnnVariant::kConvGraphApi ? "_graph" : "";
+}
+
+// The variant's cuda::Policy set for a scope: kernels created inside it run that way.
+class CudnnVariantScope {
  public:
-  explicit DepthwiseCudnnScope(bool on) : before_(::fastnn::cuda::policy()) {
+  explicit CudnnVariantScope(CudnnVariant v) : before_(::fastnn::cuda::policy()) {
     ::fastnn::cuda::Policy p = before_;
-    p.depthwise_cudnn = on;
+    p.depthwise_cudnn = v == CudnnVariant::kDepthwiseCudnn;
+    p.conv_graph_api = v == CudnnVariant::kConvGraphApi;
     ::fastnn::cuda::set_policy(p);
   }
-  ~DepthwiseCudnnScope() { ::fastnn::cuda::set_policy(before_); }
-  DepthwiseCudnnScope(const DepthwiseCudnnScope&) = delete;
-  DepthwiseCudnnScope& operator=(const DepthwiseCudnnScope&) = delete;
+  ~CudnnVariantScope() { ::fastnn::cuda::set_policy(before_); }
+  CudnnVariantScope(const CudnnVariantScope&) = delete;
+  CudnnVariantScope& operator=(const CudnnVariantScope&) = delete;
 
  private:
   ::fastnn::cuda::Policy before_;

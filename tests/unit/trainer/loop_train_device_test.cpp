@@ -174,6 +174,10 @@ TEST(TrainStepRunner, LayoutAndFusionDefaultsFollowTheDevice) {
   EXPECT_FALSE(step_runner_options(config_of({}), gpu).depthwise_cudnn);
   EXPECT_TRUE(step_runner_options(config_of({"--depthwise_conv=cudnn"}), gpu).depthwise_cudnn);
   EXPECT_THROW(config_of({"--depthwise_conv=winograd"}), ConfigError);
+  // conv_api: cuDNN's legacy calls unless the graph API is asked for.
+  EXPECT_FALSE(step_runner_options(config_of({}), gpu).conv_graph_api);
+  EXPECT_TRUE(step_runner_options(config_of({"--conv_api=graph"}), gpu).conv_graph_api);
+  EXPECT_THROW(config_of({"--conv_api=v8"}), ConfigError);
 }
 
 TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {

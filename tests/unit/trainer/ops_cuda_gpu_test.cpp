@@ -51,11 +51,11 @@ struct CaseRef {
   std::string op;
   OpCase c;
   DType dt;
-  bool depthwise_cudnn = false;  // depthwise_conv2d as cuDNN's grouped convolution (depthwise_conv=cudnn)
+  CudnnVariant variant = CudnnVariant::kDefault;
 };
 
 void PrintTo(const CaseRef& c, std::ostream* os) {
-  *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt) << (c.depthwise_cudnn ? "/cudnn" : "");
+  *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt) << variant_suffix(c.variant);
 }
 
 // Larger shapes than the registry's (those are sized for finite differences): they reach cuDNN's
@@ -91,17 +91,21 @@ std::vector<CaseRef> all_cases() {
       if (!d->kernels.contains(Device::kCuda)) continue;
       for (const OpCase& c : d->test_cases()) {
         v.push_back({d->name, c, dt});
-        if (d->name == "depthwise_conv2d") v.push_back({d->name, c, dt, /*depthwise_cudnn=*/true});
+        if (d->name == "depthwise_conv2d") v.push_back({d->name, c, dt, CudnnVariant::kDepthwiseCudnn});
+        if (d->name == "conv2d") v.push_back({d->name, c, dt, CudnnVariant::kConvGraphApi});
       }
     }
-    for (auto& [op, c] : larger_cases()) v.push_back({op, c, dt});
+    for (auto& [op, c] : larger_cases()) {
+      v.push_back({op, c, dt});
+      if (op == "conv2d") v.push_back({op, c, dt, CudnnVariant::kConvGraphApi});
+    }
   }
   return v;
 }
 
 std::string case_name(const testing::TestParamInfo<CaseRef>& info) {
   std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt) +
-                  (info.param.depthwise_cudnn ? "_cudnn" : "");
+                  variant_suffix(info.param.variant);
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
@@ -114,7 +118,7 @@ class CudaOpCase : public testing::TestWithParam<CaseRef> {};
 TEST_P(CudaOpCase, MatchesCpuForwardAndBackward) {
   REQUIRE_GPU();
   const CaseRef& cr = GetParam();
-  const DepthwiseCudnnScope depthwise(cr.depthwise_cudnn);
+  const CudnnVariantScope variant(cr.variant);
   const bool training = cr.c.training;
 
   // CPU f32 reference; for f16 / bf16 its inputs are first rounded to that dtype.
@@ -223,14 +227,19 @@ TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
 TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
   REQUIRE_GPU();
   int checked = 0;
-  std::vector<std::tuple<std::string, OpCase, bool>> cases;
-  for (const OpCase& c : registry().get("conv2d").test_cases()) cases.emplace_back("conv2d", c, false);
+  std::vector<std::tuple<std::string, OpCase, bool, CudnnVariant>> cases;
+  for (const OpCase& c : registry().get("conv2d").test_cases()) {
+    cases.emplace_back("conv2d", c, false, CudnnVariant::kDefault);
+    // The graph API adds with a plan of its own (beta = 1), in both layouts.
+    for (bool nhwc : {false, true}) cases.emplace_back("conv2d", c, nhwc, CudnnVariant::kConvGraphApi);
+  }
   for (const OpCase& c : registry().get("max_pool2d").test_cases())
-    for (bool nhwc : {false, true}) cases.emplace_back("max_pool2d", c, nhwc);
+    for (bool nhwc : {false, true}) cases.emplace_back("max_pool2d", c, nhwc, CudnnVariant::kDefault);
   cases.emplace_back("max_pool2d", OpCase{"shortcut_1x1_s2_c16", {{"kernel", 1}, {"stride", 2}}, {{{4, 16, 14, 14}}}},
-                     true);
-  for (const auto& [op, c, nhwc] : cases) {
-    SCOPED_TRACE(op + " " + c.label + (nhwc ? " NHWC" : ""));
+                     true, CudnnVariant::kDefault);
+  for (const auto& [op, c, nhwc, variant] : cases) {
+    SCOPED_TRACE(op + " " + c.label + (nhwc ? " NHWC" : "") + variant_suffix(variant));
+    const CudnnVariantScope scope(variant);
     const bool pool = op == "max_pool2d";
     auto k = nhwc ? registry().create_nhwc(op, Device::kCuda, c.attrs, case_input_specs(c, DType::kF32))
                   : registry().create(op, Device::kCuda, c.attrs, case_input_specs(c, DType::kF32));

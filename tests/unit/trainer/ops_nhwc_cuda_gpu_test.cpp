@@ -42,11 +42,11 @@ struct NhwcCase {
   std::string op;
   OpCase c;
   DType dt;
-  bool depthwise_cudnn = false;  // depthwise_conv2d as cuDNN's grouped convolution (depthwise_conv=cudnn)
+  CudnnVariant variant = CudnnVariant::kDefault;
 };
 
 void PrintTo(const NhwcCase& c, std::ostream* os) {
-  *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt) << (c.depthwise_cudnn ? "/cudnn" : "");
+  *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt) << variant_suffix(c.variant);
 }
 
 std::vector<std::pair<std::string, OpCase>> larger_cases() {
@@ -114,7 +114,8 @@ std::vector<NhwcCase> all_cases() {
     }
     for (auto& [op, c] : larger_cases()) {
       v.push_back({op, c, dt});
-      if (op == "depthwise_conv2d") v.push_back({op, c, dt, /*depthwise_cudnn=*/true});
+      if (op == "depthwise_conv2d") v.push_back({op, c, dt, CudnnVariant::kDepthwiseCudnn});
+      if (op == "conv2d") v.push_back({op, c, dt, CudnnVariant::kConvGraphApi});
     }
   }
   return v;
@@ -122,7 +123,7 @@ std::vector<NhwcCase> all_cases() {
 
 std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
   std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt) +
-                  (info.param.depthwise_cudnn ? "_cudnn" : "");
+                  variant_suffix(info.param.variant);
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
@@ -163,7 +164,7 @@ class CudaNhwcOpCase : public testing::TestWithParam<NhwcCase> {};
 TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
   REQUIRE_GPU();
   const NhwcCase& cr = GetParam();
-  const DepthwiseCudnnScope depthwise(cr.depthwise_cudnn);
+  const CudnnVariantScope variant(cr.variant);
   const bool training = cr.c.training;
   constexpr uint64_t kSeed = 99, kStep = 3;
   auto ck = adapt_to_nhwc(registry().create(cr.op, Device::kCpu, cr.c.attrs, case_input_specs(cr.c, DType::kF32)));
