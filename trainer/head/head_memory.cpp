@@ -76,7 +76,10 @@ HeadMemory head_memory(int64_t num_classes, int64_t emb_dim, int world_size, int
   m.optimizer_state = checked_mul(checked_mul(row_elems, 4), optimizer_slots);
   m.sampled_weights = sample_ratio < 1 ? checked_mul(checked_mul(m.sampled_rows, emb_dim), wb) : 0;
   m.features = checked_mul(checked_mul(global_batch, emb_dim), 12);
-  m.logits = checked_mul(checked_mul(global_batch, m.sampled_rows), 8);
+  // Training's logits and their gradient, or evaluation's: every row scored for a rank's batch (no
+  // sampling in evaluation), which is the larger below sample_ratio ~ 1/(2 * world) and is kept once grown.
+  const int64_t rank_batch = (global_batch + world_size - 1) / world_size;
+  m.logits = std::max(checked_mul(checked_mul(global_batch, m.sampled_rows), 8), checked_mul(checked_mul(rank_batch, m.rows), 4));
   m.total = checked_add(checked_add(checked_add(m.weights, m.gradients), checked_add(m.optimizer_state, m.features)),
                         checked_add(m.logits, m.sampled_weights));
   return m;

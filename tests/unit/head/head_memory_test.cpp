@@ -80,6 +80,11 @@ TEST(HeadMemory, UnevenSplitAndSmallShares) {
   EXPECT_EQ(m.logits, 48);    // 2 x 3 x 8
   EXPECT_EQ(m.features, 96);  // 2 x 4 x 12
   EXPECT_EQ(m.total, 48 + 48 + 96 + 48);
+  // Evaluation scores every row of a rank's batch: below sample_ratio ~ 1/(2W) its logits are the larger.
+  m = head_memory(100000, 8, 1, 0, 1024, 0.1, 4, 0, false);
+  EXPECT_EQ(m.logits, 1024 * 100000 * 4);
+  m = head_memory(100000, 8, 2, 0, 1024, 0.1, 4, 0, false);
+  EXPECT_EQ(m.logits, 512 * 50000 * 4);
   m = head_memory(100, 4, 1, 0, 16, 0.5, 4, 0, false);
   EXPECT_EQ(m.sampled_rows, 96);  // 50 + 6 x 5 = 80, plus 16 positives
   m = head_memory(1000, 4, 1, 0, 16, 0.5, 4, 0, false);
