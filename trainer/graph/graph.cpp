@@ -36,6 +36,27 @@ size_t bytes_of(const std::vector<Tensor>& v) {
   return n;
 }
 
+// How backward() hands out the gradient buffer of a node's input slot s, in its reverse walk over the
+// nodes: nothing (a data input or a producer without gradient); the producer's own buffer for its first
+// writer; the producer's own buffer to a kernel that adds into it (accumulates_input_grads, cuDNN's
+// beta = 1) when the producer feeds it once; otherwise a scratch buffer summed in afterwards. `written`
+// holds, per node, whether its gradient buffer has been written yet (outputs start written: the loss's).
+enum class GradSlot { kNone, kFirstWrite, kAddsInto, kScratch };
+
+template <typename NeedsGrad>
+GradSlot grad_slot(const PlanNode& node, size_t s, NeedsGrad needs_grad, std::vector<bool>& written) {
+  const int p = node.inputs[s];
+  if (p == kDataInput || !needs_grad(p)) return GradSlot::kNone;
+  if (!written[static_cast<size_t>(p)]) {
+    written[static_cast<size_t>(p)] = true;
+    return GradSlot::kFirstWrite;
+  }
+  if (node.kernel->signature().accumulates_input_grads && s < 64 &&
+      std::count(node.inputs.begin(), node.inputs.end(), p) == 1)
+    return GradSlot::kAddsInto;
+  return GradSlot::kScratch;
+}
+
 }  // namespace
 
 struct Graph::NodeMemory {
@@ -43,12 +64,10 @@ struct Graph::NodeMemory {
   std::vector<Tensor> inputs, outputs, saved;
   std::vector<Tensor> d_outputs;  // {d_out}, or empty when the layer has no gradient buffer
   std::vector<Tensor> d_inputs;   // filled per backward call
-  std::vector<Tensor> scratch;    // extra gradient buffers for a tensor with several uses
+  std::vector<Tensor> scratch;    // extra gradient buffers for a tensor with several uses (grad_slot)
   std::unique_ptr<ops::OpKernel> accumulate;  // add(d_out, scratch) -> d_out
   bool needs_grad = false;  // this layer or one before it has trainable parameters
   bool is_output = false;
-  size_t max_uses = 0;      // most input slots one consumer gives this layer's output
-  size_t total_uses = 0;
   uint64_t dropout_seed = 0;
 };
 
@@ -87,16 +106,22 @@ void Graph::allocate_activations() {
     for (int p : node.inputs)
       if (p != kDataInput && mem_[static_cast<size_t>(p)].needs_grad) m.needs_grad = true;
     m.is_output = static_cast<int>(i) == plan_.logits_node() || static_cast<int>(i) == plan_.aux_logits_node();
-    m.max_uses = m.total_uses = 0;
   }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::map<int, size_t> uses;
-    for (int p : nodes[i].inputs)
-      if (p != kDataInput) ++uses[p];
-    for (auto [p, n] : uses) {
-      NodeMemory& pm = mem_[static_cast<size_t>(p)];
-      pm.max_uses = std::max(pm.max_uses, n);
-      pm.total_uses += n;
+  // The scratch buffers each layer's gradient needs: the most that one consumer takes in backward()'s
+  // walk (grad_slot), so a fan-out whose other consumers all add into the buffer needs none.
+  std::vector<size_t> scratch_needed(nodes.size(), 0);
+  {
+    const auto needs_grad = [&](int p) { return mem_[static_cast<size_t>(p)].needs_grad; };
+    std::vector<bool> written(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) written[i] = mem_[i].is_output;
+    for (size_t i = nodes.size(); i-- > 0;) {
+      if (!mem_[i].needs_grad) continue;
+      std::map<int, size_t> taken;
+      for (size_t s = 0; s < nodes[i].inputs.size(); ++s)
+        if (grad_slot(nodes[i], s, needs_grad, written) == GradSlot::kScratch) {
+          const int p = nodes[i].inputs[s];
+          scratch_needed[static_cast<size_t>(p)] = std::max(scratch_needed[static_cast<size_t>(p)], ++taken[p]);
+        }
     }
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -113,8 +138,8 @@ void Graph::allocate_activations() {
     m.saved.clear();
     for (const ops::TensorSpec& s : sig.saved) m.saved.push_back(Tensor::empty(s.shape, s.dtype, dev));
     if (m.needs_grad || m.is_output) m.d_outputs = {Tensor::empty(node.output_shape, options_.dtype, dev)};
-    if (m.needs_grad && m.total_uses + (m.is_output ? 1 : 0) > 1) {
-      for (size_t k = 0; k < m.max_uses; ++k) m.scratch.push_back(Tensor::empty(node.output_shape, options_.dtype, dev));
+    if (m.needs_grad && scratch_needed[i] > 0) {
+      for (size_t k = 0; k < scratch_needed[i]; ++k) m.scratch.push_back(Tensor::empty(node.output_shape, options_.dtype, dev));
       const ops::TensorSpec spec{.name = "grad", .shape = node.output_shape, .dtype = options_.dtype};
       const std::vector<ops::TensorSpec> two{spec, spec};
       m.accumulate = plan_.options().registry->create("add", dev, {}, two);
@@ -284,6 +309,7 @@ void Graph::backward() {
   std::vector<bool> written(nodes.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) written[i] = mem_[i].is_output;
   std::vector<std::pair<int, size_t>> pending;  // (producer, scratch buffers used) of one call
+  const auto needs_grad = [&](int p) { return mem_[static_cast<size_t>(p)].needs_grad; };
   for (size_t i = nodes.size(); i-- > 0;) {
     NodeMemory& m = mem_[i];
     if (!m.needs_grad) continue;
@@ -293,20 +319,13 @@ void Graph::backward() {
     pending.clear();
     uint64_t accumulate = 0;
     for (size_t s = 0; s < node.inputs.size(); ++s) {
+      const GradSlot slot = grad_slot(node, s, needs_grad, written);
+      if (slot == GradSlot::kNone) continue;
       const int p = node.inputs[s];
-      if (p == kDataInput || !mem_[static_cast<size_t>(p)].needs_grad) continue;
       NodeMemory& pm = mem_[static_cast<size_t>(p)];
-      if (!written[static_cast<size_t>(p)]) {
+      if (slot != GradSlot::kScratch) {  // the producer's own buffer: written first, or added into
         m.d_inputs[s] = pm.d_outputs[0];
-        written[static_cast<size_t>(p)] = true;
-        continue;
-      }
-      // A kernel that adds into its input gradient (cuDNN's beta = 1) takes the producer's buffer itself:
-      // no scratch buffer, no summing pass. Not when the producer feeds this node twice.
-      if (node.kernel->signature().accumulates_input_grads && s < 64 &&
-          std::count(node.inputs.begin(), node.inputs.end(), p) == 1) {
-        m.d_inputs[s] = pm.d_outputs[0];
-        accumulate |= uint64_t{1} << s;
+        if (slot == GradSlot::kAddsInto) accumulate |= uint64_t{1} << s;
         continue;
       }
       auto it = std::find_if(pending.begin(), pending.end(), [&](const auto& e) { return e.first == p; });
