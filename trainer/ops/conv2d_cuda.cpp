@@ -36,7 +36,9 @@
 #include <climits>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "core/logging.h"
 #include "trainer/ops/cuda_helpers.h"
@@ -97,7 +99,10 @@ struct GraphPlans {
 
 std::mutex g_cache_mu;
 std::map<std::string, Algos> g_algo_cache;
-std::map<std::string, std::shared_ptr<const cudnn_graph::ConvPlan>> g_plan_cache;  // null: no engine (warned once)
+// Graph-API plans by problem, pass, beta and thread (cuDNN does not promise that one plan may execute on
+// two threads at once: the thread-per-rank worlds would); null: no engine (warned once). Never freed:
+// cuDNN >= 9.10 may crash destroying plans during static destruction (PyTorch leaks its cache too).
+auto& g_plan_cache = *new std::map<std::string, std::shared_ptr<const cudnn_graph::ConvPlan>>;
 
 // The first acceptable candidate of a perf list (cuDNN sorts them best first).
 template <typename Perf>
@@ -233,8 +238,10 @@ class Conv2dCuda final : public OpKernel {
       const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
       const bool add = a.accumulate & 1;
-      if (graph_)
+      if (graph_) {
+        FASTNN_CHECK(!add || plans_.bwd_data_add, "conv2d: asked to add into dx without an adding plan");
         (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dxp, w, dy, ws);
+      }
       else
         CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
@@ -336,29 +343,43 @@ class Conv2dCuda final : public OpKernel {
     choice.max_workspace = pol.max_conv_workspace;
     choice.exhaustive = pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive;
     const std::string base = cache_key(pol) + " graph";
+    std::ostringstream thread;
+    thread << std::this_thread::get_id();
     auto plan = [&](cudnn_graph::ConvPass pass, float beta, const char* name) {
       const std::string key = str(base, " pass ", static_cast<int>(pass), " beta ", beta);
+      const std::string cache_key = str(key, " thread ", thread.str());
       std::lock_guard<std::mutex> lock(g_cache_mu);
-      auto it = g_plan_cache.find(key);
+      auto it = g_plan_cache.find(cache_key);
       if (it != g_plan_cache.end()) return it->second;
       std::string why;
-      auto made = cudnn_graph::ConvPlan::build(pb, pass, beta, choice, &why);
+      std::shared_ptr<const cudnn_graph::ConvPlan> made;
+      try {
+        made = cudnn_graph::ConvPlan::build(pb, pass, beta, choice, &why);
+      } catch (const std::exception& e) {  // a descriptor cuDNN refuses: this layer keeps the legacy calls
+        why = e.what();
+      }
       if (made)
         log_debug("conv2d ", key, ": ", name, " on ", made->description());
       else
         log_warn("conv2d (conv_api=graph): no ", name, " engine for ", key, " (", why,
                  "); this layer keeps cuDNN's legacy convolution calls");
-      g_plan_cache.emplace(key, made);
+      g_plan_cache.emplace(cache_key, made);
       return made;
     };
     plans_.fwd = plan(cudnn_graph::ConvPass::kForward, 0.0f, "forward");
     if (plans_.fwd) plans_.bwd_filter = plan(cudnn_graph::ConvPass::kBackwardFilter, 0.0f, "backward-filter");
     if (plans_.bwd_filter) plans_.bwd_data = plan(cudnn_graph::ConvPass::kBackwardData, 0.0f, "backward-data");
-    if (plans_.bwd_data && sig_.accumulates_input_grads)
+    const bool ok = plans_.fwd && plans_.bwd_filter && plans_.bwd_data;
+    if (!ok) {
+      plans_ = {};
+      return false;
+    }
+    // Adding into dx (beta = 1) is an engine of its own; without one the graph gives this layer a scratch
+    // buffer and sums it in, as for any kernel that does not add.
+    if (sig_.accumulates_input_grads)
       plans_.bwd_data_add = plan(cudnn_graph::ConvPass::kBackwardData, 1.0f, "backward-data (adding)");
-    const bool ok = plans_.fwd && plans_.bwd_filter && plans_.bwd_data && (!sig_.accumulates_input_grads || plans_.bwd_data_add);
-    if (!ok) plans_ = {};
-    return ok;
+    if (!plans_.bwd_data_add) sig_.accumulates_input_grads = false;
+    return true;
   }
 
   Algos choose_algos(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {

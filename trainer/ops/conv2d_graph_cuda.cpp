@@ -101,70 +101,6 @@ struct Candidate {
   int64_t engine = -1;
 };
 
-// The usable candidates of one heuristics mode, in its order; every rejection is noted in *why.
-std::vector<Candidate> candidates(cudnnHandle_t h, const Desc& graph, cudnnBackendHeurMode_t mode, bool f32,
-                                  const EngineChoice& choice, std::string* why) {
-  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
-  if (heur.try_finalize() != CUDNN_STATUS_SUCCESS) {
-    *why += str(" heuristics mode ", static_cast<int>(mode), " failed;");
-    return {};
-  }
-  int64_t count = 0;
-  CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                       &count, nullptr));
-  std::vector<std::shared_ptr<Desc>> configs;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < count; ++i) {
-    configs.push_back(std::make_shared<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    raw.push_back(configs.back()->get());
-  }
-  int64_t got = 0;
-  if (count > 0)
-    CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
-                                         &got, raw.data()));
-  std::vector<Candidate> out;
-  for (int64_t i = 0; i < got; ++i) {
-    Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    cudnnBackendDescriptor_t e = engine.get();
-    int64_t one = 0;
-    CUDNN_CHECK(cudnnBackendGetAttribute(raw[static_cast<size_t>(i)], CUDNN_ATTR_ENGINECFG_ENGINE,
-                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &one, &e));
-    int64_t index = -1;
-    CUDNN_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &one, &index));
-    std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> buf{};
-    int64_t n_notes = 0;
-    CUDNN_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                         static_cast<int64_t>(buf.size()), &n_notes, buf.data()));
-    const std::vector<cudnnBackendNumericalNote_t> notes(buf.begin(), buf.begin() + n_notes);
-    auto has = [&](cudnnBackendNumericalNote_t n) { return std::find(notes.begin(), notes.end(), n) != notes.end(); };
-    if (choice.deterministic && has(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) {
-      *why += str(" engine ", index, ": not deterministic;");
-      continue;
-    }
-    if (f32 && !choice.allow_tensor_cores_on_f32 &&
-        (has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE) || has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))) {
-      *why += str(" engine ", index, ": TF32 (notes ", notes_text(notes), ");");
-      continue;
-    }
-    auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan->set(kPlanHandle, CUDNN_TYPE_HANDLE, h).set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[static_cast<size_t>(i)]);
-    if (const cudnnStatus_t st = plan->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-      *why += str(" engine ", index, ": ", cudnnGetErrorString(st), ";");
-      continue;
-    }
-    int64_t ws = 0;
-    CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                         &one, &ws));
-    if (ws < 0 || static_cast<uint64_t>(ws) > choice.max_workspace) {
-      *why += str(" engine ", index, ": workspace ", ws, " bytes;");
-      continue;
-    }
-    out.push_back(Candidate{configs[static_cast<size_t>(i)], std::move(plan), static_cast<size_t>(ws), index});
-  }
-  return out;
-}
-
 void execute_plan(cudnnHandle_t h, const Desc& plan, const void* x, const void* w, const void* y, void* ws) {
   for (const void* p : {x, w, y})
     FASTNN_CHECK(reinterpret_cast<uintptr_t>(p) % kAlignment == 0,
@@ -179,11 +115,13 @@ void execute_plan(cudnnHandle_t h, const Desc& plan, const void* x, const void* 
   CUDNN_CHECK(cudnnBackendExecute(h, plan.get(), pack.get()));
 }
 
-// Device scratch for timing candidates, freed on the stream.
+// Zeroed device scratch for trial runs, freed on the stream.
 class Scratch {
  public:
   Scratch(size_t bytes, cudaStream_t s) : s_(s) {
-    if (bytes) CUDA_CHECK(cudaMallocAsync(&p_, bytes, s));
+    if (!bytes) return;
+    CUDA_CHECK(cudaMallocAsync(&p_, bytes, s));
+    CUDA_CHECK(cudaMemsetAsync(p_, 0, bytes, s));
   }
   ~Scratch() {
     if (p_) cudaFreeAsync(p_, s_);
@@ -197,13 +135,97 @@ class Scratch {
   cudaStream_t s_;
 };
 
-// Index of the fastest candidate: each run once to warm up, then the best of three timed runs, on
-// scratch tensors (their contents do not matter to the time).
-size_t fastest(cudnnHandle_t h, const std::vector<Candidate>& cands, const ConvProblem& pb, cudaStream_t s) {
-  const size_t eb = element_bytes(pb.io);
-  const Scratch x(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * eb, s);
-  const Scratch w(static_cast<size_t>(pb.k * (pb.c / pb.groups) * pb.r * pb.s) * eb, s);
-  const Scratch y(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * eb, s);
+// The pass's three tensors, for trial and timed runs (their contents do not matter).
+struct TrialTensors {
+  Scratch x, w, y;
+  TrialTensors(const ConvProblem& pb, cudaStream_t s)
+      : x(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * element_bytes(pb.io), s),
+        w(static_cast<size_t>(pb.k * (pb.c / pb.groups) * pb.r * pb.s) * element_bytes(pb.io), s),
+        y(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * element_bytes(pb.io), s) {}
+};
+
+// Up to `want` usable candidates of one heuristics mode, in its order. A candidate is usable when its
+// notes pass the choice's rules, its plan finalizes within the workspace cap and it runs once on the
+// trial tensors (a plan can finalize and still fail to execute). Every rejection is noted in *why;
+// nothing a candidate does throws out of here.
+std::vector<Candidate> candidates(cudnnHandle_t h, const Desc& graph, cudnnBackendHeurMode_t mode, cudnnDataType_t io,
+                                  const EngineChoice& choice, size_t want, const TrialTensors& trial, cudaStream_t s,
+                                  std::string* why) {
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+  int64_t count = 0;
+  if (heur.try_finalize() != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS) {
+    *why += str(" heuristics mode ", static_cast<int>(mode), " failed;");
+    return {};
+  }
+  std::vector<std::shared_ptr<Desc>> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.push_back(std::make_shared<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(configs.back()->get());
+  }
+  int64_t got = 0;
+  if (count > 0)
+    CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                         &got, raw.data()));
+  const bool f32 = io == CUDNN_DATA_FLOAT;
+  std::vector<Candidate> out;
+  for (int64_t i = 0; i < std::min(got, count) && out.size() < want; ++i) {
+    int64_t index = -1;
+    try {
+      Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+      cudnnBackendDescriptor_t e = engine.get();
+      int64_t one = 0;
+      CUDNN_CHECK(cudnnBackendGetAttribute(raw[static_cast<size_t>(i)], CUDNN_ATTR_ENGINECFG_ENGINE,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &one, &e));
+      CUDNN_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &one, &index));
+      std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> buf{};
+      int64_t n_notes = 0;
+      CUDNN_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                           static_cast<int64_t>(buf.size()), &n_notes, buf.data()));
+      n_notes = std::clamp<int64_t>(n_notes, 0, static_cast<int64_t>(buf.size()));
+      const std::vector<cudnnBackendNumericalNote_t> notes(buf.begin(), buf.begin() + n_notes);
+      auto has = [&](cudnnBackendNumericalNote_t n) { return std::find(notes.begin(), notes.end(), n) != notes.end(); };
+      // As PyTorch's filter: never inputs converted below their type; f32 on tensor cores (TF32) only
+      // when allowed; f16/bf16 reductions in f32 (the legacy path's TENSOR_OP_MATH with float compute).
+      const char* refused = choice.deterministic && has(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ? "not deterministic"
+                            : has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)                    ? "converts its inputs down"
+                            : f32 && !choice.allow_tensor_cores_on_f32 && has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)
+                                ? "TF32"
+                            : !f32 && has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ? "reduces in half precision"
+                                                                                           : nullptr;
+      if (refused) {
+        *why += str(" engine ", index, ": ", refused, " (notes ", notes_text(notes), ");");
+        continue;
+      }
+      auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      plan->set(kPlanHandle, CUDNN_TYPE_HANDLE, h).set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[static_cast<size_t>(i)]);
+      if (const cudnnStatus_t st = plan->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+        *why += str(" engine ", index, ": ", cudnnGetErrorString(st), ";");
+        continue;
+      }
+      int64_t ws = 0;
+      CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                           &one, &ws));
+      if (ws < 0 || static_cast<uint64_t>(ws) > choice.max_workspace) {
+        *why += str(" engine ", index, ": workspace ", ws, " bytes;");
+        continue;
+      }
+      const Scratch workspace(static_cast<size_t>(ws), s);
+      execute_plan(h, *plan, trial.x.get(), trial.w.get(), trial.y.get(), workspace.get());
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      out.push_back(Candidate{configs[static_cast<size_t>(i)], std::move(plan), static_cast<size_t>(ws), index});
+    } catch (const std::exception& ex) {
+      *why += str(" engine ", index, ": ", ex.what(), ";");
+    }
+  }
+  return out;
+}
+
+// Index of the fastest candidate: the best of three timed runs each (each has run once already).
+size_t fastest(cudnnHandle_t h, const std::vector<Candidate>& cands, const TrialTensors& trial, cudaStream_t s) {
   size_t most = 0;
   for (const Candidate& c : cands) most = std::max(most, c.workspace);
   const Scratch ws(most, s);
@@ -213,11 +235,10 @@ size_t fastest(cudnnHandle_t h, const std::vector<Candidate>& cands, const ConvP
   size_t best = 0;
   float best_ms = std::numeric_limits<float>::max();
   for (size_t i = 0; i < cands.size(); ++i) {
-    execute_plan(h, *cands[i].plan, x.get(), w.get(), y.get(), ws.get());
     float ms = std::numeric_limits<float>::max();
     for (int rep = 0; rep < 3; ++rep) {
       CUDA_CHECK(cudaEventRecord(start, s));
-      execute_plan(h, *cands[i].plan, x.get(), w.get(), y.get(), ws.get());
+      execute_plan(h, *cands[i].plan, trial.x.get(), trial.w.get(), trial.y.get(), ws.get());
       CUDA_CHECK(cudaEventRecord(stop, s));
       CUDA_CHECK(cudaEventSynchronize(stop));
       float t = 0;
@@ -297,16 +318,18 @@ std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass 
     return nullptr;
   }
 
-  const bool f32 = pb.io == CUDNN_DATA_FLOAT;
+  // Heuristics' first usable engine, or (exhaustive) the fastest of their first usable few.
+  const size_t want = choice.exhaustive ? static_cast<size_t>(kMaxTimedCandidates) : 1;
+  const TrialTensors trial(pb, s);
   std::string rejected;
-  std::vector<Candidate> cands = candidates(h, *d.graph, CUDNN_HEUR_MODE_A, f32, choice, &rejected);
-  if (cands.empty()) cands = candidates(h, *d.graph, CUDNN_HEUR_MODE_FALLBACK, f32, choice, &rejected);
+  std::vector<Candidate> cands = candidates(h, *d.graph, CUDNN_HEUR_MODE_A, pb.io, choice, want, trial, s, &rejected);
+  if (cands.empty())
+    cands = candidates(h, *d.graph, CUDNN_HEUR_MODE_FALLBACK, pb.io, choice, want, trial, s, &rejected);
   if (cands.empty()) {
     *why = str("no usable engine:", rejected.empty() ? " heuristics listed none" : rejected);
     return nullptr;
   }
-  if (cands.size() > static_cast<size_t>(kMaxTimedCandidates)) cands.resize(kMaxTimedCandidates);
-  const size_t pick = choice.exhaustive && cands.size() > 1 ? fastest(h, cands, pb, s) : 0;
+  const size_t pick = cands.size() > 1 ? fastest(h, cands, trial, s) : 0;
   Candidate& c = cands[pick];
   d.configs = {c.config};
   d.plan = std::move(c.plan);
