@@ -13,8 +13,8 @@
 // One plan is one operation graph with one convolution node, built once per layer shape (conv2d_cuda.cpp
 // caches them per thread: cuDNN does not promise that one plan may run on two threads at once). Engines
 // come from heuristics mode A, then the fallback list; an engine is skipped when its numerical notes say
-// non-deterministic (under Policy::deterministic), inputs converted down, TF32 on f32 data that may not
-// use it, or half-precision reductions of f16/bf16 data; when its plan does not finalize or needs more
+// non-deterministic (under Policy::deterministic), inputs converted down, or TF32 on f32 data that may
+// not use it (PyTorch's filter); when its plan does not finalize or needs more
 // workspace than the policy's cap; or when it fails a trial run on zeroed scratch tensors (a plan can
 // finalize and still fail to execute). The first usable engine is kept, or with choice.exhaustive the
 // fastest of the first kMaxTimedCandidates usable ones, timed as PyTorch's cudnn.benchmark does.
