@@ -275,36 +275,34 @@ std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass 
       .set_i64s(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, {pb.pad_h, pb.pad_w});
   d.conv->finalize();
 
+  // The pass's operation node and its attribute names, by tensor role (uids 1, 2, 3: x, w, y).
+  struct PassAttrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  const PassAttrs a =
+      pass == ConvPass::kForward
+          ? PassAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
+      : pass == ConvPass::kBackwardData
+          ? PassAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
+          : PassAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
   const float alpha = 1.0f;
-  switch (pass) {
-    case ConvPass::kForward:
-      d.op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      d.op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *d.x)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *d.w)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *d.y)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *d.conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, beta);
-      break;
-    case ConvPass::kBackwardData:
-      d.op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      d.op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *d.x)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *d.w)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *d.y)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, *d.conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, beta);
-      break;
-    case ConvPass::kBackwardFilter:
-      d.op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      d.op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *d.x)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, *d.w)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, *d.y)
-          .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, *d.conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, beta);
-      break;
-  }
+  d.op = std::make_unique<Desc>(a.type);
+  d.op->set_desc(a.x, *d.x)
+      .set_desc(a.w, *d.w)
+      .set_desc(a.y, *d.y)
+      .set_desc(a.conv, *d.conv)
+      .set(a.alpha, CUDNN_TYPE_FLOAT, alpha)
+      .set(a.beta, CUDNN_TYPE_FLOAT, beta);
   if (const cudnnStatus_t st = d.op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
     *why = str("the convolution node: ", cudnnGetErrorString(st));
     return nullptr;
