@@ -172,15 +172,28 @@ __device__ __forceinline__ GridPos grid_pos(uint32_t pos, const FastDivide& by_b
   return GridPos{n, t - n * by_a.divisor(), pos - t * by_b.divisor()};
 }
 
+// Pack i of a packed kernel's own tensor (`packs` packs a position, positions split by `divs`): its
+// grid position, and where its image's V channels start in the other tensor of the pair (`other_plane`
+// positions an image).
+struct PackAt {
+  GridPos at;
+  uint32_t other_base;
+};
+template <int V>
+__device__ __forceinline__ PackAt pack_at(uint32_t i, const FastDivide& packs, const PoolDivs& divs, uint32_t other_plane,
+                                          uint32_t step) {
+  const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
+  const GridPos g = grid_pos(pos, divs.b, divs.a);
+  return PackAt{g, g.n * other_plane * step + pk * V};
+}
+
 // Forward (WriteY: y) or the backward's first pass (where): thread i takes pack i % packs of output
 // position i / packs; y and where are indexed like the output, V elements at i * V.
 template <typename T, int V, bool WriteY>
 __global__ void max_pool_packed_kernel(MaxPool32 m, uint32_t total, FastDivide packs, const T* x, T* y,
                                        uint8_t* where) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
-    const GridPos o = grid_pos(pos, m.out_divs.b, m.out_divs.a);
-    const uint32_t in_base = o.n * static_cast<uint32_t>(m.h * m.w) * m.step + pk * V;
+    const auto [o, in_base] = pack_at<V>(i, packs, m.out_divs, static_cast<uint32_t>(m.h * m.w), m.step);
     const Window32 g = window32(m, static_cast<int>(o.a), static_cast<int>(o.b));
     int best[V];
     float best_v[V];
@@ -215,9 +228,7 @@ template <typename T, int V>
 __global__ void max_pool_packed_bwd_kernel(MaxPool32 m, uint32_t total, FastDivide packs, const uint8_t* where,
                                            const T* dy, T* dx, bool accumulate) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
-    const GridPos in = grid_pos(pos, m.in_divs.b, m.in_divs.a);
-    const uint32_t out_base = in.n * static_cast<uint32_t>(m.p * m.q) * m.step + pk * V;
+    const auto [in, out_base] = pack_at<V>(i, packs, m.in_divs, static_cast<uint32_t>(m.p * m.q), m.step);
     const int ih = static_cast<int>(in.a), iw = static_cast<int>(in.b);
     int ph0, ph1, pw0, pw1;
     covering32(ih, m.pad_top, m.r, m.stride_h, m.p, ph0, ph1);
@@ -260,9 +271,7 @@ template <typename T, int V>
 __global__ void avg_pool_packed_kernel(MaxPool32 m, bool count_include_pad, uint32_t total, FastDivide packs,
                                        const T* x, T* y) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
-    const GridPos o = grid_pos(pos, m.out_divs.b, m.out_divs.a);
-    const uint32_t in_base = o.n * static_cast<uint32_t>(m.h * m.w) * m.step + pk * V;
+    const auto [o, in_base] = pack_at<V>(i, packs, m.out_divs, static_cast<uint32_t>(m.h * m.w), m.step);
     const Window32 g = window32(m, static_cast<int>(o.a), static_cast<int>(o.b));
     double acc[V];
 #pragma unroll
@@ -286,9 +295,7 @@ template <typename T, int V>
 __global__ void avg_pool_packed_bwd_kernel(MaxPool32 m, bool count_include_pad, uint32_t total, FastDivide packs,
                                            const T* dy, T* dx) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const uint32_t pos = packs.div(i), pk = i - pos * packs.divisor();
-    const GridPos in = grid_pos(pos, m.in_divs.b, m.in_divs.a);
-    const uint32_t out_base = in.n * static_cast<uint32_t>(m.p * m.q) * m.step + pk * V;
+    const auto [in, out_base] = pack_at<V>(i, packs, m.in_divs, static_cast<uint32_t>(m.p * m.q), m.step);
     int ph0, ph1, pw0, pw1;
     covering32(static_cast<int>(in.a), m.pad_top, m.r, m.stride_h, m.p, ph0, ph1);
     covering32(static_cast<int>(in.b), m.pad_left, m.s, m.stride_w, m.q, pw0, pw1);
