@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
+#include "trainer/tensor.h"
 
 namespace fastnn::ops::cudnn_graph {
 namespace {
@@ -115,33 +116,22 @@ void execute_plan(cudnnHandle_t h, const Desc& plan, const void* x, const void* 
   CUDNN_CHECK(cudnnBackendExecute(h, plan.get(), pack.get()));
 }
 
-// Zeroed device scratch for trial runs, freed on the stream.
-class Scratch {
- public:
-  Scratch(size_t bytes, cudaStream_t s) : s_(s) {
-    if (!bytes) return;
-    CUDA_CHECK(cudaMallocAsync(&p_, bytes, s));
-    CUDA_CHECK(cudaMemsetAsync(p_, 0, bytes, s));
-  }
-  ~Scratch() {
-    if (p_) cudaFreeAsync(p_, s_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return p_; }
-
- private:
-  void* p_ = nullptr;
-  cudaStream_t s_;
-};
+// Zeroed device scratch for trial and timed runs: a device tensor (stream-ordered on the current stream,
+// freed with it); undefined for 0 bytes, whose raw() is null.
+Tensor zeroed(size_t bytes, cudaStream_t s) {
+  if (!bytes) return Tensor();
+  Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::kU8, Device::kCuda);
+  CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, bytes, s));
+  return t;
+}
 
 // The pass's three tensors, for trial and timed runs (their contents do not matter).
 struct TrialTensors {
-  Scratch x, w, y;
+  Tensor x, w, y;
   TrialTensors(const ConvProblem& pb, cudaStream_t s)
-      : x(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * element_bytes(pb.io), s),
-        w(static_cast<size_t>(pb.k * (pb.c / pb.groups) * pb.r * pb.s) * element_bytes(pb.io), s),
-        y(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * element_bytes(pb.io), s) {}
+      : x(zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * element_bytes(pb.io), s)),
+        w(zeroed(static_cast<size_t>(pb.k * (pb.c / pb.groups) * pb.r * pb.s) * element_bytes(pb.io), s)),
+        y(zeroed(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * element_bytes(pb.io), s)) {}
 };
 
 // Up to `want` usable candidates of one heuristics mode, in its order. A candidate is usable when its
@@ -213,8 +203,8 @@ std::vector<Candidate> candidates(cudnnHandle_t h, const Desc& graph, cudnnBacke
         *why += str(" engine ", index, ": workspace ", ws, " bytes;");
         continue;
       }
-      const Scratch workspace(static_cast<size_t>(ws), s);
-      execute_plan(h, *plan, trial.x.get(), trial.w.get(), trial.y.get(), workspace.get());
+      Tensor workspace = zeroed(static_cast<size_t>(ws), s);
+      execute_plan(h, *plan, trial.x.raw(), trial.w.raw(), trial.y.raw(), workspace.raw());
       CUDA_CHECK(cudaStreamSynchronize(s));
       out.push_back(Candidate{configs[static_cast<size_t>(i)], std::move(plan), static_cast<size_t>(ws), index});
     } catch (const std::exception& ex) {
@@ -228,7 +218,7 @@ std::vector<Candidate> candidates(cudnnHandle_t h, const Desc& graph, cudnnBacke
 size_t fastest(cudnnHandle_t h, const std::vector<Candidate>& cands, const TrialTensors& trial, cudaStream_t s) {
   size_t most = 0;
   for (const Candidate& c : cands) most = std::max(most, c.workspace);
-  const Scratch ws(most, s);
+  Tensor ws = zeroed(most, s);
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
@@ -238,7 +228,7 @@ size_t fastest(cudnnHandle_t h, const std::vector<Candidate>& cands, const Trial
     float ms = std::numeric_limits<float>::max();
     for (int rep = 0; rep < 3; ++rep) {
       CUDA_CHECK(cudaEventRecord(start, s));
-      execute_plan(h, *cands[i].plan, trial.x.get(), trial.w.get(), trial.y.get(), ws.get());
+      execute_plan(h, *cands[i].plan, trial.x.raw(), trial.w.raw(), trial.y.raw(), ws.raw());
       CUDA_CHECK(cudaEventRecord(stop, s));
       CUDA_CHECK(cudaEventSynchronize(stop));
       float t = 0;
