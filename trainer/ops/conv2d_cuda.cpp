@@ -92,7 +92,7 @@ struct Algos {
 };
 
 // The graph API's plans for the three passes (bwd_data_add: beta = 1, built when the data gradient may
-// add into dx). Any of them null: this layer runs on the legacy calls.
+// add into dx; null: the layer does not add, the graph sums a scratch buffer instead).
 struct GraphPlans {
   std::shared_ptr<const cudnn_graph::ConvPlan> fwd, bwd_data, bwd_data_add, bwd_filter;
 };
@@ -241,11 +241,11 @@ class Conv2dCuda final : public OpKernel {
       if (graph_) {
         FASTNN_CHECK(!add || plans_.bwd_data_add, "conv2d: asked to add into dx without an adding plan");
         (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dxp, w, dy, ws);
-      }
-      else
+      } else {
         CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
                                                  conv_ws_, add ? &one : &zero, x_.d, dxp));
+      }
       if (staged_) unstage(static_cast<const T*>(dxp), dx, ws, s);
     }
   }
@@ -326,7 +326,7 @@ class Conv2dCuda final : public OpKernel {
                " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
   }
 
-  // The graph API's plans for this layer (cached process-wide by problem, pass and beta); false, with a
+  // The graph API's plans for this layer (g_plan_cache: by problem, pass, beta and thread); false, with a
   // warning naming the layer's shape and cuDNN's reasons, when a pass has no usable engine.
   bool choose_plans(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32, int64_t sym_h, int64_t sym_w) {
     const Window2d& g = p_.win;
