@@ -1,0 +1,225 @@
+// Convolution + batch-norm fusions through cuDNN's graph API: contract in conv_bn_graph_cuda.h. The node
+// layout follows cuDNN's "ConvBNfprop" and "ConvBNwgrad" patterns (cuDNN Graph API guide, "Specialized
+// Pre-Compiled Engines"): pointwise MUL, ADD, RELU_FWD on x into virtual f32 tensors, then the
+// convolution node, then (forward) a GEN_STATS node on its output.
+#include "trainer/ops/conv_bn_graph_cuda.h"
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "core/check.h"
+#include "trainer/cuda/cudnn_backend.h"
+#include "trainer/cuda/runtime.h"
+#include "trainer/tensor.h"
+
+namespace fastnn::ops::cudnn_graph {
+namespace {
+
+namespace cb = ::fastnn::cuda::cudnn_backend;
+using cb::Desc;
+using cb::DescPtr;
+
+// Tensor uids in the variant pack; the virtual tensors (prologue results) have no pointer.
+constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3, kUidScale = 4, kUidBias = 5, kUidSum = 6, kUidSqsum = 7;
+constexpr int64_t kUidScaled = 101, kUidShifted = 102, kUidActivated = 103;
+
+Tensor zeroed(size_t bytes) {
+  if (!bytes) return Tensor();
+  Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::kU8, Device::kCuda);
+  ::fastnn::cuda::fill_bytes(t, 0);
+  return t;
+}
+
+}  // namespace
+
+const char* graph_name(ConvBnGraph g) {
+  switch (g) {
+    case ConvBnGraph::kFpropStats: return "conv+stats";
+    case ConvBnGraph::kScaleBiasReluFpropStats: return "scale-bias-relu+conv+stats";
+    case ConvBnGraph::kScaleBiasReluWgrad: return "scale-bias-relu+wgrad";
+  }
+  return "?";
+}
+
+bool has_prologue(ConvBnGraph g) { return g != ConvBnGraph::kFpropStats; }
+
+struct ConvBnPlan::Descriptors {
+  // Every descriptor the graph refers to lives as long as the plan.
+  std::vector<DescPtr> keep;
+  std::shared_ptr<Desc> config;
+  DescPtr plan;
+};
+
+ConvBnPlan::ConvBnPlan() : d_(std::make_unique<Descriptors>()) {}
+ConvBnPlan::~ConvBnPlan() = default;
+
+namespace {
+
+// The variant pack of one graph: uids and pointers, in the same order.
+struct Pack {
+  std::vector<int64_t> uids;
+  std::vector<void*> ptrs;
+  void add(int64_t uid, const void* p) {
+    uids.push_back(uid);
+    ptrs.push_back(const_cast<void*>(p));
+  }
+};
+
+Pack pack_of(ConvBnGraph g, const ConvBnTensors& t) {
+  Pack p;
+  p.add(kUidX, t.x);
+  p.add(kUidW, t.w);
+  p.add(kUidY, t.y);
+  if (has_prologue(g)) {
+    p.add(kUidScale, t.scale);
+    p.add(kUidBias, t.bias);
+  }
+  if (g != ConvBnGraph::kScaleBiasReluWgrad) {
+    p.add(kUidSum, t.sum);
+    p.add(kUidSqsum, t.sqsum);
+  }
+  return p;
+}
+
+void run(cudnnHandle_t h, const Desc& plan, ConvBnGraph g, const ConvBnTensors& t, void* ws) {
+  const Pack p = pack_of(g, t);
+  cb::execute(h, plan, p.uids, p.ptrs, ws);
+}
+
+// The graph's nodes, in order; every descriptor is appended to `keep`. Null on a refused node.
+std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, std::vector<DescPtr>& keep, std::string* why) {
+  auto own = [&](DescPtr d) -> const Desc* {
+    if (!d) return nullptr;
+    keep.push_back(std::move(d));
+    return keep.back().get();
+  };
+  const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w}, y_dims{pb.n, pb.k, pb.p, pb.q};
+  const Desc* x = own(cb::tensor(kUidX, pb.io, x_dims, true));
+  const Desc* w = own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
+  const Desc* y = own(cb::tensor(kUidY, pb.io, y_dims, true));
+  std::vector<const Desc*> out;
+
+  // The prologue: relu(x * scale + bias) in f32, never written.
+  const Desc* conv_x = x;
+  if (has_prologue(g)) {
+    const Desc* scale = own(cb::tensor(kUidScale, pb.io, {1, pb.c, 1, 1}, true));
+    const Desc* bias = own(cb::tensor(kUidBias, pb.io, {1, pb.c, 1, 1}, true));
+    const Desc* scaled = own(cb::tensor(kUidScaled, CUDNN_DATA_FLOAT, x_dims, true, true));
+    const Desc* shifted = own(cb::tensor(kUidShifted, CUDNN_DATA_FLOAT, x_dims, true, true));
+    const Desc* activated = own(cb::tensor(kUidActivated, CUDNN_DATA_FLOAT, x_dims, true, true));
+    for (const Desc* n : {own(cb::pointwise(CUDNN_POINTWISE_MUL, *x, scale, *scaled, why)),
+                          own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *shifted, why)),
+                          own(cb::pointwise(CUDNN_POINTWISE_RELU_FWD, *shifted, nullptr, *activated, why))}) {
+      if (!n) return {};
+      out.push_back(n);
+    }
+    conv_x = activated;
+  }
+
+  const Desc* conv = own(cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w));
+  const float alpha = 1.0f, beta = 0.0f;
+  auto node = std::make_unique<Desc>(g == ConvBnGraph::kScaleBiasReluWgrad
+                                         ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
+                                         : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  if (g == ConvBnGraph::kScaleBiasReluWgrad) {
+    node->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *conv_x)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, *w)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, *y)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, *conv)
+        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, alpha)
+        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, beta);
+  } else {
+    node->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *conv_x)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *w)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *y)
+        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv)
+        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, alpha)
+        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, beta);
+  }
+  if (const cudnnStatus_t st = node->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    *why = str("the convolution node: ", cudnnGetErrorString(st));
+    return {};
+  }
+  out.push_back(own(std::move(node)));
+
+  if (g != ConvBnGraph::kScaleBiasReluWgrad) {  // the statistics of y, for the batch norm that follows
+    const Desc* sum = own(cb::tensor(kUidSum, CUDNN_DATA_FLOAT, {1, pb.k, 1, 1}, true));
+    const Desc* sqsum = own(cb::tensor(kUidSqsum, CUDNN_DATA_FLOAT, {1, pb.k, 1, 1}, true));
+    auto stats = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+    stats->set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, CUDNN_GENSTATS_SUM_SQSUM)
+        .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT)
+        .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, *y)
+        .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum)
+        .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum);
+    if (const cudnnStatus_t st = stats->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+      *why = str("the statistics node: ", cudnnGetErrorString(st));
+      return {};
+    }
+    out.push_back(own(std::move(stats)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvBnGraph graph, const EngineChoice& choice,
+                                                    std::string* why) {
+  FASTNN_CHECK(pb.nhwc && pb.groups == 1 && (pb.io == CUDNN_DATA_HALF || pb.io == CUDNN_DATA_BFLOAT16),
+               "conv + batch-norm graphs are channels-last f16/bf16 convolutions with one group");
+  const cudaStream_t s = ::fastnn::cuda::current_stream();
+  const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
+  auto out = std::shared_ptr<ConvBnPlan>(new ConvBnPlan());
+  out->graph_ = graph;
+  Descriptors& d = *out->d_;
+  std::string refused;
+  const std::vector<const Desc*> ops = nodes(pb, graph, d.keep, &refused);
+  if (ops.empty()) {
+    *why = refused;
+    return nullptr;
+  }
+  DescPtr op_graph = cb::operation_graph(h, ops, why);
+  if (!op_graph) return nullptr;
+
+  // Zeroed scratch for the trial run (the contents do not matter; zeros keep every value finite).
+  const size_t e = 2;  // f16 and bf16
+  Tensor x = zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e);
+  Tensor w = zeroed(static_cast<size_t>(pb.k * pb.c * pb.r * pb.s) * e);
+  Tensor y = zeroed(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * e);
+  Tensor per_c = zeroed(static_cast<size_t>(2 * pb.c) * e + 16);
+  Tensor per_k = zeroed(static_cast<size_t>(2 * pb.k) * sizeof(float) + 16);
+  const size_t c_offset = (static_cast<size_t>(pb.c) * e + 15) / 16 * 16;
+  const size_t k_offset = (static_cast<size_t>(pb.k) * sizeof(float) + 15) / 16 * 16;
+  const ConvBnTensors trial{.x = x.raw(),
+                            .w = w.raw(),
+                            .y = y.raw(),
+                            .scale = per_c.raw(),
+                            .bias = static_cast<char*>(per_c.raw()) + c_offset,
+                            .sum = static_cast<float*>(per_k.raw()),
+                            .sqsum = reinterpret_cast<float*>(static_cast<char*>(per_k.raw()) + k_offset)};
+  const cb::TrialRun run_once = [&](const Desc& plan, size_t workspace) {
+    Tensor ws = zeroed(workspace);
+    run(h, plan, graph, trial, ws.raw());
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  };
+  const cb::EngineRules rules{.deterministic = choice.deterministic, .max_workspace = choice.max_workspace};
+  std::string rejected;
+  std::vector<cb::Plan> plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_A, rules, 1, run_once, &rejected);
+  if (plans.empty()) plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_FALLBACK, rules, 1, run_once, &rejected);
+  if (plans.empty()) {
+    *why = str("no usable engine:", rejected.empty() ? " heuristics listed none" : rejected);
+    return nullptr;
+  }
+  d.keep.push_back(std::move(op_graph));
+  d.config = plans[0].config;
+  d.plan = std::move(plans[0].plan);
+  out->workspace_ = plans[0].workspace;
+  out->description_ = str("engine ", plans[0].engine, " (", plans[0].notes, "), workspace ", plans[0].workspace, " bytes");
+  return out;
+}
+
+void ConvBnPlan::execute(cudnnHandle_t h, const ConvBnTensors& t, void* workspace) const {
+  run(h, *d_->plan, graph_, t, workspace);
+}
+
+}  // namespace fastnn::ops::cudnn_graph

@@ -1,0 +1,71 @@
+// Convolution + batch-norm fusions through cuDNN's graph API (issue 13, P7; the plan is
+// docs/CUDNN_FUSIONS.md). CUDA builds only. Not wired into the trainer yet: the gpu test
+// conv_bn_graph_cuda_gpu_test holds each graph to a double-precision reference, records whether cuDNN
+// has an engine for it on the GPU at hand and times it against the plain convolution, which is what
+// the first GPU session must learn before the plan rewrite (`--fuse_conv_bn`) is built on top.
+//
+// The graphs, all fp16 channels-last with f32 accumulation and f32 statistics:
+//   kFpropStats               y = conv(x, w); sum[k] = Σ y, sqsum[k] = Σ y² over N, P, Q
+//                             (the batch norm after the convolution needs no statistics pass)
+//   kScaleBiasReluFpropStats  the same on relu(x · scale[c] + bias[c]): the previous batch norm's
+//                             apply + relu done in the convolution's prologue (never written)
+//   kScaleBiasReluWgrad       dw = wgrad(relu(x · scale + bias), dy): the weight gradient of that
+//                             convolution, recomputing its input instead of reading it
+//
+//   auto plan = ConvBnPlan::build(pb, ConvBnGraph::kFpropStats, choice, &why);  // null: no engine
+//   plan->execute(handle, {.x = x, .w = w, .y = y, .sum = sum, .sqsum = sqsum}, workspace);
+#pragma once
+
+#include <cudnn.h>
+
+#include <memory>
+#include <string>
+
+#include "trainer/ops/conv2d_graph_cuda.h"
+
+namespace fastnn::ops::cudnn_graph {
+
+enum class ConvBnGraph { kFpropStats, kScaleBiasReluFpropStats, kScaleBiasReluWgrad };
+
+const char* graph_name(ConvBnGraph g);
+bool has_prologue(ConvBnGraph g);
+
+// Device pointers, each 16-byte aligned. x [N, C, H, W] channels-last; w [K, R, S, C], read by the
+// forward graphs and written by wgrad; y [N, P, Q, K], written by the forward graphs, read (as dy) by
+// wgrad; scale, bias [C] in the io type (prologue graphs only); sum, sqsum [K] f32 (forward graphs).
+struct ConvBnTensors {
+  const void* x = nullptr;
+  void* w = nullptr;
+  void* y = nullptr;
+  const void* scale = nullptr;
+  const void* bias = nullptr;
+  float* sum = nullptr;
+  float* sqsum = nullptr;
+};
+
+class ConvBnPlan {
+ public:
+  // pb: channels-last, f16 or bf16, one group. Null when cuDNN refuses the graph or has no usable
+  // engine for it; *why then says which and lists each candidate's reason. Builds on the current
+  // stream's cuDNN handle (a trial run on zeroed scratch there).
+  static std::shared_ptr<const ConvBnPlan> build(const ConvProblem& pb, ConvBnGraph graph, const EngineChoice& choice,
+                                                 std::string* why);
+  ~ConvBnPlan();
+  ConvBnPlan(const ConvBnPlan&) = delete;
+  ConvBnPlan& operator=(const ConvBnPlan&) = delete;
+
+  ConvBnGraph graph() const { return graph_; }
+  size_t workspace_bytes() const { return workspace_; }
+  const std::string& description() const { return description_; }  // engine, notes, workspace
+  void execute(cudnnHandle_t h, const ConvBnTensors& t, void* workspace) const;
+
+ private:
+  struct Descriptors;
+  ConvBnPlan();
+  std::unique_ptr<Descriptors> d_;
+  ConvBnGraph graph_ = ConvBnGraph::kFpropStats;
+  size_t workspace_ = 0;
+  std::string description_;
+};
+
+}  // namespace fastnn::ops::cudnn_graph
