@@ -65,24 +65,54 @@ DescPtr convolution(int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stri
   return conv;
 }
 
-DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::string* why) {
-  Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode)
+namespace {
+
+// The pointwise descriptor of a node: the mode, computed in f32.
+DescPtr pointwise_descriptor(cudnnPointwiseMode_t mode, std::string* why) {
+  auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode)
       .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
-  if (const cudnnStatus_t st = pw.try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+  if (const cudnnStatus_t st = pw->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
     *why = str("pointwise mode ", static_cast<int>(mode), ": ", cudnnGetErrorString(st));
     return nullptr;
   }
-  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw)
-      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
-      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
-  if (b) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  return pw;
+}
+
+DescPtr finalized_node(DescPtr op, cudnnPointwiseMode_t mode, std::string* why) {
   if (const cudnnStatus_t st = op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
     *why = str("pointwise node (mode ", static_cast<int>(mode), "): ", cudnnGetErrorString(st));
     return nullptr;
   }
-  return op;  // the node keeps its own copy of the pointwise descriptor's settings
+  return op;
+}
+
+}  // namespace
+
+DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::string* why,
+                  float alpha2) {
+  DescPtr pw = pointwise_descriptor(mode, why);
+  if (!pw) return nullptr;
+  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+  if (b) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  if (b && alpha2 != 1.0f) op->set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, alpha2);
+  op->adopt(std::move(pw));
+  return finalized_node(std::move(op), mode, why);
+}
+
+DescPtr pointwise_backward(cudnnPointwiseMode_t mode, const Desc& dy, const Desc& x, const Desc& dx, std::string* why) {
+  DescPtr pw = pointwise_descriptor(mode, why);
+  if (!pw) return nullptr;
+  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dy)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
+      .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dx);
+  op->adopt(std::move(pw));
+  return finalized_node(std::move(op), mode, why);
 }
 
 DescPtr operation_graph(cudnnHandle_t h, const std::vector<const Desc*>& nodes, std::string* why) {

@@ -46,9 +46,13 @@ class Desc {
   Desc& set_raw(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* values);
   void finalize();  // throws Error with cuDNN's message
   cudnnStatus_t try_finalize();
+  // Keeps a descriptor this one refers to alive as long as this one (cudnn-frontend does the same:
+  // cuDNN does not promise to copy what an attribute points to).
+  void adopt(std::unique_ptr<Desc> child) { children_.push_back(std::move(child)); }
 
  private:
   cudnnBackendDescriptor_t d_ = nullptr;
+  std::vector<std::unique_ptr<Desc>> children_;
 };
 using DescPtr = std::unique_ptr<Desc>;
 
@@ -62,9 +66,13 @@ DescPtr tensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& nc
 // A 2-D cross-correlation with f32 accumulation and symmetric padding.
 DescPtr convolution(int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stride_w, int64_t dil_h, int64_t dil_w);
 
-// A pointwise node y = mode(x[, b]) computed in f32 (b: null for one-input modes such as RELU_FWD).
-// Null with *why set when cuDNN refuses it.
-DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::string* why);
+// A pointwise node y = mode(x[, alpha2 · b]) computed in f32 (b: null for one-input modes such as
+// RELU_FWD). Null with *why set when cuDNN refuses it.
+DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::string* why,
+                  float alpha2 = 1.0f);
+
+// A backward pointwise node (RELU_BWD: dx = dy where the forward input x > 0, else 0).
+DescPtr pointwise_backward(cudnnPointwiseMode_t mode, const Desc& dy, const Desc& x, const Desc& dx, std::string* why);
 
 // An operation graph of the nodes (finalized on the handle); null with *why set when cuDNN refuses it.
 DescPtr operation_graph(cudnnHandle_t h, const std::vector<const Desc*>& nodes, std::string* why);

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -20,9 +22,13 @@ namespace cb = ::fastnn::cuda::cudnn_backend;
 using cb::Desc;
 using cb::DescPtr;
 
-// Tensor uids in the variant pack; the virtual tensors (prologue results) have no pointer.
+// Tensor uids in the variant pack; the virtual tensors (1xx: results inside the fused kernel) have no
+// pointer.
 constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3, kUidScale = 4, kUidBias = 5, kUidSum = 6, kUidSqsum = 7;
+constexpr int64_t kUidMean = 8, kUidInvstd = 9, kUidDrelu = 10, kUidDscale = 11, kUidDbias = 12, kUidEqDy = 13,
+                  kUidEqX = 14, kUidEqBias = 15;
 constexpr int64_t kUidScaled = 101, kUidShifted = 102, kUidActivated = 103;
+constexpr int64_t kUidDgrad = 111, kUidCentered = 112, kUidNormalised = 113, kUidBnScaled = 114, kUidBnOut = 115;
 
 Tensor zeroed(size_t bytes) {
   if (!bytes) return Tensor();
@@ -38,11 +44,14 @@ const char* graph_name(ConvBnGraph g) {
     case ConvBnGraph::kFpropStats: return "conv+stats";
     case ConvBnGraph::kScaleBiasReluFpropStats: return "scale-bias-relu+conv+stats";
     case ConvBnGraph::kScaleBiasReluWgrad: return "scale-bias-relu+wgrad";
+    case ConvBnGraph::kDgradDreluBnWeight: return "dgrad+drelu+bn-weight";
   }
   return "?";
 }
 
-bool has_prologue(ConvBnGraph g) { return g != ConvBnGraph::kFpropStats; }
+bool has_prologue(ConvBnGraph g) {
+  return g == ConvBnGraph::kScaleBiasReluFpropStats || g == ConvBnGraph::kScaleBiasReluWgrad;
+}
 
 struct ConvBnPlan::Descriptors {
   // Every descriptor the graph refers to lives as long as the plan.
@@ -71,13 +80,19 @@ Pack pack_of(ConvBnGraph g, const ConvBnTensors& t) {
   p.add(kUidX, t.x);
   p.add(kUidW, t.w);
   p.add(kUidY, t.y);
-  if (has_prologue(g)) {
+  if (g != ConvBnGraph::kFpropStats) {
     p.add(kUidScale, t.scale);
     p.add(kUidBias, t.bias);
   }
-  if (g != ConvBnGraph::kScaleBiasReluWgrad) {
+  if (g == ConvBnGraph::kFpropStats || g == ConvBnGraph::kScaleBiasReluFpropStats) {
     p.add(kUidSum, t.sum);
     p.add(kUidSqsum, t.sqsum);
+  }
+  if (g == ConvBnGraph::kDgradDreluBnWeight) {
+    for (auto [uid, ptr] : {std::pair<int64_t, const void*>{kUidMean, t.mean}, {kUidInvstd, t.invstd}, {kUidDrelu, t.drelu},
+                            {kUidDscale, t.dscale}, {kUidDbias, t.dbias}, {kUidEqDy, t.eq_dy}, {kUidEqX, t.eq_x},
+                            {kUidEqBias, t.eq_bias}})
+      p.add(uid, ptr);
   }
   return p;
 }
@@ -87,8 +102,78 @@ void run(cudnnHandle_t h, const Desc& plan, ConvBnGraph g, const ConvBnTensors& 
   cb::execute(h, plan, p.uids, p.ptrs, ws);
 }
 
+// The dgrad graph's nodes (cuDNN's "DgradDreluBNBwdWeight" pattern); see nodes() below.
+std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, std::vector<DescPtr>& keep, std::string* why) {
+  auto own = [&](DescPtr d) -> const Desc* {
+    if (!d) return nullptr;
+    keep.push_back(std::move(d));
+    return keep.back().get();
+  };
+  const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w}, per_c{1, pb.c, 1, 1};
+  const Desc* dy = own(cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, true));
+  const Desc* w = own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
+  const Desc* dgrad = own(cb::tensor(kUidDgrad, CUDNN_DATA_FLOAT, x_dims, true, true));
+  const Desc* conv = own(cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w));
+  std::vector<const Desc*> out;
+  const float alpha = 1.0f, beta = 0.0f;
+  auto node = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+  node->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *dgrad)
+      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *w)
+      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *dy)
+      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, *conv)
+      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, alpha)
+      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, beta);
+  if (const cudnnStatus_t st = node->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    *why = str("the data-gradient node: ", cudnnGetErrorString(st));
+    return {};
+  }
+  out.push_back(own(std::move(node)));
+
+  // The batch norm's output, recomputed: ((x − mean) · invstd) · scale + bias, all f32 inside.
+  const Desc* x = own(cb::tensor(kUidX, pb.io, x_dims, true));
+  const Desc* mean = own(cb::tensor(kUidMean, CUDNN_DATA_FLOAT, per_c, true));
+  const Desc* invstd = own(cb::tensor(kUidInvstd, CUDNN_DATA_FLOAT, per_c, true));
+  const Desc* scale = own(cb::tensor(kUidScale, CUDNN_DATA_FLOAT, per_c, true));
+  const Desc* bias = own(cb::tensor(kUidBias, CUDNN_DATA_FLOAT, per_c, true));
+  const Desc* centered = own(cb::tensor(kUidCentered, CUDNN_DATA_FLOAT, x_dims, true, true));
+  const Desc* normalised = own(cb::tensor(kUidNormalised, CUDNN_DATA_FLOAT, x_dims, true, true));
+  const Desc* scaled = own(cb::tensor(kUidBnScaled, CUDNN_DATA_FLOAT, x_dims, true, true));
+  const Desc* bn_out = own(cb::tensor(kUidBnOut, CUDNN_DATA_FLOAT, x_dims, true, true));
+  const Desc* drelu = own(cb::tensor(kUidDrelu, pb.io, x_dims, true));
+  for (const Desc* n : {own(cb::pointwise(CUDNN_POINTWISE_ADD, *x, mean, *centered, why, -1.0f)),
+                        own(cb::pointwise(CUDNN_POINTWISE_MUL, *centered, invstd, *normalised, why)),
+                        own(cb::pointwise(CUDNN_POINTWISE_MUL, *normalised, scale, *scaled, why)),
+                        own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *bn_out, why)),
+                        own(cb::pointwise_backward(CUDNN_POINTWISE_RELU_BWD, *dgrad, *bn_out, *drelu, why))}) {
+    if (!n) return {};
+    out.push_back(n);
+  }
+
+  // The batch norm's weight gradients and dx's coefficients.
+  auto bn = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR);
+  bn->set(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT)
+      .set_desc(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC, *mean)
+      .set_desc(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_INVSTD_DESC, *invstd)
+      .set_desc(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_BN_SCALE_DESC, *scale)
+      .set_desc(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_X_DESC, *x)
+      .set_desc(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DY_DESC, *drelu);
+  for (auto [attr, uid] : {std::pair{CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_SCALE_DESC, kUidDscale},
+                           {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_DBN_BIAS_DESC, kUidDbias},
+                           {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC, kUidEqDy},
+                           {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC, kUidEqX},
+                           {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS, kUidEqBias}})
+    bn->set_desc(attr, *own(cb::tensor(uid, CUDNN_DATA_FLOAT, per_c, true)));
+  if (const cudnnStatus_t st = bn->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    *why = str("the batch-norm weight-gradient node: ", cudnnGetErrorString(st));
+    return {};
+  }
+  out.push_back(own(std::move(bn)));
+  return out;
+}
+
 // The graph's nodes, in order; every descriptor is appended to `keep`. Null on a refused node.
 std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, std::vector<DescPtr>& keep, std::string* why) {
+  if (g == ConvBnGraph::kDgradDreluBnWeight) return dgrad_nodes(pb, keep, why);
   auto own = [&](DescPtr d) -> const Desc* {
     if (!d) return nullptr;
     keep.push_back(std::move(d));
@@ -181,22 +266,20 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   DescPtr op_graph = cb::operation_graph(h, ops, why);
   if (!op_graph) return nullptr;
 
-  // Zeroed scratch for the trial run (the contents do not matter; zeros keep every value finite).
+  // Zeroed scratch for the trial run (the contents do not matter; zeros keep every value finite): the
+  // three big tensors, and one block of per-channel slots (each 16-byte aligned, room for f32).
   const size_t e = 2;  // f16 and bf16
   Tensor x = zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e);
   Tensor w = zeroed(static_cast<size_t>(pb.k * pb.c * pb.r * pb.s) * e);
   Tensor y = zeroed(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * e);
-  Tensor per_c = zeroed(static_cast<size_t>(2 * pb.c) * e + 16);
-  Tensor per_k = zeroed(static_cast<size_t>(2 * pb.k) * sizeof(float) + 16);
-  const size_t c_offset = (static_cast<size_t>(pb.c) * e + 15) / 16 * 16;
-  const size_t k_offset = (static_cast<size_t>(pb.k) * sizeof(float) + 15) / 16 * 16;
-  const ConvBnTensors trial{.x = x.raw(),
-                            .w = w.raw(),
-                            .y = y.raw(),
-                            .scale = per_c.raw(),
-                            .bias = static_cast<char*>(per_c.raw()) + c_offset,
-                            .sum = static_cast<float*>(per_k.raw()),
-                            .sqsum = reinterpret_cast<float*>(static_cast<char*>(per_k.raw()) + k_offset)};
+  Tensor drelu = graph == ConvBnGraph::kDgradDreluBnWeight ? zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e)
+                                                           : Tensor();
+  const size_t slot = (static_cast<size_t>(std::max(pb.c, pb.k)) * sizeof(float) + 15) / 16 * 16;
+  Tensor per_channel = zeroed(11 * slot);
+  auto at = [&](int i) { return reinterpret_cast<float*>(static_cast<char*>(per_channel.raw()) + i * slot); };
+  const ConvBnTensors trial{.x = x.raw(), .w = w.raw(), .y = y.raw(), .scale = at(0), .bias = at(1), .sum = at(2),
+                            .sqsum = at(3), .mean = at(4), .invstd = at(5), .drelu = drelu.raw(), .dscale = at(6),
+                            .dbias = at(7), .eq_dy = at(8), .eq_x = at(9), .eq_bias = at(10)};
   const cb::TrialRun run_once = [&](const Desc& plan, size_t workspace) {
     Tensor ws = zeroed(workspace);
     run(h, plan, graph, trial, ws.raw());

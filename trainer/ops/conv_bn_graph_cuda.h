@@ -11,6 +11,11 @@
 //                             apply + relu done in the convolution's prologue (never written)
 //   kScaleBiasReluWgrad       dw = wgrad(relu(x · scale + bias), dy): the weight gradient of that
 //                             convolution, recomputing its input instead of reading it
+//   kDgradDreluBnWeight       the backward of batch norm + relu + conv: g = dgrad(dy, w); the relu's
+//                             gradient drelu = g where (x − mean) · invstd · scale + bias > 0 (the batch
+//                             norm's output recomputed from its input x), written; and the batch norm's
+//                             dscale = Σ drelu · x̂, dbias = Σ drelu and the coefficients of
+//                             dx = eq_dy · drelu + eq_x · x + eq_bias (a pointwise pass then makes dx)
 //
 //   auto plan = ConvBnPlan::build(pb, ConvBnGraph::kFpropStats, choice, &why);  // null: no engine
 //   plan->execute(handle, {.x = x, .w = w, .y = y, .sum = sum, .sqsum = sqsum}, workspace);
@@ -25,14 +30,17 @@
 
 namespace fastnn::ops::cudnn_graph {
 
-enum class ConvBnGraph { kFpropStats, kScaleBiasReluFpropStats, kScaleBiasReluWgrad };
+enum class ConvBnGraph { kFpropStats, kScaleBiasReluFpropStats, kScaleBiasReluWgrad, kDgradDreluBnWeight };
 
 const char* graph_name(ConvBnGraph g);
 bool has_prologue(ConvBnGraph g);
 
 // Device pointers, each 16-byte aligned. x [N, C, H, W] channels-last; w [K, R, S, C], read by the
-// forward graphs and written by wgrad; y [N, P, Q, K], written by the forward graphs, read (as dy) by
-// wgrad; scale, bias [C] in the io type (prologue graphs only); sum, sqsum [K] f32 (forward graphs).
+// forward graphs and the dgrad graph and written by wgrad; y [N, P, Q, K], written by the forward graphs,
+// read (as dy) by the backward ones; scale, bias [C]: the io type in the prologue graphs, f32 (the batch
+// norm's gamma and beta) in the dgrad graph; sum, sqsum [K] f32 (forward graphs). The dgrad graph's own:
+// mean, invstd [C] f32 (the batch norm's saved statistics), drelu [N, C, H, W] channels-last in the io
+// type, and dscale, dbias, eq_dy, eq_x, eq_bias [C] f32.
 struct ConvBnTensors {
   const void* x = nullptr;
   void* w = nullptr;
@@ -41,6 +49,14 @@ struct ConvBnTensors {
   const void* bias = nullptr;
   float* sum = nullptr;
   float* sqsum = nullptr;
+  const float* mean = nullptr;
+  const float* invstd = nullptr;
+  void* drelu = nullptr;
+  float* dscale = nullptr;
+  float* dbias = nullptr;
+  float* eq_dy = nullptr;
+  float* eq_x = nullptr;
+  float* eq_bias = nullptr;
 };
 
 class ConvBnPlan {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -174,6 +175,7 @@ std::shared_ptr<const ConvBnPlan> build_or_skip_reason(const Shape4& sh, ConvBnG
   auto plan = ConvBnPlan::build(problem(sh), g, any_engine(), why);
   std::printf("%-28s %-34s %s\n", graph_name(g), sh.name().c_str(),
               plan ? plan->description().c_str() : ("no plan: " + *why).c_str());
+  std::fflush(stdout);
   return plan;
 }
 
@@ -275,6 +277,115 @@ TEST(ConvBnWgradGraph, ScaleBiasReluWgradEqualsTheDoubleReference) {
   if (!built) GTEST_SKIP() << "cuDNN has no engine for " << graph_name(g) << " on this GPU:\n" << reasons;
 }
 
+// The backward of batch norm + relu + conv: inputs x (the batch norm's input), its saved statistics and
+// weights, the convolution's w and dy; the reference in double.
+struct DgradFixture {
+  Shape4 sh;
+  HalfArray x, w, dy;
+  std::vector<float> mean, invstd, scale, bias;  // f32 [C]
+  Tensor d_mean, d_invstd, d_scale, d_bias, drelu, coef;  // coef: dscale, dbias, eq_dy, eq_x, eq_bias
+
+  DgradFixture(const Shape4& s, uint32_t seed) : sh(s) {
+    std::mt19937 rng(seed);
+    const float wr = 1.0f / std::sqrt(static_cast<float>(s.c * s.r * s.s));
+    x = half_array(static_cast<size_t>(s.n * s.h * s.w * s.c), rng, -1.0f, 1.0f);
+    w = half_array(static_cast<size_t>(s.k * s.r * s.s * s.c), rng, -wr, wr);
+    dy = half_array(static_cast<size_t>(s.n * s.p() * s.q() * s.k), rng, -1.0f, 1.0f);
+    auto floats = [&](float lo, float hi) {
+      std::uniform_real_distribution<float> u(lo, hi);
+      std::vector<float> v(static_cast<size_t>(s.c));
+      for (float& f : v) f = u(rng);
+      return v;
+    };
+    mean = floats(-0.2f, 0.2f), invstd = floats(0.8f, 1.2f), scale = floats(0.5f, 1.5f), bias = floats(-0.5f, 0.5f);
+    auto up = [&](const std::vector<float>& v) {
+      return cuda::to_device(Tensor::from<float>({s.c}, std::span<const float>(v)));
+    };
+    d_mean = up(mean), d_invstd = up(invstd), d_scale = up(scale), d_bias = up(bias);
+    drelu = device_zeros(s.n * s.h * s.w * s.c, DType::kF16);
+    coef = device_zeros(5 * s.c, DType::kF32);
+  }
+
+  ConvBnTensors tensors() {
+    float* c = coef.data<float>();
+    return {.x = x.device.raw(), .w = w.device.raw(), .y = dy.device.raw(), .scale = d_scale.raw(),
+            .bias = d_bias.raw(), .mean = d_mean.data<float>(), .invstd = d_invstd.data<float>(),
+            .drelu = drelu.raw(), .dscale = c, .dbias = c + sh.c, .eq_dy = c + 2 * sh.c, .eq_x = c + 3 * sh.c,
+            .eq_bias = c + 4 * sh.c};
+  }
+};
+
+TEST(ConvBnDgradGraph, DreluAndBatchNormGradientsEqualTheDoubleReference) {
+  REQUIRE_GPU();
+  const ConvBnGraph g = ConvBnGraph::kDgradDreluBnWeight;
+  int built = 0;
+  std::string reasons;
+  // Channel counts that are multiples of 4 floats, so that the five [C] outputs stay 16-byte aligned.
+  for (const Shape4& sh : kSmallShapes) {
+    SCOPED_TRACE(sh.name());
+    std::string why;
+    auto plan = build_or_skip_reason(sh, g, &why);
+    if (!plan) {
+      reasons += sh.name() + ": " + why + "\n";
+      continue;
+    }
+    ++built;
+    DgradFixture f(sh, 29);
+    Tensor ws = plan->workspace_bytes() ? device_zeros(static_cast<int64_t>(plan->workspace_bytes()), DType::kU8) : Tensor();
+    const cudaStream_t st = cuda::current_stream();
+    plan->execute(cuda::cudnn_handle(st), f.tensors(), ws.raw());
+    CUDA_CHECK(cudaStreamSynchronize(st));
+
+    // g = dgrad(dy, w), scattered from each output position to the inputs it read.
+    const size_t xs = f.x.host.size(), C = static_cast<size_t>(sh.c);
+    std::vector<double> grad(xs, 0.0);
+    for (int64_t n = 0; n < sh.n; ++n)
+      for (int64_t p = 0; p < sh.p(); ++p)
+        for (int64_t q = 0; q < sh.q(); ++q)
+          for (int64_t k = 0; k < sh.k; ++k) {
+            const double d = f.dy.host[static_cast<size_t>(((n * sh.p() + p) * sh.q() + q) * sh.k + k)];
+            for (int64_t r = 0; r < sh.r; ++r)
+              for (int64_t s = 0; s < sh.s; ++s) {
+                const int64_t hi = p * sh.stride - sh.pad + r, wi = q * sh.stride - sh.pad + s;
+                if (hi < 0 || hi >= sh.h || wi < 0 || wi >= sh.w) continue;
+                for (int64_t c = 0; c < sh.c; ++c)
+                  grad[static_cast<size_t>(((n * sh.h + hi) * sh.w + wi) * sh.c + c)] +=
+                      d * f.w.host[static_cast<size_t>(((k * sh.r + r) * sh.s + s) * sh.c + c)];
+              }
+          }
+    std::vector<double> drelu(xs), xhat(xs), dscale(C, 0), dbias(C, 0);
+    for (size_t i = 0; i < xs; ++i) {
+      const size_t c = i % C;
+      xhat[i] = (f.x.host[i] - static_cast<double>(f.mean[c])) * f.invstd[c];
+      drelu[i] = xhat[i] * f.scale[c] + f.bias[c] > 0 ? grad[i] : 0.0;
+      dbias[c] += drelu[i];
+      dscale[c] += drelu[i] * xhat[i];
+    }
+    const double m = static_cast<double>(xs / C);
+    std::vector<double> dx(xs);
+    for (size_t i = 0; i < xs; ++i) {
+      const size_t c = i % C;
+      dx[i] = f.scale[c] * f.invstd[c] * (drelu[i] - dbias[c] / m - xhat[i] * dscale[c] / m);
+    }
+
+    const std::vector<float> got_drelu = host_floats(f.drelu), coef = host_floats(f.coef);
+    auto part = [&](int i) { return std::vector<float>(coef.begin() + i * sh.c, coef.begin() + (i + 1) * sh.c); };
+    EXPECT_LT(rel_l2(got_drelu, as_floats(drelu)), 3e-3);
+    EXPECT_LT(rel_l2(part(0), as_floats(dscale), 1e-2), 1e-2);
+    EXPECT_LT(rel_l2(part(1), as_floats(dbias), 1e-2), 1e-2);
+    // dx from the coefficients and the graph's own drelu, against the reference dx.
+    const std::vector<float> eq_dy = part(2), eq_x = part(3), eq_bias = part(4);
+    std::vector<float> got_dx(xs);
+    for (size_t i = 0; i < xs; ++i) {
+      const size_t c = i % C;
+      got_dx[i] = static_cast<float>(static_cast<double>(eq_dy[c]) * got_drelu[i] +
+                                     static_cast<double>(eq_x[c]) * f.x.host[i] + eq_bias[c]);
+    }
+    EXPECT_LT(rel_l2(got_dx, as_floats(dx)), 1e-2);
+  }
+  if (!built) GTEST_SKIP() << "cuDNN has no engine for " << graph_name(g) << " on this GPU:\n" << reasons;
+}
+
 // Not a pass/fail test: the time of each graph on ResNet-50's bottleneck shapes at batch 256 beside the
 // plain convolution pass it would replace (conv_api=graph's plan), printed as a table. Other gpu test
 // binaries may share the GPU meanwhile (scripts/gpu/run.sh runs several side by side), so the ratios
@@ -289,28 +400,36 @@ TEST(ConvBnGraphTiming, ResNet50BottleneckShapesAtBatch256) {
   namespace cb = cuda::cudnn_backend;
   const cudaStream_t st = cuda::current_stream();
   const cudnnHandle_t h = cuda::cudnn_handle(st);
-  std::printf("%-34s %9s %9s %9s | %9s %9s\n", "shape (N x H x W x C -> K)", "fprop ms", "+stats", "sbr+stats",
-              "wgrad ms", "sbr+wgrad");
+  std::printf("%-34s %9s %9s %9s | %9s %9s | %9s %9s\n", "shape (N x H x W x C -> K)", "fprop ms", "+stats",
+              "sbr+stats", "wgrad ms", "sbr+wgrad", "dgrad ms", "+drelu+bnw");
+  // Runtime-compiled engines take seconds to build per shape: the table stops after two minutes so that
+  // the binary stays inside run.sh's per-binary timeout, and each row is flushed as it is printed.
+  const auto start = std::chrono::steady_clock::now();
   for (const Shape4& sh : shapes) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) {
+      std::printf("(stopped: the table's two minutes are up)\n");
+      break;
+    }
     const ConvProblem pb = problem(sh);
     Tensor x = device_zeros(sh.n * sh.h * sh.w * sh.c, DType::kF16);
     Tensor w = device_zeros(sh.k * sh.r * sh.s * sh.c, DType::kF16);
     Tensor y = device_zeros(sh.n * sh.p() * sh.q() * sh.k, DType::kF16);
-    Tensor per_c = device_zeros(2 * sh.c + 8, DType::kF16);
-    Tensor per_k = device_zeros(2 * sh.k + 4, DType::kF32);
-    const ConvBnTensors t{.x = x.raw(),
-                          .w = w.raw(),
-                          .y = y.raw(),
-                          .scale = per_c.raw(),
-                          .bias = static_cast<char*>(per_c.raw()) + (sh.c + 7) / 8 * 16,
-                          .sum = per_k.data<float>(),
-                          .sqsum = per_k.data<float>() + ((sh.k + 3) / 4 * 4)};
+    Tensor drelu = device_zeros(sh.n * sh.h * sh.w * sh.c, DType::kF16);
+    const int64_t slot = (std::max(sh.c, sh.k) + 3) / 4 * 4;  // floats: 16-byte aligned slots
+    Tensor per_channel = device_zeros(11 * slot, DType::kF32);
+    float* pc = per_channel.data<float>();
+    const ConvBnTensors t{.x = x.raw(), .w = w.raw(), .y = y.raw(), .scale = pc, .bias = pc + slot,
+                          .sum = pc + 2 * slot, .sqsum = pc + 3 * slot, .mean = pc + 4 * slot,
+                          .invstd = pc + 5 * slot, .drelu = drelu.raw(), .dscale = pc + 6 * slot,
+                          .dbias = pc + 7 * slot, .eq_dy = pc + 8 * slot, .eq_x = pc + 9 * slot,
+                          .eq_bias = pc + 10 * slot};
     auto time_plain = [&](ConvPass pass) -> std::string {
       std::string why;
       auto plan = ConvPlan::build(pb, pass, 0.0f, any_engine(), &why);
       if (!plan) return "-";
       Tensor ws = plan->workspace_bytes() ? device_zeros(static_cast<int64_t>(plan->workspace_bytes()), DType::kU8) : Tensor();
-      // Forward (x, w, y) and backward filter (x, dw, dy) take their tensors in the same places.
+      // Forward (x, w, y), backward data (dx, w, dy) and backward filter (x, dw, dy) take their tensors
+      // in the same places.
       const float ms = cb::best_time_ms([&] { plan->execute(h, x.raw(), w.raw(), y.raw(), ws.raw()); }, st, 5);
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.3f", ms);
@@ -331,9 +450,11 @@ TEST(ConvBnGraphTiming, ResNet50BottleneckShapesAtBatch256) {
     };
     const std::string fprop = time_plain(ConvPass::kForward), stats = time_fused(ConvBnGraph::kFpropStats),
                       sbr = time_fused(ConvBnGraph::kScaleBiasReluFpropStats),
-                      wgrad = time_plain(ConvPass::kBackwardFilter), sbr_wgrad = time_fused(ConvBnGraph::kScaleBiasReluWgrad);
-    std::printf("%-34s %9s %9s %9s | %9s %9s\n", sh.name().c_str(), fprop.c_str(), stats.c_str(), sbr.c_str(),
-                wgrad.c_str(), sbr_wgrad.c_str());
+                      wgrad = time_plain(ConvPass::kBackwardFilter), sbr_wgrad = time_fused(ConvBnGraph::kScaleBiasReluWgrad),
+                      dgrad = time_plain(ConvPass::kBackwardData), dgrad_bn = time_fused(ConvBnGraph::kDgradDreluBnWeight);
+    std::printf("%-34s %9s %9s %9s | %9s %9s | %9s %9s\n", sh.name().c_str(), fprop.c_str(), stats.c_str(),
+                sbr.c_str(), wgrad.c_str(), sbr_wgrad.c_str(), dgrad.c_str(), dgrad_bn.c_str());
+    std::fflush(stdout);
   }
 }
 
