@@ -98,7 +98,10 @@ DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
   if (b) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  if (b && alpha2 != 1.0f) op->set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, alpha2);
+  // Both scales set explicitly, as cudnn-frontend does (the backend's defaults are not documented).
+  const float alpha1 = 1.0f;
+  op->set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, alpha1);
+  if (b) op->set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, alpha2);
   op->adopt(std::move(pw));
   return finalized_node(std::move(op), mode, why);
 }
@@ -215,7 +218,7 @@ std::vector<Plan> usable_plans(cudnnHandle_t h, const Desc& graph, cudnnBackendH
       // hold every pass to the CPU oracle).
       const char* refused =
           rules.deterministic && info.has(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) ? "not deterministic"
-          : info.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)                   ? "converts its inputs down"
+          : !rules.allow_down_convert && info.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ? "converts its inputs down"
           : rules.f32_io && !rules.allow_tensor_cores_on_f32 && info.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ? "TF32"
                                                                                                            : nullptr;
       if (refused) {

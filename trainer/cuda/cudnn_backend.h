@@ -82,6 +82,9 @@ struct EngineRules {
   bool deterministic = false;          // refuse engines noted NONDETERMINISTIC
   bool f32_io = false;                 // the graph's tensors are f32 ...
   bool allow_tensor_cores_on_f32 = false;  // ... and may use TF32
+  // A fused graph whose convolution reads a virtual f32 tensor (a prologue's result) must round it to
+  // the io type for the tensor cores: that is the fusion, not a loss of the caller's precision.
+  bool allow_down_convert = false;
   size_t max_workspace = 0;
 };
 

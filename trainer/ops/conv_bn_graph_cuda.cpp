@@ -258,7 +258,12 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   out->graph_ = graph;
   Descriptors& d = *out->d_;
   std::string refused;
-  const std::vector<const Desc*> ops = nodes(pb, graph, d.keep, &refused);
+  std::vector<const Desc*> ops;
+  try {  // a descriptor cuDNN refuses outright (CUDNN_CHECK) is a refusal too, not an error
+    ops = nodes(pb, graph, d.keep, &refused);
+  } catch (const std::exception& e) {
+    refused = e.what();
+  }
   if (ops.empty()) {
     *why = refused;
     return nullptr;
@@ -285,7 +290,9 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
     run(h, plan, graph, trial, ws.raw());
     CUDA_CHECK(cudaStreamSynchronize(s));
   };
-  const cb::EngineRules rules{.deterministic = choice.deterministic, .max_workspace = choice.max_workspace};
+  const cb::EngineRules rules{
+      .deterministic = choice.deterministic, .allow_down_convert = has_prologue(graph) || graph == ConvBnGraph::kDgradDreluBnWeight,
+      .max_workspace = choice.max_workspace};
   std::string rejected;
   std::vector<cb::Plan> plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_A, rules, 1, run_once, &rejected);
   if (plans.empty()) plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_FALLBACK, rules, 1, run_once, &rejected);

@@ -6,6 +6,12 @@
 // the answers decide.
 #include <gtest/gtest.h>
 
+#ifndef FASTNN_HAVE_CUDA
+
+TEST(ConvBnGraphGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA backend"; }
+
+#else
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -268,7 +274,9 @@ TEST(ConvBnWgradGraph, ScaleBiasReluWgradEqualsTheDoubleReference) {
     Fixture f(sh, true, 23);
     run_plan(*plan, f);
     const std::vector<float> dw = host_floats(f.w.device);
-    EXPECT_LT(rel_l2(dw, as_floats(f.weight_gradient())), 3e-3);
+    // Each dw element sums N·P·Q products; an engine noted REDUCED_PRECISION_REDUCTION may add partial
+    // sums in f16, hence a looser bound than the forward's.
+    EXPECT_LT(rel_l2(dw, as_floats(f.weight_gradient())), 5e-3);
     run_plan(*plan, f);
     if (plan->description().find("NONDETERMINISTIC") == std::string::npos) {
       EXPECT_EQ(dw, host_floats(f.w.device));
@@ -460,3 +468,5 @@ TEST(ConvBnGraphTiming, ResNet50BottleneckShapesAtBatch256) {
 
 }  // namespace
 }  // namespace fastnn::ops::cudnn_graph
+
+#endif
