@@ -65,6 +65,43 @@ DescPtr convolution(int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stri
   return conv;
 }
 
+DescPtr convolution_node(ConvNode kind, const Desc& x, const Desc& w, const Desc& y, const Desc& conv, float beta,
+                         std::string* why) {
+  // The node's type and its attribute names, by tensor role.
+  struct Attrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  const Attrs a =
+      kind == ConvNode::kForward
+          ? Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
+      : kind == ConvNode::kBackwardData
+          ? Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
+          : Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  const float alpha = 1.0f;
+  auto op = std::make_unique<Desc>(a.type);
+  op->set_desc(a.x, x)
+      .set_desc(a.w, w)
+      .set_desc(a.y, y)
+      .set_desc(a.conv, conv)
+      .set(a.alpha, CUDNN_TYPE_FLOAT, alpha)
+      .set(a.beta, CUDNN_TYPE_FLOAT, beta);
+  if (const cudnnStatus_t st = op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    *why = str("the convolution node: ", cudnnGetErrorString(st));
+    return nullptr;
+  }
+  return op;
+}
+
 namespace {
 
 // The pointwise descriptor of a node: the mode, computed in f32.

@@ -66,6 +66,26 @@ DescPtr tensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& nc
 // A 2-D cross-correlation with f32 accumulation and symmetric padding.
 DescPtr convolution(int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stride_w, int64_t dil_h, int64_t dil_w);
 
+// A convolution node on its three tensors by role: forward (x, w, y), backward data (dx, w, dy),
+// backward filter (x, dw, dy); the output is alpha · result + beta · output (beta = 1 adds into it).
+// Null with *why set when cuDNN refuses it.
+enum class ConvNode { kForward, kBackwardData, kBackwardFilter };
+DescPtr convolution_node(ConvNode kind, const Desc& x, const Desc& w, const Desc& y, const Desc& conv, float beta,
+                         std::string* why);
+
+// Owns the descriptors of a graph under construction and hands out stable pointers to them.
+class DescKeeper {
+ public:
+  const Desc* own(DescPtr d) {  // null stays null (a refused node)
+    if (!d) return nullptr;
+    kept_.push_back(std::move(d));
+    return kept_.back().get();
+  }
+
+ private:
+  std::vector<DescPtr> kept_;
+};
+
 // A pointwise node y = mode(x[, alpha2 · b]) computed in f32 (b: null for one-input modes such as
 // RELU_FWD). Null with *why set when cuDNN refuses it.
 DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y, std::string* why,

@@ -89,38 +89,12 @@ std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass 
   d.y = cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, pb.nhwc);
   d.conv = cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w);
 
-  // The pass's operation node and its attribute names, by tensor role (uids 1, 2, 3: x, w, y).
-  struct PassAttrs {
-    cudnnBackendDescriptorType_t type;
-    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
-  };
-  const PassAttrs a =
-      pass == ConvPass::kForward
-          ? PassAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
-      : pass == ConvPass::kBackwardData
-          ? PassAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
-          : PassAttrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
-  const float alpha = 1.0f;
-  d.op = std::make_unique<Desc>(a.type);
-  d.op->set_desc(a.x, *d.x)
-      .set_desc(a.w, *d.w)
-      .set_desc(a.y, *d.y)
-      .set_desc(a.conv, *d.conv)
-      .set(a.alpha, CUDNN_TYPE_FLOAT, alpha)
-      .set(a.beta, CUDNN_TYPE_FLOAT, beta);
-  if (const cudnnStatus_t st = d.op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("the convolution node: ", cudnnGetErrorString(st));
-    return nullptr;
-  }
+  // The pass's operation node (tensors by role: uids 1, 2, 3 are x, w, y).
+  const cb::ConvNode kind = pass == ConvPass::kForward        ? cb::ConvNode::kForward
+                            : pass == ConvPass::kBackwardData ? cb::ConvNode::kBackwardData
+                                                              : cb::ConvNode::kBackwardFilter;
+  d.op = cb::convolution_node(kind, *d.x, *d.w, *d.y, *d.conv, beta, why);
+  if (!d.op) return nullptr;
   d.graph = cb::operation_graph(h, {d.op.get()}, why);
   if (!d.graph) return nullptr;
 

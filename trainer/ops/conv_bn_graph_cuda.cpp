@@ -54,8 +54,7 @@ bool has_prologue(ConvBnGraph g) {
 }
 
 struct ConvBnPlan::Descriptors {
-  // Every descriptor the graph refers to lives as long as the plan.
-  std::vector<DescPtr> keep;
+  cb::DescKeeper keep;  // every descriptor the graph refers to lives as long as the plan
   std::shared_ptr<Desc> config;
   DescPtr plan;
 };
@@ -102,54 +101,50 @@ void run(cudnnHandle_t h, const Desc& plan, ConvBnGraph g, const ConvBnTensors& 
   cb::execute(h, plan, p.uids, p.ptrs, ws);
 }
 
-// The dgrad graph's nodes (cuDNN's "DgradDreluBNBwdWeight" pattern); see nodes() below.
-std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, std::vector<DescPtr>& keep, std::string* why) {
-  auto own = [&](DescPtr d) -> const Desc* {
-    if (!d) return nullptr;
-    keep.push_back(std::move(d));
-    return keep.back().get();
-  };
-  const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w}, per_c{1, pb.c, 1, 1};
-  const Desc* dy = own(cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, true));
-  const Desc* w = own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
-  const Desc* dgrad = own(cb::tensor(kUidDgrad, CUDNN_DATA_FLOAT, x_dims, true, true));
-  const Desc* conv = own(cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w));
+// The nodes of `nodes` in order, or none when one of them is null (cuDNN refused it; *why says why).
+std::vector<const Desc*> all_or_none(std::initializer_list<const Desc*> nodes) {
   std::vector<const Desc*> out;
-  const float alpha = 1.0f, beta = 0.0f;
-  auto node = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-  node->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *dgrad)
-      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *w)
-      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *dy)
-      .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, *conv)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, beta);
-  if (const cudnnStatus_t st = node->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("the data-gradient node: ", cudnnGetErrorString(st));
-    return {};
-  }
-  out.push_back(own(std::move(node)));
-
-  // The batch norm's output, recomputed: ((x − mean) · invstd) · scale + bias, all f32 inside.
-  const Desc* x = own(cb::tensor(kUidX, pb.io, x_dims, true));
-  const Desc* mean = own(cb::tensor(kUidMean, CUDNN_DATA_FLOAT, per_c, true));
-  const Desc* invstd = own(cb::tensor(kUidInvstd, CUDNN_DATA_FLOAT, per_c, true));
-  const Desc* scale = own(cb::tensor(kUidScale, CUDNN_DATA_FLOAT, per_c, true));
-  const Desc* bias = own(cb::tensor(kUidBias, CUDNN_DATA_FLOAT, per_c, true));
-  const Desc* centered = own(cb::tensor(kUidCentered, CUDNN_DATA_FLOAT, x_dims, true, true));
-  const Desc* normalised = own(cb::tensor(kUidNormalised, CUDNN_DATA_FLOAT, x_dims, true, true));
-  const Desc* scaled = own(cb::tensor(kUidBnScaled, CUDNN_DATA_FLOAT, x_dims, true, true));
-  const Desc* bn_out = own(cb::tensor(kUidBnOut, CUDNN_DATA_FLOAT, x_dims, true, true));
-  const Desc* drelu = own(cb::tensor(kUidDrelu, pb.io, x_dims, true));
-  for (const Desc* n : {own(cb::pointwise(CUDNN_POINTWISE_ADD, *x, mean, *centered, why, -1.0f)),
-                        own(cb::pointwise(CUDNN_POINTWISE_MUL, *centered, invstd, *normalised, why)),
-                        own(cb::pointwise(CUDNN_POINTWISE_MUL, *normalised, scale, *scaled, why)),
-                        own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *bn_out, why)),
-                        own(cb::pointwise_backward(CUDNN_POINTWISE_RELU_BWD, *dgrad, *bn_out, *drelu, why))}) {
+  for (const Desc* n : nodes) {
     if (!n) return {};
     out.push_back(n);
   }
+  return out;
+}
 
-  // The batch norm's weight gradients and dx's coefficients.
+// The prologue: relu(x · scale + bias) in f32, never written (virtual tensors); its result is *act.
+std::vector<const Desc*> prologue_nodes(const ConvProblem& pb, const Desc& x, cb::DescKeeper& keep, const Desc** act,
+                                        std::string* why) {
+  const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w};
+  const Desc* scale = keep.own(cb::tensor(kUidScale, pb.io, {1, pb.c, 1, 1}, true));
+  const Desc* bias = keep.own(cb::tensor(kUidBias, pb.io, {1, pb.c, 1, 1}, true));
+  const Desc* scaled = keep.own(cb::tensor(kUidScaled, CUDNN_DATA_FLOAT, x_dims, true, true));
+  const Desc* shifted = keep.own(cb::tensor(kUidShifted, CUDNN_DATA_FLOAT, x_dims, true, true));
+  *act = keep.own(cb::tensor(kUidActivated, CUDNN_DATA_FLOAT, x_dims, true, true));
+  return all_or_none({keep.own(cb::pointwise(CUDNN_POINTWISE_MUL, x, scale, *scaled, why)),
+                      keep.own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *shifted, why)),
+                      keep.own(cb::pointwise(CUDNN_POINTWISE_RELU_FWD, *shifted, nullptr, **act, why))});
+}
+
+// The dgrad graph (cuDNN's "DgradDreluBNBwdWeight" pattern): g = dgrad(dy, w) (virtual f32); the batch
+// norm's output recomputed from x as ((x − mean) · invstd) · scale + bias; drelu = RELU_BWD(g, that)
+// (written); then the batch norm's weight gradients and dx's coefficients from drelu and x.
+std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, const Desc& conv, cb::DescKeeper& keep, std::string* why) {
+  const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w}, per_c{1, pb.c, 1, 1};
+  auto f32 = [&](int64_t uid, const std::vector<int64_t>& dims, bool is_virtual) {
+    return keep.own(cb::tensor(uid, CUDNN_DATA_FLOAT, dims, true, is_virtual));
+  };
+  const Desc* dy = keep.own(cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, true));
+  const Desc* w = keep.own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
+  const Desc* x = keep.own(cb::tensor(kUidX, pb.io, x_dims, true));
+  const Desc* drelu = keep.own(cb::tensor(kUidDrelu, pb.io, x_dims, true));
+  const Desc *mean = f32(kUidMean, per_c, false), *invstd = f32(kUidInvstd, per_c, false);
+  const Desc *scale = f32(kUidScale, per_c, false), *bias = f32(kUidBias, per_c, false);
+  const Desc* dgrad = f32(kUidDgrad, x_dims, true);
+  const Desc* centered = f32(kUidCentered, x_dims, true);
+  const Desc* normalised = f32(kUidNormalised, x_dims, true);
+  const Desc* scaled = f32(kUidBnScaled, x_dims, true);
+  const Desc* bn_out = f32(kUidBnOut, x_dims, true);
+
   auto bn = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR);
   bn->set(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT)
       .set_desc(CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_MEAN_DESC, *mean)
@@ -162,87 +157,59 @@ std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, std::vector<DescPtr>
                            {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_DY_SCALE_DESC, kUidEqDy},
                            {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_X_SCALE_DESC, kUidEqX},
                            {CUDNN_ATTR_OPERATION_BN_BWD_WEIGHTS_EQ_BIAS, kUidEqBias}})
-    bn->set_desc(attr, *own(cb::tensor(uid, CUDNN_DATA_FLOAT, per_c, true)));
-  if (const cudnnStatus_t st = bn->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
+    bn->set_desc(attr, *f32(uid, per_c, false));
+  const Desc* bn_node = nullptr;
+  if (const cudnnStatus_t st = bn->try_finalize(); st != CUDNN_STATUS_SUCCESS)
     *why = str("the batch-norm weight-gradient node: ", cudnnGetErrorString(st));
-    return {};
-  }
-  out.push_back(own(std::move(bn)));
-  return out;
+  else
+    bn_node = keep.own(std::move(bn));
+
+  return all_or_none({keep.own(cb::convolution_node(cb::ConvNode::kBackwardData, *dgrad, *w, *dy, conv, 0.0f, why)),
+                      keep.own(cb::pointwise(CUDNN_POINTWISE_ADD, *x, mean, *centered, why, -1.0f)),
+                      keep.own(cb::pointwise(CUDNN_POINTWISE_MUL, *centered, invstd, *normalised, why)),
+                      keep.own(cb::pointwise(CUDNN_POINTWISE_MUL, *normalised, scale, *scaled, why)),
+                      keep.own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *bn_out, why)),
+                      keep.own(cb::pointwise_backward(CUDNN_POINTWISE_RELU_BWD, *dgrad, *bn_out, *drelu, why)),
+                      bn_node});
 }
 
-// The graph's nodes, in order; every descriptor is appended to `keep`. Null on a refused node.
-std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, std::vector<DescPtr>& keep, std::string* why) {
-  if (g == ConvBnGraph::kDgradDreluBnWeight) return dgrad_nodes(pb, keep, why);
-  auto own = [&](DescPtr d) -> const Desc* {
-    if (!d) return nullptr;
-    keep.push_back(std::move(d));
-    return keep.back().get();
-  };
-  const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w}, y_dims{pb.n, pb.k, pb.p, pb.q};
-  const Desc* x = own(cb::tensor(kUidX, pb.io, x_dims, true));
-  const Desc* w = own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
-  const Desc* y = own(cb::tensor(kUidY, pb.io, y_dims, true));
+// The graph's nodes, in order; every descriptor goes to `keep`. Empty when cuDNN refuses a node.
+std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, cb::DescKeeper& keep, std::string* why) {
+  const Desc* conv = keep.own(cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w));
+  if (g == ConvBnGraph::kDgradDreluBnWeight) return dgrad_nodes(pb, *conv, keep, why);
+  const Desc* x = keep.own(cb::tensor(kUidX, pb.io, {pb.n, pb.c, pb.h, pb.w}, true));
+  const Desc* w = keep.own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
+  const Desc* y = keep.own(cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, true));
   std::vector<const Desc*> out;
-
-  // The prologue: relu(x * scale + bias) in f32, never written.
   const Desc* conv_x = x;
   if (has_prologue(g)) {
-    const Desc* scale = own(cb::tensor(kUidScale, pb.io, {1, pb.c, 1, 1}, true));
-    const Desc* bias = own(cb::tensor(kUidBias, pb.io, {1, pb.c, 1, 1}, true));
-    const Desc* scaled = own(cb::tensor(kUidScaled, CUDNN_DATA_FLOAT, x_dims, true, true));
-    const Desc* shifted = own(cb::tensor(kUidShifted, CUDNN_DATA_FLOAT, x_dims, true, true));
-    const Desc* activated = own(cb::tensor(kUidActivated, CUDNN_DATA_FLOAT, x_dims, true, true));
-    for (const Desc* n : {own(cb::pointwise(CUDNN_POINTWISE_MUL, *x, scale, *scaled, why)),
-                          own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *shifted, why)),
-                          own(cb::pointwise(CUDNN_POINTWISE_RELU_FWD, *shifted, nullptr, *activated, why))}) {
-      if (!n) return {};
-      out.push_back(n);
-    }
-    conv_x = activated;
+    out = prologue_nodes(pb, *x, keep, &conv_x, why);
+    if (out.empty()) return {};
   }
-
-  const Desc* conv = own(cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w));
-  const float alpha = 1.0f, beta = 0.0f;
-  auto node = std::make_unique<Desc>(g == ConvBnGraph::kScaleBiasReluWgrad
-                                         ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR
-                                         : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   if (g == ConvBnGraph::kScaleBiasReluWgrad) {
-    node->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *conv_x)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, *w)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, *y)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, *conv)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, beta);
-  } else {
-    node->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *conv_x)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *w)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *y)
-        .set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, beta);
+    const Desc* node = keep.own(cb::convolution_node(cb::ConvNode::kBackwardFilter, *conv_x, *w, *y, *conv, 0.0f, why));
+    if (!node) return {};
+    out.push_back(node);
+    return out;
   }
-  if (const cudnnStatus_t st = node->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("the convolution node: ", cudnnGetErrorString(st));
-    return {};
-  }
-  out.push_back(own(std::move(node)));
-
-  if (g != ConvBnGraph::kScaleBiasReluWgrad) {  // the statistics of y, for the batch norm that follows
-    const Desc* sum = own(cb::tensor(kUidSum, CUDNN_DATA_FLOAT, {1, pb.k, 1, 1}, true));
-    const Desc* sqsum = own(cb::tensor(kUidSqsum, CUDNN_DATA_FLOAT, {1, pb.k, 1, 1}, true));
-    auto stats = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-    stats->set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, CUDNN_GENSTATS_SUM_SQSUM)
-        .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT)
-        .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, *y)
-        .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum)
-        .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum);
-    if (const cudnnStatus_t st = stats->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-      *why = str("the statistics node: ", cudnnGetErrorString(st));
-      return {};
-    }
-    out.push_back(own(std::move(stats)));
-  }
+  // Forward, then the statistics of y for the batch norm that follows.
+  const Desc* sum = keep.own(cb::tensor(kUidSum, CUDNN_DATA_FLOAT, {1, pb.k, 1, 1}, true));
+  const Desc* sqsum = keep.own(cb::tensor(kUidSqsum, CUDNN_DATA_FLOAT, {1, pb.k, 1, 1}, true));
+  auto stats = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+  stats->set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, CUDNN_GENSTATS_SUM_SQSUM)
+      .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT)
+      .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, *y)
+      .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum)
+      .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum);
+  const Desc* stats_node = nullptr;
+  if (const cudnnStatus_t st = stats->try_finalize(); st != CUDNN_STATUS_SUCCESS)
+    *why = str("the statistics node: ", cudnnGetErrorString(st));
+  else
+    stats_node = keep.own(std::move(stats));
+  const std::vector<const Desc*> rest =
+      all_or_none({keep.own(cb::convolution_node(cb::ConvNode::kForward, *conv_x, *w, *y, *conv, 0.0f, why)), stats_node});
+  if (rest.empty()) return {};
+  out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }
 
@@ -268,7 +235,7 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
     *why = refused;
     return nullptr;
   }
-  DescPtr op_graph = cb::operation_graph(h, ops, why);
+  const Desc* op_graph = d.keep.own(cb::operation_graph(h, ops, why));
   if (!op_graph) return nullptr;
 
   // Zeroed scratch for the trial run (the contents do not matter; zeros keep every value finite): the
@@ -300,7 +267,6 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
     *why = str("no usable engine:", rejected.empty() ? " heuristics listed none" : rejected);
     return nullptr;
   }
-  d.keep.push_back(std::move(op_graph));
   d.config = plans[0].config;
   d.plan = std::move(plans[0].plan);
   out->workspace_ = plans[0].workspace;
