@@ -1,11 +1,13 @@
 #include "trainer/loop/input_stages_cuda.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
+#include "trainer/loop/stage_rotation.h"
 #include "trainer/loop/step_kernels.h"
 
 namespace fastnn::loop {
@@ -78,6 +80,7 @@ std::pair<Tensor, Tensor> InputStages::place(const Tensor& images, const Tensor&
     copy_to_stage(*s, images, labels);
   }
   CUDA_CHECK(cudaStreamWaitEvent(cuda::current_stream(), s->copied, 0));
+  s->placed = placements_++;
   const bool nhwc = s->dev_raw.layout() == Layout::kNHWC;
   const Shape& sh = s->dev_raw.shape();
   const Shape nchw = nhwc ? Shape{sh[0], sh[3], sh[1], sh[2]} : sh;
@@ -86,20 +89,12 @@ std::pair<Tensor, Tensor> InputStages::place(const Tensor& images, const Tensor&
   return {s->dev_images, s->dev_labels};
 }
 
-// The next stage to copy into, in turn, skipping one whose prefetched batch is still to be trained on
-// (the loop keeps at most one: the step after the current one). Were all pending, the turn's stage
-// gives up its prefetch (that batch is copied again when it comes).
+// The next stage to copy into (stage_rotation.h): not holding a prefetched batch, and of those the one
+// placed longest ago, whose step has finished by now.
 InputStages::Stage& InputStages::free_stage() {
-  size_t pick = next_stage_;
-  for (size_t k = 0; k < kStages; ++k) {
-    const size_t i = (next_stage_ + k) % kStages;
-    if (!stages_[i].pending_images) {
-      pick = i;
-      break;
-    }
-  }
-  next_stage_ = (pick + 1) % kStages;
-  Stage& s = stages_[pick];
+  std::array<StageUse, kStages> use;
+  for (size_t i = 0; i < kStages; ++i) use[i] = {stages_[i].pending_images != nullptr, stages_[i].placed};
+  Stage& s = stages_[stage_to_reuse(use)];
   s.pending_images = s.pending_labels = nullptr;
   return s;
 }

@@ -47,6 +47,7 @@ class InputStages {
     // Set by prefetch(): the host batch this stage's copy holds, until a train() takes it.
     const void* pending_images = nullptr;
     const void* pending_labels = nullptr;
+    int64_t placed = -1;  // the order of its last place() (stage_rotation.h); -1: never placed
   };
 
   Stage& free_stage();
@@ -59,10 +60,11 @@ class InputStages {
   cudaStream_t copy_stream_ = nullptr;
   // Three: the step the device runs, the step the host queues behind it (StepRunner::queue_train reads
   // results one step late, so the host runs a step ahead) and the prefetched next batch; a stage is
-  // reused only after the step that read it, so two would make the host wait for the device.
+  // reused only after the step that read it, so two would make the host wait for the device. Which one
+  // a copy reuses: stage_rotation.h.
   static constexpr size_t kStages = 3;
   Stage stages_[kStages];
-  size_t next_stage_ = 0;
+  int64_t placements_ = 0;
   Stage* current_stage_ = nullptr;
   std::shared_ptr<pipeline::BatchAllocator> allocator_;
 };
