@@ -47,6 +47,10 @@ bench resnet50_fp16_default_graphapi_exhaustive --model_name=resnet_v1_50 --batc
 bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 # fp32 (TF32 off) under the cuda defaults (NHWC, fuse_ops): the fp32 row against tfslim_resnet_v1_50_fp32.
 bench resnet50_fp32_default --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum
+# The same with every convolution's algorithm timed (PyTorch's peer runs with cudnn.benchmark, which
+# times them): without tensor cores, fp32 3x3 convolutions have Winograd and FFT algorithms that the
+# heuristic's first pick may miss.
+bench resnet50_fp32_default_exhaustive --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --conv_search=exhaustive
 [[ ${FASTNN_BENCH_TF32:-0} == 1 ]] && FASTNN_ALLOW_TF32=1 bench resnet50_tf32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 bench resnet50_fp16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
 bench resnet50_bf16 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=bf16 --optimizer=momentum --data_format=NCHW --fuse_ops=false
