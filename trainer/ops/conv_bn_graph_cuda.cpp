@@ -1,7 +1,8 @@
 // Convolution + batch-norm fusions through cuDNN's graph API: contract in conv_bn_graph_cuda.h. The node
-// layout follows cuDNN's "ConvBNfprop" and "ConvBNwgrad" patterns (cuDNN Graph API guide, "Specialized
-// Pre-Compiled Engines"): pointwise MUL, ADD, RELU_FWD on x into virtual f32 tensors, then the
-// convolution node, then (forward) a GEN_STATS node on its output.
+// layouts follow cuDNN's "ConvBNfprop", "ConvBNwgrad" and "DgradDreluBNBwdWeight" patterns (cuDNN Graph
+// API guide, "Specialized Pre-Compiled Engines"): pointwise MUL, ADD, RELU_FWD on x into virtual f32
+// tensors, then the convolution node, then (forward) a GEN_STATS node on its output; for the dgrad
+// graph, the data gradient, the batch norm recomputed, RELU_BWD and BN_BWD_WEIGHTS.
 #include "trainer/ops/conv_bn_graph_cuda.h"
 
 #include <cuda_runtime_api.h>
@@ -257,9 +258,10 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
     run(h, plan, graph, trial, ws.raw());
     CUDA_CHECK(cudaStreamSynchronize(s));
   };
-  const cb::EngineRules rules{
-      .deterministic = choice.deterministic, .allow_down_convert = has_prologue(graph) || graph == ConvBnGraph::kDgradDreluBnWeight,
-      .max_workspace = choice.max_workspace};
+  const bool reads_f32_intermediates = graph != ConvBnGraph::kFpropStats;
+  const cb::EngineRules rules{.deterministic = choice.deterministic,
+                              .allow_down_convert = reads_f32_intermediates,
+                              .max_workspace = choice.max_workspace};
   std::string rejected;
   std::vector<cb::Plan> plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_A, rules, 1, run_once, &rejected);
   if (plans.empty()) plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_FALLBACK, rules, 1, run_once, &rejected);
