@@ -32,6 +32,27 @@ void jitter_row(float* row, int n, const ColorJitter& c) {
 
 inline uint8_t to_u8(float v) { return static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f) + 0.5f); }
 
+// to_u8 over a contiguous row. The compiler leaves the float -> uint8 conversion scalar (about 170 us
+// of an inception-preset 224x224x3 sample, 15% of the whole decode + augment); with SSE2, 16 values at
+// a time: the same clamp, + 0.5 and truncation (cvttps), then packs that cannot saturate (0..255), so
+// the bytes equal to_u8's.
+void to_u8_row(const float* src, int n, uint8_t* dst) {
+  int i = 0;
+#if defined(__SSE2__)
+  const __m128 lo = _mm_setzero_ps(), hi = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+  for (; i + 16 <= n; i += 16) {
+    __m128i q[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m128 v = _mm_loadu_ps(src + i + 4 * k);
+      q[k] = _mm_cvttps_epi32(_mm_add_ps(_mm_min_ps(_mm_max_ps(v, lo), hi), half));
+    }
+    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), bytes);
+  }
+#endif
+  for (; i < n; ++i) dst[i] = to_u8(src[i]);
+}
+
 // Batch memory is written once and read by someone else (the trainer, a device copy): stream it
 // past the caches. Plain stores would first read every destination line (write-allocate) and evict
 // the decoder's working set — measurably slower than the bare loop writing one hot buffer.
@@ -65,7 +86,11 @@ void store(const float* row, int oy, const OutputFormat& f, const float* mean_ro
   auto convert = [&](const float* src, int n, int stride, const float* m, const float* sc, bool per_elem) {
     switch (f.spec.dtype) {
       case DType::kUint8:
-        for (int i = 0; i < n; ++i) tmp[i] = to_u8(src[i * stride]);
+        if (stride == 1) {
+          to_u8_row(src, n, tmp);
+        } else {
+          for (int i = 0; i < n; ++i) tmp[i] = to_u8(src[i * stride]);
+        }
         break;
       case DType::kFloat32: {
         auto* t = reinterpret_cast<float*>(tmp);

@@ -1,4 +1,5 @@
 // The resampling kernel and the presets' geometry against values computed by hand on tiny images.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -94,6 +95,36 @@ TEST(Resample, NormalisationDtypesAndLayouts) {
   r.run(v, {0, 0, 2, 1}, false, {}, f, u8.data());
   // x samples at -0.25, 0.25, 0.75, 1.25: red 10, 17.5, 32.5, 40.
   EXPECT_EQ(u8, (std::vector<uint8_t>{10, 20, 30, 18, 28, 38, 33, 43, 53, 40, 50, 60}));
+}
+
+// uint8 output (vectorised 16 values at a time) equals the float output rounded as to_u8 does:
+// clamp to [0, 255], + 0.5, truncate. A real-sized sample with fractional bilinear values, colour
+// jitter pushing some out of range (the clamp), and rows whose length is not a multiple of 16.
+TEST(Resample, Uint8OutputIsTheFloatOutputRounded) {
+  const int w = 37, h = 29, ow = 227, oh = 31;
+  std::vector<uint8_t> img(size_t(w) * h * 3);
+  for (size_t i = 0; i < img.size(); ++i) img[i] = static_cast<uint8_t>((i * 97 + i / 7) % 256);
+  ColorJitter jitter;
+  jitter.enabled = true;
+  jitter.brightness = 19.5f;
+  jitter.saturation = 1.7f;
+  for (bool jittered : {false, true}) {
+    const ColorJitter color = jittered ? jitter : ColorJitter{};
+    const ImageView v{img.data(), w, h, 3, size_t(w) * 3};
+    const Window win{1.25, 0.5, 33.3, 27.9};
+    Resampler r;
+    std::vector<float> f32(size_t(ow) * oh * 3);
+    r.run(v, win, true, color, identity(oh, ow, 3), f32.data());
+    std::vector<uint8_t> u8(f32.size());
+    r.run(v, win, true, color, identity(oh, ow, 3, DType::kUint8), u8.data());
+    int fractional = 0;
+    for (size_t i = 0; i < f32.size(); ++i) {
+      const float expect = std::floor(std::clamp(f32[i], 0.0f, 255.0f) + 0.5f);
+      ASSERT_EQ(u8[i], static_cast<uint8_t>(expect)) << "element " << i << " (float " << f32[i] << ")";
+      fractional += f32[i] != std::floor(f32[i]);
+    }
+    EXPECT_GT(fractional, static_cast<int>(f32.size() / 2));  // the rounding is exercised
+  }
 }
 
 TEST(Resample, ColourJitterByHand) {
