@@ -221,10 +221,9 @@ EngineInfo engine_info(cudnnBackendDescriptor_t config) {
   return info;
 }
 
-}  // namespace
-
-std::vector<Plan> usable_plans(cudnnHandle_t h, const Desc& graph, cudnnBackendHeurMode_t mode, const EngineRules& rules,
-                               size_t want, const TrialRun& trial, std::string* why) {
+// usable_plans for one heuristics mode; rejections appended to *why.
+std::vector<Plan> usable_plans_of_mode(cudnnHandle_t h, const Desc& graph, cudnnBackendHeurMode_t mode,
+                                       const EngineRules& rules, size_t want, const TrialRun& trial, std::string* why) {
   Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
   int64_t count = 0;
@@ -282,6 +281,17 @@ std::vector<Plan> usable_plans(cudnnHandle_t h, const Desc& graph, cudnnBackendH
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Plan> usable_plans(cudnnHandle_t h, const Desc& graph, const EngineRules& rules, size_t want,
+                               const TrialRun& trial, std::string* why) {
+  std::string rejected;
+  std::vector<Plan> plans = usable_plans_of_mode(h, graph, CUDNN_HEUR_MODE_A, rules, want, trial, &rejected);
+  if (plans.empty()) plans = usable_plans_of_mode(h, graph, CUDNN_HEUR_MODE_FALLBACK, rules, want, trial, &rejected);
+  if (plans.empty()) *why = str("no usable engine:", rejected.empty() ? " heuristics listed none" : rejected);
+  return plans;
 }
 
 void execute(cudnnHandle_t h, const Desc& plan, std::span<const int64_t> uids, std::span<void* const> pointers,

@@ -8,7 +8,7 @@
 //   auto x = tensor(1, CUDNN_DATA_HALF, {n, c, h, w}, /*channels_last=*/true);
 //   auto op = ...;                                              // nodes that refer to the tensors
 //   auto g = operation_graph(handle, {op.get(), ...}, &why);   // null: cuDNN refused the graph
-//   std::vector<Plan> plans = usable_plans(handle, *g, CUDNN_HEUR_MODE_A, rules, 1, trial, &why);
+//   std::vector<Plan> plans = usable_plans(handle, *g, rules, 1, trial, &why);  // empty: none usable
 //   execute(handle, *plans[0].plan, uids, pointers, workspace);
 #pragma once
 
@@ -119,12 +119,12 @@ struct Plan {
 // Runs `plan` once on trial tensors with `workspace` bytes of scratch and waits (throws on failure).
 using TrialRun = std::function<void(const Desc& plan, size_t workspace)>;
 
-// Up to `want` usable plans from one heuristics mode, in its order. A candidate is usable when its
-// notes pass `rules`, its plan finalizes within the workspace cap and `trial` runs it (a plan can
-// finalize and still fail to execute). Every rejection is appended to *why; nothing a candidate does
-// throws out of here.
-std::vector<Plan> usable_plans(cudnnHandle_t h, const Desc& graph, cudnnBackendHeurMode_t mode, const EngineRules& rules,
-                               size_t want, const TrialRun& trial, std::string* why);
+// Up to `want` usable plans, in the heuristics' order: mode A's, or when it has none the fallback list's.
+// A candidate is usable when its notes pass `rules`, its plan finalizes within the workspace cap and
+// `trial` runs it (a plan can finalize and still fail to execute). None usable: empty, and *why is
+// "no usable engine:" with every candidate's rejection; nothing a candidate does throws out of here.
+std::vector<Plan> usable_plans(cudnnHandle_t h, const Desc& graph, const EngineRules& rules, size_t want,
+                               const TrialRun& trial, std::string* why);
 
 // Runs `plan` with the tensors named by uid (each pointer 16-byte aligned: Error otherwise).
 void execute(cudnnHandle_t h, const Desc& plan, std::span<const int64_t> uids, std::span<void* const> pointers,

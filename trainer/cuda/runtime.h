@@ -146,6 +146,9 @@ Tensor to_host(const Tensor& device);
 void copy_async(Tensor& dst, const Tensor& src, cudaStream_t s = nullptr);
 // Device tensor filled with the bytes of `byte` (cudaMemsetAsync on the current stream).
 void fill_bytes(Tensor& device, uint8_t byte, cudaStream_t s = nullptr);
+// `bytes` of zeroed device memory (u8, stream-ordered on `s`, nullptr: current stream), e.g. scratch for a
+// trial run; undefined (raw() null) for 0 bytes.
+Tensor zeroed_bytes(size_t bytes, cudaStream_t s = nullptr);
 
 // A scratch buffer that grows to the largest size asked for and is never shrunk; what the layer
 // graph hands to kernels as their workspace. get() returns a u8 tensor of at least `bytes` bytes

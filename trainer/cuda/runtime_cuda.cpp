@@ -237,6 +237,13 @@ void fill_bytes(Tensor& device, uint8_t byte, cudaStream_t s) {
   if (device.nbytes()) CUDA_CHECK(cudaMemsetAsync(device.raw(), byte, device.nbytes(), s ? s : current_stream()));
 }
 
+Tensor zeroed_bytes(size_t bytes, cudaStream_t s) {
+  if (!bytes) return Tensor();
+  Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::kU8, Device::kCuda);
+  fill_bytes(t, 0, s);
+  return t;
+}
+
 Tensor Workspace::get(size_t bytes) {
   if (!storage_ || bytes > capacity_) {
     // Grow by at least half again so that a slowly rising demand does not reallocate every call.

@@ -42,29 +42,22 @@ void execute_plan(cudnnHandle_t h, const Desc& plan, const void* x, const void* 
   cb::execute(h, plan, uids, ptrs, ws);
 }
 
-// Zeroed device scratch for trial and timed runs: a device tensor (stream-ordered on the current stream,
-// freed with it); undefined for 0 bytes, whose raw() is null.
-Tensor zeroed(size_t bytes, cudaStream_t s) {
-  if (!bytes) return Tensor();
-  Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::kU8, Device::kCuda);
-  CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, bytes, s));
-  return t;
-}
+using ::fastnn::cuda::zeroed_bytes;
 
 // The pass's three tensors, for trial and timed runs (their contents do not matter).
 struct TrialTensors {
   Tensor x, w, y;
   TrialTensors(const ConvProblem& pb, cudaStream_t s)
-      : x(zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * element_bytes(pb.io), s)),
-        w(zeroed(static_cast<size_t>(pb.k * (pb.c / pb.groups) * pb.r * pb.s) * element_bytes(pb.io), s)),
-        y(zeroed(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * element_bytes(pb.io), s)) {}
+      : x(zeroed_bytes(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * element_bytes(pb.io), s)),
+        w(zeroed_bytes(static_cast<size_t>(pb.k * (pb.c / pb.groups) * pb.r * pb.s) * element_bytes(pb.io), s)),
+        y(zeroed_bytes(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * element_bytes(pb.io), s)) {}
 };
 
 // Index of the fastest plan: the best of three timed runs each (each has run once already).
 size_t fastest(cudnnHandle_t h, const std::vector<cb::Plan>& plans, const TrialTensors& trial, cudaStream_t s) {
   size_t most = 0;
   for (const cb::Plan& p : plans) most = std::max(most, p.workspace);
-  Tensor ws = zeroed(most, s);
+  Tensor ws = zeroed_bytes(most, s);
   size_t best = 0;
   float best_ms = 0;
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -106,17 +99,12 @@ std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass 
                               .allow_tensor_cores_on_f32 = choice.allow_tensor_cores_on_f32,
                               .max_workspace = choice.max_workspace};
   const cb::TrialRun run_once = [&](const Desc& plan, size_t workspace) {
-    Tensor ws = zeroed(workspace, s);
+    Tensor ws = zeroed_bytes(workspace, s);
     execute_plan(h, plan, trial.x.raw(), trial.w.raw(), trial.y.raw(), ws.raw());
     CUDA_CHECK(cudaStreamSynchronize(s));
   };
-  std::string rejected;
-  std::vector<cb::Plan> plans = cb::usable_plans(h, *d.graph, CUDNN_HEUR_MODE_A, rules, want, run_once, &rejected);
-  if (plans.empty()) plans = cb::usable_plans(h, *d.graph, CUDNN_HEUR_MODE_FALLBACK, rules, want, run_once, &rejected);
-  if (plans.empty()) {
-    *why = str("no usable engine:", rejected.empty() ? " heuristics listed none" : rejected);
-    return nullptr;
-  }
+  std::vector<cb::Plan> plans = cb::usable_plans(h, *d.graph, rules, want, run_once, why);
+  if (plans.empty()) return nullptr;
   const size_t pick = plans.size() > 1 ? fastest(h, plans, trial, s) : 0;
   cb::Plan& c = plans[pick];
   d.config = c.config;

@@ -31,12 +31,7 @@ constexpr int64_t kUidMean = 8, kUidInvstd = 9, kUidDrelu = 10, kUidDscale = 11,
 constexpr int64_t kUidScaled = 101, kUidShifted = 102, kUidActivated = 103;
 constexpr int64_t kUidDgrad = 111, kUidCentered = 112, kUidNormalised = 113, kUidBnScaled = 114, kUidBnOut = 115;
 
-Tensor zeroed(size_t bytes) {
-  if (!bytes) return Tensor();
-  Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::kU8, Device::kCuda);
-  ::fastnn::cuda::fill_bytes(t, 0);
-  return t;
-}
+using ::fastnn::cuda::zeroed_bytes;
 
 }  // namespace
 
@@ -242,19 +237,19 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   // Zeroed scratch for the trial run (the contents do not matter; zeros keep every value finite): the
   // three big tensors, and one block of per-channel slots (each 16-byte aligned, room for f32).
   const size_t e = 2;  // f16 and bf16
-  Tensor x = zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e);
-  Tensor w = zeroed(static_cast<size_t>(pb.k * pb.c * pb.r * pb.s) * e);
-  Tensor y = zeroed(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * e);
-  Tensor drelu = graph == ConvBnGraph::kDgradDreluBnWeight ? zeroed(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e)
+  Tensor x = zeroed_bytes(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e);
+  Tensor w = zeroed_bytes(static_cast<size_t>(pb.k * pb.c * pb.r * pb.s) * e);
+  Tensor y = zeroed_bytes(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * e);
+  Tensor drelu = graph == ConvBnGraph::kDgradDreluBnWeight ? zeroed_bytes(static_cast<size_t>(pb.n * pb.c * pb.h * pb.w) * e)
                                                            : Tensor();
   const size_t slot = (static_cast<size_t>(std::max(pb.c, pb.k)) * sizeof(float) + 15) / 16 * 16;
-  Tensor per_channel = zeroed(11 * slot);
+  Tensor per_channel = zeroed_bytes(11 * slot);
   auto at = [&](int i) { return reinterpret_cast<float*>(static_cast<char*>(per_channel.raw()) + i * slot); };
   const ConvBnTensors trial{.x = x.raw(), .w = w.raw(), .y = y.raw(), .scale = at(0), .bias = at(1), .sum = at(2),
                             .sqsum = at(3), .mean = at(4), .invstd = at(5), .drelu = drelu.raw(), .dscale = at(6),
                             .dbias = at(7), .eq_dy = at(8), .eq_x = at(9), .eq_bias = at(10)};
   const cb::TrialRun run_once = [&](const Desc& plan, size_t workspace) {
-    Tensor ws = zeroed(workspace);
+    Tensor ws = zeroed_bytes(workspace);
     run(h, plan, graph, trial, ws.raw());
     CUDA_CHECK(cudaStreamSynchronize(s));
   };
@@ -262,13 +257,8 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   const cb::EngineRules rules{.deterministic = choice.deterministic,
                               .allow_down_convert = reads_f32_intermediates,
                               .max_workspace = choice.max_workspace};
-  std::string rejected;
-  std::vector<cb::Plan> plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_A, rules, 1, run_once, &rejected);
-  if (plans.empty()) plans = cb::usable_plans(h, *op_graph, CUDNN_HEUR_MODE_FALLBACK, rules, 1, run_once, &rejected);
-  if (plans.empty()) {
-    *why = str("no usable engine:", rejected.empty() ? " heuristics listed none" : rejected);
-    return nullptr;
-  }
+  std::vector<cb::Plan> plans = cb::usable_plans(h, *op_graph, rules, 1, run_once, why);
+  if (plans.empty()) return nullptr;
   d.config = plans[0].config;
   d.plan = std::move(plans[0].plan);
   out->workspace_ = plans[0].workspace;
