@@ -46,6 +46,7 @@ ok saver_hook 'save_checkpoints_steps=5 has no effect: hooks does not name Check
   --hooks=StopAtStepHook,LoggingTensorHook --save_checkpoints_steps=5
 ok conv_search 'conv_search=exhaustive has no effect on the CPU backend' --conv_search=exhaustive
 ok conv_api 'conv_api=graph has no effect on the CPU backend' --conv_api=graph
+ok fuse_conv_bn "fuse_conv_bn has no effect on the CPU backend's speed" --fuse_conv_bn
 ok one_process 'allreduce_bucket_mb=8 has no effect: this is a world of one process' --allreduce_bucket_mb=8
 ok warmup_scheme 'warmup_scheme="linear" has no effect: warmup_steps is 0' --warmup_scheme=linear
 ok eval_every "eval_every_n_steps=1 has no effect: trainonly has no validation or test split" \

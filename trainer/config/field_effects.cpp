@@ -99,7 +99,7 @@ std::vector<std::string> eval_ignored_flags(std::span<const std::string> args) {
       "dataset_name", "dataset_dir", "file_pattern", "train_files", "eval_files", "num_classes", "labels_offset",
       "train_image_size", "preprocessing_name", "num_parallel_batches", "prefetch_buffer_size", "num_preprocessing_threads",
       "task_type", "model_name", "batch_size", "model_dir", "output_dir", "device", "precision", "use_fp16",
-      "input_dtype", "conv_search", "conv_pad_channels", "depthwise_conv", "conv_api", "fuse_ops", "cuda_graph", "data_format", "deterministic", "net", "enable_paisoar", "protocol"};
+      "input_dtype", "conv_search", "conv_pad_channels", "depthwise_conv", "conv_api", "fuse_conv_bn", "fuse_ops", "cuda_graph", "data_format", "deterministic", "net", "enable_paisoar", "protocol"};
   const Descriptor& type = *JobConfig::descriptor();
   std::vector<std::string> out;
   for (const std::string& a : args) {

@@ -73,7 +73,7 @@ struct Graph::NodeMemory {
 
 Graph::Graph(const NetDef& net, const GraphOptions& options)
     : options_(options),
-      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry, options.fuse, options.layout})),
+      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry, options.fuse, options.layout, options.fuse_conv_bn})),
       net_(net) {
   mem_.resize(plan_.nodes().size());
   for (size_t i = 0; i < mem_.size(); ++i) {
@@ -257,7 +257,7 @@ void Graph::initialize(uint64_t seed) {
 
 void Graph::set_batch_size(int64_t batch_size) {
   if (batch_size == plan_.batch_size()) return;
-  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry, options_.fuse, options_.layout});
+  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry, options_.fuse, options_.layout, options_.fuse_conv_bn});
   FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
   plan_ = std::move(plan);
   options_.batch_size = batch_size;

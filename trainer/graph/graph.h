@@ -54,6 +54,7 @@ struct GraphOptions {
   void (*upload)(const Tensor& host, Tensor& device) = nullptr;
   bool fuse = false;  // PlanOptions::fuse: relu fused into the batch_norm / add before it
   Layout layout = Layout::kNCHW;  // PlanOptions::layout: kNHWC takes [N, H, W, C] images
+  bool fuse_conv_bn = false;      // PlanOptions::fuse_conv_bn: a convolution joins the batch norm after it
   // Forward only, in evaluation mode (predict, serve): no gradient buffers; a layer's output buffer is
   // taken over by a later layer once every layer reading it has run (the logits, the aux logits and the
   // `keep` layers excepted), and every layer's saved tensors share one set of buffers (only backward

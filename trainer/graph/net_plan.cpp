@@ -324,6 +324,7 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
                             ", logits ", shape_str(ls), "; they must match"));
   }
   if (options.fuse) plan.fuse_activations();
+  if (options.fuse_conv_bn) plan.fuse_conv_batch_norms();
   return plan;
 }
 
@@ -369,10 +370,7 @@ void NetPlan::fuse_residual_batch_norms() {
       if (i == kDataInput || nodes_[static_cast<size_t>(i)].op != "batch_norm" || readers[static_cast<size_t>(i)] != 1)
         continue;
       if (i == logits_ || i == aux_logits_ || into[static_cast<size_t>(i)] >= 0) continue;
-      bool keeps_order = true;
-      for (size_t m = static_cast<size_t>(i) + 1; m < j; ++m)
-        keeps_order &= nodes_[m].params.empty() && nodes_[m].state.empty();
-      if (!keeps_order) continue;
+      if (!nothing_stateful_between(static_cast<size_t>(i), j)) continue;
       if (slot < 0 || i > add.inputs[static_cast<size_t>(slot)]) slot = k;
     }
     if (slot < 0) continue;
@@ -388,6 +386,40 @@ void NetPlan::fuse_residual_batch_norms() {
     add.state = std::move(bn.state);
     add.op = bn.op + "+" + add.op;
     add.type = bn.type + "+" + add.type;
+    into[i] = static_cast<int>(j);
+  }
+  drop_fused(into);
+}
+
+bool NetPlan::nothing_stateful_between(size_t from, size_t to) const {
+  for (size_t m = from + 1; m < to; ++m)
+    if (!nodes_[m].params.empty() || !nodes_[m].state.empty()) return false;
+  return true;
+}
+
+void NetPlan::fuse_conv_batch_norms() {
+  const size_t n = nodes_.size();
+  std::vector<int> readers = reader_counts();
+  std::vector<int> into(n, -1);  // a fused-away conv2d -> the batch norm node it joined
+  for (size_t j = 0; j < n; ++j) {
+    PlanNode& bn = nodes_[j];
+    if (bn.op.rfind("batch_norm", 0) != 0 || bn.inputs.empty() || bn.inputs[0] == kDataInput) continue;
+    const auto i = static_cast<size_t>(bn.inputs[0]);
+    PlanNode& conv = nodes_[i];
+    if (conv.op != "conv2d" || readers[i] != 1 || static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_)
+      continue;
+    if (!nothing_stateful_between(i, j)) continue;
+    bn.kernel = ops::make_fused_kernel(std::move(conv.kernel), std::move(bn.kernel), options_.registry);
+    std::vector<int> inputs = conv.inputs;
+    inputs.insert(inputs.end(), bn.inputs.begin() + 1, bn.inputs.end());
+    bn.inputs = std::move(inputs);
+    bn.params.insert(bn.params.begin(), std::make_move_iterator(conv.params.begin()),
+                     std::make_move_iterator(conv.params.end()));
+    bn.state.insert(bn.state.begin(), std::make_move_iterator(conv.state.begin()),
+                    std::make_move_iterator(conv.state.end()));
+    bn.macs += conv.macs;
+    bn.op = conv.op + "+" + bn.op;
+    bn.type = conv.type + "+" + bn.type;
     into[i] = static_cast<int>(j);
   }
   drop_fused(into);

@@ -53,6 +53,13 @@ struct PlanOptions {
   // the adapted ones). Shapes in the plan (input_shape, output_shape, the kernels' signatures) are then
   // NHWC; parameters keep their shapes.
   Layout layout = Layout::kNCHW;
+  // After the fusions above: a conv2d read only by a batch norm node (batch_norm, batch_norm+relu,
+  // batch_norm+relu6, batch_norm+add+relu: its first input) joins it as one node "conv2d+<that op>", at
+  // the batch norm node's place and with its name, the convolution's parameters first (ops/fused.h).
+  // Only where no node between the two has parameters or state, so their order is kept. On the CPU the
+  // composite, bitwise the unfused plan; cuda's conv+statistics kernel where cuDNN has an engine for it
+  // (ops/conv_bn_cuda.cpp). The fuse_conv_bn config field.
+  bool fuse_conv_bn = false;
 };
 
 // A parameter or state tensor of a layer.
@@ -109,7 +116,9 @@ class NetPlan {
   Shape input_shape_;
   void fuse_activations();
   void fuse_residual_batch_norms();
+  void fuse_conv_batch_norms();
   std::vector<int> reader_counts() const;
+  bool nothing_stateful_between(size_t from, size_t to) const;  // no node strictly between has params or state
   void drop_fused(const std::vector<int>& into);
 
   std::vector<PlanNode> nodes_;

@@ -40,6 +40,7 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   r.world_size = dp.world();
   r.gradient_allreduce = collectives ? "nccl" : "none";
   r.fused = ro.fuse;
+  r.fuse_conv_bn = ro.fuse_conv_bn;
   r.cuda_graph = ro.cuda_graphs;
   r.steps = o.steps;
   r.warmup = o.warmup;
@@ -96,6 +97,7 @@ nlohmann::json train_bench_json(const TrainBenchResult& r) {
           {"gradient_allreduce", r.gradient_allreduce},
           {"data_format", r.data_format},
           {"fuse_ops", r.fused},
+          {"fuse_conv_bn", r.fuse_conv_bn},
           {"cuda_graph", r.cuda_graph},
           {"image_size", {r.height, r.width}},
           {"classes", r.classes},

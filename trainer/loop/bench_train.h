@@ -42,6 +42,7 @@ struct TrainBenchResult {
   int world_size = 1;
   std::string data_format;  // the graph's layout: NCHW or NHWC (data_format auto resolved)
   bool fused = false;       // fuse_ops as the run took it
+  bool fuse_conv_bn = false;
   bool cuda_graph = false;
   std::string gradient_allreduce = "none";  // "nccl" when gradients are averaged every step
   int height = 0, width = 0, classes = 0;

@@ -44,6 +44,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
                " has no effect on the CPU backend: it chooses the depthwise convolution's kernels on device=cuda");
     if (c.has_conv_api())
       log_warn("conv_api=", c.conv_api(), " has no effect on the CPU backend: it chooses cuDNN's convolution API on device=cuda");
+    if (c.fuse_conv_bn())
+      log_warn("fuse_conv_bn has no effect on the CPU backend's speed: each convolution joins its batch norm as one "
+               "layer, but the two kernels run in order (bitwise the unfused net); the fused kernel is cuda's");
     if (c.has_conv_pad_channels())
       log_warn("conv_pad_channels=", c.conv_pad_channels() ? "true" : "false",
                " has no effect on the CPU backend: it pads cuDNN's NHWC half-precision convolutions on device=cuda");

@@ -61,6 +61,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.depthwise_cudnn = c.depthwise_conv() == "cudnn";
   o.conv_graph_api = c.conv_api() == "graph";
   o.fuse = fuse_ops_for(c, target.device);
+  o.fuse_conv_bn = c.fuse_conv_bn();
   o.cuda_graphs = c.cuda_graph();
   o.layout = layout_for(c, target.device);
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
@@ -145,7 +146,7 @@ class CpuStepRunner final : public StepRunner {
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_(o),
         graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse, .layout = o.layout,
-                     .inference = o.inference, .keep = o.keep_layers}),
+                     .fuse_conv_bn = o.fuse_conv_bn, .inference = o.inference, .keep = o.keep_layers}),
         step_(graph_, {.label_smoothing = o.label_smoothing}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
         params_(o.inference ? std::vector<ParamRef>{} : model_params(graph_, head_.get())),

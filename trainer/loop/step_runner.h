@@ -124,6 +124,8 @@ struct StepRunnerOptions {
   bool conv_graph_api = false;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
+  // A convolution joins the batch norm after it (GraphOptions::fuse_conv_bn; the fuse_conv_bn config field).
+  bool fuse_conv_bn = false;
   // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes
   // every 4-D activation [N, H, W, C], the batches included (batch_format() asks the pipeline for them).
   Layout layout = Layout::kNCHW;

@@ -114,7 +114,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   CudaStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_((cuda::init_backend(o.target.device_index), set_runner_policy(o), o)),
         graph_(net, {.batch_size = o.batch_size, .dtype = o.target.dtype, .device = Device::kCuda, .seed = o.seed,
-                     .registry = &cuda_registry(), .upload = &upload, .fuse = o.fuse, .layout = o.layout}),
+                     .registry = &cuda_registry(), .upload = &upload, .fuse = o.fuse, .layout = o.layout, .fuse_conv_bn = o.fuse_conv_bn}),
         step_(graph_, {.label_smoothing = o.label_smoothing, .upload = &upload, .download = &download}),
         scaler_(o.target.dtype == DType::kF16 ? o.scaling : LossScalerOptions{}),
         input_(o.target.dtype, o.input, o.layout) {

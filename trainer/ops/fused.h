@@ -1,11 +1,12 @@
-// A fusion as a composite op: `first` (any op with one output) followed by `then` (an op without params
-// or state that reads first's output at its input `slot`: relu, or a residual add+relu), run as one
-// layer. The composite calls the two
+// A fusion as a composite op: `first` (any op with one output) followed by `then` (an op with one output
+// that reads first's output at its input `slot`: relu, a residual add+relu, or a batch norm after a
+// convolution), run as one layer. The composite calls the two
 // kernels in the unfused order with the same tensors, so on every device it is bitwise the unfused
 // pair (tests/unit/trainer/graph_fusion_test.cpp); a device with a truly fused kernel (one pass over
 // memory: the GPU speed work) replaces the composite there and is tested against it.
 //
-// Signature: first's inputs, then then's other inputs (in then's order), params and state; then's output;
+// Signature: first's inputs, then then's other inputs (in then's order); first's params, then then's (the
+// same for state); then's output;
 // saved = first's saved, first's output z,
 // then's saved, and dz (the gradient between the two, written by then's backward); workspace the
 // larger of the two. Backward runs then's backward (dy -> dz and then's other inputs' gradients), then

@@ -68,6 +68,12 @@ void OpKernel::backward(const BackwardArgs& a) {
 }
 
 void OpKernel::run_backward(const BackwardArgs&) { throw Error(str(name_, " has no backward")); }
+void OpKernel::forward_with_channel_sums(const ForwardArgs&, float*) {
+  throw Error(str(name_, " cannot write its output's channel sums"));
+}
+void OpKernel::forward_from_channel_sums(const ForwardArgs&, const float*) {
+  throw Error(str(name_, " cannot start from its input's channel sums"));
+}
 
 void OpRegistry::add(OpDef def) {
   FASTNN_CHECK(!def.name.empty(), "op without a name");

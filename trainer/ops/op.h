@@ -71,6 +71,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -170,6 +171,19 @@ class OpKernel {
   // Validate every tensor against the signature (count, shape, dtype, device, layout), then compute.
   void forward(const ForwardArgs& a);
   void backward(const BackwardArgs& a);
+
+  // The fuse_conv_bn rewrite (ops/fused.h), for a convolution followed by a batch norm that alone reads
+  // its output: a convolution that can also write the output's per-channel sums in its own pass (cuDNN's
+  // conv + statistics graph), and a batch norm whose training forward can start from them (no statistics
+  // pass). The fused layer asks once, when it is made; the arguments are then already validated.
+  // The workspace forward_with_channel_sums needs, or nullopt where this kernel has no such pass (default).
+  virtual std::optional<size_t> channel_sums_workspace() { return std::nullopt; }
+  // Training forward that also writes sums = [Σy (K), Σy² (K)], f32 over every axis but the channel, in
+  // the kernel's device memory.
+  virtual void forward_with_channel_sums(const ForwardArgs& a, float* sums);
+  // A batch norm's training forward from its input's sums (as above) instead of its own statistics pass.
+  virtual bool takes_channel_sums() const { return false; }
+  virtual void forward_from_channel_sums(const ForwardArgs& a, const float* sums);
 
  protected:
   virtual void run_forward(const ForwardArgs& a) = 0;

@@ -2,7 +2,8 @@
 // after a batch_norm, becomes part of that layer, a residual unit's last batch_norm joins the add+relu after it
 // ("batch_norm+add+relu"), and the fused plan is bitwise the unfused one on the CPU — loss, every
 // parameter gradient, the batch-norm moving statistics after a training step, and the output of a
-// fused-away relu, which find() / layer_output() still reach by its name.
+// fused-away relu, which find() / layer_output() still reach by its name. With fuse_conv_bn each convolution
+// read only by a batch norm node also joins it ("conv2d+batch_norm+relu", ...), the same way bitwise.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -23,22 +24,46 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }
 
 // activation: the op fused away whose output is checked by name (relu; MobileNet's relu6).
-void expect_fused_equals_unfused(const std::string& model, int size, bool residual_units = true,
-                                 const std::string& activation = "relu") {
+struct FusionCase {
+  bool residual_units = true;
+  std::string activation = "relu";
+  bool conv_bn = false;  // GraphOptions::fuse_conv_bn too
+  Layout layout = Layout::kNCHW;
+};
+
+void expect_fused_equals_unfused(const std::string& model, int size, const FusionCase& fc = {}) {
+  const std::string& activation = fc.activation;
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
-  Graph plain(net, {.batch_size = 2, .seed = 5});
-  Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true});
+  Graph plain(net, {.batch_size = 2, .seed = 5, .layout = fc.layout});
+  Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true, .layout = fc.layout, .fuse_conv_bn = fc.conv_bn});
   ASSERT_LT(fused.plan().nodes().size(), plain.plan().nodes().size()) << model << ": nothing was fused";
-  int residual = 0;
+  const size_t conv_params = fc.conv_bn ? 1 : 0;  // the zoo's convolutions before a batch norm have no bias
+  int residual = 0, conv_bn = 0;
   for (const PlanNode& n : fused.plan().nodes()) {
-    if (n.op != "batch_norm+add+relu") continue;
+    if (n.op.starts_with("conv2d+batch_norm")) {
+      ++conv_bn;
+      EXPECT_EQ(n.params.size(), 3u) << n.name << ": the convolution's weights, then gamma and beta";
+      EXPECT_TRUE(n.params.front().name.ends_with("/weights")) << n.params.front().name;
+      const std::string& w = n.params.front().name;
+      const std::string conv = w.substr(0, w.size() - std::string("/weights").size());
+      ASSERT_GE(plain.plan().find(conv), 0) << conv;
+      EXPECT_EQ(plain.plan().nodes()[static_cast<size_t>(plain.plan().find(conv))].op, "conv2d") << conv;
+      EXPECT_EQ(fused.plan().find(conv), static_cast<int>(&n - fused.plan().nodes().data()))
+          << "the fused-away convolution's name finds the node it joined";
+    }
+    if (!n.op.ends_with("batch_norm+add+relu")) continue;
     ++residual;
     ASSERT_EQ(n.inputs.size(), 2u) << n.name;
-    EXPECT_EQ(n.params.size(), 2u) << n.name << ": the batch norm's gamma and beta";
+    EXPECT_EQ(n.params.size(), 2u + conv_params) << n.name << ": the batch norm's gamma and beta";
     EXPECT_EQ(n.state.size(), 2u) << n.name << ": its moving statistics";
     EXPECT_EQ(plain.plan().nodes()[static_cast<size_t>(plain.plan().find(n.name))].op, "add") << "named after the add";
   }
-  if (residual_units) EXPECT_GT(residual, 0) << model << ": no residual unit's batch norm joined its add";
+  if (fc.residual_units) {
+    EXPECT_GT(residual, 0) << model << ": no residual unit's batch norm joined its add";
+  }
+  if (fc.conv_bn) {
+    EXPECT_GT(conv_bn, 0) << model << ": no convolution joined its batch norm";
+  }
   {
     const std::vector<NamedTensor> pa = plain.parameters(), pb = fused.parameters();
     ASSERT_EQ(pa.size(), pb.size());
@@ -79,7 +104,17 @@ TEST(GraphFusion, ResNetV1FusedEqualsUnfusedBitwise) { expect_fused_equals_unfus
 TEST(GraphFusion, ResNetV1BottleneckFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_50", 32); }
 // MobileNet v2: batch_norm+relu6 (its residual adds have no activation, so no batch_norm+add+relu).
 TEST(GraphFusion, MobileNetV2Relu6FusedEqualsUnfusedBitwise) {
-  expect_fused_equals_unfused("mobilenet_v2", 32, /*residual_units=*/false, "relu6");
+  expect_fused_equals_unfused("mobilenet_v2", 32, {.residual_units = false, .activation = "relu6"});
+}
+// fuse_conv_bn (the cuDNN conv+statistics fusion's plan rewrite) on top: the composite on the CPU.
+TEST(GraphFusion, ConvBatchNormFusedEqualsUnfusedBitwise) {
+  expect_fused_equals_unfused("resnet_cifar_20", 32, {.conv_bn = true});
+  expect_fused_equals_unfused("resnet_v1_50", 32, {.conv_bn = true});
+  expect_fused_equals_unfused("mobilenet_v2", 32, {.residual_units = false, .activation = "relu6", .conv_bn = true});
+}
+// The same in NHWC, the GPU's layout (every kernel behind the CPU's layout adapter).
+TEST(GraphFusion, ConvBatchNormFusedEqualsUnfusedBitwiseInNhwc) {
+  expect_fused_equals_unfused("resnet_v1_50", 32, {.conv_bn = true, .layout = Layout::kNHWC});
 }
 
 // A device's registered one-pass kernel (OpRegistry::add_fusion: the CUDA batch_norm+relu) takes the

@@ -178,6 +178,10 @@ TEST(TrainStepRunner, LayoutAndFusionDefaultsFollowTheDevice) {
   EXPECT_FALSE(step_runner_options(config_of({}), gpu).conv_graph_api);
   EXPECT_TRUE(step_runner_options(config_of({"--conv_api=graph"}), gpu).conv_graph_api);
   EXPECT_THROW(config_of({"--conv_api=v8"}), ConfigError);
+  // fuse_conv_bn: off unless asked for, on either device (the CPU runs the composite).
+  EXPECT_FALSE(step_runner_options(config_of({}), gpu).fuse_conv_bn);
+  EXPECT_TRUE(step_runner_options(config_of({"--fuse_conv_bn"}), gpu).fuse_conv_bn);
+  EXPECT_TRUE(step_runner_options(config_of({"--fuse_conv_bn"}), cpu).fuse_conv_bn);
 }
 
 TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {
