@@ -43,6 +43,10 @@ bench resnet50_fp16_default_b128 --model_name=resnet_v1_50 --batch_size=128 --de
 # The same through cuDNN's graph API (conv_api=graph: its heuristics reach the sm90 engines PyTorch's
 # convolutions ran on in call 4), heuristic and timed.
 bench resnet50_fp16_default_graphapi --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_api=graph
+# fuse_conv_bn: each convolution writes its batch norm's statistics in its epilogue (cuDNN's conv +
+# statistics graph; the batch norm's statistics pass goes), alone and with conv_api=graph.
+bench resnet50_fp16_default_fuse_conv_bn --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --fuse_conv_bn
+bench resnet50_fp16_default_graphapi_fuse_conv_bn --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_api=graph --fuse_conv_bn
 bench resnet50_fp16_default_graphapi_exhaustive --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_api=graph --conv_search=exhaustive
 bench resnet50_fp32 --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp32 --optimizer=momentum --data_format=NCHW --fuse_ops=false
 # fp32 (TF32 off) under the cuda defaults (NHWC, fuse_ops): the issue's fp32 row against tfslim_resnet_v1_50_fp32.
@@ -100,6 +104,8 @@ profile resnet50_fp16_nhwc_profile --model_name=resnet_v1_50 --batch_size=256 --
 # The same through cuDNN's graph API: the convolutions' share against resnet50_fp16_nhwc_profile's.
 profile resnet50_fp16_graphapi_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --conv_api=graph
 # Inception-v3's step by op (0.89 of PyTorch on 2026-11-27: its average pools ran on the one-element kernels).
+# The same with fuse_conv_bn: the conv2d+batch_norm* layers against the two groups above.
+profile resnet50_fp16_fuse_conv_bn_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --fuse_conv_bn
 profile inception_v3_fp16_nhwc_profile --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 # MobileNet v2's step by op (2026-11-27, H200: depthwise_conv2d 50.8 of 75.4 ms before the packed kernels).
 profile mobilenet_v2_fp16_nhwc_profile --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops

@@ -113,6 +113,15 @@ template <typename T>
 void batch_norm_add_relu_forward(const BatchNormParams& p, bool training, const T* x, const T* r, const float* gamma,
                                  const float* beta, float* running_mean, float* running_var, T* y, float* save_mean,
                                  float* save_invstd, void* ws, cudaStream_t s);
+// The training forward from x's per-channel sums, sums = [Σx (C), Σx² (C)] f32 over N·H·W (the
+// fuse_conv_bn rewrite: cuDNN's convolution wrote them in its epilogue) instead of a statistics pass:
+// mean and biased variance (E[x²] − mean², in double) give the saved and running statistics by the
+// formulas of batch_norm_forward_training, then its normalise pass with act; r: the residual of
+// batch_norm+add+relu (act relu), or null.
+template <typename T>
+void batch_norm_forward_from_sums(const BatchNormParams& p, const float* sums, const T* x, const T* r,
+                                  const float* gamma, const float* beta, float* running_mean, float* running_var, T* y,
+                                  float* save_mean, float* save_invstd, cudaStream_t s, BnActivation act);
 }  // namespace cuda
 // The kCuda kernel (batch_norm_cuda.cpp); register_batch_norm adds it.
 void register_batch_norm_cuda(OpRegistry& registry);

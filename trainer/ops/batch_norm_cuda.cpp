@@ -10,6 +10,10 @@
 // NHWC (add_nhwc_kernel): the same kernels on the activation seen as [N*H*W, C] rows (BatchNormParams
 // {N*H*W, C, 1}), where the statistics' sums take 32 neighbouring channels per block (batch_norm_kernels.cu);
 // the batch_norm+relu fusion applies as it is.
+//
+// fuse_conv_bn (op.h's channel sums): each of the three kernels' training forward can start from the
+// sums Σx, Σx² that the convolution before wrote in its epilogue (batch_norm_forward_from_sums): the
+// statistics pass over x goes; the finishing formulas and the normalise pass are the same.
 #include "core/check.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/batch_norm.h"
@@ -18,6 +22,18 @@
 
 namespace fastnn::ops {
 namespace {
+
+// fuse_conv_bn (op.h): the training forward from the sums the convolution before wrote, for the three
+// kernels below; r: the residual of batch_norm+add+relu, or null.
+template <typename T>
+void forward_from_sums(const BatchNormParams& p, const ForwardArgs& a, const float* sums, const T* r, BnActivation act) {
+  FASTNN_CHECK(a.training && a.replicas == nullptr, "batch_norm: channel sums are for a one-replica training step");
+  cuda::batch_norm_forward_from_sums<T>(p, sums, cuda::ptr<T>(a.inputs[0]), r, cuda::ptr<float>(a.params[0]),
+                                        cuda::ptr<float>(a.params[1]), cuda::ptr<float>(a.state[0]),
+                                        cuda::ptr<float>(a.state[1]), cuda::ptr<T>(a.outputs[0]),
+                                        cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]), cuda::stream_of(a),
+                                        act);
+}
 
 template <typename T>
 class BatchNormCuda final : public OpKernel {
@@ -56,6 +72,10 @@ class BatchNormCuda final : public OpKernel {
 
  public:
   const BatchNormParams& params() const { return p_; }
+  bool takes_channel_sums() const override { return true; }
+  void forward_from_channel_sums(const ForwardArgs& a, const float* sums) override {
+    forward_from_sums<T>(p_, a, sums, nullptr, BnActivation::kNone);
+  }
 
  private:
   BatchNormParams p_;
@@ -95,6 +115,12 @@ class BatchNormReluCuda final : public OpKernel {
                                       cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
                                       const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_,
                                       cuda::ptr<float>(a.params[1]));  // beta: the mask from x, not y
+  }
+
+ public:
+  bool takes_channel_sums() const override { return true; }
+  void forward_from_channel_sums(const ForwardArgs& a, const float* sums) override {
+    forward_from_sums<T>(p_, a, sums, nullptr, act_);
   }
 
  private:
@@ -147,6 +173,12 @@ class BatchNormAddReluCuda final : public OpKernel {
     } else if (bn_grads) {
       cuda::batch_norm_relu_backward<T>(p_, a.training, x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta, ws, s);
     }
+  }
+
+ public:
+  bool takes_channel_sums() const override { return true; }
+  void forward_from_channel_sums(const ForwardArgs& a, const float* sums) override {
+    forward_from_sums<T>(p_, a, sums, cuda::ptr<T>(a.inputs[1]), BnActivation::kRelu);
   }
 
  private:

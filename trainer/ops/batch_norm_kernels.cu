@@ -51,23 +51,41 @@ __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivid
   }
 }
 
-// Per channel (a warp each): the runs' sums (warp_sum_runs), then the CPU's formulas (biased variance to
-// normalise, unbiased for running_var, momentum = weight of the old value).
+// Channel c's statistics from its batch mean and biased variance, by the CPU's formulas (biased variance
+// to normalise, unbiased for running_var, momentum = weight of the old value).
+__device__ void bn_store_stats(const BatchNormParams& p, int64_t c, double mean, double var, float* running_mean,
+                               float* running_var, float* save_mean, float* save_invstd) {
+  const double old_mean = running_mean[c], m = static_cast<double>(p.n * p.hw);
+  if (var < 0) var = 0;
+  save_mean[c] = static_cast<float>(mean);
+  save_invstd[c] = static_cast<float>(1.0 / sqrt(var + p.epsilon));
+  const double unbiased = m > 1 ? var * m / (m - 1) : var;
+  running_mean[c] = static_cast<float>(p.momentum * old_mean + (1 - p.momentum) * mean);
+  running_var[c] = static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
+}
+
+// Per channel (a warp each): the runs' sums (warp_sum_runs), then bn_store_stats.
 __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, float* running_mean,
                                        float* running_var, float* save_mean, float* save_invstd) {
   FASTNN_WARP_LOOP(c, p.c) {
     const double sum = warp_sum_runs(runs, [&](int64_t r) { return partials[2 * (c * runs + r)]; });
     const double ss = warp_sum_runs(runs, [&](int64_t r) { return partials[2 * (c * runs + r) + 1]; });
     if ((threadIdx.x & 31) != 0) continue;
-    const double old_mean = running_mean[c], k = stats_pivot(running_mean[c]), m = static_cast<double>(p.n * p.hw);
-    const double shift = sum / m, mean = k + shift;
-    double var = ss / m - shift * shift;
-    if (var < 0) var = 0;
-    save_mean[c] = static_cast<float>(mean);
-    save_invstd[c] = static_cast<float>(1.0 / sqrt(var + p.epsilon));
-    const double unbiased = m > 1 ? var * m / (m - 1) : var;
-    running_mean[c] = static_cast<float>(p.momentum * old_mean + (1 - p.momentum) * mean);
-    running_var[c] = static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
+    const double k = stats_pivot(running_mean[c]), m = static_cast<double>(p.n * p.hw);
+    const double shift = sum / m;
+    bn_store_stats(p, c, k + shift, ss / m - shift * shift, running_mean, running_var, save_mean, save_invstd);
+  }
+}
+
+// Per channel: the statistics from f32 sums [Σx (C), Σx² (C)] that the convolution before wrote
+// (batch_norm_forward_from_sums), unshifted, so the variance is E[x²] − mean² in double.
+__global__ void bn_finish_sums_kernel(BatchNormParams p, const float* sums, float* running_mean, float* running_var,
+                                      float* save_mean, float* save_invstd) {
+  FASTNN_GRID_LOOP(c, p.c) {
+    const double m = static_cast<double>(p.n * p.hw);
+    const double mean = m > 0 ? sums[c] / m : 0.0;
+    const double var = m > 0 ? sums[p.c + c] / m - mean * mean : 0.0;
+    bn_store_stats(p, c, mean, var, running_mean, running_var, save_mean, save_invstd);
   }
 }
 
@@ -404,6 +422,24 @@ void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* 
                                         s, beta);
 }
 
+template <typename T>
+void batch_norm_forward_from_sums(const BatchNormParams& p, const float* sums, const T* x, const T* r,
+                                  const float* gamma, const float* beta, float* running_mean, float* running_var, T* y,
+                                  float* save_mean, float* save_invstd, cudaStream_t s, BnActivation act) {
+  FASTNN_CHECK(p.c <= 0x7fffffff, "batch_norm: ", p.c, " channels");
+  FASTNN_CHECK(!r || act == BnActivation::kRelu, "batch_norm_forward_from_sums: a residual needs relu");
+  if (p.c == 0) return;
+  bn_finish_sums_kernel<<<grid_for(p.c), kThreads, 0, s>>>(p, sums, running_mean, running_var, save_mean, save_invstd);
+  CUDA_CHECK_LAUNCH();
+  if (p.n * p.c * p.hw == 0) return;
+  if (act == BnActivation::kRelu6)
+    bn_normalize<T, BnActivation::kRelu6>(p, x, gamma, beta, save_mean, save_invstd, nullptr, y, s);
+  else if (act == BnActivation::kRelu)
+    bn_normalize<T, BnActivation::kRelu>(p, x, gamma, beta, save_mean, save_invstd, r, y, s);
+  else
+    bn_normalize<T, BnActivation::kNone>(p, x, gamma, beta, save_mean, save_invstd, nullptr, y, s);
+}
+
 #define FASTNN_INSTANTIATE(T) \
   template void batch_norm_forward_training<T>(const BatchNormParams&, const T*, const float*, const float*, float*, \
                                                float*, T*, float*, float*, void*, cudaStream_t);              \
@@ -419,7 +455,10 @@ void batch_norm_relu_backward(const BatchNormParams& p, bool training, const T* 
                                                cudaStream_t);                                                 \
   template void batch_norm_relu_backward<T>(const BatchNormParams&, bool, const T*, const float*, const float*, \
                                             const float*, const T*, const T*, T*, float*, float*, void*,      \
-                                            cudaStream_t, BnActivation, const float*);
+                                            cudaStream_t, BnActivation, const float*);                        \
+  template void batch_norm_forward_from_sums<T>(const BatchNormParams&, const float*, const T*, const T*,          \
+                                                const float*, const float*, float*, float*, T*, float*, float*,   \
+                                                cudaStream_t, BnActivation);
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 

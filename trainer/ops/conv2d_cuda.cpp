@@ -32,19 +32,26 @@
 // keeps the legacy calls, with a warning. Workspace:
 // max(fwd, bwd-data, bwd-filter) + the staged input when padding is asymmetric or channels are padded
 // (+ the channel-padded, spatially unpadded input when both) + NHWC's weight-sized buffers.
+//
+// fuse_conv_bn (op.h's channel sums): asked by the fused layer, an fp16 NHWC convolution that is not
+// staged builds cuDNN's conv + statistics graph (conv_bn_graph_cuda.h) and its training forward then also
+// writes the per-channel sums of y that the batch norm after it starts from.
 #include <algorithm>
 #include <climits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "core/logging.h"
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/conv2d.h"
 #include "trainer/ops/conv2d_graph_cuda.h"
+#include "trainer/ops/conv_bn_graph_cuda.h"
 #include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
@@ -103,6 +110,14 @@ std::map<std::string, Algos> g_algo_cache;
 // two threads at once: the thread-per-rank worlds would); null: no engine (warned once). Never freed:
 // cuDNN >= 9.10 may crash destroying plans during static destruction (PyTorch leaks its cache too).
 auto& g_plan_cache = *new std::map<std::string, std::shared_ptr<const cudnn_graph::ConvPlan>>;
+// The conv + statistics graphs (fuse_conv_bn), the same way.
+auto& g_stats_plan_cache = *new std::map<std::string, std::shared_ptr<const cudnn_graph::ConvBnPlan>>;
+
+std::string this_thread_id() {
+  std::ostringstream thread;
+  thread << std::this_thread::get_id();
+  return thread.str();
+}
 
 // The first acceptable candidate of a perf list (cuDNN sorts them best first).
 template <typename Perf>
@@ -162,7 +177,7 @@ class Conv2dCuda final : public OpKernel {
     FASTNN_CHECK(on == p.n && oc == p.k && oh == g.p && ow == g.q, "conv2d: cuDNN output ", on, "x", oc, "x", oh, "x",
                  ow, " differs from the op's ", p.n, "x", p.k, "x", g.p, "x", g.q, " for ", g.to_string());
 
-    graph_ = pol.conv_graph_api && choose_plans(pol, fp32_no_tf32, sym_h, sym_w);
+    graph_ = pol.conv_graph_api && choose_plans(pol, fp32_no_tf32);
     if (graph_) {
       conv_ws_ = cuda::align256(std::max({plans_.fwd->workspace_bytes(), plans_.bwd_data->workspace_bytes(),
                                           plans_.bwd_filter->workspace_bytes(),
@@ -212,6 +227,56 @@ class Conv2dCuda final : public OpKernel {
     if (p_.bias) cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
   }
 
+ public:
+  // fuse_conv_bn (op.h): cuDNN's conv + statistics graph (conv_bn_graph_cuda.h) where it has an engine
+  // for this layer: fp16 NHWC, one group, no bias, not staged, C and K multiples of 8. Built here, once
+  // per layer shape and thread; a layer without an engine is logged and keeps the two kernels.
+  std::optional<size_t> channel_sums_workspace() override {
+    if (!std::is_same_v<T, __half> || !nhwc_ || staged_ || p_.bias || p_.groups != 1 || p_.c % 8 || p_.k % 8)
+      return std::nullopt;
+    if (!stats_plan_) {
+      const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
+      const std::string key = cache_key(pol) + " conv+stats";
+      std::lock_guard<std::mutex> lock(g_cache_mu);
+      const std::string cache_key = str(key, " thread ", this_thread_id());
+      auto it = g_stats_plan_cache.find(cache_key);
+      if (it == g_stats_plan_cache.end()) {
+        std::string why;
+        std::shared_ptr<const cudnn_graph::ConvBnPlan> made;
+        try {
+          made = cudnn_graph::ConvBnPlan::build(graph_problem(), cudnn_graph::ConvBnGraph::kFpropStats,
+                                                engine_choice(pol, false), &why);
+        } catch (const std::exception& e) {  // a descriptor cuDNN refuses: the layer keeps the two kernels
+          why = e.what();
+        }
+        if (made)
+          log_info("conv2d ", key, ": the batch norm's statistics in the convolution's epilogue, on ",
+                   made->description());
+        else
+          log_warn("conv2d (fuse_conv_bn): no conv+statistics engine for ", key, " (", why,
+                   "); its batch norm computes the statistics itself");
+        it = g_stats_plan_cache.emplace(cache_key, made).first;
+      }
+      stats_plan_ = it->second;
+      if (!stats_plan_) stats_refused_ = true;
+    }
+    if (stats_refused_) return std::nullopt;
+    return stats_plan_->workspace_bytes();
+  }
+
+  void forward_with_channel_sums(const ForwardArgs& a, float* sums) override {
+    FASTNN_CHECK(stats_plan_, "conv2d: forward_with_channel_sums without a conv+statistics plan");
+    const cudaStream_t s = cuda::stream_of(a);
+    void* krsc = a.saved.back().raw();
+    write_krsc_weights(a.params[0].raw(), krsc, cuda::ptr<char>(a.workspace), s);
+    // Zeroed first: whether the engine overwrites its sums or adds to them is the gpu test's question.
+    CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * static_cast<size_t>(p_.k) * sizeof(float), s));
+    stats_plan_->execute(::fastnn::cuda::cudnn_handle(s),
+                         {.x = a.inputs[0].raw(), .w = krsc, .y = a.outputs[0].raw(), .sum = sums, .sqsum = sums + p_.k},
+                         cuda::ptr<char>(a.workspace));
+  }
+
+ protected:
   void run_backward(const BackwardArgs& a) override {
     const cudaStream_t s = cuda::stream_of(a);
     const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
@@ -326,28 +391,38 @@ class Conv2dCuda final : public OpKernel {
                " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
   }
 
-  // The graph API's plans for this layer (g_plan_cache: by problem, pass, beta and thread); false, with a
-  // warning naming the layer's shape and cuDNN's reasons, when a pass has no usable engine.
-  bool choose_plans(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32, int64_t sym_h, int64_t sym_w) {
+  // The convolution as the graph API sees it (the staged x when staged_) and the engine rules of `pol`.
+  cudnn_graph::ConvProblem graph_problem() const {
     const Window2d& g = p_.win;
     cudnn_graph::ConvProblem pb;
     pb.io = cudnn_type(dt_);
     pb.nhwc = nhwc_;
     pb.n = p_.n, pb.c = cp_, pb.h = hp_, pb.w = wp_;
     pb.k = p_.k, pb.groups = p_.groups, pb.r = g.r, pb.s = g.s, pb.p = g.p, pb.q = g.q;
-    pb.pad_h = sym_h, pb.pad_w = sym_w, pb.stride_h = g.stride_h, pb.stride_w = g.stride_w;
+    pb.pad_h = std::min(g.pad_top, g.pad_bottom), pb.pad_w = std::min(g.pad_left, g.pad_right);
+    pb.stride_h = g.stride_h, pb.stride_w = g.stride_w;
     pb.dil_h = g.dil_h, pb.dil_w = g.dil_w;
+    return pb;
+  }
+  static cudnn_graph::EngineChoice engine_choice(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
     cudnn_graph::EngineChoice choice;
     choice.allow_tensor_cores_on_f32 = !fp32_no_tf32;
     choice.deterministic = pol.deterministic;
     choice.max_workspace = pol.max_conv_workspace;
     choice.exhaustive = pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive;
+    return choice;
+  }
+
+  // The graph API's plans for this layer (g_plan_cache: by problem, pass, beta and thread); false, with a
+  // warning naming the layer's shape and cuDNN's reasons, when a pass has no usable engine.
+  bool choose_plans(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
+    const cudnn_graph::ConvProblem pb = graph_problem();
+    const cudnn_graph::EngineChoice choice = engine_choice(pol, fp32_no_tf32);
     const std::string base = cache_key(pol) + " graph";
-    std::ostringstream thread;
-    thread << std::this_thread::get_id();
+    const std::string thread = this_thread_id();
     auto plan = [&](cudnn_graph::ConvPass pass, float beta, const char* name) {
       const std::string key = str(base, " pass ", static_cast<int>(pass), " beta ", beta);
-      const std::string cache_key = str(key, " thread ", thread.str());
+      const std::string cache_key = str(key, " thread ", thread);
       std::lock_guard<std::mutex> lock(g_cache_mu);
       auto it = g_plan_cache.find(cache_key);
       if (it != g_plan_cache.end()) return it->second;
@@ -461,6 +536,8 @@ class Conv2dCuda final : public OpKernel {
   Algos algos_;
   bool graph_ = false;  // the passes run on plans_ (conv_api=graph), not the legacy calls with algos_
   GraphPlans plans_;
+  std::shared_ptr<const cudnn_graph::ConvBnPlan> stats_plan_;  // fuse_conv_bn's, once asked for
+  bool stats_refused_ = false;
   size_t conv_ws_ = 0, stage_bytes_ = 0, mid_bytes_ = 0, dw_bytes_ = 0, krsc_bytes_ = 0;
 };
 
