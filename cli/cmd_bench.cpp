@@ -32,6 +32,7 @@ void print_human(const pipeline::PipelineBenchOptions& o, const pipeline::Pipeli
               o.preprocess.train ? "train" : "eval", o.batch_size, r.sample.c_str(), o.threads);
   std::printf("  %.0f images/s, %.1f MB/s over %llu images in %.2f s\n", r.images_per_sec, r.mb_per_sec,
               static_cast<unsigned long long>(r.images), r.seconds);
+  if (o.consume_ms > 0) std::printf("  the caller held each batch %.1f ms (a step's time)\n", o.consume_ms);
   if (o.ceiling)
     std::printf("  ceiling %.0f images/s (bare read+decode+augment loop %.0f images/s on 1 thread × %d): %.0f%%\n",
                 r.ceiling_images_per_sec, r.ceiling_single_images_per_sec, o.threads,
@@ -93,6 +94,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--non-deterministic", a->non_deterministic, "Let batches overtake each other");
   cmd->add_flag("--no-verify", a->no_verify, "Skip record data CRCs");
   cmd->add_option("--seed", a->o.seed, "Shuffle and augmentation seed");
+  cmd->add_option("--consume-ms", a->o.consume_ms,
+                  "Hold each batch this long before taking the next (a training step's time): the images per CPU "
+                  "second then include what the waiting workers cost")
+      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_flag("--no-ceiling", a->no_ceiling, "Skip the ceiling measurement");
   cmd->add_flag("--parallel-ceiling", a->o.parallel_ceiling,
                 "Also measure `threads` bare loops running side by side (the ceiling with their contention)");

@@ -195,8 +195,10 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
       // turn that starts with a full pool (after a ceiling turn) must not end on prefetched batches
       // alone, or a short turn would time nothing but the backlog.
       const uint64_t target = static_cast<uint64_t>(steps) * static_cast<uint64_t>(o.batch_size);
-      while (it->stats().workers.samples - produced0 < target)
+      while (it->stats().workers.samples - produced0 < target) {
         if (!it->next(&b)) throw Error("bench: the pipeline ended");
+        if (o.consume_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.consume_ms));
+      }
       r.seconds += seconds_since(t0);
       pipeline_cpu += cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
       consumer_wait_ns += it->stats().consumer_wait_ns - s0.consumer_wait_ns;
@@ -275,6 +277,7 @@ nlohmann::json bench_json(const PipelineBenchOptions& o, const PipelineBenchResu
       {"rounds", r.rounds},
       {"shuffle_buffer", o.shuffle_buffer},
       {"prefetch", o.prefetch},
+      {"consume_ms", o.consume_ms},
       {"num_parallel_batches", o.num_parallel_batches},
       {"cache", o.cache},
       {"crop_decode", o.preprocess.crop_decode},

@@ -45,6 +45,11 @@ struct PipelineBenchOptions {
   // single-thread turn): what `threads` threads doing only the work reach together on this machine,
   // i.e. the ceiling with the threads' contention for shared caches and memory included.
   bool parallel_ceiling = false;
+  // The caller holds each timed batch this long before taking the next (a training step's time): the
+  // pipeline then runs at the caller's pace with idle time between batches, and its CPU time per image
+  // says what its workers cost while they wait (spinning, waking) beside the work itself. 0: the caller
+  // takes batches as fast as they come.
+  double consume_ms = 0;
 };
 
 struct PipelineBenchResult {

@@ -52,6 +52,13 @@ grep -q "images/s" "$scratch/human.txt"
 grep -q "ceiling" "$scratch/human.txt"
 grep -q "CPU: the pipeline got" "$scratch/human.txt"
 
+# --consume-ms: the caller holds each batch 50 ms, so beyond the few batches the pool holds (prefetch 0, one
+# in flight, one held: 16 images) the pipeline cannot run faster than 8 images per 50 ms.
+"$fastnn" bench pipeline --data "$scratch/jpeg" --preset inception --image-size 64 --batch-size 8 --threads 2 \
+  --steps 6 --prefetch 0 --num-parallel-batches 1 --no-ceiling --consume-ms 50 --json > "$scratch/consume.json"
+/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["consume_ms"] == 50 and 0 < j["images_per_sec"] < 300, j' \
+  "$scratch/consume.json"
+
 # Errors: unknown preset, missing data; non-zero exit with a message on stderr.
 if "$fastnn" bench pipeline --data "$scratch/jpeg" --preset alexnet 2> "$scratch/err.txt"; then
   echo "unknown preset accepted"; exit 1
