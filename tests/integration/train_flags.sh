@@ -11,7 +11,8 @@
 #   --batch-size spelled with a dash; no run written into the current directory unless asked, and eval
 #   finds that run; a training flag given to eval is named;
 #   the memory estimate refuses a run over memory_limit_mb before allocating, FastNN's defaults on
-#   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW.
+#   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW;
+#   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$SRC/tests/integration/train_helpers.bash"
@@ -150,4 +151,16 @@ assert len(loss[0]) == 2 and loss[0] == loss[1], loss
 PY
 $PY "$SRC/tests/integration/compare_safetensors.py" runs/nchw/ckpt-2.weights.safetensors runs/nhwc/ckpt-2.weights.safetensors \
   --atol 0 --rtol 0 > /dev/null || fail "data_format=NHWC ended with other weights than NCHW"
+# fuse_conv_bn on the CPU: each convolution joins its batch norm (with fuse_ops too, batch_norm+relu and
+# batch_norm+add+relu), the two kernels run in order, so ResNet-20 trains bitwise as without.
+rn=(--model_name=resnet_cifar_20 --log_loss_every_n_iters=1 --seed=3)
+ok rn_plain 'trained 2 steps' "${rn[@]}"
+ok rn_fcb 'fuse_conv_bn has no effect' "${rn[@]}" --fuse_conv_bn --log_device_placement
+ok rn_fcb_fused 'fuse_conv_bn has no effect' "${rn[@]}" --fuse_conv_bn --fuse_ops --log_device_placement
+grep -q 'conv+batch_norm  ' rn_fcb.log || { cat rn_fcb.log; fail "fuse_conv_bn: no conv+batch_norm layer"; }
+grep -q 'conv+batch_norm+add+relu ' rn_fcb_fused.log || { cat rn_fcb_fused.log; fail "fuse_conv_bn: no conv+batch_norm+add+relu layer"; }
+for run in rn_fcb rn_fcb_fused; do
+  $PY "$SRC/tests/integration/compare_safetensors.py" runs/rn_plain/ckpt-2.weights.safetensors runs/$run/ckpt-2.weights.safetensors \
+    --atol 0 --rtol 0 > /dev/null || fail "$run ended with other weights than the unfused run"
+done
 echo PASS
