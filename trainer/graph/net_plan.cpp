@@ -409,6 +409,8 @@ void NetPlan::fuse_conv_batch_norms() {
     if (conv.op != "conv2d" || readers[i] != 1 || static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_)
       continue;
     if (!nothing_stateful_between(i, j)) continue;
+    const int x = conv.inputs.empty() ? kDataInput : conv.inputs[0];
+    if (bn.inputs.size() > 1 && x != kDataInput && readers[static_cast<size_t>(x)] > 1) continue;
     bn.kernel = ops::make_fused_kernel(std::move(conv.kernel), std::move(bn.kernel), options_.registry);
     std::vector<int> inputs = conv.inputs;
     inputs.insert(inputs.end(), bn.inputs.begin() + 1, bn.inputs.end());

@@ -56,9 +56,11 @@ struct PlanOptions {
   // After the fusions above: a conv2d read only by a batch norm node (batch_norm, batch_norm+relu,
   // batch_norm+relu6, batch_norm+add+relu: its first input) joins it as one node "conv2d+<that op>", at
   // the batch norm node's place and with its name, the convolution's parameters first (ops/fused.h).
-  // Only where no node between the two has parameters or state, so their order is kept. On the CPU the
-  // composite, bitwise the unfused plan; cuda's conv+statistics kernel where cuDNN has an engine for it
-  // (ops/conv_bn_cuda.cpp). The fuse_conv_bn config field.
+  // Only where no node between the two has parameters or state, so their order is kept, and not into a
+  // batch_norm+add+relu where the convolution's input has other readers (that node cannot add into its
+  // input's gradient, which the CUDA convolution alone can: cuDNN's beta = 1). On the CPU the composite,
+  // bitwise the unfused plan; on cuda the convolution writes the batch norm's statistics where cuDNN has
+  // a conv + statistics engine (ops/conv2d_cuda.cpp, ops/conv_bn_graph_cuda.h). The fuse_conv_bn field.
   bool fuse_conv_bn = false;
 };
 
@@ -102,8 +104,9 @@ class NetPlan {
   int aux_logits_node() const { return aux_logits_; }  // -1 when none
   double aux_loss_weight() const { return aux_loss_weight_; }
   int64_t num_classes() const { return nodes_[static_cast<size_t>(logits_)].output_shape[1]; }
-  // Node index of a layer by name, or -1. A layer fused into another (PlanOptions::fuse) gives the
-  // fused node, whose output is that layer's output.
+  // Node index of a layer by name, or -1. A layer fused into another gives the fused node, whose output
+  // is that layer's output for a fused-away relu; for a batch norm fused into its add, or a convolution
+  // fused into its batch norm (fuse_conv_bn), the node's output is the later layer's.
   int find(const std::string& layer_name) const;
 
   int64_t trainable_param_count() const;  // elements of trainable params

@@ -77,7 +77,8 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
                                false);
   }
   const int64_t batch = c.batch_size();
-  const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = fuse_ops_for(c, target.device)});
+  const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = fuse_ops_for(c, target.device),
+                                                                 .fuse_conv_bn = c.fuse_conv_bn()});
   const std::vector<std::string> scopes = split_list(c.trainable_scopes());
   int64_t trainable = 0, updated = 0, state = 0, fixed = 0;
   for (const graph::PlanNode& n : plan.nodes()) {

@@ -9,7 +9,8 @@
 // same for state); then's output;
 // saved = first's saved, first's output z,
 // then's saved, and dz (the gradient between the two, written by then's backward); workspace the
-// larger of the two. Backward runs then's backward (dy -> dz and then's other inputs' gradients), then
+// larger of the two (with the channel-sums path of op.h: of the two and the sums pass's own, then a
+// 256-byte-aligned region of 2 × channels floats for the sums). Backward runs then's backward (dy -> dz and then's other inputs' gradients), then
 // first's (dz -> d_inputs, d_params). Errors: ConfigError when `then` is not such an op or the shapes do
 // not chain.
 #pragma once

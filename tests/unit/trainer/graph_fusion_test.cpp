@@ -98,6 +98,23 @@ void expect_fused_equals_unfused(const std::string& model, int size, const Fusio
   }
 }
 
+// Any net: the fuse_ops + fuse_conv_bn plan trains one step bitwise as the plain plan.
+void expect_fused_equals_unfused_net(const NetDef& net) {
+  Graph plain(net, {.batch_size = 2, .seed = 5});
+  Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true, .fuse_conv_bn = true});
+  const Tensor x = testing_util::random_tensor(plain.input_shape(), DType::kF32, 3);
+  const Tensor labels = testing_util::labels_of({1, 3});
+  TrainStep sp(plain), sf(fused);
+  const StepResult a = sp.train(x, labels, 0), b = sf.train(x, labels, 0);
+  EXPECT_EQ(a.loss, b.loss);
+  const std::vector<NamedTensor> pa = plain.parameters(), pb = fused.parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t k = 0; k < pa.size(); ++k) {
+    EXPECT_EQ(pa[k].name, pb[k].name);
+    EXPECT_TRUE(same_bits(pa[k].grad, pb[k].grad)) << "gradient of " << pa[k].name;
+  }
+}
+
 TEST(GraphFusion, ResNetCifarFusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_cifar_20", 32); }
 TEST(GraphFusion, ResNetV1FusedEqualsUnfusedBitwise) { expect_fused_equals_unfused("resnet_v1_18", 32); }
 // Bottleneck units with projection shortcuts: both addends of the first unit of a block are batch norms.
@@ -115,6 +132,38 @@ TEST(GraphFusion, ConvBatchNormFusedEqualsUnfusedBitwise) {
 // The same in NHWC, the GPU's layout (every kernel behind the CPU's layout adapter).
 TEST(GraphFusion, ConvBatchNormFusedEqualsUnfusedBitwiseInNhwc) {
   expect_fused_equals_unfused("resnet_v1_50", 32, {.conv_bn = true, .layout = Layout::kNHWC});
+}
+
+// The fan-out rule: a convolution whose input has other readers does not join a batch_norm+add+relu (that
+// node cannot add into its input's gradient as the CUDA convolution does); before a plain batch norm it
+// does. Here x feeds c1 and the add (c1's batch norm joins the add), and c2 and c3 (c2's does not).
+TEST(GraphFusion, ConvWithFanOutStaysOutOfBatchNormAddRelu) {
+  const NetDef net = testing_util::net_from_text(R"pb(
+    input { channels: 3 height: 8 width: 8 }
+    layers { name: "c0" inputs: "data" conv { filters: 8 kernel: 3 padding: "same" bias: false } }
+    layers { name: "b0" inputs: "c0" batch_norm {} }
+    layers { name: "x" inputs: "b0" relu {} }
+    layers { name: "c1" inputs: "x" conv { filters: 8 kernel: 3 padding: "same" bias: false } }
+    layers { name: "b1" inputs: "c1" batch_norm {} }
+    layers { name: "sum" inputs: "b1" inputs: "x" add {} }
+    layers { name: "y" inputs: "sum" relu {} }
+    layers { name: "c2" inputs: "y" conv { filters: 8 kernel: 1 bias: false } }
+    layers { name: "b2" inputs: "c2" batch_norm {} }
+    layers { name: "c3" inputs: "y" conv { filters: 8 kernel: 1 bias: false } }
+    layers { name: "b3" inputs: "c3" batch_norm {} }
+    layers { name: "both" inputs: "b2" inputs: "b3" add {} }
+    layers { name: "gap" inputs: "both" global_avg_pool {} }
+    layers { name: "fc" inputs: "gap" fully_connected { units: 4 } }
+    logits: "fc"
+  )pb");
+  Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true, .fuse_conv_bn = true});
+  const NetPlan& plan = fused.plan();
+  EXPECT_EQ(plan.nodes()[static_cast<size_t>(plan.find("b0"))].op, "conv2d+batch_norm+relu");
+  EXPECT_EQ(plan.nodes()[static_cast<size_t>(plan.find("sum"))].op, "batch_norm+add+relu");
+  EXPECT_EQ(plan.nodes()[static_cast<size_t>(plan.find("c1"))].op, "conv2d") << "x also feeds the add";
+  EXPECT_EQ(plan.nodes()[static_cast<size_t>(plan.find("b2"))].op, "conv2d+batch_norm") << "y's fan-out is fine here";
+  EXPECT_EQ(plan.nodes()[static_cast<size_t>(plan.find("b3"))].op, "conv2d+batch_norm");
+  expect_fused_equals_unfused_net(net);
 }
 
 // A device's registered one-pass kernel (OpRegistry::add_fusion: the CUDA batch_norm+relu) takes the
