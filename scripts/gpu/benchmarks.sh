@@ -103,9 +103,9 @@ profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --devic
 profile resnet50_fp16_nhwc_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 # The same through cuDNN's graph API: the convolutions' share against resnet50_fp16_nhwc_profile's.
 profile resnet50_fp16_graphapi_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --conv_api=graph
-# Inception-v3's step by op (0.89 of PyTorch on 2026-11-27: its average pools ran on the one-element kernels).
-# The same with fuse_conv_bn: the conv2d+batch_norm* layers against the two groups above.
+# The same with fuse_conv_bn: the conv2d+batch_norm* layers against the conv2d and batch_norm groups above.
 profile resnet50_fp16_fuse_conv_bn_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops --fuse_conv_bn
+# Inception-v3's step by op (0.89 of PyTorch on 2026-11-27: its average pools ran on the one-element kernels).
 profile inception_v3_fp16_nhwc_profile --model_name=inception_v3 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops
 # MobileNet v2's step by op (2026-11-27, H200: depthwise_conv2d 50.8 of 75.4 ms before the packed kernels).
 profile mobilenet_v2_fp16_nhwc_profile --model_name=mobilenet_v2 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NHWC --fuse_ops

@@ -115,8 +115,9 @@ void batch_norm_add_relu_forward(const BatchNormParams& p, bool training, const 
                                  float* save_invstd, void* ws, cudaStream_t s);
 // The training forward from x's per-channel sums, sums = [Σx (C), Σx² (C)] f32 over N·H·W (the
 // fuse_conv_bn rewrite: cuDNN's convolution wrote them in its epilogue) instead of a statistics pass:
-// mean and biased variance (E[x²] − mean², in double) give the saved and running statistics by the
-// formulas of batch_norm_forward_training, then its normalise pass with act; r: the residual of
+// mean and biased variance (E[x²] − mean², in double from f32 sums, without the running-mean shift that
+// batch_norm_forward_training's own sums take) give the saved and running statistics by its finishing
+// formulas, then its normalise pass with act; r: the residual of
 // batch_norm+add+relu (act relu), or null.
 template <typename T>
 void batch_norm_forward_from_sums(const BatchNormParams& p, const float* sums, const T* x, const T* r,

@@ -1,8 +1,8 @@
 // Convolution + batch-norm fusions through cuDNN's graph API (issue 13, P7; the plan is
-// docs/CUDNN_FUSIONS.md). CUDA builds only. Not wired into the trainer yet: the gpu test
+// docs/CUDNN_FUSIONS.md). CUDA builds only. kFpropStats runs in training under `--fuse_conv_bn`
+// (Conv2dCuda::channel_sums_workspace in conv2d_cuda.cpp); the others are not wired in yet. The gpu test
 // conv_bn_graph_cuda_gpu_test holds each graph to a double-precision reference, records whether cuDNN
-// has an engine for it on the GPU at hand and times it against the plain convolution, which is what
-// the first GPU session must learn before the plan rewrite (`--fuse_conv_bn`) is built on top.
+// has an engine for it on the GPU at hand and times it against the plain convolution.
 //
 // The graphs, all fp16 channels-last with f32 accumulation and f32 statistics:
 //   kFpropStats               y = conv(x, w); sum[k] = Σ y, sqsum[k] = Σ y² over N, P, Q

@@ -13,6 +13,7 @@ TEST(CudaConvBnFusion, RequiresTheCudaBuild) { GTEST_SKIP() << "built without th
 
 #else
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,10 +28,16 @@ namespace {
 
 const OpRegistry& registry() { return graph::builtin_op_registry(); }
 
-enum class Then { kBatchNorm, kBatchNormRelu, kBatchNormAddRelu };
+enum class Then { kBatchNorm, kBatchNormRelu, kBatchNormRelu6, kBatchNormAddRelu };
 
 const char* then_name(Then t) {
-  return t == Then::kBatchNorm ? "batch_norm" : t == Then::kBatchNormRelu ? "batch_norm+relu" : "batch_norm+add+relu";
+  switch (t) {
+    case Then::kBatchNorm: return "batch_norm";
+    case Then::kBatchNormRelu: return "batch_norm+relu";
+    case Then::kBatchNormRelu6: return "batch_norm+relu6";
+    case Then::kBatchNormAddRelu: return "batch_norm+add+relu";
+  }
+  return "?";
 }
 
 struct Layer {
@@ -47,6 +54,7 @@ std::unique_ptr<OpKernel> make_then(const OpKernel& conv, Then then) {
   if (then == Then::kBatchNorm) return bn;
   const TensorSpec zn = bn->signature().outputs[0];
   const std::vector<TensorSpec> one{zn}, two{zn, zn};
+  if (then == Then::kBatchNormRelu6) return registry().create_fusion(*bn, *registry().create("relu6", Device::kCuda, {}, one));
   auto relu = registry().create("relu", Device::kCuda, {}, one);
   if (then == Then::kBatchNormRelu) return registry().create_fusion(*bn, *relu);
   auto add_relu = registry().create_fusion(*registry().create("add", Device::kCuda, {}, two), *relu);
@@ -65,7 +73,7 @@ TEST(CudaConvBnFusion, StatisticsFromTheConvolutionMatchTheTwoKernels) {
   int ran = 0;
   std::string without_engine;
   for (const Layer& layer : layers)
-    for (Then then : {Then::kBatchNorm, Then::kBatchNormRelu, Then::kBatchNormAddRelu}) {
+    for (Then then : {Then::kBatchNorm, Then::kBatchNormRelu, Then::kBatchNormRelu6, Then::kBatchNormAddRelu}) {
       SCOPED_TRACE(layer.label + " then " + then_name(then));
       const OpCase c{layer.label, layer.conv, {CaseInput{.shape = layer.x}}, true};
       const std::vector<TensorSpec> x_spec = case_input_specs(c, DType::kF16);
@@ -83,6 +91,12 @@ TEST(CudaConvBnFusion, StatisticsFromTheConvolutionMatchTheTwoKernels) {
       const OpSignature &fs = fused->signature(), &cs = conv2->signature(), &ts = then2->signature();
       ASSERT_EQ(fs.params.size(), 3u) << "weights, gamma, beta";
       ASSERT_EQ(fs.inputs.size(), ts.inputs.size());
+      // The composite took the sums path (else it would be the two kernels and this test vacuous): its
+      // workspace holds the 2 x K sums after every kernel's own part.
+      ASSERT_TRUE(then2->takes_channel_sums());
+      const size_t k = static_cast<size_t>(cs.outputs[0].shape.back());
+      ASSERT_GE(fs.workspace_bytes, std::max(cs.workspace_bytes, ts.workspace_bytes) + 2 * k * sizeof(float))
+          << "the fused layer has no room for the channel sums";
 
       // The fused layer's tensors, then the same values for the two kernels (their own copies: the running
       // statistics are updated in place).
@@ -131,8 +145,8 @@ TEST(CudaConvBnFusion, StatisticsFromTheConvolutionMatchTheTwoKernels) {
   if (!without_engine.empty()) std::printf("no conv+statistics engine for:%s\n", without_engine.c_str());
 }
 
-// A layer the graph cannot take keeps the two kernels: the composite's forward is then theirs.
-TEST(CudaConvBnFusion, ALayerWithoutTheGraphKeepsTheTwoKernels) {
+// A convolution outside the graph's conditions offers no sums pass (its fused layer is the two kernels).
+TEST(CudaConvBnFusion, ALayerOutsideTheGraphsConditionsOffersNoSums) {
   REQUIRE_GPU();
   // f32, and 3 input channels: outside what the conv + statistics graph takes (fp16, C a multiple of 8).
   for (DType dt : {DType::kF32, DType::kF16}) {
