@@ -6,6 +6,7 @@
 #include "core/logging.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/memory_estimate.h"
+#include "trainer/loop/step_runner.h"
 #ifdef FASTNN_HAVE_CUDA
 #include "trainer/optim/device_optimizer.h"
 #endif
@@ -52,6 +53,11 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
                " has no effect on the CPU backend: it pads cuDNN's NHWC half-precision convolutions on device=cuda");
     return;
   }
+  if (c.fuse_conv_bn() && (t.dtype != DType::kF16 || layout_for(c, t.device) != Layout::kNHWC))
+    log_warn("fuse_conv_bn has no effect on speed with precision ", dtype_name(t.dtype), " and data_format ",
+             layout_for(c, t.device) == Layout::kNHWC ? "NHWC" : "NCHW",
+             ": cuDNN's conv + statistics graph is fp16 channels-last (precision=fp16, data_format=NHWC or auto); "
+             "each convolution joins its batch norm, and the two kernels run in order");
   if (head::uses_head(c) && c.cuda_graph())
     log_warn("cuda_graph has no effect with the classifier head (loss_type=", c.loss_type(),
              "): its steps read their results inside the step (PartialFC draws its sample from the labels), so they "

@@ -44,5 +44,19 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
   refused(config({"--input_dtype=uint8"}), ComputeTarget{}, 1, "input_dtype=uint8");
 }
 
+// fuse_conv_bn's fused kernel is fp16 channels-last: elsewhere on the GPU the flag is named in a warning;
+// fp16 with the default layout (NHWC on cuda) is quiet.
+TEST(Capabilities, FuseConvBnOutsideFp16ChannelsLastIsNamed) {
+  auto warned = [](const std::vector<std::string>& flags, const ComputeTarget& t) {
+    testing::internal::CaptureStderr();
+    check_backend_supports(config(flags), t, 1);
+    return testing::internal::GetCapturedStderr().find("fuse_conv_bn has no effect on speed") != std::string::npos;
+  };
+  EXPECT_FALSE(warned({"--fuse_conv_bn"}, kGpu));
+  EXPECT_TRUE(warned({"--fuse_conv_bn", "--data_format=NCHW"}, kGpu));
+  EXPECT_TRUE(warned({"--fuse_conv_bn"}, ComputeTarget{.device = Device::kCuda, .dtype = DType::kF32, .device_index = 0}));
+  EXPECT_FALSE(warned({"--data_format=NCHW"}, kGpu));
+}
+
 }  // namespace
 }  // namespace fastnn::loop
