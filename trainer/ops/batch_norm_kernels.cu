@@ -10,6 +10,7 @@
 #include "core/fast_divide.h"
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/batch_norm.h"
+#include "trainer/ops/batch_norm_stats.h"
 #include "trainer/ops/bn_rows_packed.cuh"
 #include "trainer/ops/channel_index.h"
 #include "trainer/ops/channel_sums.cuh"
@@ -51,20 +52,7 @@ __global__ void bn_partial_stats_kernel(BatchNormParams p, BnSplit sp, FastDivid
   }
 }
 
-// Channel c's statistics from its batch mean and biased variance, by the CPU's formulas (biased variance
-// to normalise, unbiased for running_var, momentum = weight of the old value).
-__device__ void bn_store_stats(const BatchNormParams& p, int64_t c, double mean, double var, float* running_mean,
-                               float* running_var, float* save_mean, float* save_invstd) {
-  const double old_mean = running_mean[c], m = static_cast<double>(p.n * p.hw);
-  if (var < 0) var = 0;
-  save_mean[c] = static_cast<float>(mean);
-  save_invstd[c] = static_cast<float>(1.0 / sqrt(var + p.epsilon));
-  const double unbiased = m > 1 ? var * m / (m - 1) : var;
-  running_mean[c] = static_cast<float>(p.momentum * old_mean + (1 - p.momentum) * mean);
-  running_var[c] = static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * unbiased);
-}
-
-// Per channel (a warp each): the runs' sums (warp_sum_runs), then bn_store_stats.
+// Per channel (a warp each): the runs' sums (warp_sum_runs), then the CPU's formulas (bn_stats::store).
 __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const double* partials, float* running_mean,
                                        float* running_var, float* save_mean, float* save_invstd) {
   FASTNN_WARP_LOOP(c, p.c) {
@@ -73,7 +61,7 @@ __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const do
     if ((threadIdx.x & 31) != 0) continue;
     const double k = stats_pivot(running_mean[c]), m = static_cast<double>(p.n * p.hw);
     const double shift = sum / m;
-    bn_store_stats(p, c, k + shift, ss / m - shift * shift, running_mean, running_var, save_mean, save_invstd);
+    bn_stats::store(p, c, k + shift, ss / m - shift * shift, running_mean, running_var, save_mean, save_invstd);
   }
 }
 
@@ -82,10 +70,9 @@ __global__ void bn_finish_stats_kernel(BatchNormParams p, int64_t runs, const do
 __global__ void bn_finish_sums_kernel(BatchNormParams p, const float* sums, float* running_mean, float* running_var,
                                       float* save_mean, float* save_invstd) {
   FASTNN_GRID_LOOP(c, p.c) {
-    const double m = static_cast<double>(p.n * p.hw);
-    const double mean = m > 0 ? sums[c] / m : 0.0;
-    const double var = m > 0 ? sums[p.c + c] / m - mean * mean : 0.0;
-    bn_store_stats(p, c, mean, var, running_mean, running_var, save_mean, save_invstd);
+    double mean, var;
+    bn_stats::from_sums(static_cast<double>(p.n * p.hw), sums[c], sums[p.c + c], &mean, &var);
+    bn_stats::store(p, c, mean, var, running_mean, running_var, save_mean, save_invstd);
   }
 }
 
