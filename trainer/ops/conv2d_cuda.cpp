@@ -113,10 +113,28 @@ auto& g_plan_cache = *new std::map<std::string, std::shared_ptr<const cudnn_grap
 // The conv + statistics graphs (fuse_conv_bn), the same way.
 auto& g_stats_plan_cache = *new std::map<std::string, std::shared_ptr<const cudnn_graph::ConvBnPlan>>;
 
-std::string this_thread_id() {
+// A graph-API plan from `cache` by `key` and the calling thread; on a miss built by build(&why) (null, with
+// why, where cuDNN has no usable engine; a descriptor cuDNN refuses throws and counts the same), handed to
+// report(plan or null, why) once, and kept, null included, so a shape is built and reported once.
+template <typename Plan, typename Build, typename Report>
+std::shared_ptr<const Plan> cached_plan(std::map<std::string, std::shared_ptr<const Plan>>& cache,
+                                        const std::string& key, Build build, Report report) {
   std::ostringstream thread;
   thread << std::this_thread::get_id();
-  return thread.str();
+  const std::string cache_key = str(key, " thread ", thread.str());
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  auto it = cache.find(cache_key);
+  if (it != cache.end()) return it->second;
+  std::string why;
+  std::shared_ptr<const Plan> made;
+  try {
+    made = build(&why);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  report(made.get(), why);
+  cache.emplace(cache_key, made);
+  return made;
 }
 
 // The first acceptable candidate of a perf list (cuDNN sorts them best first).
@@ -234,33 +252,26 @@ class Conv2dCuda final : public OpKernel {
   std::optional<size_t> channel_sums_workspace() override {
     if (!std::is_same_v<T, __half> || !nhwc_ || staged_ || p_.bias || p_.groups != 1 || p_.c % 8 || p_.k % 8)
       return std::nullopt;
+    // Looked up again after a refusal: the cache answers null without building or warning twice.
     if (!stats_plan_) {
       const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
       const std::string key = cache_key(pol) + " conv+stats";
-      std::lock_guard<std::mutex> lock(g_cache_mu);
-      const std::string cache_key = str(key, " thread ", this_thread_id());
-      auto it = g_stats_plan_cache.find(cache_key);
-      if (it == g_stats_plan_cache.end()) {
-        std::string why;
-        std::shared_ptr<const cudnn_graph::ConvBnPlan> made;
-        try {
-          made = cudnn_graph::ConvBnPlan::build(graph_problem(), cudnn_graph::ConvBnGraph::kFpropStats,
-                                                engine_choice(pol, false), &why);
-        } catch (const std::exception& e) {  // a descriptor cuDNN refuses: the layer keeps the two kernels
-          why = e.what();
-        }
-        if (made)
-          log_info("conv2d ", key, ": the batch norm's statistics in the convolution's epilogue, on ",
-                   made->description());
-        else
-          log_warn("conv2d (fuse_conv_bn): no conv+statistics engine for ", key, " (", why,
-                   "); its batch norm computes the statistics itself");
-        it = g_stats_plan_cache.emplace(cache_key, made).first;
-      }
-      stats_plan_ = it->second;
-      if (!stats_plan_) stats_refused_ = true;
+      stats_plan_ = cached_plan(
+          g_stats_plan_cache, key,
+          [&](std::string* why) {
+            return cudnn_graph::ConvBnPlan::build(graph_problem(), cudnn_graph::ConvBnGraph::kFpropStats,
+                                                  engine_choice(pol, false), why);
+          },
+          [&](const cudnn_graph::ConvBnPlan* made, const std::string& why) {
+            if (made)
+              log_info("conv2d ", key, ": the batch norm's statistics in the convolution's epilogue, on ",
+                       made->description());
+            else
+              log_warn("conv2d (fuse_conv_bn): no conv+statistics engine for ", key, " (", why,
+                       "); its batch norm computes the statistics itself");
+          });
     }
-    if (stats_refused_) return std::nullopt;
+    if (!stats_plan_) return std::nullopt;
     return stats_plan_->workspace_bytes();
   }
 
@@ -419,27 +430,17 @@ class Conv2dCuda final : public OpKernel {
     const cudnn_graph::ConvProblem pb = graph_problem();
     const cudnn_graph::EngineChoice choice = engine_choice(pol, fp32_no_tf32);
     const std::string base = cache_key(pol) + " graph";
-    const std::string thread = this_thread_id();
     auto plan = [&](cudnn_graph::ConvPass pass, float beta, const char* name) {
       const std::string key = str(base, " pass ", static_cast<int>(pass), " beta ", beta);
-      const std::string cache_key = str(key, " thread ", thread);
-      std::lock_guard<std::mutex> lock(g_cache_mu);
-      auto it = g_plan_cache.find(cache_key);
-      if (it != g_plan_cache.end()) return it->second;
-      std::string why;
-      std::shared_ptr<const cudnn_graph::ConvPlan> made;
-      try {
-        made = cudnn_graph::ConvPlan::build(pb, pass, beta, choice, &why);
-      } catch (const std::exception& e) {  // a descriptor cuDNN refuses: this layer keeps the legacy calls
-        why = e.what();
-      }
-      if (made)
-        log_debug("conv2d ", key, ": ", name, " on ", made->description());
-      else
-        log_warn("conv2d (conv_api=graph): no ", name, " engine for ", key, " (", why,
-                 "); this layer keeps cuDNN's legacy convolution calls");
-      g_plan_cache.emplace(cache_key, made);
-      return made;
+      return cached_plan(
+          g_plan_cache, key, [&](std::string* why) { return cudnn_graph::ConvPlan::build(pb, pass, beta, choice, why); },
+          [&](const cudnn_graph::ConvPlan* made, const std::string& why) {
+            if (made)
+              log_debug("conv2d ", key, ": ", name, " on ", made->description());
+            else
+              log_warn("conv2d (conv_api=graph): no ", name, " engine for ", key, " (", why,
+                       "); this layer keeps cuDNN's legacy convolution calls");
+          });
     };
     plans_.fwd = plan(cudnn_graph::ConvPass::kForward, 0.0f, "forward");
     if (plans_.fwd) plans_.bwd_filter = plan(cudnn_graph::ConvPass::kBackwardFilter, 0.0f, "backward-filter");
@@ -537,7 +538,6 @@ class Conv2dCuda final : public OpKernel {
   bool graph_ = false;  // the passes run on plans_ (conv_api=graph), not the legacy calls with algos_
   GraphPlans plans_;
   std::shared_ptr<const cudnn_graph::ConvBnPlan> stats_plan_;  // fuse_conv_bn's, once asked for
-  bool stats_refused_ = false;
   size_t conv_ws_ = 0, stage_bytes_ = 0, mid_bytes_ = 0, dw_bytes_ = 0, krsc_bytes_ = 0;
 };
 
