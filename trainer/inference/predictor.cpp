@@ -170,7 +170,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   run.set_batch_size(s.batch);
   const loop::ComputeTarget target = loop::resolve_compute_target(run, options.local_rank);
   m.device = target.describe();
-  loop::StepRunnerOptions o = loop::step_runner_options(run, target);
+  loop::StepRunnerOptions o = loop::forward_only(loop::step_runner_options(run, target));
   o.label_smoothing = 0;
   pipeline::PreprocessConfig p;
   p.preset = m.preset;

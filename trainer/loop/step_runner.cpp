@@ -74,6 +74,11 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   return o;
 }
 
+StepRunnerOptions forward_only(StepRunnerOptions o) {
+  o.fuse_conv_bn = false;
+  return o;
+}
+
 std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const std::vector<std::string>& scopes) {
   if (scopes.empty()) return all;
   std::vector<ParamRef> out;

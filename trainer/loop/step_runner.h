@@ -265,6 +265,10 @@ class StepRunner {
 // allreduce_bucket_mb, weight_decay, max_gradient_norm, the optimizer and loss scaling (collectives and
 // check_labels are the caller's).
 StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarget& target);
+// The options for a runner that only runs forward passes (eval, predict, serve): `o` with fuse_conv_bn
+// off. Only a training forward uses the convolution's channel sums and the plain plan computes the same,
+// so such a runner need not build cuDNN's conv + statistics plans (a trial run each) at start-up.
+StepRunnerOptions forward_only(StepRunnerOptions o);
 // data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow
 // the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU"); NCHW and
 // unfused on the CPU, where NHWC runs behind a transposing adapter and fusion gains nothing.

@@ -463,7 +463,7 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
   const ComputeTarget target = resolve_compute_target(config);
-  StepRunnerOptions o = step_runner_options(config, target);
+  StepRunnerOptions o = forward_only(step_runner_options(config, target));
   o.label_smoothing = 0;  // the held-out loss is the plain cross-entropy
   o.input = setup.input;
   o.head = head_for(config, setup);

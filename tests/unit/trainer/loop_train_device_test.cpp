@@ -184,6 +184,26 @@ TEST(TrainStepRunner, LayoutAndFusionDefaultsFollowTheDevice) {
   EXPECT_TRUE(step_runner_options(config_of({"--fuse_conv_bn"}), cpu).fuse_conv_bn);
 }
 
+// eval, predict and serve build their runners from forward_only(): a run trained with fuse_conv_bn
+// needs no conv + statistics plans to evaluate (the plain plan computes the same forward).
+TEST(TrainStepRunner, ForwardOnlyRunnersKeepConvolutionsOutOfTheirBatchNorms) {
+  const StepRunnerOptions trained = step_runner_options(config_of({"--fuse_conv_bn", "--batch_size=2"}), {});
+  ASSERT_TRUE(trained.fuse_conv_bn);
+  const StepRunnerOptions forward = forward_only(trained);
+  EXPECT_FALSE(forward.fuse_conv_bn);
+  EXPECT_EQ(forward.batch_size, trained.batch_size);
+  EXPECT_EQ(forward.layout, trained.layout);
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 8, .width = 8});
+  auto fused_convolutions = [&](const StepRunnerOptions& o) {
+    const std::unique_ptr<StepRunner> runner = make_step_runner(net, o);
+    int n = 0;
+    for (const graph::PlanNode& node : runner->graph().plan().nodes()) n += node.op.rfind("conv2d+batch_norm", 0) == 0;
+    return n;
+  };
+  EXPECT_GT(fused_convolutions(trained), 10);
+  EXPECT_EQ(fused_convolutions(forward), 0);
+}
+
 TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {
   EXPECT_EQ(step_runner_options(config_of({}), {}).layout, Layout::kNCHW);  // auto on the CPU
   EXPECT_EQ(step_runner_options(config_of({"--data_format=NHWC"}), {}).layout, Layout::kNHWC);
