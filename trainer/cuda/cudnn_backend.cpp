@@ -116,6 +116,14 @@ DescPtr pointwise_descriptor(cudnnPointwiseMode_t mode, std::string* why) {
   return pw;
 }
 
+// Both scales, always, as cudnn-frontend sets them on every pointwise node, one-input and backward ones
+// included (the backend's defaults are not documented): alpha1 = 1, alpha2 on the second input.
+void set_scales(Desc& op, float alpha2) {
+  const float alpha1 = 1.0f;
+  op.set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, alpha1)
+      .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, alpha2);
+}
+
 DescPtr finalized_node(DescPtr op, cudnnPointwiseMode_t mode, std::string* why) {
   if (const cudnnStatus_t st = op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
     *why = str("pointwise node (mode ", static_cast<int>(mode), "): ", cudnnGetErrorString(st));
@@ -135,10 +143,7 @@ DescPtr pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
   if (b) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  // Both scales set explicitly, as cudnn-frontend does (the backend's defaults are not documented).
-  const float alpha1 = 1.0f;
-  op->set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, alpha1);
-  if (b) op->set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, alpha2);
+  set_scales(*op, b ? alpha2 : 1.0f);
   op->adopt(std::move(pw));
   return finalized_node(std::move(op), mode, why);
 }
@@ -151,6 +156,7 @@ DescPtr pointwise_backward(cudnnPointwiseMode_t mode, const Desc& dy, const Desc
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dy)
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
       .set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dx);
+  set_scales(*op, 1.0f);
   op->adopt(std::move(pw));
   return finalized_node(std::move(op), mode, why);
 }

@@ -49,6 +49,8 @@ bool has_prologue(ConvBnGraph g) {
   return g == ConvBnGraph::kScaleBiasReluFpropStats || g == ConvBnGraph::kScaleBiasReluWgrad;
 }
 
+enum class ConvBnPlan::MeanForm { kAddNegated, kSubtract };
+
 struct ConvBnPlan::Descriptors {
   cb::DescKeeper keep;  // every descriptor the graph refers to lives as long as the plan
   std::shared_ptr<Desc> config;
@@ -121,10 +123,17 @@ std::vector<const Desc*> prologue_nodes(const ConvProblem& pb, const Desc& x, cb
                       keep.own(cb::pointwise(CUDNN_POINTWISE_RELU_FWD, *shifted, nullptr, **act, why))});
 }
 
+// How the dgrad graph's first pointwise node takes the mean from x. cuDNN's graph API guide says an ADD
+// with alpha2 = −1, as Paddle's production kernel builds it; cudnn-frontend's sample and its legacy
+// fusion sample use SUB (the frontend's sample added the mean until v1.11). Which form the pre-compiled
+// engine matches is not yet measured, so build() tries the guide's first and then the other.
+using MeanForm = ConvBnPlan::MeanForm;
+
 // The dgrad graph (cuDNN's "DgradDreluBNBwdWeight" pattern): g = dgrad(dy, w) (virtual f32); the batch
 // norm's output recomputed from x as ((x − mean) · invstd) · scale + bias; drelu = RELU_BWD(g, that)
 // (written); then the batch norm's weight gradients and dx's coefficients from drelu and x.
-std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, const Desc& conv, cb::DescKeeper& keep, std::string* why) {
+std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, const Desc& conv, MeanForm form, cb::DescKeeper& keep,
+                                     std::string* why) {
   const std::vector<int64_t> x_dims{pb.n, pb.c, pb.h, pb.w}, per_c{1, pb.c, 1, 1};
   auto f32 = [&](int64_t uid, const std::vector<int64_t>& dims, bool is_virtual) {
     return keep.own(cb::tensor(uid, CUDNN_DATA_FLOAT, dims, true, is_virtual));
@@ -161,7 +170,9 @@ std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, const Desc& conv, cb
     bn_node = keep.own(std::move(bn));
 
   return all_or_none({keep.own(cb::convolution_node(cb::ConvNode::kBackwardData, *dgrad, *w, *dy, conv, 0.0f, why)),
-                      keep.own(cb::pointwise(CUDNN_POINTWISE_ADD, *x, mean, *centered, why, -1.0f)),
+                      keep.own(form == MeanForm::kSubtract
+                                   ? cb::pointwise(CUDNN_POINTWISE_SUB, *x, mean, *centered, why)
+                                   : cb::pointwise(CUDNN_POINTWISE_ADD, *x, mean, *centered, why, -1.0f)),
                       keep.own(cb::pointwise(CUDNN_POINTWISE_MUL, *centered, invstd, *normalised, why)),
                       keep.own(cb::pointwise(CUDNN_POINTWISE_MUL, *normalised, scale, *scaled, why)),
                       keep.own(cb::pointwise(CUDNN_POINTWISE_ADD, *scaled, bias, *bn_out, why)),
@@ -170,9 +181,10 @@ std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, const Desc& conv, cb
 }
 
 // The graph's nodes, in order; every descriptor goes to `keep`. Empty when cuDNN refuses a node.
-std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, cb::DescKeeper& keep, std::string* why) {
+std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, MeanForm form, cb::DescKeeper& keep,
+                               std::string* why) {
   const Desc* conv = keep.own(cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w));
-  if (g == ConvBnGraph::kDgradDreluBnWeight) return dgrad_nodes(pb, *conv, keep, why);
+  if (g == ConvBnGraph::kDgradDreluBnWeight) return dgrad_nodes(pb, *conv, form, keep, why);
   const Desc* x = keep.own(cb::tensor(kUidX, pb.io, {pb.n, pb.c, pb.h, pb.w}, true));
   const Desc* w = keep.own(cb::tensor(kUidW, pb.io, {pb.k, pb.c, pb.r, pb.s}, true));
   const Desc* y = keep.own(cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, true));
@@ -215,6 +227,18 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
                                                     std::string* why) {
   FASTNN_CHECK(pb.nhwc && pb.groups == 1 && (pb.io == CUDNN_DATA_HALF || pb.io == CUDNN_DATA_BFLOAT16),
                "conv + batch-norm graphs are channels-last f16/bf16 convolutions with one group");
+  if (graph != ConvBnGraph::kDgradDreluBnWeight) return build_form(pb, graph, choice, MeanForm::kAddNegated, why);
+  std::string first;
+  if (auto plan = build_form(pb, graph, choice, MeanForm::kAddNegated, &first)) return plan;
+  std::string second;
+  auto plan = build_form(pb, graph, choice, MeanForm::kSubtract, &second);
+  *why = plan ? str("mean taken by SUB; ADD with alpha2 = -1 had none: ", first)
+              : str("with the mean as ADD, alpha2 = -1: ", first, "; as SUB: ", second);
+  return plan;
+}
+
+std::shared_ptr<const ConvBnPlan> ConvBnPlan::build_form(const ConvProblem& pb, ConvBnGraph graph,
+                                                         const EngineChoice& choice, MeanForm form, std::string* why) {
   const cudaStream_t s = ::fastnn::cuda::current_stream();
   const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
   auto out = std::shared_ptr<ConvBnPlan>(new ConvBnPlan());
@@ -223,7 +247,7 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   std::string refused;
   std::vector<const Desc*> ops;
   try {  // a descriptor cuDNN refuses outright (CUDNN_CHECK) is a refusal too, not an error
-    ops = nodes(pb, graph, d.keep, &refused);
+    ops = nodes(pb, graph, form, d.keep, &refused);
   } catch (const std::exception& e) {
     refused = e.what();
   }
@@ -262,7 +286,10 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   d.config = plans[0].config;
   d.plan = std::move(plans[0].plan);
   out->workspace_ = plans[0].workspace;
-  out->description_ = str("engine ", plans[0].engine, " (", plans[0].notes, "), workspace ", plans[0].workspace, " bytes");
+  out->description_ = str("engine ", plans[0].engine, " (", plans[0].notes, "), workspace ", plans[0].workspace, " bytes",
+                          graph == ConvBnGraph::kDgradDreluBnWeight
+                              ? (form == MeanForm::kSubtract ? ", mean by SUB" : ", mean by ADD -1")
+                              : "");
   return out;
 }
 

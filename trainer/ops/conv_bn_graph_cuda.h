@@ -61,9 +61,12 @@ struct ConvBnTensors {
 
 class ConvBnPlan {
  public:
-  // pb: channels-last, f16 or bf16, one group. Null when cuDNN refuses the graph or has no usable
+  enum class MeanForm;  // how the dgrad graph subtracts the mean (defined in conv_bn_graph_cuda.cpp)
+  // pb: channels-last, f16 or bf16, one group (cuDNN's guide lists the pre-compiled engines for f16
+  // only: bf16 gets a runtime-compiled engine or none). Null when cuDNN refuses the graph or has no usable
   // engine for it; *why then says which and lists each candidate's reason. Builds on the current
-  // stream's cuDNN handle (a trial run on zeroed scratch there).
+  // stream's cuDNN handle (a trial run on zeroed scratch there). The dgrad graph tries the mean
+  // subtracted as ADD with alpha2 = −1 (cuDNN's guide), then as SUB (its samples); description() says which.
   static std::shared_ptr<const ConvBnPlan> build(const ConvProblem& pb, ConvBnGraph graph, const EngineChoice& choice,
                                                  std::string* why);
   ~ConvBnPlan();
@@ -78,6 +81,8 @@ class ConvBnPlan {
  private:
   struct Descriptors;
   ConvBnPlan();
+  static std::shared_ptr<const ConvBnPlan> build_form(const ConvProblem& pb, ConvBnGraph graph,
+                                                      const EngineChoice& choice, MeanForm form, std::string* why);
   std::unique_ptr<Descriptors> d_;
   ConvBnGraph graph_ = ConvBnGraph::kFpropStats;
   size_t workspace_ = 0;
