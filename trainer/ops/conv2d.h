@@ -100,5 +100,10 @@ void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* d
 #ifdef FASTNN_HAVE_CUDA
 // The kCuda kernel (conv2d_cuda.cpp); register_conv2d adds it.
 void register_conv2d_cuda(OpRegistry& registry);
+// Whether `k` is a CUDA conv2d whose passes run on cuDNN's graph API (conv_api=graph, with an engine for
+// each pass), and whether its data gradient adds into dx there (beta = 1); false for any other kernel and
+// for a layer that kept the legacy calls. For the gpu tests: a `_graph` case that fell back says so.
+bool conv2d_runs_on_graph_api(const OpKernel& k);
+bool conv2d_adds_on_graph_api(const OpKernel& k);
 #endif  // FASTNN_HAVE_CUDA
 }  // namespace fastnn::ops

@@ -154,8 +154,17 @@ AlgoChoice pick(const char* pass, const Perf* perf, int count, bool fp32_no_tf32
   throw ConfigError(str("conv2d: no usable cuDNN ", pass, " algorithm (", seen, ")"));
 }
 
+// What conv2d_runs_on_graph_api asks of a Conv2dCuda<T>, whatever its T.
+class GraphApiUser {
+ public:
+  virtual bool on_graph_api() const = 0;
+
+ protected:
+  ~GraphApiUser() = default;
+};
+
 template <typename T>
-class Conv2dCuda final : public OpKernel {
+class Conv2dCuda final : public OpKernel, public GraphApiUser {
  public:
   Conv2dCuda(OpSignature sig, const Conv2dParams& p, DType dt, bool nhwc)
       : OpKernel("conv2d", Device::kCuda), p_(p), dt_(dt), nhwc_(nhwc) {
@@ -246,6 +255,8 @@ class Conv2dCuda final : public OpKernel {
   }
 
  public:
+  bool on_graph_api() const override { return graph_; }  // conv2d_runs_on_graph_api (conv2d.h)
+
   // fuse_conv_bn (op.h): cuDNN's conv + statistics graph (conv_bn_graph_cuda.h) where it has an engine
   // for this layer: fp16 NHWC, one group, no bias, not staged, C and K multiples of 8. Built here, once
   // per layer shape and thread; a layer without an engine is logged and keeps the two kernels.
@@ -542,6 +553,15 @@ class Conv2dCuda final : public OpKernel {
 };
 
 }  // namespace
+
+bool conv2d_runs_on_graph_api(const OpKernel& k) {
+  const auto* c = dynamic_cast<const GraphApiUser*>(&k);
+  return c && c->on_graph_api();
+}
+
+bool conv2d_adds_on_graph_api(const OpKernel& k) {
+  return conv2d_runs_on_graph_api(k) && k.signature().accumulates_input_grads;
+}
 
 void register_conv2d_cuda(OpRegistry& r) {
   r.add_kernel("conv2d", Device::kCuda, [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {

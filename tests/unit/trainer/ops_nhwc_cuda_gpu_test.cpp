@@ -20,6 +20,7 @@ TEST(CudaNhwcOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 #include "tests/unit/trainer/cuda_case_util.h"
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/graph/net_plan.h"
+#include "trainer/ops/conv2d.h"
 #include "trainer/ops/fused.h"
 #include "trainer/ops/layout_adapter.h"
 
@@ -176,6 +177,8 @@ TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
     if (t.shape().size() == 4) t.set_layout(Layout::kNHWC);
 
   auto gk = cuda_nhwc_kernel(cr.op, cr.c.attrs, case_input_specs(cr.c, cr.dt));
+  if (cr.variant == CudnnVariant::kConvGraphApi && !conv2d_runs_on_graph_api(*gk))
+    GTEST_SKIP() << "no graph-API engine for this case: the layer kept the legacy calls (the log names cuDNN's reasons)";
   const OpSignature& gs = gk->signature();
   ASSERT_EQ(gs.activation_layout, Layout::kNHWC);
   ASSERT_EQ(gs.outputs.size(), cs.outputs.size());
