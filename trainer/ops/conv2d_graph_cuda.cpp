@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <optional>
+#include <vector>
 
 #include "core/check.h"
 #include "trainer/cuda/cudnn_backend.h"
@@ -53,6 +56,42 @@ struct TrialTensors {
         y(zeroed_bytes(static_cast<size_t>(pb.n * pb.k * pb.p * pb.q) * element_bytes(pb.io), s)) {}
 };
 
+// The adding data gradient (beta = 1) is an engine of its own, and one that ignored beta would pass a
+// trial on zeros. Its trial therefore starts the first kBetaProbe elements of dx at 1.0; w and dy stay
+// zero, so 0 + 1 · dx must leave them at 1.0, which is read back after the run.
+constexpr size_t kBetaProbe = 4096;
+
+std::vector<unsigned char> ones_of(cudnnDataType_t io, size_t n) {
+  const uint32_t f32_one = 0x3F800000u;
+  const uint16_t half_one = io == CUDNN_DATA_BFLOAT16 ? 0x3F80u : 0x3C00u;  // f16 or bf16 1.0
+  const size_t e = element_bytes(io);
+  std::vector<unsigned char> out(n * e);
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(out.data() + i * e, e == 4 ? static_cast<const void*>(&f32_one) : static_cast<const void*>(&half_one), e);
+  return out;
+}
+
+class BetaProbe {
+ public:
+  BetaProbe(const ConvProblem& pb, Tensor& dx, cudaStream_t s)
+      : dx_(dx), s_(s), ones_(ones_of(pb.io, std::min(kBetaProbe, static_cast<size_t>(pb.n * pb.c * pb.h * pb.w)))) {}
+  void arm() const {
+    CUDA_CHECK(cudaMemcpyAsync(dx_.raw(), ones_.data(), ones_.size(), cudaMemcpyHostToDevice, s_));
+  }
+  // After the run (the stream synchronised): an Error, which rejects the engine, unless dx kept its ones.
+  void check() const {
+    std::vector<unsigned char> got(ones_.size());
+    CUDA_CHECK(cudaMemcpyAsync(got.data(), dx_.raw(), got.size(), cudaMemcpyDeviceToHost, s_));
+    CUDA_CHECK(cudaStreamSynchronize(s_));
+    if (got != ones_) throw Error("the adding data gradient did not add (its trial's dx lost the 1.0 it started at)");
+  }
+
+ private:
+  Tensor& dx_;
+  cudaStream_t s_;
+  std::vector<unsigned char> ones_;
+};
+
 // Index of the fastest plan: the best of three timed runs each (each has run once already).
 size_t fastest(cudnnHandle_t h, const std::vector<cb::Plan>& plans, const TrialTensors& trial, cudaStream_t s) {
   size_t most = 0;
@@ -93,15 +132,19 @@ std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass 
 
   // Heuristics' first usable engine, or (exhaustive) the fastest of their first usable few.
   const size_t want = choice.exhaustive ? static_cast<size_t>(kMaxTimedCandidates) : 1;
-  const TrialTensors trial(pb, s);
   const cb::EngineRules rules{.deterministic = choice.deterministic,
                               .f32_io = pb.io == CUDNN_DATA_FLOAT,
                               .allow_tensor_cores_on_f32 = choice.allow_tensor_cores_on_f32,
                               .max_workspace = choice.max_workspace};
+  TrialTensors trial(pb, s);
+  const std::optional<BetaProbe> probe =
+      pass == ConvPass::kBackwardData && beta != 0.0f ? std::make_optional<BetaProbe>(pb, trial.x, s) : std::nullopt;
   const cb::TrialRun run_once = [&](const Desc& plan, size_t workspace) {
     Tensor ws = zeroed_bytes(workspace, s);
+    if (probe) probe->arm();
     execute_plan(h, plan, trial.x.raw(), trial.w.raw(), trial.y.raw(), ws.raw());
     CUDA_CHECK(cudaStreamSynchronize(s));
+    if (probe) probe->check();
   };
   std::vector<cb::Plan> plans = cb::usable_plans(h, *d.graph, rules, want, run_once, why);
   if (plans.empty()) return nullptr;
