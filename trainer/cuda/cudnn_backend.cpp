@@ -9,6 +9,13 @@
 
 namespace fastnn::cuda::cudnn_backend {
 
+std::string refusal(cudnnStatus_t st) {
+  std::array<char, 512> last{};
+  cudnnGetLastErrorString(last.data(), last.size());
+  last.back() = '\0';
+  return last[0] ? str(cudnnGetErrorString(st), " (", last.data(), ")") : std::string(cudnnGetErrorString(st));
+}
+
 Desc::Desc(cudnnBackendDescriptorType_t type) { CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_)); }
 
 Desc::~Desc() {
@@ -96,7 +103,7 @@ DescPtr convolution_node(ConvNode kind, const Desc& x, const Desc& w, const Desc
       .set(a.alpha, CUDNN_TYPE_FLOAT, alpha)
       .set(a.beta, CUDNN_TYPE_FLOAT, beta);
   if (const cudnnStatus_t st = op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("the convolution node: ", cudnnGetErrorString(st));
+    *why = str("the convolution node: ", refusal(st));
     return nullptr;
   }
   return op;
@@ -110,7 +117,7 @@ DescPtr pointwise_descriptor(cudnnPointwiseMode_t mode, std::string* why) {
   pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode)
       .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   if (const cudnnStatus_t st = pw->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("pointwise mode ", static_cast<int>(mode), ": ", cudnnGetErrorString(st));
+    *why = str("pointwise mode ", static_cast<int>(mode), ": ", refusal(st));
     return nullptr;
   }
   return pw;
@@ -126,7 +133,7 @@ void set_scales(Desc& op, float alpha2) {
 
 DescPtr finalized_node(DescPtr op, cudnnPointwiseMode_t mode, std::string* why) {
   if (const cudnnStatus_t st = op->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("pointwise node (mode ", static_cast<int>(mode), "): ", cudnnGetErrorString(st));
+    *why = str("pointwise node (mode ", static_cast<int>(mode), "): ", refusal(st));
     return nullptr;
   }
   return op;
@@ -168,7 +175,7 @@ DescPtr operation_graph(cudnnHandle_t h, const std::vector<const Desc*>& nodes, 
   g->set_raw(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(raw.size()), raw.data())
       .set(kGraphHandle, CUDNN_TYPE_HANDLE, h);
   if (const cudnnStatus_t st = g->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-    *why = str("the operation graph: ", cudnnGetErrorString(st));
+    *why = str("the operation graph: ", refusal(st));
     return nullptr;
   }
   return g;
@@ -270,7 +277,7 @@ std::vector<Plan> usable_plans_of_mode(cudnnHandle_t h, const Desc& graph, cudnn
       auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       plan->set(kPlanHandle, CUDNN_TYPE_HANDLE, h).set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *configs[static_cast<size_t>(i)]);
       if (const cudnnStatus_t st = plan->try_finalize(); st != CUDNN_STATUS_SUCCESS) {
-        *why += str(" engine ", index, ": ", cudnnGetErrorString(st), ";");
+        *why += str(" engine ", index, ": ", refusal(st), ";");
         continue;
       }
       int64_t ws = 0, one = 0;

@@ -28,6 +28,10 @@ namespace fastnn::cuda::cudnn_backend {
 // execute call checks).
 constexpr int64_t kAlignment = 16;
 
+// cuDNN's name for a failed status and, where cuDNN left one, its message saying why (which attribute
+// or engine constraint): the text of every refusal logged from here.
+std::string refusal(cudnnStatus_t st);
+
 // One owned backend descriptor.
 class Desc {
  public:

@@ -165,7 +165,7 @@ std::vector<const Desc*> dgrad_nodes(const ConvProblem& pb, const Desc& conv, Me
     bn->set_desc(attr, *f32(uid, per_c, false));
   const Desc* bn_node = nullptr;
   if (const cudnnStatus_t st = bn->try_finalize(); st != CUDNN_STATUS_SUCCESS)
-    *why = str("the batch-norm weight-gradient node: ", cudnnGetErrorString(st));
+    *why = str("the batch-norm weight-gradient node: ", cb::refusal(st));
   else
     bn_node = keep.own(std::move(bn));
 
@@ -211,7 +211,7 @@ std::vector<const Desc*> nodes(const ConvProblem& pb, ConvBnGraph g, MeanForm fo
       .set_desc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum);
   const Desc* stats_node = nullptr;
   if (const cudnnStatus_t st = stats->try_finalize(); st != CUDNN_STATUS_SUCCESS)
-    *why = str("the statistics node: ", cudnnGetErrorString(st));
+    *why = str("the statistics node: ", cb::refusal(st));
   else
     stats_node = keep.own(std::move(stats));
   const std::vector<const Desc*> rest =
