@@ -2,6 +2,8 @@
 // std::chrono::steady_clock, monotonic, so a wall-clock adjustment never yields a negative time.
 #pragma once
 
+#include <time.h>
+
 #include <chrono>
 
 namespace fastnn {
@@ -10,5 +12,14 @@ using Clock = std::chrono::steady_clock;
 
 // Seconds elapsed on Clock since `t`.
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// CPU seconds used so far by the whole process (every thread) and by the calling thread.
+inline double cpu_seconds(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+inline double process_cpu_seconds() { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+inline double thread_cpu_seconds() { return cpu_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 }  // namespace fastnn

@@ -20,13 +20,6 @@
 namespace fastnn::pipeline {
 namespace {
 
-// CPU seconds of the whole process (every thread of the pipeline) or of the calling thread.
-double cpu_seconds(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
 double peak_rss_mb() {
   std::ifstream in("/proc/self/status");
   std::string line;

@@ -166,7 +166,12 @@ try:
     cpu = f", host CPU {user + sys_s:.0f} s for 200 steps ({1000 * (user + sys_s) / 200:.0f} ms/step)"
 except Exception:
     cpu = ""
-print(f"fastnn jpeg_resnet50_fp16_{sys.argv[3]}_input\t{100 * wait:.1f}% of step time waiting, {ips:.0f} img/s (steps 51-200){cpu}")
+# metrics.jsonl's CPU fields: the process and the step loop's thread, in cores; what the rest costs an image
+# is the input pipeline's price (the question of how many threads each 1,000 images/s needs).
+proc = sum(r.get("host_cpu_cores", 0) for r in train) / max(1, len(train))
+loop = sum(r.get("loop_thread_cpu_cores", 0) for r in train) / max(1, len(train))
+split = f", CPU {proc:.2f} cores of which the loop thread {loop:.2f}, the rest {1000 * (proc - loop) / max(ips, 1):.2f} ms an image" if proc else ""
+print(f"fastnn jpeg_resnet50_fp16_{sys.argv[3]}_input\t{100 * wait:.1f}% of step time waiting, {ips:.0f} img/s (steps 51-200){cpu}{split}")
 PY
       else
         printf 'fastnn jpeg_resnet50_fp16_%s_input\tfailed (see jpeg_train_%s.log)\n' "$variant" "$variant"

@@ -19,7 +19,7 @@ import struct
 import subprocess
 import sys
 
-TIMING = {"wall_time", "images_per_sec", "data_wait_fraction", "train_seconds"}
+TIMING = {"wall_time", "images_per_sec", "data_wait_fraction", "train_seconds", "host_cpu_cores", "loop_thread_cpu_cores"}
 # Fields added to the eval lines after the reference was recorded (its metrics predate them).
 LATER = {"confusion_matrix"}
 

@@ -46,6 +46,9 @@ struct Window {
   double loss_sum = 0, wait_s = 0;
   int64_t steps = 0, correct = 0, examples = 0;
   Clock::time_point start = Clock::now();
+  // CPU seconds at the window's start: the process's, and the step loop's thread's (a window starts and
+  // ends on that thread).
+  double process_cpu = process_cpu_seconds(), loop_cpu = thread_cpu_seconds();
   void add(const StepResult& r, double wait) {
     loss_sum += r.loss;
     wait_s += wait;
@@ -213,9 +216,17 @@ void TrainingRun::log_window(int64_t step, double lr) {
   std::vector<std::pair<std::string, double>> scalars = {
       {"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
       {"train/images_per_sec", e.images_per_sec}, {"train/data_wait_fraction", e.data_wait_fraction}};
+  // Cores' worth of CPU over the window: the whole process (the input pipeline's workers included) and the
+  // step loop's thread alone (on cuda it launches the step and waits for the device: near 1 when it
+  // spins while it waits).
+  if (wall > 0) {
+    e.extra["host_cpu_cores"] = (process_cpu_seconds() - w.process_cpu) / wall;
+    e.extra["loop_thread_cpu_cores"] = (thread_cpu_seconds() - w.loop_cpu) / wall;
+  }
   if (target_.dtype == DType::kF16) {  // device-only fields (docs/CHECKPOINTS.md)
     const StepRunnerStats st = runner_->stats();
-    e.extra = {{"loss_scale", st.loss_scale}, {"skipped_steps", static_cast<double>(st.skipped_steps)}};
+    e.extra["loss_scale"] = st.loss_scale;
+    e.extra["skipped_steps"] = static_cast<double>(st.skipped_steps);
     scalars.push_back({"train/loss_scale", st.loss_scale});
   }
   // ETA: the step loop's mean time per step so far (evaluations excluded) over the steps left.
