@@ -42,7 +42,8 @@ InputStages::InputStages(DType compute, const InputNormalization& norm, Layout g
   CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
   for (Stage& s : stages_) {
     CUDA_CHECK(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.consumed, cudaEventDisableTiming));
+    // Waited on by the loop thread before it refills the stage: blocking, as the runner's results events.
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.consumed, cudaEventDisableTiming | cudaEventBlockingSync));
   }
 }
 

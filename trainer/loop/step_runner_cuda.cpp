@@ -229,7 +229,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     QueuedResults& q = queued_results_[slot];
     if (!q.host.defined()) {
       q.host = cuda::pinned_empty({step_.results_block().numel()}, DType::kU8);
-      CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventDisableTiming));
+      // A blocking wait: the loop thread sleeps until the step is done instead of spinning (CUDA's default
+      // with fewer contexts than cores), and leaves its core to the input pipeline. The next step is
+      // already queued when it waits, so waking a few microseconds late costs the device nothing.
+      CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventDisableTiming | cudaEventBlockingSync));
     }
     cuda::copy_async(q.host, step_.results_block());
     CUDA_CHECK(cudaEventRecord(q.done, cuda::current_stream()));
