@@ -39,7 +39,11 @@ Desc& Desc::set_desc(cudnnBackendAttributeName_t name, const Desc& other) {
 
 void Desc::finalize() { CUDNN_CHECK(cudnnBackendFinalize(d_)); }
 
-cudnnStatus_t Desc::try_finalize() { return cudnnBackendFinalize(d_); }
+cudnnStatus_t Desc::try_finalize() {
+  std::array<char, 512> stale{};
+  cudnnGetLastErrorString(stale.data(), stale.size());  // read (and so cleared): refusal() then says this call's
+  return cudnnBackendFinalize(d_);
+}
 
 std::vector<int64_t> packed_strides(const std::vector<int64_t>& d, bool channels_last) {
   FASTNN_CHECK(d.size() == 4, "cudnn_backend: tensors are 4-D {N, C, H, W}");

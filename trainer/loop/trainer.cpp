@@ -49,6 +49,13 @@ struct Window {
   // CPU seconds at the window's start: the process's, and the step loop's thread's (a window starts and
   // ends on that thread).
   double process_cpu = process_cpu_seconds(), loop_cpu = thread_cpu_seconds();
+  // Leaves out of the window what its three clocks ran since `mark` (a Window made then): an evaluation's
+  // time is not training throughput, nor its CPU the training's.
+  void skip_since(const Window& mark) {
+    start += Clock::now() - mark.start;
+    process_cpu += process_cpu_seconds() - mark.process_cpu;
+    loop_cpu += thread_cpu_seconds() - mark.loop_cpu;
+  }
   void add(const StepResult& r, double wait) {
     loss_sum += r.loss;
     wait_s += wait;
@@ -403,8 +410,9 @@ TrainSummary TrainingRun::run() {
       last_saved = done;
     }
     if (eval_now) {
+      const Window before_eval;
       run_eval(done);
-      log_window_.start = Clock::now();  // evaluation time is not training throughput
+      log_window_.skip_since(before_eval);
     }
     if (dp_.stop_requested()) {  // agreed over ranks: every rank stops after this step (stop_signal.h)
       arrived(runner_->drain());

@@ -231,9 +231,14 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   std::string first;
   if (auto plan = build_form(pb, graph, choice, MeanForm::kAddNegated, &first)) return plan;
   std::string second;
-  auto plan = build_form(pb, graph, choice, MeanForm::kSubtract, &second);
-  *why = plan ? str("mean taken by SUB; ADD with alpha2 = -1 had none: ", first)
-              : str("with the mean as ADD, alpha2 = -1: ", first, "; as SUB: ", second);
+  std::shared_ptr<const ConvBnPlan> plan = build_form(pb, graph, choice, MeanForm::kSubtract, &second);
+  if (!plan) {
+    *why = str("with the mean as ADD, alpha2 = -1: ", first, "; as SUB: ", second);
+    return nullptr;
+  }
+  // Callers log the description of a plan that builds: it also says why the guide's form did not.
+  auto sub = std::const_pointer_cast<ConvBnPlan>(plan);
+  sub->description_ += str(" (ADD with alpha2 = -1 had none: ", first, ")");
   return plan;
 }
 

@@ -284,6 +284,34 @@ TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
   EXPECT_GT(graph_ran, 0) << "conv_api=graph built no plans for any case";
 }
 
+// The op cases above have odd channel counts, so their _graph cases may fall back (and skip). These two
+// ResNet-like layers (channels multiples of 8, no bias) get graph-API plans for all three passes in each
+// dtype and layout where cuDNN has them (printed); f16 NHWC, the training path conv_api=graph is for,
+// must: if it does not, conv_api=graph is not working.
+TEST(CudaOps, ConvolutionGraphApiPlansResNetLikeLayers) {
+  REQUIRE_GPU();
+  const CudnnVariantScope scope(CudnnVariant::kConvGraphApi);
+  const OpCase layers[] = {
+      {"k3_c32_k64_same", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 32, 16, 16}}}},
+      {"k1_c64_k32", {{"filters", 32}, {"kernel", 1}, {"bias", false}}, {{{8, 64, 16, 16}}}},
+  };
+  for (const OpCase& c : layers) {
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      for (bool nhwc : {false, true}) {
+        auto k = nhwc ? registry().create_nhwc("conv2d", Device::kCuda, c.attrs, case_input_specs(c, dt))
+                      : registry().create("conv2d", Device::kCuda, c.attrs, case_input_specs(c, dt));
+        const bool graph = k && conv2d_runs_on_graph_api(*k), adds = k && conv2d_adds_on_graph_api(*k);
+        std::printf("[ graph API ] %-16s %-4s %s: %s\n", c.label.c_str(), dtype_name(dt), nhwc ? "NHWC" : "NCHW",
+                    graph ? (adds ? "graph plans, adding data gradient too" : "graph plans (data gradient adds via scratch)")
+                          : "legacy calls (no graph engine; the warning says why)");
+        if (dt == DType::kF16 && nhwc) {
+          EXPECT_TRUE(graph) << c.label << " f16 NHWC";
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaOps, DropoutMaskIsTheCpuMaskBitForBit) {
   REQUIRE_GPU();
   const Attrs attrs{{"rate", 0.4}};
