@@ -224,29 +224,50 @@ TEST(CudaFusion, OnePassKernelsAreBitwiseTheComposite) {
   }
 }
 
+// ResNet-like layers for the graph API's cases (channels multiples of 8, no bias): the op cases' odd
+// channel counts may have no graph engine in f16 / bf16.
+const std::vector<OpCase>& resnet_like_conv_cases() {
+  static const std::vector<OpCase> cases{
+      {"k3_c32_k64_same", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 32, 16, 16}}}},
+      {"k1_c64_k32", {{"filters", 32}, {"kernel", 1}, {"bias", false}}, {{{8, 64, 16, 16}}}},
+  };
+  return cases;
+}
+
 // The accumulating input gradient (BackwardArgs::accumulate: cuDNN's beta = 1 for the convolution, an add
 // in the store for max pooling): dx = what was there + the gradient, for every conv2d and max_pool2d case
-// whose kernel offers it (NCHW, and NHWC for max pooling: the packed kernel), f32. Max pooling adds in
-// float as the graph's add kernel would: exactly start + plain.
+// whose kernel offers it (NCHW, and NHWC for max pooling: the packed kernel), f32; and through the graph
+// API, also the ResNet-like layers in f16 and bf16 NHWC, the training path. Max pooling adds in float as
+// the graph's add kernel would: exactly start + plain. The adding and the plain data gradient may run on
+// different engines, so half precision allows a rounding or two of the sum.
 TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
   REQUIRE_GPU();
   int checked = 0, graph_cases = 0, graph_ran = 0, graph_added = 0;
-  std::vector<std::tuple<std::string, OpCase, bool, CudnnVariant>> cases;
+  struct AccumulateCase {
+    std::string op;
+    OpCase c;
+    bool nhwc;
+    CudnnVariant variant;
+    DType dt = DType::kF32;
+  };
+  std::vector<AccumulateCase> cases;
   for (const OpCase& c : registry().get("conv2d").test_cases()) {
-    cases.emplace_back("conv2d", c, false, CudnnVariant::kDefault);
+    cases.push_back({"conv2d", c, false, CudnnVariant::kDefault});
     // The graph API adds with a plan of its own (beta = 1), in both layouts.
-    for (bool nhwc : {false, true}) cases.emplace_back("conv2d", c, nhwc, CudnnVariant::kConvGraphApi);
+    for (bool nhwc : {false, true}) cases.push_back({"conv2d", c, nhwc, CudnnVariant::kConvGraphApi});
   }
+  for (const OpCase& c : resnet_like_conv_cases())
+    for (DType dt : {DType::kF16, DType::kBF16}) cases.push_back({"conv2d", c, true, CudnnVariant::kConvGraphApi, dt});
   for (const OpCase& c : registry().get("max_pool2d").test_cases())
-    for (bool nhwc : {false, true}) cases.emplace_back("max_pool2d", c, nhwc, CudnnVariant::kDefault);
-  cases.emplace_back("max_pool2d", OpCase{"shortcut_1x1_s2_c16", {{"kernel", 1}, {"stride", 2}}, {{{4, 16, 14, 14}}}},
-                     true, CudnnVariant::kDefault);
-  for (const auto& [op, c, nhwc, variant] : cases) {
-    SCOPED_TRACE(op + " " + c.label + (nhwc ? " NHWC" : "") + variant_suffix(variant));
+    for (bool nhwc : {false, true}) cases.push_back({"max_pool2d", c, nhwc, CudnnVariant::kDefault});
+  cases.push_back({"max_pool2d", OpCase{"shortcut_1x1_s2_c16", {{"kernel", 1}, {"stride", 2}}, {{{4, 16, 14, 14}}}},
+                   true, CudnnVariant::kDefault});
+  for (const auto& [op, c, nhwc, variant, dt] : cases) {
+    SCOPED_TRACE(op + " " + c.label + (nhwc ? " NHWC " : " ") + dtype_name(dt) + variant_suffix(variant));
     const CudnnVariantScope scope(variant);
     const bool pool = op == "max_pool2d";
-    auto k = nhwc ? registry().create_nhwc(op, Device::kCuda, c.attrs, case_input_specs(c, DType::kF32))
-                  : registry().create(op, Device::kCuda, c.attrs, case_input_specs(c, DType::kF32));
+    auto k = nhwc ? registry().create_nhwc(op, Device::kCuda, c.attrs, case_input_specs(c, dt))
+                  : registry().create(op, Device::kCuda, c.attrs, case_input_specs(c, dt));
     if (!k) continue;
     if (variant == CudnnVariant::kConvGraphApi) {  // a case that fell back to the legacy calls is no graph case
       ++graph_cases;
@@ -257,8 +278,9 @@ TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
     const OpSignature& sig = k->signature();
     if (!sig.accumulates_input_grads) continue;
     ++checked;
-    KernelTensors host = allocate_kernel_tensors(sig);
-    fill_case_tensors(host, sig, c, 11);
+    const OpSignature host_sig = as_f32(sig);  // filled in f32, uploaded in the kernel's dtypes
+    KernelTensors host = allocate_kernel_tensors(host_sig);
+    fill_case_tensors(host, host_sig, c, 11);
     KernelTensors d = forward_tensors_on_device(host, sig);
     k->forward(d.forward_args(true));
     add_backward_tensors_on_device(d, host, sig);
@@ -266,14 +288,16 @@ TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
     const std::vector<float> plain = cuda::to_host(d.d_inputs[0]).to_vector<float>();
     Tensor base = Tensor::empty(sig.inputs[0].shape);
     fill_uniform(base, -1, 1, 5, 6);
-    d.d_inputs[0] = cuda::to_device(base);
+    const Tensor start_dt = base.to(sig.inputs[0].dtype);
+    d.d_inputs[0] = cuda::to_device(start_dt);
     ops::BackwardArgs b = d.backward_args(true);
     b.accumulate = 1;
     k->backward(b);
-    const std::vector<float> got = cuda::to_host(d.d_inputs[0]).to_vector<float>(), start = base.to_vector<float>();
+    const std::vector<float> got = cuda::to_host(d.d_inputs[0]).to_vector<float>(), start = start_dt.to_vector<float>();
+    const double rel = dt == DType::kF32 ? 1e-5 : dt == DType::kF16 ? 1e-2 : 5e-2;
     for (size_t i = 0; i < got.size(); ++i) {
       if (pool) ASSERT_EQ(got[i], start[i] + plain[i]) << i;
-      else ASSERT_NEAR(got[i], start[i] + plain[i], 1e-5 * (1 + std::fabs(start[i] + plain[i]))) << i;
+      else ASSERT_NEAR(got[i], start[i] + plain[i], rel * (1 + std::fabs(start[i] + plain[i]))) << i;
     }
   }
   EXPECT_GT(checked, 0);
@@ -284,18 +308,14 @@ TEST(CudaOps, ConvolutionAndMaxPoolAccumulateTheirInputGradient) {
   EXPECT_GT(graph_ran, 0) << "conv_api=graph built no plans for any case";
 }
 
-// The op cases above have odd channel counts, so their _graph cases may fall back (and skip). These two
-// ResNet-like layers (channels multiples of 8, no bias) get graph-API plans for all three passes in each
-// dtype and layout where cuDNN has them (printed); f16 NHWC, the training path conv_api=graph is for,
-// must: if it does not, conv_api=graph is not working.
+// The op cases above have odd channel counts, so their _graph cases may fall back (and skip). The two
+// ResNet-like layers get graph-API plans for all three passes in each dtype and layout where cuDNN has
+// them (printed); f16 NHWC, the training path conv_api=graph is for, must: if it does not, conv_api=graph
+// is not working.
 TEST(CudaOps, ConvolutionGraphApiPlansResNetLikeLayers) {
   REQUIRE_GPU();
   const CudnnVariantScope scope(CudnnVariant::kConvGraphApi);
-  const OpCase layers[] = {
-      {"k3_c32_k64_same", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 32, 16, 16}}}},
-      {"k1_c64_k32", {{"filters", 32}, {"kernel", 1}, {"bias", false}}, {{{8, 64, 16, 16}}}},
-  };
-  for (const OpCase& c : layers) {
+  for (const OpCase& c : resnet_like_conv_cases()) {
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (bool nhwc : {false, true}) {
         auto k = nhwc ? registry().create_nhwc("conv2d", Device::kCuda, c.attrs, case_input_specs(c, dt))
