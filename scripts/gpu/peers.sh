@@ -29,6 +29,8 @@ if only tfslim_resnet_v1_50_amp_cl_profile; then
 import json, sys
 d = json.load(open(sys.argv[1])); p = d.get("profile", {})
 kinds = ", ".join(f"{k} {v:.1f}" for k, v in p.get("kinds_ms_per_step", {}).items()) or p.get("error", "no profile")
+passes = ", ".join(f"{k} {v:.1f}" for k, v in p.get("convolution_passes_ms_per_step", {}).items())
+kinds += f" (convolution by pass: {passes})" if passes else ""
 print(f"pytorch tfslim_resnet_v1_50_amp_cl_profile\t{d['ms_per_step']:.1f} ms/step, kernels {p.get('kernel_ms_per_step', 0):.1f} ms: {kinds}")
 PY
   else

@@ -93,7 +93,7 @@ def kernel_profile(torch, step, steps):
             for _ in range(steps):
                 step()
             torch.cuda.synchronize()
-        kinds, kernels = {}, []
+        kinds, kernels, conv_passes = {}, [], {}
         for item in prof.key_averages():
             us = getattr(item, "self_device_time_total", None)
             if us is None:
@@ -103,10 +103,14 @@ def kernel_profile(torch, step, steps):
             name = item.key
             kind = next((k for k, pat in KERNEL_KINDS if re.search(pat, name, re.IGNORECASE)), "other")
             kinds[kind] = kinds.get(kind, 0.0) + us / 1000.0 / steps
+            if kind == "convolution":  # by pass, from the kernel's name, beside fastnn's per-pass profile
+                cpass = next((p for p in ("fprop", "dgrad", "wgrad") if p in name.lower()), "other")
+                conv_passes[cpass] = conv_passes.get(cpass, 0.0) + us / 1000.0 / steps
             kernels.append((us / 1000.0 / steps, kind, name[:100]))
         kernels.sort(reverse=True)
         return {"steps": steps, "kernel_ms_per_step": round(sum(kinds.values()), 2),
                 "kinds_ms_per_step": {k: round(v, 2) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+                "convolution_passes_ms_per_step": {k: round(v, 2) for k, v in sorted(conv_passes.items())},
                 "top_kernels": [{"ms": round(ms, 3), "kind": kind, "name": name} for ms, kind, name in kernels[:12]]}
     except Exception as e:  # the timed row above stands without its profile
         return {"error": f"{type(e).__name__}: {e}"}

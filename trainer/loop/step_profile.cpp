@@ -13,9 +13,13 @@ StepProfile::StepProfile(StepRunner& runner) : runner_(runner), timeline_(runner
   forward_ms_.assign(n, 0.0);
   backward_ms_.assign(n, 0.0);
   runner_.set_layer_observer(this);
+  listener_before_ = ops::set_part_listener(this);
 }
 
-StepProfile::~StepProfile() { runner_.set_layer_observer(nullptr); }
+StepProfile::~StepProfile() {
+  runner_.set_layer_observer(nullptr);
+  ops::set_part_listener(listener_before_);
+}
 
 void StepProfile::begin_step() {
   spans_.clear();
@@ -35,6 +39,18 @@ void StepProfile::phase_end(const char* phase) {
   last_phase_ = m;
 }
 
+void StepProfile::part_begin(const char* name) {
+  FASTNN_CHECK(!open_part_, "StepProfile: part ", name, " begins inside part ", open_part_);
+  open_part_ = name;
+  part_start_ = timeline_->mark();
+}
+
+void StepProfile::part_end() {
+  FASTNN_CHECK(open_part_, "StepProfile: a part ends that did not begin");
+  spans_.push_back({.phase = open_part_, .part = true, .begin = part_start_, .end = timeline_->mark()});
+  open_part_ = nullptr;
+}
+
 void StepProfile::end_step() {
   const std::vector<double> us = timeline_->resolve_us();
   FASTNN_CHECK(!us.empty(), "StepProfile: end_step without begin_step");
@@ -42,6 +58,10 @@ void StepProfile::end_step() {
     const double ms = (us[s.end] - us[s.begin]) / 1000.0;
     if (s.node >= 0) {
       (s.backward ? backward_ms_ : forward_ms_)[static_cast<size_t>(s.node)] += ms;
+      continue;
+    }
+    if (s.part) {
+      part_ms_[s.phase] += ms;
       continue;
     }
     auto it = std::find_if(phase_ms_.begin(), phase_ms_.end(), [&](const auto& p) { return p.first == s.phase; });
@@ -68,6 +88,8 @@ ProfileTable StepProfile::table() const {
   t.ops.assign(by_op.begin(), by_op.end());
   std::sort(t.ops.begin(), t.ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [name, ms] : phase_ms_) t.phases.push_back({name, ms / n});
+  for (const auto& [name, ms] : part_ms_) t.parts.push_back({name, ms / n});
+  std::sort(t.parts.begin(), t.parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return t;
 }
 
@@ -82,6 +104,11 @@ std::string ProfileTable::format() const {
   }
   out += "  op (forward + backward)    ms/step   share\n";
   for (const auto& [name, ms] : ops) {
+    std::snprintf(line, sizeof line, "  %-24s %9.3f  %5.1f%%\n", name.c_str(), ms, share(ms));
+    out += line;
+  }
+  if (!parts.empty()) out += "  part (inside the ops)      ms/step   share\n";
+  for (const auto& [name, ms] : parts) {
     std::snprintf(line, sizeof line, "  %-24s %9.3f  %5.1f%%\n", name.c_str(), ms, share(ms));
     out += line;
   }
@@ -105,10 +132,13 @@ nlohmann::json ProfileTable::json() const {
   for (const ProfileRow& r : layers)
     layers_j.push_back({{"name", r.name}, {"type", r.type}, {"op", r.op}, {"forward_ms", r.forward_ms},
                         {"backward_ms", r.backward_ms}});
-  nlohmann::json ops_j = nlohmann::json::object(), phases_j = nlohmann::json::object();
+  nlohmann::json ops_j = nlohmann::json::object(), phases_j = nlohmann::json::object(),
+                 parts_j = nlohmann::json::object();
   for (const auto& [k, v] : ops) ops_j[k] = v;
   for (const auto& [k, v] : phases) phases_j[k] = v;
-  return {{"steps", steps}, {"step_ms", step_ms}, {"phases", phases_j}, {"ops", ops_j}, {"layers", layers_j}};
+  for (const auto& [k, v] : parts) parts_j[k] = v;
+  return {{"steps", steps}, {"step_ms", step_ms}, {"phases", phases_j}, {"ops", ops_j}, {"parts", parts_j},
+          {"layers", layers_j}};
 }
 
 }  // namespace fastnn::loop

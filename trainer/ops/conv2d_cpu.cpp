@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include "trainer/ops/conv2d.h"
+#include "trainer/ops/part_marks.h"
 #include "trainer/ops/cpu_kernel.h"
 
 namespace fastnn::ops {
@@ -454,16 +455,22 @@ class Conv2dCpu final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
+    const PartMark part("conv2d fprop");
     cpu::conv2d_forward<T>(p_, a.inputs[0].data<T>(), a.params[0].data<T>(),
                            p_.bias ? a.params[1].data<T>() : nullptr, a.outputs[0].data<T>(), ws(a.workspace));
   }
   void run_backward(const BackwardArgs& a) override {
     const T* dy = a.d_outputs[0].data<T>();
-    if (a.d_inputs[0].defined())
+    if (a.d_inputs[0].defined()) {
+      const PartMark part("conv2d dgrad");
       cpu::conv2d_backward_data<T>(p_, a.params[0].data<T>(), dy, a.d_inputs[0].data<T>(), ws(a.workspace));
+    }
     T* dw = a.d_params[0].defined() ? a.d_params[0].data<T>() : nullptr;
     T* db = p_.bias && a.d_params[1].defined() ? a.d_params[1].data<T>() : nullptr;
-    if (dw || db) cpu::conv2d_backward_filter<T>(p_, a.inputs[0].data<T>(), dy, dw, db, ws(a.workspace));
+    if (dw || db) {
+      const PartMark part("conv2d wgrad");  // with the bias gradient, computed in the same pass here
+      cpu::conv2d_backward_filter<T>(p_, a.inputs[0].data<T>(), dy, dw, db, ws(a.workspace));
+    }
   }
 
  private:

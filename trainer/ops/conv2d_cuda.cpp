@@ -53,6 +53,7 @@
 #include "trainer/ops/conv2d_graph_cuda.h"
 #include "trainer/ops/conv_bn_graph_cuda.h"
 #include "trainer/ops/layout_adapter.h"
+#include "trainer/ops/part_marks.h"
 
 namespace fastnn::ops {
 namespace {
@@ -236,22 +237,32 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const cudaStream_t s = cuda::stream_of(a);
     const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
     char* ws = cuda::ptr<char>(a.workspace);
-    const void* x = staged_input(a.inputs[0], ws, s);
     T* y = cuda::ptr<T>(a.outputs[0]);
+    const void* x = nullptr;
     const void* w = a.params[0].raw();
-    if (nhwc_) {
-      void* krsc = a.saved.back().raw();
-      write_krsc_weights(w, krsc, ws, s);
-      w = krsc;
+    {
+      const PartMark part("conv2d layout");  // x staged, the KRSC weight copy
+      x = staged_input(a.inputs[0], ws, s);
+      if (nhwc_) {
+        void* krsc = a.saved.back().raw();
+        write_krsc_weights(w, krsc, ws, s);
+        w = krsc;
+      }
     }
-    const float one = 1.f, zero = 0.f;
-    if (graph_)
-      plans_.fwd->execute(h, x, w, y, ws);
-    else
-      CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
-                                          static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
-                                          y_.d, y));
-    if (p_.bias) cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
+    {
+      const PartMark part("conv2d fprop");
+      const float one = 1.f, zero = 0.f;
+      if (graph_)
+        plans_.fwd->execute(h, x, w, y, ws);
+      else
+        CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
+                                            static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_,
+                                            &zero, y_.d, y));
+    }
+    if (p_.bias) {
+      const PartMark part("conv2d bias");
+      cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
+    }
   }
 
  public:
@@ -290,7 +301,11 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     FASTNN_CHECK(stats_plan_, "conv2d: forward_with_channel_sums without a conv+statistics plan");
     const cudaStream_t s = cuda::stream_of(a);
     void* krsc = a.saved.back().raw();
-    write_krsc_weights(a.params[0].raw(), krsc, cuda::ptr<char>(a.workspace), s);
+    {
+      const PartMark part("conv2d layout");
+      write_krsc_weights(a.params[0].raw(), krsc, cuda::ptr<char>(a.workspace), s);
+    }
+    const PartMark part("conv2d fprop+stats");
     // Zeroed first: whether the engine overwrites its sums or adds to them is the gpu test's question.
     CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * static_cast<size_t>(p_.k) * sizeof(float), s));
     stats_plan_->execute(::fastnn::cuda::cudnn_handle(s),
@@ -307,33 +322,51 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const float one = 1.f, zero = 0.f;
     // Filter gradient first: it reads the staged x from the workspace, which the data pass reuses.
     if (a.d_params[0].defined()) {
-      const void* x = staged_input(a.inputs[0], ws, s);
+      const void* x = nullptr;
+      {
+        const PartMark part("conv2d layout");
+        x = staged_input(a.inputs[0], ws, s);
+      }
       void* dw = nhwc_ ? static_cast<void*>(dw_buffer(ws)) : a.d_params[0].raw();  // NHWC: [K, R, S, Cp]
-      if (graph_)
-        plans_.bwd_filter->execute(h, x, dw, dy, ws);
-      else
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
-                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
-                                                   ws, conv_ws_, &zero, w_.d, dw));
-      if (nhwc_) write_filter_grad(dw_buffer(ws), a.d_params[0].raw(), ws, s);
+      {
+        const PartMark part("conv2d wgrad");
+        if (graph_)
+          plans_.bwd_filter->execute(h, x, dw, dy, ws);
+        else
+          CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
+                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
+                                                     ws, conv_ws_, &zero, w_.d, dw));
+      }
+      if (nhwc_) {
+        const PartMark part("conv2d layout");
+        write_filter_grad(dw_buffer(ws), a.d_params[0].raw(), ws, s);
+      }
     }
-    if (p_.bias && a.d_params[1].defined())
+    if (p_.bias && a.d_params[1].defined()) {
+      const PartMark part("conv2d bias");
       cuda::bias_grad<T>(bias_rows(), p_.k, bias_inner(), dy, cuda::ptr<T>(a.d_params[1]), ws, s);
+    }
     if (a.d_inputs[0].defined()) {
       T* dx = cuda::ptr<T>(a.d_inputs[0]);
       void* dxp = staged_ ? static_cast<void*>(stage_buffer(ws)) : static_cast<void*>(dx);
       const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
       const bool add = a.accumulate & 1;
-      if (graph_) {
-        FASTNN_CHECK(!add || plans_.bwd_data_add, "conv2d: asked to add into dx without an adding plan");
-        (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dxp, w, dy, ws);
-      } else {
-        CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
-                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
-                                                 conv_ws_, add ? &one : &zero, x_.d, dxp));
+      {
+        const PartMark part("conv2d dgrad");
+        if (graph_) {
+          FASTNN_CHECK(!add || plans_.bwd_data_add, "conv2d: asked to add into dx without an adding plan");
+          (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dxp, w, dy, ws);
+        } else {
+          CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
+                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
+                                                   conv_ws_, add ? &one : &zero, x_.d, dxp));
+        }
       }
-      if (staged_) unstage(static_cast<const T*>(dxp), dx, ws, s);
+      if (staged_) {
+        const PartMark part("conv2d layout");
+        unstage(static_cast<const T*>(dxp), dx, ws, s);
+      }
     }
   }
 

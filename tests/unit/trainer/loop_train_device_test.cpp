@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -291,9 +292,20 @@ TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
   EXPECT_LE(layers, t.phases[0].second * (1 + 1e-9));
   EXPECT_NEAR(ops, layers, 1e-9 * layers);
   EXPECT_EQ(t.ops.front().first, "conv2d");  // ResNet's time is in its convolutions
+  // The convolutions' passes (ops/part_marks.h), inside the convolution layers' time.
+  std::map<std::string, double> parts(t.parts.begin(), t.parts.end());
+  for (const char* part : {"conv2d fprop", "conv2d dgrad", "conv2d wgrad"}) EXPECT_GT(parts[part], 0) << part;
+  double conv = 0;
+  for (const auto& op : t.ops)
+    if (op.first == "conv2d") conv = op.second;
+  EXPECT_LE(parts["conv2d fprop"] + parts["conv2d dgrad"] + parts["conv2d wgrad"], conv * (1 + 1e-9));
   const nlohmann::json j = train_bench_json(r);
   EXPECT_EQ(j["profile"]["layers"].size(), t.layers.size());
+  EXPECT_EQ(j["profile"]["parts"].size(), t.parts.size());
   EXPECT_NE(t.format().find("forward_backward"), std::string::npos);
+  EXPECT_NE(t.format().find("conv2d wgrad"), std::string::npos);
+  // The profile's listener is gone with it: a part outside a profile goes nowhere.
+  EXPECT_EQ(ops::set_part_listener(nullptr), nullptr);
 }
 
 TEST(TrainBench, RejectsBadRequests) {
