@@ -96,7 +96,9 @@ p = json.load(open(sys.argv[1])).get("profile", {})
 step = p.get("step_ms", 0) or 1
 phases = ", ".join(f"{k} {v:.1f}" for k, v in p.get("phases", {}).items())
 ops = sorted(p.get("ops", {}).items(), key=lambda kv: -kv[1])[:6]
-print(f"fastnn {sys.argv[2]}\t{p.get('step_ms', 0):.1f} ms/step: {phases}; ops " + ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in ops))
+parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(p.get("parts", {}).items()))  # ms, as the peer's convolution passes
+print(f"fastnn {sys.argv[2]}\t{p.get('step_ms', 0):.1f} ms/step: {phases}; ops " + ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in ops)
+      + (f"; parts (ms) {parts}" if parts else ""))
 PY
 }
 profile resnet50_fp16_profile --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --data_format=NCHW --fuse_ops=false
