@@ -13,7 +13,9 @@
 #include "trainer/config/job_config.h"
 #include "trainer/loop/bench_train.h"
 #include "trainer/loop/device_setup.h"
+#include "trainer/loop/step_profile.h"
 #include "trainer/loop/step_runner.h"
+#include "trainer/ops/part_marks.h"
 #include "trainer/optim/gradient_ops.h"
 #include "trainer/zoo/zoo.h"
 
@@ -306,6 +308,26 @@ TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
   EXPECT_NE(t.format().find("conv2d wgrad"), std::string::npos);
   // The profile's listener is gone with it: a part outside a profile goes nowhere.
   EXPECT_EQ(ops::set_part_listener(nullptr), nullptr);
+}
+
+// Parts do not nest, but a profile meets nested ones calmly: the outer part ends where the inner begins.
+TEST(TrainBench, ProfileEndsAnOuterPartWhereANestedOneBegins) {
+  StepRunnerOptions o;
+  o.batch_size = 2;
+  o.optimizer = optimizer_options(config_of({"--optimizer=sgd"}));
+  const std::unique_ptr<StepRunner> runner =
+      make_step_runner(zoo::build_net("lenet", {.num_classes = 10, .height = 28, .width = 28, .channels = 1}), o);
+  StepProfile prof(*runner);
+  prof.begin_step();
+  {
+    const ops::PartMark outer("outer");
+    const ops::PartMark inner("inner");
+  }
+  prof.end_step();
+  const ProfileTable t = prof.table();
+  std::map<std::string, double> parts(t.parts.begin(), t.parts.end());
+  EXPECT_EQ(parts.size(), 2u);
+  EXPECT_TRUE(parts.count("outer") && parts.count("inner"));
 }
 
 TEST(TrainBench, RejectsBadRequests) {
