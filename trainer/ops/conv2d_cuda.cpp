@@ -237,28 +237,15 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const cudaStream_t s = cuda::stream_of(a);
     const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
     char* ws = cuda::ptr<char>(a.workspace);
+    const void* x = staged_input(a.inputs[0], ws, s);
     T* y = cuda::ptr<T>(a.outputs[0]);
-    const void* x = nullptr;
     const void* w = a.params[0].raw();
-    {
-      const PartMark part("conv2d layout");  // x staged, the KRSC weight copy
-      x = staged_input(a.inputs[0], ws, s);
-      if (nhwc_) {
-        void* krsc = a.saved.back().raw();
-        write_krsc_weights(w, krsc, ws, s);
-        w = krsc;
-      }
+    if (nhwc_) {
+      void* krsc = a.saved.back().raw();
+      write_krsc_weights(w, krsc, ws, s);
+      w = krsc;
     }
-    {
-      const PartMark part("conv2d fprop");
-      const float one = 1.f, zero = 0.f;
-      if (graph_)
-        plans_.fwd->execute(h, x, w, y, ws);
-      else
-        CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
-                                            static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_,
-                                            &zero, y_.d, y));
-    }
+    fprop(h, x, w, y, ws);
     if (p_.bias) {
       const PartMark part("conv2d bias");
       cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
@@ -301,10 +288,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     FASTNN_CHECK(stats_plan_, "conv2d: forward_with_channel_sums without a conv+statistics plan");
     const cudaStream_t s = cuda::stream_of(a);
     void* krsc = a.saved.back().raw();
-    {
-      const PartMark part("conv2d layout");
-      write_krsc_weights(a.params[0].raw(), krsc, cuda::ptr<char>(a.workspace), s);
-    }
+    write_krsc_weights(a.params[0].raw(), krsc, cuda::ptr<char>(a.workspace), s);
     const PartMark part("conv2d fprop+stats");
     // Zeroed first: whether the engine overwrites its sums or adds to them is the gpu test's question.
     CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * static_cast<size_t>(p_.k) * sizeof(float), s));
@@ -319,28 +303,12 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
     char* ws = cuda::ptr<char>(a.workspace);
     const T* dy = cuda::ptr<T>(a.d_outputs[0]);
-    const float one = 1.f, zero = 0.f;
     // Filter gradient first: it reads the staged x from the workspace, which the data pass reuses.
     if (a.d_params[0].defined()) {
-      const void* x = nullptr;
-      {
-        const PartMark part("conv2d layout");
-        x = staged_input(a.inputs[0], ws, s);
-      }
+      const void* x = staged_input(a.inputs[0], ws, s);
       void* dw = nhwc_ ? static_cast<void*>(dw_buffer(ws)) : a.d_params[0].raw();  // NHWC: [K, R, S, Cp]
-      {
-        const PartMark part("conv2d wgrad");
-        if (graph_)
-          plans_.bwd_filter->execute(h, x, dw, dy, ws);
-        else
-          CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
-                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
-                                                     ws, conv_ws_, &zero, w_.d, dw));
-      }
-      if (nhwc_) {
-        const PartMark part("conv2d layout");
-        write_filter_grad(dw_buffer(ws), a.d_params[0].raw(), ws, s);
-      }
+      wgrad(h, x, dw, dy, ws);
+      if (nhwc_) write_filter_grad(dw_buffer(ws), a.d_params[0].raw(), ws, s);
     }
     if (p_.bias && a.d_params[1].defined()) {
       const PartMark part("conv2d bias");
@@ -351,22 +319,8 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
       void* dxp = staged_ ? static_cast<void*>(stage_buffer(ws)) : static_cast<void*>(dx);
       const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
-      const bool add = a.accumulate & 1;
-      {
-        const PartMark part("conv2d dgrad");
-        if (graph_) {
-          FASTNN_CHECK(!add || plans_.bwd_data_add, "conv2d: asked to add into dx without an adding plan");
-          (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dxp, w, dy, ws);
-        } else {
-          CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
-                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
-                                                   conv_ws_, add ? &one : &zero, x_.d, dxp));
-        }
-      }
-      if (staged_) {
-        const PartMark part("conv2d layout");
-        unstage(static_cast<const T*>(dxp), dx, ws, s);
-      }
+      dgrad(h, dxp, w, dy, ws, a.accumulate & 1);
+      if (staged_) unstage(static_cast<const T*>(dxp), dx, ws, s);
     }
   }
 
@@ -380,11 +334,43 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     return reinterpret_cast<T*>(ws + conv_ws_ + stage_bytes_ + mid_bytes_ + dw_bytes_);
   }
 
+  // The three cuDNN passes, on the graph API's plans or the legacy calls; each is a part of the step
+  // profile (ops/part_marks.h), as is every layout copy below ("conv2d layout").
+  void fprop(cudnnHandle_t h, const void* x, const void* w, T* y, char* ws) const {
+    const PartMark part("conv2d fprop");
+    if (graph_) return plans_.fwd->execute(h, x, w, y, ws);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
+                                        y_.d, y));
+  }
+  void wgrad(cudnnHandle_t h, const void* x, void* dw, const T* dy, char* ws) const {
+    const PartMark part("conv2d wgrad");
+    if (graph_) return plans_.bwd_filter->execute(h, x, dw, dy, ws);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
+                                               ws, conv_ws_, &zero, w_.d, dw));
+  }
+  // add: into what dx holds (beta = 1).
+  void dgrad(cudnnHandle_t h, void* dx, const void* w, const T* dy, char* ws, bool add) const {
+    const PartMark part("conv2d dgrad");
+    if (graph_) {
+      FASTNN_CHECK(!add || plans_.bwd_data_add, "conv2d: asked to add into dx without an adding plan");
+      return (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dx, w, dy, ws);
+    }
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
+                                             conv_ws_, add ? &one : &zero, x_.d, dx));
+  }
+
   // x itself, or x staged for cuDNN in the workspace: its channels zero-padded to Cp (as [N*H*W, C]
   // rows), then copied into the spatially zero-padded buffer (NHWC: [N, H, W*Cp] planes padded by whole
   // pixels of Cp values).
   const void* staged_input(const Tensor& x, char* ws, cudaStream_t s) const {
     if (!staged_) return x.raw();
+    const PartMark part("conv2d layout");
     T* xp = stage_buffer(ws);
     if (!nhwc_) {
       cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
@@ -401,6 +387,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
   }
   // The inverse of staged_input for the data gradient: xp (the staged shape) -> x.
   void unstage(const T* xp, T* x, char* ws, cudaStream_t s) const {
+    const PartMark part("conv2d layout");
     if (!nhwc_) {
       cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, xp, x, s);
       return;
@@ -415,6 +402,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
   }
   // The parameter [K, C/g, R, S] as cuDNN's NHWC filter [K, R, S, Cp/g] (zero channels after C).
   void write_krsc_weights(const void* w, void* krsc, char* ws, cudaStream_t s) const {
+    const PartMark part("conv2d layout");
     const int64_t rs = p_.win.r * p_.win.s, cg = p_.c / p_.groups;
     if (!chpad_) {
       cuda::transpose_last2(p_.k, cg, rs, sizeof(T), w, krsc, s);
@@ -426,6 +414,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
   }
   // cuDNN's NHWC filter gradient [K, R, S, Cp/g] as the parameter's [K, C/g, R, S].
   void write_filter_grad(const T* dw_krsc, void* dw, char* ws, cudaStream_t s) const {
+    const PartMark part("conv2d layout");
     const int64_t rs = p_.win.r * p_.win.s, cg = p_.c / p_.groups;
     const T* src = dw_krsc;
     if (chpad_) {
