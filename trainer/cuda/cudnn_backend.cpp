@@ -9,11 +9,21 @@
 
 namespace fastnn::cuda::cudnn_backend {
 
-std::string refusal(cudnnStatus_t st) {
+namespace {
+
+// cuDNN's last unread message on this thread (reading it clears it), or "".
+std::string take_last_message() {
   std::array<char, 512> last{};
   cudnnGetLastErrorString(last.data(), last.size());
   last.back() = '\0';
-  return last[0] ? str(cudnnGetErrorString(st), " (", last.data(), ")") : std::string(cudnnGetErrorString(st));
+  return last.data();
+}
+
+}  // namespace
+
+std::string refusal(cudnnStatus_t st) {
+  const std::string last = take_last_message();
+  return last.empty() ? std::string(cudnnGetErrorString(st)) : str(cudnnGetErrorString(st), " (", last, ")");
 }
 
 Desc::Desc(cudnnBackendDescriptorType_t type) { CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_)); }
@@ -40,8 +50,7 @@ Desc& Desc::set_desc(cudnnBackendAttributeName_t name, const Desc& other) {
 void Desc::finalize() { CUDNN_CHECK(cudnnBackendFinalize(d_)); }
 
 cudnnStatus_t Desc::try_finalize() {
-  std::array<char, 512> stale{};
-  cudnnGetLastErrorString(stale.data(), stale.size());  // read (and so cleared): refusal() then says this call's
+  take_last_message();  // a stale message cleared: refusal() then says this call's
   return cudnnBackendFinalize(d_);
 }
 

@@ -231,19 +231,18 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
   std::string first;
   if (auto plan = build_form(pb, graph, choice, MeanForm::kAddNegated, &first)) return plan;
   std::string second;
-  std::shared_ptr<const ConvBnPlan> plan = build_form(pb, graph, choice, MeanForm::kSubtract, &second);
+  std::shared_ptr<ConvBnPlan> plan = build_form(pb, graph, choice, MeanForm::kSubtract, &second);
   if (!plan) {
     *why = str("with the mean as ADD, alpha2 = -1: ", first, "; as SUB: ", second);
     return nullptr;
   }
   // Callers log the description of a plan that builds: it also says why the guide's form did not.
-  auto sub = std::const_pointer_cast<ConvBnPlan>(plan);
-  sub->description_ += str(" (ADD with alpha2 = -1 had none: ", first, ")");
+  plan->description_ += str(" (ADD with alpha2 = -1 had none: ", first, ")");
   return plan;
 }
 
-std::shared_ptr<const ConvBnPlan> ConvBnPlan::build_form(const ConvProblem& pb, ConvBnGraph graph,
-                                                         const EngineChoice& choice, MeanForm form, std::string* why) {
+std::shared_ptr<ConvBnPlan> ConvBnPlan::build_form(const ConvProblem& pb, ConvBnGraph graph,
+                                                   const EngineChoice& choice, MeanForm form, std::string* why) {
   const cudaStream_t s = ::fastnn::cuda::current_stream();
   const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
   auto out = std::shared_ptr<ConvBnPlan>(new ConvBnPlan());

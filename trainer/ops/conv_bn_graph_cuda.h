@@ -81,8 +81,8 @@ class ConvBnPlan {
  private:
   struct Descriptors;
   ConvBnPlan();
-  static std::shared_ptr<const ConvBnPlan> build_form(const ConvProblem& pb, ConvBnGraph graph,
-                                                      const EngineChoice& choice, MeanForm form, std::string* why);
+  static std::shared_ptr<ConvBnPlan> build_form(const ConvProblem& pb, ConvBnGraph graph,
+                                                const EngineChoice& choice, MeanForm form, std::string* why);
   std::unique_ptr<Descriptors> d_;
   ConvBnGraph graph_ = ConvBnGraph::kFpropStats;
   size_t workspace_ = 0;
