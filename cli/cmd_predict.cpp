@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/atomic_output.h"
+#include "core/output_file.h"
 #include "core/check.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/inference/embedding_writer.h"
 #include "trainer/inference/predict.h"
@@ -26,27 +27,6 @@ struct PredictArgs {
   std::vector<std::string> inputs;
   int top_k = 5, batch_size = 0;
   bool skip_bad = false, quiet = false;
-};
-
-// The output file appears complete or not at all: written under a temporary name, renamed at the end.
-class OutputFile {
- public:
-  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".fastnn-tmp") {
-    f_ = std::fopen(tmp_.c_str(), "wb");
-    if (!f_) throw IoError(str(tmp_, ": cannot create: ", std::strerror(errno)));
-  }
-  ~OutputFile() {
-    if (f_) {
-      std::fclose(f_);
-      std::remove(tmp_.c_str());
-    }
-  }
-  std::FILE* get() { return f_; }
-  void commit() { close_and_rename(std::exchange(f_, nullptr), tmp_, path_); }
-
- private:
-  std::string path_, tmp_;
-  std::FILE* f_ = nullptr;
 };
 
 // A setup error reported by this rank (see agree_on_setup).
@@ -79,7 +59,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
   inference::PredictFormat format{};
   std::vector<inference::PredictInput> inputs;
   std::unique_ptr<inference::Predictor> predictor_owner;
-  std::unique_ptr<OutputFile> file;
+  std::unique_ptr<OutputFile> file;  // core/output_file.h: complete or not at all, never over an input
   std::unique_ptr<inference::EmbeddingWriter> embeddings;
   std::exception_ptr setup_error;
   try {
@@ -89,9 +69,14 @@ void predict(const PredictArgs& a, Communicator& comm) {
     predictor_owner = std::make_unique<inference::Predictor>(
         a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
                                                   .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank()});
-    if (!a.output.empty() && writer) file = std::make_unique<OutputFile>(a.output);
-    if (!a.embeddings.empty() && writer)
-      embeddings = std::make_unique<inference::EmbeddingWriter>(a.embeddings, predictor_owner->model().embedding_size);
+    if (writer && (!a.output.empty() || !a.embeddings.empty())) {
+      // What this command reads must survive it: -o naming an input image or the checkpoint is refused.
+      std::vector<std::string> read = ckpt::checkpoint_file_paths(predictor_owner->model().checkpoint);
+      for (const inference::PredictInput& in : inputs) read.push_back(in.path);
+      if (!a.output.empty()) file = std::make_unique<OutputFile>(a.output, OutputFile::Options{.inputs = read});
+      if (!a.embeddings.empty())
+        embeddings = std::make_unique<inference::EmbeddingWriter>(a.embeddings, predictor_owner->model().embedding_size, read);
+    }
   } catch (const std::exception&) {
     setup_error = std::current_exception();
   }
@@ -119,8 +104,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
       },
       &comm);
   if (embeddings) embeddings->commit();
-  if (file) file->commit();
-  else if (writer) std::fflush(stdout);
+  if (file) file->commit();  // stdout is flushed and checked at exit (cli/main.cpp)
   if (!a.quiet && writer)
     std::fprintf(stderr, "predict: %lld inputs classified, %lld skipped, %.1f s\n", static_cast<long long>(s.predicted),
                  static_cast<long long>(s.skipped), s.seconds);

@@ -1,8 +1,13 @@
 // The `fastnn` executable: parses arguments, runs one subcommand, maps errors to exit codes:
-// 0 success (and --help, --version), 1 an error (fastnn::Error, and an internal one), 2 a usage error
-// (bad flag, missing argument, unknown subcommand), 128+signal after SIGTERM/SIGINT (train).
+// 0 success (and --help, --version), 1 an error (fastnn::Error, and an internal one, and a failed write
+// to stdout), 2 a usage error (bad flag, missing argument, unknown subcommand), 128+signal after
+// SIGTERM/SIGINT (train).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <unistd.h>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -41,10 +46,50 @@ void accept_both_spellings(CLI::App& app, int argc, char** argv, std::vector<std
   }
 }
 
+// What a command printed on stdout is its result (predict's lines, eval --json, inspect, check): a
+// write that failed (a full disk, a closed file) is an error naming stdout and the reason, exit 1, never
+// a silent 0. stdout goes through a stream of ours that remembers the first failed write's errno:
+// glibc drops a buffer whose write failed, so by exit nothing would say why.
+int stdout_errno = 0;
+
+ssize_t write_stdout(void*, const char* buf, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::write(STDOUT_FILENO, buf + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (stdout_errno == 0) stdout_errno = r < 0 ? errno : EIO;
+      return done > 0 ? static_cast<ssize_t>(done) : -1;
+    }
+    done += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(n);
+}
+
+void track_stdout_errors() {
+  cookie_io_functions_t io{};
+  io.write = write_stdout;
+  FILE* f = ::fopencookie(nullptr, "w", io);
+  if (!f) return;  // keep the plain stdout: errors are still caught, only their reason is lost
+  std::fflush(stdout);
+  std::setvbuf(f, nullptr, ::isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, size_t{1} << 16);
+  stdout = f;
+}
+
+int with_stdout_checked(int code) {
+  const bool flushed = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  const bool closed = std::fclose(stdout) == 0;
+  if ((flushed && closed) || stdout_errno == EPIPE) return code;  // a reader that stopped early (| head)
+  std::fprintf(stderr, "fastnn: error: cannot write to stdout: %s\n",
+               stdout_errno != 0 ? std::strerror(stdout_errno) : "a write failed");
+  return code == 0 ? 1 : code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fastnn::install_crash_report("fastnn");  // a fatal signal says where, not only status 139
+  track_stdout_errors();
   // OpenBLAS's kernels for this CPU (trainer/ops/blas_core.h), before any thread of ours runs: where
   // OpenBLAS fell back to its generic kernels, fastnn starts again with OPENBLAS_CORETYPE set.
   fastnn::ops::cpu::reexec_with_better_blas_core(argv);
@@ -72,15 +117,20 @@ int main(int argc, char** argv) {
     // CLI11 prints the message (or the help / version); its own codes (105, 106, 109...) become
     // DESIGN.md's: 0 for --help / --version, 2 for every usage error.
     const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return with_stdout_checked(code == 0 ? 0 : 2);
   } catch (const fastnn::cli::ExitStatus& e) {
-    return e.code;
+    return with_stdout_checked(e.code);
   } catch (const fastnn::Error& e) {
     std::fprintf(stderr, "fastnn: error: %s\n", e.what());
-    return 1;
+    return with_stdout_checked(1);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The operating system refused (a folder under a regular file, a read-only mount): the user's to fix,
+    // so said as an error naming the path, not as an internal one.
+    std::fprintf(stderr, "fastnn: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
+    return with_stdout_checked(1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fastnn: internal error: %s\n", e.what());
-    return 1;
+    return with_stdout_checked(1);
   }
-  return 0;
+  return with_stdout_checked(0);
 }

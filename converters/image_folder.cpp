@@ -11,75 +11,18 @@
 
 #include "converters/file_io.h"
 #include "core/check.h"
+#include "core/folder_walk.h"
 #include "core/input_file.h"
 #include "core/progress.h"
 
 namespace fastnn::convert {
 namespace {
 
-struct Entry {
-  std::string name;
-  bool is_dir = false;
-  bool is_file = false;
-  std::string problem;  // neither folder nor regular file: why ("a dangling symbolic link", "a FIFO ...")
-};
-
-// Sorted entries of a folder (symlinks followed), "." and ".." left out.
-std::vector<Entry> list(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) throw_io_error(dir, "list folder");
-  std::vector<Entry> out;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    struct stat st;
-    Entry en{n};
-    const std::string p = dir + "/" + n;
-    if (::stat(p.c_str(), &st) == 0) {
-      en.is_dir = S_ISDIR(st.st_mode);
-      en.is_file = S_ISREG(st.st_mode);
-      if (!en.is_dir && !en.is_file) en.problem = str("is ", file_kind_name(st.st_mode), ", not a regular file");
-    } else {
-      const int err = errno;
-      struct stat lst;
-      if (::lstat(p.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
-        en.problem = err == ENOENT ? "a dangling symbolic link (its target does not exist)"
-                                   : str("a symbolic link that cannot be followed: ", std::strerror(err));
-      else
-        en.problem = str("cannot stat: ", std::strerror(err));
-    }
-    out.push_back(std::move(en));
-  }
-  ::closedir(d);
-  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
-  return out;
-}
-
 struct Candidate {
   std::string path;
   int32_t label;
   std::string problem;  // known bad before reading (not a regular file)
 };
-
-// Every regular file under dir (sorted, depth first); hidden entries and non-files are counted.
-void walk(const std::string& dir, int32_t label, std::vector<Candidate>* out, uint64_t* ignored, int depth) {
-  if (depth > 64) throw FormatError(str(dir, ": folders nested more than 64 deep (a symlink loop?)"));
-  for (const Entry& e : list(dir)) {
-    std::string p = dir + "/" + e.name;
-    if (e.name[0] == '.') {
-      ++*ignored;
-    } else if (e.is_dir) {
-      walk(p, label, out, ignored, depth + 1);
-    } else if (e.is_file) {
-      out->push_back({p, label, {}});
-    } else if (ImageFolderSource::has_image_extension(e.name)) {
-      // Named like an image but not one we can read (docs/FORMATS.md): a bad sample, not ignored.
-      out->push_back({p, label, e.problem});
-    } else {
-      ++*ignored;
-    }
-  }
-}
 
 enum class Verdict { kImage, kNotImage, kBad };
 
@@ -155,26 +98,33 @@ DatasetIndex ImageFolderSource::scan(const ScanOptions& scan) {
     struct stat st;
     if (::stat(root.c_str(), &st) != 0) throw_io_error(root, "open input folder");
     if (!S_ISDIR(st.st_mode)) throw ConfigError(str(root, ": an image-folder input must be a folder of class folders"));
-    for (const Entry& e : list(root)) {
+    for (const FolderEntry& e : list_folder(root)) {
       if (e.name[0] != '.' && e.is_dir) class_dirs[e.name].push_back(root + "/" + e.name);
       else ++split.ignored_files;
     }
   }
   if (class_dirs.empty()) throw FormatError(str(options_.roots.front(), ": no class folders (expected one sub-folder per class)"));
 
+  // Every regular file is a candidate (its first bytes decide whether it is an image); an entry named
+  // like an image that is not a regular file is a bad sample, not ignored (docs/FORMATS.md).
   std::vector<Candidate> candidates;
   std::vector<uint64_t> per_class_files;
+  FolderWalker walker(&ImageFolderSource::has_image_extension, "not an image", /*keep_unwanted=*/true);
+  FolderWalk walked;
   for (const auto& [name, dirs] : class_dirs) {
     const int32_t label = static_cast<int32_t>(index.class_names.size());
     index.class_names.push_back(name);
     size_t before = candidates.size();
     for (const std::string& d : dirs) {
       size_t in_dir = candidates.size();
-      walk(d, label, &candidates, &split.ignored_files, 0);
+      walked.files.clear();
+      walker.walk(d, &walked);
+      for (WalkedFile& f : walked.files) candidates.push_back({std::move(f.path), label, std::move(f.problem)});
       if (candidates.size() == in_dir) throw FormatError(str(d, ": empty class folder (no files)"));
     }
     per_class_files.push_back(candidates.size() - before);
   }
+  split.ignored_files += walked.ignored.size();
 
   // Check every file in parallel; decide in sorted order so errors and the index are deterministic.
   std::vector<Checked> checked(candidates.size());

@@ -227,13 +227,4 @@ void OutputDir::commit() {
   ::unlink(final_path(kIncompleteName).c_str());
 }
 
-void close_and_rename(std::FILE* f, const std::string& tmp, const std::string& path) {
-  const bool ok = std::fflush(f) == 0 && std::ferror(f) == 0;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    throw IoError(str(tmp, ": write failed"));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_io_error(path, "rename into place");
-}
-
 }  // namespace fastnn

@@ -89,9 +89,4 @@ void fsync_path(const std::string& path);
 // fsync overlaps with the rest of the work instead of following it. Errors are ignored.
 void start_writeback(const std::string& path) noexcept;
 
-// The last step of a single file written under a temporary name (predict's --output and --embeddings):
-// closes `f` (the file at `tmp`) and renames it to `path`. On a failed write, flush or close the temporary
-// is removed and IoError names it; a failed rename is an IoError naming `path`.
-void close_and_rename(std::FILE* f, const std::string& tmp, const std::string& path);
-
 }  // namespace fastnn

@@ -1,8 +1,8 @@
 // Writing a report page: all or nothing, and never over someone's file by accident.
 //
-// The page is written to ".<name>.fastnn-tmp" beside `path` (same file system), flushed and fsync'ed,
-// then renamed onto `path`: a reader (or a crash) sees the old file or the whole new one, never half a
-// page; on any error the temporary is removed. An existing `path` is a ConfigError naming
+// The page is written as core/output_file.h writes every output: beside `path`, fsync'ed, then renamed
+// onto it, so a reader (or a crash) sees the old file or the whole new one, never half a page; on any
+// error the temporary is removed; a FIFO or device in its place is refused. An existing `path` is a ConfigError naming
 // --overwrite unless `overwrite` is set (the convention of `fastnn convert` and `fastnn train`).
 // Errors: ConfigError (exists), IoError naming the path (create, write, rename). Not for concurrent
 // writers of the same path.

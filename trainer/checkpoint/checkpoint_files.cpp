@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/crc32c.h"
 #include "trainer/checkpoint/checkpoint_internal.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
@@ -98,16 +99,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
 namespace internal {
 
 std::string read_small_file(const std::string& path, size_t max_bytes) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw IoError(str(path, ": cannot read: ", ec.message()));
-  if (size > max_bytes) throw FormatError(str(path, ": ", size, " bytes is larger than the limit of ", max_bytes));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io_error(path, "open");
-  std::string text(static_cast<size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.gcount() != static_cast<std::streamsize>(text.size())) throw IoError(str(path, ": short read"));
-  return text;
+  return read_regular_file(path, max_bytes);  // a FIFO or folder is refused, not waited on
 }
 
 bool is_complete(const std::string& prefix) {
@@ -183,6 +175,18 @@ std::vector<std::string> list_entry_names(const std::string& dir) {
     throw IoError(str(dir, ": cannot list: ", ec.message()));
   }
   for (const auto& entry : it) out.push_back(entry.path().filename().string());
+  return out;
+}
+
+std::vector<std::string> checkpoint_file_paths(const std::string& prefix) {
+  const size_t slash = prefix.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : prefix.substr(0, slash);
+  const std::optional<int64_t> step = parse_checkpoint_name(prefix.substr(slash == std::string::npos ? 0 : slash + 1));
+  std::vector<std::string> out;
+  if (!step) return out;
+  for (const std::string& name : list_entry_names(dir))
+    if (parse_checkpoint_name(name) == step) out.push_back(dir + "/" + name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -100,6 +100,9 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
 std::vector<CheckpointInfo> list_committed_latest_first(const std::string& dir);
 // The names of `dir`'s entries (none when it does not exist); IoError naming it when it cannot be read.
 std::vector<std::string> list_entry_names(const std::string& dir);
+// Every file of the checkpoint `prefix` ("<dir>/ckpt-<step>": weights, optimizer, meta, shards) that
+// exists, as paths: what a command reading it must not overwrite.
+std::vector<std::string> checkpoint_file_paths(const std::string& prefix);
 // Why `prefix` does not load with full verification (the error's message), or "" when it does.
 std::string checkpoint_damage(const std::string& prefix, bool optimizer = true);
 // Renames the files of a damaged checkpoint out of the way ("<file>.damaged", then ".damaged-2", ...),

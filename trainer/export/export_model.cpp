@@ -1,6 +1,8 @@
 #include "trainer/export/export_model.h"
 
 #include "core/check.h"
+#include "core/output_file.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/export/onnx_model.h"
 #include "trainer/export/test_data.h"
 
@@ -11,6 +13,10 @@ ExportReport export_model(const ExportRequest& r) {
   const ModelSource source(r.source);
   ExportReport report;
   report.model = source.info();
+  // The checkpoint this reads must survive it; a FIFO or device as the output is refused before any work.
+  const std::vector<std::string> inputs =
+      report.model.checkpoint.empty() ? std::vector<std::string>{} : ckpt::checkpoint_file_paths(report.model.checkpoint);
+  checked_output_target(r.output, inputs);
   const graph::NetPlan plan = graph::NetPlan::make(source.net(), {.batch_size = 1});
   ModelOptions o;
   o.float16 = r.float16;
@@ -30,7 +36,7 @@ ExportReport export_model(const ExportRequest& r) {
     for (int64_t d : t.dims()) n *= d;
     report.parameters += n;
   }
-  report.files = write_onnx_file(model, r.output, r.external);
+  report.files = write_onnx_file(model, r.output, r.external, kInlineLimit, inputs);
   if (!r.test_data_dir.empty()) write_test_data(source, r.test_data_dir, r.test_samples, r.test_seed);
   return report;
 }

@@ -8,18 +8,13 @@
 #include <fstream>
 #include <vector>
 
+#include "core/atomic_output.h"
 #include "core/check.h"
+#include "core/output_file.h"
 
 namespace fastnn::onnx_export {
 namespace fs = std::filesystem;
 namespace {
-
-std::string temp_beside(const fs::path& p) { return (p.parent_path() / str(".", p.filename().string(), ".fastnn-tmp")).string(); }
-
-void rename_into_place(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0)
-    throw IoError(str(to, ": cannot rename ", from, " into place: ", std::strerror(errno)));
-}
 
 // Moves the large initializers' bytes to `out` (offset-aligned); returns how many moved.
 int externalise(onnx::GraphProto& g, const std::string& location, std::ofstream& out, const std::string& path,
@@ -33,7 +28,7 @@ int externalise(onnx::GraphProto& g, const std::string& location, std::ofstream&
     offset += pad;
     const std::string& raw = t.raw_data();
     out.write(raw.data(), static_cast<std::streamsize>(raw.size()));
-    if (!out) throw IoError(str(path, ": write failed: ", std::strerror(errno)));
+    if (!out) throw_io_error(path, "write");
     t.set_data_location(onnx::TensorProto::EXTERNAL);
     auto add = [&t](const char* k, const std::string& v) {
       onnx::StringStringEntryProto* e = t.add_external_data();
@@ -62,7 +57,7 @@ struct TempFiles {
 };
 
 WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, External external,
-                             uint64_t inline_limit) {
+                             uint64_t inline_limit, std::span<const std::string> inputs) {
   TempFiles temps;
   const fs::path out_path(path);
   if (out_path.filename().empty()) throw ConfigError(str(path, ": the output names a directory, not a file"));
@@ -70,40 +65,41 @@ WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, E
   if (big && external == External::kNever)
     throw ConfigError(str(path, ": the model is ", model.ByteSizeLong() >> 20,
                           " MiB, beyond protobuf's 2 GiB limit for one file; it needs external data"));
-  if (!out_path.parent_path().empty()) {
-    std::error_code ec;
-    fs::create_directories(out_path.parent_path(), ec);
-    if (ec) throw IoError(str(out_path.parent_path().string(), ": cannot create: ", ec.message()));
-  }
-  WrittenModel w;
-  w.model_path = path;
+  const bool with_data = big || external == External::kAlways;
   const std::string data_name = out_path.filename().string() + ".data";
   const fs::path data_path = out_path.parent_path() / data_name;
+  // Refused before any work: a target that is a FIFO, a device, a folder or one of the inputs.
+  const std::string model_target = checked_output_target(path, inputs);
+  const std::string data_target = with_data ? checked_output_target(data_path.string(), inputs) : std::string();
+  if (!out_path.parent_path().empty()) make_directories(out_path.parent_path().string());
+  WrittenModel w;
+  w.model_path = path;
   std::string data_tmp;
-  if (big || external == External::kAlways) {
-    data_tmp = temp_beside(data_path);
+  if (with_data) {
+    data_tmp = output_temp_path(data_target);
     temps.paths.push_back(data_tmp);
     std::ofstream out(data_tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(str(data_tmp, ": cannot create: ", std::strerror(errno)));
-    w.external_tensors = externalise(*model.mutable_graph(), data_name, out, data_tmp, w.data_bytes);
+    if (!out) throw_io_error(data_path.string(), str("create ", data_tmp));
+    w.external_tensors = externalise(*model.mutable_graph(), data_name, out, data_path.string(), w.data_bytes);
     out.close();
-    if (!out) throw IoError(str(data_tmp, ": write failed: ", std::strerror(errno)));
+    if (!out) throw_io_error(data_path.string(), "write");
     w.data_path = data_path.string();
   }
   if (model.ByteSizeLong() >= (uint64_t{2} << 30) - 1)
     throw ConfigError(str(path, ": the graph alone is beyond protobuf's 2 GiB limit"));
-  const std::string model_tmp = temp_beside(out_path);
+  const std::string model_tmp = output_temp_path(model_target);
   temps.paths.push_back(model_tmp);
   {
     std::ofstream out(model_tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(str(model_tmp, ": cannot create: ", std::strerror(errno)));
-    if (!model.SerializeToOstream(&out)) throw IoError(str(model_tmp, ": cannot serialise the model"));
+    if (!out) throw_io_error(path, str("create ", model_tmp));
+    // A failed serialisation here is a failed write (a full disk): errno says which.
+    if (!model.SerializeToOstream(&out)) throw_io_error(path, "write");
     out.close();
-    if (!out) throw IoError(str(model_tmp, ": write failed: ", std::strerror(errno)));
+    if (!out) throw_io_error(path, "write");
   }
   w.model_bytes = fs::file_size(model_tmp);
-  if (!data_tmp.empty()) rename_into_place(data_tmp, w.data_path);
-  rename_into_place(model_tmp, path);
+  if (!data_tmp.empty()) rename_output_into_place(data_tmp, w.data_path, inputs);
+  rename_output_into_place(model_tmp, path, inputs);
   return w;
 }
 

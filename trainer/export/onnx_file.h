@@ -7,13 +7,16 @@
 // ONNX spec wants), offset, length}, offsets aligned to 4096 bytes so runtimes can mmap them. Smaller
 // initializers stay inline. onnx.load / onnx.checker.check_model(path) / onnxruntime read both forms.
 //
-// The output's folder is created when missing. Files are written under temporary names beside the output and renamed into place, the data file
-// first, so a model file never names data that is not there; an existing output is replaced (a
-// "<name>.data" left by an earlier external export is left alone: an inline model does not read it).
-// Errors: IoError naming the path.
+// The output's folder is created when missing. Files are written as core/output_file.h writes every
+// output: under temporary names beside the output, renamed into place (the data file first, so a model
+// file never names data that is not there); an existing regular file is replaced (a "<name>.data" left
+// by an earlier external export is left alone: an inline model does not read it), a FIFO, device,
+// folder or one of `inputs` (the checkpoint's files) in either place is refused before any work.
+// Errors: IoError naming the path and errno's reason (a full disk), ConfigError for a refused target.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "onnx/onnx.pb.h"
@@ -35,6 +38,6 @@ struct WrittenModel {
 // Moves initializers out of `model` (when external) and writes it to `path`. kAuto goes external when the
 // serialised model reaches inline_limit (tests lower it); kNever with such a model is a ConfigError.
 WrittenModel write_onnx_file(onnx::ModelProto& model, const std::string& path, External external = External::kAuto,
-                             uint64_t inline_limit = kInlineLimit);
+                             uint64_t inline_limit = kInlineLimit, std::span<const std::string> inputs = {});
 
 }  // namespace fastnn::onnx_export

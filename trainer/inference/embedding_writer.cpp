@@ -5,7 +5,6 @@
 #include <cstring>
 #include <utility>
 
-#include "core/atomic_output.h"
 #include "core/check.h"
 
 namespace fastnn::inference {
@@ -48,39 +47,30 @@ EmbeddingFormat embedding_format(const std::string& path) {
   throw ConfigError(str("--embeddings ", path, ": name it *.npy or *.safetensors (the format written follows the extension)"));
 }
 
-EmbeddingWriter::EmbeddingWriter(std::string path, int64_t columns)
-    : path_(std::move(path)), tmp_(path_ + ".fastnn-tmp"), format_(embedding_format(path_)), columns_(columns) {
+EmbeddingWriter::EmbeddingWriter(std::string path, int64_t columns, std::vector<std::string> inputs)
+    : format_(embedding_format(path)), columns_(columns) {
   FASTNN_CHECK(columns_ > 0, "embeddings: no column");
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (!f_) throw IoError(str(tmp_, ": cannot create: ", std::strerror(errno)));
+  file_ = std::make_unique<OutputFile>(std::move(path), OutputFile::Options{.inputs = std::move(inputs)});
   write_header();
 }
 
-EmbeddingWriter::~EmbeddingWriter() {
-  if (f_) {
-    std::fclose(f_);
-    std::remove(tmp_.c_str());
-  }
-}
+EmbeddingWriter::~EmbeddingWriter() = default;
 
 void EmbeddingWriter::write_header() {
-  const std::string h = format_ == EmbeddingFormat::kNpy ? npy_header(rows_, columns_) : safetensors_header(rows_, columns_);
-  if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) throw IoError(str(tmp_, ": write failed: ", std::strerror(errno)));
+  file_->write(format_ == EmbeddingFormat::kNpy ? npy_header(rows_, columns_) : safetensors_header(rows_, columns_));
 }
 
 void EmbeddingWriter::add_row(std::span<const float> row) {
   FASTNN_CHECK(static_cast<int64_t>(row.size()) == columns_, "embeddings: a row of ", row.size(), " values, the file has ", columns_, " columns");
-  if (std::fwrite(row.data(), sizeof(float), row.size(), f_) != row.size())
-    throw IoError(str(tmp_, ": write failed: ", std::strerror(errno)));
+  file_->write(std::string_view(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(float)));
   ++rows_;
 }
 
 void EmbeddingWriter::commit() {
-  FASTNN_CHECK(f_, "embeddings: committed twice");
-  // A failed seek or header write throws with f_ still open: the destructor removes the temporary.
-  if (std::fseek(f_, 0, SEEK_SET) != 0) throw IoError(str(tmp_, ": seek failed: ", std::strerror(errno)));
+  // A failed seek or header write throws with the file still open: the OutputFile removes the temporary.
+  if (std::fseek(file_->get(), 0, SEEK_SET) != 0) throw_io_error(file_->path(), "seek");
   write_header();
-  close_and_rename(std::exchange(f_, nullptr), tmp_, path_);
+  file_->commit();
 }
 
 }  // namespace fastnn::inference

@@ -5,15 +5,20 @@
 //                 __metadata__ {"format": "fastnn-embeddings"} (safetensors.numpy.load_file reads it).
 // The row count is only known at the end, so the header is written with room for any count (padded
 // with spaces, which both formats allow) and rewritten in place by commit(); the data starts at byte
-// kEmbeddingHeaderBytes in both. The file appears complete or not at all (written under
-// "<path>.fastnn-tmp", renamed by commit(); the destructor removes an uncommitted one).
+// kEmbeddingHeaderBytes in both. The file appears complete or not at all, and never over a FIFO, a
+// device or one of the command's `inputs` (core/output_file.h: written beside it, renamed by commit();
+// the destructor removes an uncommitted one).
 // Threading: one thread.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <span>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "core/output_file.h"
 
 namespace fastnn::inference {
 
@@ -23,7 +28,7 @@ EmbeddingFormat embedding_format(const std::string& path);
 
 class EmbeddingWriter {
  public:
-  EmbeddingWriter(std::string path, int64_t columns);
+  EmbeddingWriter(std::string path, int64_t columns, std::vector<std::string> inputs = {});
   ~EmbeddingWriter();
   EmbeddingWriter(const EmbeddingWriter&) = delete;
   EmbeddingWriter& operator=(const EmbeddingWriter&) = delete;
@@ -34,10 +39,9 @@ class EmbeddingWriter {
 
  private:
   void write_header();
-  std::string path_, tmp_;
   EmbeddingFormat format_;
   int64_t columns_, rows_ = 0;
-  std::FILE* f_ = nullptr;
+  std::unique_ptr<OutputFile> file_;
 };
 
 // The header bytes of each format for a [rows, columns] float32 array, kEmbeddingHeaderBytes long.

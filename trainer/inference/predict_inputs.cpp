@@ -10,7 +10,9 @@
 #include "core/check.h"
 #include "core/example.h"
 #include "core/image.h"
+#include "core/folder_walk.h"
 #include "core/input_file.h"
+#include "core/line_reader.h"
 #include "core/manifest.h"
 #include "core/tfrecord.h"
 #include "pipeline/shard_plan.h"
@@ -74,23 +76,13 @@ void add_shard_set(const std::string& dir, const std::string& split, std::vector
     out->push_back({PredictInput::Kind::kTFRecord, f.path, f.records});
 }
 
+// convert's walk (core/folder_walk.h): linked folders followed once, an image-named entry that is not a
+// readable file kept as a bad input (reported, never skipped in silence).
 void add_image_folder(const std::string& dir, std::vector<PredictInput>* out) {
-  std::vector<std::string> found;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end;
-  if (ec) throw IoError(str(dir, ": cannot list the folder: ", ec.message()));
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw IoError(str(dir, ": cannot list the folder: ", ec.message()));
-    const fs::path& p = it->path();
-    if (p.filename().string().rfind('.', 0) == 0) {
-      if (it->is_directory()) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file() && is_image_name(p)) found.push_back(p.string());
-  }
-  if (found.empty()) throw ConfigError(str(dir, " holds no image file (.jpg, .jpeg, .png) and no manifest.json"));
-  std::sort(found.begin(), found.end());
-  for (std::string& p : found) out->push_back({PredictInput::Kind::kImage, std::move(p), 1});
+  FolderWalk walked;
+  FolderWalker([](const std::string& name) { return is_image_name(name); }, "not an image name").walk(dir, &walked);
+  if (walked.files.empty()) throw ConfigError(str(dir, " holds no image file (.jpg, .jpeg, .png) and no manifest.json"));
+  for (WalkedFile& f : walked.files) out->push_back({PredictInput::Kind::kImage, std::move(f.path), 1, std::move(f.problem)});
 }
 
 }  // namespace
@@ -140,30 +132,8 @@ struct InputStream::Impl {
   std::vector<PredictInput> inputs;
   size_t next_input = 0;
   std::unique_ptr<TFRecordReader> reader;
-  std::FILE* tsv = nullptr;
-  std::string tsv_path, line;
-  int64_t tsv_line = 0;
-  ~Impl() {
-    if (tsv) std::fclose(tsv);
-  }
-  // The next line of the open TSV file into `line` (without "\n" / "\r\n"); false at its end.
-  bool next_line() {
-    line.clear();
-    int c;
-    bool any = false;
-    while ((c = getc_unlocked(tsv)) != EOF) {
-      any = true;
-      if (c == '\n') break;
-      if (line.size() >= kMaxTsvLineBytes)
-        throw FormatError(str(tsv_path, ":", tsv_line + 1, ": line longer than ", kMaxTsvLineBytes, " bytes"));
-      line += static_cast<char>(c);
-    }
-    if (std::ferror(tsv)) throw IoError(str(tsv_path, ": read failed"));
-    if (!any) return false;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ++tsv_line;
-    return true;
-  }
+  std::unique_ptr<LineReader> tsv;  // through core/input_file: a FIFO named *.tsv is refused, not waited on
+  std::string line;
 };
 
 InputStream::InputStream(std::vector<PredictInput> inputs) : impl_(std::make_unique<Impl>()) {
@@ -188,26 +158,22 @@ bool InputStream::next(InputItem* item, bool content) {
       s.reader.reset();
     }
     if (s.tsv) {
-      while (s.next_line()) {
+      while (s.tsv->next(&s.line)) {
         if (s.line.empty()) continue;
-        item->path = s.tsv_path;
+        item->path = s.tsv->path();
         item->record = -1;
-        item->line = s.tsv_line;
+        item->line = s.tsv->line_number();
         item->error.clear();
         item->bytes.clear();
         if (content) tsv_item(s.line, item);
         return true;
       }
-      std::fclose(s.tsv);
-      s.tsv = nullptr;
+      s.tsv.reset();
     }
     if (s.next_input >= s.inputs.size()) return false;
     const PredictInput& in = s.inputs[s.next_input++];
     if (in.kind == PredictInput::Kind::kBase64Tsv) {
-      s.tsv = std::fopen(in.path.c_str(), "rb");
-      if (!s.tsv) throw IoError(str(in.path, ": cannot open: ", std::strerror(errno)));
-      s.tsv_path = in.path;
-      s.tsv_line = 0;
+      s.tsv = std::make_unique<LineReader>(in.path, kMaxTsvLineBytes);
       continue;
     }
     if (in.kind == PredictInput::Kind::kTFRecord) {
@@ -217,9 +183,9 @@ bool InputStream::next(InputItem* item, bool content) {
     item->path = in.path;
     item->record = -1;
     item->line = -1;
-    item->error.clear();
+    item->error = in.problem;
     item->bytes.clear();
-    if (!content) return true;
+    if (!content || !in.problem.empty()) return true;
     try {
       item->bytes = image_example(read_regular_file(in.path, kMaxImageFileBytes));
     } catch (const Error& e) {

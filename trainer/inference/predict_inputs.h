@@ -5,7 +5,9 @@
 //   - a folder with manifest.json: that shard set's split (`split`, else the held-out one: validation
 //     if the manifest has it, else test), its files in the manifest's order, every record;
 //   - another folder: every image file under it (.jpg .jpeg .png, any case; hidden entries skipped),
-//     recursively, sorted by path;
+//     recursively, sorted by path, walked as `convert image-folder` walks (core/folder_walk.h: linked
+//     folders followed, each folder once); an image-named entry that is not a regular file (a FIFO, a
+//     dangling link) is a bad input, reported like an undecodable image, never left out in silence;
 //   - a file: TFRecord when its name ends in .tfrecord (optionally .gz/.zz) or is a shard name
 //     (<split>-NNNNN-of-NNNNN...); base64-TSV (the converter's format, docs/FORMATS.md) when it ends in
 //     .tsv; else an image file.
@@ -36,6 +38,7 @@ struct PredictInput {
   Kind kind = Kind::kImage;
   std::string path;
   int64_t records = -1;  // TFRecord: the manifest's count when known, else -1
+  std::string problem;   // image: why it cannot be read, known before reading (a FIFO, a dangling link)
 };
 
 struct InputItem {

@@ -1,7 +1,10 @@
 #include "trainer/loop/run_setup.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +111,19 @@ std::optional<pipeline::FileList> pattern_files(const JobConfig& c, const std::s
   return named_files(c, str("file_pattern ", pattern).c_str(), {pattern}, m);
 }
 
+// Eval files that are also train files (same device and inode, however they were named): an accuracy
+// measured on them is not a held-out one.
+std::vector<std::string> files_in_both(const pipeline::FileList& train, const pipeline::FileList& eval) {
+  std::set<std::pair<uint64_t, uint64_t>> trained;
+  struct stat st;
+  for (const pipeline::ShardFile& f : train.files)
+    if (::stat(f.path.c_str(), &st) == 0) trained.insert({st.st_dev, st.st_ino});
+  std::vector<std::string> both;
+  for (const pipeline::ShardFile& f : eval.files)
+    if (::stat(f.path.c_str(), &st) == 0 && trained.count({st.st_dev, st.st_ino})) both.push_back(f.path);
+  return both;
+}
+
 }  // namespace
 
 std::string run_directory(const JobConfig& c) {
@@ -187,6 +203,13 @@ RunSetup make_run_setup(const JobConfig& c) {
   }
   if ((s.eval_split == "validation" || s.eval_split == "test") && s.eval_files.files.empty())
     s.eval_files = pipeline::file_list_from_manifest(c.dataset_dir(), s.eval_split);
+  s.eval_files_also_trained = files_in_both(s.train_files, s.eval_files);
+  if (!s.eval_files_also_trained.empty()) {
+    const std::vector<std::string>& both = s.eval_files_also_trained;
+    log_warn("the evaluation (", s.eval_split, ") is not held out: ", both.size(), " of its ", s.eval_files.files.size(),
+             " file(s) are also training files (", both.front(), both.size() > 1 ? ", ..." : "",
+             "); name the training files so that they leave the evaluation's out (train_files, eval_files)");
+  }
   s.labels_offset = c.labels_offset();
   s.model_name = model_label(c);
   // No manifest: TF-slim's labels.txt gives the class count (less labels_offset, as TF-slim's

@@ -48,6 +48,9 @@ struct RunSetup {
   int height = 0, width = 0, channels = 0;
   std::string preset;
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
+  // Eval files that are also train files (the eval is then not held out: said at start and on every
+  // eval line); usually empty.
+  std::vector<std::string> eval_files_also_trained;
   int64_t samples_per_epoch = 0;
   NetDef net;
   // The batches the step runner reads (StepRunner::batch_format; the CPU's float32 NCHW until the

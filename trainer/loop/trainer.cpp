@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/atomic_output.h"
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/logging.h"
@@ -143,7 +144,7 @@ class TrainingRun {
     JobConfig sc = c_;
     sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
     schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
-    std::filesystem::create_directories(setup_.run_dir);
+    make_directories(setup_.run_dir);  // IoError naming the part that fails (a file in the way, read-only)
   }
 
   TrainSummary run();
@@ -258,8 +259,10 @@ void TrainingRun::run_eval(int64_t step) {
   summary_.evaluated = true;
   summary_.eval = r;
   if (!dp_.chief()) return eval_window_.reset();
+  const size_t shared = setup_.eval_files_also_trained.size();
+  const std::string split = shared ? str(setup_.eval_split, ", NOT held out: ", shared, " file(s) also trained on") : setup_.eval_split;
   std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
-              static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples),
+              static_cast<long long>(step), split.c_str(), static_cast<long long>(r.num_examples),
               r.seconds, r.top1, r.top5, r.loss);
   if (eval_window_.examples > 0) {
     const GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
@@ -268,9 +271,11 @@ void TrainingRun::run_eval(int64_t step) {
   }
   std::fflush(stdout);
   eval_window_.reset();
+  std::map<std::string, double> extra = {{"train_seconds", loop_seconds_}};  // time to accuracy
+  if (shared) extra["eval_files_also_trained"] = static_cast<double>(shared);  // not a held-out accuracy
   jsonl_->write(EvalLogEntry{.step = step, .epoch = epoch_of(step), .split = setup_.eval_split, .top1 = r.top1,
                              .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples,
-                             .extra = {{"train_seconds", loop_seconds_}},  // time to accuracy
+                             .extra = std::move(extra),
                              .confusion_classes = r.confusion_classes, .confusion = r.confusion});
   events_->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
 }

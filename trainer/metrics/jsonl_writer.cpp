@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/atomic_output.h"
+#include "core/line_reader.h"
 #include "core/check.h"
 
 namespace fastnn {
@@ -95,16 +96,13 @@ void JsonlMetricsWriter::close() {
 
 JsonlRepair repair_jsonl_for_resume(const std::string& path, int64_t resume_step) {
   JsonlRepair r;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return r;
-    throw_io_error(path, "open");
-  }
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return r;
+  LineReader in(path, kMaxMetricsLineBytes);  // a FIFO or folder in its place is refused, not waited on
   std::vector<std::string> keep;
   std::string line;
-  while (std::getline(in, line)) {
-    const bool complete = !in.eof();  // getline stopped at a '\n', not at the end of the file
+  while (in.next(&line)) {
+    const bool complete = in.ended();  // a kill mid-write leaves a last line without '\n'
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!complete || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
       ++r.torn;
@@ -114,7 +112,6 @@ JsonlRepair repair_jsonl_for_resume(const std::string& path, int64_t resume_step
       keep.push_back(std::move(line));
     }
   }
-  if (in.bad()) throw_io_error(path, "read");
   r.kept = static_cast<int64_t>(keep.size());
   if (r.torn == 0 && r.after_step == 0) return r;
   const std::string tmp = path + ".fastnn-tmp";

@@ -42,6 +42,9 @@ struct TrainLogEntry {
 
 // The largest confusion matrix an eval line holds: classes² counts on one line.
 inline constexpr int64_t kMaxConfusionClasses = 256;
+// Longest metrics.jsonl line a reader accepts (a 256-class confusion matrix is under 1 MiB); a longer
+// one is a FormatError naming the file and line, never buffered whole.
+inline constexpr size_t kMaxMetricsLineBytes = size_t{16} << 20;
 
 struct EvalLogEntry {
   int64_t step = 0;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/line_reader.h"
 #include "core/report/heatmap_table.h"
 #include "core/report/html.h"
 #include "core/report/svg_bar_chart.h"
@@ -159,12 +160,11 @@ std::string confusion_section(const RunMetrics& m, const RunReportInfo& info) {
 }  // namespace
 
 RunMetrics read_run_metrics(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io_error(path, "open");
+  LineReader in(path, kMaxMetricsLineBytes);  // a FIFO or folder in its place is refused, not waited on
   RunMetrics r;
   std::string line;
   int64_t n = 0, used = 0;
-  while (std::getline(in, line)) {
+  while (in.next(&line)) {
     ++n;
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("event") ||
@@ -196,7 +196,6 @@ RunMetrics read_run_metrics(const std::string& path) {
                                  "matrix of at most ", kMaxConfusionClasses, " classes of counts; ignored"));
     }
   }
-  if (in.bad()) throw_io_error(path, "read");
   if (used == 0) throw ConfigError(str(path, " holds no train or eval line (", n, " line(s) read)"));
   if (r.skipped) r.warnings.push_back(str(path, ": ", r.skipped, " line(s) that are not metrics objects skipped"));
   return r;
