@@ -56,7 +56,9 @@ def check_model(args):
     c, h, w = int(md["fastnn.input_channels"]), int(md["fastnn.input_height"]), int(md["fastnn.input_width"])
     classes = int(md["fastnn.num_classes"])
     assert [i.name for i in m.graph.input] == ["images"], m.graph.input
-    assert [o.name for o in m.graph.output] == ["logits"], m.graph.output
+    # An embedding model (fastnn.head) also outputs its embedding, after the logits.
+    head = "fastnn.head" in md
+    assert [o.name for o in m.graph.output] == (["logits", "embedding"] if head else ["logits"]), m.graph.output
     assert dims(m.graph.input[0]) == ["batch", c, h, w], dims(m.graph.input[0])
     assert dims(m.graph.output[0]) == ["batch", classes], dims(m.graph.output[0])
     assert m.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
@@ -73,10 +75,16 @@ def check_model(args):
         want = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "output_0.pb"))).astype(np.float64)
         assert x.shape[1:] == (c, h, w) and want.shape == (x.shape[0], classes), (x.shape, want.shape)
         scale = max(np.abs(want).max(), 1e-30)
-        got = onnx_numpy_eval.run(m, {"images": x})["logits"]
+        outs = onnx_numpy_eval.run(m, {"images": x})
+        got = outs["logits"]
         err = np.abs(got - want).max() / scale
         line += f", numpy evaluator max |diff| / max |logit| = {err:.2e}"
         assert err <= args.rtol, f"{args.name}: numpy logits differ from fastnn's by {err:.3g} (relative) > {args.rtol}"
+        if head:
+            emb = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "output_1.pb"))).astype(np.float64)
+            e_err = np.abs(outs["embedding"] - emb).max() / max(np.abs(emb).max(), 1e-30)
+            line += f", embedding {e_err:.2e}"
+            assert e_err <= args.rtol, f"{args.name}: embeddings differ from fastnn's by {e_err:.3g} > {args.rtol}"
         if not f16:
             # A batch of one gives the same logits (the batch dim is free).
             one = onnx_numpy_eval.run(m, {"images": x[-1:]})["logits"]

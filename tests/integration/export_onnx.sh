@@ -69,6 +69,24 @@ for m in mlp cifarnet resnet_cifar_20 resnet_v1_18 resnet_v2_50 mobilenet_v1_025
   rm -f zoo/$m.f16.onnx
 done
 
+# Embedding models (a classifier head, docs/LARGE_SCALE.md): the export outputs the head's logits (as
+# predict computes them: scale x cosine for a margin head, the dot product for a plain one) and the
+# embedding; both within 1e-4 of fastnn's, float16 within 1e-2.
+"$FASTNN" convert synthetic --output synth --num-gpus 1 --shards-per-gpu 1 --num-records 64 --num-test-records 16 \
+  --height 28 --width 28 --channels 1 --num-classes 10 --image-format png -q > /dev/null || fail "convert synthetic"
+for loss in arcface softmax; do
+  "$FASTNN" train --model_name=mlp --dataset_dir=synth --output_dir=head_$loss --optimizer=momentum --learning_rate=0.05 \
+    --stop_at_step=8 --batch_size=8 --save_checkpoints_steps=0 --emb_dim=16 --scale=8 --loss_type=$loss --device=cpu \
+    --eval_every_n_steps=0 > train_head_$loss.log 2>&1 || { tail train_head_$loss.log; fail "train head $loss"; }
+  "$FASTNN" export --checkpoint head_$loss -o head_$loss.onnx --test_data head_${loss}_td -q 2>err.txt ||
+    { cat err.txt; fail "export head $loss"; }
+  "$PY" "$CHECK" model head_$loss.onnx --test_data head_${loss}_td --name "mlp $loss head" || fail "head $loss"
+  "$FASTNN" export --checkpoint head_$loss -o head_$loss.f16.onnx --dtype float16 --test_data head_${loss}_td16 -q ||
+    fail "export head $loss float16"
+  "$PY" "$CHECK" model head_$loss.f16.onnx --test_data head_${loss}_td16 --rtol 1e-2 --name "mlp $loss head float16" ||
+    fail "head $loss float16"
+done
+
 if [ ! -f "$DATA_SRC/t10k-images-idx3-ubyte.gz" ]; then
   echo "$DATA_SRC has no Fashion-MNIST: the trained-checkpoint part is skipped"
   exit 0

@@ -3,7 +3,8 @@
 # ranks (its class rows in 2 shard files) and a replicated arcface run are read by `fastnn predict` in
 # one process: the net is built as training built it (emb_dim outputs + Embedding/BatchNorm), the classes
 # come from the head's rows (scale x cosine), so predict's top-1 on the test split equals `fastnn eval`'s;
-# --embeddings writes the embedding (the net's output, emb_dim floats per image).
+# --embeddings writes the embedding (the net's output, emb_dim floats per image); `fastnn export` writes
+# the same logits (and the embedding) into ONNX.
 rm -rf "$3"
 source "$2/tests/integration/mpi_helpers.bash"
 
@@ -42,5 +43,12 @@ header = b[10:10 + n].decode()
 assert "(40, 16)" in header and "<f4" in header, header
 print(f"predict top-1 {top1:.4f} = eval top-1 {ev['top1']:.4f}; embeddings {header.strip()}")
 PY
+  # The export takes the head too (a model-parallel one's rows re-assembled from its shard files).
+  "$FASTNN" export --checkpoint $loss -o $loss.onnx --test_data ${loss}_td -q 2> export-$loss.err ||
+    { cat export-$loss.err; fail "$loss: export"; }
+  if $PY -c "import onnx, numpy" 2>/dev/null; then
+    $PY "$2/tests/integration/check_onnx_export.py" model $loss.onnx --test_data ${loss}_td --name "$loss export" ||
+      fail "$loss: the export's logits differ from fastnn's"
+  fi
 done
 echo PASS

@@ -137,6 +137,15 @@ def run(model, feeds, dtype=np.float64):
             y = np.tanh(ins[0])
         elif op == "Mul":
             y = ins[0] * ins[1]
+        elif op == "Div":
+            y = ins[0] / ins[1]
+        elif op == "Max":
+            y = ins[0]
+            for t in ins[1:]:
+                y = np.maximum(y, t)
+        elif op == "ReduceL2":  # opset 17: axes is an attribute
+            axes = tuple(a.get("axes", range(ins[0].ndim)))
+            y = np.sqrt((ins[0] * ins[0]).sum(axis=axes, keepdims=bool(a.get("keepdims", 1))))
         elif op == "Add":
             y = ins[0] + ins[1]
         elif op == "Sum":

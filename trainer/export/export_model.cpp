@@ -25,6 +25,9 @@ ExportReport export_model(const ExportRequest& r) {
               report.model.height, "x", report.model.width, "x", report.model.channels, " NCHW (",
               report.model.preset, " preprocessing); output logits");
   o.metadata = source.metadata(r.float16);
+  if (const inference::HeadLogits* h = source.head())
+    o.head = ExportedHead{.rows = h->effective_rows(), .classes = h->classes(), .emb_dim = h->emb_dim(),
+                          .normalized = h->spec().normalized, .scale = static_cast<float>(h->spec().scale)};
   onnx::ModelProto model = build_onnx_model(
       plan, [&source](const graph::PlannedTensor& t) { return source.value(t.name, t.spec.shape); }, o);
   const onnx::GraphProto& g = model.graph();

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "pipeline/preset.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/head/head_config.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/zoo/zoo.h"
 
@@ -51,6 +52,7 @@ struct ModelSource::Impl {
   pipeline::OutputFormat format;
   std::optional<ckpt::LoadedCheckpoint> checkpoint;
   std::map<std::string, std::vector<float>> initial;  // zoo model: the initialised variables
+  std::unique_ptr<inference::HeadLogits> head;        // an embedding model's classes
   uint64_t seed = 0;
 };
 
@@ -72,8 +74,15 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
     m.preset = loop::preset_for_model(o.model_name);
     s.seed = o.seed;
   }
-  s.net = zoo::build_net(m.model_name, {.num_classes = m.num_classes, .height = m.height, .width = m.width,
-                                        .channels = m.channels, .aux_logits = false});
+  const bool embedding_model = s.checkpoint && head::uses_head(m.config);
+  s.net = zoo::build_net(m.model_name,
+                         {.num_classes = static_cast<int>(embedding_model ? head::net_outputs(m.config, m.num_classes)
+                                                                          : m.num_classes),
+                          .height = m.height, .width = m.width, .channels = m.channels, .aux_logits = false});
+  if (embedding_model) {
+    s.net = head::with_embedding(std::move(s.net));
+    s.head = inference::load_head_logits(*s.checkpoint, m.config, m.num_classes);
+  }
   pipeline::PreprocessConfig p;
   p.preset = m.preset;
   p.train = false;
@@ -92,6 +101,7 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
 ModelSource::~ModelSource() = default;
 const inference::ModelInfo& ModelSource::info() const { return impl_->info; }
 const NetDef& ModelSource::net() const { return impl_->net; }
+const inference::HeadLogits* ModelSource::head() const { return impl_->head.get(); }
 float ModelSource::mean(int c) const { return impl_->format.mean[c]; }
 float ModelSource::scale(int c) const { return impl_->format.inv_std[c]; }
 
@@ -144,6 +154,14 @@ std::vector<std::pair<std::string, std::string>> ModelSource::metadata(bool floa
       {"fastnn.output", "logits [batch, num_classes], before softmax; class id = column"},
   };
   if (s.checkpoint) md.push_back({"fastnn.labels_offset", str(m.config.labels_offset())});
+  if (s.head) {
+    const head::MarginSpec& spec = s.head->spec();
+    md.push_back({"fastnn.head", str(m.config.loss_type(), ", ", s.head->classes(), " classes of ", s.head->emb_dim(),
+                                     "-d embeddings: logits = ",
+                                     spec.normalized ? str(spec.scale, " * cos(embedding, class row)")
+                                                     : std::string("embedding . class row"))});
+    md.push_back({"fastnn.embedding_output", str("embedding [batch, ", s.head->emb_dim(), "]")});
+  }
   if (!m.class_names.empty()) md.push_back({"fastnn.class_names", nlohmann::json(m.class_names).dump()});
   return md;
 }

@@ -9,6 +9,9 @@
 //               graph and the preprocessing before a model is trained (and for testing every zoo model
 //               at a reduced size)
 // The auxiliary head of the Inception nets is training-only and not built (its arrays stay unread).
+// An embedding model (a classifier head: emb_dim, margin losses, the model-parallel head) is built as
+// predict builds it: the net with emb_dim outputs and the embedding batch norm, plus head() (its class
+// rows, a sharded head's re-assembled).
 // Exactly one of the two (ConfigError otherwise). The preprocessing is the preset's evaluation variant,
 // as predict and eval apply it: its mean / scale (input = (pixel - mean) * scale per channel, pixels
 // 0..255) and geometry go into the ONNX metadata (metadata(), keys in docs/INFERENCE.md).
@@ -22,6 +25,7 @@
 
 #include "schemas/net.pb.h"
 #include "trainer/graph/graph.h"
+#include "trainer/inference/head_logits.h"
 #include "trainer/inference/predictor.h"
 
 namespace fastnn::onnx_export {
@@ -48,6 +52,8 @@ class ModelSource {
   std::vector<float> value(const std::string& name, const Shape& shape) const;
   // A CPU f32 graph of the net at `batch` holding these values (for reference outputs).
   graph::Graph make_graph(int64_t batch) const;
+  // An embedding model's classifier head; null for a plain classifier.
+  const inference::HeadLogits* head() const;
   // The ONNX metadata_props for this model (float16: the weights' type).
   std::vector<std::pair<std::string, std::string>> metadata(bool float16) const;
 

@@ -46,6 +46,29 @@ LayerTensors::Value layer_value(const graph::PlanNode& node, const std::string& 
   return {t->name, t->spec.shape, std::move(v)};
 }
 
+// The head's logits from the embedding `emb` (elem type) into a new tensor; returns its name.
+std::string emit_head(OnnxBuilder& b, const std::string& emb, const ExportedHead& h) {
+  std::string x = emb;
+  if (h.normalized) {  // x / max(|x|, eps): a zero embedding has cosine 0 with every class, as in predict
+    const std::string norm = b.fresh("head/norm");
+    OnnxBuilder::attr(b.node("ReduceL2", {emb}, {norm}, "head/ReduceL2"), "axes", std::vector<int64_t>{1});
+    const float eps = b.elem() == onnx::TensorProto::FLOAT16 ? 1e-7f : 1e-12f;
+    const std::string safe = b.fresh("head/norm_safe");
+    b.node("Max", {norm, b.scalar("head/eps", eps)}, {safe}, "head/Max");
+    x = b.fresh("head/normalized");
+    b.node("Div", {emb, safe}, {x}, "head/Div");
+  }
+  const std::string rows = b.initializer("Head/weights", {h.classes, h.emb_dim}, h.rows);
+  std::string z = b.fresh("head/scores");
+  OnnxBuilder::attr(b.node("Gemm", {x, rows}, {z}, "head/Gemm"), "transB", int64_t{1});
+  if (!h.normalized) return z;
+  const std::string clipped = b.fresh("head/cosine");
+  b.node("Clip", {z, b.scalar("head/min", -1.0f), b.scalar("head/max", 1.0f)}, {clipped}, "head/Clip");
+  const std::string scaled = b.fresh("head/logits");
+  b.node("Mul", {clipped, b.scalar("head/scale", h.scale)}, {scaled}, "head/Mul");
+  return scaled;
+}
+
 }  // namespace
 
 onnx::ModelProto build_onnx_model(const graph::NetPlan& plan, const ValueSource& values, const ModelOptions& options) {
@@ -68,6 +91,9 @@ onnx::ModelProto build_onnx_model(const graph::NetPlan& plan, const ValueSource&
   OnnxBuilder b(g, elem);
   b.reserve("images");
   b.reserve("logits");
+  // The net's output: the logits, or an embedding model's embedding (its head adds the logits).
+  const std::string net_out = options.head ? "embedding" : "logits";
+  if (options.head) b.reserve(net_out);
 
   const Shape& in = plan.input_shape();
   set_batched_type(g->add_input(), "images", onnx::TensorProto::FLOAT, {in[1], in[2], in[3]});
@@ -90,18 +116,25 @@ onnx::ModelProto build_onnx_model(const graph::NetPlan& plan, const ValueSource&
       t.input_shapes.push_back(p == graph::kDataInput ? in : nodes[static_cast<size_t>(p)].output_shape);
     }
     const bool direct = i == logits && !options.float16;
-    t.output = direct ? "logits" : b.fresh(node.name);
+    t.output = direct ? net_out : b.fresh(node.name);
     t.value = [&node, &values](const std::string& op_name) { return layer_value(node, op_name, values); };
     tensor[i] = emit_layer(b, node, t);
-    if (i != logits) continue;
-    if (options.float16) {
-      OnnxBuilder::attr(b.node("Cast", {tensor[i]}, {"logits"}, "logits/Cast"), "to",
-                        int64_t{onnx::TensorProto::FLOAT});
-    } else if (tensor[i] != "logits") {  // the logits layer is an identity (dropout)
-      b.node("Identity", {tensor[i]}, {"logits"}, "logits/Identity");
-    }
   }
-  set_batched_type(g->add_output(), "logits", onnx::TensorProto::FLOAT, {plan.num_classes()});
+  const auto to_output = [&](const std::string& from, const std::string& out) {
+    if (options.float16) {
+      OnnxBuilder::attr(b.node("Cast", {from}, {out}, out + "/Cast"), "to", int64_t{onnx::TensorProto::FLOAT});
+    } else if (from != out) {  // the last layer is an identity (dropout), or the embedding feeds the head
+      b.node("Identity", {from}, {out}, out + "/Identity");
+    }
+  };
+  if (options.head) {
+    FASTNN_CHECK(options.head->emb_dim == plan.num_classes(), "onnx export: the head takes ", options.head->emb_dim,
+                 " features, the net gives ", plan.num_classes());
+    to_output(emit_head(b, tensor[logits], *options.head), "logits");
+    set_batched_type(g->add_output(), "logits", onnx::TensorProto::FLOAT, {options.head->classes});
+  }
+  to_output(tensor[logits], net_out);
+  set_batched_type(g->add_output(), net_out, onnx::TensorProto::FLOAT, {plan.num_classes()});
   return model;
 }
 

@@ -44,7 +44,14 @@ void write_test_data(const ModelSource& source, const std::string& dir, int64_t 
   std::filesystem::create_directories(set, ec);
   if (ec) throw IoError(str(set.string(), ": cannot create: ", ec.message()));
   write_tensor((set / "input_0.pb").string(), "images", images);
-  write_tensor((set / "output_0.pb").string(), "logits", g.output(0));
+  const inference::HeadLogits* head = source.head();
+  if (!head) return write_tensor((set / "output_0.pb").string(), "logits", g.output(0));
+  // An embedding model: the logits are its head's (as predict computes them), then the embedding.
+  const Tensor& embedding = g.output(0);
+  Tensor logits = Tensor::empty({samples, head->classes()}, DType::kF32);
+  head->compute(embedding.data<float>(), samples, logits.data<float>());
+  write_tensor((set / "output_0.pb").string(), "logits", logits);
+  write_tensor((set / "output_1.pb").string(), "embedding", embedding);
 }
 
 }  // namespace fastnn::onnx_export

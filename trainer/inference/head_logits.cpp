@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "trainer/checkpoint/row_shards.h"
+#include "trainer/head/head_config.h"
 #include "trainer/ops/cpu_kernel.h"
 
 namespace fastnn::inference {
@@ -26,6 +28,14 @@ HeadLogits::HeadLogits(std::vector<float> rows, int64_t classes, int64_t emb_dim
   for (int64_t c = 0; c < classes; ++c) inv_norm_[static_cast<size_t>(c)] = inverse_norm(&rows_[static_cast<size_t>(c * emb_dim)], emb_dim);
 }
 
+std::vector<float> HeadLogits::effective_rows() const {
+  std::vector<float> r = rows_;
+  if (!spec_.normalized) return r;
+  for (int64_t c = 0; c < classes_; ++c)
+    for (int64_t k = 0; k < emb_dim_; ++k) r[static_cast<size_t>(c * emb_dim_ + k)] *= inv_norm_[static_cast<size_t>(c)];
+  return r;
+}
+
 void HeadLogits::compute(const float* x, int64_t n, float* z) const {
   // z = x . W^T, then per row (1/|x|) and per column (1/|w_c|) for the cosine, and the head's map.
   ops::cpu::gemm(false, true, n, classes_, emb_dim_, 1.0f, x, emb_dim_, rows_.data(), emb_dim_, 0.0f, z, classes_);
@@ -37,6 +47,30 @@ void HeadLogits::compute(const float* x, int64_t n, float* z) const {
       zi[c] = static_cast<float>(head::non_target_logit(v, spec_).logit);
     }
   }
+}
+
+// An embedding model's class rows (docs/LARGE_SCALE.md): "Head/weights" [classes, emb_dim], a
+// replicated head's array in the weights file, or a sharded head's rows re-assembled from its files.
+std::unique_ptr<HeadLogits> load_head_logits(const ckpt::LoadedCheckpoint& l, const JobConfig& c, int classes) {
+  constexpr const char* kRows = "Head/weights";
+  std::vector<float> rows;
+  std::vector<int64_t> shape;
+  for (const ckpt::ArrayView& a : l.weights.arrays())
+    if (a.name == kRows) {
+      rows = ckpt::to_f32(a);
+      shape = a.shape;
+    }
+  if (rows.empty()) {
+    ckpt::RowShardReader reader(l);
+    const ckpt::RowShardedArrayLayout* w = reader.find(kRows);
+    if (w == nullptr) throw FormatError(str(l.prefix, ": an embedding model (loss_type ", c.loss_type(), ") without ", kRows));
+    shape = w->global_shape;
+    rows = reader.read_all(kRows);
+  }
+  if (shape.size() != 2 || shape[0] != classes || shape[1] != c.emb_dim())
+    throw FormatError(str(l.prefix, ": ", kRows, " is ", ckpt::shape_string(shape), ", the run had ", classes,
+                          " classes of emb_dim ", c.emb_dim()));
+  return std::make_unique<HeadLogits>(std::move(rows), shape[0], shape[1], head::head_options(c, classes, 0).margin);
 }
 
 }  // namespace fastnn::inference

@@ -9,8 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/config/job_config.h"
 #include "trainer/head/margin.h"
 
 namespace fastnn::inference {
@@ -22,6 +25,11 @@ class HeadLogits {
 
   int64_t classes() const { return classes_; }
   int64_t emb_dim() const { return emb_dim_; }
+  const head::MarginSpec& spec() const { return spec_; }
+  // The rows as the logits use them: each divided by its length for a normalised head (a zero row
+  // stays zero), as they are for a plain one. For an exported model (ONNX), which computes
+  // s * clip(normalise(x) . row, -1, 1) or x . row from them.
+  std::vector<float> effective_rows() const;
   // logits (n x classes) of n embeddings (n x emb_dim).
   void compute(const float* embeddings, int64_t n, float* logits) const;
 
@@ -31,5 +39,11 @@ class HeadLogits {
   int64_t classes_, emb_dim_;
   head::MarginSpec spec_;
 };
+
+// An embedding model's class rows (docs/LARGE_SCALE.md): "Head/weights" [classes, emb_dim], a
+// replicated head's array in the weights file, or a sharded head's rows re-assembled from its files.
+// FormatError naming the checkpoint when they are missing or shaped otherwise than the run's config says.
+std::unique_ptr<HeadLogits> load_head_logits(const ckpt::LoadedCheckpoint& checkpoint, const JobConfig& config,
+                                             int classes);
 
 }  // namespace fastnn::inference

@@ -119,30 +119,6 @@ std::string embedding_layer_of(const graph::NetPlan& plan) {
   return n->name;
 }
 
-// An embedding model's class rows (docs/LARGE_SCALE.md): "Head/weights" [classes, emb_dim], a
-// replicated head's array in the weights file, or a sharded head's rows re-assembled from its files.
-std::unique_ptr<HeadLogits> load_head(const ckpt::LoadedCheckpoint& l, const JobConfig& c, int classes) {
-  constexpr const char* kRows = "Head/weights";
-  std::vector<float> rows;
-  std::vector<int64_t> shape;
-  for (const ckpt::ArrayView& a : l.weights.arrays())
-    if (a.name == kRows) {
-      rows = ckpt::to_f32(a);
-      shape = a.shape;
-    }
-  if (rows.empty()) {
-    ckpt::RowShardReader reader(l);
-    const ckpt::RowShardedArrayLayout* w = reader.find(kRows);
-    if (w == nullptr) throw FormatError(str(l.prefix, ": an embedding model (loss_type ", c.loss_type(), ") without ", kRows));
-    shape = w->global_shape;
-    rows = reader.read_all(kRows);
-  }
-  if (shape.size() != 2 || shape[0] != classes || shape[1] != c.emb_dim())
-    throw FormatError(str(l.prefix, ": ", kRows, " is ", ckpt::shape_string(shape), ", the run had ", classes,
-                          " classes of emb_dim ", c.emb_dim()));
-  return std::make_unique<HeadLogits>(std::move(rows), shape[0], shape[1], head::head_options(c, classes, 0).margin);
-}
-
 struct Predictor::Impl {
   ModelInfo info;
   std::unique_ptr<HeadLogits> head;  // an embedding model's classes
@@ -191,7 +167,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
                                              .height = m.height, .width = m.width, .channels = m.channels});
   if (embedding_model) {
     net = head::with_embedding(std::move(net));
-    s.head = load_head(l, m.config, m.num_classes);
+    s.head = load_head_logits(l, m.config, m.num_classes);
   }
   // Forward only: an inference graph (no gradient buffers, layers sharing buffers, no reallocation
   // when the batch size changes) that keeps the embedding layer's output readable. An embedding
