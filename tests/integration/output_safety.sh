@@ -9,7 +9,8 @@
 #    inspect, check, models;
 #  - a FIFO named *.tsv given to predict, and metrics.jsonl replaced by a FIFO under report, are refused at
 #    once; predict's folder walk follows a linked folder and reports an image-named FIFO as a bad input;
-#  - `train` with output_dir under a regular file says what is wrong (no "internal error"); train_files
+#  - `train` with output_dir under a regular file says what is wrong (no "internal error"), an emb_dim out
+#    of range is named as emb_dim (not as the num_classes it becomes); train_files
 #    that include the evaluation's files is said not to be held out.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -94,6 +95,8 @@ expect 0 "3 inputs classified, 1 skipped" "$FASTNN" predict --checkpoint run -i 
 echo x > afile
 expect 1 "afile.*not a directory" "$FASTNN" train --model_name=mlp --dataset_dir=data --output_dir=afile/run --device=cpu
 grep -q "internal error" err.txt && fail "internal error for output_dir under a file"
+expect 1 "emb_dim must be in \[1, 2\^24\], got 100000000" "$FASTNN" train --model_name=mlp --dataset_dir=data \
+  --output_dir=run_emb --emb_dim=100000000 --device=cpu
 expect 0 "not held out" "$FASTNN" train --model_name=mlp --dataset_dir=data --output_dir=run_all --batch_size=8 \
   --stop_at_step=2 --eval_every_n_steps=2 --device=cpu '--train_files=*.tfrecord'
 grep -q "NOT held out" out.txt || { cat out.txt; fail "the eval line does not say it is not held out"; }

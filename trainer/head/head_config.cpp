@@ -11,7 +11,10 @@ bool uses_head(const JobConfig& c) { return c.loss_type() != "softmax" || c.has_
 
 void check_head_config(const JobConfig& c) {
   if (!uses_head(c)) return;
-  if (c.emb_dim() < 1) throw ConfigError(str("emb_dim must be >= 1, got ", c.emb_dim()));
+  // The net's output layer gets emb_dim units: bounded here, so that the error names emb_dim and not the
+  // zoo's num_classes, which it becomes in build_net.
+  if (c.emb_dim() < 1 || c.emb_dim() > (int64_t{1} << 24))
+    throw ConfigError(str("emb_dim must be in [1, 2^24], got ", c.emb_dim()));
   if (!(c.sample_ratio() > 0 && c.sample_ratio() <= 1))
     throw ConfigError(str("sample_ratio must be in (0, 1], got ", c.sample_ratio()));
   if (c.sample_ratio() < 1 && !is_model_parallel_loss(c.loss_type()))

@@ -80,9 +80,9 @@ std::string StepProfiler::end_step() {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw IoError(str("profiler: cannot write ", tmp));
+    if (!f) throw_io_error(tmp, "create the profiler's timeline");
     f << chrome_trace_json(events_, step_, graph_.plan().net_name());
-    if (!f.flush()) throw IoError(str("profiler: write failed: ", tmp));
+    if (!f.flush()) throw_io_error(tmp, "write the profiler's timeline");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
