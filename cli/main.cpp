@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "core/check.h"
 #include "core/crash_report.h"
+#include "trainer/config/config_fields.h"
 #include "trainer/loop/build_info.h"
 #include "trainer/ops/blas_core.h"
 
@@ -85,6 +86,24 @@ int with_stdout_checked(int code) {
   return code == 0 ? 1 : code;
 }
 
+// The first word that is not a flag must name a command: "fastnn trian" says "did you mean train?"
+// instead of CLI11's "A subcommand is required". Empty when it does.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->check_name(word)) return "";
+    names.push_back(sub->get_name());
+  }
+  const std::vector<std::string> near = fastnn::closest_names(names, word, 2);
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return near.empty() ? "unknown command '" + word + "'; the commands are: " + list
+                      : "unknown command '" + word + "'; did you mean " + near[0] +
+                            (near.size() > 1 ? " or " + near[1] : "") + "? (`fastnn --help` lists them)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +130,10 @@ int main(int argc, char** argv) {
   fastnn::cli::add_serve_command(app);
   std::vector<std::string> respelled;
   accept_both_spellings(app, argc, argv, respelled);
+  if (const std::string wrong = unknown_command(app, argc, argv); !wrong.empty()) {
+    std::fprintf(stderr, "fastnn: error: %s\n", wrong.c_str());
+    return with_stdout_checked(2);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +143,9 @@ int main(int argc, char** argv) {
     return with_stdout_checked(code == 0 ? 0 : 2);
   } catch (const fastnn::cli::ExitStatus& e) {
     return with_stdout_checked(e.code);
+  } catch (const fastnn::UsageError& e) {  // a flag that cannot mean anything: as CLI11's own, exit 2
+    std::fprintf(stderr, "fastnn: error: %s\n", e.what());
+    return with_stdout_checked(2);
   } catch (const fastnn::Error& e) {
     std::fprintf(stderr, "fastnn: error: %s\n", e.what());
     return with_stdout_checked(1);

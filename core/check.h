@@ -35,6 +35,12 @@ class ConfigError : public Error {
  public:
   using Error::Error;
 };
+// A command line that cannot mean anything: an unknown flag, a value of the wrong type or outside its
+// choices. The CLI exits 2 for it (a usage error), 1 for every other Error.
+class UsageError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
 
 // Concatenates anything streamable: str("record ", i, " at offset ", off).
 template <typename... Args>

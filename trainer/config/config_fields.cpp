@@ -21,6 +21,29 @@ std::vector<std::string> field_choices(const FieldDescriptor& field) {
 
 std::string field_section(const FieldDescriptor& field) { return field.options().GetExtension(section); }
 
+std::vector<std::string> field_aliases(const FieldDescriptor& field) {
+  const auto& opts = field.options();
+  std::vector<std::string> out;
+  for (int i = 0; i < opts.ExtensionSize(alias); ++i) out.push_back(opts.GetExtension(alias, i));
+  return out;
+}
+
+std::string field_complement_alias(const FieldDescriptor& field) {
+  return field.options().GetExtension(complement_alias);
+}
+
+FieldByName find_field(const Descriptor& type, std::string_view name) {
+  const std::string n(name);
+  if (const FieldDescriptor* f = type.FindFieldByName(n)) return {f, false};
+  for (int i = 0; i < type.field_count(); ++i) {
+    const FieldDescriptor* f = type.field(i);
+    for (const std::string& a : field_aliases(*f))
+      if (a == n) return {f, false};
+    if (field_complement_alias(*f) == n) return {f, true};
+  }
+  return {};
+}
+
 std::string field_type_name(const FieldDescriptor& field) {
   std::string base;
   switch (field.cpp_type()) {
@@ -88,19 +111,22 @@ char fold(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
-// Levenshtein distance, case-insensitive, '-' equal to '_'.
+// Edit distance counting a swap of two neighbouring letters as one edit ("trian" is one from "train"),
+// case-insensitive, '-' equal to '_' (optimal string alignment).
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
+  const size_t w = b.size() + 1;
+  std::vector<size_t> d((a.size() + 1) * w);
+  for (size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t subst = prev[j - 1] + (fold(a[i - 1]) == fold(b[j - 1]) ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+      const size_t subst = d[(i - 1) * w + j - 1] + (fold(a[i - 1]) == fold(b[j - 1]) ? 0 : 1);
+      size_t best = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1, subst});
+      if (i > 1 && j > 1 && fold(a[i - 1]) == fold(b[j - 2]) && fold(a[i - 2]) == fold(b[j - 1]))
+        best = std::min(best, d[(i - 2) * w + j - 2] + 1);
+      d[i * w + j] = best;
     }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
+  return d[a.size() * w + b.size()];
 }
 
 std::string folded(std::string_view s) {
@@ -131,7 +157,12 @@ std::vector<std::string> closest_names(std::span<const std::string> candidates, 
 
 std::vector<std::string> closest_field_names(const Descriptor& type, std::string_view name, size_t max_results) {
   std::vector<std::string> names;
-  for (int i = 0; i < type.field_count(); ++i) names.push_back(type.field(i)->name());
+  for (int i = 0; i < type.field_count(); ++i) {
+    const FieldDescriptor& f = *type.field(i);
+    names.push_back(f.name());
+    for (std::string& a : field_aliases(f)) names.push_back(std::move(a));
+    if (std::string c = field_complement_alias(f); !c.empty()) names.push_back(std::move(c));
+  }
   return closest_names(names, name, max_results);
 }
 
@@ -160,10 +191,20 @@ std::string escape_markdown_cell(std::string s) {
   return out;
 }
 
+// "Also --train_dir, --output; --bn_momentum (1 - the value)." or "".
+std::string aliases_text(const FieldDescriptor& f) {
+  std::string out;
+  for (const std::string& a : field_aliases(f)) out += (out.empty() ? "" : ", ") + std::string("--") + a;
+  if (const std::string c = field_complement_alias(f); !c.empty())
+    out += (out.empty() ? "" : "; ") + str("--", c, " (1 - the value)");
+  return out.empty() ? out : "Also " + out + ".";
+}
+
 std::string markdown_row(const FieldDescriptor& f) {
   std::string meaning = field_help(f);
   const std::vector<std::string> ch = field_choices(f);
   if (!ch.empty()) meaning += " One of: " + format_choices(ch) + ".";
+  if (const std::string a = aliases_text(f); !a.empty()) meaning += " " + a;
   return "| `" + f.name() + "` | " + field_type_name(f) + " | " + escape_markdown_cell(field_default_text(f)) +
          " | " + escape_markdown_cell(meaning) + " |";
 }
@@ -178,6 +219,7 @@ std::string format_config_help(const Descriptor& type) {
     os << "  --" << f.name() << "=<" << field_type_name(f) << ">   default " << field_default_text(f) << "\n";
     wrap(os, field_help(f), "      ", 100);
     if (const auto ch = field_choices(f); !ch.empty()) wrap(os, "One of: " + format_choices(ch), "      ", 100);
+    if (const std::string a = aliases_text(f); !a.empty()) wrap(os, a, "      ", 100);
   }
   return os.str();
 }

@@ -22,6 +22,16 @@ std::string field_help(const FieldDescriptor& field);
 std::vector<std::string> field_choices(const FieldDescriptor& field);
 // The section title a field opens, or "".
 std::string field_section(const FieldDescriptor& field);
+// Other command-line names of the field ((fastnn.alias): TF-slim's and timm's flag names), and the name
+// whose value is 1 - the field's ((fastnn.complement_alias), "" when none).
+std::vector<std::string> field_aliases(const FieldDescriptor& field);
+std::string field_complement_alias(const FieldDescriptor& field);
+// The field a command-line name means: its own name or an alias (complement: the value is 1 - given).
+struct FieldByName {
+  const FieldDescriptor* field = nullptr;
+  bool complement = false;
+};
+FieldByName find_field(const Descriptor& type, std::string_view name);
 
 // "int", "float", "bool", "string", "message"; repeated fields: "int list", "float list"...
 std::string field_type_name(const FieldDescriptor& field);

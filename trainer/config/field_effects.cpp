@@ -99,15 +99,18 @@ std::vector<std::string> eval_ignored_flags(std::span<const std::string> args) {
       "dataset_name", "dataset_dir", "file_pattern", "train_files", "eval_files", "num_classes", "labels_offset",
       "train_image_size", "preprocessing_name", "num_parallel_batches", "prefetch_buffer_size", "num_preprocessing_threads",
       "task_type", "model_name", "batch_size", "model_dir", "output_dir", "device", "precision", "use_fp16",
-      "input_dtype", "conv_search", "conv_pad_channels", "depthwise_conv", "conv_api", "fuse_conv_bn", "fuse_ops", "cuda_graph", "data_format", "deterministic", "net", "enable_paisoar", "protocol"};
+      "input_dtype", "conv_search", "conv_pad_channels", "depthwise_conv", "conv_api", "fuse_conv_bn", "fuse_ops", "cuda_graph", "data_format", "deterministic", "net", "enable_paisoar", "protocol",
+      "dataset_split_name", "aux_logits", "batch_norm_epsilon"};
   const Descriptor& type = *JobConfig::descriptor();
   std::vector<std::string> out;
   for (const std::string& a : args) {
     if (!a.starts_with("--")) continue;  // a value
     std::string name = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
     std::replace(name.begin(), name.end(), '-', '_');
-    if (type.FindFieldByName(name) == nullptr && name.starts_with("no")) name = name.substr(name.starts_with("no_") ? 3 : 2);
-    if (type.FindFieldByName(name) == nullptr) continue;  // apply_overrides has refused it already
+    if (!find_field(type, name).field && name.starts_with("no")) name = name.substr(name.starts_with("no_") ? 3 : 2);
+    const FieldDescriptor* f = find_field(type, name).field;  // --train_dir is output_dir
+    if (f == nullptr) continue;  // apply_overrides has refused it already
+    name = f->name();
     if (std::find(read.begin(), read.end(), name) == read.end())
       out.push_back(str("--", name, " has no effect on eval: it evaluates a checkpoint, and ", name,
                         " is a training field"));

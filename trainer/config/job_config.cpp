@@ -15,6 +15,7 @@
 #include "core/logging.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/config/field_effects.h"
+#include "trainer/config/config_file.h"
 #include "trainer/config/overrides.h"
 #include "trainer/head/margin.h"
 
@@ -200,6 +201,16 @@ void validate_job_config(const JobConfig& c) {
   p.check(c.save_checkpoints_steps() >= 0, "save_checkpoints_steps must be >= 0, got ", c.save_checkpoints_steps());
   p.check(c.keep_checkpoint_max() >= 0, "keep_checkpoint_max must be >= 0, got ", c.keep_checkpoint_max());
   p.check(c.eval_every_n_steps() >= 0, "eval_every_n_steps must be >= 0, got ", c.eval_every_n_steps());
+  p.check(c.save_checkpoints_secs() >= 0 && std::isfinite(c.save_checkpoints_secs()),
+          "save_checkpoints_secs must be >= 0, got ", c.save_checkpoints_secs());
+  p.check(c.save_summaries_secs() >= 0 && std::isfinite(c.save_summaries_secs()),
+          "save_summaries_secs must be >= 0, got ", c.save_summaries_secs());
+  if (c.has_batch_norm_decay())
+    p.check(c.batch_norm_decay() >= 0 && c.batch_norm_decay() < 1, "batch_norm_decay must be in [0, 1), got ",
+            c.batch_norm_decay());
+  if (c.has_batch_norm_epsilon())
+    p.check(c.batch_norm_epsilon() > 0 && c.batch_norm_epsilon() < 1, "batch_norm_epsilon must be in (0, 1), got ",
+            c.batch_norm_epsilon());
   p.check(c.loss_scale() > 0 && std::isfinite(c.loss_scale()), "loss_scale must be > 0, got ", c.loss_scale());
   p.check(c.collective_timeout_seconds() >= 0, "collective_timeout_seconds must be >= 0, got ",
           c.collective_timeout_seconds());
@@ -233,7 +244,7 @@ std::vector<std::string> ignored_field_notices(const JobConfig& c) {
 }
 
 JobConfig load_job_config(const std::string& path, std::span<const std::string> overrides) {
-  JobConfig config = path.empty() ? JobConfig() : read_job_config_file(path);
+  JobConfig config = path.empty() ? JobConfig() : read_config_file(path);  // text format, YAML or JSON
   apply_overrides(config, overrides);
   validate_job_config(config);
   for (const std::string& notice : ignored_field_notices(config)) log_warn(notice);

@@ -33,11 +33,11 @@ namespace {
     msg += "?";
   }
   msg += " (`fastnn train --help` lists every field)";
-  throw ConfigError(msg);
+  throw UsageError(msg);
 }
 
 [[noreturn]] void bad_value(const FieldDescriptor& f, std::string_view value, const std::string& why) {
-  throw ConfigError(str("--", f.name(), "=", value, ": ", f.name(), " is ",
+  throw UsageError(str("--", f.name(), "=", value, ": ", f.name(), " is ",
                         field_type_name(f).starts_with("int") ? "an " : "a ", field_type_name(f), "; ", why));
 }
 
@@ -134,8 +134,8 @@ void store(Message& msg, const FieldDescriptor& f, std::string_view text, std::s
     case FieldDescriptor::CPPTYPE_STRING: {
       const std::vector<std::string> valid = field_choices(f);
       if (!valid.empty() && std::find(valid.begin(), valid.end(), text) == valid.end()) {
-        throw ConfigError(str("--", f.name(), "=", shown, ": ", f.name(), " must be one of: ",
-                              format_choices(valid)));
+        throw UsageError(str("--", f.name(), "=", shown, ": ", f.name(), " must be one of: ",
+                             format_choices(valid)));
       }
       rep ? r.AddString(&msg, &f, std::string(text)) : r.SetString(&msg, &f, std::string(text));
       break;
@@ -145,7 +145,7 @@ void store(Message& msg, const FieldDescriptor& f, std::string_view text, std::s
       if (v == nullptr) {
         std::vector<std::string> names;
         for (int i = 0; i < f.enum_type()->value_count(); ++i) names.push_back(f.enum_type()->value(i)->name());
-        throw ConfigError(str("--", f.name(), "=", shown, ": ", f.name(), " must be one of: ", format_choices(names)));
+        throw UsageError(str("--", f.name(), "=", shown, ": ", f.name(), " must be one of: ", format_choices(names)));
       }
       rep ? r.AddEnum(&msg, &f, v) : r.SetEnum(&msg, &f, v);
       break;
@@ -160,8 +160,16 @@ void store(Message& msg, const FieldDescriptor& f, std::string_view text, std::s
 
 void set_field_from_text(Message& msg, std::string_view name, std::string_view value) {
   const Descriptor& type = *msg.GetDescriptor();
-  const FieldDescriptor* f = type.FindFieldByName(std::string(name));
+  const FieldByName found = find_field(type, name);  // the field's name or an alias (--train_dir)
+  const FieldDescriptor* f = found.field;
   if (f == nullptr) unknown_flag(type, name);
+  if (found.complement) {  // --bn_momentum=0.01 is batch_norm_decay=0.99
+    double v;
+    if (!parse_double(value, &v) || !(v >= 0 && v <= 1))
+      throw UsageError(str("--", name, "=", value, ": ", name, " is a number in [0, 1] (it sets ", f->name(), " to 1 - it)"));
+    msg.GetReflection()->SetDouble(&msg, f, 1.0 - v);
+    return;
+  }
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) store(msg, *f, value, value, "");
   const Reflection& r = *msg.GetReflection();
   if (!f->is_repeated()) {
@@ -196,7 +204,7 @@ void apply_overrides(Message& msg, std::span<const std::string> args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.size() < 3 || a[0] != '-' || a[1] != '-') {
-      throw ConfigError(str("unexpected argument '", a, "': config overrides are written --name=value"));
+      throw UsageError(str("unexpected argument '", a, "': config overrides are written --name=value"));
     }
     // --batch-size and --batch_size are one flag (field names have no '-'; the value keeps its own).
     std::string spelled = a.substr(2);
@@ -208,21 +216,22 @@ void apply_overrides(Message& msg, std::span<const std::string> args) {
       set_field_from_text(msg, body.substr(0, eq), body.substr(eq + 1));
       continue;
     }
-    const FieldDescriptor* f = type.FindFieldByName(std::string(body));
+    const FieldByName found = find_field(type, body);
+    const FieldDescriptor* f = found.complement ? nullptr : found.field;
     if (f != nullptr && f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL && !f->is_repeated()) {
       msg.GetReflection()->SetBool(&msg, f, true);
       continue;
     }
     if (f == nullptr && body.starts_with("no")) {
-      const FieldDescriptor* neg = type.FindFieldByName(std::string(body.substr(body.starts_with("no_") ? 3 : 2)));
+      const FieldDescriptor* neg = find_field(type, body.substr(body.starts_with("no_") ? 3 : 2)).field;
       if (neg != nullptr && neg->cpp_type() == FieldDescriptor::CPPTYPE_BOOL && !neg->is_repeated()) {
         msg.GetReflection()->SetBool(&msg, neg, false);
         continue;
       }
     }
-    if (f == nullptr) unknown_flag(type, body);
+    if (f == nullptr && found.field == nullptr) unknown_flag(type, body);
     if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
-      throw ConfigError(str("--", body, " needs a value: --", body, "=<", field_type_name(*f), ">"));
+      throw UsageError(str("--", body, " needs a value: --", body, "=<", field_type_name(*found.field), ">"));
     }
     set_field_from_text(msg, body, args[++i]);
   }

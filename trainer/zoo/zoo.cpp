@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "trainer/config/config_fields.h"
 #include "trainer/zoo/builders.h"
 
 namespace fastnn::zoo {
@@ -104,6 +105,22 @@ std::vector<std::string> zoo_model_names() {
 const ZooModel& zoo_model(const std::string& name) {
   for (const ZooModel& m : zoo_models())
     if (m.name == name) return m;
+  // Near names, compared without separators: "resnet50" is two letters from "resnet_v1_50".
+  const auto bare = [](std::string s) {
+    std::erase_if(s, [](char c) { return c == '_' || c == '-'; });
+    return s;
+  };
+  std::vector<std::string> bare_names;
+  for (const ZooModel& m : zoo_models()) bare_names.push_back(bare(m.name));
+  std::string near;
+  const std::vector<std::string> close = closest_names(bare_names, bare(name), 3);
+  for (size_t i = 0; i < close.size(); ++i) {
+    const auto at = std::find(bare_names.begin(), bare_names.end(), close[i]) - bare_names.begin();
+    near += (i == 0 ? "" : i + 1 == close.size() ? " or " : ", ") + zoo_models()[static_cast<size_t>(at)].name;
+  }
+  if (!near.empty())
+    throw ConfigError(str("unknown model_name '", name, "'; did you mean ", near, "? (`fastnn models` lists all ",
+                          zoo_models().size(), ")"));
   std::string known;
   for (const ZooModel& m : zoo_models()) known += (known.empty() ? "" : ", ") + m.name;
   throw ConfigError(str("unknown model_name '", name, "'; the zoo has: ", known));
@@ -122,7 +139,14 @@ NetDef build_net(const std::string& name, const ZooOptions& options) {
   for (int s : {o.height, o.width})
     if (s < m.min_size || s > 4096)
       throw ConfigError(str(name, ": input ", o.height, "x", o.width, " is outside [", m.min_size, ", 4096] per side"));
-  return m.build(o);
+  NetDef net = m.build(o);
+  // TF-slim's batch_norm_decay / batch_norm_epsilon over the model's own arg-scope values, every layer.
+  for (LayerDef& l : *net.mutable_layers()) {
+    if (!l.has_batch_norm()) continue;
+    if (o.batch_norm_decay >= 0) l.mutable_batch_norm()->set_momentum(static_cast<float>(o.batch_norm_decay));
+    if (o.batch_norm_epsilon > 0) l.mutable_batch_norm()->set_epsilon(static_cast<float>(o.batch_norm_epsilon));
+  }
+  return net;
 }
 
 }  // namespace fastnn::zoo

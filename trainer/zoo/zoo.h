@@ -32,6 +32,10 @@ struct ZooOptions {
   // cifar, 250,000 otherwise); total_training_steps 0 leaves out the ramp over steps.
   double drop_path_keep_prob = -1;
   int64_t total_training_steps = -1;
+  // Every batch norm layer's decay (the old moving average's weight) and epsilon instead of the model's
+  // arg-scope values (TF-slim's batch_norm_decay / batch_norm_epsilon); < 0 (epsilon: <= 0) keeps them.
+  double batch_norm_decay = -1;
+  double batch_norm_epsilon = -1;
 };
 
 struct ZooModel {
