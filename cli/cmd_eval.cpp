@@ -31,7 +31,9 @@ void add_eval_command(CLI::App& app) {
   cmd->set_help_flag();
   cmd->allow_extras();
   cmd->add_option("--config", a->config, "Job config, protobuf text format (schemas/job_config.proto)");
-  cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix, file or directory (default: latest in the run directory)");
+  cmd->add_option("--checkpoint,--checkpoint_path", a->checkpoint,
+                  "Checkpoint prefix, file or directory (default: latest in the run directory); --checkpoint_path is "
+                  "TF-slim eval_image_classifier's name");
   cmd->add_flag("--json", a->json, "Print one JSON object: top1, top5, loss, num_examples, step, checkpoint, confusion_matrix (rows: true "
                 "class, columns: predicted; up to 256 classes)");
   cmd->add_flag("-h,--help", a->help, "Print this help and every job config field");

@@ -75,10 +75,13 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
     s.seed = o.seed;
   }
   const bool embedding_model = s.checkpoint && head::uses_head(m.config);
-  s.net = zoo::build_net(m.model_name,
-                         {.num_classes = static_cast<int>(embedding_model ? head::net_outputs(m.config, m.num_classes)
-                                                                          : m.num_classes),
-                          .height = m.height, .width = m.width, .channels = m.channels, .aux_logits = false});
+  // As the run built it (a checkpoint's batch norm epsilon, say), without the training-only aux head.
+  zoo::ZooOptions zo = loop::model_zoo_options(
+      s.checkpoint ? m.config : JobConfig(),
+      static_cast<int>(embedding_model ? head::net_outputs(m.config, m.num_classes) : m.num_classes), m.height, m.width,
+      m.channels);
+  zo.aux_logits = false;
+  s.net = zoo::build_net(m.model_name, zo);
   if (embedding_model) {
     s.net = head::with_embedding(std::move(s.net));
     s.head = inference::load_head_logits(*s.checkpoint, m.config, m.num_classes);

@@ -163,8 +163,8 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   // An embedding model (the classifier head) is built as `fastnn train` built it: the zoo net with
   // emb_dim outputs and the embedding batch norm; its classes come from the head's rows.
   const bool embedding_model = head::uses_head(m.config);
-  NetDef net = zoo::build_net(m.model_name, {.num_classes = static_cast<int>(head::net_outputs(m.config, m.num_classes)),
-                                             .height = m.height, .width = m.width, .channels = m.channels});
+  NetDef net = zoo::build_net(m.model_name, loop::model_zoo_options(m.config, static_cast<int>(head::net_outputs(m.config, m.num_classes)),
+                                                                    m.height, m.width, m.channels));
   if (embedding_model) {
     net = head::with_embedding(std::move(net));
     s.head = load_head_logits(l, m.config, m.num_classes);

@@ -17,7 +17,7 @@ namespace {
 // Step metrics averaged over the ranks: loss, main_loss, aux_loss, correct, correct_top5,
 // examples, data wait seconds, and the stop flag (stop_signal.h; > 0 after averaging if any rank
 // was signalled, so every rank stops after the same step).
-constexpr size_t kStepMetrics = 8;
+constexpr size_t kStepMetrics = 9;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -110,7 +110,7 @@ void DataParallel::sync_batch_norm(graph::Graph& graph) {
 
 namespace {
 
-void pack_metrics(const StepResult& r, double wait, float* m) {
+void pack_metrics(const StepResult& r, double wait, bool save_due, float* m) {
   m[0] = static_cast<float>(r.loss);
   m[1] = static_cast<float>(r.main_loss);
   m[2] = static_cast<float>(r.aux_loss);
@@ -119,6 +119,7 @@ void pack_metrics(const StepResult& r, double wait, float* m) {
   m[5] = static_cast<float>(r.examples);
   m[6] = static_cast<float>(wait);
   m[7] = stop_requested() ? 1.0f : 0.0f;
+  m[8] = save_due ? 1.0f : 0.0f;  // the chief's clock (save_checkpoints_secs)
 }
 
 // Averages; counts are small integers, exact in float, so mean x world rounds back to the sum.
@@ -135,12 +136,16 @@ void unpack_metrics(const float* m, double world, StepResult& r, double& wait) {
 }  // namespace
 
 void DataParallel::average_metrics(StepResult& r, double& wait) {
-  if (world() == 1) return;
+  if (world() == 1) {
+    save_due_ = save_wanted_;
+    return;
+  }
   float m[kStepMetrics];
-  pack_metrics(r, wait, m);
+  pack_metrics(r, wait, chief() && save_wanted_, m);
   comm_->allreduce_average(std::span<float>(m, kStepMetrics));
   unpack_metrics(m, world(), r, wait);
   stop_ = m[7] > 0;
+  save_due_ = m[8] > 0;
 }
 
 EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_batch, const RunSetup& s,

@@ -80,6 +80,11 @@ class DataParallel {
                       const JobConfig& config, bool collective = false, const EvalLogitsFn& logits = {});
   // After average_metrics(): a stop was asked for on any rank (a world of one: here).
   bool stop_requested() const;
+  // A time-based checkpoint (save_checkpoints_secs): the chief says whether one is due by its clock;
+  // the flag travels with the next step's metrics, so after that average_metrics() save_due() is the
+  // same on every rank at the same step.
+  void want_save(bool due) { save_wanted_ = due; }
+  bool save_due() const { return save_due_; }
   void fail(const std::exception& error) noexcept;
 
  private:
@@ -90,6 +95,7 @@ class DataParallel {
   std::unique_ptr<ops::CrossReplicaSum> replica_sum_;
   bool agreed_failure_ = false;
   bool stop_ = false;
+  bool save_wanted_ = false, save_due_ = false;
 };
 
 }  // namespace fastnn::loop

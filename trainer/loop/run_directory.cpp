@@ -77,7 +77,8 @@ const std::set<std::string>& non_identity_fields() {
       // when to stop: raising it continues a finished run (TF-slim's train_dir habit)
       "stop_at_step", "num_epochs",
       // cadence of logging, saving, evaluation and profiling
-      "log_loss_every_n_iters", "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_n_steps",
+      "log_loss_every_n_iters", "save_checkpoints_steps", "save_checkpoints_secs", "save_summaries_secs",
+      "keep_checkpoint_max", "eval_every_n_steps",
       "profile_every_n_iters", "profile_at_task", "hooks", "log_device_placement", "print_model_statistics",
       // output paths and the fine-tuning source (used only by a run's first start)
       "output_dir", "model_dir", "ckpt_file_name", "eval_files", "checkpoint_path", "checkpoint_exclude_scopes",

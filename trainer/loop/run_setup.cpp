@@ -111,8 +111,8 @@ std::optional<pipeline::FileList> pattern_files(const JobConfig& c, const std::s
   return named_files(c, str("file_pattern ", pattern).c_str(), {pattern}, m);
 }
 
-// Eval files that are also train files (same device and inode, however they were named): an accuracy
-// measured on them is not a held-out one.
+}  // namespace
+
 std::vector<std::string> files_in_both(const pipeline::FileList& train, const pipeline::FileList& eval) {
   std::set<std::pair<uint64_t, uint64_t>> trained;
   struct stat st;
@@ -123,8 +123,6 @@ std::vector<std::string> files_in_both(const pipeline::FileList& train, const pi
     if (::stat(f.path.c_str(), &st) == 0 && trained.count({st.st_dev, st.st_ino})) both.push_back(f.path);
   return both;
 }
-
-}  // namespace
 
 std::string run_directory(const JobConfig& c) {
   if (!c.output_dir().empty()) return c.output_dir();
@@ -151,6 +149,15 @@ std::string eval_run_directory(const JobConfig& c) {
   for (const std::string& r : runs) listed += (listed.empty() ? "" : ", ") + r;
   throw ConfigError(str("which run? name it with --output_dir (or --model_name, or --checkpoint): ",
                         runs.empty() ? "there is no runs/ folder here" : "runs/ holds " + listed));
+}
+
+zoo::ZooOptions model_zoo_options(const JobConfig& c, int outputs, int height, int width, int channels) {
+  return {.num_classes = outputs, .height = height, .width = width, .channels = channels,
+          .aux_logits = c.aux_logits(),
+          .drop_path_keep_prob = c.has_drop_path_keep_prob() ? c.drop_path_keep_prob() : -1,
+          .total_training_steps = c.has_total_training_steps() ? c.total_training_steps() : -1,
+          .batch_norm_decay = c.has_batch_norm_decay() ? c.batch_norm_decay() : -1,
+          .batch_norm_epsilon = c.has_batch_norm_epsilon() ? c.batch_norm_epsilon() : -1};
 }
 
 std::string model_label(const JobConfig& c) {
@@ -182,8 +189,15 @@ RunSetup make_run_setup(const JobConfig& c) {
                             c.dataset_dir()));
     s.train_files = std::move(*train);
   } else {
-    if (!s.manifest.find_split("train")) throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
-    s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), "train");
+    // TF-slim's dataset_split_name: the split `fastnn train` reads (evaluate_checkpoint reads it as the
+    // split to evaluate instead).
+    const std::string split = c.has_dataset_split_name() ? c.dataset_split_name() : "train";
+    if (!s.manifest.find_split(split)) {
+      std::string have;
+      for (const SplitInfo& si : s.manifest.splits) have += (have.empty() ? "" : ", ") + si.name;
+      throw ConfigError(str(c.dataset_dir(), "/manifest.json has no ", split, " split (it has: ", have, ")"));
+    }
+    s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), split);
   }
   if (!c.eval_files().empty()) {
     s.eval_files = named_files(c, "eval_files", split_list(c.eval_files()), s.manifest);
@@ -256,12 +270,7 @@ RunSetup make_run_setup(const JobConfig& c) {
                                                      : static_cast<int64_t>(s.train_files.total_records());
   head::check_head_config(c);
   const auto outputs = static_cast<int>(head::net_outputs(c, s.num_classes));  // a head's embedding, or the classes
-  s.net = c.has_net() ? c.net()
-                      : zoo::build_net(s.model_name,
-                                       {.num_classes = outputs, .height = s.height, .width = s.width,
-                                        .channels = s.channels,
-                                        .drop_path_keep_prob = c.has_drop_path_keep_prob() ? c.drop_path_keep_prob() : -1,
-                                        .total_training_steps = c.has_total_training_steps() ? c.total_training_steps() : -1});
+  s.net = c.has_net() ? c.net() : zoo::build_net(s.model_name, model_zoo_options(c, outputs, s.height, s.width, s.channels));
   if (head::uses_head(c)) s.net = head::with_embedding(std::move(s.net));
   if (c.has_net() && !head::uses_head(c)) {  // its logits layer fixes the classes: the data's must agree
     const int64_t net_classes = graph::NetPlan::make(s.net, {}).num_classes();

@@ -34,6 +34,7 @@
 #include "schemas/net.pb.h"
 #include "trainer/head/classifier_head.h"
 #include "trainer/loop/input_format.h"
+#include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
 
@@ -60,6 +61,13 @@ struct RunSetup {
 };
 
 std::string run_directory(const JobConfig& config);
+// Eval files that are also train files (same device and inode, however they were named): an accuracy
+// measured on them is not a held-out one.
+std::vector<std::string> files_in_both(const pipeline::FileList& train, const pipeline::FileList& eval);
+// The zoo options a run's model is built with, the same in train, eval, predict and export: the size,
+// the outputs (the classes, or a head's emb_dim), TF-slim's drop path, batch norm decay and epsilon
+// (the epsilon matters in evaluation too), the auxiliary head.
+zoo::ZooOptions model_zoo_options(const JobConfig& config, int outputs, int height, int width, int channels);
 // The classifier head's options when the job uses one (head_config.h), seeded with the job's seed.
 std::optional<head::HeadOptions> head_for(const JobConfig& config, const RunSetup& setup);
 // The head fields (loss_type, emb_dim, margins, scale, sample_ratio) of `saved` that `given` leaves

@@ -88,4 +88,54 @@ GapReport accuracy_gap_report(double train_accuracy, double eval_accuracy) {
   return r;
 }
 
+std::string eval_collapse_report(const EvalShape& e) {
+  const auto k = static_cast<size_t>(e.num_classes);
+  std::string what;
+  if (k >= 2 && e.confusion.size() == k * k) {
+    std::vector<int64_t> predicted(k, 0), actual(k, 0);
+    int64_t total = 0;
+    for (size_t t = 0; t < k; ++t)
+      for (size_t p = 0; p < k; ++p) {
+        predicted[p] += e.confusion[t * k + p];
+        actual[t] += e.confusion[t * k + p];
+        total += e.confusion[t * k + p];
+      }
+    const auto top = std::max_element(predicted.begin(), predicted.end());
+    const double share = total ? static_cast<double>(*top) / static_cast<double>(total) : 0;
+    const double commonest = total ? static_cast<double>(*std::max_element(actual.begin(), actual.end())) / static_cast<double>(total) : 0;
+    if (total >= 10 && share >= 0.9 && commonest < 0.9)
+      what = str("the evaluation predicts class ", top - predicted.begin(), " for ", std::lround(100 * share),
+                 "% of its ", total, " examples (the commonest class is ", std::lround(100 * commonest), "% of them)");
+  }
+  const double exploded = 20 * std::log(std::max<double>(2, static_cast<double>(e.num_classes))) + 10;
+  if (what.empty() && e.eval_loss > exploded)
+    what = str("the evaluation loss is ", e.eval_loss, " (a uniform guess scores ",
+               std::log(std::max<double>(2, static_cast<double>(e.num_classes))), ")");
+  if (what.empty() || e.train_accuracy < e.eval_accuracy + 0.2) return "";
+  char acc[32];
+  std::snprintf(acc, sizeof acc, "%.2f", e.train_accuracy);
+  std::string line = str(what, " while training reaches accuracy ", acc, ". ");
+  if (e.batch_norm_decay <= 0)
+    return line + "Likely over-fitting, or evaluation images unlike the training ones (preprocessing, labels).";
+  const double d = e.batch_norm_decay;
+  const double kept = std::pow(d, static_cast<double>(e.steps));
+  const double settle = 3.0 / (1.0 - d);
+  // The advice: the largest of TF-slim's usual decays that settles within the steps trained so far.
+  const double fits = 1.0 - 3.0 / static_cast<double>(std::max<int64_t>(e.steps, 1));
+  double advised = 0.9;
+  for (double c : {0.999, 0.99})
+    if (c <= fits && c < d) {
+      advised = c;
+      break;
+    }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "Likely cause: batch norm's moving averages, which evaluation uses, have had %lld updates at decay %g "
+                "and still hold %.0f%% of their starting values (%g^%lld); they need about %.0f steps to settle. Train "
+                "longer, or set batch_norm_decay=%g (timm: bn_momentum=%g), which settles in about %.0f steps.",
+                static_cast<long long>(e.steps), d, 100 * kept, d, static_cast<long long>(e.steps), settle, advised,
+                1.0 - advised, 3.0 / (1.0 - advised));
+  return line + buf;
+}
+
 }  // namespace fastnn::loop

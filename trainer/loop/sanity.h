@@ -16,12 +16,22 @@
 //   accuracy_gap_report  the train-batch vs held-out accuracy line printed at each evaluation; a
 //                        held-out accuracy far below training (> 0.2) gets a warning naming the
 //                        usual cause (batch-norm moving statistics not matching the batch ones).
+//   eval_collapse_report an evaluation that predicts one class for nearly everything (>= 90% of the
+//                        examples, where no class is that common) or whose loss exploded (> 20 x
+//                        ln(C) + 10), while training fits: the warning names the likely cause with
+//                        numbers. With batch norm: how many updates the moving averages have had at
+//                        the net's decay and how much of their starting value they still hold
+//                        (decay^steps), the steps they need (3 / (1 - decay): 95% settled) and the
+//                        flag (batch_norm_decay, bn_momentum) with the largest of 0.999, 0.99, 0.9
+//                        that settles within the steps trained so far. Without: over-fitting, or evaluation
+//                        data unlike the training data.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "trainer/tensor.h"
 
@@ -44,5 +54,15 @@ struct GapReport {
   bool suspicious = false;
 };
 GapReport accuracy_gap_report(double train_accuracy, double eval_accuracy);
+
+struct EvalShape {
+  double train_accuracy = 0, eval_accuracy = 0, eval_loss = 0;
+  int64_t num_classes = 0;
+  std::vector<int64_t> confusion;  // [true][predicted], num_classes^2; empty when not counted
+  int64_t steps = 0;               // training steps so far (the moving averages' updates)
+  double batch_norm_decay = -1;    // the largest decay of the net's batch norms; < 0: none
+};
+// Empty when the evaluation looks sane.
+std::string eval_collapse_report(const EvalShape& e);
 
 }  // namespace fastnn::loop

@@ -31,6 +31,7 @@
 #include "trainer/loop/profiler.h"
 #include "trainer/loop/run_directory.h"
 #include "trainer/loop/run_setup.h"
+#include "trainer/loop/input_geometry.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/stop_signal.h"
@@ -40,6 +41,14 @@
 
 namespace fastnn::loop {
 namespace {
+
+// The slowest-settling moving average of the net's batch norms (the largest decay); -1 without any.
+double largest_batch_norm_decay(const NetDef& net) {
+  double d = -1;
+  for (const LayerDef& l : net.layers())
+    if (l.has_batch_norm()) d = std::max(d, static_cast<double>(l.batch_norm().momentum()));
+  return d;
+}
 
 
 // Sums over a window of steps (since the last log line, or since the last evaluation).
@@ -173,6 +182,8 @@ class TrainingRun {
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_;
   Window log_window_, eval_window_;
+  std::optional<Clock::time_point> last_summary_;  // the last TensorBoard write (save_summaries_secs)
+  double last_logged_accuracy_ = -1;                // the last log line's training accuracy
   TrainSummary summary_;
 };
 
@@ -218,6 +229,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
   e.epoch = epoch_of(step);
   e.loss = w.steps ? w.loss_sum / static_cast<double>(w.steps) : 0;
   e.accuracy = w.accuracy();
+  last_logged_accuracy_ = e.accuracy;
   e.lr = lr;
   e.images_per_sec = wall > 0 ? static_cast<double>(w.examples) / wall : 0;
   e.data_wait_fraction = wall > 0 ? w.wait_s / wall : 0;
@@ -245,7 +257,11 @@ void TrainingRun::log_window(int64_t step, double lr) {
               seconds_text(per_step * static_cast<double>(total_ - step)).c_str());
   std::fflush(stdout);
   jsonl_->write(e);
-  events_->add_scalars(scalars, step);
+  // TensorBoard's scalars: at every log step, or at most once per save_summaries_secs (TF-slim's habit).
+  if (c_.save_summaries_secs() <= 0 || !last_summary_ || seconds_since(*last_summary_) >= c_.save_summaries_secs()) {
+    events_->add_scalars(scalars, step);
+    last_summary_ = Clock::now();
+  }
   w.reset();
 }
 
@@ -268,6 +284,14 @@ void TrainingRun::run_eval(int64_t step) {
     const GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
     if (gap.suspicious) log_warn(gap.line);
     else std::printf("%s\n", gap.line.c_str());
+    // Training's accuracy as the last log line said it (the window since the last evaluation also
+    // holds the run's first, untrained steps).
+    const double train_accuracy = last_logged_accuracy_ >= 0 ? last_logged_accuracy_ : eval_window_.accuracy();
+    const std::string collapse = eval_collapse_report(
+        {.train_accuracy = train_accuracy, .eval_accuracy = r.top1, .eval_loss = r.loss,
+         .num_classes = r.confusion_classes, .confusion = r.confusion, .steps = step,
+         .batch_norm_decay = largest_batch_norm_decay(setup_.net)});
+    if (!collapse.empty()) log_warn(collapse);
   }
   std::fflush(stdout);
   eval_window_.reset();
@@ -337,6 +361,11 @@ TrainSummary TrainingRun::run() {
            runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
            " batches of ", global_batch(), " per epoch, steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",
            schedule_.describe(), ", batches ", setup_.batch.describe());
+  if (dp_.chief()) {  // what the preset does to these images, and a warning when it throws most of them away
+    const InputGeometry geometry = describe_input_geometry(setup_);
+    log_info(geometry.line);
+    if (!geometry.warning.empty()) log_warn(geometry.warning);
+  }
 
   // Resuming starts the deterministic stream at the saved position without decoding what came before.
   auto it = train_ds_->make_iterator(static_cast<uint64_t>(replay_));
@@ -347,6 +376,7 @@ TrainSummary TrainingRun::run() {
   summary_.world_size = dp_.world();
   int64_t loop_images = 0;
   int64_t last_saved = -1;
+  auto last_save_clock = Clock::now();  // save_checkpoints_secs counts from the start, then from each save
   double lr = schedule_.lr_at(start_);
   log_window_.reset();
   eval_window_.reset();
@@ -397,13 +427,16 @@ TrainSummary TrainingRun::run() {
     }
     profiler.mark("next_batch");
     lr = schedule_.lr_at(step);
+    if (c_.save_checkpoints_secs() > 0 && dp_.chief())
+      dp_.want_save(seconds_since(last_save_clock) >= c_.save_checkpoints_secs());
     std::optional<StepResult> previous =
         runner_->queue_train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
     arrived(std::move(previous));
     queued = Queued{step, lr, wait};
     const int64_t done = step + 1;
     const bool log_now = logging && (done % c_.log_loss_every_n_iters() == 0 || done == total_);
-    const bool save_now = saving && c_.save_checkpoints_steps() > 0 && done % c_.save_checkpoints_steps() == 0;
+    const bool save_now = saving && ((c_.save_checkpoints_steps() > 0 && done % c_.save_checkpoints_steps() == 0) ||
+                                     (c_.save_checkpoints_secs() > 0 && dp_.save_due()));
     const bool eval_now = c_.eval_every_n_steps() > 0 && done % c_.eval_every_n_steps() == 0 && done < total_;
     if (step == start_ || profiler.profiles(step) || log_now || save_now || eval_now || done == total_)
       arrived(runner_->drain());
@@ -413,6 +446,8 @@ TrainSummary TrainingRun::run() {
     if (save_now) {
       save(done, lr);
       last_saved = done;
+      last_save_clock = Clock::now();
+      dp_.want_save(false);
     }
     if (eval_now) {
       const Window before_eval;
@@ -473,6 +508,17 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
         (!given.has_model_name() || given.model_name() == saved->model_name()))
       c.set_train_image_size(saved->train_image_size());
     copy_head_fields(given, *saved, c);
+    // What shapes the model or its evaluation-mode numbers: as trained (an epsilon differs the outputs;
+    // a run without the aux head has no aux arrays).
+    if (!given.has_aux_logits() && saved->has_aux_logits()) c.set_aux_logits(saved->aux_logits());
+    if (!given.has_batch_norm_epsilon() && saved->has_batch_norm_epsilon())
+      c.set_batch_norm_epsilon(saved->batch_norm_epsilon());
+    if (!given.has_batch_norm_decay() && saved->has_batch_norm_decay()) c.set_batch_norm_decay(saved->batch_norm_decay());
+    // dataset_split_name given to eval names the split to evaluate; the training split is the run's.
+    c.clear_dataset_split_name();
+    if (saved->has_dataset_split_name()) c.set_dataset_split_name(saved->dataset_split_name());
+  } else {
+    c.clear_dataset_split_name();
   }
   if (!given.has_model_name() && c.model_name() != given.model_name())
     log_info("evaluating ", c.model_name(), ", the model the checkpoint holds (set model_name to choose another)");
@@ -484,6 +530,15 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
   const JobConfig config = with_checkpoint_model(given, l.meta);
   RunSetup setup = make_run_setup(config);
+  if (given.has_dataset_split_name()) {  // TF-slim's eval_image_classifier: --dataset_split_name=validation
+    if (!setup.manifest.find_split(given.dataset_split_name()))
+      throw ConfigError(str(config.dataset_dir(), "/manifest.json has no ", given.dataset_split_name(), " split"));
+    setup.eval_split = given.dataset_split_name();
+    setup.eval_files = pipeline::file_list_from_manifest(config.dataset_dir(), setup.eval_split);
+    setup.eval_files_also_trained = files_in_both(setup.train_files, setup.eval_files);
+    if (!setup.eval_files_also_trained.empty())
+      log_warn("the evaluation (", setup.eval_split, ") is not held out: the run trained on its files");
+  }
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
   const ComputeTarget target = resolve_compute_target(config);
