@@ -124,6 +124,29 @@ std::vector<std::string> files_in_both(const pipeline::FileList& train, const pi
   return both;
 }
 
+// The class map of the run's data (run_setup.h): dataset_dir's first, then every other folder the train
+// and eval files come from, each compared with the first that has one.
+std::optional<ClassMap> data_class_map(const JobConfig& c, const RunSetup& s) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, fs::path>> folders = {{"dataset_dir", c.dataset_dir()}};
+  for (const auto& [role, list] : {std::pair{"train files", &s.train_files}, std::pair{"eval files", &s.eval_files}})
+    for (const pipeline::ShardFile& f : list->files) folders.push_back({role, fs::path(f.path).parent_path()});
+  std::set<fs::path> seen;
+  std::optional<ClassMap> first;
+  for (const auto& [role, folder] : folders) {
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(folder.empty() ? "." : folder, ec);
+    if (ec) key = folder;
+    if (!seen.insert(key).second) continue;
+    std::optional<ClassMap> map = read_folder_class_map(folder.string());
+    if (map) map = without_first_classes(*map, c.labels_offset());
+    if (!map) continue;
+    if (!first) first = std::move(map);
+    else require_same_classes(*first, *map, str(role, " in ", folder.string()), kClassMapAdvice);
+  }
+  return first;
+}
+
 }  // namespace
 
 std::string run_directory(const JobConfig& c) {
@@ -164,7 +187,7 @@ std::string preset_for_model(const std::string& m) {
   return "inception";  // not a zoo name (a net {} of its own): TF-slim's most common preset
 }
 
-RunSetup make_run_setup(const JobConfig& c) {
+RunSetup make_run_setup(const JobConfig& c, bool for_training) {
   if (c.dataset_dir().empty()) throw ConfigError("dataset_dir is not set: give the folder of a `fastnn convert` output");
   RunSetup s;
   s.run_dir = run_directory(c);
@@ -181,9 +204,10 @@ RunSetup make_run_setup(const JobConfig& c) {
       throw ConfigError(str("file_pattern: ", substitute_split(c.file_pattern(), "train"), " matches no file in ",
                             c.dataset_dir()));
     s.train_files = std::move(*train);
-  } else {
-    if (!s.manifest.find_split("train")) throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
+  } else if (s.manifest.find_split("train")) {
     s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), "train");
+  } else if (for_training) {
+    throw ConfigError(str(c.dataset_dir(), "/manifest.json has no train split"));
   }
   if (!c.eval_files().empty()) {
     s.eval_files = named_files(c, "eval_files", split_list(c.eval_files()), s.manifest);
@@ -211,6 +235,7 @@ RunSetup make_run_setup(const JobConfig& c) {
              "); name the training files so that they leave the evaluation's out (train_files, eval_files)");
   }
   s.labels_offset = c.labels_offset();
+  s.classes = data_class_map(c, s);
   s.model_name = model_label(c);
   // No manifest: TF-slim's labels.txt gives the class count (less labels_offset, as TF-slim's
   // num_classes - labels_offset).
