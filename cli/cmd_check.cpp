@@ -1,5 +1,6 @@
 // `fastnn check DIR|PATTERNS`: verifies a shard set (CRCs, keys, labels, counts, balance), with or
-// without a manifest, and prints a report; --report FILE.html also writes the picture page (sample
+// without a manifest, and prints a report with every split's records per class (warnings for missing
+// classes and a largest / smallest ratio above --max-class-ratio); --report FILE.html also writes the picture page (sample
 // images per class, class balance, image sizes, channel statistics) from the same pass;
 // exits non-zero when anything is wrong. What is checked: converters/shard_check.h; the page:
 // converters/check_report_page.h.
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,11 +17,52 @@
 #include "converters/check_report_page.h"
 #include "converters/shard_check.h"
 #include "core/check.h"
+#include "core/name_escape.h"
 #include "core/progress.h"
 #include "core/report/page_file.h"
 
 namespace fastnn::cli {
 namespace {
+
+constexpr int64_t kClassTableRows = 40;  // more classes: one summary line per split (--json has every count)
+
+// Records per class, one column per split, and each split's largest / smallest ratio.
+void print_classes(const convert::CheckReport& r) {
+  std::vector<const convert::SplitReport*> splits;
+  for (const convert::SplitReport& s : r.splits)
+    if (!s.classes.counts.empty()) splits.push_back(&s);
+  if (splits.empty()) return;
+  const int64_t classes = static_cast<int64_t>(splits[0]->classes.counts.size());
+  const auto& names = r.manifest.class_names;
+  std::printf("\nclasses (records per class%s)\n",
+              r.manifest.class_names_source.empty() ? "" : str("; names: ", r.manifest.class_names_source).c_str());
+  if (classes <= kClassTableRows) {
+    std::printf("  %5s  %-24s", "id", "name");
+    for (const auto* s : splits) std::printf(" %12s", s->name.c_str());
+    std::printf("\n");
+    for (int64_t c = 0; c < classes; ++c) {
+      const std::string name = c < static_cast<int64_t>(names.size()) ? escape_name(names[c]) : std::to_string(c);
+      std::printf("  %5lld  %-24s", static_cast<long long>(c), name.c_str());
+      for (const auto* s : splits) {
+        const uint64_t n = c < static_cast<int64_t>(s->classes.counts.size()) ? s->classes.counts[c] : 0;
+        std::printf(" %12s", n == 0 ? "missing" : std::to_string(n).c_str());
+      }
+      std::printf("\n");
+    }
+  }
+  for (const auto* s : splits) {
+    const convert::ClassBalance& b = s->classes;
+    if (b.largest < 0) {
+      std::printf("  %s: no record\n", s->name.c_str());
+      continue;
+    }
+    std::printf("  %s: %lld of %lld classes present, largest %llu (class %lld), smallest %llu (class %lld), ratio %.1f\n",
+                s->name.c_str(), static_cast<long long>(classes - static_cast<int64_t>(b.missing.size())),
+                static_cast<long long>(classes), static_cast<unsigned long long>(b.counts[b.largest]),
+                static_cast<long long>(b.largest), static_cast<unsigned long long>(b.counts[b.smallest]),
+                static_cast<long long>(b.smallest), b.ratio);
+  }
+}
 
 void print_report(const convert::CheckReport& r) {
   const Manifest& m = r.manifest;
@@ -56,11 +99,15 @@ void print_report(const convert::CheckReport& r) {
     std::printf("  smallest balance p-value %.3g\n", s.min_p_value);
     for (const std::string& e : s.errors) std::printf("  error: %s\n", e.c_str());
   }
+  print_classes(r);
   for (const std::string& e : r.errors) std::printf("error: %s\n", e.c_str());
   for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
   for (const std::string& n : r.not_checked) std::printf("not checked without a manifest: %s\n", n.c_str());
+  const std::string verdict = !r.ok()            ? str("FAILED, ", r.error_count(), " problem(s)")
+                              : r.warnings.empty() ? std::string("OK")
+                                                   : str("OK, with ", r.warnings.size(), " warning(s) above");
   std::printf("\n%llu records, %.1f MB checked in %.2f s: %s\n", static_cast<unsigned long long>(r.records),
-              r.bytes / 1e6, r.seconds, r.ok() ? "OK" : str("FAILED, ", r.error_count(), " problem(s)").c_str());
+              r.bytes / 1e6, r.seconds, verdict.c_str());
   std::fflush(stdout);
 }
 
@@ -73,8 +120,12 @@ void print_json_report(const convert::CheckReport& r) {
       shards.push_back({{"file", sh.file}, {"records", sh.records}, {"bytes", sh.bytes}, {"histogram", sh.histogram},
                         {"chi_square", sh.balance.statistic}, {"dof", sh.balance.dof}, {"p_value", sh.balance.p_value},
                         {"error_count", sh.error_count}, {"errors", sh.errors}});
+    const convert::ClassBalance& b = s.classes;
+    const nlohmann::json classes = {{"counts", b.counts}, {"missing", b.missing}, {"largest", b.largest},
+                                    {"smallest", b.smallest}, {"ratio", b.ratio}};
     splits.push_back({{"name", s.name}, {"shards", shards}, {"histogram", s.histogram}, {"records_per_gpu", s.per_gpu},
-                      {"min_p_value", s.min_p_value}, {"p_threshold", s.p_threshold}, {"errors", s.errors}});
+                      {"min_p_value", s.min_p_value}, {"p_threshold", s.p_threshold}, {"errors", s.errors},
+                      {"classes", classes}});
   }
   const nlohmann::json j = {{"ok", r.ok()}, {"error_count", r.error_count()}, {"dataset", r.manifest.dataset},
                             {"num_classes", r.manifest.num_classes()}, {"num_gpus", r.num_gpus}, {"decoded", r.decoded},
@@ -101,6 +152,9 @@ void add_check_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{65536}));
   cmd->add_flag("--decode", o->decode, "Decode every image and compare with its height, width and channels");
   cmd->add_option("--alpha", o->alpha, "Significance of the label balance test (per split, Bonferroni over shards)");
+  cmd->add_option("--max-class-ratio", o->max_class_ratio,
+                  "Warn when a split's largest class has more than this many times the records of its smallest")
+      ->check(CLI::Range(1.0, 1e18));
   cmd->add_option("--threads", o->threads, "Worker threads (0: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
   auto json = std::make_shared<bool>(false);

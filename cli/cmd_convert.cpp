@@ -2,6 +2,7 @@
 // Flags and what they do: docs/FORMATS.md and `fastnn convert FORMAT --help`.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,12 +13,16 @@
 #include "converters/cifar.h"
 #include "converters/convert.h"
 #include "converters/file_io.h"
+#include "converters/folder_layout.h"
 #include "converters/image_folder.h"
+#include "converters/known_classes.h"
 #include "converters/mnist.h"
 #include "converters/synthetic.h"
 #include "converters/tfrecord_source.h"
 #include "core/check.h"
+#include "core/class_map.h"
 #include "core/manifest.h"
+#include "core/name_escape.h"
 #include "core/progress.h"
 
 namespace fastnn::cli {
@@ -41,7 +46,9 @@ struct CommonArgs {
   bool quiet = false;
   bool no_sync = false;
   bool json = false;
-  std::string class_names_file;
+  bool verbose = false;
+  bool random_holdout = false;
+  std::string class_names_file, labels_from;
 
   ConvertOptions options() const {
     ConvertOptions o;
@@ -61,11 +68,29 @@ struct CommonArgs {
     o.created_by = std::string("fastnn ") + FASTNN_VERSION;
     return o;
   }
-  std::vector<std::string> class_names() const {
+  // --class-names FILE or --labels-from DIR (an earlier output's class map), into o.class_names_source.
+  std::vector<std::string> class_names(ConvertOptions* o) const {
+    if (!class_names_file.empty() && !labels_from.empty())
+      throw ConfigError("give --class-names or --labels-from, not both: each names every class");
+    if (!labels_from.empty()) {
+      const std::optional<ClassMap> map = read_folder_class_map(labels_from);
+      if (!map) throw ConfigError(str("--labels-from ", labels_from, ": no manifest.json or labels.txt there"));
+      o->class_names_source = str("--labels-from ", map->origin);
+      return map->names;
+    }
     if (class_names_file.empty()) return {};
+    o->class_names_source = str("--class-names ", class_names_file);
     return parse_labels_txt(convert::read_whole_file(class_names_file, 64 << 20), class_names_file);
   }
 };
+
+// --class-names FILE (image-folder: also spelt --labels-file) and --labels-from DIR.
+void add_class_map_flags(CLI::App* sub, CommonArgs& a, const char* names, const char* help) {
+  sub->add_option(names, a.class_names_file, help);
+  sub->add_option("--labels-from", a.labels_from,
+                  "Reuse the class map of an earlier output (its manifest.json or labels.txt), e.g. the train split's "
+                  "when converting validation on its own");
+}
 
 CLI::App* add_format(CLI::App* convert, const char* name, const char* description, CommonArgs& a, bool needs_input) {
   CLI::App* sub = convert->add_subcommand(name, description);
@@ -88,6 +113,7 @@ CLI::App* add_format(CLI::App* convert, const char* name, const char* descriptio
   sub->add_flag("--skip-bad", a.skip_bad, "Skip, count and list bad samples instead of failing");
   sub->add_flag("--overwrite", a.overwrite, "Replace a finished conversion already in --output");
   sub->add_flag("--quiet,-q", a.quiet, "No progress lines");
+  sub->add_flag("--verbose", a.verbose, "Name every ignored input file (default: the first few)");
   sub->add_flag("--json", a.json, "Print the result as one JSON object: output, seconds, bytes written, the manifest");
   sub->add_flag("--no-sync", a.no_sync,
                 "Skip the fsync before the commit (faster; a power failure may then leave a manifest naming "
@@ -95,7 +121,9 @@ CLI::App* add_format(CLI::App* convert, const char* name, const char* descriptio
   return sub;
 }
 
-void print_summary(const convert::ConvertResult& r) {
+constexpr size_t kIgnoredShown = 5;
+
+void print_summary(const convert::ConvertResult& r, bool verbose) {
   const Manifest& m = r.manifest;
   std::printf("%-12s %7s %15s %10s %8s %7s %8s %8s %10s\n", "split", "shards", "records/shard", "records", "dropped",
               "padded", "skipped", "ignored", "MB");
@@ -120,6 +148,17 @@ void print_summary(const convert::ConvertResult& r) {
   for (const SplitInfo& s : m.splits)
     for (size_t i = 0; i < s.skipped.size() && i < 5; ++i)
       std::printf("skipped %s: %s\n", s.skipped[i].source.c_str(), s.skipped[i].reason.c_str());
+  if (!m.class_names_source.empty()) std::printf("class names: %s\n", m.class_names_source.c_str());
+  uint64_t ignored = 0;
+  for (const SplitInfo& s : m.splits) ignored += s.ignored_files;
+  if (ignored > 0) {
+    const size_t shown = verbose ? r.ignored.size() : std::min<size_t>(r.ignored.size(), kIgnoredShown);
+    std::printf("ignored %llu input file(s)%s\n", static_cast<unsigned long long>(ignored),
+                shown < ignored ? str(", the first ", shown, " (--verbose names all)").c_str() : "");
+    for (size_t i = 0; i < shown; ++i)
+      std::printf("  %s: %s\n", escape_name(r.ignored[i].source).c_str(), r.ignored[i].reason.c_str());
+  }
+  for (const std::string& w : r.warnings) std::printf("warning: %s\n", w.c_str());
   std::fflush(stdout);
 }
 
@@ -127,15 +166,16 @@ void print_summary(const convert::ConvertResult& r) {
 void print_json(const convert::ConvertResult& r) {
   const nlohmann::json j = {{"output", r.output}, {"seconds", r.total_seconds}, {"scan_seconds", r.scan_seconds},
                             {"write_seconds", r.write_seconds}, {"source_bytes", r.source_bytes},
-                            {"bytes_written", r.bytes_written}, {"manifest", nlohmann::json::parse(serialize_manifest(r.manifest))}};
+                            {"bytes_written", r.bytes_written}, {"warnings", r.warnings},
+                            {"manifest", nlohmann::json::parse(serialize_manifest(r.manifest))}};
   std::printf("%s\n", j.dump().c_str());
   std::fflush(stdout);
 }
 
-// `json` has no default, so that a new format cannot leave its --json flag silently unread.
-void run(convert::Source& source, const ConvertOptions& o, bool json) {
+// `a` gives --json and --verbose, so that a new format cannot leave them silently unread.
+void run(convert::Source& source, const ConvertOptions& o, const CommonArgs& a) {
   const convert::ConvertResult r = convert::run_conversion(source, o);
-  json ? print_json(r) : print_summary(r);
+  a.json ? print_json(r) : print_summary(r, a.verbose);
 }
 
 }  // namespace
@@ -152,18 +192,25 @@ void add_convert_command(CLI::App& app) {
     CLI::App* sub = add_format(convert, "mnist",
                                "MNIST-format IDX folder (train-/t10k- images and labels, optionally .gz) → 1-channel PNG",
                                *a, true);
+    auto dataset = std::make_shared<std::string>("auto");
     sub->add_option("--num-classes", *num_classes, "Labels must be below this")->check(CLI::Range(1, 256));
-    sub->add_option("--class-names", a->class_names_file, "File of class names (labels.txt style or one per line)");
+    add_class_map_flags(sub, *a, "--class-names", "File of class names (labels.txt style or one per line)");
+    sub->add_option("--dataset", *dataset,
+                    "Which MNIST-format dataset, for its class names: fashion-mnist, mnist (digits), other (numbers), or "
+                    "auto: the input path's folder name says (the names applied are printed)")
+        ->check(CLI::IsMember({"auto", "mnist", "fashion-mnist", "other"}));
     sub->add_option("--png-compression-level", *level, "zlib level of the PNGs")->check(CLI::Range(0, 9));
-    sub->callback([a, num_classes, level] {
+    sub->callback([a, num_classes, level, dataset] {
       if (a->inputs.size() != 1) throw ConfigError("mnist takes exactly one --input folder");
+      ConvertOptions o = a->options();
       convert::MnistOptions mo;
       mo.dir = a->inputs[0];
       mo.num_classes = *num_classes;
-      mo.class_names = a->class_names();
+      mo.class_names = a->class_names(&o);
+      mo.dataset = convert::parse_mnist_dataset(*dataset);
       mo.png_compression_level = *level;
       convert::MnistSource src(mo);
-      run(src, a->options(), a->json);
+      run(src, o, *a);
     });
   }
   for (bool c100 : {false, true}) {
@@ -173,17 +220,18 @@ void add_convert_command(CLI::App& app) {
                                c100 ? "CIFAR-100 binary version (train.bin, test.bin) → RGB PNG, fine and coarse labels"
                                     : "CIFAR-10 binary version (data_batch_1..5.bin, test_batch.bin) → RGB PNG",
                                *a, true);
-    sub->add_option("--class-names", a->class_names_file, "File of class names (overrides the dataset's names file)");
+    add_class_map_flags(sub, *a, "--class-names", "File of class names (overrides the dataset's names file)");
     sub->add_option("--png-compression-level", *level, "zlib level of the PNGs")->check(CLI::Range(0, 9));
     sub->callback([a, level, c100] {
       if (a->inputs.size() != 1) throw ConfigError("cifar takes exactly one --input folder");
+      ConvertOptions o = a->options();
       convert::CifarOptions co;
       co.dir = a->inputs[0];
       co.cifar100 = c100;
-      co.class_names = a->class_names();
+      co.class_names = a->class_names(&o);
       co.png_compression_level = *level;
       convert::CifarSource src(co);
-      run(src, a->options(), a->json);
+      run(src, o, *a);
     });
   }
   {
@@ -201,14 +249,31 @@ void add_convert_command(CLI::App& app) {
                     "Re-encode (JPEG) images whose shorter side is larger than this many pixels")
         ->check(CLI::Range(1, 65535));
     sub->add_option("--jpeg-quality", fo->record.jpeg_quality, "Quality of re-encoded JPEGs")->check(CLI::Range(1, 100));
-    sub->add_option("--split", fo->split, "Name of the split the samples go to (\"train\" gets equal shards)");
-    sub->callback([a, fo, vfrac, vcount] {
+    sub->add_flag("--random-holdout", a->random_holdout,
+                  "Hold out a uniformly random sample (default: every class gives its share)");
+    sub->add_option("--split", fo->split,
+                    "Name of the split a class-folder tree goes to (default train; train gets equal shards); a tree of "
+                    "split folders names its own splits");
+    auto layout = std::make_shared<std::string>("auto");
+    sub->add_option("--layout", *layout,
+                    "What the input's folders are: classes, splits (train, val, validation, test, each holding class "
+                    "folders), or auto: split folders when every folder there is split-named, a mix is refused")
+        ->check(CLI::IsMember({"auto", "classes", "splits"}));
+    add_class_map_flags(sub, *a, "--class-names,--labels-file",
+                        "Class map file (labels.txt style or one name per line): folders are labelled by their name's "
+                        "position in it, a folder not in it is an error");
+    sub->callback([a, fo, vfrac, vcount, layout] {
       fo->roots = a->inputs;
+      fo->layout = convert::parse_folder_layout(*layout);
       ConvertOptions o = a->options();
       o.validation_fraction = *vfrac;
       o.validation_count = *vcount;
+      o.random_holdout = a->random_holdout;
+      o.holdout_hint = "hold some out with --validation-fraction F, or put the class folders in split folders (train/, val/)";
+      fo->class_names = a->class_names(&o);
+      fo->class_names_source = o.class_names_source;
       convert::ImageFolderSource src(*fo);
-      run(src, o, a->json);
+      run(src, o, *a);
     });
   }
   {
@@ -219,7 +284,7 @@ void add_convert_command(CLI::App& app) {
     sub->add_flag("--label-first", bo->label_first, "Lines are label<TAB>base64");
     sub->add_option("--num-classes", bo->num_classes, "Labels must be below this (default: largest label + 1)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-    sub->add_option("--class-names", a->class_names_file, "File of class names (labels.txt style or one per line)");
+    add_class_map_flags(sub, *a, "--class-names", "File of class names (labels.txt style or one per line)");
     sub->add_option("--resize-shorter-side", bo->record.resize_shorter_side,
                     "Re-encode (JPEG) images whose shorter side is larger than this many pixels")
         ->check(CLI::Range(1, 65535));
@@ -228,9 +293,10 @@ void add_convert_command(CLI::App& app) {
     sub->add_option("--max-line-bytes", bo->max_line_bytes, "Longest line accepted");
     sub->callback([a, bo] {
       bo->files = a->inputs;
-      bo->class_names = a->class_names();
+      ConvertOptions o = a->options();
+      bo->class_names = a->class_names(&o);
       convert::Base64TsvSource src(*bo);
-      run(src, a->options(), a->json);
+      run(src, o, *a);
     });
   }
   {
@@ -261,7 +327,7 @@ void add_convert_command(CLI::App& app) {
           start = comma + 1;
         }
       convert::TFRecordSource src(*to);
-      run(src, a->options(), a->json);
+      run(src, a->options(), *a);
     });
   }
   {
@@ -276,12 +342,13 @@ void add_convert_command(CLI::App& app) {
     sub->add_option("--num-classes", so->num_classes, "Classes (label = index mod classes)");
     sub->add_option("--image-format", so->image_format, "jpeg, png or raw")->check(CLI::IsMember({"jpeg", "png", "raw"}));
     sub->add_option("--jpeg-quality", so->jpeg_quality, "JPEG quality")->check(CLI::Range(1, 100));
-    sub->add_option("--class-names", a->class_names_file, "File of class names");
+    add_class_map_flags(sub, *a, "--class-names", "File of class names");
     sub->callback([a, so] {
       if (!a->inputs.empty()) throw ConfigError("synthetic takes no --input");
-      so->class_names = a->class_names();
+      ConvertOptions o = a->options();
+      so->class_names = a->class_names(&o);
       convert::SyntheticSource src(*so);
-      run(src, a->options(), a->json);
+      run(src, o, *a);
     });
   }
 }

@@ -17,6 +17,7 @@
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/inference/embedding_writer.h"
+#include "trainer/inference/input_classes.h"
 #include "trainer/inference/predict.h"
 
 namespace fastnn::cli {
@@ -69,6 +70,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
     predictor_owner = std::make_unique<inference::Predictor>(
         a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
                                                   .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank()});
+    inference::check_input_classes(inputs, predictor_owner->model());  // shards numbered otherwise are refused
     if (writer && (!a.output.empty() || !a.embeddings.empty())) {
       // What this command reads must survive it: -o naming an input image or the checkpoint is refused.
       std::vector<std::string> read = ckpt::checkpoint_file_paths(predictor_owner->model().checkpoint);

@@ -40,7 +40,10 @@ nlohmann::json page_data(const CheckReport& r) {
       shards.push_back({{"file", sh.file}, {"records", sh.records}, {"bytes", sh.bytes}, {"histogram", sh.histogram},
                         {"chi_square", sh.balance.statistic}, {"p_value", sh.balance.p_value},
                         {"error_count", sh.error_count}});
-    splits.push_back({{"name", s.name}, {"histogram", s.histogram}, {"shards", shards}, {"min_p_value", s.min_p_value}});
+    const ClassBalance& b = s.classes;
+    splits.push_back({{"name", s.name}, {"histogram", s.histogram}, {"shards", shards}, {"min_p_value", s.min_p_value},
+                      {"classes", {{"counts", b.counts}, {"missing", b.missing}, {"largest", b.largest},
+                                   {"smallest", b.smallest}, {"ratio", b.ratio}}}});
   }
   nlohmann::json sizes = nlohmann::json::array();
   for (const auto& [k, n] : r.survey.sizes)
@@ -88,6 +91,69 @@ std::string summary_section(const CheckReport& r) {
   }
   b += "</table>\n";
   return report::html_section("summary", "Summary", b);
+}
+
+// Records per class of each split (a bar per class), the ratio of its largest class to its smallest,
+// the classes it lacks; then one table of every split's counts.
+std::string classes_section(const CheckReport& r, const CheckOptions& o) {
+  std::string b = str("<p class=\"note\">Records per class in each split. The ratio is the largest class's count over "
+                      "the smallest present one's; above ", format_number(o.max_class_ratio, 4),
+                      " (--max-class-ratio) it is a warning, and so is a class with no record.</p>\n");
+  std::vector<const SplitReport*> splits;
+  for (const SplitReport& s : r.splits)
+    if (!s.classes.counts.empty()) splits.push_back(&s);
+  if (splits.empty()) {
+    b += "<p class=\"note\">No class counts (the class count is not known).</p>\n";
+    return report::html_section("classes", "Classes", b);
+  }
+  const size_t classes = splits[0]->classes.counts.size();
+  for (const SplitReport* s : splits) {
+    const ClassBalance& cb = s->classes;
+    b += str("<h3>split ", html_escape(s->name), "</h3>\n");
+    report::BarChart chart;
+    chart.title = str(s->name, ": records per class");
+    chart.x_label = "class";
+    chart.y_label = "records";
+    chart.segments = {"records"};
+    const size_t shown = std::min(classes, report::kMaxBars);
+    for (size_t c = 0; c < shown; ++c) {
+      chart.categories.push_back(class_name(r, static_cast<int64_t>(c)));
+      chart.values.push_back({static_cast<double>(cb.counts[c])});
+    }
+    chart.width = 760;
+    b += report::svg_bar_chart(chart);
+    if (shown < classes) b += str("<p class=\"note\">The chart shows the first ", shown, " of ", classes, " classes.</p>\n");
+    std::string missing;
+    for (size_t i = 0; i < cb.missing.size() && i < 20; ++i)
+      missing += str(i ? ", " : "", cb.missing[i], " ", html_escape(class_name(r, cb.missing[i])));
+    if (cb.missing.size() > 20) missing += str(" and ", cb.missing.size() - 20, " more");
+    b += str("<p class=\"classes\" data-split=\"", html_escape(s->name), "\" data-ratio=\"", format_number(cb.ratio, 6),
+             "\" data-missing=\"", cb.missing.size(), "\">", classes - cb.missing.size(), " of ", classes,
+             " classes present");
+    if (cb.largest >= 0)
+      b += str(" · largest ", html_escape(class_name(r, cb.largest)), " (", cb.counts[cb.largest], ") · smallest ",
+               html_escape(class_name(r, cb.smallest)), " (", cb.counts[cb.smallest], ") · ratio <span class=\"",
+               cb.ratio > o.max_class_ratio ? "bad" : "ok", "\">", format_number(cb.ratio, 4), "</span>");
+    if (!cb.missing.empty()) b += str(" · <span class=\"bad\">missing: ", missing, "</span>");
+    b += "</p>\n";
+  }
+  const size_t rows = std::min(classes, kTableClasses);
+  std::string t = "<table class=\"class-counts\">\n<tr><th>id</th><th class=\"l\">class</th>";
+  for (const SplitReport* s : splits) t += str("<th>", html_escape(s->name), "</th>");
+  t += "</tr>\n";
+  for (size_t c = 0; c < rows; ++c) {
+    t += str("<tr><td>", c, "</td><td class=\"l\">", html_escape(class_name(r, static_cast<int64_t>(c))), "</td>");
+    for (const SplitReport* s : splits) {
+      const uint64_t n = s->classes.counts[c];
+      t += n == 0 ? std::string("<td class=\"bad\">missing</td>") : str("<td>", n, "</td>");
+    }
+    t += "</tr>\n";
+  }
+  t += "</table>\n";
+  b += t;
+  if (rows < classes)
+    b += str("<p class=\"note\">The table shows ", rows, " of ", classes, " classes; the page's JSON block has them all.</p>\n");
+  return report::html_section("classes", "Classes", b);
 }
 
 std::string samples_section(const CheckReport& r, const CheckOptions& o) {
@@ -266,6 +332,7 @@ std::string check_report_page(const CheckReport& r, const CheckOptions& o) {
                          r.ok() ? "ok\">OK" : "bad\">FAILED", r.ok() ? "" : str(", ", r.error_count(), " problem(s)"),
                          "</span></p>\n");
   body += summary_section(r);
+  body += classes_section(r, o);
   body += samples_section(r, o);
   body += balance_section(r);
   body += sizes_section(r);

@@ -4,6 +4,8 @@
 //
 // Sections (each a <section id=...>): "summary" (dataset, result, per-split counts), "samples" (up to
 // samples_per_class thumbnails per class, with the class names of the manifest or labels.txt),
+// "classes" (per split: a bar per class, the largest / smallest ratio marked against max_class_ratio,
+// the missing classes; a class × split count table of at most 100 classes),
 // "balance" (per split: a stacked bar chart of each shard's label histogram and a shard × class
 // count table with each shard's chi-square p-value), "sizes" (image sizes, most common first),
 // "channels" (per-channel mean and standard deviation, saying whether over all records or a sample

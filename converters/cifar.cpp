@@ -103,8 +103,13 @@ DatasetIndex CifarSource::scan(const ScanOptions& scan) {
   if (!options_.class_names.empty()) {
     index.class_names = default_class_names(classes, options_.class_names);
   } else {
-    index.class_names = read_names(dir + (options_.cifar100 ? "/fine_label_names.txt" : "/batches.meta.txt"), classes);
-    if (index.class_names.empty()) index.class_names = default_class_names(classes, {});
+    const std::string names_file = dir + (options_.cifar100 ? "/fine_label_names.txt" : "/batches.meta.txt");
+    index.class_names = read_names(names_file, classes);
+    index.class_names_source = str("the dataset's ", names_file);
+    if (index.class_names.empty()) {
+      index.class_names = default_class_names(classes, {});
+      index.class_names_source = str("label numbers: there is no ", names_file, " (--class-names FILE names them)");
+    }
   }
   if (options_.cifar100) {
     index.coarse_class_names = read_names(dir + "/coarse_label_names.txt", 20);

@@ -9,6 +9,7 @@
 //
 // Scanning reads the label bytes of every record (sequentially, large reads); the index holds
 // (file, offset) per record and the encoder preads each record when its shard needs it.
+// Without its names file the classes are numbered; DatasetIndex::class_names_source says which it was.
 // Errors: a missing file; a file whose size is not a multiple of the record size (FormatError naming
 // file, size and the offset of the leftover bytes); names files with the wrong number of names.
 // A label out of range is a bad sample: "<file>: record N at offset O: label L is outside 0..9".

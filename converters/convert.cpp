@@ -8,6 +8,7 @@
 #include <oneapi/tbb/task_arena.h>
 #include <optional>
 
+#include "converters/class_balance.h"
 #include "converters/shard_writer.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
@@ -46,7 +47,8 @@ void hold_out_validation(DatasetIndex& index, const ConvertOptions& o) {
                           " train samples; it must leave both splits non-empty"));
   std::vector<int32_t> labels(n);
   for (uint64_t i = 0; i < n; ++i) labels[i] = train->samples[i].label;
-  std::vector<bool> held = choose_holdout(labels, static_cast<int64_t>(index.class_names.size()), count, o.stratify, o.seed);
+  std::vector<bool> held =
+      choose_holdout(labels, static_cast<int64_t>(index.class_names.size()), count, !o.random_holdout, o.seed);
   SplitIndex val;
   val.name = "validation";
   std::vector<SampleRef> keep;
@@ -55,6 +57,20 @@ void hold_out_validation(DatasetIndex& index, const ConvertOptions& o) {
   for (uint64_t i = 0; i < n; ++i) (held[i] ? val.samples : keep).push_back(train->samples[i]);
   train->samples = std::move(keep);
   index.splits.push_back(std::move(val));
+}
+
+// Classes without a record in a split, a split whose classes are far apart in size, and an output
+// without a held-out split: said when the conversion ends, not found by a model that learns nothing.
+std::vector<std::string> output_warnings(const Manifest& m, const std::string& holdout_hint) {
+  std::vector<std::string> out;
+  for (const SplitInfo& s : m.splits)
+    for (std::string& w : class_balance_warnings(s.name, class_balance(s.label_histogram), m.class_names,
+                                                 kDefaultMaxClassRatio))
+      out.push_back(std::move(w));
+  if (m.splits.size() == 1 && m.splits[0].name == "train")
+    out.push_back(str("no held-out split: every sample is in train, so training will report no held-out accuracy",
+                      holdout_hint.empty() ? "" : "; ", holdout_hint));
+  return out;
 }
 
 }  // namespace
@@ -159,6 +175,7 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
   m.inputs = o.inputs;
   m.class_names = index.class_names;
   m.coarse_class_names = index.coarse_class_names;
+  m.class_names_source = o.class_names_source.empty() ? index.class_names_source : o.class_names_source;
   m.seed = o.seed;
   m.num_gpus = o.num_gpus;
   m.shards_per_gpu = o.shards_per_gpu;
@@ -193,6 +210,9 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
       info.padded.push_back({source.describe(index, s.samples[p.sample]), s.samples[p.sample].label, p.shard});
     info.skipped = s.skipped;
     info.ignored_files = s.ignored_files;
+    info.ignored.assign(s.ignored.begin(), s.ignored.begin() + static_cast<std::ptrdiff_t>(
+                                                                   std::min(s.ignored.size(), kMaxIgnoredListed)));
+    result.ignored.insert(result.ignored.end(), s.ignored.begin(), s.ignored.end());
     m.splits.push_back(std::move(info));
   }
   m.image.format = image.format;
@@ -203,6 +223,7 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
   write_file(out.temp_path(kLabelsFileName), format_labels_txt(m.class_names));
   write_file(out.temp_path(kManifestFileName), serialize_manifest(m));
   out.commit();
+  result.warnings = output_warnings(m, o.holdout_hint);
   result.total_seconds = seconds_since(t0);
   return result;
 }

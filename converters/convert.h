@@ -36,9 +36,16 @@ struct ConvertOptions {
   bool quiet = false;  // no progress lines
   bool sync = true;    // fsync before the commit (OutputDir::Options::sync)
   // Hold a "validation" split out of "train" (image-folder): a fraction in (0, 1) or a count; at most
-  // one of them is set (fraction 0 and count 0: no hold-out).
+  // one of them is set (fraction 0 and count 0: no hold-out). The hold-out is stratified by class
+  // (each class gives its share, planner.h choose_holdout) unless random_holdout.
   double validation_fraction = 0;
   uint64_t validation_count = 0;
+  bool random_holdout = false;
+  // Where class names given on the command line came from ("--class-names FILE"); replaces what the
+  // source says of its own names in the manifest's class_names_source.
+  std::string class_names_source;
+  // Appended to the warning that the output has no held-out split (how this format makes one).
+  std::string holdout_hint;
   std::string created_by = "fastnn";
 };
 
@@ -49,6 +56,10 @@ struct ConvertResult {
   uint64_t bytes_written = 0;  // all shard files
   double scan_seconds = 0, write_seconds = 0, total_seconds = 0;
   std::vector<std::string> cleaned_up;  // leftovers of an earlier interrupted run that were removed
+  std::vector<SkippedSample> ignored;   // every input file passed over, all splits (the manifest names the first ones)
+  // What the output lacks that a user should know before training: a split without a sample of some
+  // class, no held-out split at all.
+  std::vector<std::string> warnings;
 };
 
 ConvertResult run_conversion(Source& source, const ConvertOptions& options);

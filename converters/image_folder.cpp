@@ -26,6 +26,35 @@ struct Candidate {
 
 enum class Verdict { kImage, kNotImage, kBad };
 
+// Why a file that is not JPEG or PNG is passed over, naming the format when its first bytes tell it
+// (the formats people put in image folders), so that a folder of WebP photos is not a silent mystery.
+std::string not_image_reason(const std::string& head, uint64_t size) {
+  if (size == 0) return "empty file";
+  auto at = [&head](size_t offset, std::string_view magic) {
+    return head.size() >= offset + magic.size() && std::string_view(head).substr(offset, magic.size()) == magic;
+  };
+  auto le32 = [&head](size_t offset) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<uint8_t>(head[offset + static_cast<size_t>(i)]);
+    return v;
+  };
+  const char* kind = nullptr;
+  if (at(0, "BM") && head.size() >= 6 && le32(2) == size) kind = "a BMP image";  // BMP: its own size at byte 2
+  else if (at(0, "GIF87a") || at(0, "GIF89a")) kind = "a GIF image";
+  else if (at(0, "RIFF") && at(8, "WEBP")) kind = "a WebP image";
+  else if (at(0, std::string_view("II*\0", 4)) || at(0, std::string_view("MM\0*", 4))) kind = "a TIFF image";
+  else if (at(4, "ftypheic") || at(4, "ftypheix") || at(4, "ftypmif1")) kind = "a HEIF image";
+  else if (at(4, "ftypavif")) kind = "an AVIF image";
+  if (kind) return str(kind, ": only JPEG and PNG are converted");
+  return "not a JPEG or PNG image (unrecognised first bytes)";
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 struct Checked {
   Verdict verdict = Verdict::kBad;
   uint64_t size = 0;
@@ -45,7 +74,7 @@ Checked check_file(const std::string& path, const ImageFolderOptions& o, std::st
     read_exact(fd.get(), 0, head->data(), head->size(), path);
     if (detect_image_format(*head) == ImageFormat::kUnknown) {
       c.verdict = looks_image ? Verdict::kBad : Verdict::kNotImage;
-      c.reason = c.size == 0 ? "empty file" : "not a JPEG or PNG image (unrecognised first bytes)";
+      c.reason = not_image_reason(*head, c.size);
       return c;
     }
     if (c.size > o.max_file_bytes || c.size > UINT32_MAX) {
@@ -83,52 +112,83 @@ bool ImageFolderSource::has_image_extension(const std::string& name) {
 }
 
 DatasetIndex ImageFolderSource::scan(const ScanOptions& scan) {
-  if (options_.roots.empty()) throw ConfigError("image-folder needs at least one --input folder");
-  validate_split_name(options_.split);
+  if (!options_.split.empty()) validate_split_name(options_.split);
+  const FolderTree tree = read_folder_tree(options_.roots, options_.layout, options_.split);
   DatasetIndex index;
   index.dataset = "image-folder";
-  SplitIndex split;
-  split.name = options_.split;
-  split.equal_shards = options_.split == "train";
+  index.class_names_source = options_.class_names_source;
 
-  // Classes: the sorted union of the roots' non-hidden sub-folders.
-  std::map<std::string, std::vector<std::string>> class_dirs;  // name → folders (one per root)
-  for (std::string root : options_.roots) {
-    while (root.size() > 1 && root.back() == '/') root.pop_back();
-    struct stat st;
-    if (::stat(root.c_str(), &st) != 0) throw_io_error(root, "open input folder");
-    if (!S_ISDIR(st.st_mode)) throw ConfigError(str(root, ": an image-folder input must be a folder of class folders"));
-    for (const FolderEntry& e : list_folder(root)) {
-      if (e.name[0] != '.' && e.is_dir) class_dirs[e.name].push_back(root + "/" + e.name);
-      else ++split.ignored_files;
+  // Each split's class folders (name → folders, one per root), then one class map for all splits.
+  std::vector<std::map<std::string, std::vector<std::string>>> split_classes(tree.splits.size());
+  for (size_t si = 0; si < tree.splits.size(); ++si) {
+    SplitIndex split;
+    split.name = tree.splits[si].split;
+    split.equal_shards = split.name == "train";
+    // A class tree's root is listed below as the split's folder; a split tree's top level only here.
+    if (si == 0 && tree.split_tree) split.ignored = tree.ignored;
+    for (const std::string& folder : tree.splits[si].folders) {
+      size_t found = 0;
+      for (const FolderEntry& e : list_folder(folder)) {
+        const std::string path = folder + "/" + e.name;
+        if (e.name[0] == '.') split.ignored.push_back({path, "hidden"});
+        else if (!e.is_dir) split.ignored.push_back({path, e.problem.empty() ? "not in a class folder" : e.problem});
+        else split_classes[si][e.name].push_back(path), ++found;
+      }
+      if (found == 0) throw FormatError(str(folder, ": no class folders (expected one sub-folder per class)"));
     }
+    index.splits.push_back(std::move(split));
   }
-  if (class_dirs.empty()) throw FormatError(str(options_.roots.front(), ": no class folders (expected one sub-folder per class)"));
+  std::map<std::string, int32_t> label_of;  // folder name → label
+  if (options_.class_names.empty()) {
+    for (const auto& classes : split_classes)
+      for (const auto& [name, dirs] : classes) label_of.emplace(name, 0);
+    for (auto& [name, label] : label_of) {
+      label = static_cast<int32_t>(index.class_names.size());
+      index.class_names.push_back(name);
+    }
+  } else {
+    index.class_names = options_.class_names;
+    for (size_t c = 0; c < index.class_names.size(); ++c)
+      if (!label_of.emplace(index.class_names[c], static_cast<int32_t>(c)).second)
+        throw ConfigError(str(options_.class_names_source, ": the class \"", index.class_names[c],
+                              "\" is named twice; one class map names each class once"));
+    for (const auto& classes : split_classes)
+      for (const auto& [name, dirs] : classes)
+        if (!label_of.count(name))
+          throw FormatError(str(dirs.front(), ": class folder \"", name, "\" is not in the class map of ",
+                                options_.class_names_source, " (", index.class_names.size(), " classes",
+                                index.class_names.size() <= 8 ? ": " + join_names(index.class_names) : std::string(),
+                                "); add it there or rename the folder"));
+  }
+  for (size_t si = 0; si < tree.splits.size(); ++si) scan_split(split_classes[si], label_of, scan, &index, &index.splits[si]);
+  return index;
+}
 
+void ImageFolderSource::scan_split(const std::map<std::string, std::vector<std::string>>& class_dirs,
+                                   const std::map<std::string, int32_t>& label_of, const ScanOptions& scan,
+                                   DatasetIndex* index, SplitIndex* split) const {
   // Every regular file is a candidate (its first bytes decide whether it is an image); an entry named
   // like an image that is not a regular file is a bad sample, not ignored (docs/FORMATS.md).
   std::vector<Candidate> candidates;
-  std::vector<uint64_t> per_class_files;
+  std::map<int32_t, uint64_t> class_files;  // label → files found
   FolderWalker walker(&ImageFolderSource::has_image_extension, "not an image", /*keep_unwanted=*/true);
   FolderWalk walked;
   for (const auto& [name, dirs] : class_dirs) {
-    const int32_t label = static_cast<int32_t>(index.class_names.size());
-    index.class_names.push_back(name);
-    size_t before = candidates.size();
+    const int32_t label = label_of.at(name);
     for (const std::string& d : dirs) {
       size_t in_dir = candidates.size();
       walked.files.clear();
       walker.walk(d, &walked);
       for (WalkedFile& f : walked.files) candidates.push_back({std::move(f.path), label, std::move(f.problem)});
       if (candidates.size() == in_dir) throw FormatError(str(d, ": empty class folder (no files)"));
+      class_files[label] += candidates.size() - in_dir;
     }
-    per_class_files.push_back(candidates.size() - before);
   }
-  split.ignored_files += walked.ignored.size();
+  for (IgnoredEntry& e : walked.ignored) split->ignored.push_back({std::move(e.path), std::move(e.reason)});
 
   // Check every file in parallel; decide in sorted order so errors and the index are deterministic.
   std::vector<Checked> checked(candidates.size());
-  Progress progress("scan", candidates.size(), "files");
+  Progress progress(str("scan ", split->name), candidates.size(), "files");
   progress.set_silent(scan.quiet);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, candidates.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
     std::string head, tail;
@@ -139,33 +199,35 @@ DatasetIndex ImageFolderSource::scan(const ScanOptions& scan) {
   });
   progress.finish();
 
-  std::vector<uint64_t> good(index.class_names.size(), 0);
+  std::map<int32_t, uint64_t> good;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Checked& c = checked[i];
     if (c.verdict == Verdict::kNotImage) {
-      ++split.ignored_files;
+      split->ignored.push_back({candidates[i].path, c.reason});
       continue;
     }
     if (c.verdict == Verdict::kBad) {
       if (!scan.skip_bad) throw FormatError(str(candidates[i].path, ": ", c.reason));
-      split.skipped.push_back({candidates[i].path, c.reason});
+      split->skipped.push_back({candidates[i].path, c.reason});
       continue;
     }
     SampleRef s;
-    s.file = static_cast<uint32_t>(index.files.size());
+    s.file = static_cast<uint32_t>(index->files.size());
     s.length = static_cast<uint32_t>(c.size);
     s.label = candidates[i].label;
-    index.files.push_back(std::move(candidates[i].path));
-    split.samples.push_back(s);
-    index.source_bytes += c.size;
+    index->files.push_back(std::move(candidates[i].path));
+    split->samples.push_back(s);
+    index->source_bytes += c.size;
     ++good[s.label];
   }
-  for (size_t c = 0; c < good.size(); ++c)
-    if (good[c] == 0)
-      throw FormatError(str("class folder \"", index.class_names[c], "\" holds no usable image (",
-                            per_class_files[c], " files, none a readable JPEG or PNG)"));
-  index.splits.push_back(std::move(split));
-  return index;
+  for (const auto& [label, files] : class_files)
+    if (good[label] == 0)
+      throw FormatError(str(split->name, ": class folder \"", index->class_names[label], "\" holds no usable image (",
+                            files, " files, none a readable JPEG or PNG)"));
+  // Listed in path order, whichever walk or check found them.
+  std::sort(split->ignored.begin(), split->ignored.end(),
+            [](const SkippedSample& a, const SkippedSample& b) { return a.source < b.source; });
+  split->ignored_files = split->ignored.size();
 }
 
 std::unique_ptr<SampleEncoder> ImageFolderSource::make_encoder(const DatasetIndex& index) const {

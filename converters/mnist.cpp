@@ -80,7 +80,13 @@ DatasetIndex MnistSource::scan(const ScanOptions& scan) {
 
   DatasetIndex index;
   index.dataset = "mnist";
-  index.class_names = default_class_names(options_.num_classes, options_.class_names);
+  if (!options_.class_names.empty()) {
+    index.class_names = default_class_names(options_.num_classes, options_.class_names);
+  } else {
+    NamedClasses named = mnist_class_names(options_.dir, options_.dataset, options_.num_classes);
+    index.class_names = std::move(named.names);
+    index.class_names_source = std::move(named.source);
+  }
   images_.clear();
   IdxLimits lim;
   lim.max_item_bytes = kMaxSide * kMaxSide;

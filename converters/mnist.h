@@ -2,6 +2,8 @@
 //   train-images-idx3-ubyte, train-labels-idx1-ubyte  → split "train"
 //   t10k-images-idx3-ubyte,  t10k-labels-idx1-ubyte   → split "test" (optional)
 // each optionally gzip-compressed (".gz"), "-idx" or ".idx" before the type. Records: 1-channel PNG.
+// Class names: the given ones, else the dataset's real names as converters/known_classes.h decides
+// (Fashion-MNIST's, MNIST's digits, or numbers), with DatasetIndex::class_names_source saying which.
 //
 // Errors (FormatError naming the file and offset): any IDX problem (idx.h), a missing file, image and
 // label counts that differ. A label >= num_classes is a bad sample (error, or skipped with
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "converters/idx.h"
+#include "converters/known_classes.h"
 #include "converters/source.h"
 
 namespace fastnn::convert {
@@ -27,7 +30,8 @@ namespace fastnn::convert {
 struct MnistOptions {
   std::string dir;
   int num_classes = 10;
-  std::vector<std::string> class_names;  // empty: "0".."num_classes-1"
+  std::vector<std::string> class_names;  // given names; empty: the dataset's (known_classes.h)
+  MnistDataset dataset = MnistDataset::kAuto;
   int png_compression_level = 6;
 };
 

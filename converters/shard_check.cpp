@@ -238,6 +238,17 @@ void check_shard(const Context& ctx, const std::string& path, const ShardInfo& e
 }
 
 
+// Each split's classes, and the warnings about them, after the shards are counted.
+CheckReport with_class_balance(CheckReport r, double max_ratio) {
+  for (SplitReport& s : r.splits) {
+    if (s.histogram.empty()) continue;
+    s.classes = class_balance(s.histogram);
+    for (std::string& w : class_balance_warnings(s.name, s.classes, r.manifest.class_names, max_ratio))
+      r.warnings.push_back(std::move(w));
+  }
+  return r;
+}
+
 }  // namespace
 
 uint64_t CheckReport::error_count() const {
@@ -255,7 +266,9 @@ CheckReport check_shard_set(const CheckOptions& o) {
   {
     struct stat st;
     const bool is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    if (!is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0) return check_plain_shards(o);
+    if (!(o.max_class_ratio >= 1)) throw ConfigError("--max-class-ratio must be at least 1");
+    if (!is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0)
+      return with_class_balance(check_plain_shards(o), o.max_class_ratio);
   }
   CheckReport report;
   report.manifest = read_manifest(o.dir);
@@ -368,7 +381,7 @@ CheckReport check_shard_set(const CheckOptions& o) {
     }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return report;
+  return with_class_balance(std::move(report), o.max_class_ratio);
 }
 
 }  // namespace fastnn::convert

@@ -24,6 +24,10 @@
 // manifest (expected record counts, file sizes and histograms, the intended GPU spread, the class
 // count without labels.txt) is listed in CheckReport::not_checked.
 //
+// Classes (converters/class_balance.h): every split's records per class, its missing classes and the
+// ratio of its largest class to its smallest, in SplitReport::classes, and a warning for a ratio above
+// max_class_ratio or a missing class — with or without a manifest, whenever the class count is known.
+//
 // With `survey.enabled` (`--report`), the same pass also gathers image sizes, per-channel pixel
 // statistics and sample thumbnails per class (converters/image_survey.h), into ShardReport::survey,
 // CheckReport::survey (merged in shard order) and CheckReport::samples.
@@ -38,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "converters/class_balance.h"
 #include "converters/image_survey.h"
 #include "converters/stats.h"
 #include "core/manifest.h"
@@ -50,6 +55,7 @@ struct CheckOptions {
   int64_t num_gpus = 0;  // 0 = the manifest's
   bool decode = false;
   double alpha = 1e-6;   // family-wise significance of the balance test, per split
+  double max_class_ratio = kDefaultMaxClassRatio;  // warn when a split's largest class outnumbers its smallest more
   int threads = 0;
   bool quiet = false;
   size_t max_errors_listed = 5;  // per shard
@@ -76,6 +82,7 @@ struct SplitReport {
   double min_p_value = 1;
   double p_threshold = 0;         // alpha / shards
   std::vector<std::string> errors;
+  ClassBalance classes;           // the split's records per class (empty when the class count is unknown)
 };
 
 struct CheckReport {

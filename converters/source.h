@@ -32,12 +32,14 @@ struct SplitIndex {
   std::vector<SampleRef> samples;
   std::vector<SkippedSample> skipped;
   uint64_t ignored_files = 0;
+  std::vector<SkippedSample> ignored;  // image-folder: every file passed over, with why (ignored_files of them)
 };
 
 struct DatasetIndex {
   std::string dataset;                   // converter name for the manifest
   std::vector<std::string> class_names;
   std::vector<std::string> coarse_class_names;
+  std::string class_names_source;        // where the names came from, in words (Manifest::class_names_source)
   std::vector<std::string> files;        // what SampleRef::file indexes; how samples are described
   std::vector<SplitIndex> splits;
   uint64_t source_bytes = 0;             // bytes scanned (for the summary)

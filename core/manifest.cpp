@@ -82,6 +82,9 @@ void validate(const Manifest& m, const std::string& where) {
     if (!s.equal_shards && hi > lo + 1) bad(sp + ".shards", str("counts range ", lo, "..", hi, " (more than one apart)"));
     for (size_t i = 0; i < s.padded.size(); ++i)
       if (s.padded[i].shard < 0 || s.padded[i].shard >= m.num_shards()) bad(str(sp, ".padded[", i, "].shard"), "out of range");
+    if (s.ignored.size() > std::min<uint64_t>(s.ignored_files, kMaxIgnoredListed))
+      bad(sp + ".ignored", str("names ", s.ignored.size(), " files, more than ignored_files (", s.ignored_files,
+                               ") or the ", kMaxIgnoredListed, " listed at most"));
     for (size_t i = 0; i < s.dropped.size(); ++i)
       if (s.dropped[i].label < 0 || s.dropped[i].label >= static_cast<int64_t>(nc)) bad(str(sp, ".dropped[", i, "].label"), "out of range");
   }
@@ -105,6 +108,7 @@ json to_json(const Manifest& m) {
   j["num_classes"] = m.num_classes();
   j["classes"] = escaped(m.class_names);
   if (!m.coarse_class_names.empty()) j["coarse_classes"] = escaped(m.coarse_class_names);
+  if (!m.class_names_source.empty()) j["class_names_source"] = escape_name(m.class_names_source);
   j["seed"] = m.seed;
   j["num_gpus"] = m.num_gpus;
   j["shards_per_gpu"] = m.shards_per_gpu;
@@ -136,6 +140,10 @@ json to_json(const Manifest& m) {
     js["padded"] = std::move(padded);
     js["skipped"] = std::move(skipped);
     js["ignored_files"] = s.ignored_files;
+    json ignored = json::array();
+    for (const auto& k : s.ignored)
+      ignored.push_back({{"source", escape_name(k.source)}, {"reason", escape_name(k.reason)}});
+    js["ignored"] = std::move(ignored);
     splits[s.name] = std::move(js);
   }
   j["splits"] = std::move(splits);
@@ -227,6 +235,7 @@ Manifest from_json(const json& j, const std::string& where) {
   int64_t nc = r.integer(j, "num_classes", top, 1, kMaxClasses);
   if (nc != m.num_classes()) r.fail("num_classes", str(nc, " but classes lists ", m.num_classes()));
   if (j.contains("coarse_classes")) m.coarse_class_names = r.strings(j, "coarse_classes", top, kMaxClasses);
+  if (j.contains("class_names_source")) m.class_names_source = unescape_name(r.string(j, "class_names_source", top));
   m.seed = static_cast<uint64_t>(0);
   {
     const json& s = r.field(j, "seed", top);
@@ -286,6 +295,14 @@ Manifest from_json(const json& j, const std::string& where) {
           {unescape_name(r.string(skipped[i], "source", f)), unescape_name(r.string(skipped[i], "reason", f))});
     }
     s.ignored_files = static_cast<uint64_t>(r.integer(js, "ignored_files", sp, 0, INT64_MAX));
+    if (js.contains("ignored")) {  // absent in manifests written before the paths were listed
+      const json& ignored = r.array(js, "ignored", sp, kMaxIgnoredListed);
+      for (size_t i = 0; i < ignored.size(); ++i) {
+        std::string f = str(sp, ".ignored[", i, "]");
+        s.ignored.push_back(
+            {unescape_name(r.string(ignored[i], "source", f)), unescape_name(r.string(ignored[i], "reason", f))});
+      }
+    }
     m.splits.push_back(std::move(s));
   }
   validate(m, where);

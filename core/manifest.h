@@ -25,6 +25,9 @@ inline constexpr int64_t kMaxClasses = int64_t{1} << 24;
 inline constexpr int64_t kMaxShards = 1 << 20;
 inline constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;  // manifest.json, checked before reading
 inline constexpr uint64_t kMaxLabelsBytes = uint64_t{256} << 20;  // labels.txt / --class-names files
+// Ignored input files are all counted but only this many named per split (a tree of images beside
+// millions of annotation files must not make a manifest of hundreds of megabytes).
+inline constexpr size_t kMaxIgnoredListed = 1000;
 
 // A source sample that is not in the shards (train split, --remainder drop).
 struct DroppedSample {
@@ -61,6 +64,7 @@ struct SplitInfo {
   std::vector<PaddedSample> padded;
   std::vector<SkippedSample> skipped;
   uint64_t ignored_files = 0;              // hidden and non-image files an image-folder scan passed over
+  std::vector<SkippedSample> ignored;      // the first kMaxIgnoredListed of them: path and why
 };
 
 // What the records' images look like: a value is "" / 0 when it varies between records.
@@ -79,6 +83,9 @@ struct Manifest {
   std::vector<std::string> inputs;         // as given on the command line
   std::vector<std::string> class_names;    // index = label; size = num_classes
   std::vector<std::string> coarse_class_names;  // CIFAR-100's image/class/coarse_label; else empty
+  // Where the class names came from, in words ("Fashion-MNIST's names: the input path says
+  // fashion-mnist", "--labels-from data/train"); "" when not said.
+  std::string class_names_source;
   uint64_t seed = 0;
   int64_t num_gpus = 1;
   int64_t shards_per_gpu = 1;

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # fastnn convert cifar10 through the CLI: binary batches → RGB PNG shards `check --decode` accepts,
-# class names from batches.meta.txt; a file whose size is not a multiple of 3073 and a label out of
+# class names from batches.meta.txt (or numbers without it, said either way); a file whose size is not a multiple of 3073 and a label out of
 # range fail naming file and offset, leaving nothing.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 source "$SRC/tests/integration/convert_helpers.bash"
 cd "$SCRATCH"
 
 gen cifar10 in 12
-"$FASTNN" convert cifar10 -i in -o out --num-gpus 2 --shards-per-gpu 1 --stratify -q
+"$FASTNN" convert cifar10 -i in -o out --num-gpus 2 --shards-per-gpu 1 --stratify -q > summary.txt
 "$FASTNN" check out --decode -q > check.txt || { cat check.txt; fail "check"; }
 grep -qx "9:truck" out/labels.txt || fail "class names from batches.meta.txt"
+grep -q "^class names: the dataset's in/batches.meta.txt$" summary.txt || { cat summary.txt; fail "names source"; }
+# Without its names file the classes are numbered, and the summary says so.
+cp -r in bare; rm bare/batches.meta.txt
+"$FASTNN" convert cifar10 -i bare -o bare.out --num-gpus 1 --shards-per-gpu 1 -q > bare.txt
+grep -qx "9:9" bare.out/labels.txt || fail "numbered classes"
+grep -q "^class names: label numbers: there is no bare/batches.meta.txt" bare.txt || { cat bare.txt; fail "numbers not said"; }
 grep -q '"num_records": 60' out/manifest.json || fail "60 train records expected"
 
 cp -r in size; printf 'x' >> size/data_batch_2.bin

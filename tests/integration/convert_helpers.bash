@@ -17,6 +17,15 @@ gen() {
   [ "$rc" = 0 ] || fail "data generator failed: $*"
 }
 
+# photos OUT SPEC...: a folder tree of crops of the real photographs (photo_tree.py: SPEC is PATH:N or
+# PATH=bmp|webp); missing photographs or PIL skip the whole test.
+photos() {
+  local rc=0
+  "$PY" "$SRC/tests/integration/photo_tree.py" "${FASTNN_SAMPLE_IMAGES:-/var/cache/fastnn/sample-images}" "$@" || rc=$?
+  if [ "$rc" = 77 ]; then echo "SKIP: no photographs or no python3 PIL"; exit 77; fi
+  [ "$rc" = 0 ] || fail "photo_tree.py $*"
+}
+
 # expect_fail NEEDLE... -- CMD...: CMD must exit non-zero and print every NEEDLE (stdout or stderr;
 # errors go to stderr, `check` reports to stdout).
 expect_fail() {

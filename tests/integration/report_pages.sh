@@ -38,7 +38,7 @@ import png_pixels, report_page_data as rp
 
 page = rp.parse("check.html")
 d, j = page.data, json.load(open("check.json"))
-assert page.sections == ["summary", "samples", "balance", "sizes", "channels", "problems"], page.sections
+assert page.sections == ["summary", "classes", "samples", "balance", "sizes", "channels", "problems"], page.sections
 assert d["kind"] == "fastnn-check-report" and d["ok"] and j["ok"]
 assert d["records"] == j["records"] == 70000 and d["num_classes"] == j["num_classes"] == 10
 for ps, js in zip(d["splits"], j["splits"], strict=True):

@@ -5,14 +5,15 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include "core/check.h"
-#include "core/input_file.h"
 #include "core/manifest.h"
 #include "pipeline/preprocess.h"
+#include "trainer/checkpoint/checkpoint_classes.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/row_shards.h"
 #include "trainer/head/head_config.h"
@@ -29,8 +30,6 @@ namespace fastnn::inference {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr uint64_t kMaxLabelsBytes = 64 << 20;
-
 // The class count when the run did not set num_classes: its dataset's manifest, else the logits' bias.
 int class_count(const JobConfig& c, const ckpt::LoadedCheckpoint& l) {
   if (c.has_num_classes()) return static_cast<int>(c.num_classes());
@@ -44,18 +43,6 @@ int class_count(const JobConfig& c, const ckpt::LoadedCheckpoint& l) {
   }
   throw ConfigError(str(l.prefix, ": the run set no num_classes, its dataset ", c.dataset_dir(),
                         " has no manifest.json here, and the checkpoint has no logits/biases array to count classes"));
-}
-
-std::vector<std::string> class_names(const std::string& prefix, const JobConfig& c, int classes) {
-  std::vector<std::string> dirs = {fs::path(prefix).parent_path().string()};
-  if (!c.dataset_dir().empty()) dirs.push_back(c.dataset_dir());
-  for (const std::string& d : dirs) {
-    const fs::path p = fs::path(d.empty() ? "." : d) / "labels.txt";
-    if (!fs::is_regular_file(p)) continue;
-    std::vector<std::string> names = parse_labels_txt(read_regular_file(p.string(), kMaxLabelsBytes), p.string());
-    if (static_cast<int>(names.size()) == classes) return names;
-  }
-  return {};
 }
 
 Tensor host_logits(const Tensor& t) {
@@ -104,7 +91,13 @@ ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
   m.height = m.width = m.config.has_train_image_size() ? m.config.train_image_size() : zm.default_size;
   m.channels = zm.default_channels;
   m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
-  m.class_names = class_names(l.prefix, m.config, m.num_classes);
+  // The checkpoint's class map (ckpt::checkpoint_class_map refuses one contradicted beside it), as
+  // names only when it has one per output.
+  if (std::optional<ClassMap> map = ckpt::checkpoint_class_map(l);
+      map && static_cast<int>(map->names.size()) == m.num_classes) {
+    m.class_names = std::move(map->names);
+    m.class_names_origin = std::move(map->origin);
+  }
   return m;
 }
 

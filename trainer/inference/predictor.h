@@ -11,8 +11,9 @@
 // the runner's evaluate() (eval mode: moving BN statistics, no dropout) on an inference graph (no
 // gradient buffers, layers sharing buffers, nothing reallocated when the batch size changes; bitwise
 // the training graph's logits), then a softmax of the logits in double precision.
-// Class names: labels.txt in the checkpoint's folder, else in the run's dataset_dir, when it has exactly
-// num_classes names; else none.
+// Class names: the checkpoint's class map (trainer/checkpoint/checkpoint_classes.h: the names `fastnn
+// train` recorded, else labels.txt beside the checkpoint or the run's dataset's), when it has exactly
+// num_classes names; else none. A map contradicted beside the checkpoint is a ConfigError.
 // Top-k: the k largest logits, ties to the lower class id (`fastnn eval` counts a tie as a hit, the only
 // way the two can disagree; tied float logits do not happen in practice).
 // Embeddings (PredictorOptions::embeddings): the features feeding the classifier, i.e. the output of
@@ -53,6 +54,7 @@ struct ModelInfo {
   std::string model_name, preset;
   int num_classes = 0, height = 0, width = 0, channels = 0;
   std::vector<std::string> class_names;  // empty or num_classes names
+  std::string class_names_origin;        // where they were read ("runs/x/ckpt-200.meta.pbtxt")
   std::string device;                    // "cpu f32", "cuda:0 f16"
   std::string input_layout;              // the model's input tensor: "NCHW" or "NHWC" (set by Predictor)
   std::string embedding_layer;           // the layer whose output is the embedding (set by Predictor)

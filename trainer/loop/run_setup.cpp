@@ -124,6 +124,33 @@ std::vector<std::string> files_in_both(const pipeline::FileList& train, const pi
   return both;
 }
 
+namespace {
+
+// The class map of the run's data (run_setup.h): dataset_dir's first, then every other folder the train
+// and eval files come from, each compared with the first that has one.
+std::optional<ClassMap> data_class_map(const JobConfig& c, const RunSetup& s) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, fs::path>> folders = {{"dataset_dir", c.dataset_dir()}};
+  for (const auto& [role, list] : {std::pair{"train files", &s.train_files}, std::pair{"eval files", &s.eval_files}})
+    for (const pipeline::ShardFile& f : list->files) folders.push_back({role, fs::path(f.path).parent_path()});
+  std::set<fs::path> seen;
+  std::optional<ClassMap> first;
+  for (const auto& [role, folder] : folders) {
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(folder.empty() ? "." : folder, ec);
+    if (ec) key = folder;
+    if (!seen.insert(key).second) continue;
+    std::optional<ClassMap> map = read_folder_class_map(folder.string());
+    if (map) map = without_first_classes(*map, c.labels_offset());
+    if (!map) continue;
+    if (!first) first = std::move(map);
+    else require_same_classes(*first, *map, str(role, " in ", folder.string()), kClassMapAdvice);
+  }
+  return first;
+}
+
+}  // namespace
+
 std::string run_directory(const JobConfig& c) {
   if (!c.output_dir().empty()) return c.output_dir();
   if (!c.model_dir().empty() && c.task_type() != "finetune") return c.model_dir();
@@ -171,7 +198,7 @@ std::string preset_for_model(const std::string& m) {
   return "inception";  // not a zoo name (a net {} of its own): TF-slim's most common preset
 }
 
-RunSetup make_run_setup(const JobConfig& c) {
+RunSetup make_run_setup(const JobConfig& c, bool for_training) {
   if (c.dataset_dir().empty()) throw ConfigError("dataset_dir is not set: give the folder of a `fastnn convert` output");
   RunSetup s;
   s.run_dir = run_directory(c);
@@ -192,12 +219,12 @@ RunSetup make_run_setup(const JobConfig& c) {
     // TF-slim's dataset_split_name: the split `fastnn train` reads (evaluate_checkpoint reads it as the
     // split to evaluate instead).
     const std::string split = c.has_dataset_split_name() ? c.dataset_split_name() : "train";
-    if (!s.manifest.find_split(split)) {
+    if (!s.manifest.find_split(split) && for_training) {
       std::string have;
       for (const SplitInfo& si : s.manifest.splits) have += (have.empty() ? "" : ", ") + si.name;
       throw ConfigError(str(c.dataset_dir(), "/manifest.json has no ", split, " split (it has: ", have, ")"));
     }
-    s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), split);
+    if (s.manifest.find_split(split)) s.train_files = pipeline::file_list_from_manifest(c.dataset_dir(), split);
   }
   if (!c.eval_files().empty()) {
     s.eval_files = named_files(c, "eval_files", split_list(c.eval_files()), s.manifest);
@@ -225,6 +252,7 @@ RunSetup make_run_setup(const JobConfig& c) {
              "); name the training files so that they leave the evaluation's out (train_files, eval_files)");
   }
   s.labels_offset = c.labels_offset();
+  s.classes = data_class_map(c, s);
   s.model_name = model_label(c);
   // No manifest: TF-slim's labels.txt gives the class count (less labels_offset, as TF-slim's
   // num_classes - labels_offset).

@@ -17,16 +17,20 @@
 //                   -> lenet, cifarnet and resnet_cifar_* -> cifarnet, vgg_*, alexnet_v2, overfeat ->
 //                   vgg, resnet_v* -> resnet, else inception; inception for names not in the zoo)
 //   held-out split  "validation" if the manifest has it, else "test"
+//   class map       dataset_dir's (manifest.json, checked against labels.txt; else labels.txt), less
+//                   labels_offset; every other folder holding train_files or eval_files must carry the
+//                   same one where it carries any (ConfigError naming the first difference)
 //   total steps     stop_at_step and num_epochs x batches_per_epoch: the smaller of those set
 //                   explicitly; with neither set, the smaller of both defaults
-// Errors: ConfigError (no dataset_dir, unknown model, missing train split), IoError/FormatError from
-// reading the manifest.
+// Errors: ConfigError (no dataset_dir, unknown model, missing train split, folders whose class maps
+// differ), IoError/FormatError from reading the manifest.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "core/class_map.h"
 #include "core/manifest.h"
 #include "pipeline/shard_plan.h"
 #include "pipeline/dataset.h"
@@ -49,6 +53,7 @@ struct RunSetup {
   int height = 0, width = 0, channels = 0;
   std::string preset;
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
+  std::optional<ClassMap> classes;  // the data's class map (rule above); nullopt when no file names the classes
   // Eval files that are also train files (the eval is then not held out: said at start and on every
   // eval line); usually empty.
   std::vector<std::string> eval_files_also_trained;
@@ -80,7 +85,12 @@ std::string eval_run_directory(const JobConfig& config);
 // model_name, or for a config `net` without model_name the net's name ("net" when it has none).
 std::string model_label(const JobConfig& config);
 std::string preset_for_model(const std::string& model_name);
-RunSetup make_run_setup(const JobConfig& config);
+// What to do about data numbered otherwise than a model or another split, for class-map refusals.
+inline constexpr const char* kClassMapAdvice =
+    "convert the data with --labels-from the training data's folder, so that every split numbers the classes alike";
+// `for_training` false (`fastnn eval`): a manifest without a train split is accepted (train_files stay
+// empty), so that a validation split converted on its own can be evaluated.
+RunSetup make_run_setup(const JobConfig& config, bool for_training = true);
 
 // The training dataset of rank `rank` in a world of `world`: the pipeline's shard(rank, world) of the
 // train split, its files read one record from each in turn (interleave with cycle = the rank's file

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/logging.h"
 #include "core/progress.h"
+#include "trainer/checkpoint/checkpoint_classes.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/checkpoint/row_shards.h"
@@ -193,6 +194,9 @@ void TrainingRun::restore_or_init() {
       ckpt::LoadedCheckpoint& l = *resumed;
       if (l.meta.has_model_name() && l.meta.model_name() != setup_.model_name)
         throw ConfigError(str("--resume: ", l.prefix, " holds ", l.meta.model_name(), ", not ", setup_.model_name));
+      if (const std::optional<ClassMap> trained = ckpt::checkpoint_class_map(l); trained && setup_.classes)
+        require_same_classes(*trained, *setup_.classes, str("--resume: ", l.prefix, " and ", c_.dataset_dir()),
+                             kClassMapAdvice);
       if (l.meta.has_config() && (l.meta.config().batch_size() * std::max(1, l.meta.world_size()) != global_batch() ||
                                   l.meta.config().seed() != c_.seed() ||
                                   l.meta.config().shuffle_buffer_size() != c_.shuffle_buffer_size()))
@@ -323,6 +327,8 @@ void TrainingRun::save(int64_t step, double lr) {
   *meta.mutable_config() = c_;
   meta.set_model_name(setup_.model_name);
   meta.set_optimizer(c_.optimizer());
+  if (setup_.classes && static_cast<int64_t>(setup_.classes->names.size()) == setup_.num_classes)
+    for (const std::string& name : setup_.classes->names) meta.add_class_names(name);
   if (target_.dtype == DType::kF16) {
     const StepRunnerStats st = runner_->stats();
     LossScaleState* ls = meta.mutable_loss_scale();
@@ -366,6 +372,13 @@ TrainSummary TrainingRun::run() {
     log_info(geometry.line);
     if (!geometry.warning.empty()) log_warn(geometry.warning);
   }
+  if (dp_.chief() && setup_.eval_split.empty())
+    log_warn("no held-out evaluation: ", c_.dataset_dir(), " has no validation or test split and no eval_files are "
+             "named, so this run reports training accuracy only (convert with --validation-fraction or split folders, "
+             "or set eval_files)");
+  if (dp_.chief() && setup_.classes && static_cast<int64_t>(setup_.classes->names.size()) != setup_.num_classes)
+    log_warn("num_classes=", setup_.num_classes, " but ", setup_.classes->origin, " names ", setup_.classes->names.size(),
+             " classes: checkpoints record no class names, so eval and predict cannot check them");
 
   // Resuming starts the deterministic stream at the saved position without decoding what came before.
   auto it = train_ds_->make_iterator(static_cast<uint64_t>(replay_));
@@ -529,7 +542,7 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   const std::string path = checkpoint.empty() ? eval_run_directory(given) : checkpoint;
   ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
   const JobConfig config = with_checkpoint_model(given, l.meta);
-  RunSetup setup = make_run_setup(config);
+  RunSetup setup = make_run_setup(config, /*for_training=*/false);
   if (given.has_dataset_split_name()) {  // TF-slim's eval_image_classifier: --dataset_split_name=validation
     if (!setup.manifest.find_split(given.dataset_split_name()))
       throw ConfigError(str(config.dataset_dir(), "/manifest.json has no ", given.dataset_split_name(), " split"));
@@ -541,6 +554,8 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   }
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
+  if (const std::optional<ClassMap> trained = ckpt::checkpoint_class_map(l); trained && setup.classes)
+    require_same_classes(*trained, *setup.classes, str(l.prefix, " evaluated on ", config.dataset_dir()), kClassMapAdvice);
   const ComputeTarget target = resolve_compute_target(config);
   StepRunnerOptions o = forward_only(step_runner_options(config, target));
   o.label_smoothing = 0;  // the held-out loss is the plain cross-entropy

@@ -188,7 +188,7 @@ TEST(CheckReportPage, SectionsAndEscapedNames) {
   run_conversion(src, options_for(t / "s", 1, 2));
   const CheckOptions o = survey_options(t / "s", 2, false, 100);
   const std::string page = check_report_page(check_shard_set(o), o);
-  for (const char* id : {"summary", "samples", "balance", "sizes", "channels", "problems"})
+  for (const char* id : {"summary", "classes", "samples", "balance", "sizes", "channels", "problems"})
     EXPECT_NE(page.find(str("<section id=\"", id, "\">")), std::string::npos) << id;
   EXPECT_EQ(page.find("<script>x"), std::string::npos);
   EXPECT_NE(page.find("&lt;script&gt;x&lt;/script&gt;&amp;amp"), std::string::npos);

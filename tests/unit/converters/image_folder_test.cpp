@@ -74,6 +74,13 @@ TEST(ImageFolder, PassThroughEverySampleOnce) {
   EXPECT_EQ(m.image.format, "");  // mixed
   const SplitInfo& s = *m.find_split("train");
   EXPECT_EQ(s.ignored_files, 3u);  // README.txt, .DS_Store, .hidden_class
+  // Each named, in path order, with why.
+  ASSERT_EQ(s.ignored.size(), 3u);
+  EXPECT_EQ(s.ignored[0].source, t / "flowers/.hidden_class");
+  EXPECT_EQ(s.ignored[0].reason, "hidden");
+  EXPECT_EQ(s.ignored[1].source, t / "flowers/daisy/.DS_Store");
+  EXPECT_EQ(s.ignored[2].source, t / "flowers/daisy/README.txt");
+  EXPECT_EQ(s.ignored[2].reason, "not a JPEG or PNG image (unrecognised first bytes)");
   EXPECT_EQ(s.num_source_samples, 16u);
   EXPECT_EQ(s.num_records, 16u);
   std::set<std::string> seen;

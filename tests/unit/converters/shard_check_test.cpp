@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "convert_test_util.h"
 #include "converters/image_example.h"
 #include "converters/synthetic.h"
@@ -190,6 +192,45 @@ TEST(ShardCheck, UnshuffledShardsFailTheBalanceTest) {
   write_set(t / "label", bad, 2);
   r = check_shard_set(check_options(t / "label"));
   EXPECT_TRUE(any_error_contains(r, "image/class/label 7 is outside 0..1"));
+}
+
+// A shuffled split of 94:2 with a third class missing passes the shard balance test: the classes are
+// warned about, with and without a manifest.
+TEST(ShardCheck, WarnsAboutImbalancedAndMissingClasses) {
+  TempDir t;
+  std::vector<uint8_t> px(16, 9);
+  std::string png = encode_png(px.data(), 4, 4, 1);
+  std::vector<std::vector<Rec>> shards(2);
+  for (auto& sh : shards) {
+    for (int i = 0; i < 47; ++i) sh.push_back({0, "png", png});
+    sh.insert(sh.begin() + 20, Rec{1, "png", png});
+  }
+  write_set(t / "s", shards, 3);
+  CheckReport r = check_shard_set(check_options(t / "s"));
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.splits[0].classes.counts, (std::vector<uint64_t>{94, 2, 0}));
+  EXPECT_DOUBLE_EQ(r.splits[0].classes.ratio, 47.0);
+  EXPECT_EQ(r.splits[0].classes.missing, (std::vector<int64_t>{2}));
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_NE(r.warnings[0].find("split test: class 0 \"0\" has 94 records, class 1 \"1\" 2: 47.0 times"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.warnings[1].find("split test has no record of 1 of the 3 classes: 2 \"2\""), std::string::npos)
+      << r.warnings[1];
+  CheckOptions o = check_options(t / "s");
+  o.max_class_ratio = 50;
+  EXPECT_EQ(check_shard_set(o).warnings.size(), 1u);
+  o.max_class_ratio = 0.5;
+  EXPECT_THROW(check_shard_set(o), ConfigError);
+  // Without the manifest the class count is the largest label + 1: the ratio is still seen.
+  std::filesystem::remove(t / "s/manifest.json");
+  r = check_shard_set(check_options(t / "s"));
+  EXPECT_EQ(r.splits[0].classes.counts, (std::vector<uint64_t>{94, 2}));
+  auto count = [&r](const char* needle) {
+    return std::count_if(r.warnings.begin(), r.warnings.end(),
+                         [needle](const std::string& w) { return w.find(needle) != std::string::npos; });
+  };
+  EXPECT_EQ(count("47.0 times as many"), 1);
+  EXPECT_EQ(count("has no record"), 0);
 }
 
 TEST(ShardCheck, WarnsAboutStrayFiles) {

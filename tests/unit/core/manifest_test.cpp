@@ -46,6 +46,8 @@ Manifest sample_manifest() {
   test.num_source_samples = 3;
   test.label_histogram = {0, 2, 1};
   test.ignored_files = 4;
+  test.ignored = {{"val/roses/a.webp", "a WebP image: only JPEG and PNG are converted"}, {"val/.DS_Store", "hidden"}};
+  m.class_names_source = "--labels-from data/train";
   m.splits = {train, test};
   return m;
 }
@@ -73,12 +75,23 @@ TEST(Manifest, RoundTrip) {
   EXPECT_EQ(r.splits[0].padded[0].shard, 1);
   EXPECT_EQ(r.splits[0].skipped[0].reason, "label 12 is outside 0..2");
   EXPECT_EQ(r.splits[1].ignored_files, 4u);
+  ASSERT_EQ(r.splits[1].ignored.size(), 2u);
+  EXPECT_EQ(r.splits[1].ignored[0].source, "val/roses/a.webp");
+  EXPECT_EQ(r.splits[1].ignored[1].reason, "hidden");
+  EXPECT_EQ(r.class_names_source, "--labels-from data/train");
   EXPECT_EQ(r.num_shards(), 2);
   EXPECT_EQ(r.find_split("test")->num_records, 3u);
   EXPECT_EQ(r.find_split("validation"), nullptr);
   auto j = nlohmann::json::parse(text);
   EXPECT_EQ(j["num_classes"], 3);
   EXPECT_EQ(j["format"], "fastnn-shards");
+  // Manifests written before ignored files were named, or without a names source, still read.
+  for (auto& [name, split] : j["splits"].items()) split.erase("ignored");
+  j.erase("class_names_source");
+  const Manifest old = parse_manifest(j.dump());
+  EXPECT_TRUE(old.splits[1].ignored.empty());
+  EXPECT_EQ(old.splits[1].ignored_files, 4u);
+  EXPECT_EQ(old.class_names_source, "");
 }
 
 TEST(Manifest, RejectsInconsistentManifests) {
@@ -98,6 +111,8 @@ TEST(Manifest, RejectsInconsistentManifests) {
   expect_bad(edit([](auto& j) { j["splits"]["train"]["shards"][0]["records"] = 4; }), "splits.train.shards[0].label_histogram");
   expect_bad(edit([](auto& j) { j["splits"]["train"]["shards"][0]["file"] = "../../etc/passwd"; }), "file");
   expect_bad(edit([](auto& j) { j["splits"]["train"]["label_histogram"][0] = 9; }), "label_histogram");
+  expect_bad(edit([](auto& j) { j["splits"]["test"]["ignored_files"] = 1; }), "splits.test.ignored: names 2 files");
+  expect_bad(edit([](auto& j) { j["splits"]["test"]["ignored"][0].erase("reason"); }), "splits.test.ignored[0].reason");
   expect_bad(edit([](auto& j) { j["splits"]["train"]["shards"][0]["label_histogram"] = {1, 1}; }), "entries");
   expect_bad(edit([](auto& j) { j["splits"]["train"]["num_records"] = -1; }), "num_records");
   expect_bad(edit([](auto& j) { j["split_order"] = {"train"}; }), "split_order");

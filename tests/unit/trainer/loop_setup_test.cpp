@@ -138,6 +138,47 @@ TEST(LoopSetup, DropPathFieldsReachTheNasnet) {
   std::filesystem::remove_all(dir);
 }
 
+// The data's class map: dataset_dir's labels.txt (less labels_offset); eval files from a folder whose
+// labels.txt numbers the classes otherwise are refused, naming the folder and the first difference.
+TEST(LoopSetup, ClassMapOfTheDataAndFoldersThatDisagree) {
+  const std::filesystem::path root =
+      std::filesystem::path(FASTNN_BINARY_DIR) / "test-scratch" / str("class-map-", ::getpid());
+  std::filesystem::remove_all(root);
+  for (const char* d : {"train", "val"}) {
+    std::filesystem::create_directories(root / d);
+    TFRecordWriter w((root / d / str(d, "-00000-of-00001.tfrecord")).string());
+    w.write("x");
+    w.close();
+  }
+  { std::ofstream(root / "train/labels.txt") << "0:background\n1:daisy\n2:roses\n"; }
+  JobConfig c;
+  c.set_model_name("lenet");
+  c.set_dataset_dir((root / "train").string());
+  c.set_file_pattern("%s-*.tfrecord");
+  c.set_eval_files((root / "val/val-00000-of-00001.tfrecord").string());
+  RunSetup s = make_run_setup(c);  // val has no labels.txt: nothing to compare
+  ASSERT_TRUE(s.classes.has_value());
+  EXPECT_EQ(s.classes->names, (std::vector<std::string>{"background", "daisy", "roses"}));
+  EXPECT_EQ(s.classes->origin, (root / "train/labels.txt").string());
+  { std::ofstream(root / "val/labels.txt") << "background\ndaisy\nroses\n"; }
+  EXPECT_NO_THROW(make_run_setup(c));
+  c.set_labels_offset(1);
+  EXPECT_EQ(make_run_setup(c).classes->names, (std::vector<std::string>{"daisy", "roses"}));
+  { std::ofstream(root / "val/labels.txt") << "background\ndaisy\ntulips\n"; }
+  try {
+    make_run_setup(c);
+    FAIL() << "eval files of another class map accepted";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(str("eval files in ", (root / "val").string(), ": the class maps differ: class 1 is \"roses\"")),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("\"tulips\" in " + (root / "val/labels.txt").string()), std::string::npos) << m;
+    EXPECT_NE(m.find("--labels-from"), std::string::npos) << m;
+  }
+  std::filesystem::remove_all(root);
+}
+
 // FastNN's file_pattern (%s = split) and globs in train_files, on a TF-slim layout without a manifest:
 // labels.txt gives the class count (less labels_offset, as TF-slim), validation before test.
 TEST(LoopSetup, FilePatternGlobsAndLabelsTxt) {
