@@ -48,7 +48,7 @@ def colours(path):
 def near(seen, rgb, tol=6):
     return any(all(abs(a - b) <= tol for a, b in zip(p, rgb)) for p in seen)
 
-for page, sections in (("check", ["summary", "samples", "balance", "sizes", "channels", "problems"]),
+for page, sections in (("check", ["summary", "classes", "samples", "balance", "sizes", "channels", "problems"]),
                        ("run", ["curves", "confusion", "notes"])):
     dom = rp.parse(f"{page}.dom.html")  # what Chromium built, serialized back
     assert dom.sections == sections, (page, dom.sections)
