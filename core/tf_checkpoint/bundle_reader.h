@@ -58,6 +58,7 @@ class BundleReader final : public TfTensorSource {
   std::string_view bytes_at(const TfTensorInfo& t, const Location& at) const;
 
   std::string prefix_;
+  bool verify_checksums_ = true;
   int num_shards_ = 0;
   std::vector<MappedFile> files_;               // open(): the data files
   std::vector<std::string_view> data_;          // each data file's bytes

@@ -100,9 +100,9 @@ void SlicesReader::add_file(std::string_view bytes, const std::string& name, con
       if (e->value.size() < count)
         throw FormatError(str(where, ": slice ", slice_string(s), " at byte ", e->offset, " is ", e->value.size(),
                               " bytes, too few for its ", count, " values"));
-      it->slices.push_back(std::move(s));
+      it->slices.push_back(s);
       it->stored_bytes += e->value.size();
-      at.push_back({ti, e});
+      at.push_back({ti, e, std::move(s)});
     }
   }
 }
@@ -117,6 +117,7 @@ void SlicesReader::finish() {
     TfTensorInfo& t = tensors_[i];
     const std::string where_text = str(tables_.front().name(), ": tensor '", t.name, "'");
     check_tiling(t.slices, t.shape, where_text);
+    if (t.slices.size() == 1) t.slices.clear();  // one slice covering the tensor: stored whole
     tensors.push_back(std::move(t));
     where.push_back(std::move(where_[i]));
   }
@@ -141,7 +142,7 @@ ckpt::Array SlicesReader::read(const std::string& name) const {
   const std::vector<SliceEntry>& at = where_[static_cast<size_t>(t - tensors_.data())];
   std::vector<std::byte> buffer;
   for (size_t i = 0; i < at.size(); ++i) {
-    const Slice& s = t->slices[i];
+    const Slice& s = at[i].slice;
     const TableEntry& e = *at[i].entry;
     const std::string where = str(tables_[at[i].table].name(), ": tensor '", name, "' slice ", slice_string(s),
                                   " at byte ", e.offset);
@@ -155,7 +156,7 @@ ckpt::Array SlicesReader::read(const std::string& name) const {
     if (!std::equal(held.begin(), held.end(), s.begin(), s.end(), same))
       throw FormatError(str(where, ": holds slice ", slice_string(held)));
     const uint64_t count = ckpt::element_count(slice_shape(s, t->shape));
-    const bool whole = t->slices.size() == 1;
+    const bool whole = at.size() == 1;
     if (!whole) buffer.resize(count * element_size);
     if (!slice_values(d.data(), t->dtype, count, whole ? a.bytes.data() : buffer.data()))
       throw FormatError(str(where, ": its values are not ", count, " ", tf_dtype_name(t->dtype), " values"));

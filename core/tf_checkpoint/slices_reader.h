@@ -45,6 +45,7 @@ class SlicesReader final : public TfTensorSource {
   struct SliceEntry {
     size_t table = 0;
     const TableEntry* entry = nullptr;
+    Slice slice;
   };
   SlicesReader() = default;
   void add_file(std::string_view bytes, const std::string& name, const TableLimits& limits);
@@ -53,7 +54,7 @@ class SlicesReader final : public TfTensorSource {
   std::vector<MappedFile> files_;
   std::vector<Table> tables_;
   std::vector<TfTensorInfo> tensors_;            // sorted by name
-  std::vector<std::vector<SliceEntry>> where_;   // per tensor, per slice (info order)
+  std::vector<std::vector<SliceEntry>> where_;   // per tensor, its slices (one whole one when unpartitioned)
 };
 
 }  // namespace fastnn::tfckpt

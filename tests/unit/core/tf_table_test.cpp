@@ -137,7 +137,7 @@ TEST(TfTable, ReadsPrefixCompressedKeysFromAnIndependentEncoder) {
 
 TEST(TfTable, ReadsSnappyBlocks) {
   Entries entries;
-  for (int i = 0; i < 50; ++i) entries.push_back({"k" + std::to_string(100 + i), std::string(100, char('a' + i % 3))});
+  for (int i = 0; i < 50; ++i) entries.push_back({str("k", 100 + i), std::string(100, char('a' + i % 3))});
   const std::string contents = simple_block(entries);
   std::string packed;
   snappy::Compress(contents.data(), contents.size(), &packed);
