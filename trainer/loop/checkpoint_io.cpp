@@ -59,12 +59,14 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
     const tfckpt::TfCheckpoint c = tfckpt::open_tf_checkpoint(*tf);
     std::map<std::string, ckpt::TfVariable> by_name;
     for (ckpt::TfVariable& v : ckpt::tf_variables(net)) by_name[v.name] = std::move(v);
-    std::vector<ckpt::TfVariable> layout;  // the runner's variables (a sharded head's rows are not among them)
+    // The runner's variables: the net's, and a replicated classifier head's weights (fastnn's own array,
+    // in no TF-slim network: same layout; a sharded head's rows are not among them).
+    std::vector<ckpt::TfVariable> layout;
     for (const graph::NamedTensor& v : variables) {
       const auto it = by_name.find(v.name);
-      FASTNN_CHECK(it != by_name.end() && it->second.shape == v.value.shape(), "the net's plan has no variable ", v.name,
-                   " of shape ", ckpt::shape_string(v.value.shape()));
-      layout.push_back(it->second);
+      layout.push_back(it != by_name.end() ? it->second : ckpt::TfVariable{v.name, v.value.shape()});
+      FASTNN_CHECK(layout.back().shape == v.value.shape(), "the net's plan gives ", v.name, " shape ",
+                   ckpt::shape_string(layout.back().shape), ", the model ", ckpt::shape_string(v.value.shape()));
     }
     ckpt::TfRestore r = ckpt::restore_from_tf(c, layout, {.exclude_scopes = o.exclude_scopes,
                                                           .use_moving_averages = o.use_moving_averages,
