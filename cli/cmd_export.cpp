@@ -2,6 +2,8 @@
 // a trained model as an ONNX file (opset 17, dynamic batch, preprocessing in its metadata; external
 // weight data beyond 2 GiB). `--model_name NAME` instead of --checkpoint exports a zoo model freshly
 // initialised. The exporter is trainer/export/export_model.h; docs/INFERENCE.md describes the file.
+// `--format tf-checkpoint --output PREFIX` writes a TensorFlow V2 checkpoint of the TF-slim network
+// instead (trainer/export/export_tf_checkpoint.h; docs/CHECKPOINTS.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/check.h"
 #include "trainer/export/export_model.h"
+#include "trainer/export/export_tf_checkpoint.h"
 
 namespace fastnn::cli {
 namespace {
@@ -24,14 +27,18 @@ struct ExportArgs {
 
 void add_export_command(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand("export", "Export a trained model as ONNX (opset 17) for onnxruntime, TensorRT...");
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Export a trained model as ONNX (opset 17) for onnxruntime, TensorRT..., or as a TensorFlow checkpoint");
   auto* ckpt = cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)");
   auto* zoo = cmd->add_option("--model_name,--model-name", a->model_name,
                               "Instead of a checkpoint: a zoo model, freshly initialised (untrained)");
   ckpt->excludes(zoo);
-  cmd->add_option("--output,-o", a->output, "The ONNX file to write (its weights go to <output>.data when external)")
+  cmd->add_option("--output,-o", a->output,
+                  "The ONNX file to write (its weights go to <output>.data when external); with tf-checkpoint the "
+                  "checkpoint prefix P (P.index, P.data-00000-of-00001)")
       ->required();
-  cmd->add_option("--format", a->format, "Export format")->check(CLI::IsMember({"onnx"}));
+  cmd->add_option("--format", a->format, "onnx, or tf-checkpoint (TensorFlow V2, TF-slim's variable names and layouts)")
+      ->check(CLI::IsMember({"onnx", "tf-checkpoint"}));
   cmd->add_option("--dtype", a->dtype, "Weights and compute: float32 or float16 (inputs and logits stay float32)")
       ->check(CLI::IsMember({"float32", "float16"}));
   cmd->add_option("--external_data,--external-data", a->external,
@@ -48,9 +55,21 @@ void add_export_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", a->quiet, "No summary on stderr");
   cmd->callback([a] {
     if (a->checkpoint.empty() && a->model_name.empty()) throw CLI::RequiredError("--checkpoint (or --model_name)");
+    const onnx_export::SourceOptions source{.checkpoint = a->checkpoint, .model_name = a->model_name,
+                                            .num_classes = a->num_classes, .image_size = a->image_size, .seed = a->seed};
+    if (a->format == "tf-checkpoint") {
+      if (a->dtype != "float32" || !a->test_data.empty() || a->external != "auto")
+        throw CLI::ValidationError("--format tf-checkpoint", "--dtype, --test_data and --external_data are ONNX options");
+      const tf_export::TfExportReport rep = tf_export::export_tf_checkpoint(source, a->output);
+      if (!a->quiet)
+        std::fprintf(stderr, "export: %s: %s, %d classes, %dx%d, step %lld -> TensorFlow V2 checkpoint %s (%zu tensors, "
+                     "%llu bytes)\n", rep.source.c_str(), rep.model_name.c_str(), rep.num_classes, rep.image_size,
+                     rep.image_size, static_cast<long long>(rep.step), rep.prefix.c_str(), rep.tensors,
+                     static_cast<unsigned long long>(rep.bytes));
+      return;
+    }
     onnx_export::ExportRequest r;
-    r.source = {.checkpoint = a->checkpoint, .model_name = a->model_name, .num_classes = a->num_classes,
-                .image_size = a->image_size, .seed = a->seed};
+    r.source = source;
     r.output = a->output;
     r.float16 = a->dtype == "float16";
     r.external = a->external == "always" ? onnx_export::External::kAlways

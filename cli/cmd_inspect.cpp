@@ -4,7 +4,9 @@
 // one JSON object per record (JSON lines).
 // A checkpoint (a directory of checkpoints, a prefix "<dir>/ckpt-<step>" or any of its files) is
 // verified and described instead: step, files, arrays, and row-partitioned arrays with the row range of
-// each shard file (trainer/checkpoint/checkpoint_summary.h); --json prints it as one object.
+// each shard file (trainer/checkpoint/checkpoint_summary.h); --json prints it as one object. So is a
+// TensorFlow checkpoint (V1 or V2, named as core/tf_checkpoint/tf_checkpoint.h says): its tensors'
+// names, dtypes, shapes and bytes, every checksum verified (trainer/checkpoint/tf_checkpoint_summary.h).
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -16,9 +18,11 @@
 #include "core/example.h"
 #include "core/image.h"
 #include "core/name_escape.h"
+#include "core/tf_checkpoint/tf_checkpoint.h"
 #include "core/tfrecord.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/checkpoint_summary.h"
+#include "trainer/checkpoint/tf_checkpoint_summary.h"
 
 namespace fastnn::cli {
 namespace {
@@ -130,6 +134,14 @@ bool is_checkpoint(const std::string& path) {
 }
 
 void run_inspect(const InspectOptions& o) {
+  if (const auto tf = tfckpt::find_tf_checkpoint(o.file)) {
+    const tfckpt::TfCheckpoint ck = tfckpt::open_tf_checkpoint(*tf);
+    if (o.json)
+      std::printf("%s\n", ckpt::tf_checkpoint_summary_json(ck).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    else
+      std::fputs(ckpt::tf_checkpoint_summary_text(ck).c_str(), stdout);
+    return;
+  }
   if (is_checkpoint(o.file)) {
     const ckpt::LoadedCheckpoint ck = ckpt::load_checkpoint(o.file);
     if (o.json)
@@ -182,13 +194,16 @@ void run_inspect(const InspectOptions& o) {
 
 void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
-  auto* cmd = app.add_subcommand("inspect", "Print the tf.train.Example records of a TFRecord file, or describe a checkpoint");
-  cmd->add_option("file", opts->file, "TFRecord file, or a checkpoint (directory, <dir>/ckpt-<step> prefix or one of its files)")
+  auto* cmd = app.add_subcommand("inspect", "Print the tf.train.Example records of a TFRecord file, or describe a checkpoint (fastnn's or TensorFlow's)");
+  cmd->add_option("file", opts->file,
+                  "TFRecord file, or a checkpoint: fastnn's (directory, <dir>/ckpt-<step> prefix or one of its files) "
+                  "or TensorFlow's (V2 prefix, V1 file, folder with its `checkpoint` file)")
       ->required()
       ->check(CLI::ExistingPath | CLI::Validator(
                                       [](std::string& p) {
                                         std::error_code ec;
-                                        return std::filesystem::exists(ckpt::meta_path(p), ec)
+                                        return std::filesystem::exists(ckpt::meta_path(p), ec) ||
+                                                       tfckpt::find_tf_checkpoint(p)
                                                    ? std::string()
                                                    : "no such file or checkpoint prefix: " + p;
                                       },

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/input_file.h"
 #include "core/crc32c.h"
+#include "core/tf_checkpoint/tf_checkpoint.h"
 #include "trainer/checkpoint/checkpoint_internal.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/row_shards.h"
@@ -272,6 +273,9 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
     }
   }
   const std::string meta_file = meta_path(prefix);
+  if (!std::filesystem::exists(meta_file, ec) && tfckpt::find_tf_checkpoint(path_or_prefix))
+    throw ConfigError(str(path_or_prefix, " is a TensorFlow checkpoint: it can start a training run (checkpoint_path, "
+                          "docs/TRAINING.md), and `fastnn inspect` lists it; this command reads fastnn's own checkpoints"));
   if (!std::filesystem::exists(meta_file, ec))
     throw ConfigError(str(meta_file, ": no such checkpoint metadata (is '", path_or_prefix,
                           "' a checkpoint prefix such as <dir>/ckpt-1000, one of its files, or a directory?)"));

@@ -192,8 +192,9 @@ std::vector<std::string> inert_field_warnings(const JobConfig& c) {
          finetune ? " (checkpoint_path is set and wins)" : "; task_type is pretrain");
   w.when("model_dir", !finetune && !c.output_dir().empty(),
          "with task_type pretrain model_dir is only the run directory when output_dir is unset, and output_dir is set");
-  w.when("checkpoint_exclude_scopes", start_checkpoint(c).empty(),
-         "no checkpoint starts the run (set checkpoint_path, or task_type=finetune with model_dir)");
+  for (const char* f : {"checkpoint_exclude_scopes", "ignore_missing_vars", "checkpoint_use_moving_averages"})
+    w.when(f, start_checkpoint(c).empty(),
+           "no checkpoint starts the run (set checkpoint_path, or task_type=finetune with model_dir)");
 
   // Loss scaling is for f16 compute only.
   const bool f16 = c.precision() == "fp16" || (c.precision() == "auto" && c.use_fp16());

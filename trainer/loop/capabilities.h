@@ -4,7 +4,6 @@
 //
 //   sync_batch_norm with several ranks      the CPU backend only (the NCCL statistics are not written)
 //   optimizer                               every device must have the fused update (DeviceOptimizer)
-//   trainable_scopes                        the CPU backend only (the device optimizer updates all)
 //   use_fp16 / precision on the CPU         no effect (the CPU computes in f32): a warning when set
 //                                           explicitly, an info line for the default
 //   loss scaling, conv_search, conv_pad_channels, depthwise_conv on the CPU    no effect: a warning when set

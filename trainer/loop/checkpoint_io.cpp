@@ -6,8 +6,10 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "core/tf_checkpoint/tf_checkpoint.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/finetune.h"
+#include "trainer/checkpoint/tf_restore.h"
 
 namespace fastnn::loop {
 namespace {
@@ -47,17 +49,36 @@ std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTenso
   return out;
 }
 
-std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path,
-                                           std::span<const std::string> exclude_scopes) {
-  for (const std::string& scope : exclude_scopes)  // a misspelt scope would restore what it meant to exclude
+std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const NetDef& net,
+                                           const std::string& path, const StartOptions& o) {
+  for (const std::string& scope : o.exclude_scopes)  // a misspelt scope would restore what it meant to exclude
     if (std::none_of(variables.begin(), variables.end(), [&](const graph::NamedTensor& v) { return v.name.starts_with(scope); }))
       throw ConfigError(str("checkpoint_exclude_scopes: \"", scope, "\" matches no variable of the model "
                             "(print_model_statistics lists the names)"));
+  if (const auto tf = tfckpt::find_tf_checkpoint(path)) {
+    const tfckpt::TfCheckpoint c = tfckpt::open_tf_checkpoint(*tf);
+    std::map<std::string, ckpt::TfVariable> by_name;
+    for (ckpt::TfVariable& v : ckpt::tf_variables(net)) by_name[v.name] = std::move(v);
+    // The runner's variables: the net's, and a replicated classifier head's weights (fastnn's own array,
+    // in no TF-slim network: same layout; a sharded head's rows are not among them).
+    std::vector<ckpt::TfVariable> layout;
+    for (const graph::NamedTensor& v : variables) {
+      const auto it = by_name.find(v.name);
+      layout.push_back(it != by_name.end() ? it->second : ckpt::TfVariable{v.name, v.value.shape()});
+      FASTNN_CHECK(layout.back().shape == v.value.shape(), "the net's plan gives ", v.name, " shape ",
+                   ckpt::shape_string(layout.back().shape), ", the model ", ckpt::shape_string(v.value.shape()));
+    }
+    ckpt::TfRestore r = ckpt::restore_from_tf(c, layout, {.exclude_scopes = o.exclude_scopes,
+                                                          .use_moving_averages = o.use_moving_averages,
+                                                          .ignore_missing_vars = o.ignore_missing_vars});
+    log_info("fine-tuning: ", r.summary);
+    return std::move(r.values);
+  }
   ckpt::LoadedCheckpoint c = ckpt::load_checkpoint(path, {.optimizer = false});
   std::map<std::string, std::vector<int64_t>> expected;
   for (const graph::NamedTensor& v : variables) expected[v.name] = v.value.shape();
   const std::vector<ckpt::ArrayView> arrays = c.weights.arrays();
-  const ckpt::FinetuneSelection sel = ckpt::select_for_finetune(arrays, expected, exclude_scopes);
+  const ckpt::FinetuneSelection sel = ckpt::select_for_finetune(arrays, expected, o.exclude_scopes);
   std::map<std::string, const ckpt::ArrayView*> by_name;
   for (const ckpt::ArrayView& a : sel.loaded) by_name[a.name] = &a;
   std::vector<NamedArray> out;

@@ -6,7 +6,11 @@
 //   variable_views        views of host values, shaped like the model's variables (for saving)
 //   checkpoint_variables  every variable from the checkpoint, same shapes required (FormatError
 //                         naming the first that is missing or differs): --resume, eval
-//   finetune_variables    what select_for_finetune() accepts (task_type=finetune), the rest logged
+//   finetune_variables    the start checkpoint (task_type=finetune, checkpoint_path): from fastnn's own,
+//                         what select_for_finetune() accepts, the rest logged; from a TensorFlow
+//                         checkpoint (core/tf_checkpoint/tf_checkpoint.h tells them apart by content),
+//                         TF-slim's rule (checkpoint/tf_restore.h): every variable not excluded, the
+//                         layouts converted, a missing or misshapen one an error
 #pragma once
 
 #include <span>
@@ -23,9 +27,15 @@ std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor
                                             const std::vector<NamedArray>& values);
 std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTensor>& variables,
                                              std::span<const ckpt::ArrayView> arrays, const std::string& source);
-// Loads `path` (a checkpoint prefix or file, or a directory's latest), except the arrays under
-// `exclude_scopes` (TF-slim's checkpoint_exclude_scopes; a scope matching no variable: ConfigError).
-std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const std::string& path,
-                                           std::span<const std::string> exclude_scopes = {});
+struct StartOptions {
+  std::vector<std::string> exclude_scopes;  // TF-slim's checkpoint_exclude_scopes; one matching no variable: ConfigError
+  bool ignore_missing_vars = false;         // TensorFlow checkpoints (tf_restore.h)
+  bool use_moving_averages = false;         // TensorFlow checkpoints (tf_restore.h)
+};
+// Loads `path` (fastnn's: a checkpoint prefix or file, or a directory's latest; TensorFlow's: a prefix,
+// a V1 file, a folder with its `checkpoint` file) into the variables of `net`, except the arrays under
+// the exclude scopes.
+std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const NetDef& net,
+                                           const std::string& path, const StartOptions& options = {});
 
 }  // namespace fastnn::loop

@@ -82,6 +82,7 @@ const std::set<std::string>& non_identity_fields() {
       "profile_every_n_iters", "profile_at_task", "hooks", "log_device_placement", "print_model_statistics",
       // output paths and the fine-tuning source (used only by a run's first start)
       "output_dir", "model_dir", "ckpt_file_name", "eval_files", "checkpoint_path", "checkpoint_exclude_scopes",
+      "ignore_missing_vars", "checkpoint_use_moving_averages",
       // performance knobs that do not change the batches or the update
       "num_preprocessing_threads", "num_parallel_batches", "prefetch_buffer_size", "datasets_use_caching",
       "collective_timeout_seconds", "allreduce_bucket_mb", "comm_backend", "device", "memory_limit_mb",

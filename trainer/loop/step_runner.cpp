@@ -79,18 +79,17 @@ StepRunnerOptions forward_only(StepRunnerOptions o) {
   return o;
 }
 
-std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const std::vector<std::string>& scopes) {
-  if (scopes.empty()) return all;
-  std::vector<ParamRef> out;
-  for (const ParamRef& p : all)
-    if (std::any_of(scopes.begin(), scopes.end(), [&p](const std::string& s) { return p.name.starts_with(s); }))
-      out.push_back(p);
+std::vector<size_t> trainable_indices(const std::vector<std::string>& names, const std::vector<std::string>& scopes) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (scopes.empty() ||
+        std::any_of(scopes.begin(), scopes.end(), [&](const std::string& s) { return names[i].starts_with(s); }))
+      out.push_back(i);
   for (const std::string& scope : scopes) {
-    if (std::any_of(all.begin(), all.end(), [&scope](const ParamRef& p) { return p.name.starts_with(scope); })) continue;
+    if (std::any_of(names.begin(), names.end(), [&scope](const std::string& n) { return n.starts_with(scope); })) continue;
     std::vector<std::string> prefixes;  // every scope of the model: "a/", "a/b/", ...
-    for (const ParamRef& p : all)
-      for (size_t at = p.name.find('/'); at != std::string::npos; at = p.name.find('/', at + 1))
-        prefixes.push_back(p.name.substr(0, at));
+    for (const std::string& n : names)
+      for (size_t at = n.find('/'); at != std::string::npos; at = n.find('/', at + 1)) prefixes.push_back(n.substr(0, at));
     std::sort(prefixes.begin(), prefixes.end());
     prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
     const std::vector<std::string> near = closest_names(prefixes, scope);
@@ -98,6 +97,14 @@ std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const s
                           near.empty() ? "" : str("; did you mean ", format_choices(near), "?"),
                           " (print_model_statistics lists the parameter names)"));
   }
+  return out;
+}
+
+std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const std::vector<std::string>& scopes) {
+  std::vector<std::string> names;
+  for (const ParamRef& p : all) names.push_back(p.name);
+  std::vector<ParamRef> out;
+  for (size_t i : trainable_indices(names, scopes)) out.push_back(all[i]);
   return out;
 }
 

@@ -159,14 +159,17 @@ struct StepRunnerOptions {
   bool inference = false;
   std::vector<std::string> keep_layers;
   // TF-slim's trainable_scopes: only parameters under one of these name prefixes are updated (weight
-  // decay, the global norm and the optimizer see only them; gradients are still averaged whole). Empty:
-  // every parameter. Each scope must match a parameter (ConfigError with the closest scopes). CPU runner
-  // only: capabilities.h refuses it on device=cuda.
+  // decay, the global norm and the optimizer see only them; gradients are still averaged whole; the
+  // others keep their values bitwise, while batch-norm moving statistics update everywhere, as TF-slim's
+  // update ops do). Empty: every parameter. Each scope must match a parameter (ConfigError with the
+  // closest scopes). Both runners: the CUDA one gives its device optimizer only these parameters.
   std::vector<std::string> trainable_scopes;
 };
 
-// The parameters of `all` under `scopes` (all of them when `scopes` is empty); ConfigError naming a
+// The indices of `names` under `scopes` (all of them when `scopes` is empty); ConfigError naming a
 // scope that matches none, with the model's closest scopes.
+std::vector<size_t> trainable_indices(const std::vector<std::string>& names, const std::vector<std::string>& scopes);
+// The parameters of `all` under `scopes`, by trainable_indices.
 std::vector<ParamRef> select_trainable(const std::vector<ParamRef>& all, const std::vector<std::string>& scopes);
 
 struct StepRunnerStats {

@@ -146,6 +146,13 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       params_.push_back(std::move(p));
     }
     if (o.head) make_head(dparams);
+    if (!o.trainable_scopes.empty()) {  // TF-slim's trainable_scopes: the optimizer sees only these
+      std::vector<std::string> names;
+      for (const DeviceParam& d : dparams) names.push_back(d.name);
+      std::vector<DeviceParam> kept;
+      for (size_t i : trainable_indices(names, o.trainable_scopes)) kept.push_back(std::move(dparams[i]));
+      dparams = std::move(kept);
+    }
     optimizer_ = std::make_unique<DeviceOptimizer>(
         o.optimizer, std::move(dparams),
         DeviceStepOptions{.compute = dt, .max_gradient_norm = o.max_gradient_norm, .loss_scaling = dt == DType::kF16,

@@ -220,7 +220,10 @@ void TrainingRun::restore_or_init() {
   // task_type=finetune (model_dir) or TF-slim's checkpoint_path (field_effects.h: start_checkpoint).
   if (const std::string path = start_checkpoint(c_); !path.empty()) {
     const std::vector<std::string> exclude = finetune_head_rows(*runner_, path, split_list(c_.checkpoint_exclude_scopes()));
-    runner_->set_host_variables(finetune_variables(runner_->variables(), path, exclude));
+    runner_->set_host_variables(finetune_variables(runner_->variables(), setup_.net, path,
+                                                   {.exclude_scopes = exclude,
+                                                    .ignore_missing_vars = c_.ignore_missing_vars(),
+                                                    .use_moving_averages = c_.checkpoint_use_moving_averages()}));
   }
 }
 

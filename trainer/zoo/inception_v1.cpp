@@ -84,7 +84,8 @@ NetDef build_inception_v1(const ZooOptions& o) {
     x = b.avg_pool2d(x, "AvgPool_0a_7x7", {static_cast<int>(d[1]), static_cast<int>(d[2])}, {1}, "valid");
     x = b.dropout(x, "Dropout_0b", 0.8f);
     logits = b.fully_connected(x, "Conv2d_0c_1x1", {.units = o.num_classes, .relu = false,
-                                                    .weight_init = variance_scaling(), .bias_init = zeros_init()});
+                                                    .weight_init = variance_scaling(), .bias_init = zeros_init(),
+                                                    .tf_conv = true});
   }
   return b.finish(logits);
 }

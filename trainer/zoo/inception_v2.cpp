@@ -113,7 +113,8 @@ NetDef build_inception_v2(const ZooOptions& o) {
     x = b.avg_pool2d(x, str("AvgPool_1a_", kh, "x", kw), {kh, kw}, {1}, "valid");
     x = b.dropout(x, "Dropout_1b", 0.8f);
     logits = b.fully_connected(x, "Conv2d_1c_1x1", {.units = o.num_classes, .relu = false,
-                                                    .weight_init = variance_scaling(), .bias_init = zeros_init()});
+                                                    .weight_init = variance_scaling(), .bias_init = zeros_init(),
+                                                    .tf_conv = true});
   }
   return b.finish(logits);
 }

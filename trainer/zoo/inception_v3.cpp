@@ -189,7 +189,8 @@ NetDef build_inception_v3(const ZooOptions& o) {
     a = b.conv2d(a, str("Conv2d_2a_", kh, "x", kw),
                  {.filters = 768, .kernel = {kh, kw}, .padding = "valid", .weight_init = truncated_normal(0.01)});
     aux = b.fully_connected(a, "Conv2d_2b_1x1", {.units = o.num_classes, .relu = false,
-                                                 .weight_init = truncated_normal(0.001), .bias_init = zeros_init()});
+                                                 .weight_init = truncated_normal(0.001), .bias_init = zeros_init(),
+                                                 .tf_conv = true});
   }
   std::string logits;
   {
@@ -202,7 +203,8 @@ NetDef build_inception_v3(const ZooOptions& o) {
     x = b.avg_pool2d(x, str("AvgPool_1a_", kh, "x", kw), {kh, kw}, {1}, "valid");
     x = b.dropout(x, "Dropout_1b", 0.8f);
     logits = b.fully_connected(x, "Conv2d_1c_1x1", {.units = o.num_classes, .relu = false,
-                                                    .weight_init = variance_scaling(), .bias_init = zeros_init()});
+                                                    .weight_init = variance_scaling(), .bias_init = zeros_init(),
+                                                    .tf_conv = true});
   }
   return b.finish(logits, aux, 0.4f);
 }

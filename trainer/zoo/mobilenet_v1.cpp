@@ -47,7 +47,8 @@ NetDef build_mobilenet_v1(const ZooOptions& o, double multiplier) {
     x = b.avg_pool2d(x, "AvgPool_1a", {static_cast<int>(d[1]), static_cast<int>(d[2])}, {1}, "valid");
     x = b.dropout(x, "Dropout_1b", 0.999f);
     logits = b.fully_connected(x, "Conv2d_1c_1x1", {.units = o.num_classes, .relu = false,
-                                                    .weight_init = truncated_normal(0.09), .bias_init = zeros_init()});
+                                                    .weight_init = truncated_normal(0.09), .bias_init = zeros_init(),
+                                                    .tf_conv = true});
   }
   return b.finish(logits);
 }

@@ -70,7 +70,8 @@ NetDef build_mobilenet_v2(const ZooOptions& o, double multiplier, bool finegrain
     x = b.global_avg_pool(x, "AvgPool");
     x = b.dropout(x, "Dropout", 0.8f);
     logits = b.fully_connected(x, "Conv2d_1c_1x1", {.units = o.num_classes, .relu = false,
-                                                    .weight_init = truncated_normal(0.09), .bias_init = zeros_init()});
+                                                    .weight_init = truncated_normal(0.09), .bias_init = zeros_init(),
+                                                    .tf_conv = true});
   }
   return b.finish(logits);
 }

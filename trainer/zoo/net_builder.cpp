@@ -257,6 +257,7 @@ std::string NetBuilder::fully_connected(const std::string& in, const std::string
   *f->mutable_bias_init() = a.bias_init.value_or(d.bias_init);
   f->set_weight_decay(a.weight_decay.value_or(d.weight_decay));
   f->set_bias_weight_decay(d.bias_weight_decay);
+  if (a.tf_conv) f->set_tf_conv(true);
   dims_[full] = {a.units};
   if (!a.relu.value_or(d.relu)) return full;
   auto s = scope(name);

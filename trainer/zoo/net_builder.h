@@ -88,6 +88,7 @@ struct FcArgs {
   std::optional<bool> relu;
   std::optional<InitSpec> weight_init, bias_init;
   std::optional<bool> weight_decay;
+  bool tf_conv = false;  // TF-slim's layer is a conv2d over the whole map (FullyConnectedLayer.tf_conv)
 };
 
 class NetBuilder {

@@ -37,10 +37,11 @@ NetDef build_overfeat(const ZooOptions& o) {
                           .weight_init = truncated_normal(0.005)});
   x = b.dropout(x, "dropout6", 0.5f);
   b.fc_defaults.bias_init = constant_init(0.1);
-  x = b.fully_connected(x, "fc7", {.units = 4096, .weight_init = truncated_normal(0.005)});
+  x = b.fully_connected(x, "fc7", {.units = 4096, .weight_init = truncated_normal(0.005), .tf_conv = true});
   x = b.dropout(x, "dropout7", 0.5f);
   const std::string logits = b.fully_connected(
-      x, "fc8", {.units = o.num_classes, .relu = false, .weight_init = truncated_normal(0.005), .bias_init = zeros_init()});
+      x, "fc8", {.units = o.num_classes, .relu = false, .weight_init = truncated_normal(0.005), .bias_init = zeros_init(),
+                .tf_conv = true});
   return b.finish(logits);
 }
 

@@ -71,7 +71,7 @@ NetDef build_resnet_v2(const ZooOptions& o, int depth) {
   x = b.global_avg_pool(x, "pool5");
   const std::string logits = b.fully_connected(x, "logits", {.units = o.num_classes, .relu = false,
                                                              .weight_init = variance_scaling(),
-                                                             .bias_init = zeros_init()});
+                                                             .bias_init = zeros_init(), .tf_conv = true});
   return b.finish(logits);
 }
 

@@ -43,9 +43,9 @@ NetDef build_vgg(const ZooOptions& o, int depth) {
   const int kh = static_cast<int>(d[1]), kw = static_cast<int>(d[2]);
   x = b.conv2d(x, "fc6", {.filters = 4096, .kernel = {kh, kw}, .padding = "valid"});
   x = b.dropout(x, "dropout6", 0.5f);
-  x = b.fully_connected(x, "fc7", {.units = 4096});
+  x = b.fully_connected(x, "fc7", {.units = 4096, .tf_conv = true});
   x = b.dropout(x, "dropout7", 0.5f);
-  const std::string logits = b.fully_connected(x, "fc8", {.units = o.num_classes, .relu = false});
+  const std::string logits = b.fully_connected(x, "fc8", {.units = o.num_classes, .relu = false, .tf_conv = true});
   return b.finish(logits);
 }
 

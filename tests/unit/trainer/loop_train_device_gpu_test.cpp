@@ -143,6 +143,42 @@ TEST(TrainDeviceGpu, OptimizerStateInterchangesWithTheCpu) {
   EXPECT_THROW(make_step_runner(net, bad), ConfigError);
 }
 
+// trainable_scopes on the GPU (the device optimizer is given only those parameters): the same steps as
+// the CPU's, in f32 and f16; every parameter outside the scopes bitwise unchanged (its f16 copy too,
+// as set_host_variables rounded it); the optimizer state holds slots for the trainable ones only.
+TEST(TrainDeviceGpu, TrainableScopesUpdateOnlyThoseParameters) {
+  REQUIRE_GPU();
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10});
+  const std::vector<std::string> scopes = {"resnet_cifar_20/logits", "resnet_cifar_20/block3/unit_3"};
+  auto under = [&](const std::string& n) { return n.starts_with(scopes[0]) || n.starts_with(scopes[1]); };
+  for (DType dt : {DType::kF32, DType::kF16}) {
+    StepRunnerOptions oc = options(Device::kCpu, DType::kF32), og = options(Device::kCuda, dt);
+    oc.trainable_scopes = og.trainable_scopes = scopes;
+    auto cpu = make_step_runner(net, oc);
+    auto gpu = make_step_runner(net, og);
+    const auto before = gpu->host_variables();
+    for (int s = 0; s < 2; ++s) {
+      auto [x, y] = cpu->synthetic_batch(40 + static_cast<uint64_t>(s));
+      cpu->train(x, y, static_cast<uint64_t>(s), 0.1f);
+      gpu->train(x, y, static_cast<uint64_t>(s), 0.1f);
+    }
+    const auto va = cpu->host_variables(), vb = gpu->host_variables();
+    ASSERT_EQ(vb.size(), before.size());
+    int trained = 0;
+    for (size_t i = 0; i < vb.size(); ++i) {
+      if (vb[i].name.find("moving_") != std::string::npos) continue;  // statistics see every batch
+      if (!under(vb[i].name)) {
+        EXPECT_EQ(vb[i].data, before[i].data) << dtype_name(dt) << " " << vb[i].name << " moved";
+        continue;
+      }
+      ++trained;
+      EXPECT_NE(vb[i].data, before[i].data) << vb[i].name << " did not train";
+      EXPECT_LE(rel_l2(vb[i].data, va[i].data), dt == DType::kF32 ? 1e-4 : 2e-2) << vb[i].name;
+    }
+    EXPECT_GT(trained, 4);
+    for (const NamedArray& slot : gpu->export_optimizer_state()) EXPECT_TRUE(under(slot.name)) << slot.name;  // momentum
+  }
+}
 
 // The input hop: a uint8 NHWC host batch, normalised on the GPU, gives the step exactly what the
 // float32 NCHW batch the pipeline would have made gives it (same losses and hits, f32 compute), from

@@ -1,0 +1,91 @@
+#include "core/tf_checkpoint/bundle_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "core/atomic_output.h"
+#include "core/check.h"
+#include "core/crc32c.h"
+#include "core/tf_checkpoint/bundle_reader.h"
+#include "core/tf_checkpoint/table.h"
+#include "core/tf_checkpoint/tf_dtype.h"
+#include "schemas/tf_checkpoint.pb.h"
+
+namespace fastnn::tfckpt {
+namespace {
+
+std::vector<const ckpt::ArrayView*> sorted_checked(std::span<const ckpt::ArrayView> arrays) {
+  std::vector<const ckpt::ArrayView*> out;
+  for (const ckpt::ArrayView& a : arrays) {
+    FASTNN_CHECK(!a.name.empty() && a.name[0] != '\0', "TensorFlow checkpoint: an array without a name");
+    FASTNN_CHECK(a.bytes.size() == a.num_elements() * ckpt::dtype_size(a.dtype), "TensorFlow checkpoint: array ",
+                 a.name, " holds ", a.bytes.size(), " bytes for ", ckpt::shape_string(a.shape));
+    out.push_back(&a);
+  }
+  std::sort(out.begin(), out.end(), [](const auto* x, const auto* y) { return x->name < y->name; });
+  for (size_t i = 1; i < out.size(); ++i)
+    FASTNN_CHECK(out[i - 1]->name != out[i]->name, "TensorFlow checkpoint: two arrays named ", out[i]->name);
+  return out;
+}
+
+// The index for `arrays` (sorted) laid out one after another in the data file.
+std::string encode_index(const std::vector<const ckpt::ArrayView*>& arrays) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  tensorflow::BundleHeaderProto header;
+  header.set_num_shards(1);
+  header.set_endianness(tensorflow::BundleHeaderProto::LITTLE);
+  header.mutable_version()->set_producer(1);
+  entries.push_back({"", header.SerializeAsString()});
+  int64_t offset = 0;
+  for (const ckpt::ArrayView* a : arrays) {
+    tensorflow::BundleEntryProto e;
+    e.set_dtype(static_cast<tensorflow::DataType>(array_to_tf_dtype(a->dtype)));
+    for (int64_t d : a->shape) e.mutable_shape()->add_dim()->set_size(d);
+    e.set_shard_id(0);
+    e.set_offset(offset);
+    e.set_size(static_cast<int64_t>(a->bytes.size()));
+    e.set_crc32c(crc32c_mask(crc32c(a->bytes.data(), a->bytes.size())));
+    offset += static_cast<int64_t>(a->bytes.size());
+    entries.push_back({a->name, e.SerializeAsString()});
+  }
+  return encode_table(entries);
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> encode_bundle(std::span<const ckpt::ArrayView> arrays) {
+  const auto sorted = sorted_checked(arrays);
+  std::string data;
+  for (const ckpt::ArrayView* a : sorted) data.append(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
+  return {encode_index(sorted), data};
+}
+
+uint64_t write_bundle(const std::string& prefix, std::span<const ckpt::ArrayView> arrays) {
+  const auto sorted = sorted_checked(arrays);
+  const std::string parent = std::filesystem::path(prefix).parent_path().string();
+  if (!parent.empty()) make_directories(parent);
+  auto write = [](const std::string& path, auto&& fill) {
+    const std::filesystem::path p(path);
+    const std::string tmp = (p.parent_path() / str(".", p.filename().string(), ".fastnn-tmp")).string();
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw IoError(str(tmp, ": cannot create: ", std::strerror(errno)));
+    fill(f);
+    close_and_rename(f, tmp, path);
+  };
+  uint64_t data_bytes = 0;
+  write(bundle_data_path(prefix, 0, 1), [&](std::FILE* f) {
+    for (const ckpt::ArrayView* a : sorted) {
+      std::fwrite(a->bytes.data(), 1, a->bytes.size(), f);  // close_and_rename reports a failed write
+      data_bytes += a->bytes.size();
+    }
+  });
+  const std::string index = encode_index(sorted);
+  write(bundle_index_path(prefix), [&](std::FILE* f) { std::fwrite(index.data(), 1, index.size(), f); });
+  return data_bytes + index.size();
+}
+
+}  // namespace fastnn::tfckpt
