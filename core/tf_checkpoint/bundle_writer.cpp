@@ -1,14 +1,12 @@
 #include "core/tf_checkpoint/bundle_writer.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "core/atomic_output.h"
 #include "core/check.h"
+#include "core/output_file.h"
 #include "core/crc32c.h"
 #include "core/tf_checkpoint/bundle_reader.h"
 #include "core/tf_checkpoint/table.h"
@@ -68,23 +66,18 @@ uint64_t write_bundle(const std::string& prefix, std::span<const ckpt::ArrayView
   const auto sorted = sorted_checked(arrays);
   const std::string parent = std::filesystem::path(prefix).parent_path().string();
   if (!parent.empty()) make_directories(parent);
-  auto write = [](const std::string& path, auto&& fill) {
-    const std::filesystem::path p(path);
-    const std::string tmp = (p.parent_path() / str(".", p.filename().string(), ".fastnn-tmp")).string();
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw IoError(str(tmp, ": cannot create: ", std::strerror(errno)));
-    fill(f);
-    close_and_rename(f, tmp, path);
-  };
+  // The data file first, the index last: a reader finds a complete data file behind every index.
   uint64_t data_bytes = 0;
-  write(bundle_data_path(prefix, 0, 1), [&](std::FILE* f) {
-    for (const ckpt::ArrayView* a : sorted) {
-      std::fwrite(a->bytes.data(), 1, a->bytes.size(), f);  // close_and_rename reports a failed write
-      data_bytes += a->bytes.size();
-    }
-  });
+  OutputFile data(bundle_data_path(prefix, 0, 1));
+  for (const ckpt::ArrayView* a : sorted) {
+    data.write({reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size()});
+    data_bytes += a->bytes.size();
+  }
+  data.commit();
   const std::string index = encode_index(sorted);
-  write(bundle_index_path(prefix), [&](std::FILE* f) { std::fwrite(index.data(), 1, index.size(), f); });
+  OutputFile index_file(bundle_index_path(prefix));
+  index_file.write(index);
+  index_file.commit();
   return data_bytes + index.size();
 }
 
