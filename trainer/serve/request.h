@@ -18,19 +18,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/check.h"
 #include "trainer/inference/predict_inputs.h"
+#include "trainer/serve/http_message.h"
 
 namespace fastnn::serve {
-
-class RequestError : public Error {
- public:
-  RequestError(int status, const std::string& message) : Error(message), status_(status) {}
-  int status() const { return status_; }
-
- private:
-  int status_;
-};
 
 // "image/jpeg; q=1" -> "image/jpeg" (lower case, parameters and blanks dropped).
 std::string media_type(std::string_view content_type);
