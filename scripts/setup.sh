@@ -11,7 +11,7 @@ packages=(
   protobuf-compiler libprotobuf-dev zlib1g-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
   libtbb-dev libopenblas-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
-  libonnx-dev libcpp-httplib-dev libyaml-cpp-dev libsnappy-dev dataset-fashion-mnist python3 python3-protobuf python3-pil python3-onnx
+  libonnx-dev libyaml-cpp-dev libsnappy-dev dataset-fashion-mnist python3 python3-protobuf python3-pil python3-onnx
 )
 # The test path (FASTNN_TARGETS unset: scripts/test.sh) also renders the report pages in headless
 # Chromium (it_report_render; skipped without it). 122 MB download, 414 MB installed, about 11 s of

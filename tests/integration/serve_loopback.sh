@@ -3,8 +3,9 @@
 # Fashion-MNIST (Debian dataset-fashion-mnist; exit 77 when absent); 200 test images written as PNGs;
 # `fastnn predict --batch_size 1 --embeddings` on them is the reference every served answer must equal
 # (label, name, topk classes; probabilities and embeddings to float32 rounding), under 8 concurrent
-# clients x 100 requests, four rounds, with hostile requests and a stalled client in between, memory flat, and
-# a SIGTERM that lets the requests in flight finish and exits 0.
+# clients x 100 requests, four rounds, with hostile requests and framings, a stalled client and 2 x
+# --threads trickling clients in between, memory flat, and a SIGTERM that lets the requests in flight
+# finish, cuts a trickling client at the end of the grace period and exits 0.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -25,4 +26,10 @@ grep -q '"POST /v1/classify" 200 ' serve.err || fail "no access log line for a 2
 grep -q '"POST /v1/classify" 413 ' serve.err || fail "no access log line for a 413"
 grep -q '"POST /v1/embed" 400 ' serve.err || fail "no access log line for a 400"
 grep -q "stopped after" serve.err || fail "no stop summary"
+# Framing refusals and timeouts are logged too; a path decoding to a newline and an escape is one line.
+grep -q '"POST /v1/classify" 415 .* -$' serve.err || fail "no access log line for a 415"
+grep -q '"POST /v1/classify" 408 ' serve.err || fail "no access log line for a 408"
+grep -qF '"POST /v1/\x0aserve: forged\x1b[31m" 404 ' serve.err || fail "the injected path is not escaped in the log"
+grep -q '^serve: forged' serve.err && fail "a client forged an access log line"
+grep -q $'\x1b' serve.err && fail "a client put a terminal escape into the log"
 echo "ok"

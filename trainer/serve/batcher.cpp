@@ -95,16 +95,34 @@ void Batcher::run() {
         if (o->error.empty()) o->error = "inference failed";
       }
     }
-    for (Slot& s : batch) {
-      Ticket& t = *s.ticket;
-      bool last;
-      {
-        std::lock_guard lock(t.mu_);
-        t.outcomes_[s.index].done = true;
-        last = --t.remaining_ == 0;
-      }
-      if (last) t.cv_.notify_all();
-    }
+    for (Slot& s : batch) finish(s);
+  }
+}
+
+void Batcher::finish(Slot& s) {
+  Ticket& t = *s.ticket;
+  bool last;
+  {
+    std::lock_guard lock(t.mu_);
+    t.outcomes_[s.index].done = true;
+    last = --t.remaining_ == 0;
+  }
+  if (last) t.cv_.notify_all();
+}
+
+void Batcher::cancel(const std::string& why) {
+  std::deque<Slot> dropped;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    dropped.swap(queue_);
+  }
+  cv_.notify_all();
+  for (Slot& s : dropped) {
+    Outcome& o = s.ticket->outcomes_[s.index];
+    o.cancelled = true;
+    o.error = why;
+    finish(s);
   }
 }
 

@@ -9,6 +9,8 @@
 // Bounded: at most queue_capacity items wait (not counting the batch being processed); submit() returns
 // null when the request's items do not fit (the server answers 503) or after stop() has begun.
 // stop(): no new submissions; everything already queued is processed, then the worker exits (joined).
+// cancel(why): no new submissions; every queued item fails at once with `why` (Outcome::cancelled), the
+// batch being processed finishes: a stop that must not wait for a long queue to drain.
 // Threading: submit() and Ticket::wait() from any threads; `process` runs only on the worker thread,
 // so it may own single-threaded state (the Predictor).
 #pragma once
@@ -32,6 +34,7 @@ namespace fastnn::serve {
 struct Outcome {
   bool done = false;
   bool failed = false;  // the whole batch failed (process threw): a server error, not the input's fault
+  bool cancelled = false;  // never processed: the batcher was cancelled
   std::string error;    // non-empty: this item got no prediction (bad image, or failed)
   inference::Prediction prediction;
 };
@@ -73,6 +76,7 @@ class Batcher {
   // Null when the queue cannot take all of `items` now, or when stopping. Empty `items`: a done ticket.
   std::shared_ptr<Ticket> submit(std::vector<inference::InputItem> items);
   void stop();
+  void cancel(const std::string& why);
 
   size_t queued() const;  // items waiting
   BatchStats stats() const;
@@ -84,6 +88,7 @@ class Batcher {
     size_t index;
   };
   void run();
+  static void finish(Slot& slot);
 
   BatcherOptions options_;
   Process process_;

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
-#include <nlohmann/json.hpp>
-
 #include "core/base64.h"
 #include "core/image.h"
+#include "trainer/serve/base64_json.h"
 
 namespace fastnn::serve {
 namespace {
@@ -22,26 +21,10 @@ inference::InputItem image_item(std::string bytes, size_t index, const std::stri
 }
 
 std::vector<inference::InputItem> parse_json(std::string_view body, size_t max_images) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(body.begin(), body.end());
-  } catch (const nlohmann::json::exception& e) {
-    throw RequestError(400, str("invalid JSON: ", e.what()));
-  }
-  if (!j.is_object() || !j.contains("base64_string"))
-    throw RequestError(400, "the JSON body must be an object with \"base64_string\": [\"<base64 image>\", ...]");
-  nlohmann::json list = j["base64_string"];
-  if (list.is_string()) list = nlohmann::json::array({list});
-  if (!list.is_array()) throw RequestError(400, "\"base64_string\" must be a list of strings");
-  if (list.empty()) throw RequestError(400, "\"base64_string\" holds no image");
-  if (list.size() > max_images)
-    throw RequestError(413, str("\"base64_string\" holds ", list.size(), " images; at most ", max_images, " per request"));
   std::vector<inference::InputItem> items;
-  items.reserve(list.size());
-  for (size_t i = 0; i < list.size(); ++i) {
+  // Each string is decoded as it is read, so the body's text and its decoded images are never all held twice.
+  for_each_base64_string(body, max_images, [&items](size_t i, std::string& b64) {
     const std::string what = str("base64_string[", i, "]");
-    if (!list[i].is_string()) throw RequestError(400, str(what, " is not a string"));
-    const std::string& b64 = list[i].get_ref<const std::string&>();
     std::string bytes;
     try {
       bytes = base64_decode(b64);
@@ -49,7 +32,7 @@ std::vector<inference::InputItem> parse_json(std::string_view body, size_t max_i
       throw RequestError(400, str(what, ": ", e.what()));
     }
     items.push_back(image_item(std::move(bytes), i, what));
-  }
+  });
   return items;
 }
 

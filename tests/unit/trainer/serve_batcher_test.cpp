@@ -1,5 +1,5 @@
 // serve::Batcher: micro-batches in queue order, never above max_batch, a bounded all-or-none queue,
-// a failing batch failing only its items, and stop() draining what was queued.
+// a failing batch failing only its items, stop() draining what was queued and cancel() failing it at once.
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -154,6 +154,31 @@ TEST(Batcher, StopDrainsQueuedWork) {
     EXPECT_EQ(o[i].prediction.path, "done " + std::to_string(i + 1));
   }
   EXPECT_EQ(b.stats().items, 6);
+}
+
+TEST(Batcher, CancelFailsTheQueuedItemsAtOnce) {
+  GatedModel m;
+  Batcher b({.max_batch = 2, .max_delay = std::chrono::microseconds(0), .queue_capacity = 16}, m.process());
+  auto running = b.submit(items(1, 0));
+  m.first_started.get_future().wait();  // batch [0] is in the model
+  auto queued = b.submit(items(3, 1));
+  ASSERT_TRUE(queued);
+  // cancel() does not wait for the model: the queued items fail while batch [0] still runs.
+  b.cancel("the server is stopping");
+  const auto& oq = queued->wait();
+  for (const Outcome& o : oq) {
+    EXPECT_TRUE(o.done);
+    EXPECT_TRUE(o.cancelled);
+    EXPECT_FALSE(o.failed);
+    EXPECT_EQ(o.error, "the server is stopping");
+  }
+  EXPECT_FALSE(b.submit(items(1, 9)));  // no new work after a cancel
+  m.gate.set_value();
+  const auto& orun = running->wait();  // the running batch finishes normally
+  EXPECT_FALSE(orun[0].cancelled);
+  EXPECT_EQ(orun[0].prediction.path, "done 0");
+  b.stop();
+  EXPECT_EQ(b.stats().items, 1);
 }
 
 TEST(Batcher, AThrowingBatchFailsOnlyItsItems) {
