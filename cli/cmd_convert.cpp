@@ -21,6 +21,7 @@
 #include "converters/tfrecord_source.h"
 #include "core/check.h"
 #include "core/class_map.h"
+#include "core/logging.h"
 #include "core/manifest.h"
 #include "core/name_escape.h"
 #include "core/progress.h"
@@ -34,7 +35,8 @@ using convert::ConvertOptions;
 struct CommonArgs {
   std::vector<std::string> inputs;
   std::string output;
-  int64_t num_gpus = 0;
+  int64_t num_gpus = 1;
+  const CLI::Option* num_gpus_flag = nullptr;  // set by add_format: was --num-gpus given?
   int64_t shards_per_gpu = 4;
   uint64_t seed = 0;
   std::string remainder = "drop";
@@ -98,7 +100,9 @@ CLI::App* add_format(CLI::App* convert, const char* name, const char* descriptio
   auto* in = sub->add_option("--input,-i", a.inputs, "Input folder or file (repeatable)");
   if (needs_input) in->required();
   sub->add_option("--output,-o", a.output, "Output folder for shards, manifest.json and labels.txt")->required();
-  sub->add_option("--num-gpus", a.num_gpus, "GPUs the shards are balanced for")->required()->check(CLI::Range(1, 65536));
+  a.num_gpus_flag = sub->add_option("--num-gpus", a.num_gpus, "GPUs the shards are balanced for (every GPU of the "
+                                                              "training job reads the same number of records)")
+                        ->check(CLI::Range(1, 65536));
   sub->add_option("--shards-per-gpu", a.shards_per_gpu, "Shards per GPU (shards per split = num-gpus × this)")
       ->check(CLI::Range(1, 65536));
   sub->add_option("--seed", a.seed, "Shuffle seed: same inputs and seed give byte-identical shards");
@@ -174,6 +178,9 @@ void print_json(const convert::ConvertResult& r) {
 
 // `a` gives --json and --verbose, so that a new format cannot leave them silently unread.
 void run(convert::Source& source, const ConvertOptions& o, const CommonArgs& a) {
+  // The default is said, not silent: shards for one GPU train on N only after a rebalance.
+  if (a.num_gpus_flag->count() == 0 && !a.quiet && !a.json)
+    log_info("balancing the shards for 1 GPU (the default; --num-gpus N for a job on N GPUs)");
   const convert::ConvertResult r = convert::run_conversion(source, o);
   a.json ? print_json(r) : print_summary(r, a.verbose);
 }

@@ -52,8 +52,12 @@ void add_train_command(CLI::App& app) {
       throw ExitStatus{128 + s.stop_signal};
     }
     if (s.rank != 0) return;  // data-parallel: rank 0 reports for the job
-    std::printf("trained %lld steps in %.1f s (%.0f img/s), run directory %s\n",
-                static_cast<long long>(s.steps - s.first_step), s.train_seconds, s.images_per_sec, s.run_dir.c_str());
+    if (s.already_finished)
+      std::printf("%s already reached step %lld: nothing to train (raise stop_at_step or num_epochs to continue, "
+                  "or --overwrite to start over)\n", s.run_dir.c_str(), static_cast<long long>(s.steps));
+    else
+      std::printf("trained %lld steps in %.1f s (%.0f img/s), run directory %s\n",
+                  static_cast<long long>(s.steps - s.first_step), s.train_seconds, s.images_per_sec, s.run_dir.c_str());
     if (s.evaluated)
       std::printf("final eval: top1 %.4f  top5 %.4f  loss %.4f  (%lld examples)\n", s.eval.top1, s.eval.top5,
                   s.eval.loss, static_cast<long long>(s.eval.num_examples));

@@ -5,7 +5,8 @@
 #    --dataset_split_name; eval_image_classifier's --dataset_split_name picks the split evaluated;
 #  - timm's --lr, --epochs, --bn_momentum; a flat YAML config (args.yaml habit) and a JSON one;
 #  - usage errors exit 2 in train (an unknown flag, a bad value) with did-you-mean; `fastnn trian` and
-#    --model_name=resnet50 suggest the right names; aux_logits is a field.
+#    --model_name=resnet50 suggest the right names; aux_logits is a field;
+#  - eval without --dataset_dir evaluates on the run's data; a finished run rerun says so with its final eval.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 set -u
@@ -36,6 +37,14 @@ n=$(grep -c '"event": *"train"' slim/metrics.jsonl)
 [ "$n" = 2 ] || fail "metrics.jsonl has $n train lines, not 2"
 expect 0 "evaluation \(train\) is not held out" "$FASTNN" eval --dataset_dir=data --output_dir=slim --dataset_split_name=train
 expect 1 "no validation split" "$FASTNN" eval --dataset_dir=data --output_dir=slim --dataset_split_name=validation
+# eval takes the run's data when none is named, and says so.
+expect 0 "evaluating on data, the run's data" "$FASTNN" eval --output_dir=slim --json
+grep -q '"num_examples":16' out.txt || { cat out.txt; fail "eval without dataset_dir did not evaluate the run's 16 test records"; }
+# A finished run rerun unchanged trains nothing, says so, and prints the final eval it recorded.
+expect 0 "slim already reached step 6: nothing to train" "$FASTNN" train --model_name=mlp --dataset_dir=data \
+  --train_dir=slim --max_number_of_steps=6 --log_every_n_steps=3 --save_interval_secs=0.001 \
+  --save_summaries_secs=3600 --dataset_split_name=train --batch_size=8 --device=cpu --keep_checkpoint_max=0
+grep -q "^final eval: top1" out.txt || { cat out.txt; fail "the finished run's rerun printed no final eval"; }
 
 # timm's names, and configs in YAML and JSON.
 cat > args.yaml <<'Y'

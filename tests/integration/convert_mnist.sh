@@ -52,7 +52,10 @@ grep -q '"source": "train-labels-idx1-ubyte#13"' label.skip/manifest.json || fai
 echo x > afile
 expect_fail "afile" "not a directory" -- "$FASTNN" convert mnist -i plain -o afile/out --num-gpus 1
 # Usage errors.
-expect_fail "--num-gpus is required" -- "$FASTNN" convert mnist -i plain -o u.out
+# --num-gpus defaults to 1, and says so.
+"$FASTNN" convert mnist -i plain -o one.out --shards-per-gpu 1 > one.txt 2>&1 || { cat one.txt; fail "convert without --num-gpus"; }
+grep -q "balancing the shards for 1 GPU (the default" one.txt || { cat one.txt; fail "the default --num-gpus is not said"; }
+grep -q '"num_gpus": 1' one.out/manifest.json || fail "default --num-gpus is not 1 in the manifest"
 expect_fail "fewer than its 64 shards" -- "$FASTNN" convert mnist -i plain -o few.out --num-gpus 16 --shards-per-gpu 4
 no_output few.out
 echo PASS

@@ -177,7 +177,12 @@ void RunDirectory::open(const JobConfig& config) {
   }
   const std::string offer = str("; pass --resume to continue it anyway, or --overwrite to start over (removes only the "
                                 "files fastnn wrote there), or choose another output_dir");
-  if (!options_.resume) {
+  if (!options_.resume && !resume_ && damaged.empty()) {
+    // A run that failed before its first checkpoint (a bad flag found late, a full disk, kill -9) left
+    // logs but no trained state: nothing is lost by starting it again, so the corrected rerun just works.
+    log_warn(dir_, " holds files of a run that saved no checkpoint (", list_some(files),
+             "): starting again from step 0");
+  } else if (!options_.resume) {
     if (!resume_) {
       std::string why = damaged.empty() ? std::string("no checkpoint")
                                         : str("no usable checkpoint (", damaged.front().first, " is damaged: ",

@@ -30,14 +30,15 @@
 #include "trainer/loop/device_setup.h"
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/profiler.h"
+#include "trainer/loop/input_geometry.h"
 #include "trainer/loop/run_directory.h"
 #include "trainer/loop/run_setup.h"
-#include "trainer/loop/input_geometry.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/stop_signal.h"
 #include "trainer/metrics/event_writer.h"
 #include "trainer/metrics/jsonl_writer.h"
+#include "trainer/metrics/run_report.h"
 #include "trainer/schedule/lr_schedule.h"
 
 namespace fastnn::loop {
@@ -160,6 +161,7 @@ class TrainingRun {
   TrainSummary run();
 
  private:
+  void recall_final_eval();
   void restore_or_init();
   void log_window(int64_t step, double lr);
   void run_eval(int64_t step);
@@ -347,6 +349,25 @@ void TrainingRun::save(int64_t step, double lr) {
   if (dp_.chief()) log_info("saved checkpoint ", info.prefix);
 }
 
+// A rerun of a finished run trains nothing; its summary gives the eval that metrics.jsonl recorded at the
+// last step, so the rerun still answers "how good is it" (a torn or missing file: no eval, no failure).
+void TrainingRun::recall_final_eval() {
+  summary_.already_finished = true;
+  try {
+    const RunMetrics m = read_run_metrics((std::filesystem::path(setup_.run_dir) / "metrics.jsonl").string());
+    for (auto e = m.evals.rbegin(); e != m.evals.rend(); ++e) {
+      if (e->step != total_) continue;
+      summary_.evaluated = true;
+      summary_.eval.top1 = e->top1;
+      summary_.eval.top5 = e->top5;
+      summary_.eval.loss = e->loss;
+      summary_.eval.num_examples = e->num_examples;
+      return;
+    }
+  } catch (const Error&) {
+  }
+}
+
 TrainSummary TrainingRun::run() {
   StopSignalScope stop_scope;  // SIGTERM/SIGINT: checkpoint at the current step, then return
   run_dir_ = std::make_unique<RunDirectory>(setup_.run_dir, c_, RunDirectory::Options{.resume = options_.resume,
@@ -484,7 +505,8 @@ TrainSummary TrainingRun::run() {
   batch.reset();
   it.reset();
   if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
-  if (total_ > start_) run_eval(total_);  // a finished run continued: its final eval line is there already
+  if (total_ > start_) run_eval(total_);
+  else if (dp_.chief()) recall_final_eval();  // a finished run rerun: its final eval line is there already
   summary_.steps = total_;
   summary_.train_seconds = loop_seconds_;
   summary_.images_per_sec = loop_seconds_ > 0 ? static_cast<double>(loop_images) / loop_seconds_ : 0;
@@ -530,6 +552,17 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
     if (!given.has_batch_norm_epsilon() && saved->has_batch_norm_epsilon())
       c.set_batch_norm_epsilon(saved->batch_norm_epsilon());
     if (!given.has_batch_norm_decay() && saved->has_batch_norm_decay()) c.set_batch_norm_decay(saved->batch_norm_decay());
+    // The run's data when the command names none (predict and report read it from the run too):
+    // `fastnn eval --output_dir=run` evaluates on what the run held out.
+    const bool names_data = given.has_dataset_dir() || given.has_eval_files() || given.has_file_pattern() ||
+                            given.has_train_files();
+    if (!names_data && saved->has_dataset_dir()) {
+      c.set_dataset_dir(saved->dataset_dir());
+      if (saved->has_file_pattern()) c.set_file_pattern(saved->file_pattern());
+      if (saved->has_train_files()) c.set_train_files(saved->train_files());
+      if (saved->has_eval_files()) c.set_eval_files(saved->eval_files());
+      log_info("evaluating on ", saved->dataset_dir(), ", the run's data (set dataset_dir to choose another)");
+    }
     // dataset_split_name given to eval names the split to evaluate; the training split is the run's.
     c.clear_dataset_split_name();
     if (saved->has_dataset_split_name()) c.set_dataset_split_name(saved->dataset_split_name());

@@ -44,6 +44,7 @@ struct TrainSummary {
   std::string run_dir;
   int rank = 0, world_size = 1;  // data-parallel: only rank 0 (the chief) reports
   int stop_signal = 0;  // SIGTERM/SIGINT stopped the run after `steps` (checkpoint saved); 0: it ran to the end
+  bool already_finished = false;  // the run had reached its last step: nothing trained; `eval` is the recorded one
 };
 
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options = {});

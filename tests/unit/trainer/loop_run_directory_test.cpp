@@ -130,12 +130,18 @@ TEST(RunDirectory, SameConfigurationContinuesOtherIsRefused) {
   EXPECT_NE(error_of([&] { RunDirectory r(d.path() + "/x", config(), {.resume = true, .overwrite = true}); }), "");
 }
 
-TEST(RunDirectory, RunFilesWithoutCheckpointAreRefused) {
+// A run that failed before its first checkpoint left nothing trained: the corrected rerun starts it again
+// from step 0 (with or without --resume) instead of demanding --overwrite; only damaged checkpoints refuse.
+TEST(RunDirectory, RunFilesWithoutCheckpointStartAgain) {
   ScratchDir d("rundir-nockpt");
   testing_util::write_bytes(d.file("metrics.jsonl"), "{\"event\":\"train\",\"step\":5}\n");
-  const std::string e = error_of([&] { RunDirectory r(d.path(), config(), {}); });
-  EXPECT_NE(e.find("holds files of another run (metrics.jsonl) and no checkpoint"), std::string::npos) << e;
-  RunDirectory r(d.path(), config(), {.resume = true});  // from step 0: later lines dropped
+  {
+    RunDirectory r(d.path(), config(0.5), {});  // any configuration: there is no trained state to compare
+    EXPECT_EQ(r.resume_from(), nullptr);
+  }
+  EXPECT_EQ(testing_util::read_bytes(d.file("metrics.jsonl")), "");  // later lines dropped
+  testing_util::write_bytes(d.file("metrics.jsonl"), "{\"event\":\"train\",\"step\":5}\n");
+  RunDirectory r(d.path(), config(), {.resume = true});
   EXPECT_EQ(r.resume_from(), nullptr);
   EXPECT_EQ(testing_util::read_bytes(d.file("metrics.jsonl")), "");
 }
