@@ -24,7 +24,7 @@ namespace fastnn::cli {
 namespace {
 
 struct PredictArgs {
-  std::string checkpoint, output, format = "jsonl", device = "auto", split, embeddings;
+  std::string checkpoint, output, format, device = "auto", split, embeddings;
   std::vector<std::string> inputs;
   int top_k = 5, batch_size = 0;
   bool skip_bad = false, quiet = false;
@@ -64,7 +64,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
   std::unique_ptr<inference::EmbeddingWriter> embeddings;
   std::exception_ptr setup_error;
   try {
-    format = inference::parse_predict_format(a.format);
+    format = inference::predict_output_format(a.format, a.output);
     inputs = inference::resolve_inputs(a.inputs, a.split);
     if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
     predictor_owner = std::make_unique<inference::Predictor>(
@@ -126,7 +126,8 @@ void add_predict_command(CLI::App& app) {
       ->required();
   cmd->add_option("--output,-o", a->output, "Write the predictions here (default: stdout)");
   cmd->add_option("--top_k,--top-k", a->top_k, "Classes per input in `topk`")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--format", a->format, "jsonl (one JSON object per input) or csv");
+  cmd->add_option("--format", a->format, "jsonl (one JSON object per input) or csv (default: -o's extension, .csv or .jsonl; "
+                  "else jsonl)");
   cmd->add_option("--device", a->device, "cpu, cuda or auto");
   cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));

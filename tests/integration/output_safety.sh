@@ -42,7 +42,7 @@ sum_before=$(md5sum images/a.png "$weights" | md5sum)
 
 # Targets that are not regular files, or are inputs.
 mkfifo out.fifo emb.npy
-expect 1 "FIFO" "$FASTNN" predict --checkpoint run -i images -o out.fifo -q
+expect 1 "FIFO" "$FASTNN" predict --checkpoint run -i images -o out.fifo --format jsonl -q
 [ -p out.fifo ] || fail "predict replaced the FIFO"
 expect 1 "FIFO" "$FASTNN" predict --checkpoint run -i images --embeddings emb.npy -q
 expect 1 "FIFO" "$FASTNN" export --checkpoint run -o out.fifo -q
@@ -50,10 +50,10 @@ expect 1 "FIFO" "$FASTNN" export --checkpoint run -o out.fifo -q
 expect 1 "character device" "$FASTNN" predict --checkpoint run -i images -o /dev/null -q
 [ -c /dev/null ] || fail "/dev/null is no longer a device"
 expect 1 "folder" "$FASTNN" export --checkpoint run -o images -q
-expect 1 "inputs" "$FASTNN" predict --checkpoint run -i images -o images/a.png -q
+expect 1 "inputs" "$FASTNN" predict --checkpoint run -i images -o images/a.png --format jsonl -q
 ln images/a.png hard_link.png
-expect 1 "inputs" "$FASTNN" predict --checkpoint run -i images/a.png -o hard_link.png -q
-expect 1 "inputs" "$FASTNN" predict --checkpoint run -i images -o "$weights" -q
+expect 1 "inputs" "$FASTNN" predict --checkpoint run -i images/a.png -o hard_link.png --format jsonl -q
+expect 1 "inputs" "$FASTNN" predict --checkpoint run -i images -o "$weights" --format jsonl -q
 expect 1 "inputs" "$FASTNN" export --checkpoint run -o "$weights" -q
 [ "$(md5sum images/a.png "$weights" | md5sum)" = "$sum_before" ] || fail "an input changed"
 ls -A | grep -q fastnn-tmp && fail "a temporary was left behind"

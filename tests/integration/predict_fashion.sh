@@ -65,6 +65,16 @@ for c, j in zip(rows, js):
     assert len(c["topk"].split(" ")) == 2 and c["name"] == j["name"], c
 PY
 [ -z "$(ls -A . | grep fastnn-tmp)" ] || fail "temporary output left behind"
+# The output's format follows its extension; a name that says another format, or none known, is refused.
+"$FASTNN" predict --checkpoint "$ckpt" --input "$shard" --device=cpu --top_k 2 -q -o ext.CSV || fail "predict -o ext.CSV"
+cmp -s ext.CSV pred.csv || fail "-o ext.CSV without --format did not write the csv --format csv wrote"
+for bad in "-o p.txt" "-o p.csv --format jsonl"; do
+  # shellcheck disable=SC2086
+  "$FASTNN" predict --checkpoint "$ckpt" --input "$shard" --device=cpu -q $bad > refused.txt 2>&1
+  rc=$?
+  [ "$rc" = 2 ] && grep -q "name the file" refused.txt || { cat refused.txt; fail "predict $bad: exit $rc, not a usage error"; }
+done
+[ ! -e p.txt ] && [ ! -e p.csv ] || fail "a refused predict wrote its output"
 
 # A record damaged in place is fatal, naming the shard.
 cp "$shard" bad.tfrecord

@@ -1,8 +1,12 @@
 #include "trainer/inference/predict.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -37,7 +41,27 @@ const std::string* name_of(int id, const std::vector<std::string>& names) {
 PredictFormat parse_predict_format(const std::string& name) {
   if (name == "jsonl" || name == "json") return PredictFormat::kJsonl;
   if (name == "csv") return PredictFormat::kCsv;
-  throw ConfigError(str("--format \"", name, "\" is not one of: jsonl, csv"));
+  throw UsageError(str("--format \"", name, "\" is not one of: jsonl, csv"));
+}
+
+PredictFormat predict_output_format(const std::string& format, const std::string& output) {
+  std::string ext = std::filesystem::path(output).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::optional<PredictFormat> named;
+  if (ext == ".csv") named = PredictFormat::kCsv;
+  if (ext == ".jsonl" || ext == ".json" || ext == ".ndjson") named = PredictFormat::kJsonl;
+  if (!format.empty()) {
+    const PredictFormat given = parse_predict_format(format);
+    if (named && *named != given)
+      throw UsageError(str("-o ", output, " names a ", ext, " file but --format is ", format,
+                           ": drop --format, or name the file to match"));
+    return given;
+  }
+  if (named) return *named;
+  if (!ext.empty())
+    throw UsageError(str("-o ", output, ": predict writes jsonl or csv and ", ext,
+                         " says neither; name the file .jsonl or .csv, or give --format"));
+  return PredictFormat::kJsonl;
 }
 
 std::string prediction_json_fields(const Prediction& p, const std::vector<std::string>& names) {

@@ -26,7 +26,11 @@
 namespace fastnn::inference {
 
 enum class PredictFormat { kJsonl, kCsv };
-PredictFormat parse_predict_format(const std::string& name);  // jsonl|json|csv; ConfigError otherwise
+PredictFormat parse_predict_format(const std::string& name);  // jsonl|json|csv; UsageError otherwise
+// The format of predict's output: `format` (--format, empty when not given) and the extension of `output`
+// (-o, empty: stdout) must agree. .csv is csv; .jsonl, .json, .ndjson are jsonl; without --format a
+// name with another extension is refused (UsageError) rather than written in a format it does not say.
+PredictFormat predict_output_format(const std::string& format, const std::string& output);
 
 std::string prediction_json(const Prediction& p, const std::vector<std::string>& class_names);
 // The fields after source/record/target: "label":ID[,"name":NAME],"topk":[...] (no braces; serve's answers).
