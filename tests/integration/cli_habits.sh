@@ -6,7 +6,8 @@
 #  - timm's --lr, --epochs, --bn_momentum; a flat YAML config (args.yaml habit) and a JSON one;
 #  - usage errors exit 2 in train (an unknown flag, a bad value) with did-you-mean; `fastnn trian` and
 #    --model_name=resnet50 suggest the right names; aux_logits is a field;
-#  - eval without --dataset_dir evaluates on the run's data; a finished run rerun says so with its final eval.
+#  - eval without --dataset_dir evaluates on the run's data; a finished run rerun says so with its final eval;
+#    train -q and --json.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 set -u
@@ -45,6 +46,15 @@ expect 0 "slim already reached step 6: nothing to train" "$FASTNN" train --model
   --train_dir=slim --max_number_of_steps=6 --log_every_n_steps=3 --save_interval_secs=0.001 \
   --save_summaries_secs=3600 --dataset_split_name=train --batch_size=8 --device=cpu --keep_checkpoint_max=0
 grep -q "^final eval: top1" out.txt || { cat out.txt; fail "the finished run's rerun printed no final eval"; }
+# train -q: warnings and the summary only; --json: one JSON object on stdout, no step lines.
+"$FASTNN" train --model_name=mlp --dataset_dir=data --output_dir=quiet --stop_at_step=4 --log_every_n_steps=1 \
+  --batch_size=8 --device=cpu -q > q.out 2> q.err || { cat q.out q.err; fail "train -q"; }
+! grep -q "^step " q.out && ! grep -q "^I " q.err || { cat q.out q.err; fail "train -q printed step or info lines"; }
+grep -q "^trained 4 steps" q.out || { cat q.out; fail "train -q printed no summary"; }
+"$FASTNN" train --model_name=mlp --dataset_dir=data --output_dir=json_run --stop_at_step=4 --log_every_n_steps=1 \
+  --batch_size=8 --device=cpu --json > j.out 2> /dev/null || fail "train --json"
+python3 -c 'import json,sys; l=open(sys.argv[1]).read().splitlines(); assert len(l)==1, l; j=json.loads(l[0]); assert j["step"]==4 and j["eval"]["num_examples"]==16, j' j.out ||
+  { cat j.out; fail "train --json is not one summary object"; }
 
 # timm's names, and configs in YAML and JSON.
 cat > args.yaml <<'Y'

@@ -260,7 +260,8 @@ void TrainingRun::log_window(int64_t step, double lr) {
   }
   // ETA: the step loop's mean time per step so far (evaluations excluded) over the steps left.
   const double per_step = step > start_ ? loop_seconds_ / static_cast<double>(step - start_) : 0;
-  std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%  eta %s\n",
+  if (options_.progress_lines)
+    std::printf("step %lld/%lld  epoch %.2f  loss %.4f  acc %.4f  lr %.5g  %.0f img/s  data wait %.0f%%  eta %s\n",
               static_cast<long long>(step), static_cast<long long>(total_), e.epoch, e.loss, e.accuracy, lr,
               e.images_per_sec, 100 * e.data_wait_fraction,
               seconds_text(per_step * static_cast<double>(total_ - step)).c_str());
@@ -286,13 +287,14 @@ void TrainingRun::run_eval(int64_t step) {
   if (!dp_.chief()) return eval_window_.reset();
   const size_t shared = setup_.eval_files_also_trained.size();
   const std::string split = shared ? str(setup_.eval_split, ", NOT held out: ", shared, " file(s) also trained on") : setup_.eval_split;
-  std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
+  if (options_.progress_lines)
+    std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
               static_cast<long long>(step), split.c_str(), static_cast<long long>(r.num_examples),
               r.seconds, r.top1, r.top5, r.loss);
   if (eval_window_.examples > 0) {
     const GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
     if (gap.suspicious) log_warn(gap.line);
-    else std::printf("%s\n", gap.line.c_str());
+    else if (options_.progress_lines) std::printf("%s\n", gap.line.c_str());
     // Training's accuracy as the last log line said it (the window since the last evaluation also
     // holds the run's first, untrained steps).
     const double train_accuracy = last_logged_accuracy_ >= 0 ? last_logged_accuracy_ : eval_window_.accuracy();

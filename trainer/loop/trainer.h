@@ -32,6 +32,7 @@ namespace fastnn::loop {
 struct TrainOptions {
   bool resume = false;
   bool overwrite = false;  // start over: remove the run files of the folder first (run_directory.h)
+  bool progress_lines = true;  // the step and eval lines on stdout (train -q and --json turn them off)
 };
 
 struct TrainSummary {
