@@ -167,7 +167,8 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--report", page->path,
                   "Also write a self-contained HTML page: sample images per class, class balance per shard, image "
                   "sizes, per-channel mean and standard deviation (written even when the check fails)");
-  cmd->add_flag("--overwrite", page->overwrite, "Replace an existing --report file");
+  cmd->add_flag("--overwrite", page->overwrite, "Replace an existing --report file that is not a page fastnn wrote (its own pages "
+                "are replaced anyway)");
   cmd->add_option("--report-samples", o->survey.samples_per_class, "Sample images per class on the page")
       ->check(CLI::Range(int64_t{0}, int64_t{64}));
   cmd->add_option("--report-classes", o->survey.max_sample_classes, "Show samples of the classes below this label")
@@ -177,8 +178,9 @@ void add_check_command(CLI::App& app) {
   cmd->callback([o, json, page] {
     o->survey.enabled = !page->path.empty();
     // Refused before the pass, not after minutes of checking (the write checks again).
-    if (o->survey.enabled && !page->overwrite && ::access(page->path.c_str(), F_OK) == 0)
-      throw ConfigError(str(page->path, " exists; pass --overwrite to replace it"));
+    if (o->survey.enabled && !page->overwrite && ::access(page->path.c_str(), F_OK) == 0 &&
+        !report::is_fastnn_page(page->path))
+      throw ConfigError(str(page->path, " exists and is not a page fastnn wrote; pass --overwrite to replace it"));
     convert::CheckReport r = convert::check_shard_set(*o);
     *json ? print_json_report(r) : print_report(r);
     if (o->survey.enabled) {

@@ -59,7 +59,8 @@ void add_report_command(CLI::App& app) {
                 "self-contained HTML file");
   cmd->add_option("run_dir", a->run_dir, "The run directory (train's --output_dir)")->required();
   cmd->add_option("--output,-o", a->output, "The HTML file to write (default RUN_DIR/report.html)");
-  cmd->add_flag("--overwrite", a->overwrite, "Replace an existing output file");
+  cmd->add_flag("--overwrite", a->overwrite, "Replace an existing output file that is not a page fastnn wrote (its own pages are "
+                "replaced anyway)");
   cmd->add_option("--dataset_dir,--dataset-dir", a->dataset_dir,
                   "Where labels.txt is, for class names (default: the dataset the run's checkpoint names)");
   cmd->callback([a] {

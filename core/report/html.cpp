@@ -69,7 +69,7 @@ table.heat td{min-width:2.2em}
 }  // namespace
 
 std::string html_page(std::string_view title, std::string_view body) {
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" + std::string(kGeneratorMeta) + "\n<title>";
   out += html_escape(title);
   out += "</title>\n<style>";
   out += kStyle;

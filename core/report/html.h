@@ -28,8 +28,12 @@ std::string json_script(const nlohmann::json& data, std::string_view id = "data"
 // A number as a page shows it: %.*g with `significant` digits; "–" for NaN or infinity.
 std::string format_number(double v, int significant = 4);
 
-// The whole document: doctype, UTF-8, the title (escaped), the project's inline stylesheet, `body`
-// (HTML, placed as given).
+// Marks a page as fastnn's own, in its <head>: rerunning the command that wrote it replaces it
+// without --overwrite (page_file.h), where any other file in the way is kept.
+inline constexpr std::string_view kGeneratorMeta = "<meta name=\"generator\" content=\"fastnn\">";
+
+// The whole document: doctype, UTF-8, the generator mark, the title (escaped), the project's inline
+// stylesheet, `body` (HTML, placed as given).
 std::string html_page(std::string_view title, std::string_view body);
 
 // <section id="ID"><h2>TITLE</h2>BODY</section>; id and title are escaped, body is HTML.

@@ -3,7 +3,8 @@
 // The page is written as core/output_file.h writes every output: beside `path`, fsync'ed, then renamed
 // onto it, so a reader (or a crash) sees the old file or the whole new one, never half a page; on any
 // error the temporary is removed; a FIFO or device in its place is refused. An existing `path` is a ConfigError naming
-// --overwrite unless `overwrite` is set (the convention of `fastnn convert` and `fastnn train`).
+// --overwrite unless `overwrite` is set or it is a page fastnn wrote (is_fastnn_page): rerunning
+// `report` or `check --report` refreshes its own page, but never replaces someone else's file.
 // Errors: ConfigError (exists), IoError naming the path (create, write, rename). Not for concurrent
 // writers of the same path.
 #pragma once
@@ -14,5 +15,8 @@
 namespace fastnn::report {
 
 void write_page_file(const std::string& path, std::string_view content, bool overwrite);
+
+// True when `path` is a regular file whose head (first 4 KiB) carries html.h's kGeneratorMeta.
+bool is_fastnn_page(const std::string& path);
 
 }  // namespace fastnn::report

@@ -5,7 +5,8 @@
 #     the class names of labels.txt (a hostile one escaped), the size table says 70000 × 28×28×1, and the
 #     channel mean and standard deviation over all records (--decode) equal those computed here from the
 #     IDX files; without --decode the page says the statistics are over a sample, with its count;
-#   - an existing page is kept without --overwrite (and no temporary is left);
+#   - a page fastnn wrote is refreshed on rerun, someone else's file kept without --overwrite (and no
+#     temporary is left);
 #   - `fastnn report RUN_DIR` after a few LeNet steps with evaluations: the curves' JSON and the loss
 #     chart's polyline equal metrics.jsonl, the confusion matrix is the last eval line's (its trace over
 #     the examples is top-1, per-class accuracy is diagonal / row sum) and equals `eval --json`'s.
@@ -27,9 +28,13 @@ printf '%s\n' "T-shirt/top" Trouser Pullover Dress Coat Sandal Shirt Sneaker Bag
 "$FASTNN" check data -q --decode --json --report check.html > check.json || fail "check --decode --report"
 "$FASTNN" check data -q --report sample.html --report-stats-records 1000 > sample.txt || fail "check --report"
 grep -q "report written to sample.html" sample.txt || fail "no 'report written' line"
-rc=0; "$FASTNN" check data -q --report sample.html > /dev/null 2> exists.err || rc=$?
-[ "$rc" = 1 ] && grep -q -- "--overwrite" exists.err || { cat exists.err; fail "an existing page was not refused (exit $rc)"; }
-"$FASTNN" check data -q --report sample.html --overwrite --report-stats-records 1000 > /dev/null || fail "--overwrite"
+# Its own page is refreshed on rerun; someone else's file in the way is kept without --overwrite.
+"$FASTNN" check data -q --report sample.html --report-stats-records 1000 > /dev/null || fail "check --report rerun"
+echo "my notes" > notes.html
+rc=0; "$FASTNN" check data -q --report notes.html > /dev/null 2> exists.err || rc=$?
+[ "$rc" = 1 ] && grep -q -- "--overwrite" exists.err || { cat exists.err; fail "an existing file was not refused (exit $rc)"; }
+[ "$(cat notes.html)" = "my notes" ] || fail "check --report replaced someone's file"
+"$FASTNN" check data -q --report notes.html --overwrite --report-stats-records 1000 > /dev/null || fail "--overwrite"
 ls -A | grep -q fastnn-tmp && fail "a temporary was left: $(ls -A)"
 
 python3 - "$DATA_SRC" <<'PY' || fail "check page"
@@ -92,8 +97,11 @@ PY
   { cat eval.err; fail "eval"; }
 "$FASTNN" report run > report.txt || fail "report"
 grep -q "report written to run/report.html" report.txt || { cat report.txt; fail "report line"; }
-rc=0; "$FASTNN" report run > /dev/null 2> exists.err || rc=$?
-[ "$rc" = 1 ] && grep -q -- "--overwrite" exists.err || fail "report replaced an existing page"
+"$FASTNN" report run > /dev/null || fail "report rerun did not refresh its own page"
+echo "my notes" > mine.html
+rc=0; "$FASTNN" report run -o mine.html > /dev/null 2> exists.err || rc=$?
+[ "$rc" = 1 ] && grep -q -- "--overwrite" exists.err && [ "$(cat mine.html)" = "my notes" ] ||
+  fail "report replaced someone's file"
 "$FASTNN" report run -o other.html > /dev/null || fail "report -o"
 
 python3 - <<'PY' || fail "run page"

@@ -137,6 +137,13 @@ TEST(PageFile, ReplacesOnlyWithOverwriteAndLeavesNoTemporary) {
   EXPECT_EQ(slurp(path), "one");
   write_page_file(path, "three", true);
   EXPECT_EQ(slurp(path), "three");
+  // fastnn's own page is replaced without overwrite; the mark must be in the file, not just the name.
+  const std::string page = html_page("t", "<p>x</p>");
+  write_page_file(path, page, true);
+  EXPECT_TRUE(is_fastnn_page(path));
+  write_page_file(path, html_page("t", "<p>y</p>"), false);
+  EXPECT_NE(slurp(path).find("<p>y</p>"), std::string::npos);
+  EXPECT_FALSE(is_fastnn_page(dir + "/none.html"));
   EXPECT_THROW(write_page_file(dir, "x", true), ConfigError);                 // a folder
   EXPECT_THROW(write_page_file(dir + "/no/such/r.html", "x", true), IoError);  // no parent
   int files = 0;
