@@ -1,11 +1,11 @@
 #include "trainer/loop/evaluate.h"
 
-#include "trainer/loop/batch_tensors.h"
-
 #include <chrono>
 #include <cstring>
 
 #include "core/check.h"
+#include "core/progress.h"
+#include "trainer/loop/batch_tensors.h"
 
 namespace fastnn::loop {
 
@@ -31,7 +31,7 @@ bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r) 
 }
 
 EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& ds,
-                            const EvalLogitsFn& logits) {
+                            const EvalLogitsFn& logits, Progress* progress) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t train_batch = g.batch_size();
   EvalResult r;
@@ -49,6 +49,7 @@ EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, 
     top1 += s.correct;
     top5 += s.correct_top5;
     r.num_examples += s.examples;
+    if (progress) progress->add(static_cast<uint64_t>(s.examples));
   }
   if (g.batch_size() != train_batch) g.set_batch_size(train_batch);
   if (!confusion_ok) r.confusion_classes = 0, r.confusion.clear();

@@ -15,6 +15,10 @@
 #include "trainer/metrics/jsonl_writer.h"  // kMaxConfusionClasses
 #include "trainer/train_step.h"
 
+namespace fastnn {
+class Progress;
+}  // namespace fastnn
+
 namespace fastnn::loop {
 
 struct EvalResult {
@@ -28,8 +32,9 @@ struct EvalResult {
 // `evaluate_batch` evaluates one batch of `graph` (a StepRunner's evaluate, on any device).
 using EvalBatchFn = std::function<StepResult(const Tensor& images, const Tensor& labels)>;
 using EvalLogitsFn = std::function<Tensor()>;
+// `progress` (optional) counts the images as they are evaluated (`fastnn eval`'s progress line).
 EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& dataset,
-                            const EvalLogitsFn& logits = {});
+                            const EvalLogitsFn& logits = {}, Progress* progress = nullptr);
 
 // Adds one batch's predictions to r's confusion matrix (sized on first use from the logits' width).
 // false (and nothing counted) when the logits are not [labels, C] with C <= kMaxConfusionClasses.

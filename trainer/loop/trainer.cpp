@@ -607,9 +607,14 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   out.checkpoint = l.prefix;
   out.step = l.meta.step();
   StepRunner& r = *runner;
+  // A progress line with ETA on a terminal (the held-out split of a large dataset takes minutes on a CPU).
+  Progress progress(str("eval ", setup.eval_split.empty() ? std::string("eval_files") : setup.eval_split),
+                    setup.eval_files.counts_known() ? setup.eval_files.total_records() : 0, "images");
+  progress.set_silent(log_level() > LogLevel::kInfo);
   out.result = evaluate_dataset(r.graph(), [&r](const Tensor& x, const Tensor& y) { return r.evaluate(x, y); },
                                 make_eval_dataset(setup, config, config.batch_size()),
-                                [&r] { return r.host_logits(); });
+                                [&r] { return r.host_logits(); }, &progress);
+  progress.finish();
   return out;
 }
 
