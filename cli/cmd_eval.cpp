@@ -1,4 +1,4 @@
-// `fastnn eval [--config job.pbtxt] [--name=value ...] [--checkpoint PATH] [--json]`: evaluates a
+// `fastnn eval [--config job.pbtxt] [--name=value ...] [--checkpoint PATH] [--json] [-q]`: evaluates a
 // checkpoint (default: the latest in the run directory) on the whole held-out split.
 #include <cstdio>
 #include <memory>
@@ -20,6 +20,7 @@ namespace {
 struct EvalArgs {
   std::string config, checkpoint;
   bool json = false;
+  bool quiet = false;
   bool help = false;
 };
 
@@ -36,12 +37,14 @@ void add_eval_command(CLI::App& app) {
                   "TF-slim eval_image_classifier's name");
   cmd->add_flag("--json", a->json, "Print one JSON object: top1, top5, loss, num_examples, step, checkpoint, confusion_matrix (rows: true "
                 "class, columns: predicted; up to 256 classes)");
+  cmd->add_flag("--quiet,-q", a->quiet, "No progress or info lines on stderr (warnings and errors stay)");
   cmd->add_flag("-h,--help", a->help, "Print this help and every job config field");
   cmd->callback([a, cmd] {
     if (a->help) {
       std::printf("%s\nJob config fields:\n\n%s", cmd->help().c_str(), format_config_help(*JobConfig::descriptor()).c_str());
       return;
     }
+    if (a->quiet) set_log_level(LogLevel::kWarn);
     const JobConfig config = load_job_config(a->config, cmd->remaining());
     for (const std::string& w : eval_ignored_flags(cmd->remaining())) log_warn(w);
     const loop::CheckpointEval e = loop::evaluate_checkpoint(config, a->checkpoint);
