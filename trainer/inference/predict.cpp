@@ -144,7 +144,8 @@ struct RoundResult {
     for (size_t i = 0, n = std::stoull(get()); i < n; ++i) r.lines.push_back(get());
     const std::string e = get();
     r.embeddings.resize(e.size() / sizeof(float));
-    std::memcpy(r.embeddings.data(), e.data(), r.embeddings.size() * sizeof(float));
+    if (!r.embeddings.empty())  // memcpy with a null pointer is undefined even for 0 bytes
+      std::memcpy(r.embeddings.data(), e.data(), r.embeddings.size() * sizeof(float));
     return r;
   }
 };
