@@ -9,7 +9,9 @@
 #include "core/tf_checkpoint/tf_checkpoint.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/finetune.h"
+#include "trainer/checkpoint/row_shards.h"
 #include "trainer/checkpoint/tf_restore.h"
+#include "trainer/loop/step_runner.h"
 
 namespace fastnn::loop {
 namespace {
@@ -86,6 +88,12 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
     if (auto it = by_name.find(v.name); it != by_name.end()) out.push_back(as_f32(v, *it->second, c.prefix));
   log_info(str("fine-tuning from ", c.prefix, ":\n", sel.summary()));
   return out;
+}
+
+void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer) {
+  if (!runner.has_sharded_rows()) return;  // the layout only: sharded_rows() would copy every row to the host
+  ckpt::RowShardReader reader(l);
+  runner.load_sharded_rows(reader, optimizer);
 }
 
 }  // namespace fastnn::loop

@@ -18,10 +18,13 @@
 #include <vector>
 
 #include "core/named_array.h"
+#include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/graph/graph.h"
 #include "trainer/optim/optimizer.h"
 
 namespace fastnn::loop {
+
+class StepRunner;
 
 std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor>& variables,
                                             const std::vector<NamedArray>& values);
@@ -37,5 +40,9 @@ struct StartOptions {
 // the exclude scopes.
 std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>& variables, const NetDef& net,
                                            const std::string& path, const StartOptions& options = {});
+
+// A sharded head's rows of this rank, from a checkpoint written at any number of ranks (--resume with
+// the optimizer's slots, eval without); nothing for a runner without sharded rows.
+void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer);
 
 }  // namespace fastnn::loop
