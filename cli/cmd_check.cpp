@@ -4,7 +4,6 @@
 // images per class, class balance, image sizes, channel statistics) from the same pass;
 // exits non-zero when anything is wrong. What is checked: converters/shard_check.h; the page:
 // converters/check_report_page.h.
-#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "converters/check_report_page.h"
 #include "converters/shard_check.h"
 #include "core/check.h"
@@ -131,8 +131,7 @@ void print_json_report(const convert::CheckReport& r) {
                             {"num_classes", r.manifest.num_classes()}, {"num_gpus", r.num_gpus}, {"decoded", r.decoded},
                             {"records", r.records}, {"bytes", r.bytes}, {"seconds", r.seconds}, {"splits", splits},
                             {"errors", r.errors}, {"warnings", r.warnings}};
-  std::printf("%s\n", j.dump().c_str());
-  std::fflush(stdout);
+  print_json_line(j);
 }
 
 }  // namespace
@@ -164,7 +163,7 @@ void add_check_command(CLI::App& app) {
     bool overwrite = false;
   };
   auto page = std::make_shared<PageArgs>();
-  cmd->add_option("--report", page->path,
+  cmd->add_option("--report,--output,-o", page->path,
                   "Also write a self-contained HTML page: sample images per class, class balance per shard, image "
                   "sizes, per-channel mean and standard deviation (written even when the check fails)");
   cmd->add_flag("--overwrite", page->overwrite, "Replace an existing --report file that is not a page fastnn wrote (its own pages "
@@ -178,9 +177,7 @@ void add_check_command(CLI::App& app) {
   cmd->callback([o, json, page] {
     o->survey.enabled = !page->path.empty();
     // Refused before the pass, not after minutes of checking (the write checks again).
-    if (o->survey.enabled && !page->overwrite && ::access(page->path.c_str(), F_OK) == 0 &&
-        !report::is_fastnn_page(page->path))
-      throw ConfigError(str(page->path, " exists and is not a page fastnn wrote; pass --overwrite to replace it"));
+    if (o->survey.enabled) report::check_page_target(page->path, page->overwrite);
     convert::CheckReport r = convert::check_shard_set(*o);
     *json ? print_json_report(r) : print_report(r);
     if (o->survey.enabled) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "converters/base64_tsv.h"
 #include "converters/cifar.h"
 #include "converters/convert.h"
@@ -172,8 +173,7 @@ void print_json(const convert::ConvertResult& r) {
                             {"write_seconds", r.write_seconds}, {"source_bytes", r.source_bytes},
                             {"bytes_written", r.bytes_written}, {"warnings", r.warnings},
                             {"manifest", nlohmann::json::parse(serialize_manifest(r.manifest))}};
-  std::printf("%s\n", j.dump().c_str());
-  std::fflush(stdout);
+  print_json_line(j);
 }
 
 // `a` gives --json and --verbose, so that a new format cannot leave them silently unread.

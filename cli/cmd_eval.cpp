@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "core/logging.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/config/field_effects.h"
@@ -58,7 +59,7 @@ void add_eval_command(CLI::App& app) {
         for (size_t i = 0; i < c; ++i)
           j["confusion_matrix"].push_back(std::vector<int64_t>(r.confusion.begin() + i * c, r.confusion.begin() + (i + 1) * c));
       }
-      std::printf("%s\n", j.dump().c_str());
+      print_json_line(j);
     } else {
       std::printf("%s (step %lld): top1 %.4f  top5 %.4f  loss %.4f  on %lld examples (%.1f s)\n", e.checkpoint.c_str(),
                   static_cast<long long>(e.step), r.top1, r.top5, r.loss, static_cast<long long>(r.num_examples),

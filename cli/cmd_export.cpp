@@ -8,8 +8,12 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "core/check.h"
+#include "core/output_file.h"
 #include "trainer/export/export_model.h"
 #include "trainer/export/export_tf_checkpoint.h"
 
@@ -20,8 +24,10 @@ struct ExportArgs {
   std::string checkpoint, model_name, output, format = "onnx", dtype = "float32", external = "auto", test_data;
   int num_classes = 0, image_size = 0, test_samples = 8;
   uint64_t seed = 0;
-  bool quiet = false;
+  bool quiet = false, json = false, overwrite = false;
 };
+
+
 
 }  // namespace
 
@@ -52,7 +58,9 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--test_data,--test-data", a->test_data,
                   "Also write reference inputs and fastnn's logits here (ONNX test_data_set_0 layout)");
   cmd->add_option("--test_samples,--test-samples", a->test_samples, "Samples in the test data")->check(CLI::Range(1, 4096));
+  cmd->add_flag("--overwrite", a->overwrite, "Replace an existing --output (and its companion files)");
   cmd->add_flag("--quiet,-q", a->quiet, "No summary on stderr");
+  cmd->add_flag("--json", a->json, "Print the summary as one JSON object on stdout (files written, bytes, model)");
   cmd->callback([a] {
     if (a->checkpoint.empty() && a->model_name.empty()) throw CLI::RequiredError("--checkpoint (or --model_name)");
     const onnx_export::SourceOptions source{.checkpoint = a->checkpoint, .model_name = a->model_name,
@@ -60,7 +68,14 @@ void add_export_command(CLI::App& app) {
     if (a->format == "tf-checkpoint") {
       if (a->dtype != "float32" || !a->test_data.empty() || a->external != "auto")
         throw CLI::ValidationError("--format tf-checkpoint", "--dtype, --test_data and --external_data are ONNX options");
+      // The index names the checkpoint; its data shard goes with it.
+      refuse_existing_output(a->output + ".index", a->overwrite);
       const tf_export::TfExportReport rep = tf_export::export_tf_checkpoint(source, a->output);
+      if (a->json)
+        return print_json_line(nlohmann::ordered_json{
+            {"format", "tf-checkpoint"}, {"source", rep.source}, {"model_name", rep.model_name},
+            {"num_classes", rep.num_classes}, {"image_size", rep.image_size}, {"step", rep.step},
+            {"prefix", rep.prefix}, {"tensors", rep.tensors}, {"bytes", rep.bytes}});
       if (!a->quiet)
         std::fprintf(stderr, "export: %s: %s, %d classes, %dx%d, step %lld -> TensorFlow V2 checkpoint %s (%zu tensors, "
                      "%llu bytes)\n", rep.source.c_str(), rep.model_name.c_str(), rep.num_classes, rep.image_size,
@@ -78,9 +93,22 @@ void add_export_command(CLI::App& app) {
     r.test_data_dir = a->test_data;
     r.test_samples = a->test_samples;
     r.producer_version = FASTNN_VERSION;
+    r.overwrite = a->overwrite;
     const onnx_export::ExportReport rep = onnx_export::export_model(r);
-    if (a->quiet) return;
     const inference::ModelInfo& m = rep.model;
+    if (a->json) {
+      nlohmann::ordered_json ops = nlohmann::ordered_json::object();
+      for (const auto& [op, n] : rep.op_types) ops[op] = n;
+      return print_json_line(nlohmann::ordered_json{
+          {"format", "onnx"}, {"source", m.checkpoint.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.checkpoint)},
+          {"model_name", m.model_name}, {"num_classes", m.num_classes}, {"height", m.height}, {"width", m.width},
+          {"channels", m.channels}, {"preset", m.preset}, {"dtype", a->dtype}, {"nodes", rep.nodes},
+          {"initializers", rep.initializers}, {"parameters", rep.parameters}, {"op_types", ops},
+          {"model_path", rep.files.model_path}, {"model_bytes", rep.files.model_bytes},
+          {"data_path", rep.files.data_path.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rep.files.data_path)},
+          {"data_bytes", rep.files.data_bytes}, {"external_tensors", rep.files.external_tensors}});
+    }
+    if (a->quiet) return;
     std::string ops;
     for (const auto& [op, n] : rep.op_types) ops += str(ops.empty() ? "" : " ", op, ":", n);
     std::fprintf(stderr, "export: %s: %s, %d classes, %dx%dx%d NCHW, %s preprocessing, %s\n",

@@ -27,7 +27,7 @@ struct PredictArgs {
   std::string checkpoint, output, format, device = "auto", split, embeddings;
   std::vector<std::string> inputs;
   int top_k = 5, batch_size = 0;
-  bool skip_bad = false, quiet = false;
+  bool skip_bad = false, quiet = false, overwrite = false;
 };
 
 // A setup error reported by this rank (see agree_on_setup).
@@ -75,6 +75,8 @@ void predict(const PredictArgs& a, Communicator& comm) {
       // What this command reads must survive it: -o naming an input image or the checkpoint is refused.
       std::vector<std::string> read = ckpt::checkpoint_file_paths(predictor_owner->model().checkpoint);
       for (const inference::PredictInput& in : inputs) read.push_back(in.path);
+      refuse_existing_output(a.output, a.overwrite, read);
+      refuse_existing_output(a.embeddings, a.overwrite, read);
       if (!a.output.empty()) file = std::make_unique<OutputFile>(a.output, OutputFile::Options{.inputs = read});
       if (!a.embeddings.empty())
         embeddings = std::make_unique<inference::EmbeddingWriter>(a.embeddings, predictor_owner->model().embedding_size, read);
@@ -125,6 +127,7 @@ void add_predict_command(CLI::App& app) {
                   "file (*.tsv); repeatable")
       ->required();
   cmd->add_option("--output,-o", a->output, "Write the predictions here (default: stdout)");
+  cmd->add_flag("--overwrite", a->overwrite, "Replace an existing --output or --embeddings file");
   cmd->add_option("--top_k,--top-k", a->top_k, "Classes per input in `topk`")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--format", a->format, "jsonl (one JSON object per input) or csv (default: -o's extension, .csv or .jsonl; "
                   "else jsonl)");

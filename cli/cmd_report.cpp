@@ -1,4 +1,4 @@
-// `fastnn report RUN_DIR [--output FILE.html] [--overwrite] [--dataset_dir DIR]`: the run's picture
+// `fastnn report RUN_DIR [--output FILE.html] [--overwrite] [--dataset_dir DIR] [-q|--json]`: the run's picture
 // page (loss, accuracy, learning-rate and throughput curves; the last evaluation's confusion matrix
 // and per-class accuracy) from RUN_DIR/metrics.jsonl, as one self-contained HTML file (default
 // RUN_DIR/report.html). The page: trainer/metrics/run_report.h.
@@ -6,7 +6,10 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "core/check.h"
 #include "core/dataset_files.h"
 #include "core/logging.h"
@@ -19,7 +22,7 @@ namespace {
 
 struct ReportArgs {
   std::string run_dir, output, dataset_dir;
-  bool overwrite = false;
+  bool overwrite = false, quiet = false, json = false;
 };
 
 // Model and dataset from the latest checkpoint's metadata, class names from the dataset's labels.txt
@@ -63,6 +66,8 @@ void add_report_command(CLI::App& app) {
                 "replaced anyway)");
   cmd->add_option("--dataset_dir,--dataset-dir", a->dataset_dir,
                   "Where labels.txt is, for class names (default: the dataset the run's checkpoint names)");
+  cmd->add_flag("--quiet,-q", a->quiet, "Print nothing when the page is written");
+  cmd->add_flag("--json", a->json, "Print one JSON object: output, train_lines, evaluations, confusion_matrix, notes");
   cmd->callback([a] {
     const RunMetrics m = read_run_metrics(a->run_dir + "/metrics.jsonl");
     RunReportInfo info;
@@ -70,6 +75,11 @@ void add_report_command(CLI::App& app) {
     describe_run(*a, &info);
     const std::string out = a->output.empty() ? a->run_dir + "/report.html" : a->output;
     report::write_page_file(out, run_report_page(m, info), a->overwrite);
+    if (a->json)
+      return print_json_line(nlohmann::ordered_json{{"output", out}, {"train_lines", m.train_step.size()},
+                                                    {"evaluations", m.evals.size()},
+                                                    {"confusion_matrix", m.confusion_classes > 0}, {"notes", info.notes}});
+    if (a->quiet) return;
     std::printf("report written to %s (%zu train lines, %zu evaluations%s)\n", out.c_str(), m.train_step.size(),
                 m.evals.size(), m.confusion_classes ? ", confusion matrix" : "");
     std::fflush(stdout);

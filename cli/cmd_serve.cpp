@@ -27,7 +27,7 @@ struct ServeArgs {
   // 0: a batch is whatever queued while the previous one ran. Waiting for company cost a lone client more
   // than the wait itself on a loaded CPU (wake-up latency) and bought no throughput (docs/PERFORMANCE.md).
   double max_delay_ms = 0;
-  bool quiet = false;
+  bool quiet = false, json = false;
 };
 
 }  // namespace
@@ -72,10 +72,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--top_k,--top-k", a->top_k, "Classes per image in `topk`")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--device", a->device, "cpu, cuda or auto");
   cmd->add_flag("--quiet,-q", a->quiet, "No access log");
+  cmd->add_flag("--json", a->json, "Access log as one JSON object a line: peer, method, path, status, bytes, ms");
   cmd->callback([a] {
     serve::ServeOptions& o = a->options;
     o.batching.max_delay = std::chrono::microseconds(static_cast<int64_t>(a->max_delay_ms * 1000.0));
     o.access_log = !a->quiet;
+    o.access_log_format = a->json ? serve::AccessLogFormat::kJson : serve::AccessLogFormat::kText;
     const size_t per_client_need = 4 * (o.max_body_bytes + (size_t{80} << 10));
     if (o.max_buffered_bytes < per_client_need)
       throw ConfigError(str("serve: --max_buffered_bytes ", o.max_buffered_bytes, " is below 4 x (--max_body_bytes + 80 KiB) = ",

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/json_output.h"
 #include "core/logging.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/config/job_config.h"
@@ -34,7 +35,7 @@ void print_json(const loop::TrainSummary& s) {
                       {"train_seconds", s.train_seconds}, {"images_per_sec", s.images_per_sec}};
   if (s.evaluated)
     j["eval"] = {{"top1", s.eval.top1}, {"top5", s.eval.top5}, {"loss", s.eval.loss}, {"num_examples", s.eval.num_examples}};
-  std::printf("%s\n", j.dump().c_str());
+  print_json_line(j);
 }
 
 void print_help(CLI::App* cmd) {

@@ -60,6 +60,14 @@ std::string checked_output_target(const std::string& path, std::span<const std::
   return target;
 }
 
+void refuse_existing_output(const std::string& path, bool overwrite, std::span<const std::string> inputs) {
+  if (path.empty()) return;
+  checked_output_target(path, inputs);
+  struct stat st;
+  if (!overwrite && ::lstat(path.c_str(), &st) == 0)
+    throw ConfigError(str(path, " exists; pass --overwrite to replace it"));
+}
+
 OutputFile::OutputFile(std::string path, Options options)
     : path_(std::move(path)), options_(std::move(options)) {
   target_ = checked_output_target(path_, options_.inputs);

@@ -33,6 +33,12 @@ namespace fastnn {
 // link names). `inputs` are paths the command reads; missing ones are passed over.
 std::string checked_output_target(const std::string& path, std::span<const std::string> inputs = {});
 
+// `--overwrite`, the same in every command: checked_output_target's refusals first (so a FIFO or an
+// input is named as such), then an existing output is replaced only when the user asked: without
+// `overwrite` it is a ConfigError naming the flag. For a command to call before its work. "" passes.
+// (Report pages fastnn wrote itself are refreshed without it: core/report/page_file.h.)
+void refuse_existing_output(const std::string& path, bool overwrite, std::span<const std::string> inputs = {});
+
 // The temporary name beside `final_path`: "dir/.name.fastnn-tmp".
 std::string output_temp_path(const std::string& final_path);
 

@@ -24,15 +24,18 @@ bool is_fastnn_page(const std::string& path) {
   return head.find(kGeneratorMeta) != std::string::npos;
 }
 
-void write_page_file(const std::string& path, std::string_view content, bool overwrite) {
+void check_page_target(const std::string& path, bool overwrite) {
   FASTNN_CHECK(!path.empty(), "report: empty output path");
-  checked_output_target(path);  // a FIFO or device is refused as such, --overwrite or not
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw ConfigError(str(path, " is a folder; give the report's file name"));
-    if (!overwrite && !is_fastnn_page(path))
-      throw ConfigError(str(path, " exists and is not a page fastnn wrote; pass --overwrite to replace it"));
-  }
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw ConfigError(str(path, " is a folder; give the report's file name"));
+  checked_output_target(path);  // a FIFO or device is refused as such, --overwrite or not
+  if (!overwrite && ::stat(path.c_str(), &st) == 0 && !is_fastnn_page(path))
+    throw ConfigError(str(path, " exists and is not a page fastnn wrote; pass --overwrite to replace it"));
+}
+
+void write_page_file(const std::string& path, std::string_view content, bool overwrite) {
+  check_page_target(path, overwrite);
   OutputFile page(path);
   page.write(content);
   page.commit();

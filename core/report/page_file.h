@@ -16,6 +16,10 @@ namespace fastnn::report {
 
 void write_page_file(const std::string& path, std::string_view content, bool overwrite);
 
+// write_page_file's refusals without the write, for a command to run before long work: a FIFO, device
+// or folder at `path`, or an existing file that is not a fastnn page while `overwrite` is unset.
+void check_page_target(const std::string& path, bool overwrite);
+
 // True when `path` is a regular file whose head (first 4 KiB) carries html.h's kGeneratorMeta.
 bool is_fastnn_page(const std::string& path);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# CLI conventions (issue 17): every command takes both spellings of a flag (--batch-size and
-# --batch_size, --num-gpus and --num_gpus); `convert` and `check` print one JSON object with --json,
-# whose numbers are the manifest's and the check's.
+# CLI conventions (README "Flags mean the same in every command"): every command takes both spellings
+# of a flag (--batch-size and --batch_size, --num-gpus and --num_gpus); `convert`, `check`, `eval`,
+# `report` print one JSON object with --json, whose numbers are the manifest's, the check's and the
+# run's; `check -o` is `check --report`; `report -q` prints nothing; `serve --json` logs JSON lines.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 set -u
@@ -53,4 +54,48 @@ grep -q "batches of 8 per epoch" train.log || { cat train.log; fail "train --bat
   || fail "eval --batch-size"
 "$PY" -c "import json; assert json.load(open('eval.json'))['num_examples'] == 16" || fail "eval --json"
 echo "ok: --batch-size / --batch_size on bench pipeline, train, eval"
+
+# check -o: the page, as --report writes it; report -q and --json.
+"$FASTNN" check data -q -o check.html > /dev/null || fail "check -o"
+grep -q 'name="generator" content="fastnn"' check.html || fail "check -o wrote no page"
+[ -z "$("$FASTNN" report run -q)" ] || fail "report -q printed something"
+"$FASTNN" report run --json > report.json || fail "report --json"
+"$PY" - <<'PYEOF' || fail "report --json"
+import json
+j = json.load(open("report.json"))
+assert j["output"] == "run/report.html" and j["train_lines"] >= 1 and j["evaluations"] >= 1, j
+PYEOF
+echo "ok: check -o, report -q / --json"
+
+# serve --json: one JSON object per answer on stderr, a hostile path kept on one line.
+"$FASTNN" serve --checkpoint run --port 0 --json > serve.out 2> serve.err &
+pid=$!
+for _ in $(seq 100); do grep -q listening serve.out 2>/dev/null && break; sleep 0.1; done
+port=$(sed -n 's|listening on http://127.0.0.1:\([0-9]*\).*|\1|p' serve.out)
+[ -n "$port" ] || { kill $pid; cat serve.err; fail "serve did not start"; }
+"$PY" - "$port" <<'PYEOF' || { kill $pid; fail "serve requests"; }
+import sys, urllib.request, urllib.error
+base = f"http://127.0.0.1:{sys.argv[1]}"
+assert urllib.request.urlopen(base + "/healthz").status == 200
+try:
+    urllib.request.urlopen(urllib.request.Request(base + "/v1/classify", data=b"[1]", method="POST",
+                                                  headers={"Content-Type": "application/json"}))
+    raise SystemExit("a bad body was answered 200")
+except urllib.error.HTTPError as e:
+    assert e.code == 400, e.code
+try:
+    urllib.request.urlopen(base + "/x%0Ay%22")
+except urllib.error.HTTPError as e:
+    assert e.code == 404, e.code
+PYEOF
+kill -TERM $pid; wait $pid || fail "serve exit $?"
+"$PY" - <<'PYEOF' || { cat serve.err; fail "serve --json log"; }
+import json
+lines = [json.loads(l) for l in open("serve.err") if l.startswith("{")]
+got = {(l["method"], l["path"], l["status"]) for l in lines}
+assert ("GET", "/healthz", 200) in got and ("POST", "/v1/classify", 400) in got, got
+assert ("GET", '/x\ny"', 404) in got, got
+assert all(isinstance(l["bytes"], int) and l["peer"].startswith("127.0.0.1:") for l in lines)
+PYEOF
+echo "ok: serve --json"
 echo PASS

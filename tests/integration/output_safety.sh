@@ -4,6 +4,7 @@
 #  - `predict -o` / `--embeddings`, `export -o`, `report -o` refuse a FIFO (no reader waits forever), a
 #    device (/dev/null stays a device even as root), a folder, one of the command's own inputs (the input
 #    image, a hard link to it, the checkpoint's weights) and leave it untouched, exit 1;
+#  - an existing output is replaced only with --overwrite (predict -o / --embeddings, export -o);
 #  - `-o` through a symbolic link replaces the file it names and keeps the link;
 #  - a failed write on stdout (/dev/full: a full disk) is exit 1 naming stdout, for predict, eval --json,
 #    inspect, check, models;
@@ -60,9 +61,21 @@ ls -A | grep -q fastnn-tmp && fail "a temporary was left behind"
 expect 1 "FIFO" "$FASTNN" report run -o out.fifo
 [ -p out.fifo ] || fail "report replaced the FIFO"
 
+# An existing output is replaced only with --overwrite (every command: predict, export, convert, report).
+echo mine > keep.jsonl && echo mine > keep.npy && echo mine > keep.onnx && echo mine > keep_tf.index
+expect 1 "keep.jsonl exists; pass --overwrite" "$FASTNN" predict --checkpoint run -i images -o keep.jsonl -q
+expect 1 "keep.npy exists; pass --overwrite" "$FASTNN" predict --checkpoint run -i images --embeddings keep.npy -q
+expect 1 "keep.onnx exists; pass --overwrite" "$FASTNN" export --checkpoint run -o keep.onnx -q
+expect 1 "keep_tf.index exists; pass --overwrite" "$FASTNN" export --checkpoint run --format tf-checkpoint -o keep_tf -q
+[ "$(cat keep.jsonl keep.npy keep.onnx keep_tf.index | sort -u)" = mine ] || fail "an output was replaced without --overwrite"
+expect 0 "" "$FASTNN" predict --checkpoint run -i images -o keep.jsonl --embeddings keep.npy --overwrite -q
+[ "$(wc -l < keep.jsonl)" = 2 ] || fail "predict --overwrite did not replace keep.jsonl"
+expect 0 "" "$FASTNN" export --checkpoint run -o keep.onnx --overwrite --json
+grep -q '"model_path":"keep.onnx"' out.txt || { cat out.txt; fail "export --json lacks model_path"; }
+
 # Through a symbolic link: the file it names is replaced, the link kept.
 echo old > real.jsonl && ln -s real.jsonl link.jsonl
-expect 0 "" "$FASTNN" predict --checkpoint run -i images -o link.jsonl -q
+expect 0 "" "$FASTNN" predict --checkpoint run -i images -o link.jsonl --overwrite -q
 [ -L link.jsonl ] && [ "$(wc -l < real.jsonl)" = 2 ] || fail "-o through a link"
 
 # A failed write on stdout is an error, not a silent 0.

@@ -16,7 +16,7 @@ ExportReport export_model(const ExportRequest& r) {
   // The checkpoint this reads must survive it; a FIFO or device as the output is refused before any work.
   const std::vector<std::string> inputs =
       report.model.checkpoint.empty() ? std::vector<std::string>{} : ckpt::checkpoint_file_paths(report.model.checkpoint);
-  checked_output_target(r.output, inputs);
+  refuse_existing_output(r.output, r.overwrite, inputs);
   const graph::NetPlan plan = graph::NetPlan::make(source.net(), {.batch_size = 1});
   ModelOptions o;
   o.float16 = r.float16;

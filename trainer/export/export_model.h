@@ -25,6 +25,7 @@ struct ExportRequest {
   int64_t test_samples = 8;
   uint64_t test_seed = 1;
   std::string producer_version;  // fastnn's version
+  bool overwrite = true;          // false (the CLI without --overwrite): an existing output is refused
 };
 
 struct ExportReport {

@@ -1,6 +1,9 @@
 #include "trainer/serve/access_log.h"
 
+#include <cmath>
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 namespace fastnn::serve {
 
@@ -32,6 +35,16 @@ std::string access_line(std::string_view peer, std::string_view method, std::str
   std::string line = "serve: ";
   line.append(peer).append(" \"").append(escape_log_field(method)).append(" ").append(escape_log_field(path));
   return line.append("\" ").append(tail);
+}
+
+std::string access_json_line(std::string_view peer, std::string_view method, std::string_view path, int status,
+                             size_t body_bytes, double ms) {
+  using json = nlohmann::ordered_json;
+  const auto text_or_null = [](std::string_view s) { return s.empty() ? json(nullptr) : json(std::string(s)); };
+  json line = {{"peer", std::string(peer)},     {"method", text_or_null(method)}, {"path", text_or_null(path)},
+               {"status", status},              {"bytes", body_bytes},
+               {"ms", ms < 0 ? json(nullptr) : json(std::round(ms * 1000.0) / 1000.0)}};
+  return line.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace fastnn::serve

@@ -204,7 +204,7 @@ struct EventLoop::Impl {
     const HttpRequest& r = c.parser.request();
     HttpResponse res{status, "application/json", error_json(why), {}};
     if (status == 503 || status == 429) res.headers.emplace_back("Retry-After", "1");
-    write_log(access_line(c.peer, r.method, r.path, status, res.body.size(), -1));
+    write_log(access_entry(o.log_format, c.peer, r.method, r.path, status, res.body.size(), -1));
     c.parser.reset();  // its buffers are not needed for the answer
     std::string().swap(c.pending);
     c.close_after = c.linger_after = true;
@@ -257,8 +257,8 @@ struct EventLoop::Impl {
     auto it = conns.find(id);
     if (it == conns.end() || it->second->phase != Phase::kHandle) return;  // gone meanwhile
     Conn& c = *it->second;
-    write_log(access_line(c.peer, c.method, c.path, res.status, res.body.size(),
-                          std::chrono::duration<double, std::milli>(now - c.handed).count()));
+    write_log(access_entry(o.log_format, c.peer, c.method, c.path, res.status, res.body.size(),
+                           std::chrono::duration<double, std::milli>(now - c.handed).count()));
     c.held = 0;
     const bool keep = c.keep_alive && !stopping;
     c.close_after = !keep;

@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 
+#include "trainer/serve/access_log.h"
 #include "trainer/serve/http_message.h"
 #include "trainer/serve/http_parser.h"
 
@@ -50,6 +51,7 @@ struct LoopOptions {
   size_t max_buffered_bytes = size_t{1} << 30;
   std::chrono::milliseconds request_timeout{10000};
   std::chrono::milliseconds idle_timeout{5000};
+  AccessLogFormat log_format = AccessLogFormat::kText;
 };
 
 constexpr std::chrono::milliseconds kSweep{25};

@@ -56,6 +56,7 @@ LoopOptions loop_options(const ServeOptions& o) {
   l.max_buffered_bytes = o.max_buffered_bytes;
   l.request_timeout = std::chrono::seconds(o.timeout_s);
   l.idle_timeout = std::chrono::seconds(std::min(o.timeout_s, 5));
+  l.log_format = o.access_log_format;
   return l;
 }
 

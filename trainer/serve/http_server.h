@@ -46,6 +46,7 @@ struct ServeOptions {
   size_t max_buffered_bytes = size_t{1} << 30;
   double grace_s = 10;
   bool access_log = true;
+  AccessLogFormat access_log_format = AccessLogFormat::kText;  // kJson: one JSON object a line (access_log.h)
 };
 
 // The event loop's settings from the server's (the idle keep-alive wait is min(timeout_s, 5) s).

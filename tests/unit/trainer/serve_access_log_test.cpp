@@ -31,6 +31,20 @@ TEST(ServeAccessLog, LineFormat) {
   EXPECT_EQ(access_line("h:1", "GET", "/x\ny", 404, 0, -1), "serve: h:1 \"GET /x\\x0ay\" 404 0 -\n");
 }
 
+TEST(ServeAccessLog, JsonLineFormat) {
+  EXPECT_EQ(access_json_line("127.0.0.1:5000", "POST", "/v1/classify", 200, 120, 1.5),
+            "{\"peer\":\"127.0.0.1:5000\",\"method\":\"POST\",\"path\":\"/v1/classify\",\"status\":200,"
+            "\"bytes\":120,\"ms\":1.5}\n");
+  EXPECT_EQ(access_json_line("[::1]:80", "", "", 503, 7, -1),
+            "{\"peer\":\"[::1]:80\",\"method\":null,\"path\":null,\"status\":503,\"bytes\":7,\"ms\":null}\n");
+  // A client's bytes cannot break the line or the JSON: controls escaped, bytes that are not UTF-8 replaced.
+  const std::string line = access_json_line("h:1", "GET", std::string("/x\ny\"\xff\x1b", 7), 404, 0, -1);
+  EXPECT_EQ(line, "{\"peer\":\"h:1\",\"method\":\"GET\",\"path\":\"/x\\ny\\\"\\ufffd\\u001b\",\"status\":404,\"bytes\":0,"
+                  "\"ms\":null}\n");
+  for (char c : line.substr(0, line.size() - 1)) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << int(c);
+  EXPECT_EQ(access_entry(AccessLogFormat::kText, "h:1", "GET", "/", 200, 1, 2), access_line("h:1", "GET", "/", 200, 1, 2));
+}
+
 TEST(ServeHttpMessage, SerializeResponse) {
   HttpResponse r{503, "application/json", "{\"error\":\"busy\"}", {{"Retry-After", "1"}}};
   EXPECT_EQ(serialize_response(r, false),
