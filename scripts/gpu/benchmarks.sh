@@ -32,16 +32,16 @@ bench() {  # name, then fastnn bench train flags
 # Since 2026-11-27 a run on cuda defaults to data_format=NHWC with fuse_ops (measured faster): the rows
 # below name their layout and fusion; resnet50_fp16_default is what a user's run gets without either.
 bench resnet50_fp16_default --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
-# The same with the stem's 3 channels zero-padded to 8 (conv_pad_channels=true, the default until call 4 measured
+# The same with the stem's 3 channels zero-padded to 8 (conv_pad_channels=true, the default until the H200 run of 2026-11-27 measured
 # it 5% slower: 5927.7 against 6233.7 images/s on an H200).
 bench resnet50_fp16_default_pad --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_pad_channels=true
 # The same with every cuDNN algorithm timed per layer shape (PyTorch's peer runs cudnn.benchmark, the same idea).
 bench resnet50_fp16_default_exhaustive --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_search=exhaustive
-# The same at batch 128, the JPEG row's batch (jpeg_resnet50_fp16 below): call 4's JPEG run made 3066 img/s
+# The same at batch 128, the JPEG row's batch (jpeg_resnet50_fp16 below): the H200 JPEG run (2026-11-27) made 3066 img/s
 # with no data wait, half of the batch-256 synthetic step; this says how much of that is the batch.
 bench resnet50_fp16_default_b128 --model_name=resnet_v1_50 --batch_size=128 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale
 # The same through cuDNN's graph API (conv_api=graph: its heuristics reach the sm90 engines PyTorch's
-# convolutions ran on in call 4), heuristic and timed.
+# convolutions ran on in the H200 profile of 2026-11-27), heuristic and timed.
 bench resnet50_fp16_default_graphapi --model_name=resnet_v1_50 --batch_size=256 --device=cuda --precision=fp16 --optimizer=momentum --loss_scale=1024 --dynamic_loss_scale --conv_api=graph
 # fuse_conv_bn: each convolution writes its batch norm's statistics in its epilogue (cuDNN's conv +
 # statistics graph; the batch norm's statistics pass goes), alone and with conv_api=graph.
@@ -134,9 +134,9 @@ if [[ -n $photos && -f $photos/china.jpg ]] && only jpeg_resnet50_fp16; then
   jp=$out/jpeg_shards
   if python3 scripts/bench/make_photo_folder.py --out /tmp/fastnn-photos --count 2000 --classes 10 "$photos"/*.jpg >"$out/jpeg_make.log" 2>&1 &&
      fastnn convert image-folder --input /tmp/fastnn-photos --output "$jp" --num-gpus 1 --validation-count 500 -q --overwrite >>"$out/jpeg_make.log" 2>&1; then
-    # uint8 NHWC in pinned memory normalised on the GPU (the default). Call 4 ran uint8 against float32
+    # uint8 NHWC in pinned memory normalised on the GPU (the default). The 2026-11-27 H200 run compared uint8 with float32
     # (3066 and 3166 img/s, both 0% data wait), half the batch-256 synthetic step's rate. Four runs tell
-    # where the rest goes: `uint8` as call 4; `uint8_cuda_graph`, the step replayed from CUDA graphs (if
+    # where the rest goes: `uint8` as that run; `uint8_cuda_graph`, the step replayed from CUDA graphs (if
     # the 16 decoding threads slow the thread that launches the step's ~1,000 kernels, this one is
     # faster); `uint8_raw`, the same loop on raw 224x224 pixel records (no JPEG decode: the loop's own
     # speed, to set beside resnet50_fp16_default_b128); `uint8_threads8`, 8 pipeline threads instead of 16

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer for the CPU LeNet epoch benchmark (docs/PERFORMANCE.md, trainer section).
+"""PyTorch peer for the CPU LeNet epoch benchmark (docs/PERFORMANCE.md, "CPU training").
 
 The same net as fastnn's zoo `lenet` (TF-slim LeNet): conv 32 5x5 SAME + ReLU, max pool 2, conv 64
 5x5 SAME + ReLU, max pool 2, fc 1024 + ReLU, dropout 0.5, fc 10; SGD momentum 0.9, lr 0.01, batch 64,

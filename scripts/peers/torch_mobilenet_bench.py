@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer for the CPU MobileNet benchmarks (docs/PERFORMANCE.md, "trainer: CPU MobileNet").
+"""PyTorch peer for the CPU MobileNet benchmarks (docs/PERFORMANCE.md, "CPU training").
 
 Training step: the same nets as fastnn's zoo mobilenet_v1 / mobilenet_v2 (TF-slim layer shapes, written
 out here, no torchvision): every conv without bias + batch norm (eps 0.001, with scale) + ReLU6,

@@ -24,7 +24,7 @@ void check_labels_on_device(const Tensor& labels, int64_t n) {
 // Host copies on the current stream, waited for. Not cudaMemcpy: that runs on the legacy default stream,
 // which is not ordered with fastnn's non-blocking streams, and from pageable memory it may return before
 // the device has the bytes, so the next step's kernels could read the rows before they land (the head
-// race of GPU call 4, found in the tests' copies).
+// race found on an H200 on 2026-11-27, in the tests' copies).
 std::vector<float> download(const float* device, size_t count) {
   std::vector<float> host(count);
   const cudaStream_t s = cuda::current_stream();

@@ -273,7 +273,7 @@ StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarg
 // so such a runner need not build cuDNN's conv + statistics plans (a trial run each) at start-up.
 StepRunnerOptions forward_only(StepRunnerOptions o);
 // data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow
-// the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU"); NCHW and
+// the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU training"); NCHW and
 // unfused on the CPU, where NHWC runs behind a transposing adapter and fusion gains nothing.
 Layout layout_for(const JobConfig& config, Device device);
 bool fuse_ops_for(const JobConfig& config, Device device);

@@ -3,8 +3,8 @@
 //
 // Why: cuDNN 9's legacy calls (cudnnConvolutionForward and the Get/Find algorithm lists) reach a fixed set
 // of engines. The graph API's heuristics also reach the engines PyTorch's convolutions run on an H100/H200
-// (GPU call 4's profile: `sm90_xmma_*_implicit_gemm_*_warpgroupsize*`), and fastnn's convolutions took
-// 17.1 ms of a ResNet-50 step where PyTorch's took 8.6 (docs/PERFORMANCE.md, "GPU: call 4").
+// (the H200 profile of 2026-11-27: `sm90_xmma_*_implicit_gemm_*_warpgroupsize*`), and fastnn's convolutions took
+// 17.1 ms of a ResNet-50 step where PyTorch's took 8.6 (docs/PERFORMANCE.md, "GPU training").
 //
 //   ConvProblem pb{...};                            // the convolution as cuDNN sees it (staged x, Cp)
 //   auto plan = ConvPlan::build(pb, ConvPass::kForward, 0.0f, choice, &why);   // null: no usable engine

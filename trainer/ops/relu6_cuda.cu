@@ -1,5 +1,5 @@
 // relu6 on CUDA (ops/relu6.h): one elementwise kernel each way and the OpKernel glue in one .cu (the
-// op's own file, docs/ARCHITECTURE.md "Adding an op"); y may alias x, dx may alias dy.
+// op's own file, docs/ARCHITECTURE.md "Recipes", "An op"); y may alias x, dx may alias dy.
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/relu6.h"

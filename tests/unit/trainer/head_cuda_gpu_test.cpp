@@ -63,7 +63,7 @@ T* device_copy(const std::vector<T>& host, std::vector<Tensor>& keep) {
   Tensor t = Tensor::empty({static_cast<int64_t>(std::max<size_t>(host.size(), 1) * sizeof(T))}, DType::kU8, Device::kCuda);
   // On the current stream and waited for: a cudaMemcpy runs on the legacy stream, which the head's
   // non-blocking stream does not wait for, and returns from pageable memory before the bytes land (GPU
-  // call 4 caught the head reading zero features: a loss of ln K, 2 in 20 repeats).
+  // the H200 run of 2026-11-27 caught the head reading zero features: a loss of ln K, 2 in 20 repeats).
   const cudaStream_t s = cuda::current_stream();
   if (!host.empty()) CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, s));
   CUDA_CHECK(cudaStreamSynchronize(s));

@@ -119,7 +119,7 @@ TEST(TrainNhwcGpu, NhwcGraphTrainsAsTheNchwGraph) {
   // MobileNet v2 (depthwise convolutions), f32 at 128x128: its first update is ill-conditioned at every
   // size — the CPU alone, switching BLAS kernels, moves it by 3.8% (median variable) at 32x32, 0.68% at
   // 96 and 0.15% at 128 (batch 8: at most 0.54%, Conv/BatchNorm/gamma, then 0.41% for the first
-  // depthwise gamma). The H200 (2026-11-27, call 3) put the layouts 3.2% and 2.3% apart on the same two
+  // depthwise gamma). The H200 (2026-11-27) put the layouts 3.2% and 2.3% apart on the same two
   // variables, the CPU's worst two: cuDNN's algorithms per layout perturb more than two GEMM kernel sets.
   // So 5e-2 (a wrong kernel moves updates by O(1)). Under f16 with the test's static loss scale of 256 its first step overflows in
   // both layouts (NaN losses after it, H100 2026-11-27); the depthwise kernels' f16/bf16 NHWC results
