@@ -11,6 +11,15 @@
 #include "core/input_file.h"
 
 namespace fastnn {
+namespace {
+
+// "photos/" + "a.jpg" is "photos/a.jpg", not "photos//a.jpg": the paths are shown to users (predict's
+// "source", convert's ignored files).
+std::string join_path(const std::string& dir, const std::string& name) {
+  return !dir.empty() && dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+}  // namespace
 
 std::vector<FolderEntry> list_folder(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
@@ -20,7 +29,7 @@ std::vector<FolderEntry> list_folder(const std::string& dir) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
     FolderEntry en{n};
-    const std::string p = dir + "/" + n;
+    const std::string p = join_path(dir, n);
     struct stat st;
     if (::stat(p.c_str(), &st) == 0) {
       en.is_dir = S_ISDIR(st.st_mode);
@@ -62,7 +71,7 @@ void FolderWalker::walk_at(const std::string& dir, int depth, FolderWalk* out) {
     return;
   }
   for (const FolderEntry& e : list_folder(dir)) {
-    std::string p = dir + "/" + e.name;
+    std::string p = join_path(dir, e.name);
     if (e.name[0] == '.') {
       out->ignored.push_back({std::move(p), "hidden"});
     } else if (e.is_dir) {

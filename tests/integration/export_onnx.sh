@@ -27,7 +27,7 @@ rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 "$FASTNN" export --model_name lenet --format tflite -o x.onnx 2>err.txt; [ $? -eq 2 ] || fail "format tflite: want exit 2"
 "$FASTNN" export --checkpoint no_such_run -o x.onnx 2>err.txt; [ $? -eq 1 ] || fail "missing checkpoint: want exit 1"
 [ ! -e x.onnx ] || fail "a failed export left x.onnx"
-grep -q no_such_run err.txt || { cat err.txt; fail "the error does not name the checkpoint"; }
+grep -q "no_such_run: no such run directory or checkpoint" err.txt || { cat err.txt; fail "the error does not name the checkpoint"; }
 
 PY=""
 for p in /usr/bin/python3 python3; do

@@ -276,6 +276,10 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
   if (!std::filesystem::exists(meta_file, ec) && tfckpt::find_tf_checkpoint(path_or_prefix))
     throw ConfigError(str(path_or_prefix, " is a TensorFlow checkpoint: it can start a training run (checkpoint_path, "
                           "docs/TRAINING.md), and `fastnn inspect` lists it; this command reads fastnn's own checkpoints"));
+  if (!std::filesystem::exists(meta_file, ec) && !std::filesystem::exists(path_or_prefix, ec) &&
+      !std::filesystem::exists(weights_path(prefix), ec))
+    throw ConfigError(str(path_or_prefix, ": no such run directory or checkpoint (give a run directory, a checkpoint "
+                          "prefix such as <dir>/ckpt-1000, or one of its files)"));
   if (!std::filesystem::exists(meta_file, ec))
     throw ConfigError(str(meta_file, ": no such checkpoint metadata (is '", path_or_prefix,
                           "' a checkpoint prefix such as <dir>/ckpt-1000, one of its files, or a directory?)"));

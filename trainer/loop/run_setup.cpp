@@ -199,6 +199,8 @@ std::string preset_for_model(const std::string& m) {
 }
 
 RunSetup make_run_setup(const JobConfig& c, bool for_training) {
+  // A misspelt model is named (with did-you-mean) before anything about the data: the flag typed last.
+  if (c.has_model_name() && !c.has_net()) zoo::zoo_model(c.model_name());
   if (c.dataset_dir().empty()) throw ConfigError("dataset_dir is not set: give the folder of a `fastnn convert` output");
   RunSetup s;
   s.run_dir = run_directory(c);

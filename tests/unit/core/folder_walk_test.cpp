@@ -48,6 +48,14 @@ TEST_F(FolderWalkTest, SortedDepthFirstWithIgnoredEntriesNamed) {
   EXPECT_EQ(w.ignored[1].reason, "not an image");
 }
 
+TEST_F(FolderWalkTest, ARootGivenWithATrailingSlashGivesPlainPaths) {
+  FolderWalk w;
+  FolderWalker(image, "not an image").walk(dir_.string() + "/", &w);
+  ASSERT_EQ(w.files.size(), 3u);
+  EXPECT_EQ(w.files[0].path, (dir_ / "a/1.jpg").string());  // not ".../fastnn_folder_walk_N//a/1.jpg"
+  EXPECT_EQ(w.ignored[0].path, (dir_ / ".hidden.png").string());
+}
+
 TEST_F(FolderWalkTest, LinkedFoldersAreWalkedOnceAndLoopsEnd) {
   fs::create_directory_symlink(dir_ / "b", dir_ / "c_link_to_b");
   fs::create_directory_symlink(dir_, dir_ / "a/loop_to_root");
