@@ -5,10 +5,16 @@
 #include <time.h>
 
 #include <chrono>
+#include <cstdint>
 
 namespace fastnn {
 
 using Clock = std::chrono::steady_clock;
+
+// Clock's now in nanoseconds, for per-sample timings kept in integer atomics.
+inline uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
 
 // Seconds elapsed on Clock since `t`.
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

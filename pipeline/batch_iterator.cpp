@@ -16,6 +16,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/logging.h"
 #include "pipeline/batch_iterator_config.h"
 #include "pipeline/batch_pool.h"
@@ -23,12 +24,6 @@
 
 namespace fastnn::pipeline {
 namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 // Per-worker totals, read by stats() while the pipeline runs: atomics, one cache line per worker,
 // added to once per chunk of samples.

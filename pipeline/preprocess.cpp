@@ -6,18 +6,13 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/example.h"
 #include "core/image.h"
 #include "core/image_jpeg_crop.h"
 
 namespace fastnn::pipeline {
 namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 enum Key { kEncoded, kFormat, kLabel, kHeight, kWidth, kChannels, kNumKeys };
 

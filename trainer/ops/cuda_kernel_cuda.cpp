@@ -1,6 +1,6 @@
 #include "trainer/ops/cuda_kernel.h"
 
-#include "trainer/ops/cpu_kernel.h"
+#include "trainer/ops/op_spec_checks.h"
 
 namespace fastnn::ops::cuda {
 
