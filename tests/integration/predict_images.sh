@@ -3,7 +3,8 @@
 # cifarnet trained briefly on shards `fastnn convert image-folder` made from a folder of those photos;
 # predict on the folder (recursive, sorted) answers one valid JSON object per photo, in path order, with a
 # class name from the run's labels.txt; a file that is not an image is fatal naming it, or skipped with
-# --skip-bad and reported; an empty folder is an error.
+# --skip-bad and reported; an empty folder is an error; photographs far larger than the model's input
+# are said to be, once.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 PHOTOS=${FASTNN_SAMPLE_IMAGES:-/var/cache/fastnn/sample-images}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -25,7 +26,10 @@ done
 cp data/labels.txt run/labels.txt
 
 mkdir -p photos/sub && cp "$PHOTOS"/*.jpg photos/sub/ && cp "$(ls "$PHOTOS"/*.jpg | head -1)" photos/a.jpg
-"$FASTNN" predict --checkpoint run --input photos --device=cpu --top_k 5 -q > pred.jsonl || fail "predict"
+"$FASTNN" predict --checkpoint run --input photos --device=cpu --top_k 5 -q > pred.jsonl 2> pred.err || fail "predict"
+# 640x427 photographs into a 32x32 cifarnet (a preset that crops, not resizes): said once, even with -q.
+[ "$(grep -c "but cifarnet was trained on 32x32x3 images.*central 32x32 crop" pred.err)" = 1 ] ||
+  { cat pred.err; fail "no single warning about inputs far from the training images"; }
 python3 - pred.jsonl photos data/labels.txt <<'PY' || fail "predictions"
 import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

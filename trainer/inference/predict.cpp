@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "core/progress.h"
+#include "trainer/inference/input_mismatch.h"
 
 namespace fastnn::inference {
 namespace {
@@ -172,6 +174,8 @@ PredictSummary run_predict(Predictor& predictor, const std::vector<PredictInput>
   const size_t batch = static_cast<size_t>(predictor.batch_size());
   std::vector<InputItem> items(batch);
   InputItem passed_over;
+  // The first of rank 0's first 1000 inputs that is far from the model's training images is said once.
+  int64_t mismatch_checks = writer ? 1000 : 0;
   // Batch b (inputs [b*batch, (b+1)*batch)) is classified by rank b % world; one round is `world`
   // batches, gathered and written by rank 0 in rank order, so the output is in input order and equal to
   // a single process's whatever the rank count (the batches, hence the numbers, are the same).
@@ -193,6 +197,12 @@ PredictSummary run_predict(Predictor& predictor, const std::vector<PredictInput>
     }
     if (round_items == 0) break;
     RoundResult result;
+    for (size_t i = 0; i < mine && mismatch_checks > 0; ++i, --mismatch_checks)
+      if (const std::string w = input_mismatch_warning(items[i], predictor.model()); !w.empty()) {
+        log_warn(w);
+        mismatch_checks = 0;
+        break;
+      }
     if (mine > 0) {
       try {
         Predictor::BadInput on_bad;

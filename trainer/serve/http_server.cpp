@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "core/logging.h"
+#include "trainer/inference/input_mismatch.h"
 #include "trainer/serve/answers.h"
 #include "trainer/serve/request.h"
 #include "trainer/serve/worker_pool.h"
@@ -14,12 +16,16 @@ namespace fastnn::serve {
 namespace {
 
 // Runs a batch through the predictor: decoding failures become per-item errors (the request's 400),
-// anything else thrown fails the batch (the batcher turns it into 500s).
+// anything else thrown fails the batch (the batcher turns it into 500s). The first image far from the
+// model's training images is said on the log, once (`mismatch_said`).
 void classify_batch(inference::Predictor& predictor, std::span<const inference::InputItem* const> in,
-                    std::span<Outcome* const> out) {
+                    std::span<Outcome* const> out, std::atomic<bool>& mismatch_said) {
   std::vector<inference::InputItem> items;
   items.reserve(in.size());
   for (const inference::InputItem* it : in) items.push_back(*it);
+  for (size_t i = 0; i < items.size() && !mismatch_said.load(std::memory_order_relaxed); ++i)
+    if (const std::string w = inference::input_mismatch_warning(items[i], predictor.model(), "an image sent"); !w.empty())
+      if (!mismatch_said.exchange(true)) log_warn("serve: ", w);
   std::vector<bool> bad(items.size(), false);
   const std::vector<inference::Prediction> preds = predictor.classify(items, [&](const inference::InputItem& it, const std::string& why) {
     const size_t i = static_cast<size_t>(&it - items.data());
@@ -63,6 +69,7 @@ LoopOptions loop_options(const ServeOptions& o) {
 struct HttpServer::Impl {
   inference::Predictor& predictor;
   ServeOptions options;
+  std::atomic<bool> mismatch_said{false};  // before the batcher, whose threads read it
   Batcher batcher;
   EventLoop loop;
   WorkerPool pool;
@@ -71,8 +78,8 @@ struct HttpServer::Impl {
 
   Impl(inference::Predictor& p, const ServeOptions& o)
       : predictor(p), options(o),
-        batcher(o.batching, [&p](std::span<const inference::InputItem* const> in, std::span<Outcome* const> out) {
-          classify_batch(p, in, out);
+        batcher(o.batching, [this](std::span<const inference::InputItem* const> in, std::span<Outcome* const> out) {
+          classify_batch(predictor, in, out, mismatch_said);
         }),
         loop(loop_options(o), [this](Exchange ex) { pool.push(std::move(ex)); },
              o.access_log ? EventLoop::Log([](const std::string& line) { std::fputs(line.c_str(), stderr); }) : nullptr),
