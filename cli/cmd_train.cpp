@@ -35,6 +35,10 @@ void print_json(const loop::TrainSummary& s) {
                       {"train_seconds", s.train_seconds}, {"images_per_sec", s.images_per_sec}};
   if (s.evaluated)
     j["eval"] = {{"top1", s.eval.top1}, {"top5", s.eval.top5}, {"loss", s.eval.loss}, {"num_examples", s.eval.num_examples}};
+  if (s.stopped_early) j["stopped_early"] = true;
+  if (s.best_step >= 0)
+    j["best"] = {{"metric", s.best_metric}, {"value", s.best_value}, {"step", s.best_step},
+                 {"checkpoint", s.best_checkpoint.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.best_checkpoint)}};
   print_json_line(j);
 }
 
@@ -78,7 +82,14 @@ void add_train_command(CLI::App& app) {
       std::fflush(stdout);
       return;
     }
-    if (s.already_finished)
+    if (s.stopped_early && s.first_step == s.steps)
+      std::printf("%s was stopped early at step %lld: nothing to train (raise early_stopping_patience to continue, "
+                  "or --overwrite to start over)\n", s.run_dir.c_str(), static_cast<long long>(s.steps));
+    else if (s.stopped_early)
+      std::printf("stopped early at step %lld after %lld steps in %.1f s (%.0f img/s), run directory %s\n",
+                  static_cast<long long>(s.steps), static_cast<long long>(s.steps - s.first_step), s.train_seconds,
+                  s.images_per_sec, s.run_dir.c_str());
+    else if (s.already_finished)
       std::printf("%s already reached step %lld: nothing to train (raise stop_at_step or num_epochs to continue, "
                   "or --overwrite to start over)\n", s.run_dir.c_str(), static_cast<long long>(s.steps));
     else
@@ -87,6 +98,10 @@ void add_train_command(CLI::App& app) {
     if (s.evaluated)
       std::printf("final eval: top1 %.4f  top5 %.4f  loss %.4f  (%lld examples)\n", s.eval.top1, s.eval.top5,
                   s.eval.loss, static_cast<long long>(s.eval.num_examples));
+    if (s.best_step >= 0)
+      std::printf("best eval: %s %.4f at step %lld%s%s\n", s.best_metric.c_str(), s.best_value,
+                  static_cast<long long>(s.best_step), s.best_checkpoint.empty() ? "" : ", checkpoint ",
+                  s.best_checkpoint.c_str());
     std::fflush(stdout);
   });
 }

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/progress.h"
 #include "trainer/loop/batch_tensors.h"
+#include "trainer/metrics/run_report.h"
 
 namespace fastnn::loop {
 
@@ -61,6 +62,17 @@ EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, 
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+std::optional<EvalResult> recorded_eval(const std::string& metrics_jsonl, int64_t step) {
+  try {
+    const RunMetrics m = read_run_metrics(metrics_jsonl);
+    for (auto e = m.evals.rbegin(); e != m.evals.rend(); ++e)
+      if (e->step == step)
+        return EvalResult{.top1 = e->top1, .top5 = e->top5, .loss = e->loss, .num_examples = e->num_examples};
+  } catch (const Error&) {
+  }
+  return std::nullopt;
 }
 
 }  // namespace fastnn::loop

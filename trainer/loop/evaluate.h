@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "pipeline/dataset.h"
@@ -39,5 +41,9 @@ EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_bat
 // Adds one batch's predictions to r's confusion matrix (sized on first use from the logits' width).
 // false (and nothing counted) when the logits are not [labels, C] with C <= kMaxConfusionClasses.
 bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r);
+
+// The evaluation metrics.jsonl recorded at `step` (its last such line), for a rerun that trains nothing;
+// nullopt when there is none or the file cannot be read (no failure: the rerun still reports).
+std::optional<EvalResult> recorded_eval(const std::string& metrics_jsonl, int64_t step);
 
 }  // namespace fastnn::loop

@@ -68,6 +68,11 @@ std::vector<std::string> run_files(const std::string& dir) {
   std::error_code ec;
   for (const std::string& name : ckpt::list_entry_names(dir))
     if (is_run_file(name) && !std::filesystem::is_directory(std::filesystem::path(dir) / name, ec)) out.push_back(name);
+  // keep_best_checkpoint's folder: the best checkpoint is the run's too.
+  const std::filesystem::path best = std::filesystem::path(dir) / "best";
+  if (std::filesystem::is_directory(best, ec))
+    for (const std::string& name : ckpt::list_entry_names(best.string()))
+      if (is_run_file(name) && !std::filesystem::is_directory(best / name, ec)) out.push_back("best/" + name);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -78,7 +83,8 @@ const std::set<std::string>& non_identity_fields() {
       "stop_at_step", "num_epochs",
       // cadence of logging, saving, evaluation and profiling
       "log_loss_every_n_iters", "save_checkpoints_steps", "save_checkpoints_secs", "save_summaries_secs",
-      "keep_checkpoint_max", "eval_every_n_steps",
+      "keep_checkpoint_max", "eval_every_n_steps", "keep_best_checkpoint", "eval_metric", "early_stopping_patience",
+      "early_stopping_min_delta",
       "profile_every_n_iters", "profile_at_task", "hooks", "log_device_placement", "print_model_statistics",
       // output paths and the fine-tuning source (used only by a run's first start)
       "output_dir", "model_dir", "ckpt_file_name", "eval_files", "checkpoint_path", "checkpoint_exclude_scopes",

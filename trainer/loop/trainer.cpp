@@ -24,6 +24,7 @@
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/batch_tensors.h"
+#include "trainer/loop/best_checkpoint.h"
 #include "trainer/loop/capabilities.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/data_parallel.h"
@@ -130,7 +131,7 @@ class TrainingRun {
  public:
   TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
       : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
-        target_(resolve_compute_target(config, dp.comm().local_rank())) {
+        target_(resolve_compute_target(config, dp.comm().local_rank())), best_(config) {
     check_before_allocating(setup_, c_, target_, dp_.world(), dp_.chief());  // refuses what cannot fit
     collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
     if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
@@ -154,11 +155,15 @@ class TrainingRun {
   TrainSummary run();
 
  private:
-  void recall_final_eval();
+  void recall_eval(int64_t step);
   void restore_or_init();
   void log_window(int64_t step, double lr);
-  void run_eval(int64_t step);
-  void save(int64_t step, double lr);
+  void run_eval(int64_t step, double lr);
+  // best: into RUN/best/ (keep_best_checkpoint) instead of the run directory.
+  void save(int64_t step, double lr, bool best = false);
+  void watch_best(int64_t step, double lr, const EvalResult& r);
+  void start_best_tracking();
+  void note_best();  // the summary's best_* fields (chief)
   double epoch_of(int64_t step) const { return static_cast<double>(step) / static_cast<double>(bpe_); }
   int64_t global_batch() const { return static_cast<int64_t>(dp_.world()) * c_.batch_size(); }
 
@@ -175,6 +180,9 @@ class TrainingRun {
   double loop_seconds_ = 0;  // the step loop's time so far, evaluations excluded
   std::unique_ptr<RunDirectory> run_dir_;  // run directory: lock, take-over rules (run_directory.h)
   std::unique_ptr<ckpt::CheckpointManager> ckpt_;
+  BestTracker best_;                                     // keep_best_checkpoint, early stopping
+  std::unique_ptr<ckpt::CheckpointManager> best_ckpt_;  // RUN/best/ (keep_best_checkpoint; chief)
+  bool stop_early_ = false;                              // early_stopping_patience ran out (agreed over ranks)
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_;
   Window log_window_, eval_window_;
@@ -268,7 +276,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
   w.reset();
 }
 
-void TrainingRun::run_eval(int64_t step) {
+void TrainingRun::run_eval(int64_t step, double lr) {
   if (setup_.eval_split.empty()) return;
   runner_->average_state();  // every rank evaluates with the ranks' mean batch-norm statistics
   StepRunner& runner = *runner_;
@@ -277,6 +285,7 @@ void TrainingRun::run_eval(int64_t step) {
       runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
   summary_.evaluated = true;
   summary_.eval = r;
+  watch_best(step, lr, r);
   if (!dp_.chief()) return eval_window_.reset();
   const size_t shared = setup_.eval_files_also_trained.size();
   const std::string split = shared ? str(setup_.eval_split, ", NOT held out: ", shared, " file(s) also trained on") : setup_.eval_split;
@@ -308,7 +317,48 @@ void TrainingRun::run_eval(int64_t step) {
   events_->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
 }
 
-void TrainingRun::save(int64_t step, double lr) {
+// Agreed over the ranks, so a best checkpoint with sharded head rows is saved by all of them and all
+// stop at the same step.
+void TrainingRun::watch_best(int64_t step, double lr, const EvalResult& r) {
+  if (!best_.enabled()) return;
+  const BestDecision d = agree_on_evaluation(best_, dp_.comm(), step, r.top1, r.top5, r.loss);
+  if (d.improved && best_.keeps_best()) save(step, lr, /*best=*/true);
+  if (d.stop && step < total_) {
+    stop_early_ = true;
+    if (dp_.chief())
+      log_info("early stopping at step ", step, ": ", best_.metric(), " has not improved on ", best_.describe_best(),
+               " for ", best_.stale(), " evaluations (early_stopping_patience=", c_.early_stopping_patience(), ")");
+  }
+}
+
+// Before the first step: RUN/best/ on every rank (sharded rows are written there by all), and a resumed
+// run's earlier evaluations replayed, so patience counts as in the uninterrupted run.
+void TrainingRun::start_best_tracking() {
+  if (!best_.enabled()) return;
+  if (setup_.eval_split.empty())
+    throw ConfigError("keep_best_checkpoint / early_stopping_patience watch the evaluations, but this run has no "
+                      "held-out split (convert with --validation-fraction or split folders, or set eval_files)");
+  if (best_.keeps_best()) {
+    const std::string dir = setup_.run_dir + "/best";
+    make_directories(dir);
+    if (dp_.chief()) best_ckpt_ = std::make_unique<ckpt::CheckpointManager>(dir, ckpt::CheckpointManager::Options{.keep_max = 1});
+  }
+  stop_early_ = agree_on_restart(best_, dp_.comm(), setup_.run_dir + "/metrics.jsonl", start_,
+                                 c_.early_stopping_patience());
+}
+
+void TrainingRun::note_best() {
+  if (!best_.enabled() || !dp_.chief() || !best_.has_best()) return;
+  summary_.best_metric = best_.metric();
+  summary_.best_step = best_.best_step();
+  summary_.best_value = best_.best_value();
+  if (summary_.best_checkpoint.empty() && best_ckpt_) {  // saved by an earlier start of this run
+    const std::vector<ckpt::CheckpointInfo> kept = ckpt::list_committed_latest_first(best_ckpt_->dir());
+    if (!kept.empty()) summary_.best_checkpoint = kept.front().prefix;
+  }
+}
+
+void TrainingRun::save(int64_t step, double lr, bool best) {
   runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
   // A sharded head's rows are written by every rank into its own shard file (a collective save).
   const std::vector<ckpt::RowShardSlice> rows = runner_->sharded_rows();
@@ -337,29 +387,27 @@ void TrainingRun::save(int64_t step, double lr) {
     ls->set_dynamic(c_.dynamic_loss_scale());
   }
   const std::vector<ckpt::ArrayView> optimizer = ckpt::optimizer_state_views(state);
+  ckpt::CheckpointManager* manager = best ? best_ckpt_.get() : ckpt_.get();
+  const std::string dir = best ? setup_.run_dir + "/best" : setup_.run_dir;
   const ckpt::CheckpointInfo info =
-      rows.empty() ? ckpt_->save(step, weights, optimizer, std::move(meta))
-                   : ckpt::save_sharded_checkpoint(dp_.comm(), dp_.chief() ? ckpt_.get() : nullptr, setup_.run_dir, step,
-                                                   rows, weights, optimizer, std::move(meta));
-  if (dp_.chief()) log_info("saved checkpoint ", info.prefix);
+      rows.empty() ? manager->save(step, weights, optimizer, std::move(meta))
+                   : ckpt::save_sharded_checkpoint(dp_.comm(), dp_.chief() ? manager : nullptr, dir, step, rows, weights,
+                                                   optimizer, std::move(meta));
+  if (!dp_.chief()) return;
+  if (best) {
+    summary_.best_checkpoint = info.prefix;
+    log_info("saved the best checkpoint so far (", best_.describe_best(), "): ", info.prefix);
+  } else {
+    log_info("saved checkpoint ", info.prefix);
+  }
 }
 
-// A rerun of a finished run trains nothing; its summary gives the eval that metrics.jsonl recorded at the
-// last step, so the rerun still answers "how good is it" (a torn or missing file: no eval, no failure).
-void TrainingRun::recall_final_eval() {
-  summary_.already_finished = true;
-  try {
-    const RunMetrics m = read_run_metrics((std::filesystem::path(setup_.run_dir) / "metrics.jsonl").string());
-    for (auto e = m.evals.rbegin(); e != m.evals.rend(); ++e) {
-      if (e->step != total_) continue;
-      summary_.evaluated = true;
-      summary_.eval.top1 = e->top1;
-      summary_.eval.top5 = e->top5;
-      summary_.eval.loss = e->loss;
-      summary_.eval.num_examples = e->num_examples;
-      return;
-    }
-  } catch (const Error&) {
+// A rerun that trains nothing (the run was finished, or early stopping ended it) gives the eval that
+// metrics.jsonl recorded at its last step, so it still answers "how good is it".
+void TrainingRun::recall_eval(int64_t step) {
+  if (const std::optional<EvalResult> e = recorded_eval(setup_.run_dir + "/metrics.jsonl", step)) {
+    summary_.evaluated = true;
+    summary_.eval = *e;
   }
 }
 
@@ -372,6 +420,14 @@ TrainSummary TrainingRun::run() {
   restore_or_init();
   dp_.sync_start(runner_->graph(), start_);  // same model and step everywhere,
   runner_->broadcast_variables();  // and rank 0's variables on every rank
+  start_best_tracking();
+  if (stop_early_) {  // a rerun of a run that early stopping ended: nothing to train
+    summary_ = {.first_step = start_, .steps = start_, .run_dir = setup_.run_dir, .rank = dp_.rank(),
+                .world_size = dp_.world(), .stopped_early = true};
+    if (dp_.chief()) recall_eval(start_);
+    note_best();
+    return summary_;
+  }
   if (dp_.chief()) {
     jsonl_ = std::make_unique<JsonlMetricsWriter>(setup_.run_dir + "/metrics.jsonl", /*append=*/true);
     events_ = std::make_unique<EventFileWriter>(setup_.run_dir);
@@ -483,8 +539,14 @@ TrainSummary TrainingRun::run() {
     }
     if (eval_now) {
       const Window before_eval;
-      run_eval(done);
+      run_eval(done, lr);
       log_window_.skip_since(before_eval);
+    }
+    if (stop_early_) {  // early_stopping_patience ran out at this evaluation (agreed over ranks)
+      if (saving && last_saved != done) save(done, lr);
+      summary_.stopped_early = true;
+      summary_.steps = done;
+      break;
     }
     if (dp_.stop_requested()) {  // agreed over ranks: every rank stops after this step (stop_signal.h)
       arrived(runner_->drain());
@@ -499,10 +561,16 @@ TrainSummary TrainingRun::run() {
   next = BatchTensors{};
   batch.reset();
   it.reset();
-  if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
-  if (total_ > start_) run_eval(total_);
-  else if (dp_.chief()) recall_final_eval();  // a finished run rerun: its final eval line is there already
-  summary_.steps = total_;
+  if (!summary_.stopped_early) {
+    if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
+    if (total_ > start_) run_eval(total_, lr);
+    else if (dp_.chief()) {  // a finished run rerun: its final eval line is there already
+      summary_.already_finished = true;
+      recall_eval(total_);
+    }
+    summary_.steps = total_;
+  }
+  note_best();
   summary_.train_seconds = loop_seconds_;
   summary_.images_per_sec = loop_seconds_ > 0 ? static_cast<double>(loop_images) / loop_seconds_ : 0;
   if (events_) events_->close();

@@ -46,6 +46,13 @@ struct TrainSummary {
   int rank = 0, world_size = 1;  // data-parallel: only rank 0 (the chief) reports
   int stop_signal = 0;  // SIGTERM/SIGINT stopped the run after `steps` (checkpoint saved); 0: it ran to the end
   bool already_finished = false;  // the run had reached its last step: nothing trained; `eval` is the recorded one
+  // early_stopping_patience ran out at `steps` (a checkpoint saved there); `eval` is that step's.
+  bool stopped_early = false;
+  // keep_best_checkpoint / early stopping: the best evaluation (best_step -1: none) and, when kept, its
+  // checkpoint prefix.
+  std::string best_metric, best_checkpoint;
+  int64_t best_step = -1;
+  double best_value = 0;
 };
 
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options = {});
