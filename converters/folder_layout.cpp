@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/ascii.h"
 #include "core/check.h"
 #include "core/folder_walk.h"
 
@@ -36,8 +37,7 @@ FolderLayout parse_folder_layout(std::string_view name) {
 }
 
 std::string split_of_folder(std::string_view name) {
-  std::string l(name);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string l = ascii_lower(name);
   if (l == "train") return "train";
   if (l == "val" || l == "validation") return "validation";
   if (l == "test") return "test";

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "core/ascii.h"
 #include "core/check.h"
 
 namespace fastnn::convert {
@@ -34,12 +35,6 @@ int64_t optional_int(const FeatureView* f, Group g) {
   return i < 0 ? 0 : f[i].single_int64(kKeys[i]);
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 ForeignRecordParser::ForeignRecordParser(ImageLimits limits)
@@ -60,7 +55,7 @@ ForeignRecord ForeignRecordParser::parse(std::string_view record) const {
   r.record_width = optional_int(f, kWidth);
   r.record_channels = optional_int(f, kChannels);
 
-  const std::string declared = lower(r.declared_format);
+  const std::string declared = ascii_lower(r.declared_format);
   const bool says_jpeg = declared == "jpeg" || declared == "jpg";
   if (!declared.empty() && !says_jpeg && declared != "png" && declared != "raw")
     throw FormatError(str("image/format \"", r.declared_format.substr(0, 32), "\" is not jpeg, jpg, png or raw"));

@@ -10,6 +10,7 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include "converters/file_io.h"
+#include "core/ascii.h"
 #include "core/check.h"
 #include "core/folder_walk.h"
 #include "core/input_file.h"
@@ -106,8 +107,7 @@ Checked check_file(const std::string& path, const ImageFolderOptions& o, std::st
 bool ImageFolderSource::has_image_extension(const std::string& name) {
   size_t dot = name.rfind('.');
   if (dot == std::string::npos) return false;
-  std::string ext = name.substr(dot + 1);
-  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string ext = ascii_lower(std::string_view(name).substr(dot + 1));
   return ext == "jpg" || ext == "jpeg" || ext == "jpe" || ext == "jfif" || ext == "png";
 }
 

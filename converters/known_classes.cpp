@@ -4,16 +4,11 @@
 #include <climits>
 #include <cstdlib>
 
+#include "core/ascii.h"
 #include "core/check.h"
 
 namespace fastnn::convert {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string l(s);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return l;
-}
 
 std::vector<std::string> numbers(int n) {
   std::vector<std::string> out;
@@ -32,7 +27,7 @@ std::string mnist_folder(const std::string& dir) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   for (int up = 0; up < 2 && !path.empty(); ++up) {
     const size_t slash = path.rfind('/');
-    const std::string part = lower(slash == std::string::npos ? path : path.substr(slash + 1));
+    const std::string part = ascii_lower(slash == std::string::npos ? path : path.substr(slash + 1));
     if (part.find("mnist") != std::string::npos) return part;
     if (slash == std::string::npos) break;
     path.resize(slash);

@@ -9,18 +9,13 @@
 #include <cctype>
 #include <set>
 
+#include "core/ascii.h"
 #include "core/check.h"
 #include "core/input_file.h"
 #include "core/manifest.h"
 
 namespace fastnn {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool is_absolute(std::string_view p) { return !p.empty() && p.front() == '/'; }
 
@@ -115,7 +110,7 @@ std::string split_of_file_name(std::string_view name) {
   while (start <= name.size()) {
     size_t end = name.find_first_of("_-.", start);
     if (end == std::string_view::npos) end = name.size();
-    const std::string t = lower(name.substr(start, end - start));
+    const std::string t = ascii_lower(name.substr(start, end - start));
     if (t == "train" || t == "validation" || t == "test") return t;
     if (t == "val") return "validation";
     start = end + 1;

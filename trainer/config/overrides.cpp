@@ -12,6 +12,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/reflection.h>
 
+#include "core/ascii.h"
 #include "core/check.h"
 #include "trainer/config/config_fields.h"
 
@@ -70,8 +71,7 @@ bool parse_double(std::string_view text, double* out) {
 }
 
 bool parse_bool(std::string_view text, bool* out) {
-  std::string t(text);
-  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string t = ascii_lower(text);
   if (t == "true" || t == "1") return *out = true, true;
   if (t == "false" || t == "0") return *out = false, true;
   return false;

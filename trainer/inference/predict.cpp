@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ascii.h"
 #include "core/check.h"
 #include "core/logging.h"
 #include "core/progress.h"
@@ -47,8 +48,7 @@ PredictFormat parse_predict_format(const std::string& name) {
 }
 
 PredictFormat predict_output_format(const std::string& format, const std::string& output) {
-  std::string ext = std::filesystem::path(output).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = ascii_lower(std::filesystem::path(output).extension().string());
   std::optional<PredictFormat> named;
   if (ext == ".csv") named = PredictFormat::kCsv;
   if (ext == ".jsonl" || ext == ".json" || ext == ".ndjson") named = PredictFormat::kJsonl;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/ascii.h"
 #include "core/base64.h"
 #include "core/check.h"
 #include "core/example.h"
@@ -21,21 +22,16 @@ namespace fastnn::inference {
 namespace fs = std::filesystem;
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 bool is_image_name(const fs::path& p) {
-  const std::string e = lower(p.extension().string());
+  const std::string e = ascii_lower(p.extension().string());
   return e == ".jpg" || e == ".jpeg" || e == ".png";
 }
 
-bool is_tsv_name(const fs::path& p) { return ends_with(lower(p.filename().string()), ".tsv"); }
+bool is_tsv_name(const fs::path& p) { return ends_with(ascii_lower(p.filename().string()), ".tsv"); }
 
 bool all_digits(std::string_view f) {
   return !f.empty() && f.size() <= 9 && std::all_of(f.begin(), f.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -62,7 +58,7 @@ void tsv_item(std::string_view line, InputItem* item) {
 }
 
 bool is_tfrecord_name(const fs::path& p) {
-  const std::string n = lower(p.filename().string());
+  const std::string n = ascii_lower(p.filename().string());
   return ends_with(n, ".tfrecord") || ends_with(n, ".tfrecord.gz") || ends_with(n, ".tfrecord.zz") ||
          ends_with(n, ".tfrecords") || is_shard_file_name(p.filename().string());
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/ascii.h"
 #include "core/base64.h"
 #include "core/image.h"
 #include "trainer/serve/base64_json.h"
@@ -41,8 +42,7 @@ std::vector<inference::InputItem> parse_json(std::string_view body, size_t max_i
 std::string media_type(std::string_view content_type) {
   std::string m(content_type.substr(0, std::min(content_type.find(';'), content_type.size())));
   m.erase(std::remove_if(m.begin(), m.end(), [](unsigned char c) { return std::isspace(c); }), m.end());
-  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return m;
+  return ascii_lower(m);
 }
 
 std::vector<inference::InputItem> parse_images(std::string_view content_type, std::string_view body, size_t max_images) {
