@@ -5,7 +5,9 @@
 #    and `fastnn eval --checkpoint run/best` gives that top1 again; train --json names it;
 #  - a plateau (learning_rate 0: every evaluation equal): patience 2 stops at the third evaluation with
 #    a checkpoint there; a rerun trains nothing and says so; --overwrite removes best/'s files too;
-#  - keep_best_checkpoint without eval_every_n_steps is refused before any work.
+#  - keep_best_checkpoint without eval_every_n_steps is refused before any work;
+#  - TensorBoard: RUN/ holds training's scalars, RUN/eval/ the evaluation's, under the same tags (loss,
+#    accuracy), read back by event_tags.py and equal to metrics.jsonl's evaluations.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -37,6 +39,21 @@ python3 -c "
 import json; j = json.load(open('best_eval.json')); want = float(open('best_top1.txt').read())
 assert abs(j['top1'] - want) < 1e-12, (j['top1'], want)" || fail "eval of best/ differs from its recorded evaluation"
 echo "ok: best/ holds the best evaluation's checkpoint"
+
+# TensorBoard: training's scalars in RUN/, evaluation's in RUN/eval/ under the same tags (one chart each).
+python3 "$SRC/tests/integration/event_tags.py" learn/events.out.tfevents.* > train_tags.json || fail "read train events"
+python3 "$SRC/tests/integration/event_tags.py" learn/eval/events.out.tfevents.* > eval_tags.json || fail "read eval events"
+python3 - train_tags.json eval_tags.json learn/metrics.jsonl <<'PY' || fail "TensorBoard tags"
+import json, sys
+train, ev = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+evals = [j for j in map(json.loads, open(sys.argv[3])) if j.get("event") == "eval"]
+assert {"loss", "accuracy", "lr", "images_per_sec"} <= set(train), sorted(train)
+assert set(ev) == {"loss", "accuracy", "top5"}, sorted(ev)
+assert [s for s, _ in ev["accuracy"]] == [e["step"] for e in evals], (ev["accuracy"], evals)
+for (s, v), e in zip(ev["accuracy"], evals):
+    assert abs(v - e["top1"]) < 1e-6 and abs(dict(ev["loss"])[s] - e["loss"]) < 1e-5 * max(1, e["loss"]), (v, e)
+PY
+echo "ok: train and eval scalars share their tags"
 
 # A plateau: patience 2 ends the run at the third evaluation.
 plateau=(--output_dir=flat --optimizer=sgd --learning_rate=0 --stop_at_step=400 --eval_every_n_steps=20

@@ -96,4 +96,34 @@ void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool op
   runner.load_sharded_rows(reader, optimizer);
 }
 
+std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
+                                            const std::vector<std::string>& exclude) {
+  const std::vector<ckpt::RowShardSlice> mine = runner.sharded_row_layout();  // names and ranges, no data
+  if (mine.empty()) return exclude;
+  std::vector<std::string> rest;
+  bool excluded = false;
+  for (const std::string& scope : exclude) {
+    const bool covers = std::any_of(mine.begin(), mine.end(), [&](const ckpt::RowShardSlice& r) { return r.name.starts_with(scope); });
+    excluded = excluded || covers;
+    if (!covers) rest.push_back(scope);
+  }
+  const ckpt::RowShardSlice& w = mine.front();  // the weights (slots follow it)
+  if (excluded) {
+    log_info("fine-tuning: the classifier head's rows (", w.name, ") are excluded by checkpoint_exclude_scopes: initialised");
+    return rest;
+  }
+  const ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
+  ckpt::RowShardReader reader(l);
+  const ckpt::RowShardedArrayLayout* saved = reader.find(w.name);
+  if (saved == nullptr || saved->global_shape != w.global_shape) {
+    log_info("fine-tuning: the classifier head's rows (", w.name, " ", ckpt::shape_string(w.global_shape), ") are not in ",
+             l.prefix, saved ? str(" at that shape (it has ", ckpt::shape_string(saved->global_shape), ")") : std::string(),
+             ": initialised");
+    return rest;
+  }
+  runner.load_sharded_rows(reader, false);
+  log_info("fine-tuning: the classifier head's rows [", w.row_begin, ", ", w.row_end, ") of ", w.name, " from ", l.prefix);
+  return rest;
+}
+
 }  // namespace fastnn::loop

@@ -45,4 +45,13 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
 // the optimizer's slots, eval without); nothing for a runner without sharded rows.
 void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer);
 
+// Fine-tuning a run with a sharded head (task_type=finetune, checkpoint_path): its rows come from the
+// start checkpoint's row shards, written at any number of ranks, when the checkpoint has them at the
+// same global shape and no exclude scope covers them; otherwise they keep their initial values and the
+// log says why — TF-slim's rule for every other variable (equal shapes load, the rest is skipped with
+// the reason). Returns the exclude scopes that name no row array, for finetune_variables (which refuses
+// a scope matching none of the model's variables, and the rows are not among those).
+std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
+                                            const std::vector<std::string>& exclude);
+
 }  // namespace fastnn::loop

@@ -68,11 +68,13 @@ std::vector<std::string> run_files(const std::string& dir) {
   std::error_code ec;
   for (const std::string& name : ckpt::list_entry_names(dir))
     if (is_run_file(name) && !std::filesystem::is_directory(std::filesystem::path(dir) / name, ec)) out.push_back(name);
-  // keep_best_checkpoint's folder: the best checkpoint is the run's too.
-  const std::filesystem::path best = std::filesystem::path(dir) / "best";
-  if (std::filesystem::is_directory(best, ec))
-    for (const std::string& name : ckpt::list_entry_names(best.string()))
-      if (is_run_file(name) && !std::filesystem::is_directory(best / name, ec)) out.push_back("best/" + name);
+  // keep_best_checkpoint's folder and the evaluation's TensorBoard folder are the run's too.
+  for (const char* sub : {"best", "eval"}) {
+    const std::filesystem::path folder = std::filesystem::path(dir) / sub;
+    if (!std::filesystem::is_directory(folder, ec)) continue;
+    for (const std::string& name : ckpt::list_entry_names(folder.string()))
+      if (is_run_file(name) && !std::filesystem::is_directory(folder / name, ec)) out.push_back(str(sub, "/", name));
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

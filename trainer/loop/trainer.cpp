@@ -80,42 +80,6 @@ struct Window {
   void reset() { *this = Window{}; }
 };
 
-// Fine-tuning a run with a sharded head (task_type=finetune, checkpoint_path): its rows come from the
-// start checkpoint's row shards, written at any number of ranks, when the checkpoint has them at the
-// same global shape and no exclude scope covers them; otherwise they keep their initial values and the
-// log says why — TF-slim's rule for every other variable (equal shapes load, the rest is skipped with
-// the reason). Returns the exclude scopes that name no row array, for finetune_variables (which refuses
-// a scope matching none of the model's variables, and the rows are not among those).
-std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
-                                            const std::vector<std::string>& exclude) {
-  const std::vector<ckpt::RowShardSlice> mine = runner.sharded_row_layout();  // names and ranges, no data
-  if (mine.empty()) return exclude;
-  std::vector<std::string> rest;
-  bool excluded = false;
-  for (const std::string& scope : exclude) {
-    const bool covers = std::any_of(mine.begin(), mine.end(), [&](const ckpt::RowShardSlice& r) { return r.name.starts_with(scope); });
-    excluded = excluded || covers;
-    if (!covers) rest.push_back(scope);
-  }
-  const ckpt::RowShardSlice& w = mine.front();  // the weights (slots follow it)
-  if (excluded) {
-    log_info("fine-tuning: the classifier head's rows (", w.name, ") are excluded by checkpoint_exclude_scopes: initialised");
-    return rest;
-  }
-  const ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
-  ckpt::RowShardReader reader(l);
-  const ckpt::RowShardedArrayLayout* saved = reader.find(w.name);
-  if (saved == nullptr || saved->global_shape != w.global_shape) {
-    log_info("fine-tuning: the classifier head's rows (", w.name, " ", ckpt::shape_string(w.global_shape), ") are not in ",
-             l.prefix, saved ? str(" at that shape (it has ", ckpt::shape_string(saved->global_shape), ")") : std::string(),
-             ": initialised");
-    return rest;
-  }
-  runner.load_sharded_rows(reader, false);
-  log_info("fine-tuning: the classifier head's rows [", w.row_begin, ", ", w.row_end, ") of ", w.name, " from ", l.prefix);
-  return rest;
-}
-
 // The runner's options for this rank: its seed, and the gradient average over the ranks (the host
 // communicator for the CPU runner, NCCL collectives for the CUDA runner).
 StepRunnerOptions rank_runner_options(const JobConfig& c, const ComputeTarget& target, DataParallel& dp,
@@ -164,6 +128,11 @@ class TrainingRun {
   void watch_best(int64_t step, double lr, const EvalResult& r);
   void start_best_tracking();
   void note_best();  // the summary's best_* fields (chief)
+  void close_writers() {
+    for (EventFileWriter* w : {events_.get(), eval_events_.get()})
+      if (w) w->close();
+    if (jsonl_) jsonl_->close();
+  }
   double epoch_of(int64_t step) const { return static_cast<double>(step) / static_cast<double>(bpe_); }
   int64_t global_batch() const { return static_cast<int64_t>(dp_.world()) * c_.batch_size(); }
 
@@ -184,7 +153,7 @@ class TrainingRun {
   std::unique_ptr<ckpt::CheckpointManager> best_ckpt_;  // RUN/best/ (keep_best_checkpoint; chief)
   bool stop_early_ = false;                              // early_stopping_patience ran out (agreed over ranks)
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
-  std::unique_ptr<EventFileWriter> events_;
+  std::unique_ptr<EventFileWriter> events_, eval_events_;  // RUN/ and RUN/eval/ (chief)
   Window log_window_, eval_window_;
   std::optional<Clock::time_point> last_summary_;  // the last TensorBoard write (save_summaries_secs)
   double last_logged_accuracy_ = -1;                // the last log line's training accuracy
@@ -243,9 +212,11 @@ void TrainingRun::log_window(int64_t step, double lr) {
   e.lr = lr;
   e.images_per_sec = wall > 0 ? static_cast<double>(w.examples) / wall : 0;
   e.data_wait_fraction = wall > 0 ? w.wait_s / wall : 0;
+  // TensorFlow Estimator's layout: training's scalars in RUN/, evaluation's in RUN/eval/ under the same
+  // tags, so TensorBoard draws train and eval loss (and accuracy) in one chart.
   std::vector<std::pair<std::string, double>> scalars = {
-      {"train/loss", e.loss}, {"train/accuracy", e.accuracy}, {"train/lr", lr},
-      {"train/images_per_sec", e.images_per_sec}, {"train/data_wait_fraction", e.data_wait_fraction}};
+      {"loss", e.loss}, {"accuracy", e.accuracy}, {"lr", lr},
+      {"images_per_sec", e.images_per_sec}, {"data_wait_fraction", e.data_wait_fraction}};
   // Cores' worth of CPU over the window: the whole process (the input pipeline's workers included) and the
   // step loop's thread alone (on cuda it launches the step and waits for the device: near 1 when it
   // spins while it waits).
@@ -257,7 +228,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
     const StepRunnerStats st = runner_->stats();
     e.extra["loss_scale"] = st.loss_scale;
     e.extra["skipped_steps"] = static_cast<double>(st.skipped_steps);
-    scalars.push_back({"train/loss_scale", st.loss_scale});
+    scalars.push_back({"loss_scale", st.loss_scale});
   }
   // ETA: the step loop's mean time per step so far (evaluations excluded) over the steps left.
   const double per_step = step > start_ ? loop_seconds_ / static_cast<double>(step - start_) : 0;
@@ -314,7 +285,8 @@ void TrainingRun::run_eval(int64_t step, double lr) {
                              .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples,
                              .extra = std::move(extra),
                              .confusion_classes = r.confusion_classes, .confusion = r.confusion});
-  events_->add_scalars({{"eval/top1", r.top1}, {"eval/top5", r.top5}, {"eval/loss", r.loss}}, step);
+  if (!eval_events_) eval_events_ = std::make_unique<EventFileWriter>(setup_.run_dir + "/eval");
+  eval_events_->add_scalars({{"loss", r.loss}, {"accuracy", r.top1}, {"top5", r.top5}}, step);
 }
 
 // Agreed over the ranks, so a best checkpoint with sharded head rows is saved by all of them and all
@@ -553,8 +525,7 @@ TrainSummary TrainingRun::run() {
       if (last_saved != done) save(done, lr);
       summary_.stop_signal = stop_signal() ? stop_signal() : SIGTERM;
       summary_.steps = done;
-      if (events_) events_->close();
-      if (jsonl_) jsonl_->close();
+      close_writers();
       return summary_;
     }
   }
@@ -573,8 +544,7 @@ TrainSummary TrainingRun::run() {
   note_best();
   summary_.train_seconds = loop_seconds_;
   summary_.images_per_sec = loop_seconds_ > 0 ? static_cast<double>(loop_images) / loop_seconds_ : 0;
-  if (events_) events_->close();
-  if (jsonl_) jsonl_->close();
+  close_writers();
   return summary_;
 }
 

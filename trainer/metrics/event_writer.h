@@ -42,7 +42,7 @@ class EventFileWriter {
 
   // One event with one scalar. wall_time 0: now.
   void add_scalar(const std::string& tag, double value, int64_t step, double wall_time = 0);
-  // One event with several scalars (e.g. train/loss, train/accuracy, train/lr of the same step).
+  // One event with several scalars (e.g. loss, accuracy and lr of the same step).
   void add_scalars(const std::vector<std::pair<std::string, double>>& values, int64_t step, double wall_time = 0);
   void flush();
   void close();
