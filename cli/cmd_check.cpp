@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/mpi_rank_group.h"
 #include "converters/check_report_page.h"
 #include "converters/shard_check.h"
 #include "core/check.h"
@@ -174,11 +175,25 @@ void add_check_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{10000}));
   cmd->add_option("--report-stats-records", o->survey.stats_records,
                   "Records decoded for the channel statistics, spread evenly over the shards (--decode: all)");
-  cmd->callback([o, json, page] {
+  auto collective_timeout = std::make_shared<double>(0);
+  cmd->add_option("--collective-timeout", *collective_timeout, kCollectiveTimeoutHelp)->check(CLI::NonNegativeNumber);
+  cmd->callback([o, json, page, collective_timeout] {
     o->survey.enabled = !page->path.empty();
     // Refused before the pass, not after minutes of checking (the write checks again).
     if (o->survey.enabled) report::check_page_target(page->path, page->overwrite);
-    convert::CheckReport r = convert::check_shard_set(*o);
+    // Under mpirun the ranks split the shards; rank 0 reports, the others only share the exit status.
+    const std::unique_ptr<MpiRankGroup> group = mpi_rank_group(*collective_timeout);
+    o->group = group.get();
+    convert::CheckReport r;
+    try {
+      r = convert::check_shard_set(*o);
+    } catch (const convert::OtherRankFailed&) {
+      throw ExitStatus{1};
+    }
+    if (group && group->rank() != 0) {
+      if (!r.ok()) throw ExitStatus{1};
+      return;
+    }
     *json ? print_json_report(r) : print_report(r);
     if (o->survey.enabled) {
       report::write_page_file(page->path, convert::check_report_page(r, *o), page->overwrite);

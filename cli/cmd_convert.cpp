@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_output.h"
+#include "cli/mpi_rank_group.h"
 #include "converters/base64_tsv.h"
 #include "converters/cifar.h"
 #include "converters/convert.h"
@@ -51,6 +52,7 @@ struct CommonArgs {
   bool json = false;
   bool verbose = false;
   bool random_holdout = false;
+  double collective_timeout = 0;
   std::string class_names_file, labels_from;
 
   ConvertOptions options() const {
@@ -123,6 +125,7 @@ CLI::App* add_format(CLI::App* convert, const char* name, const char* descriptio
   sub->add_flag("--no-sync", a.no_sync,
                 "Skip the fsync before the commit (faster; a power failure may then leave a manifest naming "
                 "unwritten data; kill -9 safety is unchanged)");
+  sub->add_option("--collective-timeout", a.collective_timeout, kCollectiveTimeoutHelp)->check(CLI::NonNegativeNumber);
   return sub;
 }
 
@@ -150,6 +153,8 @@ void print_summary(const convert::ConvertResult& r, bool verbose) {
               r.output.c_str(), static_cast<unsigned long long>(records), static_cast<int>(m.num_classes()),
               r.bytes_written / 1e6, r.total_seconds, r.scan_seconds, r.write_seconds,
               Progress::human(r.write_seconds > 0 ? records / r.write_seconds : 0).c_str());
+  if (r.ranks > 1) std::printf("written by %d ranks (mpirun), %llu records by rank 0\n", r.ranks,
+                               static_cast<unsigned long long>(r.records_written_here));
   for (const SplitInfo& s : m.splits)
     for (size_t i = 0; i < s.skipped.size() && i < 5; ++i)
       std::printf("skipped %s: %s\n", s.skipped[i].source.c_str(), s.skipped[i].reason.c_str());
@@ -171,18 +176,30 @@ void print_summary(const convert::ConvertResult& r, bool verbose) {
 void print_json(const convert::ConvertResult& r) {
   const nlohmann::json j = {{"output", r.output}, {"seconds", r.total_seconds}, {"scan_seconds", r.scan_seconds},
                             {"write_seconds", r.write_seconds}, {"source_bytes", r.source_bytes},
-                            {"bytes_written", r.bytes_written}, {"warnings", r.warnings},
+                            {"bytes_written", r.bytes_written}, {"ranks", r.ranks}, {"warnings", r.warnings},
                             {"manifest", nlohmann::json::parse(serialize_manifest(r.manifest))}};
   print_json_line(j);
 }
 
 // `a` gives --json and --verbose, so that a new format cannot leave them silently unread.
 void run(convert::Source& source, const ConvertOptions& o, const CommonArgs& a) {
+  // Under mpirun the ranks share the work (converters/rank_group.h); rank 0 reports.
+  const std::unique_ptr<MpiRankGroup> group = mpi_rank_group(a.collective_timeout);
+  ConvertOptions options = o;
+  if (group) {
+    options.group = group.get();
+    if (group->rank() != 0) options.quiet = true;
+  }
   // The default is said, not silent: shards for one GPU train on N only after a rebalance.
-  if (a.num_gpus_flag->count() == 0 && !a.quiet && !a.json)
+  if (a.num_gpus_flag->count() == 0 && !options.quiet && !a.json)
     log_info("balancing the shards for 1 GPU (the default; --num-gpus N for a job on N GPUs)");
-  const convert::ConvertResult r = convert::run_conversion(source, o);
-  a.json ? print_json(r) : print_summary(r, a.verbose);
+  try {
+    const convert::ConvertResult r = convert::run_conversion(source, options);
+    if (r.rank != 0) return;
+    a.json ? print_json(r) : print_summary(r, a.verbose);
+  } catch (const convert::OtherRankFailed&) {
+    throw ExitStatus{1};  // rank 0 says what failed
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "converters/class_balance.h"
+#include "converters/rank_group.h"
 #include "converters/shard_writer.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
@@ -89,87 +90,16 @@ void validate_convert_options(const ConvertOptions& o) {
     throw ConfigError("give --validation-fraction or --validation-count, not both");
 }
 
-ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
-  validate_convert_options(o);
-  const auto t0 = Clock::now();
-  ConvertResult result;
-  result.output = o.output;
+namespace {
 
-  OutputDir::Options out_opts;
-  out_opts.marker = kManifestFileName;
-  out_opts.owned = [](const std::string& n) { return n == kLabelsFileName || is_shard_file_name(n); };
-  out_opts.overwrite = o.overwrite;
-  out_opts.sync = o.sync;
-  OutputDir out(o.output, out_opts);
-  result.cleaned_up = out.cleaned_up();
-
-  // More threads than cores is allowed (the default soft limit would cap it and warn).
-  std::optional<tbb::global_control> allow;
-  if (o.threads > tbb::this_task_arena::max_concurrency())
-    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
-  tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
-  ScanOptions scan_opts;
-  scan_opts.skip_bad = o.skip_bad;
-  scan_opts.quiet = o.quiet;
-  DatasetIndex index = arena.execute([&] { return source.scan(scan_opts); });
-  result.source_bytes = index.source_bytes;
+// The manifest, from the plans (labels) and the outcomes (sizes, image geometry), jobs in split-major
+// order.
+Manifest build_manifest(const Source& source, const DatasetIndex& index, const std::vector<ShardPlan>& plans,
+                        const std::vector<ShardJob>& jobs, const std::vector<ShardOutcome>& outcomes,
+                        const ConvertOptions& o, ConvertResult& result) {
   const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
-  if (num_classes < 1 || num_classes > kMaxClasses) throw ConfigError(str("dataset has ", num_classes, " classes"));
-  hold_out_validation(index, o);
-  result.scan_seconds = seconds_since(t0);
-
-  // Plans, then one job per shard of every split.
   const int64_t num_shards = o.num_gpus * o.shards_per_gpu;
-  std::vector<ShardPlan> plans;
-  for (const SplitIndex& s : index.splits) {
-    validate_split_name(s.name);
-    std::vector<int32_t> labels(s.samples.size());
-    for (size_t i = 0; i < labels.size(); ++i) labels[i] = s.samples[i].label;
-    PlanOptions po;
-    po.split = s.name;
-    po.num_shards = num_shards;
-    po.equal_shards = s.equal_shards;
-    po.remainder = o.remainder;
-    po.stratify = o.stratify;
-    po.seed = o.seed;
-    po.num_classes = num_classes;
-    plans.push_back(plan_shards(labels, po));
-  }
-  std::vector<ShardJob> jobs;
-  uint64_t total_records = 0;
-  for (size_t si = 0; si < index.splits.size(); ++si) {
-    for (int64_t k = 0; k < num_shards; ++k) {
-      ShardJob job;
-      job.split = &index.splits[si];
-      job.samples = &plans[si].shards[k];
-      job.name = shard_file_name(index.splits[si].name, k, num_shards);
-      job.path = out.temp_path(job.name);
-      jobs.push_back(std::move(job));
-    }
-    total_records += plans[si].total_records();
-  }
-
-  const auto t1 = Clock::now();
-  Progress progress("convert", total_records, "records");
-  progress.set_silent(o.quiet);
-  // Smallest split first: a source still loading a big split in the background (MNIST's inflate)
-  // overlaps that with the small split's encoding. The bytes do not depend on the order.
-  std::vector<size_t> order(jobs.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return jobs[a].split->samples.size() < jobs[b].split->samples.size();
-  });
-  std::vector<ShardJob> ordered;
-  for (size_t i : order) ordered.push_back(jobs[i]);
-  std::vector<ShardOutcome> ordered_outcomes =
-      arena.execute([&] { return write_shards(source, index, ordered, o.compression, o.sync, &progress); });
-  std::vector<ShardOutcome> outcomes(jobs.size());
-  for (size_t i = 0; i < order.size(); ++i) outcomes[order[i]] = std::move(ordered_outcomes[i]);
-  progress.finish();
-  result.write_seconds = seconds_since(t1);
-
-  // The manifest, from the plans (labels) and the outcomes (sizes, image geometry).
-  Manifest& m = result.manifest;
+  Manifest m;
   m.dataset = index.dataset;
   m.created_by = o.created_by;
   m.inputs = o.inputs;
@@ -219,11 +149,158 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
   m.image.height = image.height;
   m.image.width = image.width;
   m.image.channels = image.channels;
+  return m;
+}
 
-  write_file(out.temp_path(kLabelsFileName), format_labels_txt(m.class_names));
-  write_file(out.temp_path(kManifestFileName), serialize_manifest(m));
-  out.commit();
-  result.warnings = output_warnings(m, o.holdout_hint);
+// One shard plan per split.
+std::vector<ShardPlan> plan_splits(const DatasetIndex& index, const ConvertOptions& o) {
+  std::vector<ShardPlan> plans;
+  for (const SplitIndex& s : index.splits) {
+    validate_split_name(s.name);
+    std::vector<int32_t> labels(s.samples.size());
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = s.samples[i].label;
+    PlanOptions po;
+    po.split = s.name;
+    po.num_shards = o.num_gpus * o.shards_per_gpu;
+    po.equal_shards = s.equal_shards;
+    po.remainder = o.remainder;
+    po.stratify = o.stratify;
+    po.seed = o.seed;
+    po.num_classes = static_cast<int64_t>(index.class_names.size());
+    plans.push_back(plan_shards(labels, po));
+  }
+  return plans;
+}
+
+}  // namespace
+
+ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
+  validate_convert_options(o);
+  RankGroup* group = o.group && o.group->size() > 1 ? o.group : nullptr;
+  const int rank = group ? group->rank() : 0;
+  const int ranks = group ? group->size() : 1;
+  const auto t0 = Clock::now();
+  ConvertResult result;
+  result.output = o.output;
+  result.rank = rank;
+  result.ranks = ranks;
+  const bool quiet = o.quiet || rank != 0;
+
+  // Rank 0 owns the folder: the lock, the clean-up of an earlier run, the commit.
+  OutputDir::Options out_opts;
+  out_opts.marker = kManifestFileName;
+  out_opts.owned = [](const std::string& n) { return n == kLabelsFileName || is_shard_file_name(n); };
+  out_opts.overwrite = o.overwrite;
+  out_opts.sync = o.sync;
+  std::optional<OutputDir> out;
+  run_step(group, [&] {
+    if (rank == 0) out.emplace(o.output, out_opts);
+  });
+  if (out) result.cleaned_up = out->cleaned_up();
+  if (group) check_shared_folder(*group, o.output);
+
+  // Ranks on one machine share its cores: all of them for each rank would oversubscribe them local_size
+  // times over. A rank mpirun bound to some cores sees only those (oneTBB follows the affinity mask).
+  int threads = o.threads;
+  if (group && threads == 0) {
+    const int visible = tbb::this_task_arena::max_concurrency();
+    threads = visible < static_cast<int>(MachineResources::detect().cores)
+                  ? visible
+                  : std::max(1, visible / std::max(1, group->local_size()));
+  }
+  // More threads than cores is allowed (the default soft limit would cap it and warn).
+  std::optional<tbb::global_control> allow;
+  if (threads > tbb::this_task_arena::max_concurrency())
+    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
+  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
+
+  // Every rank scans and plans the same way; the plan must come out the same everywhere.
+  DatasetIndex index;
+  std::vector<ShardPlan> plans;
+  run_step(group, [&] {
+    ScanOptions scan_opts;
+    scan_opts.skip_bad = o.skip_bad;
+    scan_opts.quiet = quiet;
+    index = arena.execute([&] { return source.scan(scan_opts); });
+    const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
+    if (num_classes < 1 || num_classes > kMaxClasses) throw ConfigError(str("dataset has ", num_classes, " classes"));
+    hold_out_validation(index, o);
+    plans = plan_splits(index, o);
+  });
+  if (group) check_same_plan(*group, plan_fingerprint(index, plans));
+  result.source_bytes = index.source_bytes;
+  result.scan_seconds = seconds_since(t0);
+
+  // One job per shard of every split.
+  const int64_t num_shards = o.num_gpus * o.shards_per_gpu;
+  std::vector<ShardJob> jobs;
+  for (size_t si = 0; si < index.splits.size(); ++si) {
+    for (int64_t k = 0; k < num_shards; ++k) {
+      ShardJob job;
+      job.split = &index.splits[si];
+      job.samples = &plans[si].shards[k];
+      job.name = shard_file_name(index.splits[si].name, k, num_shards);
+      job.path = out ? out->temp_path(job.name) : o.output + "/" + OutputDir::temp_name(job.name);
+      jobs.push_back(std::move(job));
+    }
+  }
+
+  // Smallest split first: a source still loading a big split in the background (MNIST's inflate)
+  // overlaps that with the small split's encoding. The bytes do not depend on the order. Under mpirun
+  // the jobs in that order are dealt to the ranks round robin.
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return jobs[a].split->samples.size() < jobs[b].split->samples.size();
+  });
+  std::vector<size_t> mine;
+  std::vector<ShardJob> my_jobs;
+  uint64_t my_records = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (job_owner(i, ranks) != rank) continue;
+    mine.push_back(order[i]);
+    my_jobs.push_back(jobs[order[i]]);
+    my_records += jobs[order[i]].samples->size();
+  }
+
+  const auto t1 = Clock::now();
+  Progress progress(ranks > 1 ? str("convert (rank ", rank, " of ", ranks, ")") : std::string("convert"), my_records,
+                    "records");
+  progress.set_silent(quiet);
+  std::vector<ShardOutcome> my_outcomes;
+  try {
+    my_outcomes = arena.execute([&] { return write_shards(source, index, my_jobs, o.compression, o.sync, &progress); });
+    // Rank 0's commit syncs what it renames; the other ranks make their own files durable first.
+    if (group && rank != 0 && o.sync)
+      for (const ShardJob& job : my_jobs) fsync_path(job.path);
+  } catch (const std::exception& e) {
+    if (!group) throw;
+    // The other ranks are busy writing, not waiting in a collective: end the whole job now. Nothing is
+    // final-named yet; the temporaries go with the next run in this folder.
+    log_error(str("rank ", rank, " of ", ranks, ": ", e.what()));
+    std::fflush(stderr);
+    out.reset();  // rank 0: its temporaries, as far as they are written
+    group->abort(1);
+  }
+  progress.finish();
+  result.records_written_here = my_records;
+  result.write_seconds = seconds_since(t1);
+
+  std::vector<ShardOutcome> outcomes(jobs.size());
+  if (group) {
+    outcomes = gather_outcomes(*group, encode_outcomes(mine, my_outcomes), jobs.size());
+  } else {
+    for (size_t i = 0; i < mine.size(); ++i) outcomes[mine[i]] = std::move(my_outcomes[i]);
+  }
+  result.manifest = build_manifest(source, index, plans, jobs, outcomes, o, result);
+
+  run_step(group, [&] {
+    if (!out) return;
+    write_file(out->temp_path(kLabelsFileName), format_labels_txt(result.manifest.class_names));
+    write_file(out->temp_path(kManifestFileName), serialize_manifest(result.manifest));
+    out->commit();
+  });
+  result.warnings = output_warnings(result.manifest, o.holdout_hint);
   result.total_seconds = seconds_since(t0);
   return result;
 }

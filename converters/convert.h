@@ -3,9 +3,9 @@
 //   MnistSource src(options);
 //   ConvertResult r = run_conversion(src, convert_options);
 //
-// Output (../shared/DESIGN.md "Shards", "Manifest"; docs/FORMATS.md): <output>/<split>-%05d-of-%05d.tfrecord
-// for every split, labels.txt, manifest.json, written through OutputDir (temporary names, manifest
-// last). Same inputs and options → byte-identical files for any `threads`.
+// Output (docs/FORMATS.md): <output>/<split>-%05d-of-%05d.tfrecord for every split, labels.txt,
+// manifest.json, written through OutputDir (temporary names, manifest last). Same inputs and options →
+// byte-identical files for any `threads`, and for any number of ranks under mpirun (rank_group.h).
 // Errors: ConfigError (bad options, a split too small), FormatError (bad input), IoError; nothing
 // final-named is left behind on any of them.
 #pragma once
@@ -20,6 +20,8 @@
 #include "core/tfrecord.h"
 
 namespace fastnn::convert {
+
+class RankGroup;
 
 struct ConvertOptions {
   std::vector<std::string> inputs;  // recorded in the manifest
@@ -47,6 +49,8 @@ struct ConvertOptions {
   // Appended to the warning that the output has no held-out split (how this format makes one).
   std::string holdout_hint;
   std::string created_by = "fastnn";
+  // The ranks of an mpirun conversion (rank_group.h); null or a group of one: this process alone.
+  RankGroup* group = nullptr;
 };
 
 struct ConvertResult {
@@ -60,6 +64,10 @@ struct ConvertResult {
   // What the output lacks that a user should know before training: a split without a sample of some
   // class, no held-out split at all.
   std::vector<std::string> warnings;
+  // Under mpirun: this process's rank and the number of ranks. Every rank returns the same manifest;
+  // rank 0 reports it.
+  int rank = 0, ranks = 1;
+  uint64_t records_written_here = 0;  // by this rank
 };
 
 ConvertResult run_conversion(Source& source, const ConvertOptions& options);

@@ -13,8 +13,10 @@
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
+#include <nlohmann/json.hpp>
 #include <optional>
 
+#include "converters/rank_group.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
 #include "core/resources.h"
@@ -249,6 +251,26 @@ CheckReport with_class_balance(CheckReport r, double max_ratio) {
   return r;
 }
 
+// Under mpirun: each rank checked the shards dealt to it (positions `mine` of `reports`); afterwards
+// every rank holds every shard's report. The survey is not shared (refused under mpirun).
+void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std::vector<ShardReport*>& reports) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t j : mine) {
+    const ShardReport& r = *reports[j];
+    out.push_back({j, r.records, r.bytes, r.histogram, r.error_count, r.errors});
+  }
+  for (const std::string& block : group.allgather(out.dump())) {
+    for (const nlohmann::json& e : nlohmann::json::parse(block)) {
+      ShardReport& r = *reports[e[0].get<size_t>()];
+      r.records = e[1].get<uint64_t>();
+      r.bytes = e[2].get<uint64_t>();
+      r.histogram = e[3].get<std::vector<uint64_t>>();
+      r.error_count = e[4].get<uint64_t>();
+      r.errors = e[5].get<std::vector<std::string>>();
+    }
+  }
+}
+
 }  // namespace
 
 uint64_t CheckReport::error_count() const {
@@ -261,26 +283,39 @@ uint64_t CheckReport::error_count() const {
 }
 
 CheckReport check_shard_set(const CheckOptions& o) {
+  RankGroup* group = o.group && o.group->size() > 1 ? o.group : nullptr;
+  const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
   check_thread_count(o.threads, "--threads");
   const auto t0 = std::chrono::steady_clock::now();
-  {
+  bool plain = false;
+  run_step(group, [&] {
     struct stat st;
     const bool is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
     if (!(o.max_class_ratio >= 1)) throw ConfigError("--max-class-ratio must be at least 1");
-    if (!is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0)
-      return with_class_balance(check_plain_shards(o), o.max_class_ratio);
-  }
+    plain = !is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0;
+    if (group && plain)
+      throw ConfigError(str(o.dir, ": no manifest.json; under mpirun `check` takes a fastnn shard set (a folder with "
+                            "manifest.json); check shards without one in a single process"));
+    if (group && o.survey.enabled)
+      throw ConfigError("--report is not available under mpirun yet; write the page from a single process");
+  });
+  if (plain) return with_class_balance(check_plain_shards(o), o.max_class_ratio);
   CheckReport report;
-  report.manifest = read_manifest(o.dir);
+  std::vector<const SplitInfo*> splits;
+  uint64_t total = 0;
+  run_step(group, [&] {
+    report.manifest = read_manifest(o.dir);
+    const Manifest& m = report.manifest;
+    report.decoded = o.decode;
+    report.num_gpus = o.num_gpus > 0 ? o.num_gpus : m.num_gpus;
+    if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("--alpha must be in (0, 1)");
+    if (!o.split.empty() && !m.find_split(o.split)) {
+      std::string names;
+      for (const SplitInfo& s : m.splits) names += (names.empty() ? "" : ", ") + s.name;
+      throw ConfigError(str(o.dir, ": no split \"", o.split, "\" (the manifest has ", names, ")"));
+    }
+  });
   const Manifest& m = report.manifest;
-  report.decoded = o.decode;
-  report.num_gpus = o.num_gpus > 0 ? o.num_gpus : m.num_gpus;
-  if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("--alpha must be in (0, 1)");
-  if (!o.split.empty() && !m.find_split(o.split)) {
-    std::string names;
-    for (const SplitInfo& s : m.splits) names += (names.empty() ? "" : ", ") + s.name;
-    throw ConfigError(str(o.dir, ": no split \"", o.split, "\" (the manifest has ", names, ")"));
-  }
   const Compression compression = parse_compression(m.compression);
   const int64_t S = m.num_shards();
   if (S % report.num_gpus != 0)
@@ -301,11 +336,8 @@ CheckReport check_shard_set(const CheckOptions& o) {
     std::sort(report.warnings.begin(), report.warnings.end());
   }
 
-  std::vector<const SplitInfo*> splits;
   for (const SplitInfo& s : m.splits)
     if (o.split.empty() || s.name == o.split) splits.push_back(&s);
-  uint64_t total = 0;
-  for (const SplitInfo* s : splits) total += s->num_records;
 
   Context ctx{&m, o.decode, !m.coarse_class_names.empty()};
   struct Job {
@@ -319,29 +351,49 @@ CheckReport check_shard_set(const CheckOptions& o) {
     report.splits.push_back(std::move(sr));
     for (size_t k = 0; k < splits[i]->shards.size(); ++k) jobs.push_back({i, k});
   }
+  // Under mpirun each rank checks the shards dealt to it (round robin, as convert deals them).
+  std::vector<size_t> mine;
+  for (size_t j = 0; j < jobs.size(); ++j)
+    if (job_owner(j, ranks) == rank) {
+      mine.push_back(j);
+      total += splits[jobs[j].split]->shards[jobs[j].shard].records;
+    }
   report.surveyed = o.survey.enabled;
   report.measured_per_shard = o.survey.enabled ? measure_per_shard(o, jobs.size()) : 0;
   SampleTable samples(o.survey);
   std::vector<ShardSurvey> surveys(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     surveys[j] = {report.measured_per_shard, &samples, jobs[j].split, jobs[j].shard, splits[jobs[j].split]->name};
-  Progress progress("check", total, "records");
-  progress.set_silent(o.quiet);
+  Progress progress(ranks > 1 ? str("check (rank ", rank, " of ", ranks, ")") : std::string("check"), total,
+                    "records");
+  progress.set_silent(o.quiet || rank != 0);
   std::optional<tbb::global_control> allow;
   if (o.threads > tbb::this_task_arena::max_concurrency())
     allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
   tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, jobs.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t j = r.begin(); j != r.end(); ++j) {
-        const Job& job = jobs[j];
-        const ShardInfo& sh = splits[job.split]->shards[job.shard];
-        check_shard(ctx, o.dir + "/" + sh.file, sh, compression, o.max_errors_listed, &progress,
-                    &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
-      }
+  run_step(group, [&] {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          const size_t j = mine[i];
+          const Job& job = jobs[j];
+          const ShardInfo& sh = splits[job.split]->shards[job.shard];
+          check_shard(ctx, o.dir + "/" + sh.file, sh, compression, o.max_errors_listed, &progress,
+                      &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
+        }
+      });
     });
   });
   progress.finish();
+  if (group) {
+    std::vector<ShardReport*> reports;
+    for (const Job& job : jobs) {
+      ShardReport& r = report.splits[job.split].shards[job.shard];
+      r.file = splits[job.split]->shards[job.shard].file;
+      reports.push_back(&r);
+    }
+    share_shard_reports(*group, mine, reports);
+  }
   if (o.survey.enabled) {
     for (const SplitReport& sr : report.splits)
       for (const ShardReport& sh : sr.shards) report.survey.merge(sh.survey);

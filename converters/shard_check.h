@@ -32,6 +32,9 @@
 // statistics and sample thumbnails per class (converters/image_survey.h), into ShardReport::survey,
 // CheckReport::survey (merged in shard order) and CheckReport::samples.
 //
+// Under mpirun (options.group): the shards are dealt to the ranks round robin and every rank ends with
+// the whole report (rank 0 prints it); a shard set with a manifest only, without the survey.
+//
 // A manifest that is invalid throws (nothing can be checked); so does a folder with neither a manifest
 // nor shard files. Everything else is collected in the report. Shards are checked in parallel
 // (oneTBB); the report does not depend on the threads.
@@ -49,6 +52,8 @@
 
 namespace fastnn::convert {
 
+class RankGroup;
+
 struct CheckOptions {
   std::string dir;
   std::string split;     // "" = all splits
@@ -60,6 +65,7 @@ struct CheckOptions {
   bool quiet = false;
   size_t max_errors_listed = 5;  // per shard
   SurveyOptions survey;           // --report
+  RankGroup* group = nullptr;     // the ranks of an mpirun check (rank_group.h); null: this process
 };
 
 struct ShardReport {

@@ -1,0 +1,43 @@
+// The ranks of `mpirun fastnn convert` / `mpirun fastnn check` over the trainer's MPI communicator
+// (converters/rank_group.h says what they do with it; the converters themselves link no MPI).
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "converters/rank_group.h"
+#include "trainer/comm/communicator.h"
+
+namespace fastnn::cli {
+
+class MpiRankGroup final : public convert::RankGroup {
+ public:
+  explicit MpiRankGroup(std::unique_ptr<Communicator> comm) : comm_(std::move(comm)) {}
+  int rank() const override { return comm_->rank(); }
+  int size() const override { return comm_->world_size(); }
+  int local_size() const override { return comm_->local_size(); }
+  std::vector<std::string> allgather(const std::string& mine) override { return allgather_strings(*comm_, mine); }
+  [[noreturn]] void abort(int code) override {
+    comm_->abort(code);
+    std::_Exit(code);
+  }
+
+ private:
+  std::unique_ptr<Communicator> comm_;
+};
+
+// The job's ranks when mpirun (or srun) started this process, else null. A rank waits for the others
+// at most `collective_timeout` seconds at the end of a step (0: as long as it takes).
+inline std::unique_ptr<MpiRankGroup> mpi_rank_group(double collective_timeout) {
+  if (!launched_by_mpi()) return nullptr;
+  return std::make_unique<MpiRankGroup>(
+      make_communicator(CommOptions{.backend = "mpi", .collective_timeout_seconds = collective_timeout}));
+}
+
+inline constexpr const char* kCollectiveTimeoutHelp =
+    "Under mpirun: seconds a rank waits for the others at the end of a step before the job is aborted (0: as "
+    "long as the slowest needs; a rank that dies ends the job at once either way)";
+
+}  // namespace fastnn::cli

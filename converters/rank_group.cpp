@@ -1,0 +1,176 @@
+#include "converters/rank_group.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "converters/file_io.h"
+#include "core/atomic_output.h"
+#include "core/crc32c.h"
+
+namespace fastnn::convert {
+namespace {
+
+// A failure as one line: its kind's letter, then the message.
+std::string describe_failure(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const OtherRankFailed& e) {
+    return str("O", e.what());
+  } catch (const ConfigError& e) {
+    return str("C", e.what());
+  } catch (const FormatError& e) {
+    return str("F", e.what());
+  } catch (const IoError& e) {
+    return str("I", e.what());
+  } catch (const std::exception& e) {
+    return str("E", e.what());
+  } catch (...) {
+    return "Eunknown exception";
+  }
+}
+
+[[noreturn]] void throw_kind(char kind, const std::string& message) {
+  if (kind == 'C') throw ConfigError(message);
+  if (kind == 'F') throw FormatError(message);
+  if (kind == 'I') throw IoError(message);
+  throw Error(message);
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "an unknown host";
+  return name;
+}
+
+}  // namespace
+
+void settle(RankGroup& group, std::exception_ptr mine) {
+  const std::vector<std::string> all = group.allgather(mine ? describe_failure(mine) : std::string());
+  std::vector<int> failed;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty() && all[r][0] != 'O') failed.push_back(static_cast<int>(r));
+  bool relayed = false;
+  for (const std::string& s : all) relayed |= !s.empty();
+  if (failed.empty() && !relayed) return;
+  if (group.rank() != 0) throw OtherRankFailed("another rank failed; rank 0 reports it");
+  if (failed.empty()) throw Error("a rank failed in an earlier phase");
+  if (failed.size() == 1 && failed[0] == 0) std::rethrow_exception(mine);
+  // One message per distinct failure, with the ranks that had it; the same failure everywhere (an option
+  // every rank refuses) is said as one process would say it.
+  std::vector<std::pair<std::string, std::vector<int>>> distinct;
+  for (int r : failed) {
+    auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == all[r]; });
+    if (it == distinct.end()) distinct.push_back({all[r], {r}});
+    else it->second.push_back(r);
+  }
+  if (distinct.size() == 1 && failed.size() == all.size()) throw_kind(all[0][0], all[0].substr(1));
+  std::string message;
+  for (const auto& [text, who] : distinct) {
+    std::string names;
+    for (int r : who) names += str(names.empty() ? "" : ", ", r);
+    message += str(message.empty() ? "" : "; ", who.size() > 1 ? "ranks " : "rank ", names, " of ", group.size(), ": ",
+                   text.substr(1));
+  }
+  throw_kind(all[failed[0]][0], message);
+}
+
+void check_shared_folder(RankGroup& group, const std::string& dir) {
+  const std::string path = dir + "/" + OutputDir::temp_name("rank-check");
+  std::string token;
+  run_settled(group, [&] {
+    if (group.rank() != 0) return;
+    token = str(host_name(), " pid ", ::getpid(), " at ",
+                std::chrono::steady_clock::now().time_since_epoch().count());
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) throw_io_error(path, "create");
+    const bool ok = std::fwrite(token.data(), 1, token.size(), f) == token.size();
+    if (std::fclose(f) != 0 || !ok) throw_io_error(path, "write");
+  });
+  token = group.allgather(token)[0];
+  std::exception_ptr failure;
+  try {
+    std::string seen;
+    try {
+      seen = read_whole_file(path, 4096);
+    } catch (const Error&) {
+    }
+    if (seen != token)
+      throw ConfigError(str("on ", host_name(), " the output folder ", dir, " that rank 0 (on ",
+                            token.substr(0, token.find(" pid ")),
+                            ") prepared is not there: the ranks of an mpirun conversion write into one folder, so --output must "
+                            "be on a file system every rank shares"));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // The token goes whatever the outcome (an OutputDir of a later run would also remove it).
+  group.allgather("");
+  if (group.rank() == 0) std::remove(path.c_str());
+  settle(group, failure);
+}
+
+uint32_t plan_fingerprint(const DatasetIndex& index, const std::vector<ShardPlan>& plans) {
+  uint32_t crc = 0;
+  const auto add = [&crc](const void* p, size_t n) { crc = crc32c_extend(crc, p, n); };
+  const auto add_string = [&](const std::string& s) { add(s.c_str(), s.size() + 1); };
+  for (const std::string& s : index.class_names) add_string(s);
+  for (const std::string& s : index.files) add_string(s);
+  for (const SplitIndex& s : index.splits) {
+    add_string(s.name);
+    add(s.samples.data(), s.samples.size() * sizeof(SampleRef));
+  }
+  for (const ShardPlan& p : plans)
+    for (const std::vector<uint32_t>& shard : p.shards) {
+      const uint64_t n = shard.size();
+      add(&n, sizeof(n));
+      add(shard.data(), shard.size() * sizeof(uint32_t));
+    }
+  return crc;
+}
+
+void check_same_plan(RankGroup& group, uint32_t fingerprint) {
+  const std::vector<std::string> all = group.allgather(std::to_string(fingerprint));
+  run_settled(group, [&] {
+    if (all[static_cast<size_t>(group.rank())] != all[0])
+      throw ConfigError(str("rank ", group.rank(), " planned other shards than rank 0 (plan checksum ",
+                            all[static_cast<size_t>(group.rank())], " against ", all[0],
+                            "): the ranks read different inputs; every rank must see the same input files"));
+  });
+}
+
+std::string encode_outcomes(const std::vector<size_t>& jobs, const std::vector<ShardOutcome>& outcomes) {
+  std::ostringstream out;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const ShardOutcome& o = outcomes[i];
+    out << jobs[i] << ' ' << o.records << ' ' << o.file_bytes << ' ' << (o.image.any ? 1 : 0) << ' '
+        << (o.image.format.empty() ? "-" : o.image.format) << ' ' << o.image.height << ' ' << o.image.width << ' '
+        << o.image.channels << '\n';
+  }
+  return out.str();
+}
+
+std::vector<ShardOutcome> gather_outcomes(RankGroup& group, const std::string& mine, size_t num_jobs) {
+  std::vector<ShardOutcome> all(num_jobs);
+  std::vector<bool> seen(num_jobs, false);
+  for (const std::string& block : group.allgather(mine)) {
+    std::istringstream in(block);
+    size_t job;
+    ShardOutcome o;
+    int any;
+    while (in >> job >> o.records >> o.file_bytes >> any >> o.image.format >> o.image.height >> o.image.width >>
+           o.image.channels) {
+      FASTNN_CHECK(job < num_jobs && !seen[job], "rank outcomes: job ", job, " reported twice or out of range");
+      o.image.any = any != 0;
+      if (o.image.format == "-") o.image.format.clear();
+      seen[job] = true;
+      all[job] = o;
+    }
+  }
+  for (size_t j = 0; j < num_jobs; ++j) FASTNN_CHECK(seen[j], "rank outcomes: no rank wrote job ", j);
+  return all;
+}
+
+}  // namespace fastnn::convert

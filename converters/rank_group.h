@@ -1,0 +1,85 @@
+// The processes of one conversion started by mpirun (docs/FORMATS.md "Converting on many machines").
+//
+// Every rank scans the inputs and computes the same plan (the planner is a pure function of the index
+// and the options); the ranks check that they agree, then each writes the shards dealt to it, as
+// temporaries in the one output folder every rank sees. Rank 0 owns that folder: it cleans it up before
+// the work, writes labels.txt and manifest.json from every rank's outcomes, and renames everything into
+// place only after every rank said it succeeded. So the same seed gives byte-identical files for any
+// number of ranks and threads, and a failure anywhere leaves nothing final-named.
+//
+// RankGroup is the little the converter needs from MPI (cli/ adapts the trainer's Communicator, so the
+// converters link no MPI). The helpers below are the steps run_conversion takes with it.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "converters/planner.h"
+#include "converters/shard_writer.h"
+#include "converters/source.h"
+#include "core/check.h"
+
+namespace fastnn::convert {
+
+class RankGroup {
+ public:
+  virtual ~RankGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_size() const = 0;  // ranks on this machine (they share its cores)
+  // Every rank's string, in rank order, on every rank. Every rank calls it, in the same order.
+  virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // Ends every rank of the job at once (mpirun kills the others).
+  [[noreturn]] virtual void abort(int code) = 0;
+};
+
+// A failure another rank reported: rank 0 has printed it, so this rank only exits non-zero.
+class OtherRankFailed : public Error {
+ public:
+  using Error::Error;
+};
+
+// Every rank says whether its part of a phase failed (`mine` null: it did not). When one did, rank 0
+// throws an error of the first failure's kind naming each failed rank and its message; every other rank
+// throws OtherRankFailed. Returns normally on every rank only when every rank succeeded.
+void settle(RankGroup& group, std::exception_ptr mine);
+
+// Runs `phase` on this rank, then settle()s the outcome with the others.
+template <typename Fn>
+void run_settled(RankGroup& group, Fn&& phase) {
+  std::exception_ptr failure;
+  try {
+    phase();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  settle(group, failure);
+}
+
+// run_settled under mpirun; `phase` alone without a group (null).
+template <typename Fn>
+void run_step(RankGroup* group, Fn&& phase) {
+  if (group) run_settled(*group, phase);
+  else phase();
+}
+
+// Proves that every rank sees rank 0's output folder `dir` (created by rank 0): rank 0 writes a token
+// there and each rank reads it back. ConfigError on a rank that does not (its own file system).
+void check_shared_folder(RankGroup& group, const std::string& dir);
+
+// A checksum of what the plan was made from and of the plan itself: equal on every rank, or the ranks
+// saw different inputs (ConfigError, settled).
+uint32_t plan_fingerprint(const DatasetIndex& index, const std::vector<ShardPlan>& plans);
+void check_same_plan(RankGroup& group, uint32_t fingerprint);
+
+// The rank that writes job `position` of the jobs in start order: dealt round robin, so every rank gets
+// shards of every split and the same record count within one shard's worth.
+inline int job_owner(size_t position, int ranks) { return static_cast<int>(position % static_cast<size_t>(ranks)); }
+
+// Each rank's written jobs (by index into the full job list) → every job's outcome on every rank.
+std::string encode_outcomes(const std::vector<size_t>& jobs, const std::vector<ShardOutcome>& outcomes);
+std::vector<ShardOutcome> gather_outcomes(RankGroup& group, const std::string& mine, size_t num_jobs);
+
+}  // namespace fastnn::convert
