@@ -221,6 +221,7 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
     ScanOptions scan_opts;
     scan_opts.skip_bad = o.skip_bad;
     scan_opts.quiet = quiet;
+    scan_opts.group = group;
     index = arena.execute([&] { return source.scan(scan_opts); });
     const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
     if (num_classes < 1 || num_classes > kMaxClasses) throw ConfigError(str("dataset has ", num_classes, " classes"));

@@ -10,6 +10,7 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include "converters/file_io.h"
+#include "converters/rank_group.h"
 #include "core/ascii.h"
 #include "core/check.h"
 #include "core/folder_walk.h"
@@ -61,6 +62,23 @@ struct Checked {
   uint64_t size = 0;
   std::string reason;
 };
+
+// Every rank's verdicts on every rank (item i was checked by rank i mod size).
+void share_verdicts(RankGroup& group, std::vector<Checked>& checked) {
+  std::vector<std::string> items(checked.size());
+  for (size_t i = static_cast<size_t>(group.rank()); i < checked.size(); i += static_cast<size_t>(group.size()))
+    items[i] = str(static_cast<char>('0' + static_cast<int>(checked[i].verdict)), checked[i].size, ' ',
+                   checked[i].reason);
+  share_items(group, items);
+  for (size_t i = 0; i < checked.size(); ++i) {
+    const std::string& s = items[i];
+    const size_t space = s.find(' ');
+    FASTNN_CHECK(!s.empty() && space != std::string::npos, "shared verdict ", i, " is malformed");
+    checked[i].verdict = static_cast<Verdict>(s[0] - '0');
+    checked[i].size = std::stoull(s.substr(1, space - 1));
+    checked[i].reason = s.substr(space + 1);
+  }
+}
 
 Checked check_file(const std::string& path, const ImageFolderOptions& o, std::string* head, std::string* tail) {
   Checked c;
@@ -187,17 +205,25 @@ void ImageFolderSource::scan_split(const std::map<std::string, std::vector<std::
   for (IgnoredEntry& e : walked.ignored) split->ignored.push_back({std::move(e.path), std::move(e.reason)});
 
   // Check every file in parallel; decide in sorted order so errors and the index are deterministic.
+  // Under mpirun each rank opens every size-th file (on a network file system opening a file is the
+  // cost), and the verdicts travel to every rank.
+  const size_t ranks = scan.group ? static_cast<size_t>(scan.group->size()) : 1;
+  const size_t rank = scan.group ? static_cast<size_t>(scan.group->rank()) : 0;
+  const size_t mine = candidates.size() / ranks + (rank < candidates.size() % ranks ? 1 : 0);
   std::vector<Checked> checked(candidates.size());
-  Progress progress(str("scan ", split->name), candidates.size(), "files");
+  Progress progress(str("scan ", split->name), mine, "files");
   progress.set_silent(scan.quiet);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, candidates.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, mine, 16), [&](const tbb::blocked_range<size_t>& r) {
     std::string head, tail;
-    for (size_t i = r.begin(); i != r.end(); ++i)
+    for (size_t k = r.begin(); k != r.end(); ++k) {
+      const size_t i = rank + k * ranks;
       checked[i] = candidates[i].problem.empty() ? check_file(candidates[i].path, options_, &head, &tail)
                                                  : Checked{Verdict::kBad, 0, candidates[i].problem};
+    }
     progress.add(r.size());
   });
   progress.finish();
+  if (scan.group) share_verdicts(*scan.group, checked);
 
   std::map<int32_t, uint64_t> good;
   for (size_t i = 0; i < candidates.size(); ++i) {

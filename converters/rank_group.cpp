@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "converters/file_io.h"
@@ -18,8 +19,6 @@ namespace {
 std::string describe_failure(std::exception_ptr failure) {
   try {
     std::rethrow_exception(failure);
-  } catch (const OtherRankFailed& e) {
-    return str("O", e.what());
   } catch (const ConfigError& e) {
     return str("C", e.what());
   } catch (const FormatError& e) {
@@ -48,16 +47,26 @@ std::string host_name() {
 
 }  // namespace
 
-void settle(RankGroup& group, std::exception_ptr mine) {
-  const std::vector<std::string> all = group.allgather(mine ? describe_failure(mine) : std::string());
+std::vector<std::string> exchange(RankGroup& group, const std::function<std::string()>& produce) {
+  FASTNN_CHECK(!group.failed(), "exchange after a failed one");
+  std::string payload;
+  std::exception_ptr mine;
+  try {
+    payload = "K" + produce();
+  } catch (...) {
+    mine = std::current_exception();
+    payload = describe_failure(mine);
+  }
+  std::vector<std::string> all = group.allgather(payload);
   std::vector<int> failed;
   for (size_t r = 0; r < all.size(); ++r)
-    if (!all[r].empty() && all[r][0] != 'O') failed.push_back(static_cast<int>(r));
-  bool relayed = false;
-  for (const std::string& s : all) relayed |= !s.empty();
-  if (failed.empty() && !relayed) return;
+    if (all[r].empty() || all[r][0] != 'K') failed.push_back(static_cast<int>(r));
+  if (failed.empty()) {
+    for (std::string& s : all) s.erase(0, 1);
+    return all;
+  }
+  group.set_failed();
   if (group.rank() != 0) throw OtherRankFailed("another rank failed; rank 0 reports it");
-  if (failed.empty()) throw Error("a rank failed in an earlier phase");
   if (failed.size() == 1 && failed[0] == 0) std::rethrow_exception(mine);
   // One message per distinct failure, with the ranks that had it; the same failure everywhere (an option
   // every rank refuses) is said as one process would say it.
@@ -78,19 +87,53 @@ void settle(RankGroup& group, std::exception_ptr mine) {
   throw_kind(all[failed[0]][0], message);
 }
 
+void settle(RankGroup& group, std::exception_ptr mine) {
+  exchange(group, [&] {
+    if (mine) std::rethrow_exception(mine);
+    return std::string();
+  });
+}
+
+void share_items(RankGroup& group, std::vector<std::string>& items) {
+  const size_t ranks = static_cast<size_t>(group.size()), rank = static_cast<size_t>(group.rank());
+  const std::vector<std::string> all = exchange(group, [&] {
+    std::string out;
+    for (size_t i = rank; i < items.size(); i += ranks) {
+      const uint64_t n = items[i].size();
+      out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+      out += items[i];
+    }
+    return out;
+  });
+  for (size_t r = 0; r < ranks; ++r) {
+    const std::string& block = all[r];
+    size_t at = 0;
+    for (size_t i = r; i < items.size(); i += ranks) {
+      uint64_t n;
+      FASTNN_CHECK(at + sizeof(n) <= block.size(), "share_items: rank ", r, " sent too little");
+      std::memcpy(&n, block.data() + at, sizeof(n));
+      at += sizeof(n);
+      FASTNN_CHECK(n <= block.size() - at, "share_items: rank ", r, " sent too little");
+      items[i].assign(block, at, n);
+      at += n;
+    }
+    FASTNN_CHECK(at == block.size(), "share_items: rank ", r, " sent too much");
+  }
+}
+
 void check_shared_folder(RankGroup& group, const std::string& dir) {
   const std::string path = dir + "/" + OutputDir::temp_name("rank-check");
-  std::string token;
-  run_settled(group, [&] {
-    if (group.rank() != 0) return;
-    token = str(host_name(), " pid ", ::getpid(), " at ",
-                std::chrono::steady_clock::now().time_since_epoch().count());
+  // Rank 0 writes the token, and every rank learns what it wrote.
+  const std::string token = exchange(group, [&] {
+    if (group.rank() != 0) return std::string();
+    const std::string t = str(host_name(), " pid ", ::getpid(), " at ",
+                              std::chrono::steady_clock::now().time_since_epoch().count());
     FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) throw_io_error(path, "create");
-    const bool ok = std::fwrite(token.data(), 1, token.size(), f) == token.size();
+    const bool ok = std::fwrite(t.data(), 1, t.size(), f) == t.size();
     if (std::fclose(f) != 0 || !ok) throw_io_error(path, "write");
-  });
-  token = group.allgather(token)[0];
+    return t;
+  })[0];
   std::exception_ptr failure;
   try {
     std::string seen;
@@ -107,9 +150,13 @@ void check_shared_folder(RankGroup& group, const std::string& dir) {
     failure = std::current_exception();
   }
   // The token goes whatever the outcome (an OutputDir of a later run would also remove it).
-  group.allgather("");
+  try {
+    settle(group, failure);
+  } catch (...) {
+    if (group.rank() == 0) std::remove(path.c_str());
+    throw;
+  }
   if (group.rank() == 0) std::remove(path.c_str());
-  settle(group, failure);
 }
 
 uint32_t plan_fingerprint(const DatasetIndex& index, const std::vector<ShardPlan>& plans) {
@@ -132,7 +179,7 @@ uint32_t plan_fingerprint(const DatasetIndex& index, const std::vector<ShardPlan
 }
 
 void check_same_plan(RankGroup& group, uint32_t fingerprint) {
-  const std::vector<std::string> all = group.allgather(std::to_string(fingerprint));
+  const std::vector<std::string> all = exchange(group, [&] { return std::to_string(fingerprint); });
   run_settled(group, [&] {
     if (all[static_cast<size_t>(group.rank())] != all[0])
       throw ConfigError(str("rank ", group.rank(), " planned other shards than rank 0 (plan checksum ",
@@ -155,7 +202,7 @@ std::string encode_outcomes(const std::vector<size_t>& jobs, const std::vector<S
 std::vector<ShardOutcome> gather_outcomes(RankGroup& group, const std::string& mine, size_t num_jobs) {
   std::vector<ShardOutcome> all(num_jobs);
   std::vector<bool> seen(num_jobs, false);
-  for (const std::string& block : group.allgather(mine)) {
+  for (const std::string& block : exchange(group, [&] { return mine; })) {
     std::istringstream in(block);
     size_t job;
     ShardOutcome o;

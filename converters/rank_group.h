@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,18 @@ class RankGroup {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int local_size() const = 0;  // ranks on this machine (they share its cores)
-  // Every rank's string, in rank order, on every rank. Every rank calls it, in the same order.
+  // Every rank's string, in rank order, on every rank. Every rank calls it, in the same order. Only
+  // exchange() calls it (below).
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Ends every rank of the job at once (mpirun kills the others).
   [[noreturn]] virtual void abort(int code) = 0;
+
+  // Whether an exchange has failed: every rank is then unwinding, and no rank exchanges again.
+  bool failed() const { return failed_; }
+  void set_failed() { failed_ = true; }
+
+ private:
+  bool failed_ = false;
 };
 
 // A failure another rank reported: rank 0 has printed it, so this rank only exits non-zero.
@@ -41,18 +50,27 @@ class OtherRankFailed : public Error {
   using Error::Error;
 };
 
-// Every rank says whether its part of a phase failed (`mine` null: it did not). When one did, rank 0
-// throws an error of the first failure's kind naming each failed rank and its message; every other rank
-// throws OtherRankFailed. Returns normally on every rank only when every rank succeeded.
+// The one collective of a conversion: every rank produces its string (`produce` may throw) and receives
+// every rank's, in rank order. A failure travels in place of the data, so whichever step a rank failed
+// in, the ranks fail together at the same exchange: rank 0 throws an error of the first failure's kind
+// naming the failed ranks and their messages (the same failure on every rank: said once, as one
+// process would), every other rank throws OtherRankFailed. A rank that fails between exchanges joins
+// the others' next exchange with its failure (run_settled), so the exchanges always pair up.
+std::vector<std::string> exchange(RankGroup& group, const std::function<std::string()>& produce);
+
+// Every rank says whether its part of a step failed (`mine` null: it did not); returns normally on every
+// rank only when every rank succeeded (exchange() of nothing).
 void settle(RankGroup& group, std::exception_ptr mine);
 
-// Runs `phase` on this rank, then settle()s the outcome with the others.
+// Runs `phase` on this rank, then settle()s the outcome with the others. An exchange that failed inside
+// `phase` is not settled again.
 template <typename Fn>
 void run_settled(RankGroup& group, Fn&& phase) {
   std::exception_ptr failure;
   try {
     phase();
   } catch (...) {
+    if (group.failed()) throw;
     failure = std::current_exception();
   }
   settle(group, failure);
@@ -64,6 +82,10 @@ void run_step(RankGroup* group, Fn&& phase) {
   if (group) run_settled(*group, phase);
   else phase();
 }
+
+// Work item i of n belongs to rank i mod size; each rank has filled its items of `items` (the others
+// are ignored), and afterwards every rank holds every item. A settled exchange.
+void share_items(RankGroup& group, std::vector<std::string>& items);
 
 // Proves that every rank sees rank 0's output folder `dir` (created by rank 0): rank 0 writes a token
 // there and each rank reads it back. ConfigError on a rank that does not (its own file system).

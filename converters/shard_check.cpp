@@ -259,7 +259,7 @@ void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std:
     const ShardReport& r = *reports[j];
     out.push_back({j, r.records, r.bytes, r.histogram, r.error_count, r.errors});
   }
-  for (const std::string& block : group.allgather(out.dump())) {
+  for (const std::string& block : exchange(group, [&] { return out.dump(); })) {
     for (const nlohmann::json& e : nlohmann::json::parse(block)) {
       ShardReport& r = *reports[e[0].get<size_t>()];
       r.records = e[1].get<uint64_t>();

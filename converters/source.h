@@ -60,9 +60,14 @@ class SampleEncoder {
   virtual void encode(const SampleRef& s, std::string* record, RecordInfo* info) = 0;
 };
 
+class RankGroup;
+
 struct ScanOptions {
   bool skip_bad = false;  // false: the first bad sample is an error
   bool quiet = false;     // no progress lines
+  // Under mpirun (rank_group.h): a scan whose per-file pass is costly spreads it over the ranks
+  // (share_items), and every rank still returns the whole index. Null: this process alone.
+  RankGroup* group = nullptr;
 };
 
 class Source {

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "convert_test_util.h"
+#include "thread_ranks.h"
 #include "converters/resize.h"
 
 namespace fastnn::convert {
@@ -210,6 +211,53 @@ TEST(Resize, AreaAverage) {
   EXPECT_EQ(w, 100);
   EXPECT_EQ(h, 60);
   EXPECT_THROW(resize_area(flat.data(), 17, 13, 1, out.data(), 20, 4, &scratch), Error);  // upscaling
+}
+
+// Under mpirun the ranks check every size-th file and share the verdicts: the index, the skipped and
+// ignored files, and so every byte written, are one process's.
+TEST(ImageFolder, RanksShareTheScanAndWriteTheOneProcessBytes) {
+  TempDir t;
+  write_flowers(t / "flowers");
+  const std::string whole = jpeg(64, 48, 3, 11);
+  write_file(t / "flowers/roses/cut.jpg", whole.substr(0, whole.size() / 2));
+  ConvertOptions o = options_for(t / "one", 2, 1);
+  o.skip_bad = true;
+  o.quiet = true;
+  o.validation_count = 3;
+  convert_folder({t / "flowers"}, o);
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(str(n, " ranks"));
+    ThreadRanks job(n);
+    const std::string out = t / str("ranks", n);
+    const auto errors = job.run([&](ThreadRanks::Rank& rank) {
+      ConvertOptions mine = o;
+      mine.output = out;
+      mine.threads = 1;
+      mine.group = &rank;
+      convert_folder({t / "flowers"}, mine);
+    });
+    for (const auto& e : errors) ASSERT_FALSE(e);
+    for (const std::string& name : visible_names(t / "one"))
+      EXPECT_EQ(read_file(out + "/" + name), read_file(t / "one/" + name)) << name;
+    EXPECT_EQ(visible_names(out), visible_names(t / "one"));
+  }
+  // Without --skip-bad the bad file fails the job, said once by rank 0 whichever rank opened it.
+  ThreadRanks job(3);
+  const auto errors = job.run([&](ThreadRanks::Rank& rank) {
+    ConvertOptions mine = options_for(t / "bad", 1, 1);
+    mine.quiet = true;
+    mine.group = &rank;
+    convert_folder({t / "flowers"}, mine);
+  });
+  ASSERT_TRUE(errors[0]);
+  try {
+    std::rethrow_exception(errors[0]);
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("roses/cut.jpg"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("rank"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(std::rethrow_exception(errors[1]), OtherRankFailed);
+  EXPECT_EQ(names_except_lock(t / "bad"), std::set<std::string>{});
 }
 
 }  // namespace
