@@ -13,6 +13,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "converters/file_io.h"
+#include "converters/rank_group.h"
 #include "core/base64.h"
 #include "core/check.h"
 #include "core/logging.h"
@@ -104,6 +105,177 @@ TsvLine parse_tsv_line(std::string_view line, bool label_first, int64_t max_labe
   return r;
 }
 
+namespace {
+
+// What indexing one input file found.
+struct TsvFileScan {
+  std::vector<SampleRef> samples;
+  std::vector<SkippedSample> skipped;
+  uint64_t blank = 0;       // blank lines (counted as ignored)
+  uint64_t bytes = 0;
+  int64_t largest = -1;     // the largest label, and where
+  std::string largest_at;
+};
+
+// One file's lines, indexed and validated (blocks read in order, validated in parallel).
+TsvFileScan scan_tsv_file(const Base64TsvOptions& o, uint32_t file, int64_t max_label, bool skip_bad,
+                          Progress& progress) {
+  TsvFileScan out;
+  const int concurrency = std::max(1, tbb::this_task_arena::max_concurrency());
+  tbb::enumerable_thread_specific<std::string> decode_buffers;
+  // Blocks are reused through a free list (the pipeline passes raw pointers; the pool owns them, so
+  // an exception mid-pipeline leaks nothing). At most `tokens` are in flight.
+  const size_t tokens = static_cast<size_t>(2 * concurrency);
+  std::vector<Block> pool(tokens);
+  std::vector<Block*> free_blocks;
+  std::mutex pool_mu;
+  for (Block& b : pool) free_blocks.push_back(&b);
+
+  const std::string& path = o.files[file];
+  Fd fd(path);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::string carry;            // a partial line from the previous block
+  uint64_t offset = 0;          // file offset of carry[0]
+  uint64_t next_line = 1;
+  bool eof = false;
+
+  auto validate = [&](Block* b) {
+    std::string& buf = decode_buffers.local();
+    b->results.resize(b->starts.size());
+    for (size_t i = 0; i < b->starts.size(); ++i) {
+      LineResult& r = b->results[i];
+      TsvLine t = parse_tsv_line(std::string_view(b->data.data() + b->starts[i], b->ends[i] - b->starts[i]),
+                                 o.label_first, max_label, o.record.limits, &buf);
+      r.status = t.status == TsvLine::kGood ? LineStatus::kGood
+                 : t.status == TsvLine::kBlank ? LineStatus::kBlank : LineStatus::kBad;
+      r.label = t.label;
+      r.reason = std::move(t.reason);
+      r.b64_offset = b->file_offset + b->starts[i] + t.b64_pos;
+      r.b64_length = static_cast<uint32_t>(t.b64_length);
+    }
+  };
+
+  tbb::parallel_pipeline(
+      tokens,
+      tbb::make_filter<void, Block*>(
+          tbb::filter_mode::serial_in_order,
+          [&](tbb::flow_control& fc) -> Block* {
+            if (eof && carry.empty()) {
+              fc.stop();
+              return nullptr;
+            }
+            Block* b;
+            {
+              std::lock_guard<std::mutex> lock(pool_mu);
+              FASTNN_CHECK(!free_blocks.empty(), "base64-tsv scan: block pool exhausted");
+              b = free_blocks.back();
+              free_blocks.pop_back();
+            }
+            b->starts.clear();
+            b->ends.clear();
+            // Read until the buffer holds at least one whole line (or the file ends).
+            size_t want = o.block_bytes;
+            while (!eof) {
+              size_t old = carry.size();
+              carry.resize(old + want);
+              ssize_t r = ::read(fd.get(), carry.data() + old, want);
+              if (r < 0) {
+                carry.resize(old);
+                if (errno == EINTR) continue;
+                throw_io_error(path, str("read at offset ", offset + old));
+              }
+              carry.resize(old + static_cast<size_t>(r));
+              progress.add(static_cast<uint64_t>(r));
+              if (r == 0) eof = true;
+              if (carry.find('\n', old) != std::string::npos) break;
+              if (carry.size() > o.max_line_bytes)
+                throw FormatError(str(path, ":", next_line, ": line longer than the limit of ", o.max_line_bytes,
+                                      " bytes (at offset ", offset, ")"));
+            }
+            size_t cut = eof ? carry.size() : carry.rfind('\n') + 1;
+            b->data.assign(carry, 0, cut);
+            carry.erase(0, cut);
+            b->file_offset = offset;
+            offset += cut;
+            b->first_line = next_line;
+            for (size_t p = 0; p < b->data.size();) {
+              const char* nl = static_cast<const char*>(std::memchr(b->data.data() + p, '\n', b->data.size() - p));
+              size_t end = nl ? static_cast<size_t>(nl - b->data.data()) : b->data.size();
+              if (end - p > o.max_line_bytes)
+                throw FormatError(str(path, ":", next_line + b->starts.size(), ": line longer than the limit of ",
+                                      o.max_line_bytes, " bytes"));
+              b->starts.push_back(static_cast<uint32_t>(p));
+              b->ends.push_back(static_cast<uint32_t>(end));
+              p = end + 1;
+            }
+            next_line += b->starts.size();
+            return b;
+          }) &
+          tbb::make_filter<Block*, Block*>(tbb::filter_mode::parallel,
+                                           [&](Block* b) {
+                                             validate(b);
+                                             return b;
+                                           }) &
+          tbb::make_filter<Block*, void>(tbb::filter_mode::serial_in_order, [&](Block* b) {
+            for (size_t i = 0; i < b->results.size(); ++i) {
+              const LineResult& r = b->results[i];
+              const uint64_t line = b->first_line + i;
+              // Samples keep their line number in 32 bits (SampleRef::aux).
+              if (line > UINT32_MAX) throw FormatError(str(path, ":", line, ": more than 2^32 - 1 lines"));
+              if (r.status == LineStatus::kBlank) {
+                ++out.blank;
+              } else if (r.status == LineStatus::kBad) {
+                if (!skip_bad) throw FormatError(str(path, ":", line, ": ", r.reason));
+                out.skipped.push_back({str(path, ":", line), r.reason});
+              } else {
+                SampleRef s;
+                s.offset = r.b64_offset;
+                s.length = r.b64_length;
+                s.file = file;
+                s.label = r.label;
+                s.aux = static_cast<uint32_t>(line);
+                out.samples.push_back(s);
+                if (r.label > out.largest) {
+                  out.largest = r.label;
+                  out.largest_at = str(path, ":", line);
+                }
+              }
+            }
+            std::lock_guard<std::mutex> lock(pool_mu);
+            free_blocks.push_back(b);
+          }));
+  out.bytes = offset;
+  return out;
+}
+
+// Every rank's file indexes on every rank (file i was indexed by rank i mod size).
+void share_tsv_scans(RankGroup& group, std::vector<TsvFileScan>& scans) {
+  std::vector<std::string> items(scans.size());
+  for (size_t i = static_cast<size_t>(group.rank()); i < scans.size(); i += static_cast<size_t>(group.size())) {
+    const TsvFileScan& f = scans[i];
+    ItemWriter w;
+    w.pods(f.samples).u64(f.blank).u64(f.bytes).u64(static_cast<uint64_t>(f.largest)).text(f.largest_at);
+    w.u64(f.skipped.size());
+    for (const SkippedSample& s : f.skipped) w.text(s.source).text(s.reason);
+    items[i] = w.take();
+  }
+  share_items(group, items);
+  for (size_t i = 0; i < scans.size(); ++i) {
+    ItemReader in(items[i]);
+    TsvFileScan& f = scans[i];
+    f.samples = in.pods<SampleRef>();
+    f.blank = in.u64();
+    f.bytes = in.u64();
+    f.largest = static_cast<int64_t>(in.u64());
+    f.largest_at = in.text();
+    f.skipped.resize(in.u64());
+    for (SkippedSample& s : f.skipped) s.source = in.text(), s.reason = in.text();
+    std::string().swap(items[i]);
+  }
+}
+
+}  // namespace
+
 DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   const Base64TsvOptions& o = options_;
   if (o.files.empty()) throw ConfigError("base64-tsv needs at least one --input file");
@@ -120,139 +292,29 @@ DatasetIndex Base64TsvSource::scan(const ScanOptions& scan) {
   split.name = o.split;
   split.equal_shards = o.split == "train";
 
-  uint64_t total_bytes = 0;
-  for (const std::string& f : o.files) total_bytes += file_size(f);
-  Progress progress("scan", total_bytes, "bytes");
+  // Under mpirun each rank indexes every size-th file, and the file indexes travel to every rank.
+  const size_t ranks = scan.group ? static_cast<size_t>(scan.group->size()) : 1;
+  const size_t rank = scan.group ? static_cast<size_t>(scan.group->rank()) : 0;
+  uint64_t my_bytes = 0;
+  for (size_t i = 0; i < o.files.size(); ++i)
+    if (i % ranks == rank) my_bytes += file_size(o.files[i]);
+  Progress progress("scan", my_bytes, "bytes");
   progress.set_silent(scan.quiet);
-
-  const int concurrency = std::max(1, tbb::this_task_arena::max_concurrency());
-  tbb::enumerable_thread_specific<std::string> decode_buffers;
+  std::vector<TsvFileScan> scans(o.files.size());
+  for (uint32_t file = 0; file < o.files.size(); ++file) {
+    index.files.push_back(o.files[file]);
+    if (file % ranks == rank) scans[file] = scan_tsv_file(o, file, max_label, scan.skip_bad, progress);
+  }
+  if (scan.group) share_tsv_scans(*scan.group, scans);
   int64_t largest = -1;
   std::string largest_at;  // "file:line" of the largest label, for the class-count check
-  // Blocks are reused through a free list (the pipeline passes raw pointers; the pool owns them, so
-  // an exception mid-pipeline leaks nothing). At most `tokens` are in flight.
-  const size_t tokens = static_cast<size_t>(2 * concurrency);
-  std::vector<Block> pool(tokens);
-  std::vector<Block*> free_blocks;
-  std::mutex pool_mu;
-  for (Block& b : pool) free_blocks.push_back(&b);
-
-  for (uint32_t file = 0; file < o.files.size(); ++file) {
-    const std::string& path = o.files[file];
-    index.files.push_back(path);
-    Fd fd(path);
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-    std::string carry;            // a partial line from the previous block
-    uint64_t offset = 0;          // file offset of carry[0]
-    uint64_t next_line = 1;
-    bool eof = false;
-
-    auto validate = [&](Block* b) {
-      std::string& buf = decode_buffers.local();
-      b->results.resize(b->starts.size());
-      for (size_t i = 0; i < b->starts.size(); ++i) {
-        LineResult& r = b->results[i];
-        TsvLine t = parse_tsv_line(std::string_view(b->data.data() + b->starts[i], b->ends[i] - b->starts[i]),
-                                   o.label_first, max_label, o.record.limits, &buf);
-        r.status = t.status == TsvLine::kGood ? LineStatus::kGood
-                   : t.status == TsvLine::kBlank ? LineStatus::kBlank : LineStatus::kBad;
-        r.label = t.label;
-        r.reason = std::move(t.reason);
-        r.b64_offset = b->file_offset + b->starts[i] + t.b64_pos;
-        r.b64_length = static_cast<uint32_t>(t.b64_length);
-      }
-    };
-
-    tbb::parallel_pipeline(
-        tokens,
-        tbb::make_filter<void, Block*>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> Block* {
-              if (eof && carry.empty()) {
-                fc.stop();
-                return nullptr;
-              }
-              Block* b;
-              {
-                std::lock_guard<std::mutex> lock(pool_mu);
-                FASTNN_CHECK(!free_blocks.empty(), "base64-tsv scan: block pool exhausted");
-                b = free_blocks.back();
-                free_blocks.pop_back();
-              }
-              b->starts.clear();
-              b->ends.clear();
-              // Read until the buffer holds at least one whole line (or the file ends).
-              size_t want = o.block_bytes;
-              while (!eof) {
-                size_t old = carry.size();
-                carry.resize(old + want);
-                ssize_t r = ::read(fd.get(), carry.data() + old, want);
-                if (r < 0) {
-                  carry.resize(old);
-                  if (errno == EINTR) continue;
-                  throw_io_error(path, str("read at offset ", offset + old));
-                }
-                carry.resize(old + static_cast<size_t>(r));
-                progress.add(static_cast<uint64_t>(r));
-                if (r == 0) eof = true;
-                if (carry.find('\n', old) != std::string::npos) break;
-                if (carry.size() > o.max_line_bytes)
-                  throw FormatError(str(path, ":", next_line, ": line longer than the limit of ", o.max_line_bytes,
-                                        " bytes (at offset ", offset, ")"));
-              }
-              size_t cut = eof ? carry.size() : carry.rfind('\n') + 1;
-              b->data.assign(carry, 0, cut);
-              carry.erase(0, cut);
-              b->file_offset = offset;
-              offset += cut;
-              b->first_line = next_line;
-              for (size_t p = 0; p < b->data.size();) {
-                const char* nl = static_cast<const char*>(std::memchr(b->data.data() + p, '\n', b->data.size() - p));
-                size_t end = nl ? static_cast<size_t>(nl - b->data.data()) : b->data.size();
-                if (end - p > o.max_line_bytes)
-                  throw FormatError(str(path, ":", next_line + b->starts.size(), ": line longer than the limit of ",
-                                        o.max_line_bytes, " bytes"));
-                b->starts.push_back(static_cast<uint32_t>(p));
-                b->ends.push_back(static_cast<uint32_t>(end));
-                p = end + 1;
-              }
-              next_line += b->starts.size();
-              return b;
-            }) &
-            tbb::make_filter<Block*, Block*>(tbb::filter_mode::parallel,
-                                             [&](Block* b) {
-                                               validate(b);
-                                               return b;
-                                             }) &
-            tbb::make_filter<Block*, void>(tbb::filter_mode::serial_in_order, [&](Block* b) {
-              for (size_t i = 0; i < b->results.size(); ++i) {
-                const LineResult& r = b->results[i];
-                const uint64_t line = b->first_line + i;
-                // Samples keep their line number in 32 bits (SampleRef::aux).
-                if (line > UINT32_MAX) throw FormatError(str(path, ":", line, ": more than 2^32 - 1 lines"));
-                if (r.status == LineStatus::kBlank) {
-                  ++split.ignored_files;
-                } else if (r.status == LineStatus::kBad) {
-                  if (!scan.skip_bad) throw FormatError(str(path, ":", line, ": ", r.reason));
-                  split.skipped.push_back({str(path, ":", line), r.reason});
-                } else {
-                  SampleRef s;
-                  s.offset = r.b64_offset;
-                  s.length = r.b64_length;
-                  s.file = file;
-                  s.label = r.label;
-                  s.aux = static_cast<uint32_t>(line);
-                  split.samples.push_back(s);
-                  if (r.label > largest) {
-                    largest = r.label;
-                    largest_at = str(path, ":", line);
-                  }
-                }
-              }
-              std::lock_guard<std::mutex> lock(pool_mu);
-              free_blocks.push_back(b);
-            }));
-    index.source_bytes += offset;
+  for (TsvFileScan& f : scans) {
+    split.samples.insert(split.samples.end(), f.samples.begin(), f.samples.end());
+    split.skipped.insert(split.skipped.end(), f.skipped.begin(), f.skipped.end());
+    split.ignored_files += f.blank;
+    index.source_bytes += f.bytes;
+    if (f.largest > largest) largest = f.largest, largest_at = f.largest_at;
+    f = {};
   }
   progress.finish();
 

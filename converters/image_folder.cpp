@@ -67,16 +67,13 @@ struct Checked {
 void share_verdicts(RankGroup& group, std::vector<Checked>& checked) {
   std::vector<std::string> items(checked.size());
   for (size_t i = static_cast<size_t>(group.rank()); i < checked.size(); i += static_cast<size_t>(group.size()))
-    items[i] = str(static_cast<char>('0' + static_cast<int>(checked[i].verdict)), checked[i].size, ' ',
-                   checked[i].reason);
+    items[i] = ItemWriter().u64(static_cast<uint64_t>(checked[i].verdict)).u64(checked[i].size).text(checked[i].reason).take();
   share_items(group, items);
   for (size_t i = 0; i < checked.size(); ++i) {
-    const std::string& s = items[i];
-    const size_t space = s.find(' ');
-    FASTNN_CHECK(!s.empty() && space != std::string::npos, "shared verdict ", i, " is malformed");
-    checked[i].verdict = static_cast<Verdict>(s[0] - '0');
-    checked[i].size = std::stoull(s.substr(1, space - 1));
-    checked[i].reason = s.substr(space + 1);
+    ItemReader in(items[i]);
+    checked[i].verdict = static_cast<Verdict>(in.u64());
+    checked[i].size = in.u64();
+    checked[i].reason = in.text();
   }
 }
 

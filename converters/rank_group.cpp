@@ -97,28 +97,42 @@ void settle(RankGroup& group, std::exception_ptr mine) {
 void share_items(RankGroup& group, std::vector<std::string>& items) {
   const size_t ranks = static_cast<size_t>(group.size()), rank = static_cast<size_t>(group.rank());
   const std::vector<std::string> all = exchange(group, [&] {
-    std::string out;
-    for (size_t i = rank; i < items.size(); i += ranks) {
-      const uint64_t n = items[i].size();
-      out.append(reinterpret_cast<const char*>(&n), sizeof(n));
-      out += items[i];
-    }
-    return out;
+    ItemWriter out;
+    for (size_t i = rank; i < items.size(); i += ranks) out.text(items[i]);
+    return out.take();
   });
   for (size_t r = 0; r < ranks; ++r) {
-    const std::string& block = all[r];
-    size_t at = 0;
-    for (size_t i = r; i < items.size(); i += ranks) {
-      uint64_t n;
-      FASTNN_CHECK(at + sizeof(n) <= block.size(), "share_items: rank ", r, " sent too little");
-      std::memcpy(&n, block.data() + at, sizeof(n));
-      at += sizeof(n);
-      FASTNN_CHECK(n <= block.size() - at, "share_items: rank ", r, " sent too little");
-      items[i].assign(block, at, n);
-      at += n;
-    }
-    FASTNN_CHECK(at == block.size(), "share_items: rank ", r, " sent too much");
+    ItemReader in(all[r]);
+    for (size_t i = r; i < items.size(); i += ranks) items[i] = in.text();
+    FASTNN_CHECK(in.done(), "share_items: rank ", r, " sent more than its items");
   }
+}
+
+ItemWriter& ItemWriter::u64(uint64_t v) {
+  out_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  return *this;
+}
+
+ItemWriter& ItemWriter::text(std::string_view s) {
+  u64(s.size());
+  out_.append(s);
+  return *this;
+}
+
+uint64_t ItemReader::u64() {
+  uint64_t v;
+  FASTNN_CHECK(in_.size() - at_ >= sizeof(v), "shared item: a number is cut short");
+  std::memcpy(&v, in_.data() + at_, sizeof(v));
+  at_ += sizeof(v);
+  return v;
+}
+
+std::string ItemReader::text() {
+  const uint64_t n = u64();
+  FASTNN_CHECK(n <= in_.size() - at_, "shared item: a string is cut short");
+  std::string s(in_.substr(at_, n));
+  at_ += n;
+  return s;
 }
 
 void check_shared_folder(RankGroup& group, const std::string& dir) {

@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "converters/planner.h"
@@ -86,6 +88,45 @@ void run_step(RankGroup* group, Fn&& phase) {
 // Work item i of n belongs to rank i mod size; each rank has filled its items of `items` (the others
 // are ignored), and afterwards every rank holds every item. A settled exchange.
 void share_items(RankGroup& group, std::vector<std::string>& items);
+
+// Bytes for share_items: numbers and strings appended, read back in the same order. A short or
+// malformed item is an Error (never an out-of-bounds read).
+class ItemWriter {
+ public:
+  ItemWriter& u64(uint64_t v);
+  ItemWriter& text(std::string_view s);  // length-prefixed
+  template <typename T>
+  ItemWriter& pods(const std::vector<T>& v) {  // trivially copyable elements, count-prefixed
+    u64(v.size());
+    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    return *this;
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class ItemReader {
+ public:
+  explicit ItemReader(std::string_view in) : in_(in) {}
+  uint64_t u64();
+  std::string text();
+  template <typename T>
+  std::vector<T> pods() {
+    const uint64_t n = u64();
+    FASTNN_CHECK(n <= (in_.size() - at_) / sizeof(T), "shared item: ", n, " elements do not fit");
+    std::vector<T> v(n);
+    std::memcpy(v.data(), in_.data() + at_, n * sizeof(T));
+    at_ += n * sizeof(T);
+    return v;
+  }
+  bool done() const { return at_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t at_ = 0;
+};
 
 // Proves that every rank sees rank 0's output folder `dir` (created by rank 0): rank 0 writes a token
 // there and each rank reads it back. ConfigError on a rank that does not (its own file system).

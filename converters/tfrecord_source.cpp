@@ -7,6 +7,7 @@
 
 #include "converters/file_io.h"
 #include "converters/image_example.h"
+#include "converters/rank_group.h"
 #include "core/check.h"
 #include "core/crc32c.h"
 #include "core/dataset_files.h"
@@ -24,6 +25,27 @@ struct FileScan {
   std::vector<SkippedSample> skipped;
   int64_t max_label = -1;
 };
+
+// Every rank's file indexes on every rank (file i was indexed by rank i mod size).
+void share_file_scans(RankGroup& group, std::vector<FileScan>& scans) {
+  std::vector<std::string> items(scans.size());
+  for (size_t i = static_cast<size_t>(group.rank()); i < scans.size(); i += static_cast<size_t>(group.size())) {
+    ItemWriter w;
+    w.u64(static_cast<uint64_t>(scans[i].max_label)).pods(scans[i].samples).u64(scans[i].skipped.size());
+    for (const SkippedSample& s : scans[i].skipped) w.text(s.source).text(s.reason);
+    items[i] = w.take();
+    scans[i] = {};
+  }
+  share_items(group, items);
+  for (size_t i = 0; i < scans.size(); ++i) {
+    ItemReader in(items[i]);
+    scans[i].max_label = static_cast<int64_t>(in.u64());
+    scans[i].samples = in.pods<SampleRef>();
+    scans[i].skipped.resize(in.u64());
+    for (SkippedSample& s : scans[i].skipped) s.source = in.text(), s.reason = in.text();
+    std::string().swap(items[i]);
+  }
+}
 
 std::string folder_of(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -173,15 +195,24 @@ DatasetIndex TFRecordSource::scan(const ScanOptions& scan) {
   }
 
   // The index pass: files in parallel, results kept in file order.
-  uint64_t total_bytes = 0;
-  for (const std::string& f : index.files) total_bytes += file_size(f);
+  // Under mpirun each rank indexes every size-th file, and the file indexes travel to every rank.
+  const size_t ranks = scan.group ? static_cast<size_t>(scan.group->size()) : 1;
+  const size_t rank = scan.group ? static_cast<size_t>(scan.group->rank()) : 0;
+  uint64_t total_bytes = 0, my_bytes = 0;
+  for (size_t i = 0; i < index.files.size(); ++i) {
+    const uint64_t bytes = file_size(index.files[i]);
+    total_bytes += bytes;
+    if (i % ranks == rank) my_bytes += bytes;
+  }
   std::vector<FileScan> scans(index.files.size());
-  Progress progress("scan", total_bytes, "bytes");
+  Progress progress("scan", my_bytes, "bytes");
   progress.set_silent(scan.quiet);
   tbb::parallel_for(size_t{0}, index.files.size(), [&](size_t i) {
+    if (i % ranks != rank) return;
     scans[i] = scan_file(index.files[i], static_cast<uint32_t>(i), parser_, o, num_classes, scan.skip_bad, &progress);
   });
   progress.finish();
+  if (scan.group) share_file_scans(*scan.group, scans);
   index.source_bytes = total_bytes;
 
   int64_t max_label = -1;

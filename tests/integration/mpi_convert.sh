@@ -29,11 +29,11 @@ same_bytes tfrecord tfrecord -i "fashion.1/test-*.tfrecord" --split train --num-
 photos photos daisy:21 roses:13
 same_bytes folder image-folder -i photos --validation-fraction 0.25 --resize-shorter-side 24 --num-gpus 2 --seed 7
 label=0
-for class in daisy roses; do
-  for f in photos/$class/*.jpg; do printf '%s\t%d\n' "$(base64 -w0 "$f")" "$label"; done >> photos.tsv
+for class in daisy roses; do  # one file per class: the ranks index the files between them
+  for f in photos/$class/*.jpg; do printf '%s\t%d\n' "$(base64 -w0 "$f")" "$label"; done > "$class.tsv"
   label=1
 done
-same_bytes tsv base64-tsv -i photos.tsv --num-gpus 2 --shards-per-gpu 2 --seed 8
+same_bytes tsv base64-tsv -i daisy.tsv -i roses.tsv --num-gpus 2 --shards-per-gpu 2 --seed 8
 
 gen cifar10 cifar 12
 same_bytes cifar cifar10 -i cifar --num-gpus 2 --shards-per-gpu 1 --seed 9

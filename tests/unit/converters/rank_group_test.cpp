@@ -9,8 +9,12 @@
 
 #include "convert_test_util.h"
 #include "thread_ranks.h"
+#include "converters/base64_tsv.h"
 #include "converters/shard_check.h"
 #include "converters/synthetic.h"
+#include "converters/tfrecord_source.h"
+#include "core/base64.h"
+#include "core/image_codecs.h"
 
 namespace fastnn::convert {
 namespace {
@@ -86,6 +90,65 @@ TEST(RankGroup, EveryRankCountGivesTheOneProcessBytes) {
     EXPECT_EQ(total, records);
     EXPECT_LE(hi - lo, largest_shard);
   }
+}
+
+// Runs make_source() + run_conversion on 1, 2 and 3 ranks: every output equal to one process's.
+template <typename MakeSource>
+void expect_rank_counts_agree(const TempDir& t, const std::string& name, ConvertOptions base, MakeSource make_source) {
+  base.quiet = true;
+  base.sync = false;
+  base.output = t / (name + "1");
+  {
+    auto one = make_source();
+    run_conversion(*one, base);
+  }
+  const auto want = folder_bytes(base.output);
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(str(name, ", ", n, " ranks"));
+    ThreadRanks job(n);
+    const std::string out = t / str(name, n);
+    const auto errors = job.run([&](ThreadRanks::Rank& rank) {
+      auto src = make_source();
+      ConvertOptions o = base;
+      o.output = out;
+      o.threads = 1;
+      o.group = &rank;
+      run_conversion(*src, o);
+    });
+    for (const auto& e : errors) ASSERT_FALSE(e) << what(e);
+    EXPECT_EQ(folder_bytes(out), want);
+  }
+}
+
+// base64-TSV and TFRecord inputs are indexed file by file over the ranks.
+TEST(RankGroup, SpreadScansOfTsvAndTFRecordFilesGiveTheOneProcessBytes) {
+  TempDir t;
+  std::vector<std::string> tsv;
+  for (int f = 0; f < 3; ++f) {
+    std::string text;
+    for (int i = 0; i < 9; ++i) {
+      std::vector<uint8_t> px(6 * 5 * 3);
+      for (size_t k = 0; k < px.size(); ++k) px[k] = static_cast<uint8_t>(f * 31 + i * 7 + k);
+      text += str(base64_encode(encode_png(px.data(), 6, 5, 3)), "\t", (f + i) % 4, "\n");
+    }
+    text += f == 1 ? "not base64!\t2\n\n" : "";  // a bad line (skipped) and a blank one
+    tsv.push_back(t / str("part", f, ".tsv"));
+    write_file(tsv.back(), text);
+  }
+  ConvertOptions o = options_for("", 2, 2, 3);
+  o.skip_bad = true;
+  expect_rank_counts_agree(t, "tsv", o, [&] {
+    Base64TsvOptions bo;
+    bo.files = tsv;
+    return std::make_unique<Base64TsvSource>(bo);
+  });
+  // The TSV conversion's shards as a TFRecord input: four files.
+  expect_rank_counts_agree(t, "tfrecord", options_for("", 1, 3, 5), [&] {
+    TFRecordSourceOptions to;
+    to.patterns = {t / "tsv1/train-*.tfrecord"};
+    to.split = "train";
+    return std::make_unique<TFRecordSource>(to);
+  });
 }
 
 TEST(RankGroup, OneRanksFailureIsReportedByRankZeroWithItsKind) {
