@@ -43,6 +43,9 @@ PreprocessConfig resolve_preset(const PreprocessConfig& in) {
     throw ConfigError(str("preprocess: output size ", c.height, "x", c.width, " out of range"));
   if (c.channels != 1 && c.channels != 3)
     throw ConfigError(str("preprocess: channels ", c.channels, " (1 or 3)"));
+  if (c.color_distortion && k != PresetKind::kInception)
+    throw ConfigError(str("color_distortion is the inception preset's (TF-slim's distort_color); the ", c.preset,
+                          " preset has no colour distortion"));
   auto fill = [&](std::vector<float>& v, const float* preset3, float preset1, const char* what) {
     if (v.empty()) {
       for (int i = 0; i < c.channels; ++i) v.push_back(preset3 ? (c.channels == 3 ? preset3[i] : preset3[0]) : preset1);

@@ -67,7 +67,11 @@ InputGeometry describe_input_geometry(const RunSetup& s) {
       resamples = false;
       break;
     case pipeline::PresetKind::kInception:
-      g.line = str("preprocessing ", s.preset, ": random resized crop to ", in, ", random mirror (eval: central 87.5% resized to ", in, ")");
+      g.line = str("preprocessing ", s.preset, ": random resized crop to ", in, ", random mirror",
+                   !s.color_distortion ? ""
+                   : s.channels == 3   ? ", colour distortion (brightness, saturation)"
+                                       : ", colour distortion (brightness; saturation needs colour)",
+                   " (eval: central 87.5% resized to ", in, ")");
       break;
     case pipeline::PresetKind::kVgg:
       g.line = str("preprocessing ", s.preset, ": shorter side resized to 256-512, random ", in, " crop, random mirror (eval: shorter side 256, centre crop)");

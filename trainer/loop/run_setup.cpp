@@ -43,19 +43,6 @@ pipeline::DatasetOptions dataset_options(const RunSetup& s, const JobConfig& c, 
   return o;
 }
 
-pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
-  pipeline::PreprocessConfig p;
-  p.preset = s.preset;
-  p.label_offset = s.labels_offset;
-  p.train = train;
-  p.height = s.height;
-  p.width = s.width;
-  p.channels = s.channels;
-  p.dtype = s.batch.dtype;
-  p.layout = s.batch.layout;
-  return p;
-}
-
 std::shared_ptr<pipeline::SampleMapper> make_mapper(const RunSetup& s, bool train) {
   return pipeline::make_preprocessor(preprocess_config(s, train));
 }
@@ -112,6 +99,20 @@ std::optional<pipeline::FileList> pattern_files(const JobConfig& c, const std::s
 }
 
 }  // namespace
+
+pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
+  pipeline::PreprocessConfig p;
+  p.preset = s.preset;
+  p.label_offset = s.labels_offset;
+  p.train = train;
+  p.color_distortion = train && s.color_distortion;
+  p.height = s.height;
+  p.width = s.width;
+  p.channels = s.channels;
+  p.dtype = s.batch.dtype;
+  p.layout = s.batch.layout;
+  return p;
+}
 
 std::vector<std::string> files_in_both(const pipeline::FileList& train, const pipeline::FileList& eval) {
   std::set<std::pair<uint64_t, uint64_t>> trained;
@@ -291,6 +292,7 @@ RunSetup make_run_setup(const JobConfig& c, bool for_training) {
     s.channels = model.default_channels;
   }
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
+  s.color_distortion = c.color_distortion();
   {
     const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
     std::copy(f.mean, f.mean + 4, s.input.mean);

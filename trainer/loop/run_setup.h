@@ -34,6 +34,7 @@
 #include "core/manifest.h"
 #include "pipeline/shard_plan.h"
 #include "pipeline/dataset.h"
+#include "pipeline/preset.h"
 #include "schemas/job_config.pb.h"
 #include "schemas/net.pb.h"
 #include "trainer/head/classifier_head.h"
@@ -52,6 +53,7 @@ struct RunSetup {
   int64_t num_classes = 0;  // above 2^31 - 1 only with a dist_ head (job_config.cpp checks)
   int height = 0, width = 0, channels = 0;
   std::string preset;
+  bool color_distortion = false;  // on training images (the inception preset's)
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
   std::optional<ClassMap> classes;  // the data's class map (rule above); nullopt when no file names the classes
   // Eval files that are also train files (the eval is then not held out: said at start and on every
@@ -91,6 +93,10 @@ inline constexpr const char* kClassMapAdvice =
 // `for_training` false (`fastnn eval`): a manifest without a train split is accepted (train_files stay
 // empty), so that a validation split converted on its own can be evaluated.
 RunSetup make_run_setup(const JobConfig& config, bool for_training = true);
+
+// The preprocessing of the run's training (train) or evaluation images: its preset, size, dtype, layout,
+// label offset, and colour distortion on training images when the config asks for it.
+pipeline::PreprocessConfig preprocess_config(const RunSetup& setup, bool train);
 
 // The training dataset of rank `rank` in a world of `world`: the pipeline's shard(rank, world) of the
 // train split, its files read one record from each in turn (interleave with cycle = the rank's file

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/named_array.h"
 #include "core/tfrecord.h"
+#include "pipeline/preset.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
@@ -331,6 +332,39 @@ TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededRunner) {
 // train_image_size (TF-slim's flag) sets a zoo model's input size for training and evaluation; below the
 // model's smallest size, out of range, or beside a config's own net it is refused; eval takes it from
 // the checkpoint's config when the caller does not set it.
+// color_distortion: training images of the inception preset get it, evaluation images never; another
+// preset refuses it before any work.
+TEST(LoopSetup, ColorDistortionReachesTrainingImagesOfTheInceptionPreset) {
+  const std::filesystem::path dir = one_record_dataset("color");
+  JobConfig c;
+  c.set_model_name("inception_v3");
+  c.set_dataset_dir(dir.string());
+  c.set_train_files("a.tfrecord");
+  c.set_num_classes(10);
+  EXPECT_FALSE(preprocess_config(make_run_setup(c), true).color_distortion);
+  c.set_color_distortion(true);
+  const RunSetup s = make_run_setup(c);
+  EXPECT_TRUE(preprocess_config(s, true).color_distortion);
+  EXPECT_FALSE(preprocess_config(s, false).color_distortion);
+  // Two samples' plans differ only by the distortion's draw: it is on, per sample, with TF-slim's ranges.
+  const pipeline::PreprocessConfig train = pipeline::resolve_preset(preprocess_config(s, true));
+  for (uint64_t index = 0; index < 20; ++index) {
+    const pipeline::SamplePlan p = pipeline::plan_sample(train, 640, 480, 7, 0, index);
+    EXPECT_TRUE(p.color.enabled);
+    EXPECT_LE(std::abs(p.color.brightness), 32.0f);
+    EXPECT_GE(p.color.saturation, 0.5f);
+    EXPECT_LE(p.color.saturation, 1.5f);
+  }
+  c.set_model_name("lenet");
+  try {
+    make_run_setup(c);
+    ADD_FAILURE() << "lenet's preset accepted color_distortion";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("color_distortion is the inception preset's"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LoopSetup, TrainImageSizeSetsTheZooInput) {
   const std::filesystem::path dir = one_record_dataset("image-size");
   JobConfig c;
