@@ -129,6 +129,7 @@ class Preprocessor final : public SampleMapper {
     }
     uint64_t t2 = now_ns();
     w.resampler.run(view, window, plan.flip, plan.color, fmt_, slot);
+    if (cfg_.train) erase_sample(cfg_.erase, fmt_, ctx.seed, ctx.epoch, ctx.index, slot);
     uint64_t t3 = now_ns();
     times->parse_ns += t1 - t0;
     times->decode_ns += t2 - t1;

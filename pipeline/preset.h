@@ -25,6 +25,7 @@
 
 #include "core/image.h"
 #include "pipeline/batch.h"
+#include "pipeline/random_erase.h"
 #include "pipeline/resample.h"
 #include "pipeline/rng.h"
 
@@ -43,6 +44,7 @@ struct PreprocessConfig {
   std::vector<float> mean;  // empty: the preset's; else one value or one per channel
   std::vector<float> std;
   bool color_distortion = false;  // inception, train only
+  EraseOptions erase;             // random erasing of training images (random_erase.h); any preset
   // inception
   float area_min = 0.05f, area_max = 1.0f;
   float aspect_min = 0.75f, aspect_max = 4.0f / 3.0f;

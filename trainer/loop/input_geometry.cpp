@@ -77,6 +77,9 @@ InputGeometry describe_input_geometry(const RunSetup& s) {
       g.line = str("preprocessing ", s.preset, ": shorter side resized to 256-512, random ", in, " crop, random mirror (eval: shorter side 256, centre crop)");
       break;
   }
+  if (s.erase.prob > 0)
+    g.line += str("; random erasing of training images (p ", s.erase.prob, ", ", pipeline::erase_mode_name(s.erase.mode),
+                  ")");
   const SizeRange r = sample_sizes(s, 64);
   if (r.records == 0) return g;
   g.line += str("; images ", range_text(r.min_h, r.max_h), "x", range_text(r.min_w, r.max_w),

@@ -106,6 +106,7 @@ pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
   p.label_offset = s.labels_offset;
   p.train = train;
   p.color_distortion = train && s.color_distortion;
+  if (train) p.erase = s.erase;
   p.height = s.height;
   p.width = s.width;
   p.channels = s.channels;
@@ -293,6 +294,8 @@ RunSetup make_run_setup(const JobConfig& c, bool for_training) {
   }
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
   s.color_distortion = c.color_distortion();
+  s.erase.prob = static_cast<float>(c.random_erase_prob());
+  s.erase.mode = pipeline::parse_erase_mode(c.random_erase_mode());
   {
     const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
     std::copy(f.mean, f.mean + 4, s.input.mean);

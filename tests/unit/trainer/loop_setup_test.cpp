@@ -355,6 +355,16 @@ TEST(LoopSetup, ColorDistortionReachesTrainingImagesOfTheInceptionPreset) {
     EXPECT_GE(p.color.saturation, 0.5f);
     EXPECT_LE(p.color.saturation, 1.5f);
   }
+  // Random erasing (timm's reprob / remode) goes to the training mapper of any preset, never to eval.
+  c.set_random_erase_prob(0.25);
+  c.set_random_erase_mode("const");
+  const RunSetup e = make_run_setup(c);
+  EXPECT_EQ(preprocess_config(e, true).erase.prob, 0.25f);
+  EXPECT_EQ(preprocess_config(e, true).erase.mode, pipeline::EraseMode::kConst);
+  EXPECT_EQ(preprocess_config(e, false).erase.prob, 0.0f);
+  c.set_random_erase_prob(1.5);
+  EXPECT_THROW(make_run_setup(c), ConfigError);
+  c.set_random_erase_prob(0);
   c.set_model_name("lenet");
   try {
     make_run_setup(c);
