@@ -144,4 +144,27 @@ e = json.load(open("eval.json"))
 assert e["step"] == 40 and e["confusion_matrix"] == m, "eval --json's confusion matrix differs from the run's last"
 print(f"run page: {len(train)} train lines, {len(evals)} evals, confusion matrix top-1 {last['top1']}")
 PY
+
+# Two runs compared: a second run with another learning rate; the page lists that field (and no path),
+# overlays both runs' curves, and names its best evaluation; without -o it is a usage error.
+"$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=run2 --batch_size=64 --stop_at_step=40 \
+  --log_loss_every_n_iters=10 --eval_every_n_steps=20 --learning_rate=0.05 --optimizer=momentum --momentum=0.9 \
+  --device=cpu --seed=1 > train2.log 2>&1 || { cat train2.log; fail "train run2"; }
+rc=0; "$FASTNN" report run run2 > /dev/null 2> noout.err || rc=$?
+[ "$rc" = 2 ] && grep -q "name the page with -o" noout.err || fail "comparing without -o: exit $rc, $(cat noout.err)"
+"$FASTNN" report run run2 -o compare.html --json > compare.json || fail "report run run2"
+python3 - <<'PY' || fail "comparison page"
+import json
+import report_page_data as rp
+j = json.load(open("compare.json"))
+assert j["differing_fields"] == ["learning_rate"], j
+page = rp.parse("compare.html")
+d = page.data
+assert d["kind"] == "fastnn-run-comparison" and [r["run_dir"] for r in d["runs"]] == ["run", "run2"], d
+for r in d["runs"]:
+    assert len(r["train_step"]) == 4 and len(r["evals"]) == 2 and r["config_recorded"], r
+    assert r["best_top1"]["top1"] == max(e["top1"] for e in r["evals"])
+assert d["runs"][1]["differing"] == {"learning_rate": "0.05"}, d["runs"][1]["differing"]
+print("comparison: differing", d["differing_fields"], "best", [r["best_top1"] for r in d["runs"]])
+PY
 echo PASS
