@@ -136,6 +136,9 @@ assert n == last["num_examples"] == 10000
 assert abs(sum(m[i][i] for i in range(10)) / n - last["top1"]) < 1e-12, "trace / examples is not top-1"
 acc = d["last_eval"]["per_class_accuracy"]
 assert all(abs(acc[i] - m[i][i] / sum(m[i])) < 1e-15 for i in range(10))
+prec = d["last_eval"]["per_class_precision"]
+assert all(prec[k] is None if not sum(r[k] for r in m) else abs(prec[k] - m[k][k] / sum(r[k] for r in m)) < 1e-15
+           for k in range(10)), prec
 assert d["last_eval"]["class_names"][1] == "Trouser"
 # The heat map shows the matrix cell by cell.
 cells = {(int(c["data-r"]), int(c["data-c"])): float(c["data-v"]) for c in page.cells if "data-r" in c}

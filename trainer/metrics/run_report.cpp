@@ -66,6 +66,18 @@ std::vector<double> per_class_accuracy(const RunMetrics& m) {
   return acc;
 }
 
+// Per class: correct / predicted as that class (the column sum); NaN where nothing was predicted as it.
+std::vector<double> per_class_precision(const RunMetrics& m) {
+  const int64_t c = m.confusion_classes;
+  std::vector<double> precision(static_cast<size_t>(c), std::numeric_limits<double>::quiet_NaN());
+  for (int64_t k = 0; k < c; ++k) {
+    int64_t column = 0;
+    for (int64_t i = 0; i < c; ++i) column += m.confusion[i * c + k];
+    if (column > 0) precision[k] = static_cast<double>(m.confusion[k * c + k]) / static_cast<double>(column);
+  }
+  return precision;
+}
+
 std::string curves_section(const RunMetrics& m) {
   std::vector<double> es, e_loss, e_top1, e_top5;
   for (const RunMetrics::Eval& e : m.evals) {
@@ -145,13 +157,15 @@ std::string confusion_section(const RunMetrics& m, const RunReportInfo& info) {
     chart.width = 760;
     b += report::svg_bar_chart(chart);
   }
+  const std::vector<double> precision = per_class_precision(m);
   b += "<table id=\"per-class\">\n<tr><th>class</th><th class=\"l\">name</th><th>examples</th><th>correct</th>"
-       "<th>accuracy</th></tr>\n";
+       "<th>accuracy (recall)</th><th>predicted</th><th>precision</th></tr>\n";
   for (int64_t i = 0; i < c; ++i) {
-    int64_t row = 0;
-    for (int64_t k = 0; k < c; ++k) row += m.confusion[i * c + k];
+    int64_t row = 0, column = 0;
+    for (int64_t k = 0; k < c; ++k) row += m.confusion[i * c + k], column += m.confusion[k * c + i];
     b += str("<tr data-class=\"", i, "\"><td>", i, "</td><td class=\"l\">", html_escape(class_name(info, i)), "</td><td>",
-             row, "</td><td>", m.confusion[i * c + i], "</td><td>", format_number(acc[i], 4), "</td></tr>\n");
+             row, "</td><td>", m.confusion[i * c + i], "</td><td>", format_number(acc[i], 4), "</td><td>", column,
+             "</td><td>", format_number(precision[i], 4), "</td></tr>\n");
   }
   b += "</table>\n";
   return report::html_section("confusion", "Confusion matrix and per-class accuracy", b);
@@ -231,6 +245,7 @@ std::string run_report_page(const RunMetrics& m, const RunReportInfo& info) {
       names.push_back(class_name(info, i));
     }
     last = {{"step", m.confusion_step}, {"confusion_matrix", rows}, {"per_class_accuracy", values(per_class_accuracy(m))},
+            {"per_class_precision", values(per_class_precision(m))},
             {"class_names", names}};
   }
   const nlohmann::json data = {

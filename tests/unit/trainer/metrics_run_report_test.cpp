@@ -97,6 +97,8 @@ TEST(RunReport, ReadsTheLinesTheWriterWrites) {
   EXPECT_TRUE(j["train"]["loss"][1].is_null());
   EXPECT_EQ(j["last_eval"]["confusion_matrix"], nlohmann::json::parse("[[1,1],[0,2]]"));
   EXPECT_EQ(j["last_eval"]["per_class_accuracy"], nlohmann::json::parse("[0.5,1.0]"));
+  // Precision: correct / predicted as the class (column sums 1 and 3).
+  EXPECT_EQ(j["last_eval"]["per_class_precision"], nlohmann::json::parse("[1.0,0.6666666666666666]"));
   EXPECT_EQ(j["last_eval"]["class_names"][0], "<script>alert(1)</script>");
 
   std::ofstream(dir.file("empty.jsonl")) << "not json\n";
