@@ -55,28 +55,20 @@ std::string class_name(const RunReportInfo& info, int64_t c) {
   return c < static_cast<int64_t>(info.class_names.size()) ? info.class_names[c] : std::to_string(c);
 }
 
-std::vector<double> per_class_accuracy(const RunMetrics& m) {
+// Per class: the diagonal cell over its row's sum (by_column false: accuracy, i.e. recall) or over its
+// column's sum (by_column true: precision); NaN where that sum is 0.
+std::vector<double> per_class_ratio(const RunMetrics& m, bool by_column) {
   const int64_t c = m.confusion_classes;
-  std::vector<double> acc(static_cast<size_t>(c), std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> out(static_cast<size_t>(c), std::numeric_limits<double>::quiet_NaN());
   for (int64_t i = 0; i < c; ++i) {
-    int64_t row = 0;
-    for (int64_t k = 0; k < c; ++k) row += m.confusion[i * c + k];
-    if (row > 0) acc[i] = static_cast<double>(m.confusion[i * c + i]) / static_cast<double>(row);
+    int64_t sum = 0;
+    for (int64_t k = 0; k < c; ++k) sum += by_column ? m.confusion[k * c + i] : m.confusion[i * c + k];
+    if (sum > 0) out[i] = static_cast<double>(m.confusion[i * c + i]) / static_cast<double>(sum);
   }
-  return acc;
+  return out;
 }
-
-// Per class: correct / predicted as that class (the column sum); NaN where nothing was predicted as it.
-std::vector<double> per_class_precision(const RunMetrics& m) {
-  const int64_t c = m.confusion_classes;
-  std::vector<double> precision(static_cast<size_t>(c), std::numeric_limits<double>::quiet_NaN());
-  for (int64_t k = 0; k < c; ++k) {
-    int64_t column = 0;
-    for (int64_t i = 0; i < c; ++i) column += m.confusion[i * c + k];
-    if (column > 0) precision[k] = static_cast<double>(m.confusion[k * c + k]) / static_cast<double>(column);
-  }
-  return precision;
-}
+std::vector<double> per_class_accuracy(const RunMetrics& m) { return per_class_ratio(m, false); }
+std::vector<double> per_class_precision(const RunMetrics& m) { return per_class_ratio(m, true); }
 
 std::string curves_section(const RunMetrics& m) {
   std::vector<double> es, e_loss, e_top1, e_top5;
