@@ -17,7 +17,7 @@
 #include "core/logging.h"
 #include "core/report/page_file.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
-#include "trainer/comm/world_check.h"
+#include "trainer/config/config_fields.h"
 #include "trainer/metrics/run_comparison.h"
 #include "trainer/metrics/run_report.h"
 
@@ -102,7 +102,7 @@ void add_report_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Write a run's picture page: loss, accuracy, learning-rate and throughput curves and the last "
                 "evaluation's confusion matrix and per-class accuracy, from RUN_DIR/metrics.jsonl, as one "
-                "self-contained HTML file");
+                "self-contained HTML file; several run directories: one page comparing them");
   cmd->add_option("run_dir", a->run_dirs,
                   "The run directory (train's --output_dir); several: a page comparing them (curves overlaid, the "
                   "hyperparameters that differ)")

@@ -1,7 +1,6 @@
 #include "trainer/comm/world_check.h"
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/text_format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "trainer/config/config_fields.h"
 
 namespace fastnn {
 
@@ -78,38 +78,12 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
-std::string field_text(const google::protobuf::Message& m, const google::protobuf::FieldDescriptor* f) {
-  const auto* refl = m.GetReflection();
-  std::string out, v;
-  if (!f->is_repeated()) {
-    google::protobuf::TextFormat::PrintFieldValueToString(m, f, -1, &out);
-    return out;
-  }
-  out = "[";
-  for (int i = 0; i < refl->FieldSize(m, f); ++i) {
-    google::protobuf::TextFormat::PrintFieldValueToString(m, f, i, &v);
-    out += (i ? ", " : "") + v;
-  }
-  return out + "]";
-}
-
 }  // namespace
 
 uint64_t text_digest(const std::string& text) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
   return h;
-}
-
-std::map<std::string, std::string> config_field_values(const google::protobuf::Message& config,
-                                                       const std::set<std::string>& excluded) {
-  std::map<std::string, std::string> out;
-  const auto* d = config.GetDescriptor();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const auto* f = d->field(i);
-    if (!excluded.contains(std::string(f->name()))) out[std::string(f->name())] = field_text(config, f);
-  }
-  return out;
 }
 
 const std::set<std::string>& rank_local_config_fields() {

@@ -35,11 +35,6 @@ namespace fastnn {
 
 void check_world_consistency(Communicator& comm, int64_t per_rank_batches_per_epoch, int64_t shard_count);
 
-// Every field of `config` by name -> its value as text (defaults included; repeated fields as
-// "[a, b]"), the fields named in `excluded` left out. The one view of a config both the rank check
-// and the run directory's "same run?" check compare.
-std::map<std::string, std::string> config_field_values(const google::protobuf::Message& config,
-                                                       const std::set<std::string>& excluded);
 // JobConfig fields that may differ between the ranks of one job.
 const std::set<std::string>& rank_local_config_fields();
 void check_job_config_consistency(Communicator& comm, const google::protobuf::Message& config);

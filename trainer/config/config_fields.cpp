@@ -1,5 +1,7 @@
 #include "trainer/config/config_fields.h"
 
+#include <google/protobuf/text_format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -242,6 +244,37 @@ std::string config_fields_markdown(const Descriptor& type) {
     os << rows[static_cast<size_t>(i)] << "\n";
   }
   return os.str();
+}
+
+namespace {
+
+// One field of `m` as protobuf text; repeated fields as "[a, b]".
+std::string field_text(const google::protobuf::Message& m, const google::protobuf::FieldDescriptor* f) {
+  const auto* refl = m.GetReflection();
+  std::string out, v;
+  if (!f->is_repeated()) {
+    google::protobuf::TextFormat::PrintFieldValueToString(m, f, -1, &out);
+    return out;
+  }
+  out = "[";
+  for (int i = 0; i < refl->FieldSize(m, f); ++i) {
+    google::protobuf::TextFormat::PrintFieldValueToString(m, f, i, &v);
+    out += (i ? ", " : "") + v;
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> config_field_values(const google::protobuf::Message& config,
+                                                       const std::set<std::string>& excluded) {
+  std::map<std::string, std::string> out;
+  const auto* d = config.GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    if (!excluded.contains(std::string(f->name()))) out[std::string(f->name())] = field_text(config, f);
+  }
+  return out;
 }
 
 }  // namespace fastnn

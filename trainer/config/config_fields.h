@@ -6,12 +6,15 @@
 // Works on any message type; JobConfig is the one with the options filled in.
 #pragma once
 
+#include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 
 namespace fastnn {
 
@@ -60,5 +63,11 @@ std::string format_config_help(const Descriptor& type);
 // Each row is one line; the docs test checks that every row appears in docs/CONFIG.md verbatim.
 std::string config_fields_markdown(const Descriptor& type);
 std::vector<std::string> config_markdown_rows(const Descriptor& type);
+
+// Every field of `config` by name -> its value as text (defaults included; repeated fields as
+// "[a, b]"), the fields named in `excluded` left out. The one view of a config that the ranks' check,
+// the run directory's "same run?" check and `fastnn report`'s comparison of runs compare.
+std::map<std::string, std::string> config_field_values(const google::protobuf::Message& config,
+                                                       const std::set<std::string>& excluded);
 
 }  // namespace fastnn

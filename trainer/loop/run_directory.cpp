@@ -13,7 +13,7 @@
 #include "core/atomic_output.h"
 #include "core/check.h"
 #include "core/logging.h"
-#include "trainer/comm/world_check.h"
+#include "trainer/config/config_fields.h"
 #include "trainer/metrics/jsonl_writer.h"
 
 namespace fastnn::loop {
