@@ -251,13 +251,15 @@ CheckReport with_class_balance(CheckReport r, double max_ratio) {
   return r;
 }
 
-// Under mpirun: each rank checked the shards dealt to it (positions `mine` of `reports`); afterwards
-// every rank holds every shard's report. The survey is not shared (refused under mpirun).
+}  // namespace
+
 void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std::vector<ShardReport*>& reports) {
   nlohmann::json out = nlohmann::json::array();
   for (size_t j : mine) {
     const ShardReport& r = *reports[j];
-    out.push_back({j, r.records, r.bytes, r.histogram, r.error_count, r.errors});
+    nlohmann::json counts = nlohmann::json::array();
+    for (const auto& [label, n] : r.label_counts) counts.push_back({label, n});
+    out.push_back({j, r.records, r.bytes, r.histogram, r.error_count, r.errors, counts});
   }
   for (const std::string& block : exchange(group, [&] { return out.dump(); })) {
     for (const nlohmann::json& e : nlohmann::json::parse(block)) {
@@ -267,11 +269,11 @@ void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std:
       r.histogram = e[3].get<std::vector<uint64_t>>();
       r.error_count = e[4].get<uint64_t>();
       r.errors = e[5].get<std::vector<std::string>>();
+      r.label_counts.clear();
+      for (const nlohmann::json& c : e[6]) r.label_counts[c[0].get<int64_t>()] = c[1].get<uint64_t>();
     }
   }
 }
-
-}  // namespace
 
 uint64_t CheckReport::error_count() const {
   uint64_t n = errors.size();
@@ -293,9 +295,6 @@ CheckReport check_shard_set(const CheckOptions& o) {
     const bool is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
     if (!(o.max_class_ratio >= 1)) throw ConfigError("--max-class-ratio must be at least 1");
     plain = !is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0;
-    if (group && plain)
-      throw ConfigError(str(o.dir, ": no manifest.json; under mpirun `check` takes a fastnn shard set (a folder with "
-                            "manifest.json); check shards without one in a single process"));
     if (group && o.survey.enabled)
       throw ConfigError("--report is not available under mpirun yet; write the page from a single process");
   });

@@ -19,6 +19,8 @@ class Progress;
 
 namespace fastnn::convert {
 
+class RankGroup;
+
 // Checks one record: "" when fine, else the problem; sets *label (>= 0) when the label is usable and
 // fills *facts (image_survey.h) as far as it got; with `measure` it decodes the image (if the check
 // did not anyway) and sums its pixels into *facts. Called from several threads at once; `pixels` is
@@ -54,6 +56,11 @@ void add_error(ShardReport* r, size_t max_listed, std::string msg);
 // With `survey`, also fills r->survey and offers samples to survey->samples.
 bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string& path, Compression compression,
                 size_t max_listed, Progress* progress, ShardReport* r, const ShardSurvey* survey = nullptr);
+
+// Under mpirun: each rank checked the shards dealt to it (positions `mine` of `reports`, dealt by
+// job_owner); afterwards every rank holds every shard's counts, histogram, label counts and errors. The
+// survey is not shared (--report is refused under mpirun).
+void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std::vector<ShardReport*>& reports);
 
 // The check of a folder or pattern list without manifest.json (shard_check.h).
 CheckReport check_plain_shards(const CheckOptions& options);

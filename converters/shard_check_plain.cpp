@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "converters/foreign_record.h"
+#include "converters/rank_group.h"
 #include "converters/shard_check_internal.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
@@ -118,68 +119,80 @@ std::string check_foreign(const ForeignRecordParser& parser, int64_t num_classes
 }  // namespace
 
 CheckReport check_plain_shards(const CheckOptions& o) {
+  RankGroup* group = o.group && o.group->size() > 1 ? o.group : nullptr;
+  const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
   check_thread_count(o.threads, "--threads");
-  if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("--alpha must be in (0, 1)");
   const auto t0 = std::chrono::steady_clock::now();
   CheckReport report;
   report.has_manifest = false;
   report.decoded = o.decode;
   report.num_gpus = o.num_gpus;
   struct stat st;
-  const bool is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  bool is_dir = false;
   std::string folder;
-  std::vector<std::string> others;
-  const std::vector<std::string> files = find_shards(o, is_dir, &folder, &others);
-  if (!others.empty()) {
-    std::string list;
-    for (size_t i = 0; i < others.size() && i < 5; ++i) list += (i ? ", " : "") + base_name(others[i]);
-    report.warnings.push_back(str(others.size(), " other file(s) not checked (names without .tfrecord or "
-                                  "-NNNNN-of-NNNNN): ", list, others.size() > 5 ? ", ..." : ""));
-  }
-
-  // Classes: labels.txt beside the shards, when there is one.
-  std::optional<std::vector<std::string>> labels = read_labels_in(folder);
-  int64_t num_classes = labels ? static_cast<int64_t>(labels->size()) : 0;
-  if (labels) report.labels_file = folder + "/" + kLabelsFileName;
-
-  // Splits from the file names, in the order train, validation, test, other.
-  const char* kOrder[] = {"train", "validation", "test", ""};
-  std::vector<std::vector<std::string>> split_files(4);
-  for (const std::string& f : files) {
-    const std::string s = split_of_file_name(base_name(f));
-    size_t k = 3;
-    for (size_t i = 0; i < 3; ++i)
-      if (s == kOrder[i]) k = i;
-    split_files[k].push_back(f);
-  }
+  std::optional<std::vector<std::string>> labels;
+  int64_t num_classes = 0;
   std::vector<std::string> split_names;
   std::vector<std::vector<std::string>> splits;
-  for (size_t k = 0; k < 4; ++k) {
-    const std::string name = k < 3 ? kOrder[k] : "other";
-    if (split_files[k].empty() || (!o.split.empty() && o.split != name)) continue;
-    split_names.push_back(name);
-    splits.push_back(split_files[k]);
-  }
-  if (splits.empty()) throw ConfigError(str(o.dir, ": no shard of split \"", o.split, "\" (by the file names)"));
-
   uint64_t total_bytes = 0;
   std::vector<Compression> compression;
   struct Job {
     size_t split, shard;
   };
   std::vector<Job> jobs;
-  for (size_t i = 0; i < splits.size(); ++i) {
-    SplitReport sr;
-    sr.name = split_names[i];
-    sr.shards.resize(splits[i].size());
-    for (size_t k = 0; k < splits[i].size(); ++k) {
-      sr.shards[k].file = is_dir ? base_name(splits[i][k]) : splits[i][k];
-      jobs.push_back({i, k});
-      compression.push_back(detect_compression(splits[i][k]));
-      if (::stat(splits[i][k].c_str(), &st) == 0) total_bytes += static_cast<uint64_t>(st.st_size);
+  // Under mpirun every rank finds the same files (settled: a failure anywhere is said once).
+  run_step(group, [&] {
+    if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("--alpha must be in (0, 1)");
+    is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    std::vector<std::string> others;
+    const std::vector<std::string> files = find_shards(o, is_dir, &folder, &others);
+    if (!others.empty()) {
+      std::string list;
+      for (size_t i = 0; i < others.size() && i < 5; ++i) list += (i ? ", " : "") + base_name(others[i]);
+      report.warnings.push_back(str(others.size(), " other file(s) not checked (names without .tfrecord or "
+                                    "-NNNNN-of-NNNNN): ", list, others.size() > 5 ? ", ..." : ""));
     }
-    report.splits.push_back(std::move(sr));
-  }
+
+    // Classes: labels.txt beside the shards, when there is one.
+    labels = read_labels_in(folder);
+    num_classes = labels ? static_cast<int64_t>(labels->size()) : 0;
+    if (labels) report.labels_file = folder + "/" + kLabelsFileName;
+
+    // Splits from the file names, in the order train, validation, test, other.
+    const char* kOrder[] = {"train", "validation", "test", ""};
+    std::vector<std::vector<std::string>> split_files(4);
+    for (const std::string& f : files) {
+      const std::string s = split_of_file_name(base_name(f));
+      size_t k = 3;
+      for (size_t i = 0; i < 3; ++i)
+        if (s == kOrder[i]) k = i;
+      split_files[k].push_back(f);
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      const std::string name = k < 3 ? kOrder[k] : "other";
+      if (split_files[k].empty() || (!o.split.empty() && o.split != name)) continue;
+      split_names.push_back(name);
+      splits.push_back(split_files[k]);
+    }
+    if (splits.empty()) throw ConfigError(str(o.dir, ": no shard of split \"", o.split, "\" (by the file names)"));
+
+    for (size_t i = 0; i < splits.size(); ++i) {
+      SplitReport sr;
+      sr.name = split_names[i];
+      sr.shards.resize(splits[i].size());
+      for (size_t k = 0; k < splits[i].size(); ++k) {
+        sr.shards[k].file = is_dir ? base_name(splits[i][k]) : splits[i][k];
+        jobs.push_back({i, k});
+        compression.push_back(detect_compression(splits[i][k]));
+        if (::stat(splits[i][k].c_str(), &st) == 0) total_bytes += static_cast<uint64_t>(st.st_size);
+      }
+      report.splits.push_back(std::move(sr));
+    }
+  });
+  // Each rank checks the shards dealt to it (round robin, as convert deals them).
+  std::vector<size_t> mine;
+  for (size_t j = 0; j < jobs.size(); ++j)
+    if (job_owner(j, ranks) == rank) mine.push_back(j);
 
   const ForeignRecordParser parser;
   const RecordCheck check = [&](std::string_view rec, bool measure, std::vector<uint8_t>* pixels, int64_t* label,
@@ -192,22 +205,30 @@ CheckReport check_plain_shards(const CheckOptions& o) {
   std::vector<ShardSurvey> surveys(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     surveys[j] = {report.measured_per_shard, &samples, jobs[j].split, jobs[j].shard, split_names[jobs[j].split]};
-  Progress progress("check", 0, "records");
-  progress.set_silent(o.quiet);
+  Progress progress(ranks > 1 ? str("check (rank ", rank, " of ", ranks, ")") : std::string("check"), 0, "records");
+  progress.set_silent(o.quiet || rank != 0);
   std::optional<tbb::global_control> allow;
   if (o.threads > tbb::this_task_arena::max_concurrency())
     allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
   tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, jobs.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t j = r.begin(); j != r.end(); ++j) {
-        const Job& job = jobs[j];
-        scan_shard(check, num_classes, splits[job.split][job.shard], compression[j], o.max_errors_listed, &progress,
-                   &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
-      }
+  run_step(group, [&] {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          const size_t j = mine[i];
+          const Job& job = jobs[j];
+          scan_shard(check, num_classes, splits[job.split][job.shard], compression[j], o.max_errors_listed,
+                     &progress, &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
+        }
+      });
     });
   });
   progress.finish();
+  if (group) {
+    std::vector<ShardReport*> reports;
+    for (const Job& job : jobs) reports.push_back(&report.splits[job.split].shards[job.shard]);
+    share_shard_reports(*group, mine, reports);
+  }
   if (o.survey.enabled) {
     for (const SplitReport& sr : report.splits)
       for (const ShardReport& sh : sr.shards) report.survey.merge(sh.survey);

@@ -46,6 +46,12 @@ run_np 60 check3 3 "$FASTNN" check fashion.1 --json -q
 [ "$RC" = 0 ] || fail "check under mpirun exited $RC"
 grep '^{' check3.log | without_seconds | cmp -s - check.1.json || fail "check under mpirun reported otherwise"
 [ "$(grep -c '^{' check3.log)" = 1 ] || fail "more than one rank printed the report"
+# ... and of shards without a manifest (TF-slim's layout: the shards and labels.txt).
+mkdir -p plain && cp fashion.1/*.tfrecord fashion.1/labels.txt plain/
+"$FASTNN" check plain --json -q | without_seconds > plain.1.json || fail "plain check in one process"
+run_np 60 plain3 3 "$FASTNN" check plain --json -q
+[ "$RC" = 0 ] || fail "plain check under mpirun exited $RC"
+grep '^{' plain3.log | without_seconds | cmp -s - plain.1.json || fail "plain check under mpirun reported otherwise"
 
 # A refusal (the output exists) is said once, by rank 0, and the job fails.
 run_np 60 refuse 3 "$FASTNN" convert mnist -i "$FM" -o fashion.2 -q

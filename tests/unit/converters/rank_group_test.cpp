@@ -232,6 +232,46 @@ TEST(RankGroup, CheckOverRanksGivesTheOneProcessReport) {
   }
 }
 
+// Shards without a manifest (TF-slim's layout): with labels.txt, then without (label counts only).
+TEST(RankGroup, PlainCheckOverRanksGivesTheOneProcessReport) {
+  TempDir t;
+  SyntheticSource src(small_synthetic());
+  ConvertOptions co = options_for(t / "set", 2, 2, 4);
+  co.quiet = true;
+  run_conversion(src, co);
+  fs::remove(t / "set/manifest.json");
+  for (bool with_labels : {true, false}) {
+    SCOPED_TRACE(with_labels ? "labels.txt" : "no labels.txt");
+    if (!with_labels) fs::remove(t / "set/labels.txt");
+    CheckOptions o;
+    o.dir = t / "set";
+    o.quiet = true;
+    const CheckReport want = check_shard_set(o);
+    ASSERT_FALSE(want.has_manifest);
+    ThreadRanks job(3);
+    const auto errors = job.run([&](ThreadRanks::Rank& rank) {
+      CheckOptions mine = o;
+      mine.threads = 1;
+      mine.group = &rank;
+      const CheckReport got = check_shard_set(mine);
+      EXPECT_EQ(got.error_count(), want.error_count());
+      EXPECT_EQ(got.warnings, want.warnings);
+      EXPECT_EQ(got.not_checked, want.not_checked);
+      EXPECT_EQ(got.records, want.records);
+      ASSERT_EQ(got.splits.size(), want.splits.size());
+      for (size_t i = 0; i < got.splits.size(); ++i) {
+        EXPECT_EQ(got.splits[i].histogram, want.splits[i].histogram);
+        EXPECT_EQ(got.splits[i].min_p_value, want.splits[i].min_p_value);
+        for (size_t k = 0; k < got.splits[i].shards.size(); ++k) {
+          EXPECT_EQ(got.splits[i].shards[k].label_counts, want.splits[i].shards[k].label_counts);
+          EXPECT_EQ(got.splits[i].shards[k].records, want.splits[i].shards[k].records);
+        }
+      }
+    });
+    for (const auto& e : errors) EXPECT_FALSE(e) << what(e);
+  }
+}
+
 TEST(RankGroup, NoFailureReturnsEverywhere) {
   ThreadRanks job(3);
   for (const auto& e : job.run([](ThreadRanks::Rank& rank) { run_settled(rank, [] {}); })) EXPECT_FALSE(e);
