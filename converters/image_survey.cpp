@@ -109,6 +109,11 @@ void SampleTable::offer(int64_t label, const Key& key, const RecordFacts& f, con
   } else {
     s.thumbnail = std::move(full);
   }
+  keep(label, key, std::move(s));
+}
+
+void SampleTable::keep(int64_t label, const Key& key, SampleImage s) {
+  if (label < 0 || label >= max_classes_ || per_class_ <= 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   std::map<Key, SampleImage>& kept = by_label_[label];
   if (static_cast<int64_t>(kept.size()) >= per_class_) {
@@ -116,6 +121,15 @@ void SampleTable::offer(int64_t label, const Key& key, const RecordFacts& f, con
     kept.erase(std::prev(kept.end()));
   }
   kept.emplace(key, std::move(s));
+}
+
+std::vector<SampleTable::Kept> SampleTable::take_keyed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Kept> out;
+  for (auto& [label, kept] : by_label_)
+    for (auto& [key, s] : kept) out.push_back({label, key, std::move(s)});
+  by_label_.clear();
+  return out;
 }
 
 std::map<int64_t, std::vector<SampleImage>> SampleTable::take() {

@@ -89,6 +89,15 @@ class SampleTable {
   void offer(int64_t label, const Key& key, const RecordFacts& facts, const std::string& split, const std::string& shard);
   // By label, each in key order.
   std::map<int64_t, std::vector<SampleImage>> take();
+  // What take() would give, with each sample's label and key (to travel between mpirun ranks), and
+  // the way back in: keep() files a sample under the same rule as offer().
+  struct Kept {
+    int64_t label;
+    Key key;
+    SampleImage sample;
+  };
+  std::vector<Kept> take_keyed();
+  void keep(int64_t label, const Key& key, SampleImage sample);
 
  private:
   mutable std::mutex mu_;

@@ -259,7 +259,13 @@ void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std:
     const ShardReport& r = *reports[j];
     nlohmann::json counts = nlohmann::json::array();
     for (const auto& [label, n] : r.label_counts) counts.push_back({label, n});
-    out.push_back({j, r.records, r.bytes, r.histogram, r.error_count, r.errors, counts});
+    nlohmann::json sizes = nlohmann::json::array(), stats = nlohmann::json::array();
+    for (const auto& [size, n] : r.survey.sizes)
+      sizes.push_back({std::get<0>(size), std::get<1>(size), std::get<2>(size), n});
+    for (const auto& [channels, c] : r.survey.channel_stats)
+      stats.push_back({channels, c.images, c.pixels, c.sum, c.sum_sq});
+    out.push_back({j, r.records, r.bytes, r.histogram, r.error_count, r.errors, counts,
+                   {sizes, r.survey.other_sizes, stats, r.survey.decoded}});
   }
   for (const std::string& block : exchange(group, [&] { return out.dump(); })) {
     for (const nlohmann::json& e : nlohmann::json::parse(block)) {
@@ -271,6 +277,52 @@ void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std:
       r.errors = e[5].get<std::vector<std::string>>();
       r.label_counts.clear();
       for (const nlohmann::json& c : e[6]) r.label_counts[c[0].get<int64_t>()] = c[1].get<uint64_t>();
+      const nlohmann::json& sv = e[7];
+      r.survey = ImageSurvey{};
+      for (const nlohmann::json& z : sv[0])
+        r.survey.sizes[{z[0].get<int64_t>(), z[1].get<int64_t>(), z[2].get<int64_t>()}] = z[3].get<uint64_t>();
+      r.survey.other_sizes = sv[1].get<uint64_t>();
+      for (const nlohmann::json& c : sv[2]) {
+        ChannelStats& cs = r.survey.channel_stats[c[0].get<int>()];
+        cs.channels = c[0].get<int>();
+        cs.images = c[1].get<uint64_t>();
+        cs.pixels = c[2].get<uint64_t>();
+        cs.sum = c[3].get<std::array<double, 4>>();
+        cs.sum_sq = c[4].get<std::array<double, 4>>();
+      }
+      r.survey.decoded = sv[3].get<uint64_t>();
+    }
+  }
+}
+
+void share_samples(RankGroup& group, SampleTable& samples) {
+  ItemWriter w;
+  std::vector<SampleTable::Kept> mine = samples.take_keyed();
+  w.u64(mine.size());
+  for (const SampleTable::Kept& k : mine) {
+    const SampleImage& s = k.sample;
+    w.u64(static_cast<uint64_t>(k.label)).u64(std::get<0>(k.key)).u64(std::get<1>(k.key)).u64(std::get<2>(k.key));
+    w.text(s.split).text(s.shard).u64(s.record).u64(static_cast<uint64_t>(s.thumbnail.width));
+    w.u64(static_cast<uint64_t>(s.thumbnail.height)).u64(static_cast<uint64_t>(s.thumbnail.channels));
+    w.pods(s.thumbnail.pixels);
+  }
+  const std::string block = w.take();
+  for (const std::string& from : exchange(group, [&] { return block; })) {
+    ItemReader in(from);
+    for (uint64_t n = in.u64(); n > 0; --n) {
+      const int64_t label = static_cast<int64_t>(in.u64());
+      const size_t split = in.u64(), shard = in.u64();
+      const uint64_t record = in.u64();
+      SampleImage s;
+      s.label = label;
+      s.split = in.text();
+      s.shard = in.text();
+      s.record = in.u64();
+      s.thumbnail.width = static_cast<int>(in.u64());
+      s.thumbnail.height = static_cast<int>(in.u64());
+      s.thumbnail.channels = static_cast<int>(in.u64());
+      s.thumbnail.pixels = in.pods<uint8_t>();
+      samples.keep(label, {split, shard, record}, std::move(s));
     }
   }
 }
@@ -295,8 +347,6 @@ CheckReport check_shard_set(const CheckOptions& o) {
     const bool is_dir = ::stat(o.dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
     if (!(o.max_class_ratio >= 1)) throw ConfigError("--max-class-ratio must be at least 1");
     plain = !is_dir || ::stat((o.dir + "/" + kManifestFileName).c_str(), &st) != 0;
-    if (group && o.survey.enabled)
-      throw ConfigError("--report is not available under mpirun yet; write the page from a single process");
   });
   if (plain) return with_class_balance(check_plain_shards(o), o.max_class_ratio);
   CheckReport report;
@@ -392,6 +442,7 @@ CheckReport check_shard_set(const CheckOptions& o) {
       reports.push_back(&r);
     }
     share_shard_reports(*group, mine, reports);
+    if (o.survey.enabled) share_samples(*group, samples);
   }
   if (o.survey.enabled) {
     for (const SplitReport& sr : report.splits)

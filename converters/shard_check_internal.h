@@ -59,8 +59,12 @@ bool scan_shard(const RecordCheck& check, int64_t num_classes, const std::string
 
 // Under mpirun: each rank checked the shards dealt to it (positions `mine` of `reports`, dealt by
 // job_owner); afterwards every rank holds every shard's counts, histogram, label counts and errors. The
-// survey is not shared (--report is refused under mpirun).
+// survey (sizes, channel statistics) travels with them; the samples with share_samples.
 void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std::vector<ShardReport*>& reports);
+
+// Under mpirun: every rank's sample thumbnails to every rank's table, where the same rule as one
+// process's keeps the first of each class by (split, shard, record).
+void share_samples(RankGroup& group, SampleTable& samples);
 
 // The check of a folder or pattern list without manifest.json (shard_check.h).
 CheckReport check_plain_shards(const CheckOptions& options);

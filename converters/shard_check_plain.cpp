@@ -228,6 +228,7 @@ CheckReport check_plain_shards(const CheckOptions& o) {
     std::vector<ShardReport*> reports;
     for (const Job& job : jobs) reports.push_back(&report.splits[job.split].shards[job.shard]);
     share_shard_reports(*group, mine, reports);
+    if (o.survey.enabled) share_samples(*group, samples);
   }
   if (o.survey.enabled) {
     for (const SplitReport& sr : report.splits)

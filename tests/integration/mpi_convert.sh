@@ -46,6 +46,18 @@ run_np 60 check3 3 "$FASTNN" check fashion.1 --json -q
 [ "$RC" = 0 ] || fail "check under mpirun exited $RC"
 grep '^{' check3.log | without_seconds | cmp -s - check.1.json || fail "check under mpirun reported otherwise"
 [ "$(grep -c '^{' check3.log)" = 1 ] || fail "more than one rank printed the report"
+# ... and its --report page: the same data block (sizes, channel statistics, sample thumbnails).
+"$FASTNN" check fashion.1 -q --report page.1.html --report-stats-records 2000 > /dev/null || fail "check --report"
+run_np 60 page3 3 "$FASTNN" check fashion.1 -q --report page.3.html --report-stats-records 2000
+[ "$RC" = 0 ] || fail "check --report under mpirun exited $RC"
+PYTHONPATH="$SRC/tests/integration" "$PY" - <<'PYEOF' || fail "check --report under mpirun drew another page"
+import report_page_data as rp
+a, b = rp.parse("page.1.html").data, rp.parse("page.3.html").data
+for d in (a, b):
+    d.pop("seconds", None)
+assert a == b, [k for k in a if a[k] != b.get(k)]
+assert a["samples"] and a["channel_stats"], "the page has no samples or statistics"
+PYEOF
 # ... and of shards without a manifest (TF-slim's layout: the shards and labels.txt).
 mkdir -p plain && cp fashion.1/*.tfrecord fashion.1/labels.txt plain/
 "$FASTNN" check plain --json -q | without_seconds > plain.1.json || fail "plain check in one process"

@@ -201,8 +201,11 @@ TEST(RankGroup, CheckOverRanksGivesTheOneProcessReport) {
   o.dir = t / "set";
   o.quiet = true;
   o.decode = true;
+  o.survey.enabled = true;  // --report: sizes, channel statistics and sample thumbnails travel too
+  o.survey.samples_per_class = 3;
   const CheckReport want = check_shard_set(o);
   ASSERT_FALSE(want.ok());
+  ASSERT_FALSE(want.samples.empty());
   for (int n : {2, 3}) {
     SCOPED_TRACE(str(n, " ranks"));
     ThreadRanks job(n);
@@ -214,6 +217,23 @@ TEST(RankGroup, CheckOverRanksGivesTheOneProcessReport) {
       EXPECT_EQ(got.error_count(), want.error_count());
       EXPECT_EQ(got.records, want.records);
       EXPECT_EQ(got.bytes, want.bytes);
+      EXPECT_EQ(got.survey.sizes, want.survey.sizes);
+      EXPECT_EQ(got.survey.decoded, want.survey.decoded);
+      ASSERT_EQ(got.survey.channel_stats.size(), want.survey.channel_stats.size());
+      for (const auto& [channels, cs] : want.survey.channel_stats) {
+        EXPECT_EQ(got.survey.channel_stats.at(channels).sum, cs.sum);
+        EXPECT_EQ(got.survey.channel_stats.at(channels).sum_sq, cs.sum_sq);
+        EXPECT_EQ(got.survey.channel_stats.at(channels).pixels, cs.pixels);
+      }
+      ASSERT_EQ(got.samples.size(), want.samples.size());
+      for (const auto& [label, list] : want.samples) {
+        ASSERT_EQ(got.samples.at(label).size(), list.size()) << label;
+        for (size_t i = 0; i < list.size(); ++i) {
+          EXPECT_EQ(got.samples.at(label)[i].shard, list[i].shard);
+          EXPECT_EQ(got.samples.at(label)[i].record, list[i].record);
+          EXPECT_EQ(got.samples.at(label)[i].thumbnail.pixels, list[i].thumbnail.pixels);
+        }
+      }
       ASSERT_EQ(got.splits.size(), want.splits.size());
       for (size_t i = 0; i < got.splits.size(); ++i) {
         EXPECT_EQ(got.splits[i].errors, want.splits[i].errors);
