@@ -327,6 +327,31 @@ void share_samples(RankGroup& group, SampleTable& samples) {
   }
 }
 
+void check_my_shards(const CheckOptions& o, RankGroup* group, uint64_t my_records, const std::vector<size_t>& mine,
+                     const std::vector<ShardReport*>& reports, SampleTable* samples,
+                     const std::function<void(size_t job, Progress* progress)>& check_one) {
+  const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
+  Progress progress(ranks > 1 ? str("check (rank ", rank, " of ", ranks, ")") : std::string("check"), my_records,
+                    "records");
+  progress.set_silent(o.quiet || rank != 0);
+  std::optional<tbb::global_control> allow;
+  if (o.threads > tbb::this_task_arena::max_concurrency())
+    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
+  tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
+  run_step(group, [&] {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) check_one(mine[i], &progress);
+      });
+    });
+  });
+  progress.finish();
+  if (!group) return;
+  std::vector<ShardReport*> shared = reports;
+  share_shard_reports(*group, mine, shared);
+  if (o.survey.enabled) share_samples(*group, *samples);
+}
+
 uint64_t CheckReport::error_count() const {
   uint64_t n = errors.size();
   for (const SplitReport& s : splits) {
@@ -413,37 +438,16 @@ CheckReport check_shard_set(const CheckOptions& o) {
   std::vector<ShardSurvey> surveys(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     surveys[j] = {report.measured_per_shard, &samples, jobs[j].split, jobs[j].shard, splits[jobs[j].split]->name};
-  Progress progress(ranks > 1 ? str("check (rank ", rank, " of ", ranks, ")") : std::string("check"), total,
-                    "records");
-  progress.set_silent(o.quiet || rank != 0);
-  std::optional<tbb::global_control> allow;
-  if (o.threads > tbb::this_task_arena::max_concurrency())
-    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
-  tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
-  run_step(group, [&] {
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
-        for (size_t i = r.begin(); i != r.end(); ++i) {
-          const size_t j = mine[i];
-          const Job& job = jobs[j];
-          const ShardInfo& sh = splits[job.split]->shards[job.shard];
-          check_shard(ctx, o.dir + "/" + sh.file, sh, compression, o.max_errors_listed, &progress,
-                      &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
-        }
-      });
-    });
+  for (const Job& job : jobs)
+    report.splits[job.split].shards[job.shard].file = splits[job.split]->shards[job.shard].file;
+  std::vector<ShardReport*> reports;
+  for (const Job& job : jobs) reports.push_back(&report.splits[job.split].shards[job.shard]);
+  check_my_shards(o, group, total, mine, reports, &samples, [&](size_t j, Progress* progress) {
+    const Job& job = jobs[j];
+    const ShardInfo& sh = splits[job.split]->shards[job.shard];
+    check_shard(ctx, o.dir + "/" + sh.file, sh, compression, o.max_errors_listed, progress, reports[j],
+                o.survey.enabled ? &surveys[j] : nullptr);
   });
-  progress.finish();
-  if (group) {
-    std::vector<ShardReport*> reports;
-    for (const Job& job : jobs) {
-      ShardReport& r = report.splits[job.split].shards[job.shard];
-      r.file = splits[job.split]->shards[job.shard].file;
-      reports.push_back(&r);
-    }
-    share_shard_reports(*group, mine, reports);
-    if (o.survey.enabled) share_samples(*group, samples);
-  }
   if (o.survey.enabled) {
     for (const SplitReport& sr : report.splits)
       for (const ShardReport& sh : sr.shards) report.survey.merge(sh.survey);

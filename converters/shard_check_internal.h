@@ -66,6 +66,13 @@ void share_shard_reports(RankGroup& group, const std::vector<size_t>& mine, std:
 // process's keeps the first of each class by (split, shard, record).
 void share_samples(RankGroup& group, SampleTable& samples);
 
+// Checks this rank's shards (`mine`: positions in `reports`) in parallel within options.threads by
+// check_one(position, progress), with a progress line of `my_records` (0: unknown); under mpirun the
+// step is settled and then every rank's reports and samples are shared.
+void check_my_shards(const CheckOptions& options, RankGroup* group, uint64_t my_records, const std::vector<size_t>& mine,
+                     const std::vector<ShardReport*>& reports, SampleTable* samples,
+                     const std::function<void(size_t job, Progress* progress)>& check_one);
+
 // The check of a folder or pattern list without manifest.json (shard_check.h).
 CheckReport check_plain_shards(const CheckOptions& options);
 

@@ -205,31 +205,13 @@ CheckReport check_plain_shards(const CheckOptions& o) {
   std::vector<ShardSurvey> surveys(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     surveys[j] = {report.measured_per_shard, &samples, jobs[j].split, jobs[j].shard, split_names[jobs[j].split]};
-  Progress progress(ranks > 1 ? str("check (rank ", rank, " of ", ranks, ")") : std::string("check"), 0, "records");
-  progress.set_silent(o.quiet || rank != 0);
-  std::optional<tbb::global_control> allow;
-  if (o.threads > tbb::this_task_arena::max_concurrency())
-    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
-  tbb::task_arena arena(o.threads > 0 ? o.threads : tbb::task_arena::automatic);
-  run_step(group, [&] {
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
-        for (size_t i = r.begin(); i != r.end(); ++i) {
-          const size_t j = mine[i];
-          const Job& job = jobs[j];
-          scan_shard(check, num_classes, splits[job.split][job.shard], compression[j], o.max_errors_listed,
-                     &progress, &report.splits[job.split].shards[job.shard], o.survey.enabled ? &surveys[j] : nullptr);
-        }
-      });
-    });
+  std::vector<ShardReport*> reports;
+  for (const Job& job : jobs) reports.push_back(&report.splits[job.split].shards[job.shard]);
+  check_my_shards(o, group, 0, mine, reports, &samples, [&](size_t j, Progress* progress) {
+    const Job& job = jobs[j];
+    scan_shard(check, num_classes, splits[job.split][job.shard], compression[j], o.max_errors_listed, progress,
+               reports[j], o.survey.enabled ? &surveys[j] : nullptr);
   });
-  progress.finish();
-  if (group) {
-    std::vector<ShardReport*> reports;
-    for (const Job& job : jobs) reports.push_back(&report.splits[job.split].shards[job.shard]);
-    share_shard_reports(*group, mine, reports);
-    if (o.survey.enabled) share_samples(*group, samples);
-  }
   if (o.survey.enabled) {
     for (const SplitReport& sr : report.splits)
       for (const ShardReport& sh : sr.shards) report.survey.merge(sh.survey);
