@@ -1,14 +1,15 @@
 // The processes of one conversion started by mpirun (docs/FORMATS.md "Converting on many machines").
 //
-// Every rank scans the inputs and computes the same plan (the planner is a pure function of the index
-// and the options); the ranks check that they agree, then each writes the shards dealt to it, as
+// Every rank builds the whole index (a scan's costly per-file pass is split over the ranks and its
+// results exchanged: share_items) and computes the same plan (the planner is a pure function of the
+// index and the options); the ranks check that they agree, then each writes the shards dealt to it, as
 // temporaries in the one output folder every rank sees. Rank 0 owns that folder: it cleans it up before
 // the work, writes labels.txt and manifest.json from every rank's outcomes, and renames everything into
 // place only after every rank said it succeeded. So the same seed gives byte-identical files for any
 // number of ranks and threads, and a failure anywhere leaves nothing final-named.
 //
 // RankGroup is the little the converter needs from MPI (cli/ adapts the trainer's Communicator, so the
-// converters link no MPI). The helpers below are the steps run_conversion takes with it.
+// converters link no MPI). The helpers below are the steps run_conversion and `fastnn check` take with it.
 #pragma once
 
 #include <cstdint>
