@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 
 #include "converters/file_io.h"
 #include "core/atomic_output.h"
@@ -203,31 +202,34 @@ void check_same_plan(RankGroup& group, uint32_t fingerprint) {
 }
 
 std::string encode_outcomes(const std::vector<size_t>& jobs, const std::vector<ShardOutcome>& outcomes) {
-  std::ostringstream out;
+  ItemWriter w;
+  w.u64(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     const ShardOutcome& o = outcomes[i];
-    out << jobs[i] << ' ' << o.records << ' ' << o.file_bytes << ' ' << (o.image.any ? 1 : 0) << ' '
-        << (o.image.format.empty() ? "-" : o.image.format) << ' ' << o.image.height << ' ' << o.image.width << ' '
-        << o.image.channels << '\n';
+    w.u64(jobs[i]).u64(o.records).u64(o.file_bytes).u64(o.image.any ? 1 : 0).text(o.image.format);
+    w.u64(static_cast<uint64_t>(o.image.height)).u64(static_cast<uint64_t>(o.image.width));
+    w.u64(static_cast<uint64_t>(o.image.channels));
   }
-  return out.str();
+  return w.take();
 }
 
 std::vector<ShardOutcome> gather_outcomes(RankGroup& group, const std::string& mine, size_t num_jobs) {
   std::vector<ShardOutcome> all(num_jobs);
   std::vector<bool> seen(num_jobs, false);
   for (const std::string& block : exchange(group, [&] { return mine; })) {
-    std::istringstream in(block);
-    size_t job;
-    ShardOutcome o;
-    int any;
-    while (in >> job >> o.records >> o.file_bytes >> any >> o.image.format >> o.image.height >> o.image.width >>
-           o.image.channels) {
+    ItemReader in(block);
+    for (uint64_t n = in.u64(); n > 0; --n) {
+      const uint64_t job = in.u64();
       FASTNN_CHECK(job < num_jobs && !seen[job], "rank outcomes: job ", job, " reported twice or out of range");
-      o.image.any = any != 0;
-      if (o.image.format == "-") o.image.format.clear();
+      ShardOutcome& o = all[job];
+      o.records = in.u64();
+      o.file_bytes = in.u64();
+      o.image.any = in.u64() != 0;
+      o.image.format = in.text();
+      o.image.height = static_cast<int>(in.u64());
+      o.image.width = static_cast<int>(in.u64());
+      o.image.channels = static_cast<int>(in.u64());
       seen[job] = true;
-      all[job] = o;
     }
   }
   for (size_t j = 0; j < num_jobs; ++j) FASTNN_CHECK(seen[j], "rank outcomes: no rank wrote job ", j);
