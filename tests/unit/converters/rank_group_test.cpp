@@ -185,6 +185,48 @@ TEST(RankGroup, TheSameFailureEverywhereIsSaidOnce) {
   EXPECT_EQ(what(errors[0]), "--alpha must be in (0, 1)");
 }
 
+// What a rank's check says against one process's: counts, errors, warnings, every shard's numbers and
+// label counts, and the --report survey (sizes, channel sums, sample thumbnails).
+void expect_same_report(const CheckReport& got, const CheckReport& want) {
+  EXPECT_EQ(got.error_count(), want.error_count());
+  EXPECT_EQ(got.warnings, want.warnings);
+  EXPECT_EQ(got.not_checked, want.not_checked);
+  EXPECT_EQ(got.records, want.records);
+  EXPECT_EQ(got.bytes, want.bytes);
+  EXPECT_EQ(got.survey.sizes, want.survey.sizes);
+  EXPECT_EQ(got.survey.decoded, want.survey.decoded);
+  ASSERT_EQ(got.survey.channel_stats.size(), want.survey.channel_stats.size());
+  for (const auto& [channels, cs] : want.survey.channel_stats) {
+    EXPECT_EQ(got.survey.channel_stats.at(channels).sum, cs.sum);
+    EXPECT_EQ(got.survey.channel_stats.at(channels).sum_sq, cs.sum_sq);
+    EXPECT_EQ(got.survey.channel_stats.at(channels).pixels, cs.pixels);
+  }
+  ASSERT_EQ(got.samples.size(), want.samples.size());
+  for (const auto& [label, list] : want.samples) {
+    ASSERT_EQ(got.samples.at(label).size(), list.size()) << label;
+    for (size_t i = 0; i < list.size(); ++i) {
+      EXPECT_EQ(got.samples.at(label)[i].shard, list[i].shard);
+      EXPECT_EQ(got.samples.at(label)[i].record, list[i].record);
+      EXPECT_EQ(got.samples.at(label)[i].thumbnail.pixels, list[i].thumbnail.pixels);
+    }
+  }
+  ASSERT_EQ(got.splits.size(), want.splits.size());
+  for (size_t i = 0; i < got.splits.size(); ++i) {
+    EXPECT_EQ(got.splits[i].errors, want.splits[i].errors);
+    EXPECT_EQ(got.splits[i].histogram, want.splits[i].histogram);
+    EXPECT_EQ(got.splits[i].min_p_value, want.splits[i].min_p_value);
+    ASSERT_EQ(got.splits[i].shards.size(), want.splits[i].shards.size());
+    for (size_t k = 0; k < got.splits[i].shards.size(); ++k) {
+      const ShardReport &a = got.splits[i].shards[k], &b = want.splits[i].shards[k];
+      EXPECT_EQ(a.file, b.file);
+      EXPECT_EQ(a.records, b.records);
+      EXPECT_EQ(a.histogram, b.histogram);
+      EXPECT_EQ(a.label_counts, b.label_counts);
+      EXPECT_EQ(a.errors, b.errors);
+    }
+  }
+}
+
 TEST(RankGroup, CheckOverRanksGivesTheOneProcessReport) {
   TempDir t;
   SyntheticSource src(small_synthetic());
@@ -213,40 +255,7 @@ TEST(RankGroup, CheckOverRanksGivesTheOneProcessReport) {
       CheckOptions mine = o;
       mine.threads = 1;
       mine.group = &rank;
-      const CheckReport got = check_shard_set(mine);
-      EXPECT_EQ(got.error_count(), want.error_count());
-      EXPECT_EQ(got.records, want.records);
-      EXPECT_EQ(got.bytes, want.bytes);
-      EXPECT_EQ(got.survey.sizes, want.survey.sizes);
-      EXPECT_EQ(got.survey.decoded, want.survey.decoded);
-      ASSERT_EQ(got.survey.channel_stats.size(), want.survey.channel_stats.size());
-      for (const auto& [channels, cs] : want.survey.channel_stats) {
-        EXPECT_EQ(got.survey.channel_stats.at(channels).sum, cs.sum);
-        EXPECT_EQ(got.survey.channel_stats.at(channels).sum_sq, cs.sum_sq);
-        EXPECT_EQ(got.survey.channel_stats.at(channels).pixels, cs.pixels);
-      }
-      ASSERT_EQ(got.samples.size(), want.samples.size());
-      for (const auto& [label, list] : want.samples) {
-        ASSERT_EQ(got.samples.at(label).size(), list.size()) << label;
-        for (size_t i = 0; i < list.size(); ++i) {
-          EXPECT_EQ(got.samples.at(label)[i].shard, list[i].shard);
-          EXPECT_EQ(got.samples.at(label)[i].record, list[i].record);
-          EXPECT_EQ(got.samples.at(label)[i].thumbnail.pixels, list[i].thumbnail.pixels);
-        }
-      }
-      ASSERT_EQ(got.splits.size(), want.splits.size());
-      for (size_t i = 0; i < got.splits.size(); ++i) {
-        EXPECT_EQ(got.splits[i].errors, want.splits[i].errors);
-        EXPECT_EQ(got.splits[i].histogram, want.splits[i].histogram);
-        EXPECT_EQ(got.splits[i].min_p_value, want.splits[i].min_p_value);
-        for (size_t k = 0; k < got.splits[i].shards.size(); ++k) {
-          const ShardReport &a = got.splits[i].shards[k], &b = want.splits[i].shards[k];
-          EXPECT_EQ(a.file, b.file);
-          EXPECT_EQ(a.records, b.records);
-          EXPECT_EQ(a.histogram, b.histogram);
-          EXPECT_EQ(a.errors, b.errors);
-        }
-      }
+      expect_same_report(check_shard_set(mine), want);
     });
     for (const auto& e : errors) EXPECT_FALSE(e) << what(e);
   }
@@ -273,20 +282,7 @@ TEST(RankGroup, PlainCheckOverRanksGivesTheOneProcessReport) {
       CheckOptions mine = o;
       mine.threads = 1;
       mine.group = &rank;
-      const CheckReport got = check_shard_set(mine);
-      EXPECT_EQ(got.error_count(), want.error_count());
-      EXPECT_EQ(got.warnings, want.warnings);
-      EXPECT_EQ(got.not_checked, want.not_checked);
-      EXPECT_EQ(got.records, want.records);
-      ASSERT_EQ(got.splits.size(), want.splits.size());
-      for (size_t i = 0; i < got.splits.size(); ++i) {
-        EXPECT_EQ(got.splits[i].histogram, want.splits[i].histogram);
-        EXPECT_EQ(got.splits[i].min_p_value, want.splits[i].min_p_value);
-        for (size_t k = 0; k < got.splits[i].shards.size(); ++k) {
-          EXPECT_EQ(got.splits[i].shards[k].label_counts, want.splits[i].shards[k].label_counts);
-          EXPECT_EQ(got.splits[i].shards[k].records, want.splits[i].shards[k].records);
-        }
-      }
+      expect_same_report(check_shard_set(mine), want);
     });
     for (const auto& e : errors) EXPECT_FALSE(e) << what(e);
   }
