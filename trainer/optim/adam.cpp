@@ -1,5 +1,6 @@
-// adam (tf.train.AdamOptimizer) and adamweightdecay (BERT's AdamWeightDecayOptimizer as FastNN uses it);
-// the per-element rules and adam's lr_t are update_rules.h's, shared with the GPU.
+// adam (tf.train.AdamOptimizer), adamweightdecay (BERT's AdamWeightDecayOptimizer as FastNN uses it) and
+// adamw (PyTorch's torch.optim.AdamW); the per-element rules and their per-step scalars are
+// update_rules.h's, shared with the GPU.
 #include "trainer/optim/optimizers.h"
 
 namespace fastnn {
@@ -56,7 +57,42 @@ class AdamWeightDecay final : public Optimizer {
   size_t m_, v_;
 };
 
+class AdamW final : public Optimizer {
+ public:
+  AdamW(std::vector<ParamRef> params, double beta1, double beta2, double epsilon, double weight_decay)
+      : Optimizer("adamw", std::move(params)),
+        beta1_(beta1), beta2_(beta2), epsilon_(epsilon), weight_decay_(weight_decay) {
+    m_ = add_slot("adam_m", 0.0f);
+    v_ = add_slot("adam_v", 0.0f);
+    // PyTorch's state["step"], a float32 count too: a resumed run continues bit for bit.
+    step_ = add_scalar("step", 0.0f);
+  }
+
+ private:
+  void begin_step(float lr) override {
+    const auto t = static_cast<int64_t>(*step_) + 1;
+    const optim::rule::AdamWScalars s = optim::rule::adamw_step_scalars(lr, beta1_, beta2_, weight_decay_, t);
+    // The scalars as PyTorch hands them to its float kernels: computed in double, rounded once.
+    rule_ = {.step_size = s.step_size, .bias_correction2_sqrt = s.bias_correction2_sqrt,
+             .decay_factor = s.decay_factor, .one_minus_beta1 = static_cast<float>(1.0 - beta1_),
+             .beta2 = static_cast<float>(beta2_), .one_minus_beta2 = static_cast<float>(1.0 - beta2_),
+             .epsilon = static_cast<float>(epsilon_)};
+  }
+  void update(size_t i, float) override { apply(rule_, i, slot(m_, i), slot(v_, i)); }
+  void end_step() override { *step_ += 1.0f; }
+
+  double beta1_, beta2_, epsilon_, weight_decay_;
+  size_t m_, v_;
+  float* step_;
+  optim::rule::AdamW rule_;
+};
+
 }  // namespace
+
+std::unique_ptr<Optimizer> make_adamw(std::vector<ParamRef> params, double beta1, double beta2, double epsilon,
+                                      double weight_decay) {
+  return std::make_unique<AdamW>(std::move(params), beta1, beta2, epsilon, weight_decay);
+}
 
 std::unique_ptr<Optimizer> make_adam(std::vector<ParamRef> params, float beta1, float beta2, float epsilon) {
   return std::make_unique<Adam>(std::move(params), beta1, beta2, epsilon);

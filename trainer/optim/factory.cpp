@@ -22,12 +22,16 @@ OptimizerOptions optimizer_options(const JobConfig& c) {
   o.rmsprop_momentum = c.rmsprop_momentum();
   o.rmsprop_decay = c.rmsprop_decay();
   o.adam_weight_decay_rate = c.adam_weight_decay_rate();
+  if (o.optimizer == "adamw") {  // PyTorch's AdamW defaults where the config leaves FastNN's in place
+    o.adamw_weight_decay = c.has_weight_decay() ? c.weight_decay() : 0.01;
+    o.opt_epsilon = c.has_opt_epsilon() ? c.opt_epsilon() : 1e-8;
+  }
   return o;
 }
 
 const std::vector<std::string_view>& optimizer_names() {
   static const std::vector<std::string_view> names = {"adadelta", "adagrad", "adam", "ftrl",
-                                                      "momentum", "sgd", "rmsprop", "adamweightdecay"};
+                                                      "momentum", "sgd", "rmsprop", "adamweightdecay", "adamw"};
   return names;
 }
 
@@ -50,6 +54,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::vector
     return make_adam_weight_decay(std::move(params), f(o.adam_beta1), f(o.adam_beta2), f(o.opt_epsilon),
                                   f(o.adam_weight_decay_rate));
   }
+  if (n == "adamw")
+    return make_adamw(std::move(params), o.adam_beta1, o.adam_beta2, o.opt_epsilon, o.adamw_weight_decay);
   std::string valid;
   for (std::string_view name : optimizer_names()) valid += str(valid.empty() ? "" : ", ", name);
   throw ConfigError(str("optimizer \"", n, "\" is not one of: ", valid));

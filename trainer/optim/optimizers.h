@@ -1,4 +1,5 @@
-// The eight FastNN optimizers, by their FastNN config names, with TensorFlow 1.x update rules.
+// The eight FastNN optimizers, by their FastNN config names, with TensorFlow 1.x update rules, and PyTorch's
+// AdamW.
 // Per element, with g the gradient, w the parameter and lr the step's learning rate (state names in []):
 //
 //   sgd              w -= lr*g
@@ -11,6 +12,10 @@
 //   adamweightdecay  [adam_m, adam_v] BERT's, as FastNN uses it, no bias correction:
 //                    m = beta1*m + (1-beta1)*g;  v = beta2*v + (1-beta2)*g^2
 //                    w -= lr*(m/(sqrt(v) + eps) + rate*w)   (rate*w only where ParamRef::decay)
+//   adamw            [adam_m, adam_v; adamw/step] PyTorch's torch.optim.AdamW, wd = the config's weight_decay:
+//                    w *= 1 - lr*wd (where ParamRef::decay);  m += (g - m)*(1-beta1);  v = beta2*v + (1-beta2)*g^2
+//                    w -= (lr/(1 - beta1^t))*m / (sqrt(v)/sqrt(1 - beta2^t) + eps),  t = 1, 2...
+//                    (no L2 term in the gradient: the decay is the decoupled one)
 //   rmsprop          [rms starting at 1.0, momentum] ms += (g^2 - ms)*(1-decay)
 //                    mom = momentum*mom + lr*g/sqrt(ms + eps);  w -= mom
 //   adagrad          [accumulator starting at initial_accumulator_value] acc += g^2;  w -= lr*g/sqrt(acc)
@@ -53,6 +58,7 @@ struct OptimizerOptions {
   double rmsprop_momentum = 0;
   double rmsprop_decay = 0;
   double adam_weight_decay_rate = 0;
+  double adamw_weight_decay = 0;  // adamw: the config's weight_decay, decoupled
 };
 
 OptimizerOptions optimizer_options(const JobConfig& config);
@@ -70,6 +76,8 @@ std::unique_ptr<Optimizer> make_momentum(std::vector<ParamRef> params, float mom
 std::unique_ptr<Optimizer> make_adam(std::vector<ParamRef> params, float beta1, float beta2, float epsilon);
 std::unique_ptr<Optimizer> make_adam_weight_decay(std::vector<ParamRef> params, float beta1, float beta2,
                                                   float epsilon, float weight_decay_rate);
+std::unique_ptr<Optimizer> make_adamw(std::vector<ParamRef> params, double beta1, double beta2, double epsilon,
+                                      double weight_decay);
 std::unique_ptr<Optimizer> make_rmsprop(std::vector<ParamRef> params, float decay, float momentum,
                                         float epsilon);
 std::unique_ptr<Optimizer> make_adagrad(std::vector<ParamRef> params, float initial_accumulator_value);

@@ -1,4 +1,4 @@
-// The eight FastNN optimizer rules, per element, written once for the CPU optimizers (trainer/optim/*.cpp)
+// The FastNN optimizer rules (and PyTorch's AdamW), per element, written once for the CPU optimizers (trainer/optim/*.cpp)
 // and the CUDA update kernels (update_kernels.cu): the same float operations in the same order, each
 // rounded on its own, so an update on the GPU is bitwise the CPU's by construction (the rules and their TF
 // origins are listed in optimizers.h). Also the per-step decision both devices share: the global-norm
@@ -76,6 +76,35 @@ struct AdamWeightDecay {
     w = sub(w, mul(lr, u));
   }
 };
+
+// PyTorch's torch.optim.AdamW (Loshchilov & Hutter's decoupled weight decay, with Adam's bias correction
+// applied as PyTorch applies it: eps is added after sqrt(v) is divided by sqrt(1 - beta2^t), unlike TF's
+// adam). The per-step scalars come from adamw_step_scalars() in double, as PyTorch computes them in Python.
+struct AdamW {
+  static constexpr int kSlots = 2;
+  float lr = 0;                 // unused: the step's rate is in step_size and decay_factor
+  float step_size = 0;          // lr / (1 - beta1^t)
+  float bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t)
+  float decay_factor = 1;       // 1 - lr * weight_decay, for the parameters that decay
+  float one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0, epsilon = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& m, float& v, bool decay) const {
+    if (decay) w = mul(w, decay_factor);
+    m = add(m, mul(one_minus_beta1, sub(g, m)));              // exp_avg.lerp_(grad, 1 - beta1)
+    v = add(mul(v, beta2), mul(mul(one_minus_beta2, g), g));  // exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2)
+    const float denom = add(div(rule::sqrt(v), bias_correction2_sqrt), epsilon);
+    w = sub(w, div(mul(step_size, m), denom));  // param.addcdiv_(exp_avg, denom, value=-step_size)
+  }
+};
+
+struct AdamWScalars {
+  float step_size, bias_correction2_sqrt, decay_factor;
+};
+// The scalars of step t (1, 2, ...) for learning rate lr.
+inline AdamWScalars adamw_step_scalars(double lr, double beta1, double beta2, double weight_decay, int64_t t) {
+  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(t));
+  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(t));
+  return {static_cast<float>(lr / bc1), static_cast<float>(std::sqrt(bc2)), static_cast<float>(1.0 - lr * weight_decay)};
+}
 
 struct RmsProp {
   static constexpr int kSlots = 2;

@@ -43,6 +43,10 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
   // trainable_scopes on cuda: refused until its gpu test has passed on a GPU (capabilities.cpp).
   refused(config({"--trainable_scopes=LeNet/fc4"}), kGpu, 1, "trainable_scopes");
   refused(config({"--input_dtype=uint8"}), ComputeTarget{}, 1, "input_dtype=uint8");
+#ifdef FASTNN_HAVE_CUDA
+  // adamw's bias corrections are computed by the CPU optimizer only.
+  refused(config({"--optimizer=adamw"}), kGpu, 1, "optimizer=adamw");
+#endif
 }
 
 // fuse_conv_bn's fused kernel is fp16 channels-last: elsewhere on the GPU the flag is named in a warning;

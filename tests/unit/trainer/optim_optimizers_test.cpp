@@ -108,6 +108,51 @@ TEST(Optimizers, AdamWeightDecayMatchesBert) {
   }
 }
 
+// torch.optim.AdamW (torch/optim/adam.py, _single_tensor_adam with decoupled_weight_decay), in double.
+TEST(Optimizers, AdamWMatchesPyTorchsFormula) {
+  for (bool decay : {true, false}) {
+    Single s;
+    const double b1 = 0.85, b2 = 0.97, eps = 1e-4, wd = 0.3;
+    auto opt = make_adamw(s.params(decay), b1, b2, eps, wd);
+    EXPECT_EQ(opt->name(), "adamw");
+    std::vector<double> m(kElems, 0.0), v(kElems, 0.0);
+    expect_matches(*opt, s.w, s.g, [&](int k, int t, double w, double g, double lr) {
+      if (decay) w *= 1 - lr * wd;  // param.mul_(1 - lr * weight_decay)
+      m[k] += (g - m[k]) * (1 - b1);  // exp_avg.lerp_(grad, 1 - beta1)
+      v[k] = v[k] * b2 + (1 - b2) * g * g;
+      const double step_size = lr / (1 - std::pow(b1, t));
+      const double denom = std::sqrt(v[k]) / std::sqrt(1 - std::pow(b2, t)) + eps;  // eps after the correction
+      return w - step_size * m[k] / denom;
+    });
+  }
+}
+
+TEST(Optimizers, AdamWFirstStepByHand) {
+  // w = 1 * (1 - 0.1 * 0.01) = 0.999; m = 0.05, v = 0.00025; step_size = 0.1 / 0.1 = 1;
+  // denom = sqrt(0.00025) / sqrt(0.001) + 1e-8 = 0.5: w = 0.999 - 0.05 / 0.5 = 0.899.
+  float w = 1.0f, g = 0.5f;
+  auto opt = make_adamw({{"w", &w, &g, 1}}, 0.9, 0.999, 1e-8, 0.01);
+  opt->step(0.1f);
+  EXPECT_NEAR(w, 0.899, 1e-6);
+  for (const StateArray& a : opt->state())
+    if (a.name == "adamw/step") EXPECT_EQ(a.data[0], 1.0f);
+}
+
+TEST(Optimizers, AdamWTakesPyTorchsDefaultsWhereTheConfigLeavesFastNNs) {
+  JobConfig c;
+  c.set_optimizer("adamw");
+  OptimizerOptions o = optimizer_options(c);
+  EXPECT_EQ(o.adamw_weight_decay, 0.01);  // not FastNN's L2 default 0.00004
+  EXPECT_EQ(o.opt_epsilon, 1e-8);         // not FastNN's 1.0
+  c.set_weight_decay(0.05);
+  c.set_opt_epsilon(1e-6);
+  o = optimizer_options(c);
+  EXPECT_EQ(o.adamw_weight_decay, 0.05);
+  EXPECT_EQ(o.opt_epsilon, 1e-6);
+  c.set_optimizer("adam");  // other optimizers keep FastNN's meaning
+  EXPECT_EQ(optimizer_options(c).adamw_weight_decay, 0.0);
+}
+
 TEST(Optimizers, RmsPropMatchesClosedFormWithMeanSquareStartingAtOne) {
   Single s;
   const double decay = 0.7, mom = 0.6, eps = 1e-3;
@@ -197,6 +242,10 @@ TEST(Optimizers, StateNamesFollowParamsAndSlots) {
       EXPECT_EQ(s.data[0], 1.0f) << s.name;  // TF initialises ms to ones
     }
   }
+  names.clear();
+  for (const StateArray& s : make_adamw(ps, 0.9, 0.999, 1e-8, 0.01)->state()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv1/weights/adam_m", "conv1/weights/adam_v", "conv1/biases/adam_m",
+                                             "conv1/biases/adam_v", "adamw/step"}));
   auto adagrad = make_adagrad(ps, 0.25f);
   EXPECT_EQ(adagrad->state()[0].name, "conv1/weights/accumulator");
   EXPECT_EQ(adagrad->state()[0].data[2], 0.25f);
@@ -309,7 +358,7 @@ TEST(Optimizers, FactoryCoversExactlyTheConfigChoices) {
   float w = 0, g = 0;
   for (const std::string& n : names) EXPECT_EQ(build(n, {{"w", &w, &g, 1}})->name(), n);
   OptimizerOptions bad = optimizer_options(JobConfig());
-  bad.optimizer = "adamw";
+  bad.optimizer = "adamx";
   try {
     make_optimizer(bad, {});
     FAIL();
