@@ -19,6 +19,9 @@ DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 CHECK="$SRC/tests/integration/check_onnx_export.py"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 set -u
+# One BLAS thread for numpy's evaluator (and fastnn): ctest runs tests side by side, and OpenBLAS threads
+# waiting for work spin (measured here: 214 s of CPU for this script with them, 177 s without, same wall).
+export OPENBLAS_NUM_THREADS=1
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 
 # Usage and errors (no Python needed).
