@@ -71,6 +71,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (!c.trainable_scopes().empty())
     throw ConfigError("trainable_scopes is not available on device=cuda yet (its GPU path has not been tested on a "
                       "GPU); use --device=cpu to train only some scopes");
+  if (c.moving_average_decay() > 0)
+    throw ConfigError("moving_average_decay is not available on device=cuda yet (the averages are updated from "
+                      "host variables); use --device=cpu to keep moving averages");
 #ifdef FASTNN_HAVE_CUDA
   if (!DeviceOptimizer::supports(c.optimizer()))
     throw ConfigError(str("optimizer=", c.optimizer(), " has no GPU update on device=cuda; use device=cpu for it, or "

@@ -27,7 +27,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 int64_t optimizer_slots(const std::string& name) {
   if (name == "sgd") return 0;
   if (name == "momentum" || name == "adagrad") return 1;
-  return 2;  // adam, adamweightdecay, rmsprop, adadelta, ftrl
+  return 2;  // adam, adamweightdecay, adamw, rmsprop, adadelta, ftrl
 }
 
 bool under(const std::string& name, const std::vector<std::string>& scopes) {
@@ -94,6 +94,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
   }
   e.parameters = 4 * (2 * trainable + fixed + state);
   e.optimizer = 4 * optimizer_slots(c.optimizer()) * updated;
+  if (c.moving_average_decay() > 0) e.optimizer += 4 * (trainable + fixed + state);  // one shadow per variable
 
   // Graph::allocate_activations, by shapes (a unit test keeps the two equal).
   const auto& nodes = plan.nodes();
@@ -188,7 +189,7 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& s, c
   os << "Memory estimate of " << s.model_name << " (batch " << c.batch_size() << ", input " << s.channels << "x"
      << s.height << "x" << s.width << ", host):\n";
   row("parameters", e.parameters, "values, gradients, moving statistics (f32)");
-  row("optimizer", e.optimizer, c.optimizer() + " slots");
+  row("optimizer", e.optimizer, c.optimizer() + " slots" + (c.moving_average_decay() > 0 ? ", moving averages" : ""));
   row("activations", e.activations, str("at batch ", c.batch_size(), ": outputs, saved tensors, gradients"));
   row("pipeline", e.pipeline, str("prefetch_buffer_size ", c.prefetch_buffer_size(), " + num_parallel_batches ",
                                   c.num_parallel_batches(), " batches, shuffle buffer", c.datasets_use_caching() ? ", cache" : ""));

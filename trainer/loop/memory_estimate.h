@@ -4,7 +4,8 @@
 //
 // Host parts (bytes), from the run's NetPlan (shape inference only) and the job config:
 //   parameters   values + gradients of trainable parameters + batch-norm moving statistics (f32)
-//   optimizer    the optimizer's slots per updated parameter (momentum 1, adam 2, ...; trainable_scopes)
+//   optimizer    the optimizer's slots per updated parameter (momentum 1, adam 2, ...; trainable_scopes),
+//                plus one f32 shadow per variable with moving_average_decay
 //   activations  what Graph::allocate_activations takes at batch_size: every layer's output, the
 //                tensors its kernel saves for backward, its gradient buffer (and extra ones for a
 //                tensor read several times), and the largest kernel workspace; plus the input batch

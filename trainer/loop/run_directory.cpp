@@ -68,8 +68,9 @@ std::vector<std::string> run_files(const std::string& dir) {
   std::error_code ec;
   for (const std::string& name : ckpt::list_entry_names(dir))
     if (is_run_file(name) && !std::filesystem::is_directory(std::filesystem::path(dir) / name, ec)) out.push_back(name);
-  // keep_best_checkpoint's folder and the evaluation's TensorBoard folder are the run's too.
-  for (const char* sub : {"best", "eval"}) {
+  // keep_best_checkpoint's folder, the moving averages' and the evaluation's TensorBoard folder are the
+  // run's too.
+  for (const char* sub : {"best", "ema", "eval"}) {
     const std::filesystem::path folder = std::filesystem::path(dir) / sub;
     if (!std::filesystem::is_directory(folder, ec)) continue;
     for (const std::string& name : ckpt::list_entry_names(folder.string()))

@@ -7,8 +7,8 @@
 //     gets a ConfigError at once naming the folder and that pid. Readers (`fastnn eval`) take no lock.
 //   - --overwrite: removes the files fastnn writes in a run directory (run_files(): checkpoints and
 //     their temporaries and set-aside copies, the index, metrics.jsonl, TensorBoard event files,
-//     profiler traces, and the same in best/ (keep_best_checkpoint) and eval/ (the evaluation's TensorBoard
-//     events)) and nothing else, then starts from step 0.
+//     profiler traces, and the same in best/ (keep_best_checkpoint), ema/ (moving_average_decay) and eval/
+//     (the evaluation's TensorBoard events)) and nothing else, then starts from step 0.
 //   - --resume: continues from the latest good checkpoint (none: from step 0, keeping the files).
 //   - neither, folder without run files: a fresh run.
 //   - neither, folder holding a run: if its latest good checkpoint's saved configuration has the same
@@ -69,7 +69,7 @@ class RunDirectory {
 };
 
 // Names (not paths) of the entries of `dir` that fastnn writes into a run directory, sorted, those in
-// its best/ and eval/ folders as "best/<name>", "eval/<name>"; the lock file is not one of them. Empty
+// its best/, ema/ and eval/ folders as "best/<name>", "ema/<name>", "eval/<name>"; the lock file is not one of them. Empty
 // if `dir` does not exist.
 std::vector<std::string> run_files(const std::string& dir);
 // JobConfig fields that do not change a run's identity: when to stop, logging/saving/evaluation/

@@ -32,6 +32,7 @@
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/profiler.h"
 #include "trainer/loop/input_geometry.h"
+#include "trainer/loop/moving_average.h"
 #include "trainer/loop/run_directory.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
@@ -128,6 +129,7 @@ class TrainingRun {
   void watch_best(int64_t step, double lr, const EvalResult& r);
   void start_best_tracking();
   void note_best();  // the summary's best_* fields (chief)
+  void start_moving_averages();
   void close_writers() {
     for (EventFileWriter* w : {events_.get(), eval_events_.get()})
       if (w) w->close();
@@ -152,6 +154,8 @@ class TrainingRun {
   BestTracker best_;                                     // keep_best_checkpoint, early stopping
   std::unique_ptr<ckpt::CheckpointManager> best_ckpt_;  // RUN/best/ (keep_best_checkpoint; chief)
   bool stop_early_ = false;                              // early_stopping_patience ran out (agreed over ranks)
+  std::unique_ptr<MovingAverages> ema_;                  // moving_average_decay
+  std::unique_ptr<ckpt::CheckpointManager> ema_ckpt_;    // RUN/ema/ (moving_average_decay; chief)
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_, eval_events_;  // RUN/ and RUN/eval/ (chief)
   Window log_window_, eval_window_;
@@ -303,6 +307,22 @@ void TrainingRun::watch_best(int64_t step, double lr, const EvalResult& r) {
   }
 }
 
+// Before the first step, after the variables are restored and broadcast: the averages start at the
+// variables' values, or at those saved with the checkpoint the run resumes from (RUN/ema/ckpt-<step>).
+void TrainingRun::start_moving_averages() {
+  if (c_.moving_average_decay() <= 0) return;
+  if (head::uses_head(c_))
+    throw ConfigError(str("moving_average_decay is not available with a classifier head yet (loss_type=", c_.loss_type(),
+                          ": its rows are saved in shards the averages do not cover)"));
+  ema_ = std::make_unique<MovingAverages>(c_.moving_average_decay(), c_.moving_average_warmup(), runner_->variables());
+  const std::string dir = moving_average_dir(setup_.run_dir);
+  if (start_ > 0) ema_->restore(saved_moving_averages(runner_->variables(), dir, start_));
+  if (!dp_.chief()) return;
+  make_directories(dir);
+  ema_ckpt_ = std::make_unique<ckpt::CheckpointManager>(
+      dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
+}
+
 // Before the first step: RUN/best/ on every rank (sharded rows are written there by all), and a resumed
 // run's earlier evaluations replayed, so patience counts as in the uninterrupted run.
 void TrainingRun::start_best_tracking() {
@@ -359,6 +379,8 @@ void TrainingRun::save(int64_t step, double lr, bool best) {
     ls->set_dynamic(c_.dynamic_loss_scale());
   }
   const std::vector<ckpt::ArrayView> optimizer = ckpt::optimizer_state_views(state);
+  if (ema_ && !best && dp_.chief())  // first: a committed checkpoint of the run always has its averages
+    ema_ckpt_->save(step, variable_views(runner_->variables(), ema_->shadows()), {}, meta);
   ckpt::CheckpointManager* manager = best ? best_ckpt_.get() : ckpt_.get();
   const std::string dir = best ? setup_.run_dir + "/best" : setup_.run_dir;
   const ckpt::CheckpointInfo info =
@@ -393,6 +415,7 @@ TrainSummary TrainingRun::run() {
   dp_.sync_start(runner_->graph(), start_);  // same model and step everywhere,
   runner_->broadcast_variables();  // and rank 0's variables on every rank
   start_best_tracking();
+  start_moving_averages();
   if (stop_early_) {  // a rerun of a run that early stopping ended: nothing to train
     summary_ = {.first_step = start_, .steps = start_, .run_dir = setup_.run_dir, .rank = dp_.rank(),
                 .world_size = dp_.world(), .stopped_early = true};
@@ -492,6 +515,7 @@ TrainSummary TrainingRun::run() {
     std::optional<StepResult> previous =
         runner_->queue_train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
     arrived(std::move(previous));
+    if (ema_) ema_->update(runner_->variables(), step);  // the host variables hold this step's update
     queued = Queued{step, lr, wait};
     const int64_t done = step + 1;
     const bool log_now = logging && (done % c_.log_loss_every_n_iters() == 0 || done == total_);

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "trainer/graph/graph.h"
 #include "trainer/loop/memory_estimate.h"
+#include "trainer/loop/moving_average.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/optim/optimizers.h"
@@ -54,6 +55,23 @@ TEST(MemoryEstimate, MatchesWhatTheGraphAndOptimizerAllocate) {
     EXPECT_GT(e.process, 0);  // VmRSS of this test
     EXPECT_EQ(e.device, 0);
   }
+}
+
+// moving_average_decay adds exactly the shadows MovingAverages allocates (every variable, moving
+// statistics included) to the optimizer part; adamw counts its two slots.
+TEST(MemoryEstimate, CountsTheMovingAverages) {
+  const RunSetup s = setup_for("resnet_cifar_20", 32, 3);
+  JobConfig c;
+  c.set_optimizer("adamw");
+  c.set_batch_size(2);
+  const int64_t without = estimate_training_memory(s, c, ComputeTarget{}).optimizer;
+  graph::Graph g(s.net, {.batch_size = 2});
+  EXPECT_EQ(without, 4 * state_floats(*make_optimizer(optimizer_options(c), g.param_refs())));
+  c.set_moving_average_decay(0.99);
+  const int64_t with = estimate_training_memory(s, c, ComputeTarget{}).optimizer;
+  int64_t shadows = 0;
+  for (const NamedArray& a : MovingAverages(0.99, true, g.variables()).shadows()) shadows += static_cast<int64_t>(a.data.size());
+  EXPECT_EQ(with - without, 4 * shadows);
 }
 
 TEST(MemoryEstimate, ScalesWithBatchAndSeesTrainableScopes) {

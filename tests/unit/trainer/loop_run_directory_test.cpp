@@ -74,18 +74,17 @@ TEST(RunDirectory, RunFilesAreOnlyWhatFastnnWrites) {
   EXPECT_TRUE(run_files(d.file("missing")).empty());
 }
 
-TEST(RunDirectory, TheBestCheckpointAndTheEvaluationEventsAreRunFilesToo) {
+TEST(RunDirectory, TheBestCheckpointTheMovingAveragesAndTheEvaluationEventsAreRunFilesToo) {
   ScratchDir d("rundir-subfolders");
-  fs::create_directories(d.file("best"));
-  fs::create_directories(d.file("eval"));
-  fs::create_directories(d.file("other"));
+  for (const char* sub : {"best", "ema", "eval", "other"}) fs::create_directories(d.file(sub));
   for (const char* n : {"best/ckpt-20.meta.pbtxt", "best/ckpt-20.weights.safetensors", "best/checkpoint",
-                        "eval/events.out.tfevents.1.host", "ckpt-30.meta.pbtxt",
+                        "ema/ckpt-30.weights.safetensors", "eval/events.out.tfevents.1.host", "ckpt-30.meta.pbtxt",
                         // not ours:
-                        "best/notes.txt", "eval/plot.png", "other/ckpt-1.meta.pbtxt"})
+                        "best/notes.txt", "ema/notes.txt", "eval/plot.png", "other/ckpt-1.meta.pbtxt"})
     testing_util::write_bytes(d.file(n), "x");
   const std::vector<std::string> expect = {"best/checkpoint", "best/ckpt-20.meta.pbtxt", "best/ckpt-20.weights.safetensors",
-                                           "ckpt-30.meta.pbtxt", "eval/events.out.tfevents.1.host"};
+                                           "ckpt-30.meta.pbtxt", "ema/ckpt-30.weights.safetensors",
+                                           "eval/events.out.tfevents.1.host"};
   EXPECT_EQ(run_files(d.path()), expect);
 }
 
