@@ -26,7 +26,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // Slots per updated parameter element (trainer/optim: add_slot calls).
 int64_t optimizer_slots(const std::string& name) {
   if (name == "sgd") return 0;
-  if (name == "momentum" || name == "adagrad") return 1;
+  if (name == "momentum" || name == "adagrad" || name == "lars") return 1;
   return 2;  // adam, adamweightdecay, adamw, rmsprop, adadelta, ftrl
 }
 

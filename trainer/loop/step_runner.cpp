@@ -65,8 +65,8 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.cuda_graphs = c.cuda_graph();
   o.layout = layout_for(c, target.device);
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
-  // adamw takes weight_decay as its decoupled decay (PyTorch's meaning), not as an L2 term in the gradient.
-  o.weight_decay = c.optimizer() == "adamw" ? 0.0 : c.weight_decay();
+  // adamw and lars apply weight_decay themselves, not as an L2 term in the gradient.
+  o.weight_decay = applies_weight_decay_itself(c.optimizer()) ? 0.0 : c.weight_decay();
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
   o.optimizer = optimizer_options(c);
   o.scaling = loss_scaler_options(c, target.dtype);

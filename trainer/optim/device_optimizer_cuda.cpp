@@ -57,8 +57,9 @@ struct DeviceOptimizer::Impl {
 };
 
 bool DeviceOptimizer::supports(const std::string& n) {
-  // adamw's per-step bias corrections are not computed on the device yet (the CPU optimizer has it).
-  if (n == "adamw") return false;
+  // Not on the device yet: adamw's per-step bias corrections and lars's per-parameter norms (the CPU
+  // optimizers have them).
+  if (n == "adamw" || n == "lars") return false;
   for (std::string_view known : optimizer_names())
     if (n == known) return true;
   return false;

@@ -26,12 +26,20 @@ OptimizerOptions optimizer_options(const JobConfig& c) {
     o.adamw_weight_decay = c.has_weight_decay() ? c.weight_decay() : 0.01;
     o.opt_epsilon = c.has_opt_epsilon() ? c.opt_epsilon() : 1e-8;
   }
+  o.lars_eeta = c.lars_eeta();
+  o.lars_epsilon = c.lars_epsilon();
+  if (o.optimizer == "lars") o.lars_weight_decay = c.weight_decay();
   return o;
+}
+
+bool applies_weight_decay_itself(const std::string& optimizer) {
+  return optimizer == "adamw" || optimizer == "lars";
 }
 
 const std::vector<std::string_view>& optimizer_names() {
   static const std::vector<std::string_view> names = {"adadelta", "adagrad", "adam", "ftrl",
-                                                      "momentum", "sgd", "rmsprop", "adamweightdecay", "adamw"};
+                                                      "momentum", "sgd", "rmsprop", "adamweightdecay", "adamw",
+                                                      "lars"};
   return names;
 }
 
@@ -54,6 +62,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::vector
     return make_adam_weight_decay(std::move(params), f(o.adam_beta1), f(o.adam_beta2), f(o.opt_epsilon),
                                   f(o.adam_weight_decay_rate));
   }
+  if (n == "lars")
+    return make_lars(std::move(params), o.momentum, o.lars_eeta, o.lars_epsilon, o.lars_weight_decay);
   if (n == "adamw")
     return make_adamw(std::move(params), o.adam_beta1, o.adam_beta2, o.opt_epsilon, o.adamw_weight_decay);
   std::string valid;

@@ -46,6 +46,8 @@ double sum_of_squares(const float* g, size_t n) {
 
 }  // namespace
 
+double l2_norm(const float* x, size_t n) { return std::sqrt(sum_of_squares(x, n)); }
+
 double global_norm(std::span<const ParamRef> params) {
   double total = 0.0;
   for (const ParamRef& p : params) total += sum_of_squares(p.grad, p.count);

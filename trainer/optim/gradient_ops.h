@@ -20,6 +20,9 @@ namespace fastnn {
 
 void add_weight_decay(std::span<const ParamRef> params, double weight_decay);
 
+// sqrt of the sum of squares of n floats (double accumulation, the same chunked order as global_norm).
+double l2_norm(const float* x, size_t n);
+
 // sqrt of the sum of squares of all gradients (double accumulation).
 double global_norm(std::span<const ParamRef> params);
 

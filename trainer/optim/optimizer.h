@@ -72,8 +72,8 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // The config name: "sgd", "momentum", "adam", "adamweightdecay", "adamw", "rmsprop", "adagrad", "adadelta",
-  // "ftrl".
+  // The config name: "sgd", "momentum", "adam", "adamweightdecay", "adamw", "lars", "rmsprop", "adagrad",
+  // "adadelta", "ftrl".
   const std::string& name() const { return name_; }
   const std::vector<ParamRef>& params() const { return params_; }
 
@@ -117,6 +117,9 @@ class Optimizer {
       }
     });
   }
+
+  // Whether the update in progress is step_rows()'s (the gradient is then not the ParamRef's).
+  bool updating_rows() const { return rows_ != nullptr; }
 
   // Hooks of step(): begin_step once, update once per parameter, end_step once.
   virtual void begin_step(float lr) {}

@@ -16,6 +16,10 @@
 //                    w *= 1 - lr*wd (where ParamRef::decay);  m += (g - m)*(1-beta1);  v = beta2*v + (1-beta2)*g^2
 //                    w -= (lr/(1 - beta1^t))*m / (sqrt(v)/sqrt(1 - beta2^t) + eps),  t = 1, 2...
 //                    (no L2 term in the gradient: the decay is the decoupled one)
+//   lars             [momentum] tf.contrib.opt.LARSOptimizer as MLPerf's ResNet-50 runs it, wd = weight_decay:
+//                    where ParamRef::decay: trust = eeta*|w| / (|g| + wd*|w| + eps) (1 if a norm is 0),
+//                    a = momentum*a + (g + wd*w)*lr*trust; elsewhere a = momentum*a + g*lr;  w -= a
+//                    (norms over the whole parameter; no L2 term in the gradient)
 //   rmsprop          [rms starting at 1.0, momentum] ms += (g^2 - ms)*(1-decay)
 //                    mom = momentum*mom + lr*g/sqrt(ms + eps);  w -= mom
 //   adagrad          [accumulator starting at initial_accumulator_value] acc += g^2;  w -= lr*g/sqrt(acc)
@@ -59,7 +63,14 @@ struct OptimizerOptions {
   double rmsprop_decay = 0;
   double adam_weight_decay_rate = 0;
   double adamw_weight_decay = 0;  // adamw: the config's weight_decay, decoupled
+  double lars_eeta = 0;
+  double lars_epsilon = 0;
+  double lars_weight_decay = 0;  // lars: the config's weight_decay, applied inside the optimizer
 };
+
+// The optimizers that apply weight_decay themselves (adamw, lars) instead of as an L2 term added to the
+// gradient before the update.
+bool applies_weight_decay_itself(const std::string& optimizer);
 
 OptimizerOptions optimizer_options(const JobConfig& config);
 
@@ -78,6 +89,8 @@ std::unique_ptr<Optimizer> make_adam_weight_decay(std::vector<ParamRef> params, 
                                                   float epsilon, float weight_decay_rate);
 std::unique_ptr<Optimizer> make_adamw(std::vector<ParamRef> params, double beta1, double beta2, double epsilon,
                                       double weight_decay);
+std::unique_ptr<Optimizer> make_lars(std::vector<ParamRef> params, double momentum, double eeta, double epsilon,
+                                     double weight_decay);
 std::unique_ptr<Optimizer> make_rmsprop(std::vector<ParamRef> params, float decay, float momentum,
                                         float epsilon);
 std::unique_ptr<Optimizer> make_adagrad(std::vector<ParamRef> params, float initial_accumulator_value);

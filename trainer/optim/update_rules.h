@@ -96,6 +96,29 @@ struct AdamW {
   }
 };
 
+// tf.contrib.opt.LARSOptimizer (You et al., 2017) as MLPerf's ResNet-50 runs it: the parameter's lr scaled
+// by its trust ratio (lars_trust_ratio), weight decay added to the gradient inside the optimizer, then TF's
+// ApplyMomentum with lr 1 over grad * scaled lr. A parameter excluded from decay (biases, batch norm:
+// MLPerf's skip list) gets the lr unscaled and no decay; the caller sets lr and weight_decay so.
+struct Lars {
+  static constexpr int kSlots = 1;
+  float lr = 0;  // this parameter's scaled lr
+  float momentum = 0, weight_decay = 0;
+  FASTNN_HD inline void operator()(float g, float& w, float& a, float&, bool) const {
+    const float grad = weight_decay != 0.0f ? add(g, mul(weight_decay, w)) : g;
+    a = add(mul(a, momentum), mul(grad, lr));
+    w = sub(w, a);  // var -= lr * accum with lr 1
+  }
+};
+
+// LARS's trust ratio from one parameter's norms: eeta ||w|| / (||g|| + weight_decay ||w|| + epsilon) when
+// both norms are positive, else 1.
+FASTNN_HD inline double lars_trust_ratio(double w_norm, double g_norm, double eeta, double weight_decay,
+                                         double epsilon) {
+  if (!(w_norm > 0) || !(g_norm > 0)) return 1.0;
+  return eeta * w_norm / (g_norm + weight_decay * w_norm + epsilon);
+}
+
 struct AdamWScalars {
   float step_size, bias_correction2_sqrt, decay_factor;
 };

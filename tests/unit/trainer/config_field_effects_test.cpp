@@ -44,6 +44,9 @@ TEST(FieldEffects, OptimizerHyperparametersOfAnotherOptimizer) {
   EXPECT_EQ(warning_for(c, "adam_beta1"), "adam_beta1=0.8 has no effect: optimizer is momentum; only adam, adamweightdecay or adamw read it");
   EXPECT_NE(warning_for(c, "rmsprop_decay"), "");
   EXPECT_EQ(warning_for(c, "momentum"), "");  // momentum reads it
+  EXPECT_EQ(warning_for(with({"--optimizer=lars", "--momentum=0.5"}), "momentum"), "");  // so does lars
+  EXPECT_EQ(warning_for(with({"--optimizer=momentum", "--lars_eeta=0.01"}), "lars_eeta"),
+            "lars_eeta=0.01 has no effect: optimizer is momentum; only lars read it");
 }
 
 TEST(FieldEffects, LearningRateFieldsTheDecayTypeIgnores) {

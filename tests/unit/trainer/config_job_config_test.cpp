@@ -230,7 +230,7 @@ TEST(Overrides, BadValuesNameFieldTypeAndChoices) {
   JobConfig c;
   std::string e = error_of([&] { override_with(c, {"--optimizer=adamx"}); });
   EXPECT_NE(e.find("optimizer must be one of: adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop, "
-                   "adamweightdecay, adamw"), std::string::npos) << e;
+                   "adamweightdecay, adamw, lars"), std::string::npos) << e;
   e = error_of([&] { override_with(c, {"--decay_scheme=luong3"}); });
   EXPECT_NE(e.find("\"\", luong234, luong5, luong10, epochs"), std::string::npos) << e;
   e = error_of([&] { override_with(c, {"--batch_size=abc"}); });
@@ -314,7 +314,7 @@ TEST(ConfigHelp, ListsEveryFieldWithTypeDefaultAndChoices) {
   EXPECT_NE(help.find("--use_fp16=<bool>   default true\n"), std::string::npos);
   EXPECT_NE(help.find("--lr_boundaries=<int list>   default []\n"), std::string::npos);
   EXPECT_NE(help.find("--max_gradient_norm=<float>   default unset (no clipping)\n"), std::string::npos);
-  EXPECT_NE(help.find("One of: adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop, adamweightdecay, adamw"),
+  EXPECT_NE(help.find("One of: adadelta, adagrad, adam, ftrl, momentum, sgd, rmsprop, adamweightdecay, adamw, lars"),
             std::string::npos);
   EXPECT_NE(help.find("Learning rate:\n"), std::string::npos);
 }

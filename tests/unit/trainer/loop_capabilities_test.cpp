@@ -46,6 +46,7 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
 #ifdef FASTNN_HAVE_CUDA
   // adamw's bias corrections are computed by the CPU optimizer only.
   refused(config({"--optimizer=adamw"}), kGpu, 1, "optimizer=adamw");
+  refused(config({"--optimizer=lars"}), kGpu, 1, "optimizer=lars");
 #endif
 }
 

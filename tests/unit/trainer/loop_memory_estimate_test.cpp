@@ -38,7 +38,8 @@ TEST(MemoryEstimate, MatchesWhatTheGraphAndOptimizerAllocate) {
     const char* optimizer;
   };
   for (const Case& k : {Case{"lenet", 28, 1, 4, "momentum"}, Case{"resnet_cifar_20", 32, 3, 2, "adam"},
-                        Case{"inception_v3", 107, 3, 1, "rmsprop"}, Case{"mobilenet_v2", 32, 3, 2, "sgd"}}) {
+                        Case{"inception_v3", 107, 3, 1, "rmsprop"}, Case{"mobilenet_v2", 32, 3, 2, "sgd"},
+                        Case{"lenet", 28, 1, 2, "lars"}}) {
     SCOPED_TRACE(k.model);
     const RunSetup s = setup_for(k.model, k.size, k.channels);
     JobConfig c;

@@ -171,10 +171,13 @@ TEST(TrainStepRunner, LayoutAndFusionDefaultsFollowTheDevice) {
   EXPECT_TRUE(step_runner_options(config_of({}), gpu).fuse);
   EXPECT_EQ(step_runner_options(config_of({"--data_format=NCHW"}), gpu).layout, Layout::kNCHW);
   EXPECT_EQ(step_runner_options(config_of({"--data_format=NHWC"}), cpu).layout, Layout::kNHWC);
-  // weight_decay is the L2 term of the gradient, except under adamw, whose own decoupled decay it is.
+  // weight_decay is the L2 term of the gradient, except under adamw and lars, which apply it themselves.
   EXPECT_EQ(step_runner_options(config_of({"--weight_decay=0.05"}), cpu).weight_decay, 0.05);
   EXPECT_EQ(step_runner_options(config_of({"--weight_decay=0.05", "--optimizer=adamw"}), cpu).weight_decay, 0.0);
   EXPECT_EQ(step_runner_options(config_of({"--weight_decay=0.05", "--optimizer=adamw"}), cpu).optimizer.adamw_weight_decay,
+            0.05);
+  EXPECT_EQ(step_runner_options(config_of({"--weight_decay=0.05", "--optimizer=lars"}), cpu).weight_decay, 0.0);
+  EXPECT_EQ(step_runner_options(config_of({"--weight_decay=0.05", "--optimizer=lars"}), cpu).optimizer.lars_weight_decay,
             0.05);
   EXPECT_FALSE(step_runner_options(config_of({"--fuse_ops=false"}), gpu).fuse);
   EXPECT_TRUE(step_runner_options(config_of({"--fuse_ops"}), cpu).fuse);
