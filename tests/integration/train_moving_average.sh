@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # moving_average_decay end to end (docs/TRAINING.md), LeNet on a small synthetic shard set:
 #  - the averages are saved in RUN/ema/ beside every checkpoint, and differ from the weights;
-#  - eval, predict and export take them with --checkpoint RUN/ema (eval's loss differs from the weights');
+#  - eval, predict and export take them with --checkpoint RUN/ema (eval's loss differs from the weights'),
+#    and train's own last evaluation of the averages gives eval's numbers;
 #  - a run stopped at step 4 and continued to step 8 ends with the averages of an uninterrupted 8-step run,
 #    bit for bit (they are read back from RUN/ema/ckpt-4);
 #  - a decay outside (0, 1) is refused by name, and a missing RUN/ema checkpoint names itself on resume;
@@ -20,6 +21,7 @@ args=(--model_name=lenet --dataset_dir=data --batch_size=16 --optimizer=momentum
       --num_preprocessing_threads=1 --moving_average_decay=0.9)
 
 "$FASTNN" train "${args[@]}" --output_dir=full --stop_at_step=8 > full.log 2>&1 || { cat full.log; fail "train"; }
+grep -q "moving averages (decay 0.9) saved in full/ema" full.log || { cat full.log; fail "the start line does not say so"; }
 for s in 4 8; do
   [ -f full/ema/ckpt-$s.weights.safetensors ] || { ls -R full; fail "no averages saved with step $s"; }
 done
@@ -31,11 +33,16 @@ done
   { cat ema.err; fail "eval --checkpoint full/ema"; }
 "$FASTNN" eval --checkpoint full --dataset_dir=data --batch_size=16 --json > raw.json 2> raw.err ||
   { cat raw.err; fail "eval --checkpoint full"; }
-"$PY" - ema.json raw.json <<'PY' || fail "eval of the averages"
-import json, sys
-ema, raw = (json.load(open(f)) for f in sys.argv[1:])
+"$PY" - ema.json raw.json full.log <<'PY' || fail "eval of the averages"
+import json, re, sys
+ema, raw = (json.load(open(f)) for f in sys.argv[1:3])
 assert ema["step"] == raw["step"] == 8 and ema["num_examples"] == 32, (ema, raw)
 assert ema["loss"] != raw["loss"], ("the averaged model evaluates as the raw one", ema, raw)
+# train's own evaluation of the averages at the end says what eval --checkpoint full/ema says
+m = re.search(r"eval of the moving averages at step 8 \(test, 32 examples\): top1 ([0-9.]+)  top5 ([0-9.]+)  loss ([0-9.]+)",
+              open(sys.argv[3]).read())
+assert m, "train printed no evaluation of the moving averages"
+assert abs(float(m.group(1)) - ema["top1"]) < 1e-4 and abs(float(m.group(3)) - ema["loss"]) < 1e-4, (m.groups(), ema)
 PY
 "$FASTNN" predict --checkpoint full/ema --input data --device=cpu -q -o pred.jsonl || fail "predict --checkpoint full/ema"
 [ "$(wc -l < pred.jsonl)" -ge 32 ] || fail "predict wrote $(wc -l < pred.jsonl) lines"

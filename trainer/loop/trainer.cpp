@@ -124,6 +124,7 @@ class TrainingRun {
   void restore_or_init();
   void log_window(int64_t step, double lr);
   void run_eval(int64_t step, double lr);
+  void run_moving_average_eval(int64_t step);
   // best: into RUN/best/ (keep_best_checkpoint) instead of the run directory.
   void save(int64_t step, double lr, bool best = false);
   void watch_best(int64_t step, double lr, const EvalResult& r);
@@ -307,6 +308,25 @@ void TrainingRun::watch_best(int64_t step, double lr, const EvalResult& r) {
   }
 }
 
+// The averaged model on the held-out split at the end, as `fastnn eval --checkpoint RUN/ema` gives it: the
+// averages are swapped into the runner for the evaluation and the weights put back. One process only: under
+// mpirun each rank's averaged batch-norm statistics are its own, so RUN/ema is evaluated afterwards.
+void TrainingRun::run_moving_average_eval(int64_t step) {
+  if (!ema_ || setup_.eval_split.empty() || dp_.world() > 1) return;
+  const std::vector<NamedArray> weights = runner_->host_variables();
+  runner_->set_host_variables(ema_->shadows());
+  StepRunner& runner = *runner_;
+  const EvalResult r = dp_.evaluate(
+      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
+      runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
+  runner_->set_host_variables(weights);
+  if (options_.progress_lines)
+    std::printf("eval of the moving averages at step %lld (%s, %lld examples): top1 %.4f  top5 %.4f  loss %.4f\n",
+                static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples), r.top1,
+                r.top5, r.loss);
+  std::fflush(stdout);
+}
+
 // Before the first step, after the variables are restored and broadcast: the averages start at the
 // variables' values, or at those saved with the checkpoint the run resumes from (RUN/ema/ckpt-<step>).
 void TrainingRun::start_moving_averages() {
@@ -436,7 +456,10 @@ TrainSummary TrainingRun::run() {
   log_info("training ", setup_.model_name, " on ", target_.describe(), " (", setup_.num_classes, " classes, ",
            runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
            " batches of ", global_batch(), " per epoch, steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",
-           schedule_.describe(), ", batches ", setup_.batch.describe());
+           schedule_.describe(), ", batches ", setup_.batch.describe(),
+           ema_ ? str(", moving averages (decay ", c_.moving_average_decay(), ") saved in ",
+                      moving_average_dir(setup_.run_dir))
+                : "");
   if (dp_.chief()) {  // what the preset does to these images, and a warning when it throws most of them away
     const InputGeometry geometry = describe_input_geometry(setup_);
     log_info(geometry.line);
@@ -558,7 +581,10 @@ TrainSummary TrainingRun::run() {
   it.reset();
   if (!summary_.stopped_early) {
     if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
-    if (total_ > start_) run_eval(total_, lr);
+    if (total_ > start_) {
+      run_eval(total_, lr);
+      run_moving_average_eval(total_);
+    }
     else if (dp_.chief()) {  // a finished run rerun: its final eval line is there already
       summary_.already_finished = true;
       recall_eval(total_);
