@@ -4,38 +4,12 @@ prints one JSON object: {tag: [[step, value], ...]} of its scalar summaries. Onl
 writes are decoded (Event.step = 2, Event.summary = 5; Summary.value = 1; Value.tag = 1,
 Value.simple_value = 2); anything else is skipped by wire type."""
 import json
+import os
 import struct
 import sys
 
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
-
-
-def fields(b):
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = varint(b, i)
-        elif wire == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wire == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        elif wire == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        yield num, wire, v
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pb_fields import fields  # noqa: E402
 
 
 def records(path):

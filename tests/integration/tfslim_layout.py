@@ -23,6 +23,9 @@ import random
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pb_fields import fields, read_varint  # noqa: E402
+
 CLASSES = ["tshirt", "trouser", "pullover", "dress", "coat"]
 
 
@@ -80,34 +83,6 @@ def example(features):
 def frame(record):
     length = struct.pack("<Q", len(record))
     return length + struct.pack("<I", masked(crc32c(length))) + record + struct.pack("<I", masked(crc32c(record)))
-
-
-def read_varint(b, p):
-    v = s = 0
-    while True:
-        x = b[p]
-        p += 1
-        v |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            return v, p
-
-
-def fields(b):
-    """(number, wire type, value) of a message; value: bytes (type 2) or int (type 0)."""
-    p = 0
-    while p < len(b):
-        tag, p = read_varint(b, p)
-        num, wt = tag >> 3, tag & 7
-        if wt == 2:
-            n, p = read_varint(b, p)
-            yield num, wt, b[p:p + n]
-            p += n
-        elif wt == 0:
-            v, p = read_varint(b, p)
-            yield num, wt, v
-        else:
-            raise ValueError(f"wire type {wt}")
 
 
 def parse_example(blob):
