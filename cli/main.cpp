@@ -9,6 +9,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
@@ -104,14 +105,24 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
                             (near.size() > 1 ? " or " + near[1] : "") + "? (`fastnn --help` lists them)";
 }
 
+// Whether the subcommand may run a model's graph on the CPU (oneDNN's OpenMP threads among them).
+bool runs_cpu_graphs(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string_view sub = argv[1];
+  for (const char* s : {"train", "eval", "predict", "serve", "bench", "export"})
+    if (sub == s) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fastnn::install_crash_report("fastnn");  // a fatal signal says where, not only status 139
   track_stdout_errors();
-  // OpenBLAS's kernels for this CPU (trainer/ops/blas_core.h), before any thread of ours runs: where
-  // OpenBLAS fell back to its generic kernels, fastnn starts again with OPENBLAS_CORETYPE set.
-  fastnn::ops::cpu::reexec_with_better_blas_core(argv);
+  // OpenBLAS's kernels for this CPU and OpenMP's waiting (trainer/ops/blas_core.h), before any thread of
+  // ours runs: where OpenBLAS fell back to its generic kernels or OMP_WAIT_POLICY is to be set, fastnn
+  // starts again with them set.
+  fastnn::ops::cpu::reexec_with_cpu_library_settings(argv, runs_cpu_graphs(argc, argv));
   fastnn::ops::cpu::blas_core();
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
   // --version: the version, then the backends this build has and their libraries' versions.

@@ -12,4 +12,6 @@ if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
   core=$("$build/bin/fastnn" --version | sed -n 's/^BLAS core: \([A-Za-z0-9]*\), chosen by fastnn.*/\1/p')
   if [[ -n $core ]]; then export OPENBLAS_CORETYPE=$core; fi
 fi
+# OpenMP's threads (oneDNN's) sleep when idle instead of spinning, as in the fastnn command (the same header).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 900 "$@"

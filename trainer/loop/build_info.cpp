@@ -4,6 +4,7 @@
 
 #include "trainer/loop/device_setup.h"
 #include "trainer/ops/blas_core.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 
 #ifdef FASTNN_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -69,6 +70,8 @@ std::string build_info() {
   const ops::cpu::BlasCore& core = ops::cpu::blas_core();  // first: the config names the core in use
   os << "BLAS: " << openblas_get_config() << "\n";
   os << "BLAS core: " << core.name << ", chosen by " << core.chosen << "\n";
+  // NHWC graphs' convolutions (trainer/ops/cpu_kernel_choice.h).
+  os << "CPU kernels: " << ops::cpu_kernels_description() << "\n";
   return os.str();
 }
 

@@ -45,6 +45,8 @@ struct BatchNormParams {
 BatchNormParams batch_norm_params(const Attrs& attrs, std::span<const TensorSpec> inputs);
 OpSignature batch_norm_signature(const BatchNormParams& p, const Shape& x_shape, DType dtype);
 void register_batch_norm(OpRegistry& registry);
+// The kCpu NHWC kernel (batch_norm_nhwc.cpp); register_batch_norm adds it.
+void register_batch_norm_nhwc_cpu(OpRegistry& registry);
 
 namespace cpu {
 template <typename T>

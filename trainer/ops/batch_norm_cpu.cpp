@@ -232,6 +232,7 @@ void register_batch_norm(OpRegistry& r) {
                    }}},
       .test_cases = batch_norm_cases,
   });
+  register_batch_norm_nhwc_cpu(r);
 #ifdef FASTNN_HAVE_CUDA
   register_batch_norm_cuda(r);
 #endif

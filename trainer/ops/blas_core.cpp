@@ -36,6 +36,8 @@ namespace {
 // Set (to the core's name) in the environment of the process fastnn started again with
 // OPENBLAS_CORETYPE set by itself, so that process can tell the user's variable from its own.
 constexpr const char* kPickedMarker = "FASTNN_BLAS_CORE_PICKED";
+// Set in the environment of a process fastnn started again (for either setting), so it does not loop.
+constexpr const char* kRestartedMarker = "FASTNN_RESTARTED";
 
 std::string corename() {
   const char* name = openblas_get_corename();
@@ -44,12 +46,14 @@ std::string corename() {
 
 BlasCore find_core() {
   const std::string name = corename();
+  if (!std::getenv(kPickedMarker)) ::unsetenv(kRestartedMarker);
   if (const char* picked = std::getenv(kPickedMarker)) {
     BlasCore core{name, str("fastnn (OpenBLAS fell back to Prescott on this CPU; its AVX-512/AVX2 flags give ", picked,
                             "; set OPENBLAS_CORETYPE to choose)")};
     // The user's environment again: a child process (mpirun's ranks, a pipeline worker) picks itself.
     ::unsetenv("OPENBLAS_CORETYPE");
     ::unsetenv(kPickedMarker);
+    ::unsetenv(kRestartedMarker);
     return core;
   }
   if (std::getenv("OPENBLAS_CORETYPE")) return {name, "OPENBLAS_CORETYPE"};
@@ -65,17 +69,36 @@ const BlasCore& blas_core() {
   return core;
 }
 
-void reexec_with_better_blas_core(char** argv) {
-  if (std::getenv(kPickedMarker)) return;  // this is the new start
+void reexec_with_cpu_library_settings(char** argv, bool runs_cpu_graphs) {
+  if (std::getenv(kPickedMarker) || std::getenv(kRestartedMarker)) return;  // this is the new start
+  if (argv == nullptr || argv[0] == nullptr) return;
   const bool user_set = std::getenv("OPENBLAS_CORETYPE") != nullptr;
   const std::string better = better_blas_core(corename(), this_cpu_features(), user_set);
-  if (better.empty() || argv == nullptr || argv[0] == nullptr) return;
-  ::setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
-  ::setenv(kPickedMarker, better.c_str(), 1);
+  const bool omp_wait = runs_cpu_graphs && openmp_needs_passive_wait(std::getenv("OMP_WAIT_POLICY") != nullptr);
+  if (better.empty() && !omp_wait) return;
+  if (!better.empty()) {
+    ::setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
+    ::setenv(kPickedMarker, better.c_str(), 1);
+  }
+  if (omp_wait) ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::setenv(kRestartedMarker, "1", 1);
   ::execv("/proc/self/exe", argv);
   // exec failed (no /proc, say): go on with the fallback kernels and the user's environment.
-  ::unsetenv("OPENBLAS_CORETYPE");
-  ::unsetenv(kPickedMarker);
+  if (!better.empty()) {
+    ::unsetenv("OPENBLAS_CORETYPE");
+    ::unsetenv(kPickedMarker);
+  }
+  if (omp_wait) ::unsetenv("OMP_WAIT_POLICY");
+  ::unsetenv(kRestartedMarker);
+}
+
+bool openmp_needs_passive_wait(bool user_set_wait_policy) {
+#ifdef FASTNN_HAVE_DNNL
+  return !user_set_wait_policy;
+#else
+  (void)user_set_wait_policy;
+  return false;
+#endif
 }
 
 }  // namespace fastnn::ops::cpu

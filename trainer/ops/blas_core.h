@@ -6,7 +6,12 @@
 // family 6 model 207, for one) gets the generic fallback, Prescott's SSE3 kernels: about a fifth of
 // the AVX-512 kernels' speed (sgemm 12.6 vs 62 GFLOP/s on one core of such a machine). fastnn then
 // picks from the CPU's feature flags instead, by setting OPENBLAS_CORETYPE — which OpenBLAS reads as it
-// loads — and starting itself again (`reexec_with_better_blas_core`, the first thing `fastnn` does).
+// loads — and starting itself again (`reexec_with_cpu_library_settings`, the first thing `fastnn` does).
+//
+// The same start sets OMP_WAIT_POLICY=passive in a build with oneDNN (whose Debian build runs on
+// OpenMP), unless the user set it: libgomp reads it as it loads, and by default its threads spin for a
+// while after each parallel region, taking the cores from oneTBB's workers, which run the next op
+// (a ResNet-20 CPU training step: 178.9 ms spinning, 156.3 ms passive; bench train, batch 64).
 // A user's OPENBLAS_CORETYPE is never overridden, and a core OpenBLAS chose itself is kept.
 //
 // Why a new start and not a switch in the running process (gotoblas_dynamic_quit / _init, 2026-11-27
@@ -44,11 +49,16 @@ struct BlasCore {
 // makes the same choice itself).
 const BlasCore& blas_core();
 
+// Whether OMP_WAIT_POLICY=passive is to be set: in a build with oneDNN, when the user set none.
+bool openmp_needs_passive_wait(bool user_set_wait_policy);
+
 // When OpenBLAS fell back to Prescott on a CPU with better features and the user set no
-// OPENBLAS_CORETYPE: sets it (and a marker that this process set it) and replaces the process with
-// /proc/self/exe and the same argv — OpenBLAS then loads the better kernels. Returns when no new start
-// is needed or the exec failed (the process goes on with the fallback kernels). Call first thing in
-// main(), before any thread of ours.
-void reexec_with_better_blas_core(char** argv);
+// OPENBLAS_CORETYPE, sets it (and a marker that this process set it); when the command runs CPU graphs
+// (`runs_cpu_graphs`: a new start costs about 80 ms, which `check` or `inspect` need not pay) and
+// openmp_needs_passive_wait, sets OMP_WAIT_POLICY=passive (which stays set, for child processes too).
+// If either was set, replaces
+// the process with /proc/self/exe and the same argv, once. Returns when no new start is needed or the
+// exec failed (the process goes on as it is). Call first thing in main(), before any thread of ours.
+void reexec_with_cpu_library_settings(char** argv, bool runs_cpu_graphs);
 
 }  // namespace fastnn::ops::cpu

@@ -2,6 +2,7 @@
 
 #include "trainer/ops/channel_pad.h"
 #include "trainer/ops/cpu_kernel.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace cpu {
@@ -41,10 +42,12 @@ FASTNN_CHANNEL_PAD_INSTANTIATE(double)
 
 namespace {
 
+// nhwc (the kernel add_nhwc_kernel registers, rank 4): x [N, H, W, C] is N*H*W rows of C channels, each
+// padded the same way: the NCHW functions over rows with inner = 1 (copies, bitwise the adapted kernel).
 template <typename T>
 class ChannelPadCpu final : public OpKernel {
  public:
-  ChannelPadCpu(const TensorSpec& x, int64_t before, int64_t after)
+  ChannelPadCpu(const TensorSpec& x, int64_t before, int64_t after, bool nhwc)
       : OpKernel("channel_pad", Device::kCpu), before_(before), after_(after) {
     sig_.inputs = {renamed(x, "x")};
     sig_.input_has_grad = {true};
@@ -55,6 +58,11 @@ class ChannelPadCpu final : public OpKernel {
     c_ = x.shape[1];
     inner_ = 1;
     for (size_t i = 2; i < x.shape.size(); ++i) inner_ *= x.shape[i];
+    if (nhwc) {
+      sig_ = nhwc_signature(sig_);
+      n_ *= inner_;
+      inner_ = 1;
+    }
   }
 
  protected:
@@ -70,30 +78,35 @@ class ChannelPadCpu final : public OpKernel {
   int64_t before_, after_, n_ = 0, c_ = 0, inner_ = 1;
 };
 
+std::unique_ptr<OpKernel> make_channel_pad(const Attrs& a, std::span<const TensorSpec> in, bool nhwc) {
+  constexpr std::string_view op = "channel_pad";
+  a.check_known(op, {"before", "after"});
+  expect_inputs(op, in, 1);
+  expect_rank(op, in, 0, {2, 3, 4});
+  const int64_t before = a.get_int(op, "before", 0), after = a.get_int(op, "after", 0);
+  if (before < 0 || after < 0 || before > (1 << 20) || after > (1 << 20))
+    throw ConfigError(str(op, ": before and after must be in [0, 2^20], got ", before, ", ", after));
+  Shape ys = in[0].shape;
+  ys[1] += before + after;
+  shape_numel(ys);
+  return make_cpu_kernel<ChannelPadCpu>(op, compute_dtype(op, in), in[0], before, after, nhwc && in[0].shape.size() == 4);
+}
+
 }  // namespace
 
 void register_channel_pad(OpRegistry& r) {
   r.add(OpDef{
       .name = "channel_pad",
       .summary = "zero channels before and after x along dim 1 (option-A residual shortcut)",
-      .kernels = {{Device::kCpu,
-                   [](const Attrs& a, std::span<const TensorSpec> in) {
-                     constexpr std::string_view op = "channel_pad";
-                     a.check_known(op, {"before", "after"});
-                     expect_inputs(op, in, 1);
-                     expect_rank(op, in, 0, {2, 3, 4});
-                     const int64_t before = a.get_int(op, "before", 0), after = a.get_int(op, "after", 0);
-                     if (before < 0 || after < 0 || before > (1 << 20) || after > (1 << 20))
-                       throw ConfigError(str(op, ": before and after must be in [0, 2^20], got ", before, ", ", after));
-                     Shape ys = in[0].shape;
-                     ys[1] += before + after;
-                     shape_numel(ys);
-                     return make_cpu_kernel<ChannelPadCpu>(op, compute_dtype(op, in), in[0], before, after);
-                   }}},
+      .kernels = {{Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in) { return make_channel_pad(a, in, false); }}},
       .test_cases = [] {
         return std::vector<OpCase>{{"nchw_b2_a3", {{"before", 2}, {"after", 3}}, {{{2, 3, 2, 3}}}},
                                    {"flat_after", {{"after", 4}}, {{{3, 5}}}}};
       },
+  });
+  r.add_nhwc_kernel("channel_pad", Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in) -> std::unique_ptr<OpKernel> {
+    if (in.size() != 1 || in[0].shape.size() != 4) return nullptr;
+    return make_channel_pad(a, in, true);
   });
 #ifdef FASTNN_HAVE_CUDA
   register_channel_pad_cuda(r);

@@ -97,6 +97,10 @@ void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* d
 
 }  // namespace cpu
 
+#ifdef FASTNN_HAVE_DNNL
+// The kCpu NHWC kernel on oneDNN, f32 (conv2d_nhwc_dnnl.cpp); register_conv2d adds it.
+void register_conv2d_dnnl(OpRegistry& registry);
+#endif
 #ifdef FASTNN_HAVE_CUDA
 // The kCuda kernel (conv2d_cuda.cpp); register_conv2d adds it.
 void register_conv2d_cuda(OpRegistry& registry);

@@ -471,6 +471,9 @@ void register_conv2d(OpRegistry& r) {
                    }}},
       .test_cases = conv2d_cases,
   });
+#ifdef FASTNN_HAVE_DNNL
+  register_conv2d_dnnl(r);
+#endif
 #ifdef FASTNN_HAVE_CUDA
   register_conv2d_cuda(r);
 #endif

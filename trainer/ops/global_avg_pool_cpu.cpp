@@ -1,6 +1,10 @@
 #include "trainer/ops/global_avg_pool.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "trainer/ops/cpu_kernel.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace cpu {
@@ -59,6 +63,50 @@ class GlobalAvgPoolCpu final : public OpKernel {
   int64_t planes_ = 0, hw_ = 0;
 };
 
+// NHWC: x [N, H, W, C]. Each channel's pixels are added in the same order as the NCHW kernel's, so the
+// two agree bitwise; the inner loop runs along the channels (contiguous).
+template <typename T>
+class GlobalAvgPoolNhwcCpu final : public OpKernel {
+ public:
+  explicit GlobalAvgPoolNhwcCpu(const TensorSpec& x) : OpKernel("global_avg_pool", Device::kCpu) {
+    n_ = x.shape[0];
+    c_ = x.shape[1];
+    hw_ = x.shape[2] * x.shape[3];
+    sig_.inputs = {TensorSpec{.name = "x", .shape = nhwc_shape(x.shape), .dtype = x.dtype}};
+    sig_.input_has_grad = {true};
+    sig_.outputs = {TensorSpec{.name = "y", .shape = {n_, c_}, .dtype = x.dtype}};
+    sig_.activation_layout = Layout::kNHWC;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const T* x = a.inputs[0].data<T>();
+    T* y = a.outputs[0].data<T>();
+    cpu::parallel_range(n_, 1, [&](int64_t b, int64_t e) {
+      std::vector<double> acc(static_cast<size_t>(c_));
+      for (int64_t n = b; n < e; ++n) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < hw_; ++j)
+          for (int64_t c = 0; c < c_; ++c) acc[c] += x[(n * hw_ + j) * c_ + c];
+        for (int64_t c = 0; c < c_; ++c) y[n * c_ + c] = static_cast<T>(acc[c] / static_cast<double>(hw_));
+      }
+    });
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    const T* dy = a.d_outputs[0].data<T>();
+    T* dx = a.d_inputs[0].data<T>();
+    cpu::parallel_range(n_, 1, [&](int64_t b, int64_t e) {
+      for (int64_t n = b; n < e; ++n)
+        for (int64_t j = 0; j < hw_; ++j)
+          for (int64_t c = 0; c < c_; ++c) dx[(n * hw_ + j) * c_ + c] = static_cast<T>(dy[n * c_ + c] / static_cast<double>(hw_));
+    });
+  }
+
+ private:
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+};
+
 }  // namespace
 
 void register_global_avg_pool(OpRegistry& r) {
@@ -74,6 +122,9 @@ void register_global_avg_pool(OpRegistry& r) {
                                                               in[0]);
                    }}},
       .test_cases = [] { return std::vector<OpCase>{{"nchw", {}, {{{3, 4, 3, 5}}}}}; },
+  });
+  r.add_nhwc_kernel("global_avg_pool", Device::kCpu, [](const Attrs&, std::span<const TensorSpec> in) {
+    return make_cpu_kernel<GlobalAvgPoolNhwcCpu>("global_avg_pool", compute_dtype("global_avg_pool", in), in[0]);
   });
 #ifdef FASTNN_HAVE_CUDA
   register_global_avg_pool_cuda(r);

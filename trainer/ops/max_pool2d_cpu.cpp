@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "trainer/ops/cpu_kernel.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace cpu {
@@ -113,6 +114,80 @@ class MaxPool2dCpu final : public OpKernel {
   Pool2dParams p_;
 };
 
+// NHWC: x [N, H, W, C] -> y [N, P, Q, C]. Each channel's window is scanned in the NCHW kernel's
+// row-major order with the same strict comparison, so the first maximum wins and the two kernels agree
+// bitwise; the inner loops run along the channels. Work is split over (sample, block of channels),
+// which keeps a sample's overlapping windows' gradient additions in one task.
+template <typename T>
+class MaxPool2dNhwcCpu final : public OpKernel {
+ public:
+  MaxPool2dNhwcCpu(const Pool2dParams& p, DType dt) : OpKernel("max_pool2d", Device::kCpu), p_(p) {
+    sig_ = nhwc_signature(pool2d_signature(p, dt));
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const T* x = a.inputs[0].data<T>();
+    T* y = a.outputs[0].data<T>();
+    for_each_block([&](int64_t n, int64_t c0, int64_t c1, int64_t* arg) {
+      for (int64_t op = 0; op < p_.win.p; ++op)
+        for (int64_t oq = 0; oq < p_.win.q; ++oq) {
+          window_argmax(x, n, op, oq, c0, c1, arg);
+          T* out = y + ((n * p_.win.p + op) * p_.win.q + oq) * p_.c;
+          for (int64_t c = c0; c < c1; ++c) out[c] = arg[c - c0] < 0 ? T(0) : x[arg[c - c0]];
+        }
+    });
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    const T *x = a.inputs[0].data<T>(), *dy = a.d_outputs[0].data<T>();
+    T* dx = a.d_inputs[0].data<T>();
+    for_each_block([&](int64_t n, int64_t c0, int64_t c1, int64_t* arg) {
+      for (int64_t i = 0; i < p_.h * p_.w; ++i) std::fill(dx + (n * p_.h * p_.w + i) * p_.c + c0, dx + (n * p_.h * p_.w + i) * p_.c + c1, T(0));
+      for (int64_t op = 0; op < p_.win.p; ++op)
+        for (int64_t oq = 0; oq < p_.win.q; ++oq) {
+          window_argmax(x, n, op, oq, c0, c1, arg);
+          const T* d = dy + ((n * p_.win.p + op) * p_.win.q + oq) * p_.c;
+          for (int64_t c = c0; c < c1; ++c)
+            if (arg[c - c0] >= 0) dx[arg[c - c0]] += d[c];
+        }
+    });
+  }
+
+ private:
+  static constexpr int64_t kChannelBlock = 64;
+
+  // body(n, c0, c1, arg scratch of kChannelBlock) over every (sample, channel block), in parallel.
+  template <typename F>
+  void for_each_block(F&& body) const {
+    const int64_t blocks = (p_.c + kChannelBlock - 1) / kChannelBlock;
+    tbb::parallel_for<int64_t>(0, p_.n * blocks, [&](int64_t i) {
+      int64_t arg[kChannelBlock];
+      const int64_t c0 = i % blocks * kChannelBlock;
+      body(i / blocks, c0, std::min(p_.c, c0 + kChannelBlock), arg);
+    });
+  }
+
+  // arg[c - c0] = the element index in x of channel c's first maximum in window (op, oq), -1 if empty.
+  void window_argmax(const T* x, int64_t n, int64_t op, int64_t oq, int64_t c0, int64_t c1, int64_t* arg) const {
+    const Window2d& g = p_.win;
+    const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
+    const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + g.r, p_.h);
+    const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + g.s, p_.w);
+    std::fill(arg, arg + (c1 - c0), int64_t{-1});
+    for (int64_t ih = hb; ih < he; ++ih)
+      for (int64_t iw = wb; iw < we; ++iw) {
+        const int64_t base = ((n * p_.h + ih) * p_.w + iw) * p_.c;
+        for (int64_t c = c0; c < c1; ++c) {
+          int64_t& best = arg[c - c0];
+          if (best < 0 || x[base + c] > x[best]) best = base + c;
+        }
+      }
+  }
+
+  Pool2dParams p_;
+};
+
 }  // namespace
 
 void register_max_pool2d(OpRegistry& r) {
@@ -136,6 +211,11 @@ void register_max_pool2d(OpRegistry& r) {
             {"k3_s1_pad_asym", {{"kernel", Ints{3, 2}}, {"stride", 1}, {"padding", Ints{1, 2, 0, 1}}}, {{{2, 1, 4, 5}}}},
         };
       },
+  });
+  r.add_nhwc_kernel("max_pool2d", Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in) {
+    const Pool2dParams p = pool2d_params("max_pool2d", a, in, false);
+    const DType dt = compute_dtype("max_pool2d", in);
+    return make_cpu_kernel<MaxPool2dNhwcCpu>("max_pool2d", dt, p, dt);
   });
 #ifdef FASTNN_HAVE_CUDA
   register_max_pool2d_cuda(r);

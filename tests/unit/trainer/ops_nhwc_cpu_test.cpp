@@ -1,0 +1,191 @@
+// The CPU's own NHWC kernels (oneDNN's convolution where built in, batch norm and the pools written
+// for rows of channels) against the reference: for every op with a CPU NHWC kernel and every registry
+// case with a 4-D input, plus ResNet-sized ones, the NHWC kernel against the NCHW reference kernel
+// inside the layout adapter (exact transposes): outputs, updated state, input and parameter gradients.
+// The pools and global pooling scan in the reference's order and must agree bitwise; batch norm and the
+// convolution sum in another order and agree within f32 rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "trainer/graph/net_plan.h"
+#include "trainer/ops/cpu_kernel_choice.h"
+#include "trainer/ops/layout_adapter.h"
+#include "trainer/ops/op_case.h"
+
+namespace fastnn::ops {
+namespace {
+
+const OpRegistry& registry() { return graph::builtin_op_registry(); }
+
+TEST(CpuNhwcOps, TheResNetOpsHaveCpuNhwcKernels) {
+  for (const char* op : {"batch_norm", "max_pool2d", "global_avg_pool", "concat", "channel_pad"})
+    EXPECT_TRUE(registry().get(op).nhwc_kernels.contains(Device::kCpu)) << op;
+  EXPECT_EQ(registry().get("conv2d").nhwc_kernels.contains(Device::kCpu), have_dnnl_kernels());
+}
+
+TEST(CpuNhwcOps, TheConvolutionIsOneDnnsInF32Only) {
+  if (!use_dnnl_kernels()) GTEST_SKIP() << cpu_kernels_description();
+  const Attrs attrs{{"filters", 8}, {"kernel", 3}, {"padding", "same"}};
+  const std::vector<TensorSpec> f32{{.name = "x", .shape = {2, 4, 6, 6}, .dtype = DType::kF32}};
+  const std::vector<TensorSpec> f64{{.name = "x", .shape = {2, 4, 6, 6}, .dtype = DType::kF64}};
+  auto k = registry().create_nhwc("conv2d", Device::kCpu, attrs, f32);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->signature().activation_layout, Layout::kNHWC);
+  EXPECT_EQ(k->signature().params[0].shape, (Shape{8, 4, 3, 3})) << "weights keep the checkpoints' layout";
+  EXPECT_FALSE(registry().create_nhwc("conv2d", Device::kCpu, attrs, f64)) << "f64: the reference in the adapter";
+  EXPECT_NE(cpu_kernels_description().find("oneDNN"), std::string::npos) << cpu_kernels_description();
+}
+
+struct NhwcCase {
+  std::string op;
+  OpCase c;
+  DType dt;
+};
+
+void PrintTo(const NhwcCase& c, std::ostream* os) { *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt); }
+
+std::vector<std::pair<std::string, OpCase>> larger_cases() {
+  return {
+      {"conv2d", {"resnet_k3", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
+      {"conv2d", {"stem_k7_s2_same", {{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}},
+                  {{{2, 3, 32, 32}}}}},
+      {"conv2d", {"mnist_c1_k5_same", {{"filters", 32}, {"kernel", 5}, {"padding", "same"}}, {{{4, 1, 12, 12}}}}},
+      {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
+      {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{2, 16, 9, 9}}}}},
+      {"conv2d", {"one_image_k3", {{"filters", 48}, {"kernel", 3}, {"padding", 1}}, {{{1, 32, 10, 10}}}}},
+      {"batch_norm", {"resnet_train", {}, {{{8, 64, 14, 14}}}, true}},
+      {"batch_norm", {"many_channels", {}, {{{4, 1000, 3, 3}}}, true}},
+      {"batch_norm", {"eval", {}, {{{8, 48, 7, 7}}}, false}},
+      {"max_pool2d", {"stem_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{2, 70, 17, 16}}}}},
+      {"global_avg_pool", {"resnet_head", {}, {{{4, 256, 7, 7}}}}},
+      {"channel_pad", {"cifar_shortcut", {{"before", 8}, {"after", 8}}, {{{4, 16, 8, 8}}}}},
+  };
+}
+
+bool has_4d_input(const OpCase& c) {
+  for (const CaseInput& in : c.inputs)
+    if (in.shape.size() == 4) return true;
+  return false;
+}
+
+std::vector<NhwcCase> all_cases() {
+  std::vector<NhwcCase> v;
+  for (DType dt : {DType::kF32, DType::kF64}) {
+    for (const OpDef* d : registry().all()) {
+      // The convolution's NHWC kernel (oneDNN's) is f32 only; in f64 the graph adapts the reference.
+      if (!d->nhwc_kernels.contains(Device::kCpu) || (d->name == "conv2d" && dt != DType::kF32)) continue;
+      for (const OpCase& c : d->test_cases())
+        if (has_4d_input(c)) v.push_back({d->name, c, dt});
+    }
+    for (auto& [op, c] : larger_cases())
+      if (registry().get(op).nhwc_kernels.contains(Device::kCpu) && (op != "conv2d" || dt == DType::kF32))
+        v.push_back({op, c, dt});
+  }
+  return v;
+}
+
+std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
+  std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt);
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+// Whether the op's NHWC kernel scans in the reference's order (bitwise) or sums in its own.
+bool bitwise(const std::string& op) {
+  return op == "max_pool2d" || op == "global_avg_pool" || op == "concat" || op == "channel_pad";
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& op, DType dt, const std::string& what) {
+  ASSERT_EQ(got.defined(), want.defined()) << what;
+  if (!got.defined()) return;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  if (bitwise(op)) {
+    EXPECT_EQ(0, std::memcmp(got.raw(), want.raw(), want.nbytes())) << what << ": not bitwise the reference";
+    return;
+  }
+  const auto a = got.to_vector<double>(), b = want.to_vector<double>();
+  double scale = 1;
+  for (double v : b) scale = std::max(scale, std::fabs(v));
+  const double rel = dt == DType::kF32 ? 1e-4 : 1e-10, abs = dt == DType::kF32 ? 1e-5 : 1e-12;
+  int failures = 0;
+  for (size_t i = 0; i < a.size() && failures < 5; ++i) {
+    if (std::isnan(a[i]) != std::isnan(b[i]) || std::fabs(a[i] - b[i]) > rel * std::fabs(b[i]) + abs * scale) {
+      ADD_FAILURE() << what << "[" << i << "]: nhwc " << a[i] << " reference " << b[i];
+      ++failures;
+    }
+  }
+}
+
+// Tensors of the reference case, copied (the kernels under test get their own buffers).
+KernelTensors copy_of(const KernelTensors& t) {
+  KernelTensors c = t;
+  for (auto* v : {&c.inputs, &c.params, &c.state, &c.outputs, &c.saved, &c.d_outputs, &c.d_inputs, &c.d_params})
+    for (Tensor& x : *v)
+      if (x.defined()) x = x.clone();
+  return c;
+}
+
+class CpuNhwcOpCase : public testing::TestWithParam<NhwcCase> {};
+
+TEST_P(CpuNhwcOpCase, MatchesTheReferenceThroughTheAdapter) {
+  const NhwcCase& cr = GetParam();
+  const std::vector<TensorSpec> specs = case_input_specs(cr.c, cr.dt);
+  auto rk = adapt_to_nhwc(registry().create(cr.op, Device::kCpu, cr.c.attrs, specs));
+  auto nk = registry().create_nhwc(cr.op, Device::kCpu, cr.c.attrs, specs);
+  if (!nk) GTEST_SKIP() << "no CPU NHWC kernel for " << dtype_name(cr.dt) << " (" << cpu_kernels_description() << ")";
+  const OpSignature &rs = rk->signature(), &ns = nk->signature();
+  ASSERT_EQ(ns.activation_layout, Layout::kNHWC);
+  ASSERT_EQ(ns.inputs.size(), rs.inputs.size());
+  for (size_t i = 0; i < rs.inputs.size(); ++i) ASSERT_EQ(ns.inputs[i].shape, rs.inputs[i].shape) << i;
+  for (size_t i = 0; i < rs.outputs.size(); ++i) ASSERT_EQ(ns.outputs[i].shape, rs.outputs[i].shape) << i;
+  for (size_t i = 0; i < rs.params.size(); ++i) ASSERT_EQ(ns.params[i].shape, rs.params[i].shape) << i;
+
+  KernelTensors ref = allocate_kernel_tensors(rs);
+  fill_case_tensors(ref, rs, cr.c, /*seed=*/42);
+  for (Tensor& t : ref.inputs)
+    if (t.shape().size() == 4) t.set_layout(Layout::kNHWC);
+  KernelTensors own = allocate_kernel_tensors(ns);
+  own.inputs = copy_of(ref).inputs;
+  own.params = copy_of(ref).params;
+  own.state = copy_of(ref).state;
+  own.d_outputs = copy_of(ref).d_outputs;
+  for (Tensor& t : own.outputs) fill_garbage(t);
+  for (Tensor& t : own.d_inputs)
+    if (t.defined()) fill_garbage(t);
+  for (Tensor& t : own.d_params)
+    if (t.defined()) fill_garbage(t);
+
+  const bool training = cr.c.training;
+  rk->forward(ref.forward_args(training));
+  nk->forward(own.forward_args(training));
+  for (size_t i = 0; i < ref.outputs.size(); ++i) expect_close(own.outputs[i], ref.outputs[i], cr.op, cr.dt, "output " + rs.outputs[i].name);
+  for (size_t i = 0; i < ref.state.size(); ++i) expect_close(own.state[i], ref.state[i], cr.op, cr.dt, "state " + rs.state[i].name);
+  if (!rs.has_backward) return;
+  rk->backward(ref.backward_args(training));
+  nk->backward(own.backward_args(training));
+  for (size_t i = 0; i < ref.d_inputs.size(); ++i)
+    expect_close(own.d_inputs[i], ref.d_inputs[i], cr.op, cr.dt, "d_input " + rs.inputs[i].name);
+  for (size_t i = 0; i < ref.d_params.size(); ++i)
+    expect_close(own.d_params[i], ref.d_params[i], cr.op, cr.dt, "d_param " + rs.params[i].name);
+
+  // The same inputs again give the same bits (at this process's thread count).
+  KernelTensors runs[2] = {allocate_kernel_tensors(ns), allocate_kernel_tensors(ns)};
+  for (KernelTensors& t : runs) {
+    fill_case_tensors(t, ns, cr.c, /*seed=*/7);
+    for (Tensor& x : t.inputs)
+      if (x.shape().size() == 4) x.set_layout(Layout::kNHWC);
+    nk->forward(t.forward_args(training));
+  }
+  for (size_t i = 0; i < runs[0].outputs.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(runs[0].outputs[i].raw(), runs[1].outputs[i].raw(), runs[0].outputs[i].nbytes())) << "run to run";
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, CpuNhwcOpCase, testing::ValuesIn(all_cases()), case_name);
+
+}  // namespace
+}  // namespace fastnn::ops

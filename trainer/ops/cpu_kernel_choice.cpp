@@ -1,0 +1,51 @@
+#include "trainer/ops/cpu_kernel_choice.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
+#include "core/check.h"
+#include "trainer/ops/dnnl_runtime.h"
+
+namespace fastnn::ops {
+
+namespace {
+std::atomic<int> reference_scopes{0};
+
+bool reference_requested() {
+  static const bool reference = [] {
+    const char* v = std::getenv("FASTNN_CPU_KERNELS");
+    const std::string_view s = v ? v : "";
+    if (s.empty() || s == "fast") return false;
+    if (s == "reference") return true;
+    throw ConfigError(str("FASTNN_CPU_KERNELS='", s, "': use 'fast' (the default) or 'reference'"));
+  }();
+  return reference;
+}
+}  // namespace
+
+bool have_dnnl_kernels() {
+#ifdef FASTNN_HAVE_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool use_fast_cpu_kernels() { return !reference_requested() && reference_scopes.load() == 0; }
+bool use_dnnl_kernels() { return have_dnnl_kernels() && use_fast_cpu_kernels(); }
+
+ScopedReferenceCpuKernels::ScopedReferenceCpuKernels() { ++reference_scopes; }
+ScopedReferenceCpuKernels::~ScopedReferenceCpuKernels() { --reference_scopes; }
+
+std::string cpu_kernels_description() {
+  if (!have_dnnl_kernels()) return "reference (built without oneDNN)";
+  if (reference_requested()) return "reference (FASTNN_CPU_KERNELS=reference)";
+#ifdef FASTNN_HAVE_DNNL
+  return dnnl_description();
+#else
+  return "reference";
+#endif
+}
+
+}  // namespace fastnn::ops
