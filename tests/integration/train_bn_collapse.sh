@@ -32,8 +32,10 @@ for cls in ["china", "flower"]:
 PY
 "$FASTNN" convert image-folder --input photos --output data --num-gpus 1 --validation-fraction 0.2 -q > /dev/null ||
   fail "convert"
+# On the reference kernels (NCHW): the scenario is pinned to their arithmetic. Whether a 120-step run
+# collapses is sensitive to rounding; on the fast NHWC kernels this one happened to end at top-1 0.55.
 run=(train --model_name=mobilenet_v1_025 --dataset_dir=data --batch_size=16 --stop_at_step=120 --train_image_size=32
-     --optimizer=momentum --learning_rate=0.05 --device=cpu --log_every_n_steps=60)
+     --optimizer=momentum --learning_rate=0.05 --device=cpu --log_every_n_steps=60 --data_format=NCHW)
 "$FASTNN" "${run[@]}" --output_dir=default > default.log 2>&1 || { tail default.log; fail "train (default decay)"; }
 grep -q "the evaluation predicts class . for 9[0-9]%\|the evaluation predicts class . for 100%" default.log ||
   { tail default.log; fail "no collapse warning"; }

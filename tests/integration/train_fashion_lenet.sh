@@ -3,9 +3,11 @@
 # reaches >= 88% test top-1 on the CPU. The recipe is scripts/quickstart.sh's (the two must agree):
 # 2342 steps (2.5 epochs) of batch 64, momentum 0.9, lr 0.01 then 0.001 from step 1874, no weight decay.
 # Also exercises ProfilerHook (a Chrome trace of the last step) and print_model_statistics, and holds the
-# one training loop to the CPU loop it replaced: in --deterministic mode, metrics.jsonl (timing fields
-# aside) and the final weights are bitwise those recorded before the merge
-# (tests/data/lenet_recipe_reference.json, tests/integration/lenet_reference.py).
+# one training loop to the CPU loop it replaced: in --deterministic mode on the reference kernels
+# (--data_format=NCHW; auto would take the fast NHWC ones, which sum in other orders), metrics.jsonl
+# (timing fields aside) and the final weights are bitwise those recorded before the merge
+# (tests/data/lenet_recipe_reference.json, tests/integration/lenet_reference.py). The eval runs the
+# default (fast) kernels.
 # Exit 77 (skipped) when the dataset is not installed. Takes ~3 min on 2 idle cores.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
@@ -17,7 +19,7 @@ rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 
 "$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 -q > /dev/null || fail "convert"
 start=$(date +%s)
-"$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=run "${LENET_RECIPE[@]}" \
+"$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=run "${LENET_RECIPE[@]}" --data_format=NCHW \
   --hooks=StopAtStepHook,LoggingTensorHook,CheckpointSaverHook,ProfilerHook --profile_every_n_iters="$LENET_STEPS" \
   --print_model_statistics=true --log_loss_every_n_iters=500 --device=cpu --deterministic=true > train.log 2> train.err ||
   { cat train.err; fail "train"; }

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/config/job_config.h"
+#include "trainer/loop/cpu_layout.h"
 #include "trainer/comm/bucketed_allreduce.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/loop/head_step.h"
@@ -64,6 +65,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.fuse_conv_bn = c.fuse_conv_bn();
   o.cuda_graphs = c.cuda_graph();
   o.layout = layout_for(c, target.device);
+  o.auto_cpu_layout = target.device == Device::kCpu && c.data_format() == "auto";
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
   // adamw and lars apply weight_decay themselves, not as an L2 term in the gradient.
   o.weight_decay = applies_weight_decay_itself(c.optimizer()) ? 0.0 : c.weight_decay();
@@ -312,6 +314,12 @@ class CpuStepRunner final : public StepRunner {
 }  // namespace
 
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& o) {
+  if (o.target.device == Device::kCpu && o.auto_cpu_layout) {
+    StepRunnerOptions chosen = o;
+    chosen.layout = auto_cpu_layout(net, o);
+    chosen.auto_cpu_layout = false;
+    return std::make_unique<CpuStepRunner>(net, chosen);
+  }
   if (o.target.device == Device::kCpu) return std::make_unique<CpuStepRunner>(net, o);
   return make_cuda_step_runner(net, o);
 }

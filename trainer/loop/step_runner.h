@@ -129,6 +129,9 @@ struct StepRunnerOptions {
   // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes
   // every 4-D activation [N, H, W, C], the batches included (batch_format() asks the pipeline for them).
   Layout layout = Layout::kNCHW;
+  // CPU, data_format=auto: make_step_runner replaces `layout` with auto_cpu_layout's choice for the net
+  // (trainer/loop/cpu_layout.h).
+  bool auto_cpu_layout = false;
   // CUDA: queue_train() replays the step (forward, backward, update) from CUDA graphs captured after two
   // eager steps (the cuda_graph config field): trainer/loop/step_graphs_cuda.h.
   bool cuda_graphs = false;
@@ -273,8 +276,9 @@ StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarg
 // so such a runner need not build cuDNN's conv + statistics plans (a trial run each) at start-up.
 StepRunnerOptions forward_only(StepRunnerOptions o);
 // data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow
-// the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU training"); NCHW and
-// unfused on the CPU, where NHWC runs behind a transposing adapter and fusion gains nothing.
+// the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU training");
+// unfused on the CPU, where fusion gains nothing, and NCHW here, which make_step_runner turns into NHWC
+// for a net the fast CPU kernels cover (StepRunnerOptions::auto_cpu_layout, trainer/loop/cpu_layout.h).
 Layout layout_for(const JobConfig& config, Device device);
 bool fuse_ops_for(const JobConfig& config, Device device);
 

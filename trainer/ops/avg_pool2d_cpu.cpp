@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <vector>
+
 #include "trainer/ops/cpu_kernel.h"
+#include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
 namespace cpu {
@@ -85,6 +88,63 @@ class AvgPool2dCpu final : public OpKernel {
   Pool2dParams p_;
 };
 
+// NHWC: x [N, H, W, C] -> y [N, P, Q, C]: each channel's window summed in the NCHW kernel's order in
+// double, the gradient added in its order, so the two agree bitwise; the inner loops run along the
+// channels. Split over samples, which keeps a sample's overlapping windows in one task.
+template <typename T>
+class AvgPool2dNhwcCpu final : public OpKernel {
+ public:
+  AvgPool2dNhwcCpu(const Pool2dParams& p, DType dt) : OpKernel("avg_pool2d", Device::kCpu), p_(p) {
+    sig_ = nhwc_signature(pool2d_signature(p, dt));
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const T* x = a.inputs[0].data<T>();
+    T* y = a.outputs[0].data<T>();
+    const int64_t c = p_.c;
+    tbb::parallel_for<int64_t>(0, p_.n, [&](int64_t n) {
+      std::vector<double> acc(static_cast<size_t>(c));
+      for (int64_t op = 0; op < p_.win.p; ++op)
+        for (int64_t oq = 0; oq < p_.win.q; ++oq) {
+          const cpu::Span2 s = cpu::window(p_, op, oq);
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t ih = s.hb; ih < s.he; ++ih)
+            for (int64_t iw = s.wb; iw < s.we; ++iw) {
+              const T* in = x + ((n * p_.h + ih) * p_.w + iw) * c;
+              for (int64_t ch = 0; ch < c; ++ch) acc[ch] += in[ch];
+            }
+          T* out = y + ((n * p_.win.p + op) * p_.win.q + oq) * c;
+          for (int64_t ch = 0; ch < c; ++ch) out[ch] = static_cast<T>(acc[ch] / s.divisor);
+        }
+    });
+  }
+  void run_backward(const BackwardArgs& a) override {
+    if (!a.d_inputs[0].defined()) return;
+    const T* dy = a.d_outputs[0].data<T>();
+    T* dx = a.d_inputs[0].data<T>();
+    const int64_t c = p_.c;
+    tbb::parallel_for<int64_t>(0, p_.n, [&](int64_t n) {
+      std::fill(dx + n * p_.h * p_.w * c, dx + (n + 1) * p_.h * p_.w * c, T(0));
+      std::vector<T> g(static_cast<size_t>(c));
+      for (int64_t op = 0; op < p_.win.p; ++op)
+        for (int64_t oq = 0; oq < p_.win.q; ++oq) {
+          const cpu::Span2 s = cpu::window(p_, op, oq);
+          const T* d = dy + ((n * p_.win.p + op) * p_.win.q + oq) * c;
+          for (int64_t ch = 0; ch < c; ++ch) g[ch] = static_cast<T>(d[ch] / s.divisor);
+          for (int64_t ih = s.hb; ih < s.he; ++ih)
+            for (int64_t iw = s.wb; iw < s.we; ++iw) {
+              T* out = dx + ((n * p_.h + ih) * p_.w + iw) * c;
+              for (int64_t ch = 0; ch < c; ++ch) out[ch] += g[ch];
+            }
+        }
+    });
+  }
+
+ private:
+  Pool2dParams p_;
+};
+
 }  // namespace
 
 void register_avg_pool2d(OpRegistry& r) {
@@ -105,6 +165,11 @@ void register_avg_pool2d(OpRegistry& r) {
              {{{2, 1, 4, 5}}}},
         };
       },
+  });
+  r.add_nhwc_kernel("avg_pool2d", Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in) {
+    const Pool2dParams p = pool2d_params("avg_pool2d", a, in, true);
+    const DType dt = compute_dtype("avg_pool2d", in);
+    return make_cpu_kernel<AvgPool2dNhwcCpu>("avg_pool2d", dt, p, dt);
   });
 #ifdef FASTNN_HAVE_CUDA
   register_avg_pool2d_cuda(r);

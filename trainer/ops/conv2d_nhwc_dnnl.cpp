@@ -1,4 +1,4 @@
-// conv2d's NHWC CPU kernel on oneDNN (f32): x [N, H, W, C], y [N, P, Q, K], the weight and bias as in
+// conv2d's and depthwise_conv2d's NHWC CPU kernel on oneDNN (f32): x [N, H, W, C], y [N, P, Q, K], the weight and bias as in
 // conv2d.h ([K, C/G, R, S], the layout checkpoints keep). oneDNN's direct convolutions on NHWC
 // activations (brgconv on AVX-512 and AVX2) want the weight in a blocked format of their own choice, so
 // each pass reorders it into the workspace first (and the filter gradient back out of it): a copy of
@@ -16,6 +16,7 @@
 
 #include "trainer/ops/conv2d.h"
 #include "trainer/ops/cpu_kernel_choice.h"
+#include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/dnnl_runtime.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/op_spec_checks.h"
@@ -30,7 +31,8 @@ constexpr memory::data_type kF32 = memory::data_type::f32;
 
 class Conv2dDnnl final : public OpKernel {
  public:
-  explicit Conv2dDnnl(const Conv2dParams& p) : OpKernel("conv2d", Device::kCpu), p_(p) {
+  // `nchw_sig`: the op's NCHW signature (conv2d's, or depthwise_conv2d's: the same grouped convolution).
+  Conv2dDnnl(const char* op, const Conv2dParams& p, const OpSignature& nchw_sig) : OpKernel(op, Device::kCpu), p_(p) {
     const dnnl::engine& eng = dnnl_cpu_engine();
     const Window2d& g = p.win;
     x_md_ = memory::desc({p.n, p.c, p.h, p.w}, kF32, Tag::nhwc);
@@ -77,7 +79,7 @@ class Conv2dDnnl final : public OpKernel {
     w_bwd_offset_ = w_fwd;
     dw_offset_ = w_bwd_offset_ + w_bwd;
     scratch_offset_ = dw_offset_ + dw;
-    sig_ = nhwc_signature(conv2d_signature(p, DType::kF32));
+    sig_ = nhwc_signature(nchw_sig);
     sig_.workspace_bytes = scratch_offset_ + dnnl_aligned(scratch);
   }
 
@@ -173,8 +175,29 @@ void register_conv2d_dnnl(OpRegistry& r) {
   r.add_nhwc_kernel("conv2d", Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in) -> std::unique_ptr<OpKernel> {
     // f64 (the gradient checks) and FASTNN_CPU_KERNELS=reference: the reference inside the adapter.
     if (!use_dnnl_kernels() || compute_dtype("conv2d", in) != DType::kF32) return nullptr;
-    return std::make_unique<Conv2dDnnl>(conv2d_params(a, in));
+    const Conv2dParams p = conv2d_params(a, in);
+    return std::make_unique<Conv2dDnnl>("conv2d", p, conv2d_signature(p, DType::kF32));
   });
+}
+
+void register_depthwise_conv2d_dnnl(OpRegistry& r) {
+  // A depthwise convolution is the grouped one with a group per input channel: weight [C*M, 1, R, S] is
+  // goihw with G = C, O = M, I = 1, and output channel c*M + m is group c's m-th (TF's order).
+  r.add_nhwc_kernel("depthwise_conv2d", Device::kCpu,
+                    [](const Attrs& a, std::span<const TensorSpec> in) -> std::unique_ptr<OpKernel> {
+                      if (!use_dnnl_kernels() || compute_dtype("depthwise_conv2d", in) != DType::kF32) return nullptr;
+                      const DepthwiseConv2dParams d = depthwise_conv2d_params(a, in);
+                      Conv2dParams p;
+                      p.n = d.n;
+                      p.c = d.c;
+                      p.h = d.h;
+                      p.w = d.w;
+                      p.k = d.c * d.multiplier;
+                      p.groups = d.c;
+                      p.bias = d.bias;
+                      p.win = d.win;
+                      return std::make_unique<Conv2dDnnl>("depthwise_conv2d", p, depthwise_conv2d_signature(d, DType::kF32));
+                    });
 }
 
 }  // namespace fastnn::ops

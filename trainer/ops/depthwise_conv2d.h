@@ -62,6 +62,11 @@ DepthwiseConv2dParams depthwise_conv2d_params(const Attrs& attrs, std::span<cons
 OpSignature depthwise_conv2d_signature(const DepthwiseConv2dParams& p, DType dtype);
 
 void register_depthwise_conv2d(OpRegistry& registry);
+#ifdef FASTNN_HAVE_DNNL
+// The kCpu NHWC kernel on oneDNN, f32: conv2d's, with a group per channel (conv2d_nhwc_dnnl.cpp);
+// register_depthwise_conv2d adds it.
+void register_depthwise_conv2d_dnnl(OpRegistry& registry);
+#endif
 
 namespace cpu {
 // b may be null when !p.bias.

@@ -524,6 +524,9 @@ void register_depthwise_conv2d(OpRegistry& r) {
                    }}},
       .test_cases = depthwise_conv2d_cases,
   });
+#ifdef FASTNN_HAVE_DNNL
+  register_depthwise_conv2d_dnnl(r);
+#endif
 #ifdef FASTNN_HAVE_CUDA
   register_depthwise_conv2d_cuda(r);
 #endif

@@ -116,8 +116,9 @@ class MaxPool2dCpu final : public OpKernel {
 
 // NHWC: x [N, H, W, C] -> y [N, P, Q, C]. Each channel's window is scanned in the NCHW kernel's
 // row-major order with the same strict comparison, so the first maximum wins and the two kernels agree
-// bitwise; the inner loops run along the channels. Work is split over (sample, block of channels),
-// which keeps a sample's overlapping windows' gradient additions in one task.
+// bitwise; the inner loops run along the channels. The forward keeps only values (rows of output pixels
+// in parallel); the backward tracks where each maximum is, split over (sample, block of channels), which
+// keeps a sample's overlapping windows' gradient additions in one task.
 template <typename T>
 class MaxPool2dNhwcCpu final : public OpKernel {
  public:
@@ -129,60 +130,71 @@ class MaxPool2dNhwcCpu final : public OpKernel {
   void run_forward(const ForwardArgs& a) override {
     const T* x = a.inputs[0].data<T>();
     T* y = a.outputs[0].data<T>();
-    for_each_block([&](int64_t n, int64_t c0, int64_t c1, int64_t* arg) {
-      for (int64_t op = 0; op < p_.win.p; ++op)
-        for (int64_t oq = 0; oq < p_.win.q; ++oq) {
-          window_argmax(x, n, op, oq, c0, c1, arg);
-          T* out = y + ((n * p_.win.p + op) * p_.win.q + oq) * p_.c;
-          for (int64_t c = c0; c < c1; ++c) out[c] = arg[c - c0] < 0 ? T(0) : x[arg[c - c0]];
+    const int64_t c = p_.c;
+    tbb::parallel_for<int64_t>(0, p_.n * p_.win.p, [&](int64_t row) {
+      const int64_t n = row / p_.win.p, op = row % p_.win.p;
+      for (int64_t oq = 0; oq < p_.win.q; ++oq) {
+        T* out = y + (row * p_.win.q + oq) * c;
+        const Box b = box(op, oq);
+        if (b.hb >= b.he || b.wb >= b.we) {
+          std::fill(out, out + c, T(0));
+          continue;
         }
+        bool first = true;
+        for (int64_t ih = b.hb; ih < b.he; ++ih)
+          for (int64_t iw = b.wb; iw < b.we; ++iw) {
+            const T* in = x + ((n * p_.h + ih) * p_.w + iw) * c;
+            if (first) {
+              std::copy(in, in + c, out);
+              first = false;
+              continue;
+            }
+            for (int64_t ch = 0; ch < c; ++ch) out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];
+          }
+      }
     });
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
     const T *x = a.inputs[0].data<T>(), *dy = a.d_outputs[0].data<T>();
     T* dx = a.d_inputs[0].data<T>();
-    for_each_block([&](int64_t n, int64_t c0, int64_t c1, int64_t* arg) {
-      for (int64_t i = 0; i < p_.h * p_.w; ++i) std::fill(dx + (n * p_.h * p_.w + i) * p_.c + c0, dx + (n * p_.h * p_.w + i) * p_.c + c1, T(0));
+    const int64_t c = p_.c, hw = p_.h * p_.w;
+    const int64_t blocks = (c + kChannelBlock - 1) / kChannelBlock;
+    tbb::parallel_for<int64_t>(0, p_.n * blocks, [&](int64_t task) {
+      const int64_t n = task / blocks, c0 = task % blocks * kChannelBlock, c1 = std::min(c, c0 + kChannelBlock);
+      const T* xn = x + n * hw * c;
+      T* dxn = dx + n * hw * c;
+      for (int64_t i = 0; i < hw; ++i) std::fill(dxn + i * c + c0, dxn + i * c + c1, T(0));
+      T best[kChannelBlock];
+      int64_t at[kChannelBlock];  // pixel index of each channel's first maximum
       for (int64_t op = 0; op < p_.win.p; ++op)
         for (int64_t oq = 0; oq < p_.win.q; ++oq) {
-          window_argmax(x, n, op, oq, c0, c1, arg);
-          const T* d = dy + ((n * p_.win.p + op) * p_.win.q + oq) * p_.c;
-          for (int64_t c = c0; c < c1; ++c)
-            if (arg[c - c0] >= 0) dx[arg[c - c0]] += d[c];
+          const Box b = box(op, oq);
+          if (b.hb >= b.he || b.wb >= b.we) continue;
+          bool first = true;
+          for (int64_t ih = b.hb; ih < b.he; ++ih)
+            for (int64_t iw = b.wb; iw < b.we; ++iw) {
+              const int64_t pix = ih * p_.w + iw;
+              const T* in = xn + pix * c;
+              for (int64_t ch = c0; ch < c1; ++ch)
+                if (first || in[ch] > best[ch - c0]) best[ch - c0] = in[ch], at[ch - c0] = pix;
+              first = false;
+            }
+          const T* d = dy + ((n * p_.win.p + op) * p_.win.q + oq) * c;
+          for (int64_t ch = c0; ch < c1; ++ch) dxn[at[ch - c0] * c + ch] += d[ch];
         }
     });
   }
 
  private:
   static constexpr int64_t kChannelBlock = 64;
-
-  // body(n, c0, c1, arg scratch of kChannelBlock) over every (sample, channel block), in parallel.
-  template <typename F>
-  void for_each_block(F&& body) const {
-    const int64_t blocks = (p_.c + kChannelBlock - 1) / kChannelBlock;
-    tbb::parallel_for<int64_t>(0, p_.n * blocks, [&](int64_t i) {
-      int64_t arg[kChannelBlock];
-      const int64_t c0 = i % blocks * kChannelBlock;
-      body(i / blocks, c0, std::min(p_.c, c0 + kChannelBlock), arg);
-    });
-  }
-
-  // arg[c - c0] = the element index in x of channel c's first maximum in window (op, oq), -1 if empty.
-  void window_argmax(const T* x, int64_t n, int64_t op, int64_t oq, int64_t c0, int64_t c1, int64_t* arg) const {
+  struct Box {
+    int64_t hb, he, wb, we;  // the window's in-image rows and columns
+  };
+  Box box(int64_t op, int64_t oq) const {
     const Window2d& g = p_.win;
     const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
-    const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + g.r, p_.h);
-    const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + g.s, p_.w);
-    std::fill(arg, arg + (c1 - c0), int64_t{-1});
-    for (int64_t ih = hb; ih < he; ++ih)
-      for (int64_t iw = wb; iw < we; ++iw) {
-        const int64_t base = ((n * p_.h + ih) * p_.w + iw) * p_.c;
-        for (int64_t c = c0; c < c1; ++c) {
-          int64_t& best = arg[c - c0];
-          if (best < 0 || x[base + c] > x[best]) best = base + c;
-        }
-      }
+    return {std::max<int64_t>(h0, 0), std::min(h0 + g.r, p_.h), std::max<int64_t>(w0, 0), std::min(w0 + g.s, p_.w)};
   }
 
   Pool2dParams p_;

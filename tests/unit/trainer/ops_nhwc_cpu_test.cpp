@@ -22,9 +22,10 @@ namespace {
 const OpRegistry& registry() { return graph::builtin_op_registry(); }
 
 TEST(CpuNhwcOps, TheResNetOpsHaveCpuNhwcKernels) {
-  for (const char* op : {"batch_norm", "max_pool2d", "global_avg_pool", "concat", "channel_pad"})
+  for (const char* op : {"batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool", "concat", "channel_pad"})
     EXPECT_TRUE(registry().get(op).nhwc_kernels.contains(Device::kCpu)) << op;
-  EXPECT_EQ(registry().get("conv2d").nhwc_kernels.contains(Device::kCpu), have_dnnl_kernels());
+  for (const char* op : {"conv2d", "depthwise_conv2d"})
+    EXPECT_EQ(registry().get(op).nhwc_kernels.contains(Device::kCpu), have_dnnl_kernels()) << op;
 }
 
 TEST(CpuNhwcOps, TheConvolutionIsOneDnnsInF32Only) {
@@ -57,14 +58,21 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{2, 16, 9, 9}}}}},
       {"conv2d", {"one_image_k3", {{"filters", 48}, {"kernel", 3}, {"padding", 1}}, {{{1, 32, 10, 10}}}}},
+      {"depthwise_conv2d", {"mobilenet_k3", {{"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{4, 96, 14, 14}}}}},
+      {"depthwise_conv2d", {"k3_s2_bias_m2", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}, {"multiplier", 2}},
+                            {{{2, 40, 15, 15}}}}},
       {"batch_norm", {"resnet_train", {}, {{{8, 64, 14, 14}}}, true}},
       {"batch_norm", {"many_channels", {}, {{{4, 1000, 3, 3}}}, true}},
       {"batch_norm", {"eval", {}, {{{8, 48, 7, 7}}}, false}},
       {"max_pool2d", {"stem_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{2, 70, 17, 16}}}}},
+      {"avg_pool2d", {"inception_k3s1_same", {{"kernel", 3}, {"stride", 1}, {"padding", "same"}}, {{{2, 48, 9, 9}}}}},
       {"global_avg_pool", {"resnet_head", {}, {{{4, 256, 7, 7}}}}},
       {"channel_pad", {"cifar_shortcut", {{"before", 8}, {"after", 8}}, {{{4, 16, 8, 8}}}}},
   };
 }
+
+// The convolutions' NHWC kernels are oneDNN's, f32 only; in f64 the graph adapts the reference.
+bool is_dnnl(const std::string& op) { return op == "conv2d" || op == "depthwise_conv2d"; }
 
 bool has_4d_input(const OpCase& c) {
   for (const CaseInput& in : c.inputs)
@@ -76,13 +84,12 @@ std::vector<NhwcCase> all_cases() {
   std::vector<NhwcCase> v;
   for (DType dt : {DType::kF32, DType::kF64}) {
     for (const OpDef* d : registry().all()) {
-      // The convolution's NHWC kernel (oneDNN's) is f32 only; in f64 the graph adapts the reference.
-      if (!d->nhwc_kernels.contains(Device::kCpu) || (d->name == "conv2d" && dt != DType::kF32)) continue;
+      if (!d->nhwc_kernels.contains(Device::kCpu) || (is_dnnl(d->name) && dt != DType::kF32)) continue;
       for (const OpCase& c : d->test_cases())
         if (has_4d_input(c)) v.push_back({d->name, c, dt});
     }
     for (auto& [op, c] : larger_cases())
-      if (registry().get(op).nhwc_kernels.contains(Device::kCpu) && (op != "conv2d" || dt == DType::kF32))
+      if (registry().get(op).nhwc_kernels.contains(Device::kCpu) && (!is_dnnl(op) || dt == DType::kF32))
         v.push_back({op, c, dt});
   }
   return v;
@@ -97,7 +104,7 @@ std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
 
 // Whether the op's NHWC kernel scans in the reference's order (bitwise) or sums in its own.
 bool bitwise(const std::string& op) {
-  return op == "max_pool2d" || op == "global_avg_pool" || op == "concat" || op == "channel_pad";
+  return op == "max_pool2d" || op == "avg_pool2d" || op == "global_avg_pool" || op == "concat" || op == "channel_pad";
 }
 
 void expect_close(const Tensor& got, const Tensor& want, const std::string& op, DType dt, const std::string& what) {

@@ -1,0 +1,32 @@
+#include "trainer/loop/cpu_layout.h"
+
+#include "core/logging.h"
+#include "trainer/graph/net_plan.h"
+#include "trainer/loop/step_runner.h"
+#include "trainer/ops/cpu_kernel_choice.h"
+
+namespace fastnn::loop {
+
+Layout auto_cpu_layout(const NetDef& net, const StepRunnerOptions& o) {
+  if (!ops::use_dnnl_kernels()) return Layout::kNCHW;
+  // The NCHW plan at batch 1 makes only reference kernels (cheap; no oneDNN primitive is built).
+  const graph::NetPlan plan = graph::NetPlan::make(net, graph::PlanOptions{.batch_size = 1, .dtype = DType::kF32, .device = Device::kCpu, .registry = nullptr, .fuse = o.fuse});
+  const ops::OpRegistry& registry = graph::builtin_op_registry();
+  for (const graph::PlanNode& node : plan.nodes()) {
+    const ops::OpSignature& sig = node.kernel->signature();
+    if (sig.activation_layout != Layout::kNCHW) continue;  // element-wise: any layout
+    // A layer whose output is not 4-D (fully_connected after a flatten, at the end of a net) is the
+    // edge where the layout ends: the adapter transposes its input once. One whose output is 1x1 (VGG's
+    // and Inception's dropout before the logits) is the same in both layouts: its "transposes" are copies.
+    const Shape& y = node.output_shape;
+    if (y.size() != 4 || y[2] * y[3] == 1) continue;
+    const ops::OpDef* def = registry.find(node.op);  // fused nodes ("batch_norm+relu") have no NHWC kernel
+    if (!def || !def->nhwc_kernels.contains(Device::kCpu)) {
+      log_debug("data_format auto: NCHW on the CPU, layer ", node.name, " (", node.op, ") has no NHWC CPU kernel");
+      return Layout::kNCHW;
+    }
+  }
+  return Layout::kNHWC;
+}
+
+}  // namespace fastnn::loop
