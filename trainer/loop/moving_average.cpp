@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
+#include "trainer/head/head_config.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/optim/optimizer.h"
 
@@ -56,6 +57,17 @@ void MovingAverages::restore(std::vector<NamedArray> shadows) {
     FASTNN_CHECK(shadows[i].name == shadows_[i].name && shadows[i].data.size() == shadows_[i].data.size(),
                  "moving averages: ", shadows[i].name, " does not match ", shadows_[i].name);
   shadows_ = std::move(shadows);
+}
+
+std::unique_ptr<MovingAverages> make_moving_averages(const JobConfig& c, const std::vector<graph::NamedTensor>& variables,
+                                                     const std::string& run_dir, int64_t start) {
+  if (c.moving_average_decay() <= 0) return nullptr;
+  if (head::uses_head(c))
+    throw ConfigError(str("moving_average_decay is not available with a classifier head yet (loss_type=", c.loss_type(),
+                          ": its rows are saved in shards the averages do not cover)"));
+  auto ema = std::make_unique<MovingAverages>(c.moving_average_decay(), c.moving_average_warmup(), variables);
+  if (start > 0) ema->restore(saved_moving_averages(variables, moving_average_dir(run_dir), start));
+  return ema;
 }
 
 std::string moving_average_dir(const std::string& run_dir) { return run_dir + "/ema"; }

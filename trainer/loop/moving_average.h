@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "schemas/job_config.pb.h"
 #include "trainer/graph/graph.h"
 #include "trainer/params.h"
 
@@ -41,6 +43,12 @@ class MovingAverages {
   bool warmup_;
   std::vector<NamedArray> shadows_;
 };
+
+// The averages a run keeps: null when moving_average_decay is 0; else started at `variables` or, when the
+// run resumes at `start` > 0, at those saved in RUN/ema/ckpt-<start>. ConfigError with a classifier head
+// (its rows are saved in shards the averages do not cover).
+std::unique_ptr<MovingAverages> make_moving_averages(const JobConfig& c, const std::vector<graph::NamedTensor>& variables,
+                                                     const std::string& run_dir, int64_t start);
 
 // RUN/ema/: the averages' checkpoints.
 std::string moving_average_dir(const std::string& run_dir);

@@ -37,6 +37,7 @@
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
+#include "trainer/loop/step_window.h"
 #include "trainer/loop/stop_signal.h"
 #include "trainer/metrics/event_writer.h"
 #include "trainer/metrics/jsonl_writer.h"
@@ -53,33 +54,6 @@ double largest_batch_norm_decay(const NetDef& net) {
     if (l.has_batch_norm()) d = std::max(d, static_cast<double>(l.batch_norm().momentum()));
   return d;
 }
-
-
-// Sums over a window of steps (since the last log line, or since the last evaluation).
-struct Window {
-  double loss_sum = 0, wait_s = 0;
-  int64_t steps = 0, correct = 0, examples = 0;
-  Clock::time_point start = Clock::now();
-  // CPU seconds at the window's start: the process's, and the step loop's thread's (a window starts and
-  // ends on that thread).
-  double process_cpu = process_cpu_seconds(), loop_cpu = thread_cpu_seconds();
-  // Leaves out of the window what its three clocks ran since `mark` (a Window made then): an evaluation's
-  // time is not training throughput, nor its CPU the training's.
-  void skip_since(const Window& mark) {
-    start += Clock::now() - mark.start;
-    process_cpu += process_cpu_seconds() - mark.process_cpu;
-    loop_cpu += thread_cpu_seconds() - mark.loop_cpu;
-  }
-  void add(const StepResult& r, double wait) {
-    loss_sum += r.loss;
-    wait_s += wait;
-    ++steps;
-    correct += r.correct;
-    examples += r.examples;
-  }
-  double accuracy() const { return examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0; }
-  void reset() { *this = Window{}; }
-};
 
 // The runner's options for this rank: its seed, and the gradient average over the ranks (the host
 // communicator for the CPU runner, NCCL collectives for the CUDA runner).
@@ -125,6 +99,8 @@ class TrainingRun {
   void log_window(int64_t step, double lr);
   void run_eval(int64_t step, double lr);
   void run_moving_average_eval(int64_t step);
+  // The held-out split through the runner as it is now (every rank takes part).
+  EvalResult evaluate_held_out();
   // best: into RUN/best/ (keep_best_checkpoint) instead of the run directory.
   void save(int64_t step, double lr, bool best = false);
   void watch_best(int64_t step, double lr, const EvalResult& r);
@@ -159,7 +135,7 @@ class TrainingRun {
   std::unique_ptr<ckpt::CheckpointManager> ema_ckpt_;    // RUN/ema/ (moving_average_decay; chief)
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_, eval_events_;  // RUN/ and RUN/eval/ (chief)
-  Window log_window_, eval_window_;
+  StepWindow log_window_, eval_window_;
   std::optional<Clock::time_point> last_summary_;  // the last TensorBoard write (save_summaries_secs)
   double last_logged_accuracy_ = -1;                // the last log line's training accuracy
   TrainSummary summary_;
@@ -205,7 +181,7 @@ void TrainingRun::restore_or_init() {
 }
 
 void TrainingRun::log_window(int64_t step, double lr) {
-  Window& w = log_window_;
+  StepWindow& w = log_window_;
   if (!dp_.chief()) return w.reset();  // the window's sums are global already (average_metrics)
   const double wall = seconds_since(w.start);
   TrainLogEntry e;
@@ -255,10 +231,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
 void TrainingRun::run_eval(int64_t step, double lr) {
   if (setup_.eval_split.empty()) return;
   runner_->average_state();  // every rank evaluates with the ranks' mean batch-norm statistics
-  StepRunner& runner = *runner_;
-  const EvalResult r = dp_.evaluate(
-      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
-      runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
+  const EvalResult r = evaluate_held_out();
   summary_.evaluated = true;
   summary_.eval = r;
   watch_best(step, lr, r);
@@ -315,10 +288,7 @@ void TrainingRun::run_moving_average_eval(int64_t step) {
   if (!ema_ || setup_.eval_split.empty() || dp_.world() > 1) return;
   const std::vector<NamedArray> weights = runner_->host_variables();
   runner_->set_host_variables(ema_->shadows());
-  StepRunner& runner = *runner_;
-  const EvalResult r = dp_.evaluate(
-      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
-      runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
+  const EvalResult r = evaluate_held_out();
   runner_->set_host_variables(weights);
   if (options_.progress_lines)
     std::printf("eval of the moving averages at step %lld (%s, %lld examples): top1 %.4f  top5 %.4f  loss %.4f\n",
@@ -330,17 +300,18 @@ void TrainingRun::run_moving_average_eval(int64_t step) {
 // Before the first step, after the variables are restored and broadcast: the averages start at the
 // variables' values, or at those saved with the checkpoint the run resumes from (RUN/ema/ckpt-<step>).
 void TrainingRun::start_moving_averages() {
-  if (c_.moving_average_decay() <= 0) return;
-  if (head::uses_head(c_))
-    throw ConfigError(str("moving_average_decay is not available with a classifier head yet (loss_type=", c_.loss_type(),
-                          ": its rows are saved in shards the averages do not cover)"));
-  ema_ = std::make_unique<MovingAverages>(c_.moving_average_decay(), c_.moving_average_warmup(), runner_->variables());
-  const std::string dir = moving_average_dir(setup_.run_dir);
-  if (start_ > 0) ema_->restore(saved_moving_averages(runner_->variables(), dir, start_));
-  if (!dp_.chief()) return;
-  make_directories(dir);
+  ema_ = make_moving_averages(c_, runner_->variables(), setup_.run_dir, start_);
+  if (!ema_ || !dp_.chief()) return;
+  make_directories(moving_average_dir(setup_.run_dir));
   ema_ckpt_ = std::make_unique<ckpt::CheckpointManager>(
-      dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
+      moving_average_dir(setup_.run_dir), ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
+}
+
+EvalResult TrainingRun::evaluate_held_out() {
+  StepRunner& runner = *runner_;
+  return dp_.evaluate(
+      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
+      runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
 }
 
 // Before the first step: RUN/best/ on every rank (sharded rows are written there by all), and a resumed
@@ -557,7 +528,7 @@ TrainSummary TrainingRun::run() {
       dp_.want_save(false);
     }
     if (eval_now) {
-      const Window before_eval;
+      const StepWindow before_eval;
       run_eval(done, lr);
       log_window_.skip_since(before_eval);
     }
