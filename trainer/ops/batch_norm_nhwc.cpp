@@ -1,8 +1,9 @@
-// batch_norm's NHWC CPU kernel (one of the fast CPU kernels: FASTNN_CPU_KERNELS=reference leaves it out): the activation seen as [M, C] rows (M = N*H*W), the formulas of
-// batch_norm.h. Per-channel sums run over a fixed number of row blocks (a function of M only), each
-// adding its rows into a double per channel (the inner loop runs along the channels, contiguous), then
-// the blocks are added in order: reproducible on any thread count, and within rounding of the NCHW
-// kernel, whose per-plane order differs. Cross-replica statistics as in the NCHW kernel.
+// batch_norm's NHWC CPU kernel, one of the fast CPU kernels (FASTNN_CPU_KERNELS=reference leaves it
+// out): the activation seen as [M, C] rows (M = N*H*W), the formulas of batch_norm.h. Per-channel sums
+// run over a fixed number of row blocks (a function of M only), each adding its rows into a double per
+// channel (the inner loop runs along the channels, contiguous), then the blocks are added in order:
+// reproducible on any thread count, and within rounding of the NCHW kernel, whose per-plane order
+// differs. Cross-replica statistics as in the NCHW kernel.
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -1,5 +1,5 @@
-// conv2d's and depthwise_conv2d's NHWC CPU kernel on oneDNN (f32): x [N, H, W, C], y [N, P, Q, K], the weight and bias as in
-// conv2d.h ([K, C/G, R, S], the layout checkpoints keep). oneDNN's direct convolutions on NHWC
+// conv2d's and depthwise_conv2d's NHWC CPU kernel on oneDNN (f32): x [N, H, W, C], y [N, P, Q, K], the
+// weight and bias as in conv2d.h ([K, C/G, R, S], the layout checkpoints keep). oneDNN's direct convolutions on NHWC
 // activations (brgconv on AVX-512 and AVX2) want the weight in a blocked format of their own choice, so
 // each pass reorders it into the workspace first (and the filter gradient back out of it): a copy of
 // the weights per pass, small beside the activations at training batch sizes. Passes: forward (bias
