@@ -4,8 +4,8 @@
 // each pass reorders it into the workspace first (and the filter gradient back out of it): a copy of
 // the weights per pass, small beside the activations at training batch sizes. Passes: forward (bias
 // added by the primitive), backward-data, and backward-weights with the bias gradient. Each primitive
-// is made once, when the layer is, for its shape (the kernel is its own primitive cache); its
-// scratchpad is part of the workspace.
+// is described when the layer is made and generated at its pass's first run, once, for the layer's shape
+// (the kernel is its own primitive cache); its scratchpad is part of the workspace.
 //
 // Not bitwise the reference kernel (another summation order, FMA): ops_nhwc_cpu_test holds it to the
 // reference within f32 rounding, on the registry's cases and larger ones. At a fixed thread count the
@@ -53,15 +53,12 @@ class Conv2dDnnl final : public OpKernel {
     const auto fwd_d = convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_md_,
                                                  w_any, b_md, y_md_, strides, dilation, pad_l, pad_r);
     fwd_pd_ = convolution_forward::primitive_desc(fwd_d, attr, eng);
-    fwd_ = convolution_forward(fwd_pd_);
     const auto bwd_data_d = convolution_backward_data::desc(algorithm::convolution_direct, x_md_, w_any, y_md_,
                                                             strides, dilation, pad_l, pad_r);
     bwd_data_pd_ = convolution_backward_data::primitive_desc(bwd_data_d, attr, eng, fwd_pd_);
-    bwd_data_ = convolution_backward_data(bwd_data_pd_);
     const auto bwd_w_d = convolution_backward_weights::desc(algorithm::convolution_direct, x_md_, w_any, b_md, y_md_,
                                                             strides, dilation, pad_l, pad_r);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd_w_d, attr, eng, fwd_pd_);
-    bwd_w_ = convolution_backward_weights(bwd_w_pd_);
     // The primitives must take the activations as given: a kernel that asked for another layout would
     // need per-pass reorders of them, which this kernel does not do.
     FASTNN_CHECK(fwd_pd_.src_desc() == x_md_ && fwd_pd_.dst_desc() == y_md_ && bwd_data_pd_.diff_src_desc() == x_md_ &&
@@ -93,7 +90,8 @@ class Conv2dDnnl final : public OpKernel {
                                          {DNNL_ARG_DST, user(y_md_, a.outputs[0])},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(fwd_pd_, ws)}};
     if (p_.bias) args.emplace(DNNL_ARG_BIAS, user(fwd_pd_.bias_desc(), a.params[1]));
-    dnnl_execute(fwd_, args);
+    if (!fwd_) fwd_ = dnnl::convolution_forward(fwd_pd_);
+    dnnl_execute(*fwd_, args);
   }
 
   void run_backward(const BackwardArgs& a) override {
@@ -101,7 +99,8 @@ class Conv2dDnnl final : public OpKernel {
     if (a.d_inputs[0].defined()) {
       const PartMark part("conv2d dgrad");
       const memory w = weights_as(bwd_data_pd_.weights_desc(), to_bwd_weights_, a.params[0], ws + w_bwd_offset_);
-      dnnl_execute(bwd_data_, {{DNNL_ARG_DIFF_DST, user(y_md_, a.d_outputs[0])},
+      if (!bwd_data_) bwd_data_ = dnnl::convolution_backward_data(bwd_data_pd_);
+      dnnl_execute(*bwd_data_, {{DNNL_ARG_DIFF_DST, user(y_md_, a.d_outputs[0])},
                                {DNNL_ARG_WEIGHTS, w},
                                {DNNL_ARG_DIFF_SRC, user(x_md_, a.d_inputs[0])},
                                {DNNL_ARG_SCRATCHPAD, scratchpad(bwd_data_pd_, ws)}});
@@ -126,7 +125,8 @@ class Conv2dDnnl final : public OpKernel {
         args.emplace(DNNL_ARG_DIFF_BIAS, memory(bwd_w_pd_.diff_bias_desc(), dnnl_cpu_engine(), db_sink->data()));
       }
     }
-    dnnl_execute(bwd_w_, args);
+    if (!bwd_w_) bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
+    dnnl_execute(*bwd_w_, args);
     if (want_dw && !dw_direct) run_reorder(*from_filter_grad_, dw, user(w_user_md_, a.d_params[0]));
   }
 
@@ -164,7 +164,9 @@ class Conv2dDnnl final : public OpKernel {
   dnnl::convolution_forward::primitive_desc fwd_pd_;
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd_;
   dnnl::convolution_backward_weights::primitive_desc bwd_w_pd_;
-  dnnl::primitive fwd_, bwd_data_, bwd_w_;
+  // Made at a pass's first run (oneDNN generates their code then): an inference graph never pays for the
+  // backward ones.
+  std::optional<dnnl::primitive> fwd_, bwd_data_, bwd_w_;
   std::optional<dnnl::reorder> to_fwd_weights_, to_bwd_weights_, from_filter_grad_;
   size_t w_bwd_offset_ = 0, dw_offset_ = 0, scratch_offset_ = 0;
 };

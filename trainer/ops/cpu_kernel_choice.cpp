@@ -5,9 +5,12 @@
 #include <string_view>
 
 #include "core/check.h"
-#include "trainer/ops/dnnl_runtime.h"
 
 namespace fastnn::ops {
+
+#ifdef FASTNN_HAVE_DNNL
+std::string dnnl_description();  // ops/dnnl_runtime.h; declared here to keep oneDNN's large header out
+#endif
 
 namespace {
 std::atomic<int> reference_scopes{0};

@@ -95,13 +95,6 @@ std::vector<NhwcCase> all_cases() {
   return v;
 }
 
-std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
-  std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt);
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-}
-
 // Whether the op's NHWC kernel scans in the reference's order (bitwise) or sums in its own.
 bool bitwise(const std::string& op) {
   return op == "max_pool2d" || op == "avg_pool2d" || op == "global_avg_pool" || op == "concat" || op == "channel_pad";
@@ -137,14 +130,13 @@ KernelTensors copy_of(const KernelTensors& t) {
   return c;
 }
 
-class CpuNhwcOpCase : public testing::TestWithParam<NhwcCase> {};
-
-TEST_P(CpuNhwcOpCase, MatchesTheReferenceThroughTheAdapter) {
-  const NhwcCase& cr = GetParam();
+// One case; a test per op below (one process each in ctest, not one per case: about 70 cases).
+void expect_matches_reference(const NhwcCase& cr) {
+  SCOPED_TRACE(testing::PrintToString(cr));
   const std::vector<TensorSpec> specs = case_input_specs(cr.c, cr.dt);
   auto rk = adapt_to_nhwc(registry().create(cr.op, Device::kCpu, cr.c.attrs, specs));
   auto nk = registry().create_nhwc(cr.op, Device::kCpu, cr.c.attrs, specs);
-  if (!nk) GTEST_SKIP() << "no CPU NHWC kernel for " << dtype_name(cr.dt) << " (" << cpu_kernels_description() << ")";
+  if (!nk) return;  // the reference (FASTNN_CPU_KERNELS=reference): nothing of its own to compare
   const OpSignature &rs = rk->signature(), &ns = nk->signature();
   ASSERT_EQ(ns.activation_layout, Layout::kNHWC);
   ASSERT_EQ(ns.inputs.size(), rs.inputs.size());
@@ -192,7 +184,21 @@ TEST_P(CpuNhwcOpCase, MatchesTheReferenceThroughTheAdapter) {
     EXPECT_EQ(0, std::memcmp(runs[0].outputs[i].raw(), runs[1].outputs[i].raw(), runs[0].outputs[i].nbytes())) << "run to run";
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, CpuNhwcOpCase, testing::ValuesIn(all_cases()), case_name);
+class CpuNhwcOp : public testing::TestWithParam<std::string> {};
+
+TEST_P(CpuNhwcOp, MatchesTheReferenceThroughTheAdapter) {
+  int cases = 0;
+  for (const NhwcCase& c : all_cases())
+    if (c.op == GetParam()) {
+      expect_matches_reference(c);
+      ++cases;
+    }
+  EXPECT_GT(cases, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, CpuNhwcOp,
+                         testing::Values("conv2d", "depthwise_conv2d", "batch_norm", "max_pool2d", "avg_pool2d",
+                                         "global_avg_pool", "concat", "channel_pad"));
 
 }  // namespace
 }  // namespace fastnn::ops
