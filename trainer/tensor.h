@@ -18,6 +18,7 @@
 
 #include "core/half.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -77,10 +78,20 @@ class Storage {
   virtual Device device() const = 0;
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // How many writable pointers to this memory Tensors have handed out (non-const raw() and data()). A
+  // kernel that derives something from a tensor it only reads (oneDNN's blocked copy of a weight) may
+  // keep it while the count stays, where every write goes through a Tensor (an inference graph's
+  // parameters: ops::ForwardArgs::params_write_counted). A write through a pointer kept from before is
+  // not counted.
+  uint64_t write_count() const { return writes_.load(std::memory_order_relaxed); }
+  void count_write() { writes_.fetch_add(1, std::memory_order_relaxed); }
 
  protected:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+
+ private:
+  std::atomic<uint64_t> writes_{0};
 };
 
 using StorageAllocator = std::shared_ptr<Storage> (*)(size_t bytes);
@@ -120,7 +131,12 @@ class Tensor {
   void set_layout(Layout l) { layout_ = l; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
-  void* raw() { return storage_ ? storage_->data() : nullptr; }
+  // A writable pointer: counted as a write (Storage::write_count).
+  void* raw() {
+    if (!storage_) return nullptr;
+    storage_->count_write();
+    return storage_->data();
+  }
   const void* raw() const { return storage_ ? storage_->data() : nullptr; }
   // Typed element pointer (host or device address); throws if T does not match the dtype.
   template <typename T>

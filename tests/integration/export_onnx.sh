@@ -126,6 +126,23 @@ ckpt=$(ls resnet/ckpt-*.meta.pbtxt | sort -V | tail -1); ckpt=${ckpt%.meta.pbtxt
 "$FASTNN" export --checkpoint "$ckpt" -o resnet20.onnx --test_data resnet20_td --test_samples 8 -q || fail "export resnet"
 "$PY" "$CHECK" model resnet20.onnx --test_data resnet20_td --name "resnet_cifar_20 checkpoint" || fail "resnet_cifar_20"
 
+# predict of the ResNet-20 checkpoint on a quarter of the test split: on the fast CPU kernels (NHWC, each
+# batch norm folded into its convolution, weights kept in oneDNN's format) and on the reference ones
+# (NCHW, unfolded), the same top-1 for all but a few near-ties and probabilities within 1e-3.
+"$FASTNN" predict --checkpoint resnet --input data/test-00000-of-00004.tfrecord --device=cpu --batch_size=100 -q \
+  > fast.jsonl || fail "predict resnet"
+FASTNN_CPU_KERNELS=reference "$FASTNN" predict --checkpoint resnet --input data/test-00000-of-00004.tfrecord \
+  --device=cpu --batch_size=100 -q > reference.jsonl || fail "predict resnet, reference kernels"
+"$PY" - fast.jsonl reference.jsonl <<'PY' || fail "folded predict differs from the reference"
+import json, sys
+fast = [json.loads(l) for l in open(sys.argv[1])]
+ref = [json.loads(l) for l in open(sys.argv[2])]
+assert len(fast) == len(ref) == 2500, (len(fast), len(ref))
+same = sum(f["label"] == r["label"] for f, r in zip(fast, ref))
+diff = max(abs(a[1] - b[1]) for f, r in zip(fast, ref) for a, b in zip(f["topk"], r["topk"]) if a[0] == b[0])
+print(f"resnet_cifar_20 predict, fast vs reference kernels: {same}/2500 same top-1, max probability difference {diff:.2e}")
+assert same >= 2495 and diff < 1e-3
+PY
 "$FASTNN" predict --checkpoint lenet --input data --device=cpu --batch_size=500 -q > pred.jsonl || fail "predict"
 "$PY" "$CHECK" fashion lenet.onnx pred.jsonl "$DATA_SRC" || fail "lenet top-1 on the test set"
 "$PY" "$CHECK" fashion lenet16.onnx pred.jsonl "$DATA_SRC" --max_top1_diff 20 || fail "lenet float16 top-1"

@@ -10,6 +10,13 @@ namespace fastnn::graph {
 
 namespace {
 
+PlanOptions plan_options(const GraphOptions& o, int64_t batch_size) {
+  // A folded node has no backward and computes the evaluation-mode batch norm only.
+  FASTNN_CHECK(!o.fold_batch_norms || o.inference, "GraphOptions::fold_batch_norms is for inference graphs only");
+  return PlanOptions{.batch_size = batch_size, .dtype = o.dtype, .device = o.device, .registry = o.registry, .fuse = o.fuse,
+                     .layout = o.layout, .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = o.fold_batch_norms};
+}
+
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
@@ -73,7 +80,7 @@ struct Graph::NodeMemory {
 
 Graph::Graph(const NetDef& net, const GraphOptions& options)
     : options_(options),
-      plan_(NetPlan::make(net, PlanOptions{options.batch_size, options.dtype, options.device, options.registry, options.fuse, options.layout, options.fuse_conv_bn})),
+      plan_(NetPlan::make(net, plan_options(options, options.batch_size))),
       net_(net) {
   mem_.resize(plan_.nodes().size());
   for (size_t i = 0; i < mem_.size(); ++i) {
@@ -257,7 +264,7 @@ void Graph::initialize(uint64_t seed) {
 
 void Graph::set_batch_size(int64_t batch_size) {
   if (batch_size == plan_.batch_size()) return;
-  NetPlan plan = NetPlan::make(net_, PlanOptions{batch_size, options_.dtype, options_.device, options_.registry, options_.fuse, options_.layout, options_.fuse_conv_bn});
+  NetPlan plan = NetPlan::make(net_, plan_options(options_, batch_size));
   FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
   plan_ = std::move(plan);
   options_.batch_size = batch_size;
@@ -294,6 +301,7 @@ void Graph::forward(const Tensor& images, bool training, uint64_t step) {
     a.step = step;
     a.device_step = device_step_;
     a.replicas = replicas_;
+    a.params_write_counted = options_.inference;
     if (observer_) observer_->layer_begin(i, false);
     nodes[i].kernel->forward(a);
     if (observer_) observer_->layer_end(i, false);

@@ -55,12 +55,15 @@ struct GraphOptions {
   bool fuse = false;  // PlanOptions::fuse: relu fused into the batch_norm / add before it
   Layout layout = Layout::kNCHW;  // PlanOptions::layout: kNHWC takes [N, H, W, C] images
   bool fuse_conv_bn = false;      // PlanOptions::fuse_conv_bn: a convolution joins the batch norm after it
+  bool fold_batch_norms = false;  // PlanOptions::fold_batch_norms (inference graphs only)
   // Forward only, in evaluation mode (predict, serve): no gradient buffers; a layer's output buffer is
   // taken over by a later layer once every layer reading it has run (the logits, the aux logits and the
   // `keep` layers excepted), and every layer's saved tensors share one set of buffers (only backward
   // reads them). set_batch_size keeps the buffers and only grows them, so a server alternating batch
   // sizes allocates nothing after its largest batch. forward(training = true), backward(),
-  // output_grad() and param_refs() are Errors; parameters() have no `grad`.
+  // output_grad() and param_refs() are Errors; parameters() have no `grad`. Kernels may keep copies
+  // derived from parameters (ops::ForwardArgs::params_write_counted): write them through the tensors of
+  // variables() / parameters() / state(), never through a pointer kept across a forward.
   bool inference = false;
   std::vector<std::string> keep;  // inference: layers whose output layer_output() reads after forward
 };

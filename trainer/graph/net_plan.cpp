@@ -325,6 +325,7 @@ NetPlan NetPlan::make(const NetDef& net, const PlanOptions& options) {
   }
   if (options.fuse) plan.fuse_activations();
   if (options.fuse_conv_bn) plan.fuse_conv_batch_norms();
+  if (options.fold_batch_norms) plan.fold_batch_norms();
   return plan;
 }
 
@@ -402,29 +403,67 @@ void NetPlan::fuse_conv_batch_norms() {
   std::vector<int> readers = reader_counts();
   std::vector<int> into(n, -1);  // a fused-away conv2d -> the batch norm node it joined
   for (size_t j = 0; j < n; ++j) {
+    const std::optional<size_t> i = conv_read_only_by(j, readers);
+    if (!i || nodes_[*i].op != "conv2d") continue;
     PlanNode& bn = nodes_[j];
-    if (bn.op.rfind("batch_norm", 0) != 0 || bn.inputs.empty() || bn.inputs[0] == kDataInput) continue;
-    const auto i = static_cast<size_t>(bn.inputs[0]);
-    PlanNode& conv = nodes_[i];
-    if (conv.op != "conv2d" || readers[i] != 1 || static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_)
-      continue;
-    if (!nothing_stateful_between(i, j)) continue;
-    const int x = conv.inputs.empty() ? kDataInput : conv.inputs[0];
+    const int x = nodes_[*i].inputs.empty() ? kDataInput : nodes_[*i].inputs[0];
     if (bn.inputs.size() > 1 && x != kDataInput && readers[static_cast<size_t>(x)] > 1) continue;
-    bn.kernel = ops::make_fused_kernel(std::move(conv.kernel), std::move(bn.kernel), options_.registry);
-    std::vector<int> inputs = conv.inputs;
-    inputs.insert(inputs.end(), bn.inputs.begin() + 1, bn.inputs.end());
-    bn.inputs = std::move(inputs);
-    bn.params.insert(bn.params.begin(), std::make_move_iterator(conv.params.begin()),
-                     std::make_move_iterator(conv.params.end()));
-    bn.state.insert(bn.state.begin(), std::make_move_iterator(conv.state.begin()),
-                    std::make_move_iterator(conv.state.end()));
-    bn.macs += conv.macs;
-    bn.op = conv.op + "+" + bn.op;
-    bn.type = conv.type + "+" + bn.type;
-    into[i] = static_cast<int>(j);
+    std::unique_ptr<ops::OpKernel> fused = ops::make_fused_kernel(std::move(nodes_[*i].kernel), std::move(bn.kernel), options_.registry);
+    join_conv_into(*i, j, std::move(fused));
+    into[*i] = static_cast<int>(j);
   }
   drop_fused(into);
+}
+
+void NetPlan::fold_batch_norms() {
+  const ops::OpRegistry& registry = options_.registry ? *options_.registry : builtin_op_registry();
+  const size_t n = nodes_.size();
+  std::vector<int> readers = reader_counts();
+  std::vector<int> into(n, -1);  // a folded-away convolution -> the batch norm node it joined
+  for (size_t j = 0; j < n; ++j) {
+    const std::optional<size_t> i = conv_read_only_by(j, readers);
+    if (!i) continue;
+    const PlanNode& conv = nodes_[*i];
+    const PlanNode& bn = nodes_[j];
+    ops::TensorSpec x = conv.kernel->signature().inputs[0];
+    if (options_.layout == Layout::kNHWC && x.shape.size() == 4) x.shape = {x.shape[0], x.shape[3], x.shape[1], x.shape[2]};
+    const ops::TensorSpec nchw_inputs[] = {x};
+    std::unique_ptr<ops::OpKernel> folded = registry.create_batch_norm_fold(
+        {conv.op, conv.attrs, nchw_inputs, *conv.kernel, bn.op, bn.attrs, *bn.kernel});
+    if (!folded) continue;
+    join_conv_into(*i, j, std::move(folded));
+    into[*i] = static_cast<int>(j);
+  }
+  drop_fused(into);
+}
+
+// The convolution (conv2d, depthwise_conv2d) that batch norm node j alone reads as its first input, where
+// nothing between the two has parameters or state; nullopt otherwise.
+std::optional<size_t> NetPlan::conv_read_only_by(size_t j, const std::vector<int>& readers) const {
+  const PlanNode& bn = nodes_[j];
+  if (bn.op.rfind("batch_norm", 0) != 0 || bn.inputs.empty() || bn.inputs[0] == kDataInput) return std::nullopt;
+  const auto i = static_cast<size_t>(bn.inputs[0]);
+  const PlanNode& conv = nodes_[i];
+  if (conv.op != "conv2d" && conv.op != "depthwise_conv2d") return std::nullopt;
+  if (readers[i] != 1 || static_cast<int>(i) == logits_ || static_cast<int>(i) == aux_logits_) return std::nullopt;
+  if (!nothing_stateful_between(i, j)) return std::nullopt;
+  return i;
+}
+
+void NetPlan::join_conv_into(size_t i, size_t j, std::unique_ptr<ops::OpKernel> kernel) {
+  PlanNode& conv = nodes_[i];
+  PlanNode& bn = nodes_[j];
+  bn.kernel = std::move(kernel);
+  std::vector<int> inputs = conv.inputs;
+  inputs.insert(inputs.end(), bn.inputs.begin() + 1, bn.inputs.end());
+  bn.inputs = std::move(inputs);
+  bn.params.insert(bn.params.begin(), std::make_move_iterator(conv.params.begin()),
+                   std::make_move_iterator(conv.params.end()));
+  bn.state.insert(bn.state.begin(), std::make_move_iterator(conv.state.begin()),
+                  std::make_move_iterator(conv.state.end()));
+  bn.macs += conv.macs;
+  bn.op = conv.op + "+" + bn.op;
+  bn.type = conv.type + "+" + bn.type;
 }
 
 std::vector<int> NetPlan::reader_counts() const {

@@ -62,6 +62,12 @@ struct PlanOptions {
   // bitwise the unfused plan; on cuda the convolution writes the batch norm's statistics where cuDNN has
   // a conv + statistics engine (ops/conv2d_cuda.cpp, ops/conv_bn_graph_cuda.h). The fuse_conv_bn field.
   bool fuse_conv_bn = false;
+  // Inference plans, after the fusions above: a convolution (conv2d, depthwise_conv2d) read only by a
+  // batch norm node joins it as one evaluation-only node "<conv>+<that op>" (named and ordered as under
+  // fuse_conv_bn) where the device has a kernel computing the pair with the batch norm folded into the
+  // convolution's weights and bias (OpRegistry::add_batch_norm_fold; the CPU's on oneDNN, NHWC). Where
+  // it has none the two nodes stay. Not bitwise the unfolded plan (the fold rounds the weights).
+  bool fold_batch_norms = false;
 };
 
 // A parameter or state tensor of a layer.
@@ -120,6 +126,9 @@ class NetPlan {
   void fuse_activations();
   void fuse_residual_batch_norms();
   void fuse_conv_batch_norms();
+  void fold_batch_norms();
+  std::optional<size_t> conv_read_only_by(size_t bn_node, const std::vector<int>& readers) const;
+  void join_conv_into(size_t conv_node, size_t bn_node, std::unique_ptr<ops::OpKernel> kernel);
   std::vector<int> reader_counts() const;
   bool nothing_stateful_between(size_t from, size_t to) const;  // no node strictly between has params or state
   void drop_fused(const std::vector<int>& into);

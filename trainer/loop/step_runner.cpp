@@ -156,12 +156,18 @@ std::vector<ParamRef> model_params(const graph::Graph& g, HeadStep* head) {
   return p;
 }
 
+// An NHWC inference graph folds each batch norm into the convolution before it where the CPU has that
+// kernel (oneDNN's; ops/conv_bn_fold_dnnl.cpp). The relu and residual add after the batch norm join its
+// node first (fuse_ops, bitwise the unfused plan), so that they fold too.
+bool folds_batch_norms(const StepRunnerOptions& o) { return o.inference && o.layout == Layout::kNHWC; }
+
 class CpuStepRunner final : public StepRunner {
  public:
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_(o),
-        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse, .layout = o.layout,
-                     .fuse_conv_bn = o.fuse_conv_bn, .inference = o.inference, .keep = o.keep_layers}),
+        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse || folds_batch_norms(o), .layout = o.layout,
+                     .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = folds_batch_norms(o), .inference = o.inference,
+                     .keep = o.keep_layers}),
         step_(graph_, {.label_smoothing = o.label_smoothing}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
         params_(o.inference ? std::vector<ParamRef>{} : model_params(graph_, head_.get())),

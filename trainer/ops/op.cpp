@@ -150,6 +150,16 @@ void OpRegistry::add_fusion(std::string_view first, std::string_view then, Devic
   fusions_[fusion_key(first, then, device)] = std::move(factory);
 }
 
+void OpRegistry::add_batch_norm_fold(std::string_view conv_op, Device device, BatchNormFoldFactory factory) {
+  folds_[str(conv_op, "@", device_name(device))] = std::move(factory);
+}
+
+std::unique_ptr<OpKernel> OpRegistry::create_batch_norm_fold(const BatchNormFold& fold) const {
+  if (fold.conv.device() != fold.then.device()) return nullptr;
+  auto it = folds_.find(str(fold.conv_op, "@", device_name(fold.conv.device())));
+  return it == folds_.end() ? nullptr : it->second(fold);
+}
+
 std::unique_ptr<OpKernel> OpRegistry::create_fusion(const OpKernel& first, const OpKernel& then) const {
   if (first.device() != then.device()) return nullptr;
   auto it = fusions_.find(fusion_key(first.name(), then.name(), first.device()));

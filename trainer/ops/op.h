@@ -137,6 +137,11 @@ struct ForwardArgs {
   const uint64_t* device_step = nullptr;
   void* stream = nullptr;  // cudaStream_t for CUDA kernels; ignored on the CPU
   CrossReplicaSum* replicas = nullptr;  // training: statistics over every replica's batch (batch_norm)
+  // Every write to params and state since the last forward went through a writable Tensor, so that
+  // their Storage::write_count moved (an inference graph: it gives out no pointers to keep, as the
+  // optimizer's ParamRefs are). A kernel may then keep what it derives from them (a weight reordered
+  // for oneDNN) while their counts stay; when false it derives it again on every pass.
+  bool params_write_counted = false;
 };
 
 struct BackwardArgs {
@@ -230,6 +235,23 @@ struct OpDef {
 // kernels the plan made; null when these particular kernels cannot be fused (the composite is used).
 using FusionFactory = std::function<std::unique_ptr<OpKernel>(const OpKernel& first, const OpKernel& then)>;
 
+// A convolution and the batch norm node that alone reads it (batch_norm, batch_norm+relu,
+// batch_norm+relu6, batch_norm+add+relu), as an inference plan folds them (PlanOptions::fold_batch_norms):
+// the two kernels the plan made, with their ops and attributes, and the convolution's NCHW input specs.
+struct BatchNormFold {
+  std::string_view conv_op;  // "conv2d", "depthwise_conv2d"
+  const Attrs& conv_attrs;
+  std::span<const TensorSpec> conv_nchw_inputs;
+  const OpKernel& conv;
+  std::string_view then_op;  // "batch_norm", "batch_norm+relu", ...
+  const Attrs& batch_norm_attrs;
+  const OpKernel& then;
+};
+// An evaluation-only kernel computing the pair with the batch norm folded into the convolution's weights
+// and bias. Its signature is the composite's (ops/fused.h) but for `saved`, which it has none of, and it
+// has no backward. Null where it has none for these kernels (the plan keeps them).
+using BatchNormFoldFactory = std::function<std::unique_ptr<OpKernel>(const BatchNormFold& fold)>;
+
 class OpRegistry {
  public:
   // Adds an op; throws Error if the name is taken or the def has no CPU kernel.
@@ -258,9 +280,15 @@ class OpRegistry {
   // The registered fusion of these two kernels, or null (none registered, or the factory declined).
   std::unique_ptr<OpKernel> create_fusion(const OpKernel& first, const OpKernel& then) const;
 
+  // A device's evaluation-only kernel for a convolution op and the batch norm after it, folded.
+  void add_batch_norm_fold(std::string_view conv_op, Device device, BatchNormFoldFactory factory);
+  // The registered fold for the conv kernel's device, or null (none, or the factory declined).
+  std::unique_ptr<OpKernel> create_batch_norm_fold(const BatchNormFold& fold) const;
+
  private:
   std::map<std::string, OpDef, std::less<>> ops_;
   std::map<std::string, FusionFactory, std::less<>> fusions_;  // "first+then@device"
+  std::map<std::string, BatchNormFoldFactory, std::less<>> folds_;  // "conv_op@device"
 };
 
 // Every built-in op with its CPU kernel, listed explicitly in ops/builtin.cpp.

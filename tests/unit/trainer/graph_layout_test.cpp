@@ -165,6 +165,85 @@ TEST(GraphLayout, FastCpuKernelsAgreeWithinRounding) {
   expect_fast_nhwc_graph_is_close("resnet_cifar_20", 16);
 }
 
+// An inference graph keeps oneDNN's blocked copy of each convolution weight between forwards
+// (ForwardArgs::params_write_counted). A weight written after a forward, even through a tensor taken
+// before it, must be seen by the next one: the logits are then bitwise those of a fresh graph holding the
+// new weights.
+TEST(GraphLayout, InferenceGraphSeesWeightsWrittenBetweenForwards) {
+  if (!ops::use_fast_cpu_kernels()) GTEST_SKIP() << ops::cpu_kernels_description();
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 16, .width = 16});
+  const GraphOptions o{.batch_size = 2, .seed = 5, .layout = Layout::kNHWC, .inference = true};
+  Graph g(net, o);
+  const Tensor x = testing_util::random_tensor(g.input_shape(), DType::kF32, 3);
+  std::vector<NamedTensor> held = g.variables();  // taken before the forwards, written after them
+  g.forward(x, false);
+  const Tensor first = g.output(0).clone();
+  g.forward(x, false);
+  EXPECT_TRUE(same_bits(first, g.output(0))) << "the cached weights changed the answer";
+  GraphOptions other = o;
+  other.seed = 9;
+  Graph fresh(net, other);
+  const std::vector<NamedTensor> new_values = fresh.variables();
+  ASSERT_EQ(held.size(), new_values.size());
+  for (size_t i = 0; i < held.size(); ++i) std::memcpy(held[i].value.raw(), new_values[i].value.raw(), held[i].value.nbytes());
+  g.forward(x, false);
+  fresh.forward(x, false);
+  EXPECT_FALSE(same_bits(first, g.output(0))) << "new weights, the same logits";
+  EXPECT_TRUE(same_bits(fresh.output(0), g.output(0))) << "a stale copy of the old weights was used";
+}
+
+// Batch norms folded into the convolutions before them (PlanOptions::fold_batch_norms: oneDNN's
+// convolution with the relu, relu6 or residual add as post-ops) give the unfolded inference graph's
+// logits within f32 rounding, with batch-norm parameters and statistics far from their initial values.
+void expect_folded_graph_is_close(const std::string& model, int size) {
+  SCOPED_TRACE(model);
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  const GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .inference = true};
+  GraphOptions fold_o = o;
+  fold_o.fold_batch_norms = true;
+  Graph plain(net, o), folded(net, fold_o);
+  int folds = 0, tails = 0;
+  for (const PlanNode& n : folded.plan().nodes()) {
+    folds += n.op.find("conv2d+batch_norm") != std::string::npos;
+    tails += n.op.ends_with("+batch_norm+relu") || n.op.ends_with("+add+relu") || n.op.ends_with("+relu6");
+  }
+  EXPECT_GT(folds, 0);
+  EXPECT_GT(tails, 0);
+  EXPECT_LT(folded.plan().nodes().size(), plain.plan().nodes().size());
+  // Scales around 1, shifts and means around 0, variances in [0.5, 1.5): each channel folds differently.
+  std::vector<NamedTensor> pv = plain.variables(), fv = folded.variables();
+  ASSERT_EQ(pv.size(), fv.size());
+  uint64_t seed = 11;
+  for (size_t i = 0; i < pv.size(); ++i) {
+    const std::string& name = pv[i].name;
+    const bool bn = name.ends_with("gamma") || name.ends_with("beta") || name.ends_with("moving_mean") || name.ends_with("moving_variance");
+    if (!bn) continue;
+    const Tensor r = testing_util::random_tensor(pv[i].value.shape(), DType::kF32, ++seed);  // [-1, 1)
+    const float* rv = r.data<float>();
+    float* a = pv[i].value.data<float>();
+    for (int64_t j = 0; j < r.numel(); ++j)
+      a[j] = name.ends_with("gamma") ? 1.0f + 0.5f * rv[j] : name.ends_with("moving_variance") ? 1.0f + 0.5f * rv[j] : 0.3f * rv[j];
+    std::memcpy(fv[i].value.raw(), pv[i].value.raw(), pv[i].value.nbytes());
+  }
+  const Tensor x = to_nhwc(testing_util::random_tensor(plain.plan().options().layout == Layout::kNHWC
+                                                           ? Shape{2, plain.input_shape()[3], plain.input_shape()[1], plain.input_shape()[2]}
+                                                           : plain.input_shape(),
+                                                       DType::kF32, 3));
+  plain.forward(x, false);
+  folded.forward(x, false);
+  const auto a = plain.output(0).to_vector<double>(), b = folded.output(0).to_vector<double>();
+  double scale = 1e-3;
+  for (double v : a) scale = std::max(scale, std::fabs(v));
+  for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(b[j], a[j], 1e-4 * scale) << "logit " << j;
+}
+
+TEST(GraphLayout, InferenceGraphFoldsBatchNormsWithinRounding) {
+  if (!ops::use_fast_cpu_kernels()) GTEST_SKIP() << ops::cpu_kernels_description();
+  expect_folded_graph_is_close("resnet_cifar_20", 16);
+  expect_folded_graph_is_close("resnet_v1_50", 32);
+  expect_folded_graph_is_close("mobilenet_v2", 32);
+}
+
 TEST(GraphLayout, MobileNetDepthwise) { expect_nhwc_graph_is_bitwise("mobilenet_v2", 32, false); }
 
 TEST(GraphLayout, RefusesNchwImagesAndAdaptsDeviceKernels) {

@@ -1,0 +1,63 @@
+// What the oneDNN convolution kernels (conv2d_nhwc_dnnl.cpp, conv_bn_fold_dnnl.cpp) share: conv2d's and
+// depthwise_conv2d's parameters as one grouped convolution, its oneDNN descriptors on NHWC activations,
+// and the weight plumbing (the user's [K, C/G, R, S] to oneDNN's blocked format). FASTNN_HAVE_DNNL only.
+#pragma once
+
+#ifdef FASTNN_HAVE_DNNL
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "trainer/ops/conv2d.h"
+#include "trainer/ops/dnnl_runtime.h"
+
+namespace fastnn::ops::dnnl_conv {
+
+// The op's parameters as a grouped convolution (a depthwise one has a group per input channel, weight
+// [C*M, 1, R, S], output channel c*M + m: TF's order), or nullopt where it runs on the reference kernels
+// (FASTNN_CPU_KERNELS=reference, or not f32: the gradient checks' f64).
+std::optional<Conv2dParams> grouped_conv_params(std::string_view op, const Attrs& attrs, std::span<const TensorSpec> nchw_inputs);
+
+struct ConvDescs {
+  dnnl::memory::desc x, y;       // NHWC
+  dnnl::memory::desc w_user;     // [K, C/G, R, S]: oihw, or goihw for several groups
+  dnnl::memory::desc w_any;      // the format the primitive picks
+  dnnl::memory::desc bias;       // [K], or empty without a bias
+  dnnl::memory::dims strides, dilation, pad_l, pad_r;
+};
+ConvDescs conv_descs(const Conv2dParams& p, bool with_bias);
+
+inline std::byte* bytes_of(const Tensor& t) { return static_cast<std::byte*>(const_cast<void*>(t.raw())); }
+inline dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
+  return dnnl::memory(md, dnnl_cpu_engine(), const_cast<void*>(t.raw()));
+}
+// The reorder from one format to another, made once; none when they are the same.
+std::optional<dnnl::reorder> reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                                             const dnnl::primitive_attr& attr = {});
+void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to);
+
+// A copy of a parameter in a format oneDNN wants, made again only when the parameter was written since
+// (its storage's write count moved; valid where ForwardArgs::params_write_counted).
+class CachedWeights {
+ public:
+  // Whether `sources` are the tensors of the last update() with the same write counts.
+  bool current(std::span<const Tensor> sources) const;
+  // Records `sources` as what the cache now holds; returns the cache's memory of `bytes` bytes.
+  std::byte* update(std::span<const Tensor> sources, size_t bytes);
+  std::byte* data() const { return static_cast<std::byte*>(buffer_->data()); }
+
+ private:
+  std::shared_ptr<Storage> buffer_;
+  // Held, so that no other storage can take their addresses.
+  std::vector<std::pair<std::shared_ptr<Storage>, uint64_t>> of_;
+};
+
+}  // namespace fastnn::ops::dnnl_conv
+
+namespace fastnn::ops {
+// The CPU's BatchNormFoldFactory (conv_bn_fold_dnnl.cpp): null where either kernel is not oneDNN's.
+std::unique_ptr<OpKernel> make_batch_norm_fold(const BatchNormFold& fold);
+}  // namespace fastnn::ops
+#endif  // FASTNN_HAVE_DNNL

@@ -1,0 +1,150 @@
+// An inference plan's convolution + batch norm (+ relu / relu6 / residual add + relu) as one oneDNN
+// convolution (NHWC, f32), PlanOptions::fold_batch_norms. With the batch norm's evaluation-mode
+// statistics, per output channel k:
+//   s_k = gamma_k / sqrt(running_var_k + epsilon)
+//   y = s_k * (conv(x, w)_k + b_k - running_mean_k) + beta_k = conv(x, s_k * w_k) + (beta_k + (b_k - mean_k) s_k)
+// so the batch norm becomes the convolution's weights and bias, computed in double and rounded once; the
+// add is oneDNN's sum post-op (the residual copied into the output first) and the activation its eltwise
+// post-op. One pass over the activations instead of three or four. The folded, reordered weights are kept
+// while no parameter or statistic was written (ForwardArgs::params_write_counted; an inference graph).
+//
+// Not bitwise the unfolded pair (the fold rounds the weights): graph_layout_test holds an inference graph
+// with folds to the one without within f32 rounding. Evaluation mode only, no backward.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "trainer/ops/batch_norm.h"
+#include "trainer/ops/conv2d_dnnl.h"
+#include "trainer/ops/part_marks.h"
+
+namespace fastnn::ops {
+namespace {
+
+using dnnl::memory;
+using namespace dnnl_conv;
+
+enum class Tail { kNone, kRelu, kRelu6, kAddRelu };
+
+std::optional<Tail> tail_of(std::string_view then_op) {
+  if (then_op == "batch_norm") return Tail::kNone;
+  if (then_op == "batch_norm+relu") return Tail::kRelu;
+  if (then_op == "batch_norm+relu6") return Tail::kRelu6;
+  if (then_op == "batch_norm+add+relu") return Tail::kAddRelu;
+  return std::nullopt;
+}
+
+class ConvBatchNormFold final : public OpKernel {
+ public:
+  ConvBatchNormFold(const BatchNormFold& f, const Conv2dParams& p, Tail tail, double epsilon)
+      : OpKernel(str(f.conv_op, "+", f.then_op), Device::kCpu), p_(p), tail_(tail), epsilon_(epsilon) {
+    const ConvDescs d = conv_descs(p, /*with_bias=*/true);
+    x_md_ = d.x;
+    y_md_ = d.y;
+    w_user_md_ = d.w_user;
+    bias_md_ = d.bias;
+    dnnl::post_ops ops;
+    if (tail == Tail::kAddRelu) ops.append_sum(1.0f);
+    if (tail == Tail::kRelu || tail == Tail::kAddRelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (tail == Tail::kRelu6) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_post_ops(ops);
+    using namespace dnnl;
+    const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, d.x, d.w_any,
+                                                d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
+    pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
+    FASTNN_CHECK(pd_.src_desc() == x_md_ && pd_.dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
+    to_blocked_ = reorder_between(w_user_md_, pd_.weights_desc());
+
+    // The composite's signature (ops/fused.h) without its saved tensors.
+    const OpSignature& sc = f.conv.signature();
+    const OpSignature& sb = f.then.signature();
+    sig_.inputs = sc.inputs;
+    sig_.input_has_grad = sc.input_has_grad;
+    for (size_t j = 1; j < sb.inputs.size(); ++j) {
+      sig_.inputs.push_back(sb.inputs[j]);
+      sig_.input_has_grad.push_back(j < sb.input_has_grad.size() && sb.input_has_grad[j]);
+    }
+    sig_.params = sc.params;
+    sig_.params.insert(sig_.params.end(), sb.params.begin(), sb.params.end());
+    sig_.state = sc.state;
+    sig_.state.insert(sig_.state.end(), sb.state.begin(), sb.state.end());
+    sig_.outputs = sb.outputs;
+    sig_.activation_layout = Layout::kNHWC;
+    sig_.has_backward = false;
+    sig_.workspace_bytes = dnnl_aligned(pd_.scratchpad_desc().get_size());
+    FASTNN_CHECK(sig_.params.size() == (p.bias ? 4u : 3u) && sig_.state.size() == 2 &&
+                     sig_.inputs.size() == (tail == Tail::kAddRelu ? 2u : 1u),
+                 name(), ": unexpected parameters, statistics or inputs");
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    FASTNN_CHECK(!a.training, name(), ": a folded batch norm computes evaluation mode only");
+    const PartMark part("conv2d fprop");
+    std::vector<Tensor> sources(a.params.begin(), a.params.end());
+    sources.insert(sources.end(), a.state.begin(), a.state.end());
+    if (!a.params_write_counted || !cache_.current(sources)) fold(a, sources);
+    if (tail_ == Tail::kAddRelu) std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
+    const memory w = to_blocked_ ? memory(pd_.weights_desc(), dnnl_cpu_engine(), cache_.data()) : memory(w_user_md_, dnnl_cpu_engine(), folded_.data());
+    if (!conv_) conv_ = dnnl::convolution_forward(pd_);
+    dnnl_execute(*conv_, {{DNNL_ARG_SRC, user_memory(x_md_, a.inputs[0])},
+                          {DNNL_ARG_WEIGHTS, w},
+                          {DNNL_ARG_BIAS, memory(bias_md_, dnnl_cpu_engine(), bias_.data())},
+                          {DNNL_ARG_DST, user_memory(y_md_, a.outputs[0])},
+                          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), dnnl_cpu_engine(), bytes_of(a.workspace))}});
+  }
+
+ private:
+  // The batch norm into the weights (folded_, [K, C/G, R, S]) and bias (bias_), then the weights into
+  // oneDNN's blocked format (the cache).
+  void fold(const ForwardArgs& a, std::span<const Tensor> sources) {
+    const size_t b = p_.bias ? 1 : 0;
+    const float* w = a.params[0].data<float>();
+    const float* conv_bias = p_.bias ? a.params[1].data<float>() : nullptr;
+    const float* gamma = a.params[b + 1].data<float>();
+    const float* beta = a.params[b + 2].data<float>();
+    const float* mean = a.state[0].data<float>();
+    const float* var = a.state[1].data<float>();
+    const auto k_count = static_cast<size_t>(p_.k);
+    const size_t per_k = static_cast<size_t>(a.params[0].numel()) / k_count;
+    folded_.resize(static_cast<size_t>(a.params[0].numel()));
+    bias_.resize(k_count);
+    for (size_t k = 0; k < k_count; ++k) {
+      const double s = gamma[k] / std::sqrt(static_cast<double>(var[k]) + epsilon_);
+      const double b_k = conv_bias ? conv_bias[k] : 0.0;
+      bias_[k] = static_cast<float>(beta[k] + (b_k - mean[k]) * s);
+      for (size_t i = 0; i < per_k; ++i) folded_[k * per_k + i] = static_cast<float>(w[k * per_k + i] * s);
+    }
+    std::byte* at = cache_.update(sources, to_blocked_ ? dnnl_aligned(pd_.weights_desc().get_size()) : 64);
+    if (to_blocked_)
+      run_reorder(*to_blocked_, memory(w_user_md_, dnnl_cpu_engine(), folded_.data()), memory(pd_.weights_desc(), dnnl_cpu_engine(), at));
+  }
+
+  Conv2dParams p_;
+  Tail tail_;
+  double epsilon_;
+  memory::desc x_md_, y_md_, w_user_md_, bias_md_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  std::optional<dnnl::primitive> conv_;  // made at the first forward
+  std::optional<dnnl::reorder> to_blocked_;
+  std::vector<float> folded_, bias_;
+  CachedWeights cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<OpKernel> make_batch_norm_fold(const BatchNormFold& f) {
+  const std::optional<Tail> tail = tail_of(f.then_op);
+  if (!tail || f.conv.signature().activation_layout != Layout::kNHWC) return nullptr;
+  const std::optional<Conv2dParams> p = grouped_conv_params(f.conv_op, f.conv_attrs, f.conv_nchw_inputs);
+  if (!p) return nullptr;
+  const ops::TensorSpec& bn_x = f.then.signature().inputs[0];
+  const Shape nchw{bn_x.shape[0], bn_x.shape[3], bn_x.shape[1], bn_x.shape[2]};
+  const TensorSpec bn_in[] = {TensorSpec{.name = "x", .shape = nchw, .dtype = bn_x.dtype}};
+  const double epsilon = batch_norm_params(f.batch_norm_attrs, bn_in).epsilon;
+  return std::make_unique<ConvBatchNormFold>(f, *p, *tail, epsilon);
+}
+
+}  // namespace fastnn::ops
