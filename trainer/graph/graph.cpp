@@ -253,12 +253,16 @@ void Graph::initialize(uint64_t seed) {
     for (size_t k = 0; k < node.params.size(); ++k) {
       const PlannedTensor& p = node.params[k];
       init(mem_[i].params[k], [&](Tensor& t) {
-        if (p.init) ops::init_tensor(t, *p.init, p.spec.fan_in, p.spec.fan_out, param_seed(seed, p.name));
+        if (p.trainable && !options_.draw_variables) t.zero();
+        else if (p.init) ops::init_tensor(t, *p.init, p.spec.fan_in, p.spec.fan_out, param_seed(seed, p.name));
         else ops::init_tensor(t, p.spec, param_seed(seed, p.name));
       });
     }
     for (size_t k = 0; k < node.state.size(); ++k)
-      init(mem_[i].state[k], [&](Tensor& t) { ops::init_tensor(t, node.state[k].spec, param_seed(seed, node.state[k].name)); });
+      init(mem_[i].state[k], [&](Tensor& t) {
+        if (!options_.draw_variables) t.zero();
+        else ops::init_tensor(t, node.state[k].spec, param_seed(seed, node.state[k].name));
+      });
   }
 }
 

@@ -173,6 +173,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
     for (size_t d = 1; d < shape.size(); ++d) m.embedding_size *= shape[d];
   }
   o.inference = true;
+  o.draw_variables = false;  // the checkpoint replaces them all next (or the load fails)
   if (options.embeddings) o.keep_layers = {m.embedding_layer};
   s.runner = loop::make_step_runner(net, o);
   s.runner->set_host_variables(loop::checkpoint_variables(s.runner->variables(), l.weights.arrays(), l.prefix));

@@ -161,6 +161,8 @@ struct StepRunnerOptions {
   // runner; the CUDA runner builds its usual graph.
   bool inference = false;
   std::vector<std::string> keep_layers;
+  // GraphOptions::draw_variables: false where every variable is loaded right after (CPU runner).
+  bool draw_variables = true;
   // TF-slim's trainable_scopes: only parameters under one of these name prefixes are updated (weight
   // decay, the global norm and the optimizer see only them; gradients are still averaged whole; the
   // others keep their values bitwise, while batch-norm moving statistics update everywhere, as TF-slim's

@@ -91,5 +91,24 @@ TEST(InferenceGraph, RefusesWhatNeedsGradientsOrAReusedBuffer) {
   EXPECT_THROW(Graph(net, {.batch_size = 2, .inference = true, .keep = {"no_such_layer"}}), Error);
 }
 
+// A graph that loads every variable next starts them at zero instead of drawing them; written, they give
+// the drawn graph's logits bitwise.
+TEST(InferenceGraph, UndrawnVariablesAreZeroUntilLoaded) {
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 16, .width = 16});
+  Graph drawn(net, {.batch_size = 2, .seed = 4, .inference = true});
+  Graph loaded(net, {.batch_size = 2, .seed = 4, .inference = true, .draw_variables = false});
+  const std::vector<NamedTensor> from = drawn.variables();
+  std::vector<NamedTensor> to = loaded.variables();
+  ASSERT_EQ(from.size(), to.size());
+  for (size_t i = 0; i < to.size(); ++i) {
+    for (double v : to[i].value.to_vector<double>()) ASSERT_EQ(v, 0.0) << to[i].name;
+    std::memcpy(to[i].value.raw(), from[i].value.raw(), from[i].value.nbytes());
+  }
+  const Tensor x = testing_util::random_tensor(drawn.input_shape(), DType::kF32, 1);
+  drawn.forward(x, false);
+  loaded.forward(x, false);
+  EXPECT_EQ(std::memcmp(drawn.output(0).raw(), loaded.output(0).raw(), drawn.output(0).nbytes()), 0);
+}
+
 }  // namespace
 }  // namespace fastnn::graph
