@@ -11,17 +11,14 @@ namespace fastnn::ops {
 namespace cpu {
 
 namespace {
-// The in-image part [hb, he) x [wb, we) of window (op, oq) and its divisor.
-struct Span2 {
-  int64_t hb, he, wb, we;
-  double divisor;
+// The in-image part of window (op, oq) and its divisor.
+struct Span2 : WindowSpan {
+  double divisor = 1;
 };
 inline Span2 window(const Pool2dParams& p, int64_t op, int64_t oq) {
-  const Window2d& g = p.win;
-  const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
-  Span2 s{std::max<int64_t>(h0, 0), std::min(h0 + g.r, p.h), std::max<int64_t>(w0, 0), std::min(w0 + g.s, p.w), 0};
+  Span2 s{window_span(p.win, p.h, p.w, op, oq)};
   const int64_t inside = std::max<int64_t>(s.he - s.hb, 0) * std::max<int64_t>(s.we - s.wb, 0);
-  s.divisor = static_cast<double>(p.count_include_pad ? g.r * g.s : std::max<int64_t>(inside, 1));
+  s.divisor = static_cast<double>(p.count_include_pad ? p.win.r * p.win.s : std::max<int64_t>(inside, 1));
   return s;
 }
 }  // namespace

@@ -13,14 +13,11 @@ namespace {
 // Index (within the plane) of the first maximum of window (op, oq); -1 if the window is empty.
 template <typename T>
 inline int64_t argmax(const Pool2dParams& p, const T* plane, int64_t op, int64_t oq) {
-  const Window2d& g = p.win;
-  const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
-  const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h0 + g.r, p.h);
-  const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w0 + g.s, p.w);
+  const WindowSpan b = window_span(p.win, p.h, p.w, op, oq);
   int64_t best = -1;
   T best_v = -std::numeric_limits<T>::infinity();
-  for (int64_t ih = hb; ih < he; ++ih)
-    for (int64_t iw = wb; iw < we; ++iw) {
+  for (int64_t ih = b.hb; ih < b.he; ++ih)
+    for (int64_t iw = b.wb; iw < b.we; ++iw) {
       const T v = plane[ih * p.w + iw];
       if (best < 0 || v > best_v) best = ih * p.w + iw, best_v = v;
     }
@@ -135,8 +132,8 @@ class MaxPool2dNhwcCpu final : public OpKernel {
       const int64_t n = row / p_.win.p, op = row % p_.win.p;
       for (int64_t oq = 0; oq < p_.win.q; ++oq) {
         T* out = y + (row * p_.win.q + oq) * c;
-        const Box b = box(op, oq);
-        if (b.hb >= b.he || b.wb >= b.we) {
+        const WindowSpan b = window_span(p_.win, p_.h, p_.w, op, oq);
+        if (b.empty()) {
           std::fill(out, out + c, T(0));
           continue;
         }
@@ -169,8 +166,8 @@ class MaxPool2dNhwcCpu final : public OpKernel {
       int64_t at[kChannelBlock];  // pixel index of each channel's first maximum
       for (int64_t op = 0; op < p_.win.p; ++op)
         for (int64_t oq = 0; oq < p_.win.q; ++oq) {
-          const Box b = box(op, oq);
-          if (b.hb >= b.he || b.wb >= b.we) continue;
+          const WindowSpan b = window_span(p_.win, p_.h, p_.w, op, oq);
+          if (b.empty()) continue;
           bool first = true;
           for (int64_t ih = b.hb; ih < b.he; ++ih)
             for (int64_t iw = b.wb; iw < b.we; ++iw) {
@@ -188,14 +185,6 @@ class MaxPool2dNhwcCpu final : public OpKernel {
 
  private:
   static constexpr int64_t kChannelBlock = 64;
-  struct Box {
-    int64_t hb, he, wb, we;  // the window's in-image rows and columns
-  };
-  Box box(int64_t op, int64_t oq) const {
-    const Window2d& g = p_.win;
-    const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
-    return {std::max<int64_t>(h0, 0), std::min(h0 + g.r, p_.h), std::max<int64_t>(w0, 0), std::min(w0 + g.s, p_.w)};
-  }
 
   Pool2dParams p_;
 };

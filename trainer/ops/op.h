@@ -218,6 +218,13 @@ struct OpCase {
   Attrs attrs;
   std::vector<CaseInput> inputs;
   bool training = true;
+
+  // Whether an input is 4-D: a case the NHWC kernel tests run (in both layouts).
+  bool has_4d_input() const {
+    for (const CaseInput& in : inputs)
+      if (in.shape.size() == 4) return true;
+    return false;
+  }
 };
 
 struct OpDef {

@@ -30,6 +30,16 @@ struct Window2d {
   std::string to_string() const;
 };
 
+// The part of output pixel (op, oq)'s window inside an h x w input: rows [hb, he), columns [wb, we).
+struct WindowSpan {
+  int64_t hb = 0, he = 0, wb = 0, we = 0;
+  bool empty() const { return hb >= he || wb >= we; }
+};
+inline WindowSpan window_span(const Window2d& g, int64_t h, int64_t w, int64_t op, int64_t oq) {
+  const int64_t h0 = op * g.stride_h - g.pad_top, w0 = oq * g.stride_w - g.pad_left;
+  return {h0 > 0 ? h0 : 0, h0 + g.r < h ? h0 + g.r : h, w0 > 0 ? w0 : 0, w0 + g.s < w ? w0 + g.s : w};
+}
+
 // Parses the attributes above for an h x w input; throws ConfigError on nonsense (non-positive kernel
 // or stride, negative padding, an empty output). Pools (with_dilation false) also require every pad to
 // be smaller than the kernel so that no window lies entirely in the padding.

@@ -74,19 +74,13 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
 // The convolutions' NHWC kernels are oneDNN's, f32 only; in f64 the graph adapts the reference.
 bool is_dnnl(const std::string& op) { return op == "conv2d" || op == "depthwise_conv2d"; }
 
-bool has_4d_input(const OpCase& c) {
-  for (const CaseInput& in : c.inputs)
-    if (in.shape.size() == 4) return true;
-  return false;
-}
-
 std::vector<NhwcCase> all_cases() {
   std::vector<NhwcCase> v;
   for (DType dt : {DType::kF32, DType::kF64}) {
     for (const OpDef* d : registry().all()) {
       if (!d->nhwc_kernels.contains(Device::kCpu) || (is_dnnl(d->name) && dt != DType::kF32)) continue;
       for (const OpCase& c : d->test_cases())
-        if (has_4d_input(c)) v.push_back({d->name, c, dt});
+        if (c.has_4d_input()) v.push_back({d->name, c, dt});
     }
     for (auto& [op, c] : larger_cases())
       if (registry().get(op).nhwc_kernels.contains(Device::kCpu) && (!is_dnnl(op) || dt == DType::kF32))

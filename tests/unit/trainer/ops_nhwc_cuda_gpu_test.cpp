@@ -95,19 +95,13 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
   };
 }
 
-bool has_4d_input(const OpCase& c) {
-  for (const CaseInput& in : c.inputs)
-    if (in.shape.size() == 4) return true;
-  return false;
-}
-
 std::vector<NhwcCase> all_cases() {
   std::vector<NhwcCase> v;
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const OpDef* d : registry().all()) {
       if (!d->kernels.contains(Device::kCuda)) continue;
       for (const OpCase& c : d->test_cases()) {
-        if (!has_4d_input(c)) continue;
+        if (!c.has_4d_input()) continue;
         // Element-wise ops (activation_layout kNone) are the same kernel in both layouts.
         auto k = registry().create(d->name, Device::kCpu, c.attrs, case_input_specs(c, DType::kF32));
         if (k->signature().activation_layout == Layout::kNCHW) v.push_back({d->name, c, dt});
