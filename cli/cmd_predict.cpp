@@ -24,7 +24,7 @@ namespace fastnn::cli {
 namespace {
 
 struct PredictArgs {
-  std::string checkpoint, output, format, device = "auto", split, embeddings;
+  std::string checkpoint, output, format, device = "auto", split, embeddings, precision;
   std::vector<std::string> inputs;
   int top_k = 5, batch_size = 0;
   bool skip_bad = false, quiet = false, overwrite = false;
@@ -69,7 +69,8 @@ void predict(const PredictArgs& a, Communicator& comm) {
     if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
     predictor_owner = std::make_unique<inference::Predictor>(
         a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
-                                                  .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank()});
+                                                  .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank(),
+                                                  .precision = a.precision});
     inference::check_input_classes(inputs, predictor_owner->model());  // shards numbered otherwise are refused
     if (writer && (!a.output.empty() || !a.embeddings.empty())) {
       // What this command reads must survive it: -o naming an input image or the checkpoint is refused.
@@ -132,6 +133,10 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--format", a->format, "jsonl (one JSON object per input) or csv (default: -o's extension, .csv or .jsonl; "
                   "else jsonl)");
   cmd->add_option("--device", a->device, "cpu, cuda or auto");
+  cmd->add_option("--precision", a->precision,
+                  "fp32, fp16, bf16 or auto (default: the run's); on the CPU, bf16 computes the convolutions followed by a "
+                  "batch norm in bfloat16 where the CPU has bf16 instructions")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "auto"}));
   cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--embeddings", a->embeddings,

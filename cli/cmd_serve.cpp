@@ -21,7 +21,7 @@ namespace fastnn::cli {
 namespace {
 
 struct ServeArgs {
-  std::string checkpoint, device = "auto";
+  std::string checkpoint, device = "auto", precision;
   serve::ServeOptions options;
   int top_k = 5;
   // 0: a batch is whatever queued while the previous one ran. Waiting for company cost a lone client more
@@ -71,6 +71,10 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--top_k,--top-k", a->top_k, "Classes per image in `topk`")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--device", a->device, "cpu, cuda or auto");
+  cmd->add_option("--precision", a->precision,
+                  "fp32, fp16, bf16 or auto (default: the run's); on the CPU, bf16 computes the convolutions followed by a "
+                  "batch norm in bfloat16 where the CPU has bf16 instructions")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "auto"}));
   cmd->add_flag("--quiet,-q", a->quiet, "No access log");
   cmd->add_flag("--json", a->json, "Access log as one JSON object a line: peer, method, path, status, bytes, ms");
   cmd->callback([a] {
@@ -86,7 +90,8 @@ void add_serve_command(CLI::App& app) {
     loop::StopSignalScope signals(
         "fastnn: stop requested; answering the requests in flight (signal again to exit at once)\n");
     inference::Predictor predictor(
-        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .top_k = a->top_k, .embeddings = true});
+        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .top_k = a->top_k, .embeddings = true,
+                          .precision = a->precision});
     const inference::ModelInfo& m = predictor.model();
     std::fprintf(stderr, "serve: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, max batch %d, delay %.3g ms\n",
                  m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,

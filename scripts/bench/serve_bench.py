@@ -11,7 +11,8 @@ scripts/setup.sh fetched, 640x427). Then, at each concurrency C (C client thread
 connection each, raw image bodies; after one warm-up request per client, requests for --seconds and at least
 two per client; throughput = requests / time to the last answer, latency p50/p99 over all of them):
   - fastnn bN dD: `fastnn serve --max_batch N --max_delay_ms D` for each N:D of --fastnn-configs (default
-    32:0 the defaults, 32:2 waiting 2 ms for company, 1:0 one image per forward);
+    32:0 the defaults, 32:2 waiting 2 ms for company, 1:0 one image per forward); N:D:bf16 adds
+    `--precision bf16`;
   - ort-http: onnxruntime behind a minimal Python http.server (ThreadingHTTPServer, one session shared,
     run with batch 1 per request: no batching), preprocessing by PIL + numpy from the model's metadata;
 and, without HTTP, onnxruntime's session.run on preprocessed tensors at batch 1, 8 and 32 (ort-inproc).
@@ -258,7 +259,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per point (after 1 s of warm-up)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="compute threads of onnxruntime")
     ap.add_argument("--fastnn-configs", default="32:0,32:2,1:0",
-                    help="fastnn serve settings to measure, MAX_BATCH:MAX_DELAY_MS, comma-separated, one server each")
+                    help="fastnn serve settings to measure, MAX_BATCH:MAX_DELAY_MS[:bf16], comma-separated, one server each")
     ap.add_argument("--ort-python", default=sys.executable, help="a python with onnxruntime, numpy, PIL, onnx")
     ap.add_argument("--ort-server", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -274,10 +275,12 @@ def main():
         ckpt, onnx_path, bodies, ctype = setup(model, a.fastnn, a.work)
         servers = []
         for cfg in a.fastnn_configs.split(","):
-            mb, delay = cfg.split(":")
-            servers.append((f"fastnn b{mb} d{delay}", [a.fastnn, "serve", "--checkpoint", ckpt, "--port", "0", "--device",
-                                                       "cpu", "-q", "--max_batch", mb, "--max_delay_ms", delay,
-                                                       "--threads", "64", "--queue", "4096"]))
+            mb, delay, *precision = cfg.split(":")
+            extra = ["--precision", precision[0]] if precision else []
+            name = f"fastnn b{mb} d{delay}" + (f" {precision[0]}" if precision else "")
+            servers.append((name, [a.fastnn, "serve", "--checkpoint", ckpt, "--port", "0", "--device",
+                                   "cpu", "-q", "--max_batch", mb, "--max_delay_ms", delay,
+                                   "--threads", "64", "--queue", "4096"] + extra))
         if have_ort:
             servers.append(("ort-http", [a.ort_python, os.path.abspath(__file__), "--ort-server", onnx_path,
                                          "--threads", str(a.threads)]))

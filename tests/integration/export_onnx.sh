@@ -143,6 +143,30 @@ diff = max(abs(a[1] - b[1]) for f, r in zip(fast, ref) for a, b in zip(f["topk"]
 print(f"resnet_cifar_20 predict, fast vs reference kernels: {same}/2500 same top-1, max probability difference {diff:.2e}")
 assert same >= 2495 and diff < 1e-3
 PY
+# --precision bf16 on the CPU: the folded convolutions in bfloat16 where the CPU has bf16 instructions
+# (else refused, naming them); refused with oneDNN capped below them, and for a model with no batch norm.
+if "$FASTNN" --version | grep -q -E "CPU kernels: oneDNN .*(bf16|amx)"; then
+  "$FASTNN" predict --checkpoint resnet --input data/test-00000-of-00004.tfrecord --device=cpu --batch_size=100 \
+    --precision bf16 2>bf16.err > bf16.jsonl || { cat bf16.err; fail "predict resnet bf16"; }
+  grep -q "cpu bf16 (19 convolutions)" bf16.err || { cat bf16.err; fail "bf16: the summary line"; }
+  "$PY" - fast.jsonl bf16.jsonl <<'PY' || fail "bf16 predict differs from f32 beyond bf16's rounding"
+import json, sys
+f32 = [json.loads(l) for l in open(sys.argv[1])]
+bf16 = [json.loads(l) for l in open(sys.argv[2])]
+same = sum(a["label"] == b["label"] for a, b in zip(f32, bf16))
+diff = max(abs(p[1] - q[1]) for a, b in zip(f32, bf16) for p, q in zip(a["topk"], b["topk"]) if p[0] == q[0])
+print(f"resnet_cifar_20 predict, bf16 vs f32: {same}/{len(bf16)} same top-1, max probability difference {diff:.2e}")
+assert len(bf16) == 2500 and same >= 2475 and diff < 0.05
+PY
+else
+  echo "this CPU has no bf16 instructions: the bf16 predict check is skipped"
+fi
+DNNL_MAX_CPU_ISA=AVX2 "$FASTNN" predict --checkpoint resnet --input data/test-00000-of-00004.tfrecord --device=cpu \
+  --precision bf16 -q > /dev/null 2>err.txt && fail "bf16 without bf16 instructions was not refused"
+grep -q "needs oneDNN with bf16 instructions" err.txt || { cat err.txt; fail "bf16 refusal message"; }
+"$FASTNN" predict --checkpoint lenet --input data/test-00000-of-00004.tfrecord --device=cpu --precision bf16 -q \
+  > /dev/null 2>err.txt && fail "bf16 for LeNet (no batch norm) was not refused"
+grep -q "LeNet has none here" err.txt || { cat err.txt; fail "bf16 LeNet refusal message"; }
 "$FASTNN" predict --checkpoint lenet --input data --device=cpu --batch_size=500 -q > pred.jsonl || fail "predict"
 "$PY" "$CHECK" fashion lenet.onnx pred.jsonl "$DATA_SRC" || fail "lenet top-1 on the test set"
 "$PY" "$CHECK" fashion lenet16.onnx pred.jsonl "$DATA_SRC" --max_top1_diff 20 || fail "lenet float16 top-1"

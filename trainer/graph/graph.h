@@ -56,6 +56,7 @@ struct GraphOptions {
   Layout layout = Layout::kNCHW;  // PlanOptions::layout: kNHWC takes [N, H, W, C] images
   bool fuse_conv_bn = false;      // PlanOptions::fuse_conv_bn: a convolution joins the batch norm after it
   bool fold_batch_norms = false;  // PlanOptions::fold_batch_norms (inference graphs only)
+  bool fold_in_bf16 = false;      // PlanOptions::fold_in_bf16
   // Forward only, in evaluation mode (predict, serve): no gradient buffers; a layer's output buffer is
   // taken over by a later layer once every layer reading it has run (the logits, the aux logits and the
   // `keep` layers excepted), and every layer's saved tensors share one set of buffers (only backward

@@ -68,6 +68,10 @@ struct PlanOptions {
   // convolution's weights and bias (OpRegistry::add_batch_norm_fold; the CPU's on oneDNN, NHWC). Where
   // it has none the two nodes stay. Not bitwise the unfolded plan (the fold rounds the weights).
   bool fold_batch_norms = false;
+  // With fold_batch_norms: the folded convolutions compute in bfloat16 (their input and folded weights
+  // rounded to it; f32 accumulation, bias, post-ops and output). Only where the device has such a kernel
+  // (the CPU's with bf16 instructions: ops::cpu_bf16_available(); the caller refuses elsewhere).
+  bool fold_in_bf16 = false;
 };
 
 // A parameter or state tensor of a layer.

@@ -21,6 +21,7 @@
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/step_runner.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/zoo/zoo.h"
 #ifdef FASTNN_HAVE_CUDA
 #include "trainer/cuda/runtime.h"
@@ -112,6 +113,33 @@ std::string embedding_layer_of(const graph::NetPlan& plan) {
   return n->name;
 }
 
+namespace {
+
+// --precision on the CPU: bf16 where the fast kernels have bf16 instructions; fp16 refused.
+bool cpu_bf16_requested(const std::string& precision) {
+  if (precision == "fp16")
+    throw ConfigError("precision fp16: the CPU computes fp32 or bf16 (--precision bf16, where it has bf16 instructions)");
+  if (precision != "bf16") return false;
+  if (!ops::cpu_bf16_available())
+    throw ConfigError(str("precision bf16 on the CPU needs oneDNN with bf16 instructions (AVX512_BF16 or AMX); "
+                          "this CPU's kernels: ", ops::cpu_kernels_description()));
+  return true;
+}
+
+// The folded convolutions that compute in bf16 (every "conv2d+batch_norm..." node of an inference plan,
+// where fuse_conv_bn is off); ConfigError when there is none, so that bf16 never silently means f32.
+int check_bf16_folds(const graph::NetPlan& plan) {
+  int folds = 0;
+  for (const graph::PlanNode& n : plan.nodes()) folds += n.op.find("conv2d+batch_norm") != std::string::npos;
+  if (folds == 0)
+    throw ConfigError(str("precision bf16 on the CPU computes the convolutions followed by a batch norm, in NHWC; ",
+                          plan.net_name(), " has none here (data_format ",
+                          plan.options().layout == Layout::kNHWC ? "NHWC" : "NCHW", ")"));
+  return folds;
+}
+
+}  // namespace
+
 struct Predictor::Impl {
   ModelInfo info;
   std::unique_ptr<HeadLogits> head;  // an embedding model's classes
@@ -137,9 +165,11 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   JobConfig run = m.config;
   run.set_device(options.device);
   run.set_batch_size(s.batch);
+  if (!options.precision.empty()) run.set_precision(options.precision);
   const loop::ComputeTarget target = loop::resolve_compute_target(run, options.local_rank);
   m.device = target.describe();
   loop::StepRunnerOptions o = loop::forward_only(loop::step_runner_options(run, target));
+  o.cpu_bf16 = target.device == Device::kCpu && cpu_bf16_requested(options.precision);
   o.label_smoothing = 0;
   pipeline::PreprocessConfig p;
   p.preset = m.preset;
@@ -176,6 +206,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   o.draw_variables = false;  // the checkpoint replaces them all next (or the load fails)
   if (options.embeddings) o.keep_layers = {m.embedding_layer};
   s.runner = loop::make_step_runner(net, o);
+  if (o.cpu_bf16) m.device = str("cpu bf16 (", check_bf16_folds(s.runner->graph().plan()), " convolutions)");
   s.runner->set_host_variables(loop::checkpoint_variables(s.runner->variables(), l.weights.arrays(), l.prefix));
   const loop::BatchFormat bf = s.runner->batch_format();
   p.dtype = bf.dtype;

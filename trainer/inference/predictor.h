@@ -46,6 +46,11 @@ struct PredictorOptions {
   int top_k = 5;                // clamped to the class count
   bool embeddings = false;      // fill Prediction::embedding
   int local_rank = 0;           // under mpirun: picks the GPU (local_rank % device count)
+  // Empty: the run's precision (config field `precision`; the CPU computes f32 whatever it says). fp32,
+  // fp16, bf16, auto: as that field on a GPU. On the CPU fp32 or auto is f32, and bf16 runs the
+  // convolutions folded with a batch norm in bfloat16 (ops/conv_bn_fold_dnnl.cpp), refused (ConfigError)
+  // without bf16 instructions or where the model has no such convolution; fp16 is refused.
+  std::string precision;
 };
 
 struct ModelInfo {

@@ -166,7 +166,8 @@ class CpuStepRunner final : public StepRunner {
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_(o),
         graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse || folds_batch_norms(o), .layout = o.layout,
-                     .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = folds_batch_norms(o), .inference = o.inference,
+                     .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = folds_batch_norms(o),
+                     .fold_in_bf16 = o.cpu_bf16 && folds_batch_norms(o), .inference = o.inference,
                      .draw_variables = o.draw_variables, .keep = o.keep_layers}),
         step_(graph_, {.label_smoothing = o.label_smoothing}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),

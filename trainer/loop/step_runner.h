@@ -163,6 +163,9 @@ struct StepRunnerOptions {
   std::vector<std::string> keep_layers;
   // GraphOptions::draw_variables: false where every variable is loaded right after (CPU runner).
   bool draw_variables = true;
+  // Inference on the CPU: the convolutions folded with a batch norm compute in bfloat16
+  // (GraphOptions::fold_in_bf16); the caller checks ops::cpu_bf16_available().
+  bool cpu_bf16 = false;
   // TF-slim's trainable_scopes: only parameters under one of these name prefixes are updated (weight
   // decay, the global norm and the optimizer see only them; gradients are still averaged whole; the
   // others keep their values bitwise, while batch-norm moving statistics update everywhere, as TF-slim's

@@ -10,6 +10,9 @@
 //
 // Not bitwise the unfolded pair (the fold rounds the weights): graph_layout_test holds an inference graph
 // with folds to the one without within f32 rounding. Evaluation mode only, no backward.
+//
+// bf16 (BatchNormFold::bf16, where oneDNN has bf16 instructions): the input is rounded to bfloat16 into the
+// workspace and the folded weights are kept in bfloat16; accumulation, bias, post-ops and output stay f32.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -39,6 +42,9 @@ class ConvBatchNormFold final : public OpKernel {
   ConvBatchNormFold(const BatchNormFold& f, const Conv2dParams& p, Tail tail, double epsilon)
       : OpKernel(str(f.conv_op, "+", f.then_op), Device::kCpu), p_(p), tail_(tail), epsilon_(epsilon) {
     const ConvDescs d = conv_descs(p, /*with_bias=*/true);
+    const memory::data_type compute = f.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    const memory::desc x_in(d.x.dims(), compute, memory::format_tag::nhwc);
+    const memory::desc w_any(d.w_any.dims(), compute, memory::format_tag::any);
     x_md_ = d.x;
     y_md_ = d.y;
     w_user_md_ = d.w_user;
@@ -51,11 +57,15 @@ class ConvBatchNormFold final : public OpKernel {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     attr.set_post_ops(ops);
     using namespace dnnl;
-    const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, d.x, d.w_any,
+    const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, x_in, w_any,
                                                 d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
     pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
-    FASTNN_CHECK(pd_.src_desc() == x_md_ && pd_.dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
+    FASTNN_CHECK(pd_.src_desc() == x_in && pd_.dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
     to_blocked_ = reorder_between(w_user_md_, pd_.weights_desc());
+    if (f.bf16) {
+      x_to_bf16_ = reorder_between(x_md_, x_in);
+      x_bf16_bytes_ = dnnl_aligned(x_in.get_size());
+    }
 
     // The composite's signature (ops/fused.h) without its saved tensors.
     const OpSignature& sc = f.conv.signature();
@@ -73,7 +83,7 @@ class ConvBatchNormFold final : public OpKernel {
     sig_.outputs = sb.outputs;
     sig_.activation_layout = Layout::kNHWC;
     sig_.has_backward = false;
-    sig_.workspace_bytes = dnnl_aligned(pd_.scratchpad_desc().get_size());
+    sig_.workspace_bytes = x_bf16_bytes_ + dnnl_aligned(pd_.scratchpad_desc().get_size());
     FASTNN_CHECK(sig_.params.size() == (p.bias ? 4u : 3u) && sig_.state.size() == 2 &&
                      sig_.inputs.size() == (tail == Tail::kAddRelu ? 2u : 1u),
                  name(), ": unexpected parameters, statistics or inputs");
@@ -88,12 +98,19 @@ class ConvBatchNormFold final : public OpKernel {
     if (!a.params_write_counted || !cache_.current(sources)) fold(a, sources);
     if (tail_ == Tail::kAddRelu) std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
     const memory w = to_blocked_ ? memory(pd_.weights_desc(), dnnl_cpu_engine(), cache_.data()) : memory(w_user_md_, dnnl_cpu_engine(), folded_.data());
+    std::byte* ws = bytes_of(a.workspace);
+    memory x = user_memory(x_md_, a.inputs[0]);
+    if (x_to_bf16_) {  // [input in bf16][scratchpad]
+      const memory x_bf16(pd_.src_desc(), dnnl_cpu_engine(), ws);
+      run_reorder(*x_to_bf16_, x, x_bf16);
+      x = x_bf16;
+    }
     if (!conv_) conv_ = dnnl::convolution_forward(pd_);
-    dnnl_execute(*conv_, {{DNNL_ARG_SRC, user_memory(x_md_, a.inputs[0])},
+    dnnl_execute(*conv_, {{DNNL_ARG_SRC, x},
                           {DNNL_ARG_WEIGHTS, w},
                           {DNNL_ARG_BIAS, memory(bias_md_, dnnl_cpu_engine(), bias_.data())},
                           {DNNL_ARG_DST, user_memory(y_md_, a.outputs[0])},
-                          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), dnnl_cpu_engine(), bytes_of(a.workspace))}});
+                          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), dnnl_cpu_engine(), ws + x_bf16_bytes_)}});
   }
 
  private:
@@ -129,6 +146,8 @@ class ConvBatchNormFold final : public OpKernel {
   dnnl::convolution_forward::primitive_desc pd_;
   std::optional<dnnl::primitive> conv_;  // made at the first forward
   std::optional<dnnl::reorder> to_blocked_;
+  std::optional<dnnl::reorder> x_to_bf16_;  // bf16: the input, rounded into the workspace
+  size_t x_bf16_bytes_ = 0;
   std::vector<float> folded_, bias_;
   CachedWeights cache_;
 };
@@ -140,6 +159,7 @@ std::unique_ptr<OpKernel> make_batch_norm_fold(const BatchNormFold& f) {
   if (!tail || f.conv.signature().activation_layout != Layout::kNHWC) return nullptr;
   const std::optional<Conv2dParams> p = grouped_conv_params(f.conv_op, f.conv_attrs, f.conv_nchw_inputs);
   if (!p) return nullptr;
+  if (f.bf16 && !dnnl_has_bf16()) throw ConfigError(str(f.conv_op, ": bfloat16 needs bf16 instructions, ", dnnl_description()));
   const ops::TensorSpec& bn_x = f.then.signature().inputs[0];
   const Shape nchw{bn_x.shape[0], bn_x.shape[3], bn_x.shape[1], bn_x.shape[2]};
   const TensorSpec bn_in[] = {TensorSpec{.name = "x", .shape = nchw, .dtype = bn_x.dtype}};

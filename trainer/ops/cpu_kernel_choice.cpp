@@ -10,6 +10,7 @@ namespace fastnn::ops {
 
 #ifdef FASTNN_HAVE_DNNL
 std::string dnnl_description();  // ops/dnnl_runtime.h; declared here to keep oneDNN's large header out
+bool dnnl_has_bf16();
 #endif
 
 namespace {
@@ -40,6 +41,14 @@ bool use_dnnl_kernels() { return have_dnnl_kernels() && use_fast_cpu_kernels(); 
 
 ScopedReferenceCpuKernels::ScopedReferenceCpuKernels() { ++reference_scopes; }
 ScopedReferenceCpuKernels::~ScopedReferenceCpuKernels() { --reference_scopes; }
+
+bool cpu_bf16_available() {
+#ifdef FASTNN_HAVE_DNNL
+  return use_dnnl_kernels() && dnnl_has_bf16();
+#else
+  return false;
+#endif
+}
 
 std::string cpu_kernels_description() {
   if (!have_dnnl_kernels()) return "reference (built without oneDNN)";

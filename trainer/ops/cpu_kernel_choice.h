@@ -28,6 +28,9 @@ class ScopedReferenceCpuKernels {
   ScopedReferenceCpuKernels& operator=(const ScopedReferenceCpuKernels&) = delete;
 };
 
+// Whether the fast kernels can compute in bfloat16 here: oneDNN's, with bf16 instructions.
+bool cpu_bf16_available();
+
 // For messages: "oneDNN 2.6.3 (avx512_core)", "reference (FASTNN_CPU_KERNELS=reference)" or
 // "reference (built without oneDNN)".
 std::string cpu_kernels_description();

@@ -22,6 +22,9 @@ void dnnl_execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::
 // "oneDNN 2.6.3 (avx512_core)": the library and the instruction set its kernels use.
 std::string dnnl_description();
 
+// Whether oneDNN's kernels here have bf16 instructions (AVX512_BF16 or AMX), honouring DNNL_MAX_CPU_ISA.
+bool dnnl_has_bf16();
+
 // Bytes rounded up to oneDNN's preferred 64-byte alignment, for carving a workspace.
 inline size_t dnnl_aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 

@@ -23,6 +23,11 @@ void dnnl_execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::
   stream.wait();
 }
 
+bool dnnl_has_bf16() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
 std::string dnnl_description() {
   const dnnl_version_t* v = dnnl_version();
   std::string isa;

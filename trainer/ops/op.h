@@ -253,6 +253,9 @@ struct BatchNormFold {
   std::string_view then_op;  // "batch_norm", "batch_norm+relu", ...
   const Attrs& batch_norm_attrs;
   const OpKernel& then;
+  // Compute in bfloat16 (activations and folded weights rounded to it; f32 accumulation, bias and
+  // output), PlanOptions::fold_in_bf16.
+  bool bf16 = false;
 };
 // An evaluation-only kernel computing the pair with the batch norm folded into the convolution's weights
 // and bias. Its signature is the composite's (ops/fused.h) but for `saved`, which it has none of, and it

@@ -195,12 +195,14 @@ TEST(GraphLayout, InferenceGraphSeesWeightsWrittenBetweenForwards) {
 // Batch norms folded into the convolutions before them (PlanOptions::fold_batch_norms: oneDNN's
 // convolution with the relu, relu6 or residual add as post-ops) give the unfolded inference graph's
 // logits within f32 rounding, with batch-norm parameters and statistics far from their initial values.
-void expect_folded_graph_is_close(const std::string& model, int size) {
-  SCOPED_TRACE(model);
+// In bfloat16 (fold_in_bf16) within bf16's: 8 bits of mantissa, rounded once per layer's input.
+void expect_folded_graph_is_close(const std::string& model, int size, bool bf16 = false) {
+  SCOPED_TRACE(model + (bf16 ? " bf16" : ""));
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
   const GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .inference = true};
   GraphOptions fold_o = o;
   fold_o.fold_batch_norms = true;
+  fold_o.fold_in_bf16 = bf16;
   Graph plain(net, o), folded(net, fold_o);
   int folds = 0, tails = 0;
   for (const PlanNode& n : folded.plan().nodes()) {
@@ -234,7 +236,12 @@ void expect_folded_graph_is_close(const std::string& model, int size) {
   const auto a = plain.output(0).to_vector<double>(), b = folded.output(0).to_vector<double>();
   double scale = 1e-3;
   for (double v : a) scale = std::max(scale, std::fabs(v));
-  for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(b[j], a[j], 1e-4 * scale) << "logit " << j;
+  double worst = 0;
+  for (size_t j = 0; j < a.size(); ++j) {
+    EXPECT_NEAR(b[j], a[j], (bf16 ? 3e-2 : 1e-4) * scale) << "logit " << j;
+    worst = std::max(worst, std::fabs(b[j] - a[j]) / scale);
+  }
+  if (bf16) EXPECT_GT(worst, 1e-5) << "bf16 gave f32's logits: were the convolutions computed in f32?";
 }
 
 TEST(GraphLayout, InferenceGraphFoldsBatchNormsWithinRounding) {
@@ -242,6 +249,12 @@ TEST(GraphLayout, InferenceGraphFoldsBatchNormsWithinRounding) {
   expect_folded_graph_is_close("resnet_cifar_20", 16);
   expect_folded_graph_is_close("resnet_v1_50", 32);
   expect_folded_graph_is_close("mobilenet_v2", 32);
+}
+
+TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
+  if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
+  expect_folded_graph_is_close("resnet_cifar_20", 16, true);
+  expect_folded_graph_is_close("mobilenet_v2", 32, true);
 }
 
 TEST(GraphLayout, MobileNetDepthwise) { expect_nhwc_graph_is_bitwise("mobilenet_v2", 32, false); }
