@@ -271,6 +271,7 @@ void Graph::set_batch_size(int64_t batch_size) {
   if (batch_size == plan_.batch_size()) return;
   NetPlan plan = NetPlan::make(net_, plan_options(options_, batch_size));
   FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
+  for (size_t i = 0; i < plan.nodes().size(); ++i) plan.nodes()[i].kernel->inherit_derived(*plan_.nodes()[i].kernel);
   plan_ = std::move(plan);
   options_.batch_size = batch_size;
   allocate_activations();

@@ -132,6 +132,12 @@ class Conv2dDnnl final : public OpKernel {
     if (want_dw && !dw_direct) run_reorder(*from_filter_grad_, dw, user_memory(w_user_md_, a.d_params[0]));
   }
 
+ public:
+  void inherit_derived(OpKernel& previous) override {
+    auto* old = dynamic_cast<Conv2dDnnl*>(&previous);
+    if (old && old->fwd_pd_.weights_desc() == fwd_pd_.weights_desc()) cache_ = std::move(old->cache_);
+  }
+
  private:
   static size_t blocked_bytes(const memory::desc& md) { return dnnl_aligned(md.get_size()); }
   memory scratchpad(const dnnl::primitive_desc& pd, std::byte* ws) const {

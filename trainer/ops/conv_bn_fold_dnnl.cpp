@@ -113,6 +113,15 @@ class ConvBatchNormFold final : public OpKernel {
                           {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), dnnl_cpu_engine(), ws + x_bf16_bytes_)}});
   }
 
+ public:
+  void inherit_derived(OpKernel& previous) override {
+    auto* old = dynamic_cast<ConvBatchNormFold*>(&previous);
+    if (!old || old->pd_.weights_desc() != pd_.weights_desc()) return;
+    cache_ = std::move(old->cache_);
+    folded_ = std::move(old->folded_);
+    bias_ = std::move(old->bias_);
+  }
+
  private:
   // The batch norm into the weights (folded_, [K, C/G, R, S]) and bias (bias_), then the weights into
   // oneDNN's blocked format (the cache).

@@ -190,6 +190,11 @@ class OpKernel {
   virtual bool takes_channel_sums() const { return false; }
   virtual void forward_from_channel_sums(const ForwardArgs& a, const float* sums);
 
+  // Graph::set_batch_size made this kernel for the layer `previous` computed at the old batch size: take
+  // what `previous` derived from the parameters (a weight in oneDNN's format) where it fits, so that a
+  // server whose batches vary does not derive it again for every size. Default: nothing to take.
+  virtual void inherit_derived(OpKernel& previous) {}
+
  protected:
   virtual void run_forward(const ForwardArgs& a) = 0;
   virtual void run_backward(const BackwardArgs& a);  // default: throws (no backward)

@@ -192,6 +192,36 @@ TEST(GraphLayout, InferenceGraphSeesWeightsWrittenBetweenForwards) {
   EXPECT_TRUE(same_bits(fresh.output(0), g.output(0))) << "a stale copy of the old weights was used";
 }
 
+// Re-planning for another batch size (a server's varying batches) hands each oneDNN kernel's derived
+// weights to the new kernel (OpKernel::inherit_derived): the logits stay bitwise a fresh graph's at that
+// size, and a weight written in between is still seen.
+TEST(GraphLayout, InferenceGraphKeepsDerivedWeightsAcrossBatchSizes) {
+  if (!ops::use_fast_cpu_kernels()) GTEST_SKIP() << ops::cpu_kernels_description();
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 16, .width = 16});
+  GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true, .inference = true};
+  Graph g(net, o);
+  const Tensor x2 = testing_util::random_tensor(g.input_shape(), DType::kF32, 3);
+  g.forward(x2, false);
+  g.set_batch_size(1);
+  const Tensor x1 = testing_util::random_tensor(g.input_shape(), DType::kF32, 4);
+  g.forward(x1, false);
+  o.batch_size = 1;
+  Graph fresh1(net, o);
+  fresh1.forward(x1, false);
+  EXPECT_TRUE(same_bits(fresh1.output(0), g.output(0))) << "batch 1 after batch 2";
+  GraphOptions other = o;
+  other.seed = 9;
+  other.batch_size = 2;
+  Graph fresh2(net, other);
+  std::vector<NamedTensor> vars = g.variables();
+  const std::vector<NamedTensor> new_values = fresh2.variables();
+  for (size_t i = 0; i < vars.size(); ++i) std::memcpy(vars[i].value.raw(), new_values[i].value.raw(), vars[i].value.nbytes());
+  g.set_batch_size(2);
+  g.forward(x2, false);
+  fresh2.forward(x2, false);
+  EXPECT_TRUE(same_bits(fresh2.output(0), g.output(0))) << "weights written before the batch size changed back";
+}
+
 // Batch norms folded into the convolutions before them (PlanOptions::fold_batch_norms: oneDNN's
 // convolution with the relu, relu6 or residual add as post-ops) give the unfolded inference graph's
 // logits within f32 rounding, with batch-norm parameters and statistics far from their initial values.
