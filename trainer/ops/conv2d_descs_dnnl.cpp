@@ -44,11 +44,10 @@ ConvDescs conv_descs(const Conv2dParams& p, bool with_bias) {
   return d;
 }
 
-std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to,
-                                             const dnnl::primitive_attr& attr) {
+std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
   const dnnl::engine& eng = dnnl_cpu_engine();
-  return dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to, attr));
+  return dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to));
 }
 
 void run_reorder(const dnnl::reorder& r, const memory& from, const memory& to) {

@@ -34,8 +34,7 @@ inline dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
   return dnnl::memory(md, dnnl_cpu_engine(), const_cast<void*>(t.raw()));
 }
 // The reorder from one format to another, made once; none when they are the same.
-std::optional<dnnl::reorder> reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
-                                             const dnnl::primitive_attr& attr = {});
+std::optional<dnnl::reorder> reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
 void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to);
 
 // A copy of a parameter in a format oneDNN wants, made again only when the parameter was written since
