@@ -7,8 +7,20 @@
 namespace fastnn::ops {
 namespace cpu {
 
+// The inputs are added in their order, element by element (bitwise the same on any thread count). Two
+// inputs, a residual unit's, get a loop over restrict-qualified locals GCC vectorises (the general loop
+// reloaded the captured pointers every element: 2.7% of a ResNet-20 training step).
 template <typename T>
 void add_forward(int64_t count, std::span<const T* const> xs, T* y) {
+  if (xs.size() == 2) {
+    parallel_range(count, kElementwiseGrain, [a = xs[0], c = xs[1], y](int64_t b, int64_t e) {
+      const T* __restrict ai = a;
+      const T* __restrict ci = c;
+      T* __restrict yo = y;
+      for (int64_t i = b; i < e; ++i) yo[i] = ai[i] + ci[i];
+    });
+    return;
+  }
   parallel_range(count, kElementwiseGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       T acc = xs[0][i];

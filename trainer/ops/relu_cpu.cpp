@@ -5,17 +5,31 @@
 namespace fastnn::ops {
 namespace cpu {
 
+// As relu6_cpu.cpp's: restrict-qualified locals and a select on values already loaded. Reading dy[i] only
+// where y[i] > 0 made GCC branch on every element and reload the captured pointers: relu backward was
+// 19% of a ResNet-20 training step (perf, batch 64 at 32x32), more than any convolution pass.
 template <typename T>
 void relu_forward(int64_t count, const T* x, T* y) {
-  parallel_range(count, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+  parallel_range(count, kElementwiseGrain, [x, y](int64_t b, int64_t e) {
+    const T* __restrict xi = x;
+    T* __restrict yo = y;
+    for (int64_t i = b; i < e; ++i) {
+      const T v = xi[i];
+      yo[i] = v > T(0) ? v : T(0);
+    }
   });
 }
 
 template <typename T>
 void relu_backward(int64_t count, const T* y, const T* dy, T* dx) {
-  parallel_range(count, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  parallel_range(count, kElementwiseGrain, [y, dy, dx](int64_t b, int64_t e) {
+    const T* __restrict yi = y;
+    const T* __restrict dyi = dy;
+    T* __restrict dxo = dx;
+    for (int64_t i = b; i < e; ++i) {
+      const T v = yi[i], d = dyi[i];
+      dxo[i] = v > T(0) ? d : T(0);
+    }
   });
 }
 
