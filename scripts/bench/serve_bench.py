@@ -3,22 +3,29 @@
 
     python3 scripts/bench/serve_bench.py --fastnn build/bin/fastnn [--work /tmp/serve_bench]
         [--models lenet,resnet_v1_50] [--concurrency 1,8,32] [--seconds 10] [--ort-python PY]
+        [--torch-python PY [--torch-modes eager,compile]]
 
-For each model: a checkpoint (LeNet: 50 steps on real Fashion-MNIST; ResNet-50: random initialisation,
-one step at learning rate 0 on synthetic data; the weights do not change the work), `fastnn export` of it,
-and the request images (LeNet: Fashion-MNIST test images as PNGs; ResNet-50: the JPEG photographs
-scripts/setup.sh fetched, 640x427). Then, at each concurrency C (C client threads, one keep-alive
-connection each, raw image bodies; after one warm-up request per client, requests for --seconds and at least
-two per client; throughput = requests / time to the last answer, latency p50/p99 over all of them):
+For each model: a checkpoint (LeNet: 50 steps on real Fashion-MNIST; ResNet-50 and MobileNet v2: random
+initialisation, one step at learning rate 0 on synthetic data; the weights do not change the work),
+`fastnn export` of it, and the request images (LeNet: Fashion-MNIST test images as PNGs; the others: the
+JPEG photographs scripts/setup.sh fetched, 640x427). Then, at each concurrency C (C client threads, one
+keep-alive connection each, raw image bodies; after one warm-up request per client, requests for
+--seconds and at least two per client; throughput = requests / time to the last answer, latency p50/p99
+over all of them):
   - fastnn bN dD: `fastnn serve --max_batch N --max_delay_ms D` for each N:D of --fastnn-configs (default
     32:0 the defaults, 32:2 waiting 2 ms for company, 1:0 one image per forward); N:D:bf16 adds
     `--precision bf16`;
-  - ort-http: onnxruntime behind a minimal Python http.server (ThreadingHTTPServer, one session shared,
-    run with batch 1 per request: no batching), preprocessing by PIL + numpy from the model's metadata;
-and, without HTTP, onnxruntime's session.run on preprocessed tensors at batch 1, 8 and 32 (ort-inproc).
-Both servers are separate processes; the clients are this script's threads (one Python process, the
-same for both servers). Everything shares this machine's cores. Prints one JSON line per measurement and
-a table. onnxruntime is optional (pip install onnxruntime); without it only fastnn is measured.
+  - ort-http: onnxruntime on the exported model behind a minimal Python http.server (ThreadingHTTPServer,
+    one session shared, batch 1 per request: no batching), preprocessing by PIL + numpy from the model's
+    metadata;
+  - torch-eager-http, torch-compile-http (with --torch-python): the same server around PyTorch running the
+    same network (scripts/peers/torch_cpu_train_bench.py's twin of the zoo net: lenet, resnet_v1_50,
+    mobilenet_v2; random weights), evaluation mode, channels_last; compile = torch.compile with inductor's
+    freezing (batch norm folded into the convolutions, as fastnn's inference plans do);
+and, without HTTP, each peer's forward on preprocessed random tensors at batch 1, 8 and 32 (ort-inproc,
+torch-*-inproc). The servers are separate processes; the clients are this script's threads (one Python
+process, the same for every server). Everything shares this machine's cores. Prints one JSON line per
+measurement and a table. The peers are optional (pip install onnxruntime / torch, numpy, pillow, onnx).
 """
 import argparse
 import gzip
@@ -41,24 +48,76 @@ FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist
 PHOTOS = os.environ.get("FASTNN_SAMPLE_IMAGES", "/var/cache/fastnn/sample-images")
 
 
-# ----------------------------------------------------------------------------------------- ORT server
-def ort_server(model_path, threads):
-    """Runs onnxruntime behind http.server; prints the port, serves POST /v1/classify until SIGTERM."""
+# --------------------------------------------------------------------------------------- peer servers
+def input_metadata(model_path):
+    """(h, w, c, classes, mean, scale) from the exported model: its fastnn.input_* metadata and logits."""
+    import numpy as np
+    import onnx
+
+    m = onnx.load(model_path, load_external_data=False)
+    md = {p.key: p.value for p in m.metadata_props}
+    h, w, c = (int(md["fastnn.input_" + k]) for k in ("height", "width", "channels"))
+    classes = m.graph.output[0].type.tensor_type.shape.dim[1].dim_value
+    mean = np.array([float(v) for v in md["fastnn.input_mean"].split(",")], np.float32).reshape(-1, 1, 1)
+    scale = np.array([float(v) for v in md["fastnn.input_scale"].split(",")], np.float32).reshape(-1, 1, 1)
+    return h, w, c, classes, mean, scale
+
+
+def ort_forward(model_path, threads):
+    """onnxruntime on the exported model: a function from an NCHW float32 batch to its logits."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+    return lambda x: sess.run(None, {"images": x})[0]
+
+
+def torch_forward(model, model_path, threads, mode):
+    """PyTorch on the same network (scripts/peers/torch_cpu_train_bench.py's twin of the zoo net, random
+    weights: the work does not depend on them), evaluation mode, channels_last, inference_mode.
+    mode eager: as written; compile: torch.compile with inductor's freezing (weights constant, batch norm
+    folded into the convolutions, as fastnn's inference plans fold it). The first call per batch size
+    compiles."""
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts", "peers"))
+    from torch_cpu_train_bench import build_net
+
+    torch.set_num_threads(threads)
+    h, w, c, classes, _, _ = input_metadata(model_path)
+    net = build_net(model, classes).eval().to(memory_format=torch.channels_last)
+    if mode == "compile":
+        import torch._inductor.config as inductor_config
+        inductor_config.freezing = True
+        net = torch.compile(net)
+
+    def forward(x):
+        with torch.inference_mode():
+            t = torch.from_numpy(np.ascontiguousarray(x)).contiguous(memory_format=torch.channels_last)
+            return net(t).numpy()
+    return forward
+
+
+def make_forward(peer, model, model_path, threads):
+    if peer == "ort":
+        return ort_forward(model_path, threads)
+    return torch_forward(model, model_path, threads, peer.split("-", 1)[1])
+
+
+def peer_server(peer, model, model_path, threads):
+    """Runs a peer (ort, torch-eager, torch-compile) behind http.server; prints the port, serves POST
+    /v1/classify until SIGTERM."""
     import io
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     import numpy as np
-    import onnx
-    import onnxruntime as ort
     from PIL import Image
 
-    md = {p.key: p.value for p in onnx.load(model_path, load_external_data=False).metadata_props}
-    h, w, c = (int(md["fastnn.input_" + k]) for k in ("height", "width", "channels"))
-    mean = np.array([float(v) for v in md["fastnn.input_mean"].split(",")], np.float32).reshape(-1, 1, 1)
-    scale = np.array([float(v) for v in md["fastnn.input_scale"].split(",")], np.float32).reshape(-1, 1, 1)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+    h, w, c, _, mean, scale = input_metadata(model_path)
+    forward = make_forward(peer, model, model_path, threads)
+    forward(np.zeros((1, c, h, w), np.float32))  # a compiled peer compiles here, before it listens
 
     def preprocess(body):
         img = Image.open(io.BytesIO(body))
@@ -74,7 +133,7 @@ def ort_server(model_path, threads):
 
         def do_POST(self):  # noqa: N802 - http.server's name
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            logits = sess.run(None, {"images": preprocess(body)})[0][0]
+            logits = forward(preprocess(body))[0]  # concurrent requests run concurrently (one shared model)
             e = np.exp(logits - logits.max())
             p = e / e.sum()
             top = np.argsort(-logits)[:5]
@@ -97,26 +156,22 @@ def ort_server(model_path, threads):
     srv.serve_forever()
 
 
-def ort_inproc(model_path, threads, batches, seconds):
+def peer_inproc(peer, model, model_path, threads, batches, seconds):
+    """The peer's forward on random preprocessed batches, no decoding, no HTTP: images/s per batch size."""
     import numpy as np
-    import onnx
-    import onnxruntime as ort
 
-    md = {p.key: p.value for p in onnx.load(model_path, load_external_data=False).metadata_props}
-    h, w, c = (int(md["fastnn.input_" + k]) for k in ("height", "width", "channels"))
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+    h, w, c, _, _, _ = input_metadata(model_path)
+    forward = make_forward(peer, model, model_path, threads)
     rng = np.random.default_rng(0)
     out = []
     for b in batches:
         x = rng.standard_normal((b, c, h, w), dtype=np.float32)
-        sess.run(None, {"images": x})
+        forward(x)
         n, t0 = 0, time.perf_counter()
         lat = []
         while time.perf_counter() - t0 < seconds or n < 3:
             t = time.perf_counter()
-            sess.run(None, {"images": x})
+            forward(x)
             lat.append(time.perf_counter() - t)
             n += 1
         dt = time.perf_counter() - t0
@@ -261,14 +316,26 @@ def main():
     ap.add_argument("--fastnn-configs", default="32:0,32:2,1:0",
                     help="fastnn serve settings to measure, MAX_BATCH:MAX_DELAY_MS[:bf16], comma-separated, one server each")
     ap.add_argument("--ort-python", default=sys.executable, help="a python with onnxruntime, numpy, PIL, onnx")
-    ap.add_argument("--ort-server", help=argparse.SUPPRESS)
+    ap.add_argument("--torch-python", help="a python with torch, numpy, PIL, onnx: PyTorch peers too")
+    ap.add_argument("--torch-modes", default="eager,compile", help="PyTorch peers: eager, compile (torch.compile)")
+    ap.add_argument("--peer-server", nargs=3, metavar=("PEER", "MODEL", "ONNX"), help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.ort_server:
-        return ort_server(a.ort_server, a.threads)
-    have_ort = shutil.which(a.ort_python) is not None and subprocess.run(
-        [a.ort_python, "-c", "import onnxruntime, numpy, PIL, onnx"], stderr=subprocess.DEVNULL).returncode == 0
-    if not have_ort:
-        print(f"onnxruntime, numpy, PIL or onnx not importable by {a.ort_python}: fastnn only", file=sys.stderr)
+    if a.peer_server:
+        return peer_server(*a.peer_server, a.threads)
+
+    def importable(py, modules):
+        return bool(py) and shutil.which(py) is not None and subprocess.run(
+            [py, "-c", "import " + modules], stderr=subprocess.DEVNULL).returncode == 0
+    peers = []  # (peer, python)
+    if importable(a.ort_python, "onnxruntime, numpy, PIL, onnx"):
+        peers.append(("ort", a.ort_python))
+    else:
+        print(f"onnxruntime, numpy, PIL or onnx not importable by {a.ort_python}: no onnxruntime peer", file=sys.stderr)
+    if a.torch_python:
+        if importable(a.torch_python, "torch, numpy, PIL, onnx"):
+            peers += [("torch-" + m, a.torch_python) for m in a.torch_modes.split(",")]
+        else:
+            print(f"torch, numpy, PIL or onnx not importable by {a.torch_python}: no PyTorch peer", file=sys.stderr)
     conc = [int(c) for c in a.concurrency.split(",")]
     rows = []
     for model in a.models.split(","):
@@ -281,9 +348,9 @@ def main():
             servers.append((name, [a.fastnn, "serve", "--checkpoint", ckpt, "--port", "0", "--device",
                                    "cpu", "-q", "--max_batch", mb, "--max_delay_ms", delay,
                                    "--threads", "64", "--queue", "4096"] + extra))
-        if have_ort:
-            servers.append(("ort-http", [a.ort_python, os.path.abspath(__file__), "--ort-server", onnx_path,
-                                         "--threads", str(a.threads)]))
+        for peer, py in peers:
+            servers.append((peer + "-http", [py, os.path.abspath(__file__), "--peer-server", peer, model, onnx_path,
+                                             "--threads", str(a.threads)]))
         for name, cmd in servers:
             p, port = start_server(cmd)
             try:
@@ -293,22 +360,23 @@ def main():
                     rows.append(r)
             finally:
                 stop_server(p)
-        if have_ort:
+        for peer, py in peers:
             code = ("import json, sys; sys.path.insert(0, %r); import serve_bench as b; "
-                    "print(json.dumps(b.ort_inproc(%r, %d, [1, 8, 32], %f)))" % (HERE, onnx_path, a.threads, a.seconds / 2))
-            res = json.loads(subprocess.run([a.ort_python, "-c", code], check=True, capture_output=True, text=True).stdout)
+                    "print(json.dumps(b.peer_inproc(%r, %r, %r, %d, [1, 8, 32], %f)))"
+                    % (HERE, peer, model, onnx_path, a.threads, a.seconds / 2))
+            res = json.loads(subprocess.run([py, "-c", code], check=True, capture_output=True, text=True).stdout.splitlines()[-1])
             for r in res:
-                r = {"model": model, "server": "ort-inproc", **r}
+                r = {"model": model, "server": peer + "-inproc", **r}
                 print(json.dumps(r), flush=True)
                 rows.append(r)
     print()
-    print(f"{'model':<14}{'server':<17}{'conc/batch':>11}{'req/s | img/s':>15}{'p50 ms':>10}{'p99 ms':>10}")
+    print(f"{'model':<14}{'server':<22}{'conc/batch':>11}{'req/s | img/s':>15}{'p50 ms':>10}{'p99 ms':>10}")
     for r in rows:
-        if r["server"] == "ort-inproc":
-            print(f"{r['model']:<14}{r['server']:<17}{'b' + str(r['batch']):>11}{r['images_per_s']:>15.1f}"
+        if r["server"].endswith("-inproc"):
+            print(f"{r['model']:<14}{r['server']:<22}{'b' + str(r['batch']):>11}{r['images_per_s']:>15.1f}"
                   f"{r['batch_ms_p50']:>10.2f}{'':>10}")
         else:
-            print(f"{r['model']:<14}{r['server']:<17}{r['concurrency']:>11}{r['req_per_s']:>15.1f}"
+            print(f"{r['model']:<14}{r['server']:<22}{r['concurrency']:>11}{r['req_per_s']:>15.1f}"
                   f"{r['p50_ms']:>10.2f}{r['p99_ms']:>10.2f}")
 
 

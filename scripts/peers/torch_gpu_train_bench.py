@@ -21,7 +21,7 @@ and the same networks as fastnn's zoo, written out here (no torchvision):
                        1e-5, global average pool, fully connected logits with bias: 25,557,032 parameters
                        at 1000 classes, 3.48 GMAC — `fastnn models` gives the same count (the JSON's
                        "parameters" lets a run check it).
-  tfslim_mobilenet_v2  TF-slim's mobilenet_v2 as scripts/peers/torch_mobilenet_bench.py builds it.
+  tfslim_mobilenet_v2  TF-slim's mobilenet_v2 as scripts/peers/torch_cpu_train_bench.py builds it.
 """
 import argparse
 import json
@@ -153,7 +153,7 @@ def main():
         model = tfslim_resnet_v1(torch, [3, 4, 6, 3], a.num_classes)
     elif a.model == "tfslim_mobilenet_v2":
         sys.path.insert(0, __file__.rsplit("/", 1)[0])
-        from torch_mobilenet_bench import MobileNetV2
+        from torch_cpu_train_bench import MobileNetV2
         model = MobileNetV2(a.num_classes)
     else:
         model = getattr(torchvision.models, a.model)(weights=None, num_classes=a.num_classes)

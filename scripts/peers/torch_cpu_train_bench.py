@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""PyTorch peer for the CPU MobileNet benchmarks (docs/PERFORMANCE.md, "CPU training").
+"""PyTorch peer for the CPU training-step benchmarks (docs/PERFORMANCE.md, "CPU training").
 
-Training step: the same nets as fastnn's zoo mobilenet_v1 / mobilenet_v2 (TF-slim layer shapes, written
-out here, no torchvision): every conv without bias + batch norm (eps 0.001, with scale) + ReLU6,
-depthwise 3x3 as groups=C convs, SAME padding (TF pads stride-2 convs (0, 1): F.pad before them so
-the maps are TF's), global average pool, dropout (keep 0.999 / 0.8), fully connected with bias,
-softmax cross-entropy; SGD momentum 0.9, lr 0.01, weight decay 4e-5; fp32, NCHW, random data held in
-memory. In the same run and alternating with the PyTorch step, it runs `fastnn bench train` on the same
-net, batch, size and optimizer (synthetic data there too), so the ratio is taken under the same load.
+Training step on the same nets as fastnn's zoo, written out in PyTorch (no torchvision):
+  lenet            scripts/peers/torch_lenet_epoch.py's LeNet (TF-slim's);
+  resnet_cifar_20  scripts/peers/torch_fashion_resnet.py's ResNet-20 (option-A shortcuts);
+  resnet_v1_50     scripts/peers/torch_gpu_train_bench.py's TF-slim resnet_v1_50;
+  mobilenet_v1/v2  defined here: every conv without bias + batch norm (eps 0.001, with scale) + ReLU6,
+                   depthwise 3x3 as groups=C convs, SAME padding (TF pads stride-2 convs (0, 1): F.pad
+                   before them so the maps are TF's), global average pool, dropout (keep 0.999 / 0.8),
+                   fully connected with bias.
+Softmax cross-entropy; SGD momentum 0.9, lr 0.01, weight decay 4e-5; fp32, random data held in memory.
+In the same run and alternating with the PyTorch steps, it runs `fastnn bench train` on the same net,
+batch, size, classes and optimizer (synthetic data there too, fastnn's default layout), so the ratio is
+taken under the same load. PyTorch runs in each --torch-layouts (nchw: contiguous; cl: channels_last,
+where PyTorch's CPU convolutions go to oneDNN's NHWC kernels; "+compile": torch.compile of the net, its
+compilation inside the warm-up steps); the fastest is the peer.
 
-  scripts/peers/torch_mobilenet_bench.py --fastnn build/bin/fastnn [--threads 2] [--rounds 2]
-      [--configs mobilenet_v1:224:8,mobilenet_v2:224:8,...] [--steps 10] [--warmup 3] [--channels-last]
-  scripts/peers/torch_mobilenet_bench.py --depthwise [--threads 2]   # PyTorch depthwise alone
-Prints one JSON line per measurement.
+  scripts/peers/torch_cpu_train_bench.py --fastnn build/bin/fastnn [--threads 2] [--rounds 3]
+      [--configs resnet_cifar_20:32:64:10,resnet_v1_50:224:8:1000] [--steps 10] [--warmup 3]
+      [--torch-layouts nchw,cl]
+  scripts/peers/torch_cpu_train_bench.py --depthwise [--threads 2]   # PyTorch depthwise alone
+A config is model:size:batch[:classes] (classes default --classes). Prints one JSON line per round and
+config, then a summary line per config (medians of the rounds).
 
 OMP_WAIT_POLICY defaults to PASSIVE here (set it in the environment to override): with other
 processes on the 2 cores, libgomp's default spinning made PyTorch's step ~13x slower (mobilenet_v2 96x96
@@ -21,6 +30,7 @@ batch 8: 12.2 s vs 0.95 s per step, measured), a measurement of the oversubscrip
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import time
 
@@ -112,21 +122,42 @@ class MobileNetV2(nn.Module):
         return self.fc(F.dropout(x, 0.2, self.training))
 
 
-def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_last=False):
+def build_net(model, classes):
+    """The PyTorch twin of fastnn's zoo net `model` (see the module docstring)."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if model in ("mobilenet_v1", "mobilenet_v2"):
+        return {"mobilenet_v1": MobileNetV1, "mobilenet_v2": MobileNetV2}[model](classes)
+    if model == "lenet":
+        from torch_lenet_epoch import LeNet
+        return LeNet(classes)
+    if model == "resnet_cifar_20":
+        from torch_fashion_resnet import build_model
+        if classes != 10:
+            raise SystemExit("resnet_cifar_20's twin has 10 classes")
+        return build_model(torch)
+    if model == "resnet_v1_50":
+        from torch_gpu_train_bench import tfslim_resnet_v1
+        return tfslim_resnet_v1(torch, [3, 4, 6, 3], classes)
+    raise SystemExit(f"no PyTorch twin of {model}")
+
+
+def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_last=False, compiled=False):
     torch.manual_seed(1)
-    net = {"mobilenet_v1": MobileNetV1, "mobilenet_v2": MobileNetV2}[model](classes)
+    net = build_net(model, classes)
     net.train()
-    x = torch.randn(batch, 3, size, size)
+    x = torch.randn(batch, 1 if model == "lenet" else 3, size, size)
     if channels_last:
         net = net.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
     y = torch.randint(0, classes, (batch,))
     params = sum(p.numel() for p in net.parameters())
+    run = torch.compile(net) if compiled else net  # compiled: the warm-up steps include the compilation
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(net(x), y)
+        loss = F.cross_entropy(run(x), y)
         loss.backward()
         opt.step()
         return loss.item()
@@ -182,33 +213,44 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--depthwise", action="store_true")
-    ap.add_argument("--channels-last", action="store_true", help="PyTorch in channels_last (fastnn stays NCHW)")
+    ap.add_argument("--torch-layouts", default="nchw,cl",
+                    help="comma-separated: nchw, cl (channels_last), and either with +compile (torch.compile)")
     ap.add_argument("--min-time", type=float, default=1.0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.depthwise:
         return depthwise(args)
+    layouts = args.torch_layouts.split(",")
+    rows = {}
     for rnd in range(args.rounds):
         for cfg in args.configs.split(","):
-            model, size, batch = cfg.split(":")
-            size, batch = int(size), int(batch)
+            parts = cfg.split(":")
+            model, size, batch = parts[0], int(parts[1]), int(parts[2])
+            classes = int(parts[3]) if len(parts) > 3 else args.classes
             # Alternate which goes first, so neither always meets the same load.
-            order = ["fastnn", "torch"] if rnd % 2 == 0 else ["torch", "fastnn"]
+            order = ["fastnn"] + ["torch-" + l for l in layouts]
+            if rnd % 2:
+                order.reverse()
             res = {}
             for who in order:
                 if who == "fastnn":
-                    res[who] = fastnn_step_rate(args.fastnn, model, size, batch, args.steps, args.warmup, args.classes)
+                    res[who] = fastnn_step_rate(args.fastnn, model, size, batch, args.steps, args.warmup, classes)
                 else:
-                    res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, args.classes, args.channels_last)
-            print(json.dumps({"round": rnd + 1, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
-                              "torch_channels_last": args.channels_last, "model": model, "size": size, "batch": batch,
-                              "fastnn_img_s": round(res["fastnn"]["images_per_sec"], 1),
-                              "torch_img_s": round(res["torch"]["images_per_sec"], 1),
-                              "fastnn_ms": round(res["fastnn"]["ms_per_step"], 1),
-                              "torch_ms": round(res["torch"]["ms_per_step"], 1),
-                              "time_ratio_fastnn_over_torch": round(res["fastnn"]["ms_per_step"] / res["torch"]["ms_per_step"], 3),
-                              "params_fastnn": res["fastnn"]["parameters"], "params_torch": res["torch"]["parameters"]}),
-                  flush=True)
+                    res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, classes,
+                                               who.startswith("torch-cl"), who.endswith("+compile"))
+            best = min((w for w in res if w != "fastnn"), key=lambda w: res[w]["ms_per_step"])
+            row = {"round": rnd + 1, "torch": torch.__version__, "threads": args.threads, "model": model,
+                   "size": size, "batch": batch, "classes": classes,
+                   **{f"{w}_img_s": round(r["images_per_sec"], 1) for w, r in res.items()},
+                   "peer": best, "speedup_fastnn_over_peer": round(res[best]["ms_per_step"] / res["fastnn"]["ms_per_step"], 3),
+                   "params_fastnn": res["fastnn"]["parameters"], "params_torch": res[best]["parameters"]}
+            rows.setdefault(cfg, []).append(row)
+            print(json.dumps(row), flush=True)
+    for cfg, rs in rows.items():
+        med = lambda k: round(statistics.median(r[k] for r in rs), 3)
+        print(json.dumps({"summary": cfg, "rounds": len(rs), "fastnn_img_s": [r["fastnn_img_s"] for r in rs],
+                          **{f"torch-{l}_img_s": [r[f"torch-{l}_img_s"] for r in rs] for l in layouts},
+                          "median_speedup_fastnn_over_best_torch": med("speedup_fastnn_over_peer")}), flush=True)
 
 
 if __name__ == "__main__":
