@@ -60,9 +60,9 @@ const std::vector<OptimizerField>& optimizer_fields() {
   static const std::vector<OptimizerField> table = {
       {"adadelta_rho", {"adadelta"}},
       {"adagrad_initial_accumulator_value", {"adagrad"}},
-      {"adam_beta1", {"adam", "adamweightdecay", "adamw"}},
-      {"adam_beta2", {"adam", "adamweightdecay", "adamw"}},
-      {"opt_epsilon", {"adadelta", "adam", "rmsprop", "adamweightdecay", "adamw"}},
+      {"adam_beta1", {"adam", "adamweightdecay", "adamw", "lamb"}},
+      {"adam_beta2", {"adam", "adamweightdecay", "adamw", "lamb"}},
+      {"opt_epsilon", {"adadelta", "adam", "rmsprop", "adamweightdecay", "adamw", "lamb"}},
       {"ftrl_learning_rate_power", {"ftrl"}},
       {"ftrl_initial_accumulator_value", {"ftrl"}},
       {"ftrl_l1", {"ftrl"}},

@@ -27,7 +27,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 int64_t optimizer_slots(const std::string& name) {
   if (name == "sgd") return 0;
   if (name == "momentum" || name == "adagrad" || name == "lars") return 1;
-  return 2;  // adam, adamweightdecay, adamw, rmsprop, adadelta, ftrl
+  return 2;  // adam, adamweightdecay, adamw, lamb, rmsprop, adadelta, ftrl
 }
 
 bool under(const std::string& name, const std::vector<std::string>& scopes) {

@@ -67,7 +67,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.layout = layout_for(c, target.device);
   o.auto_cpu_layout = target.device == Device::kCpu && c.data_format() == "auto";
   o.allreduce_bucket_mb = c.allreduce_bucket_mb();
-  // adamw and lars apply weight_decay themselves, not as an L2 term in the gradient.
+  // adamw, lars and lamb apply weight_decay themselves, not as an L2 term in the gradient.
   o.weight_decay = applies_weight_decay_itself(c.optimizer()) ? 0.0 : c.weight_decay();
   o.max_gradient_norm = c.has_max_gradient_norm() ? c.max_gradient_norm() : 0.0;
   o.optimizer = optimizer_options(c);

@@ -26,6 +26,10 @@ OptimizerOptions optimizer_options(const JobConfig& c) {
     o.adamw_weight_decay = c.has_weight_decay() ? c.weight_decay() : 0.01;
     o.opt_epsilon = c.has_opt_epsilon() ? c.opt_epsilon() : 1e-8;
   }
+  if (o.optimizer == "lamb") {  // timm's Lamb defaults where the config leaves FastNN's in place
+    o.lamb_weight_decay = c.has_weight_decay() ? c.weight_decay() : 0.01;
+    o.opt_epsilon = c.has_opt_epsilon() ? c.opt_epsilon() : 1e-6;
+  }
   o.lars_eeta = c.lars_eeta();
   o.lars_epsilon = c.lars_epsilon();
   if (o.optimizer == "lars") o.lars_weight_decay = c.weight_decay();
@@ -33,13 +37,13 @@ OptimizerOptions optimizer_options(const JobConfig& c) {
 }
 
 bool applies_weight_decay_itself(const std::string& optimizer) {
-  return optimizer == "adamw" || optimizer == "lars";
+  return optimizer == "adamw" || optimizer == "lars" || optimizer == "lamb";
 }
 
 const std::vector<std::string_view>& optimizer_names() {
   static const std::vector<std::string_view> names = {"adadelta", "adagrad", "adam", "ftrl",
                                                       "momentum", "sgd", "rmsprop", "adamweightdecay", "adamw",
-                                                      "lars"};
+                                                      "lars", "lamb"};
   return names;
 }
 
@@ -64,6 +68,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::vector
   }
   if (n == "lars")
     return make_lars(std::move(params), o.momentum, o.lars_eeta, o.lars_epsilon, o.lars_weight_decay);
+  if (n == "lamb")
+    return make_lamb(std::move(params), o.adam_beta1, o.adam_beta2, o.opt_epsilon, o.lamb_weight_decay);
   if (n == "adamw")
     return make_adamw(std::move(params), o.adam_beta1, o.adam_beta2, o.opt_epsilon, o.adamw_weight_decay);
   std::string valid;

@@ -25,23 +25,8 @@ void add_weight_decay(std::span<const ParamRef> params, double weight_decay) {
 
 namespace {
 
-// Chunk size of the deterministic reduction: partial sums are always over the same index ranges.
-constexpr size_t kChunk = size_t{1} << 14;
-
 double sum_of_squares(const float* g, size_t n) {
-  const size_t chunks = (n + kChunk - 1) / kChunk;
-  auto chunk_sum = [g, n](size_t c) {
-    double s = 0.0;
-    const size_t end = std::min(n, (c + 1) * kChunk);
-    for (size_t k = c * kChunk; k < end; ++k) s += static_cast<double>(g[k]) * g[k];
-    return s;
-  };
-  if (chunks <= 1) return chunks == 1 ? chunk_sum(0) : 0.0;
-  std::vector<double> partial(chunks);
-  tbb::parallel_for(size_t{0}, chunks, [&](size_t c) { partial[c] = chunk_sum(c); });
-  double total = 0.0;
-  for (double s : partial) total += s;
-  return total;
+  return deterministic_sum(n, [g](size_t k) { return static_cast<double>(g[k]) * g[k]; });
 }
 
 }  // namespace

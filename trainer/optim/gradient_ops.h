@@ -12,11 +12,37 @@
 // is bitwise the same for any thread count.
 #pragma once
 
+#include <algorithm>
 #include <span>
+#include <vector>
+
+#include <tbb/parallel_for.h>
 
 #include "trainer/optim/optimizer.h"
 
 namespace fastnn {
+
+// Chunk size of the deterministic reductions: partial sums are always over the same index ranges.
+inline constexpr size_t kReductionChunk = size_t{1} << 14;
+
+// The sum of term(k) for k in [0, n), in double: chunks of kReductionChunk summed in parallel, then the
+// partial sums added in chunk order, so the result is bitwise the same for any thread count.
+template <typename Term>
+double deterministic_sum(size_t n, Term term) {
+  const size_t chunks = (n + kReductionChunk - 1) / kReductionChunk;
+  auto chunk_sum = [&term, n](size_t c) {
+    double s = 0.0;
+    const size_t end = std::min(n, (c + 1) * kReductionChunk);
+    for (size_t k = c * kReductionChunk; k < end; ++k) s += term(k);
+    return s;
+  };
+  if (chunks <= 1) return chunks == 1 ? chunk_sum(0) : 0.0;
+  std::vector<double> partial(chunks);
+  tbb::parallel_for(size_t{0}, chunks, [&](size_t c) { partial[c] = chunk_sum(c); });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
 
 void add_weight_decay(std::span<const ParamRef> params, double weight_decay);
 

@@ -72,7 +72,7 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // The config name: "sgd", "momentum", "adam", "adamweightdecay", "adamw", "lars", "rmsprop", "adagrad",
+  // The config name: "sgd", "momentum", "adam", "adamweightdecay", "adamw", "lars", "lamb", "rmsprop", "adagrad",
   // "adadelta", "ftrl".
   const std::string& name() const { return name_; }
   const std::vector<ParamRef>& params() const { return params_; }

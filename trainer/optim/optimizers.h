@@ -1,5 +1,5 @@
-// The eight FastNN optimizers, by their FastNN config names, with TensorFlow 1.x update rules, and PyTorch's
-// AdamW.
+// The eight FastNN optimizers, by their FastNN config names, with TensorFlow 1.x update rules, PyTorch's
+// AdamW, MLPerf's LARS and timm's Lamb.
 // Per element, with g the gradient, w the parameter and lr the step's learning rate (state names in []):
 //
 //   sgd              w -= lr*g
@@ -19,6 +19,11 @@
 //   lars             [momentum] tf.contrib.opt.LARSOptimizer as MLPerf's ResNet-50 runs it, wd = weight_decay:
 //                    where ParamRef::decay: trust = eeta*|w| / (|g| + wd*|w| + eps) (1 if a norm is 0),
 //                    a = momentum*a + (g + wd*w)*lr*trust; elsewhere a = momentum*a + g*lr;  w -= a
+//                    (norms over the whole parameter; no L2 term in the gradient)
+//   lamb             [adam_m, adam_v; lamb/step] timm's Lamb (clipping is max_gradient_norm's), wd = weight_decay:
+//                    m += (g - m)*(1-beta1);  v = beta2*v + (1-beta2)*g^2
+//                    u = (m/(1 - beta1^t)) / (sqrt(v)/sqrt(1 - beta2^t) + eps) + wd*w (wd*w where ParamRef::decay)
+//                    where ParamRef::decay and wd != 0: trust = |w| / |u| (1 if a norm is 0), else 1;  w -= lr*trust*u
 //                    (norms over the whole parameter; no L2 term in the gradient)
 //   rmsprop          [rms starting at 1.0, momentum] ms += (g^2 - ms)*(1-decay)
 //                    mom = momentum*mom + lr*g/sqrt(ms + eps);  w -= mom
@@ -66,9 +71,10 @@ struct OptimizerOptions {
   double lars_eeta = 0;
   double lars_epsilon = 0;
   double lars_weight_decay = 0;  // lars: the config's weight_decay, applied inside the optimizer
+  double lamb_weight_decay = 0;  // lamb: the config's weight_decay, added to the update
 };
 
-// The optimizers that apply weight_decay themselves (adamw, lars) instead of as an L2 term added to the
+// The optimizers that apply weight_decay themselves (adamw, lars, lamb) instead of as an L2 term added to the
 // gradient before the update.
 bool applies_weight_decay_itself(const std::string& optimizer);
 
@@ -89,6 +95,8 @@ std::unique_ptr<Optimizer> make_adam_weight_decay(std::vector<ParamRef> params, 
                                                   float epsilon, float weight_decay_rate);
 std::unique_ptr<Optimizer> make_adamw(std::vector<ParamRef> params, double beta1, double beta2, double epsilon,
                                       double weight_decay);
+std::unique_ptr<Optimizer> make_lamb(std::vector<ParamRef> params, double beta1, double beta2, double epsilon,
+                                     double weight_decay);
 std::unique_ptr<Optimizer> make_lars(std::vector<ParamRef> params, double momentum, double eeta, double epsilon,
                                      double weight_decay);
 std::unique_ptr<Optimizer> make_rmsprop(std::vector<ParamRef> params, float decay, float momentum,

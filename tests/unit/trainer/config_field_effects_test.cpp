@@ -41,7 +41,7 @@ TEST(FieldEffects, DefaultsAndAConsistentConfigAreQuiet) {
 
 TEST(FieldEffects, OptimizerHyperparametersOfAnotherOptimizer) {
   const JobConfig c = with({"--optimizer=momentum", "--adam_beta1=0.8", "--rmsprop_decay=0.5", "--momentum=0.5"});
-  EXPECT_EQ(warning_for(c, "adam_beta1"), "adam_beta1=0.8 has no effect: optimizer is momentum; only adam, adamweightdecay or adamw read it");
+  EXPECT_EQ(warning_for(c, "adam_beta1"), "adam_beta1=0.8 has no effect: optimizer is momentum; only adam, adamweightdecay, adamw or lamb read it");
   EXPECT_NE(warning_for(c, "rmsprop_decay"), "");
   EXPECT_EQ(warning_for(c, "momentum"), "");  // momentum reads it
   EXPECT_EQ(warning_for(with({"--optimizer=lars", "--momentum=0.5"}), "momentum"), "");  // so does lars

@@ -47,6 +47,7 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
   // adamw's bias corrections are computed by the CPU optimizer only.
   refused(config({"--optimizer=adamw"}), kGpu, 1, "optimizer=adamw");
   refused(config({"--optimizer=lars"}), kGpu, 1, "optimizer=lars");
+  refused(config({"--optimizer=lamb"}), kGpu, 1, "optimizer=lamb");
 #endif
 }
 

@@ -153,6 +153,109 @@ TEST(Optimizers, AdamWTakesPyTorchsDefaultsWhereTheConfigLeavesFastNNs) {
   EXPECT_EQ(optimizer_options(c).adamw_weight_decay, 0.0);
 }
 
+// timm's Lamb (timm/optim/lamb.py, _single_tensor_lamb, clipping off), in double over a whole parameter:
+// the trust ratio needs every element's update before any weight moves. Not decaying: no decay term and
+// no adaptation (timm adapts only groups with weight decay).
+std::vector<double> lamb_reference_step(std::vector<double>& w, std::vector<double>& m, std::vector<double>& v,
+                                        const std::vector<double>& g, int t, double lr, double b1, double b2,
+                                        double eps, double wd, bool decay) {
+  const size_t n = w.size();
+  std::vector<double> u(n);
+  double wn = 0, un = 0;
+  for (size_t k = 0; k < n; ++k) {
+    m[k] += (g[k] - m[k]) * (1 - b1);  // exp_avg.lerp_(grad, 1 - beta1)
+    v[k] = v[k] * b2 + (1 - b2) * g[k] * g[k];
+    const double denom = std::sqrt(v[k]) / std::sqrt(1 - std::pow(b2, t)) + eps;
+    u[k] = m[k] / (1 - std::pow(b1, t)) / denom + (decay ? wd * w[k] : 0.0);
+    wn += w[k] * w[k];
+    un += u[k] * u[k];
+  }
+  const double trust = decay && wn > 0 && un > 0 ? std::sqrt(wn) / std::sqrt(un) : 1.0;
+  for (size_t k = 0; k < n; ++k) w[k] -= lr * trust * u[k];
+  return w;
+}
+
+TEST(Optimizers, LambMatchesTimmsFormula) {
+  for (bool decay : {true, false}) {
+    Single s;
+    const double b1 = 0.85, b2 = 0.97, eps = 1e-4, wd = 0.3;
+    auto opt = make_lamb(s.params(decay), b1, b2, eps, wd);
+    EXPECT_EQ(opt->name(), "lamb");
+    std::vector<double> w(kElems), m(kElems, 0.0), v(kElems, 0.0), g(kElems);
+    for (int k = 0; k < kElems; ++k) w[k] = s.w[k];
+    for (int t = 1; t <= kSteps; ++t) {
+      const auto lr = static_cast<float>(lr_at_step(t));
+      for (int k = 0; k < kElems; ++k) {
+        s.g[k] = static_cast<float>(grad_at(t, k));
+        g[k] = s.g[k];
+      }
+      opt->step(lr);
+      lamb_reference_step(w, m, v, g, t, lr, b1, b2, eps, wd, decay);
+      for (int k = 0; k < kElems; ++k)
+        EXPECT_NEAR(s.w[k], w[k], 2e-5 * std::max(1.0, std::fabs(w[k]))) << "decay " << decay << " step " << t << " element " << k;
+    }
+  }
+}
+
+TEST(Optimizers, LambFirstStepByHand) {
+  // w = (3, 4), g = (0.6, 0.8): m = 0.1 g, v = 0.001 g^2; bias-corrected m / sqrt(v) = g / |g| elementwise = (1, 1)
+  // (eps 0); u = (1, 1) + 0.1 w = (1.3, 1.4); |w| = 5, |u| = 1.9105; trust 2.6171;
+  // w -= 0.01 * 2.6171 * u = (2.96598, 3.96336).
+  std::vector<float> w = {3, 4}, g = {0.6f, 0.8f};
+  auto opt = make_lamb({{"w", w.data(), g.data(), 2}}, 0.9, 0.999, 0.0, 0.1);
+  opt->step(0.01f);
+  const double trust = 5.0 / std::sqrt(1.3 * 1.3 + 1.4 * 1.4);
+  EXPECT_NEAR(w[0], 3 - 0.01 * trust * 1.3, 1e-5);
+  EXPECT_NEAR(w[1], 4 - 0.01 * trust * 1.4, 1e-5);
+  // Zero weights keep the ratio at 1 (no division by zero).
+  std::vector<float> z = {0, 0};
+  auto fresh = make_lamb({{"z", z.data(), g.data(), 2}}, 0.9, 0.999, 0.0, 0.1);
+  fresh->step(0.01f);
+  EXPECT_NEAR(z[0], -0.01, 1e-6);
+  EXPECT_NEAR(z[1], -0.01, 1e-6);
+}
+
+TEST(Optimizers, LambTakesTimmsDefaultsWhereTheConfigLeavesFastNNs) {
+  JobConfig c;
+  c.set_optimizer("lamb");
+  OptimizerOptions o = optimizer_options(c);
+  EXPECT_EQ(o.lamb_weight_decay, 0.01);
+  EXPECT_EQ(o.opt_epsilon, 1e-6);
+  c.set_weight_decay(0.05);
+  c.set_opt_epsilon(1e-8);
+  o = optimizer_options(c);
+  EXPECT_EQ(o.lamb_weight_decay, 0.05);
+  EXPECT_EQ(o.opt_epsilon, 1e-8);
+  EXPECT_TRUE(applies_weight_decay_itself("lamb"));
+}
+
+// A parameter of several reduction chunks (its norms summed in a fixed chunk order, its updates split over
+// workers) gives the same bits in two runs; the state has Adam's slot names and timm's step count.
+TEST(Optimizers, LambIsDeterministicAndNamesItsState) {
+  const size_t n = (size_t{1} << 16) + 5;
+  auto run = [n] {
+    std::vector<float> w(n), g(n);
+    for (size_t k = 0; k < n; ++k) {
+      w[k] = static_cast<float>(std::sin(0.001 * k));
+      g[k] = static_cast<float>(std::cos(0.003 * k));
+    }
+    auto opt = make_lamb({{"big", w.data(), g.data(), n}}, 0.9, 0.999, 1e-6, 0.01);
+    for (int t = 0; t < 3; ++t) opt->step(0.001f);
+    std::vector<std::string> names;
+    for (const StateArray& a : opt->state()) names.push_back(a.name);
+    EXPECT_EQ(names, (std::vector<std::string>{"big/adam_m", "big/adam_v", "lamb/step"}));
+    return w;
+  };
+  EXPECT_EQ(run(), run());
+}
+
+TEST(Optimizers, LambRefusesRowUpdates) {
+  std::vector<float> w(6, 1.0f), g(6, 0.5f);
+  auto opt = make_lamb({{"head", w.data(), g.data(), 6}}, 0.9, 0.999, 1e-6, 0.01);
+  const int64_t rows[] = {1};
+  EXPECT_THROW(opt->step_rows(0.1f, rows, 3, g.data()), ConfigError);
+}
+
 // tf.contrib.opt.LARSOptimizer with MLPerf's skip list (decay false: no trust ratio, no decay), in double,
 // the norms taken from the reference's own weights and the step's gradients.
 TEST(Optimizers, LarsMatchesMlperfsFormula) {
@@ -451,7 +554,7 @@ namespace {
 // scalars (adam's beta powers) advance once per step, as in step().
 TEST(Optimizers, StepRowsEqualsAnOptimizerOverThoseRowsAndLeavesTheRestAlone) {
   for (std::string_view name : optimizer_names()) {
-    if (name == "lars") continue;  // its trust ratio needs the whole parameter: LarsRefusesRowUpdates
+    if (name == "lars" || name == "lamb") continue;  // trust ratios need the whole parameter: *RefusesRowUpdates
     SCOPED_TRACE(std::string(name));
     JobConfig c;
     c.set_optimizer(std::string(name));
