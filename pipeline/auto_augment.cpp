@@ -1,0 +1,466 @@
+#include "pipeline/auto_augment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/check.h"
+#include "pipeline/rng.h"
+
+// Every expression below that mirrors a Python or C one keeps its order of operations: the outputs are
+// compared byte for byte with torchvision's, and a reassociated sum can move a sample point across a
+// pixel boundary. The build targets baseline x86-64 (no FMA), so nothing is contracted behind our back;
+// where torch itself fuses, std::fma says so.
+
+namespace fastnn::pipeline {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;  // CPython's Py_MATH_PI
+constexpr double kDegToRad = kPi / 180.0;       // math.radians multiplies by this
+constexpr double kRadToDeg = 180.0 / kPi;       // math.degrees
+
+const char* const kOpNames[kNumAugmentOps] = {"Identity", "ShearX",     "ShearY",     "TranslateX", "TranslateY",
+                                              "Rotate",   "Brightness", "Color",      "Contrast",   "Sharpness",
+                                              "Posterize", "Solarize",  "AutoContrast", "Equalize"};
+
+// Python's float % (the result takes the divisor's sign).
+double py_mod(double x, double m) {
+  double r = std::fmod(x, m);
+  if (r != 0) {
+    if ((m < 0) != (r < 0)) r += m;
+  } else {
+    r = std::copysign(0.0, m);
+  }
+  return r;
+}
+
+// Python's round(x, 15): the correctly rounded 15-decimal string, read back (glibc's printf rounds the
+// exact binary value half to even, as CPython's dtoa does).
+double py_round15(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15f", x);
+  return std::strtod(buf, nullptr);
+}
+
+// ---- Geometry: PIL's Image.transform(size, AFFINE, a, NEAREST, fillcolor=0) ----------------------
+// Output pixel (x, y) takes the input pixel under a · (x + 0.5, y + 0.5); outside the input: 0.
+
+int pil_coord(double v, int limit) { return v < 0.0 ? -1 : v >= limit ? limit : static_cast<int>(v); }
+int pil_floor(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v); }
+
+void put_pixel(uint8_t* dst, const uint8_t* src, int C) {
+  for (int c = 0; c < C; ++c) dst[c] = src[c];
+}
+
+// ImagingTransformAffine: a pure scale/translation (a[1] == a[3] == 0) by ImagingScaleAffine; else in
+// 16.16 fixed point when the four corners map inside ±32768 (always, at image sizes we produce), else
+// in double. `src` is a copy of the input; `img` receives the output.
+void affine_nearest(const Image8& img, const uint8_t* src, const double a[6]) {
+  const int W = img.width, H = img.height, C = img.channels;
+  const size_t stride = static_cast<size_t>(W) * C;
+  std::memset(img.pixels, 0, stride * H);
+  if (a[1] == 0 && a[3] == 0) {
+    double xo = a[2] + a[0] * 0.5, yo = a[5] + a[4] * 0.5;
+    std::vector<int> xin(W);
+    for (int x = 0; x < W; ++x, xo += a[0]) xin[x] = pil_coord(xo, W);
+    for (int y = 0; y < H; ++y, yo += a[4]) {
+      const int yi = pil_coord(yo, H);
+      if (yi < 0 || yi >= H) continue;
+      for (int x = 0; x < W; ++x)
+        if (xin[x] >= 0 && xin[x] < W) put_pixel(img.pixels + y * stride + x * C, src + yi * stride + xin[x] * C, C);
+    }
+    return;
+  }
+  auto fixed_ok = [&](int x, int y) {
+    return std::fabs(x * a[0] + y * a[1] + a[2]) < 32768.0 && std::fabs(x * a[3] + y * a[4] + a[5]) < 32768.0;
+  };
+  if (fixed_ok(0, 0) && fixed_ok(W, H) && fixed_ok(0, H) && fixed_ok(W, 0)) {
+    auto fix = [](double v) { return pil_floor(v * 65536.0 + 0.5); };
+    const int32_t a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
+    int32_t a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
+    for (int y = 0; y < H; ++y, a2 += a1, a5 += a4) {
+      int32_t xx = a2, yy = a5;
+      for (int x = 0; x < W; ++x, xx += a0, yy += a3) {
+        const int xi = xx >> 16, yi = yy >> 16;  // arithmetic shifts: floor, as PIL's
+        if (xi >= 0 && xi < W && yi >= 0 && yi < H)
+          put_pixel(img.pixels + y * stride + x * C, src + yi * stride + xi * C, C);
+      }
+    }
+    return;
+  }
+  double xo = a[2] + a[1] * 0.5 + a[0] * 0.5, yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
+  for (int y = 0; y < H; ++y, xo += a[1], yo += a[4]) {
+    double xx = xo, yy = yo;
+    for (int x = 0; x < W; ++x, xx += a[0], yy += a[3]) {
+      const int xi = pil_coord(xx, W), yi = pil_coord(yy, H);
+      if (xi >= 0 && xi < W && yi >= 0 && yi < H)
+        put_pixel(img.pixels + y * stride + x * C, src + yi * stride + xi * C, C);
+    }
+  }
+}
+
+// torchvision.transforms.functional._get_inverse_affine_matrix (angle, shear in degrees).
+void inverse_affine(double cx, double cy, double angle, double tx, double ty, double scale, double shear_x,
+                    double shear_y, double m[6]) {
+  const double rot = angle * kDegToRad, sx = shear_x * kDegToRad, sy = shear_y * kDegToRad;
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  const double r[6] = {d, -b, 0.0, -c, a, 0.0};
+  for (int i = 0; i < 6; ++i) m[i] = r[i] / scale;
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+}
+
+// PIL's ROTATE_90 / ROTATE_180 / ROTATE_270 transposes (square images for 90 and 270).
+void transpose(const Image8& img, const uint8_t* src, int quarter_turns) {
+  const int W = img.width, H = img.height, C = img.channels;
+  const size_t stride = static_cast<size_t>(W) * C;
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      int sy, sx;
+      if (quarter_turns == 1) sy = x, sx = W - 1 - y;       // anticlockwise
+      else if (quarter_turns == 2) sy = H - 1 - y, sx = W - 1 - x;
+      else sy = H - 1 - x, sx = y;                           // clockwise
+      put_pixel(img.pixels + y * stride + x * C, src + sy * stride + sx * C, C);
+    }
+}
+
+// PIL's Image.rotate(angle, NEAREST, expand=False, center=None, fillcolor=0), angle anticlockwise.
+void rotate(const Image8& img, const uint8_t* src, double degrees) {
+  const int W = img.width, H = img.height;
+  const double angle = py_mod(degrees, 360.0);
+  if (angle == 0) {
+    std::memcpy(img.pixels, src, static_cast<size_t>(W) * H * img.channels);
+    return;
+  }
+  if (angle == 180) return transpose(img, src, 2);
+  if ((angle == 90 || angle == 270) && W == H) return transpose(img, src, angle == 90 ? 1 : 3);
+  const double r = -(angle * kDegToRad);
+  double m[6] = {py_round15(std::cos(r)), py_round15(std::sin(r)), 0.0,
+                 py_round15(-std::sin(r)), py_round15(std::cos(r)), 0.0};
+  const double cx = W / 2.0, cy = H / 2.0;
+  const double m2 = m[0] * -cx + m[1] * -cy + m[2], m5 = m[3] * -cx + m[4] * -cy + m[5];
+  m[2] = m2 + cx;
+  m[5] = m5 + cy;
+  affine_nearest(img, src, m);
+}
+
+// ---- Colour: PIL's ImageEnhance (Image.blend with a degenerate image) ----------------------------
+
+// Image.blend(degenerate, image, alpha) for one value: alpha is a C float; within [0, 1] the result is
+// truncated, outside it clipped to 0..255 first.
+inline uint8_t blend(int degenerate, int value, float alpha) {
+  const float t = static_cast<float>(degenerate + alpha * (value - degenerate));
+  if (alpha >= 0 && alpha <= 1.0f) return static_cast<uint8_t>(t);
+  if (t <= 0.0f) return 0;
+  if (t >= 255.0f) return 255;
+  return static_cast<uint8_t>(t);
+}
+
+// `degenerate`: one value per element, or nullptr with `constant` for all.
+void blend_image(const Image8& img, const uint8_t* degenerate, int constant, double factor) {
+  const float alpha = static_cast<float>(factor);  // PIL parses a double and passes (float)alpha
+  const size_t n = static_cast<size_t>(img.width) * img.height * img.channels;
+  if (alpha == 1.0f) return;  // ImagingBlend's shortcut: a copy of the image
+  for (size_t i = 0; i < n; ++i) {
+    const int d = degenerate ? degenerate[i] : constant;
+    img.pixels[i] = alpha == 0.0f ? static_cast<uint8_t>(d) : blend(d, img.pixels[i], alpha);
+  }
+}
+
+// ITU-R 601-2 luma as PIL's convert("L"): (19595 R + 38470 G + 7471 B + 0x8000) >> 16.
+inline uint8_t luma(const uint8_t* p) {
+  return static_cast<uint8_t>((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
+}
+
+// PIL's ImageFilter.SMOOTH (3x3: 1 1 1 / 1 5 1 / 1 1 1, over 13) as ImagingFilter3x3 computes it in
+// float: border rows and columns copied, the kernel rows summed bottom row first.
+void smooth(const Image8& img, uint8_t* out) {
+  const int W = img.width, H = img.height, C = img.channels;
+  const size_t stride = static_cast<size_t>(W) * C;
+  std::memcpy(out, img.pixels, stride * H);
+  if (W < 3 || H < 3) return;  // ImagingFilter returns a copy of an image smaller than the kernel
+  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+  const float k[9] = {k1, k1, k1, k1, k5, k1, k1, k1, k1};
+  for (int y = 1; y < H - 1; ++y) {
+    const uint8_t* rows[3] = {img.pixels + (y + 1) * stride, img.pixels + y * stride, img.pixels + (y - 1) * stride};
+    for (int x = 1; x < W - 1; ++x)
+      for (int c = 0; c < C; ++c) {
+        float ss = 0.5f;  // offset 0, plus 0.5 for rounding
+        for (int r = 0; r < 3; ++r) {
+          const uint8_t* p = rows[r] + x * C + c;
+          ss += static_cast<float>(p[-C]) * k[3 * r] + static_cast<float>(p[0]) * k[3 * r + 1] +
+                static_cast<float>(p[C]) * k[3 * r + 2];
+        }
+        out[y * stride + x * C + c] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss);
+      }
+  }
+}
+
+// ---- ImageOps: lookup tables per channel ------------------------------------------------------------
+
+void apply_luts(const Image8& img, const uint8_t (*lut)[256]) {
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  const int C = img.channels;
+  for (size_t i = 0; i < n; ++i)
+    for (int c = 0; c < C; ++c) img.pixels[i * C + c] = lut[c][img.pixels[i * C + c]];
+}
+
+void histograms(const Image8& img, uint64_t (*h)[256]) {
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  const int C = img.channels;
+  for (int c = 0; c < C; ++c) std::fill(h[c], h[c] + 256, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (int c = 0; c < C; ++c) ++h[c][img.pixels[i * C + c]];
+}
+
+// ImageOps.autocontrast(cutoff=0): each channel's [lo, hi] stretched to [0, 255], int(ix * scale + offset).
+void autocontrast(const Image8& img) {
+  uint64_t h[3][256];
+  uint8_t lut[3][256];
+  histograms(img, h);
+  for (int c = 0; c < img.channels; ++c) {
+    int lo = 0, hi = 255;
+    while (lo < 255 && !h[c][lo]) ++lo;
+    while (hi > 0 && !h[c][hi]) --hi;
+    if (hi <= lo) {
+      for (int i = 0; i < 256; ++i) lut[c][i] = static_cast<uint8_t>(i);
+      continue;
+    }
+    const double scale = 255.0 / (hi - lo), offset = -lo * scale;
+    for (int i = 0; i < 256; ++i) {
+      const double v = i * scale + offset;  // Python's int(): toward zero
+      lut[c][i] = static_cast<uint8_t>(std::clamp(static_cast<long>(v), 0L, 255L));
+    }
+  }
+  apply_luts(img, lut);
+}
+
+// ImageOps.equalize: step = (pixels - count of the highest value present) // 255; value i maps to
+// (step // 2 + pixels below i) // step, clipped to 255 as Image.point clips its table.
+void equalize(const Image8& img) {
+  uint64_t h[3][256];
+  uint8_t lut[3][256];
+  histograms(img, h);
+  for (int c = 0; c < img.channels; ++c) {
+    uint64_t total = 0, last = 0;
+    int present = 0;
+    for (int i = 0; i < 256; ++i)
+      if (h[c][i]) total += h[c][i], last = h[c][i], ++present;
+    const uint64_t step = present <= 1 ? 0 : (total - last) / 255;
+    if (step == 0) {
+      for (int i = 0; i < 256; ++i) lut[c][i] = static_cast<uint8_t>(i);
+      continue;
+    }
+    uint64_t n = step / 2;
+    for (int i = 0; i < 256; ++i) {
+      lut[c][i] = static_cast<uint8_t>(std::min<uint64_t>(n / step, 255));
+      n += h[c][i];
+    }
+  }
+  apply_luts(img, lut);
+}
+
+}  // namespace
+
+AutoAugmentPolicy parse_auto_augment(std::string_view name) {
+  if (name.empty()) return AutoAugmentPolicy::kNone;
+  if (name == "randaugment") return AutoAugmentPolicy::kRandAugment;
+  if (name == "trivialaugmentwide") return AutoAugmentPolicy::kTrivialAugmentWide;
+  throw ConfigError(str("auto_augment \"", name,
+                        "\": one of randaugment, trivialaugmentwide (torchvision's RandAugment and "
+                        "TrivialAugmentWide), or empty for none; timm's --aa strings (rand-m9-...) use "
+                        "timm's own op set and are not accepted"));
+}
+
+const char* auto_augment_name(AutoAugmentPolicy p) {
+  return p == AutoAugmentPolicy::kRandAugment ? "randaugment"
+         : p == AutoAugmentPolicy::kTrivialAugmentWide ? "trivialaugmentwide"
+                                                        : "";
+}
+
+void validate_auto_augment(const AutoAugmentOptions& o) {
+  if (o.policy == AutoAugmentPolicy::kNone) return;
+  if (o.magnitude_bins < 2 || o.magnitude_bins > 1000)
+    throw ConfigError(str("auto_augment_magnitude_bins must be in [2, 1000], not ", o.magnitude_bins));
+  if (o.policy == AutoAugmentPolicy::kRandAugment) {
+    if (o.magnitude < 0 || o.magnitude >= o.magnitude_bins)
+      throw ConfigError(str("auto_augment_magnitude must be in [0, ", o.magnitude_bins - 1,
+                            "] (auto_augment_magnitude_bins - 1), not ", o.magnitude));
+    if (o.num_ops < 0 || o.num_ops > AutoAugment::kMaxOps)
+      throw ConfigError(str("auto_augment_num_ops must be in [0, ", AutoAugment::kMaxOps, "], not ", o.num_ops));
+  }
+}
+
+const char* augment_op_name(AugmentOp op) { return kOpNames[static_cast<int>(op)]; }
+
+bool augment_op_signed(AugmentOp op) {
+  return op != AugmentOp::kIdentity && op != AugmentOp::kPosterize && op != AugmentOp::kSolarize &&
+         op != AugmentOp::kAutoContrast && op != AugmentOp::kEqualize;
+}
+
+// torch 1.13's linspace_kernel: step = (end - start) / (steps - 1); element i is start + step * i for
+// i < steps / 2, else end - step * (steps - 1 - i), both compiled to one fused multiply-add. Its
+// vectorised loop (AVX2: 8 floats, two vectors a turn) fills each whole block of 16 as two bases
+// computed that way plus k * step for lane k (not fused); the rest element by element.
+std::vector<float> torch_linspace(float start, float end, int steps) {
+  std::vector<float> v(static_cast<size_t>(std::max(steps, 0)));
+  if (steps == 1) v[0] = start;
+  if (steps <= 1) return v;
+  const float step = (end - start) / static_cast<float>(steps - 1);
+  const int half = steps / 2;
+  auto at = [&](int i) {
+    return i < half ? std::fma(step, static_cast<float>(i), start)
+                    : std::fma(-step, static_cast<float>(steps - i - 1), end);
+  };
+  int i = 0;
+  for (; i + 16 <= steps; i += 16)
+    for (int b : {i, i + 8}) {
+      const float base = at(b);
+      for (int k = 0; k < 8; ++k) {
+        volatile float lane = static_cast<float>(k) * step;  // rounded on its own, as torch's lanes are
+        v[b + k] = base + lane;
+      }
+    }
+  for (; i < steps; ++i) v[i] = at(i);
+  return v;
+}
+
+namespace {
+
+// The Python float (a double) as torch converts a linspace end: to the nearest float.
+float as_float(double v) { return static_cast<float>(v); }
+
+}  // namespace
+
+std::vector<float> magnitude_table(AutoAugmentPolicy policy, AugmentOp op, int bins, int height, int width) {
+  const bool wide = policy == AutoAugmentPolicy::kTrivialAugmentWide;
+  switch (op) {
+    case AugmentOp::kShearX:
+    case AugmentOp::kShearY: return torch_linspace(0.0f, as_float(wide ? 0.99 : 0.3), bins);
+    case AugmentOp::kTranslateX:
+      return torch_linspace(0.0f, wide ? 32.0f : static_cast<float>(150.0 / 331.0 * width), bins);
+    case AugmentOp::kTranslateY:
+      return torch_linspace(0.0f, wide ? 32.0f : static_cast<float>(150.0 / 331.0 * height), bins);
+    case AugmentOp::kRotate: return torch_linspace(0.0f, wide ? 135.0f : 30.0f, bins);
+    case AugmentOp::kBrightness:
+    case AugmentOp::kColor:
+    case AugmentOp::kContrast:
+    case AugmentOp::kSharpness: return torch_linspace(0.0f, as_float(wide ? 0.99 : 0.9), bins);
+    case AugmentOp::kPosterize: {
+      // 8 - (arange(bins) / ((bins - 1) / q)).round().int(): a float32 division, rounded half to even.
+      const float d = static_cast<float>((bins - 1) / (wide ? 6.0 : 4.0));
+      std::vector<float> t(static_cast<size_t>(bins));
+      for (int i = 0; i < bins; ++i) t[i] = static_cast<float>(8 - static_cast<int>(std::nearbyint(static_cast<float>(i) / d)));
+      return t;
+    }
+    case AugmentOp::kSolarize: return torch_linspace(255.0f, 0.0f, bins);
+    default: return {};
+  }
+}
+
+void apply_augment_op(AugmentOp op, double m, const Image8& img, std::vector<uint8_t>& scratch) {
+  FASTNN_CHECK(img.channels == 1 || img.channels == 3, "auto augment: ", img.channels, " channels (1 or 3)");
+  const int W = img.width, H = img.height, C = img.channels;
+  const size_t n = static_cast<size_t>(W) * H * C;
+  auto copy_input = [&]() {
+    if (scratch.size() < n) scratch.resize(n);
+    std::memcpy(scratch.data(), img.pixels, n);
+    return scratch.data();
+  };
+  double a[6];
+  switch (op) {
+    case AugmentOp::kIdentity: return;
+    case AugmentOp::kShearX:  // F.affine(shear=[degrees(atan(m)), 0], center=[0, 0])
+      inverse_affine(0, 0, 0.0, 0, 0, 1.0, std::atan(m) * kRadToDeg, 0.0, a);
+      return affine_nearest(img, copy_input(), a);
+    case AugmentOp::kShearY:
+      inverse_affine(0, 0, 0.0, 0, 0, 1.0, 0.0, std::atan(m) * kRadToDeg, a);
+      return affine_nearest(img, copy_input(), a);
+    case AugmentOp::kTranslateX:  // F.affine(translate=[int(m), 0]) about the centre
+      inverse_affine(W * 0.5, H * 0.5, 0.0, static_cast<int>(m), 0, 1.0, 0.0, 0.0, a);
+      return affine_nearest(img, copy_input(), a);
+    case AugmentOp::kTranslateY:
+      inverse_affine(W * 0.5, H * 0.5, 0.0, 0, static_cast<int>(m), 1.0, 0.0, 0.0, a);
+      return affine_nearest(img, copy_input(), a);
+    case AugmentOp::kRotate: return rotate(img, copy_input(), m);
+    case AugmentOp::kBrightness: return blend_image(img, nullptr, 0, 1.0 + m);
+    case AugmentOp::kColor: {
+      if (C == 1) return;  // an 'L' image is its own greyscale: blending it with itself changes nothing
+      uint8_t* grey = copy_input();
+      for (size_t i = 0; i < n; i += 3) grey[i] = grey[i + 1] = grey[i + 2] = luma(img.pixels + i);
+      return blend_image(img, grey, 0, 1.0 + m);
+    }
+    case AugmentOp::kContrast: {
+      // The degenerate image is the mean grey level, int(mean + 0.5), of the luma image.
+      uint64_t sum = 0;
+      for (size_t i = 0; i < n; i += C) sum += C == 1 ? img.pixels[i] : luma(img.pixels + i);
+      const int mean = static_cast<int>(static_cast<double>(sum) / (static_cast<double>(W) * H) + 0.5);
+      return blend_image(img, nullptr, mean, 1.0 + m);
+    }
+    case AugmentOp::kSharpness: {
+      if (scratch.size() < n) scratch.resize(n);
+      smooth(img, scratch.data());
+      return blend_image(img, scratch.data(), 0, 1.0 + m);
+    }
+    case AugmentOp::kPosterize: {  // ImageOps.posterize(int(m)): keep the top bits
+      const int bits = static_cast<int>(m);
+      const int mask = ~((1 << (8 - bits)) - 1);
+      for (size_t i = 0; i < n; ++i) img.pixels[i] = static_cast<uint8_t>(img.pixels[i] & mask);
+      return;
+    }
+    case AugmentOp::kSolarize:  // ImageOps.solarize(m): values >= m inverted
+      for (size_t i = 0; i < n; ++i)
+        if (!(img.pixels[i] < m)) img.pixels[i] = static_cast<uint8_t>(255 - img.pixels[i]);
+      return;
+    case AugmentOp::kAutoContrast: return autocontrast(img);
+    case AugmentOp::kEqualize: return equalize(img);
+  }
+}
+
+AutoAugment::AutoAugment(const AutoAugmentOptions& options, int height, int width)
+    : options_(options), height_(height), width_(width) {
+  validate_auto_augment(options_);
+  if (!enabled()) return;
+  for (int k = 0; k < kNumAugmentOps; ++k)
+    tables_[k] = magnitude_table(options_.policy, static_cast<AugmentOp>(k), options_.magnitude_bins, height, width);
+}
+
+int AutoAugment::draw(uint64_t seed, int64_t epoch, uint64_t index, AugmentStep* steps) const {
+  if (!enabled()) return 0;
+  SampleRng rng(seed, static_cast<uint64_t>(epoch), index, RngStream::kAutoAugment);
+  const bool rand = options_.policy == AutoAugmentPolicy::kRandAugment;
+  const int count = rand ? options_.num_ops : 1;
+  for (int i = 0; i < count; ++i) {
+    AugmentStep& s = steps[i];
+    s = AugmentStep{};
+    s.op = static_cast<AugmentOp>(rng.below(kNumAugmentOps));
+    const std::vector<float>& table = tables_[static_cast<int>(s.op)];
+    if (!table.empty()) {
+      s.bin = rand ? options_.magnitude : static_cast<int>(rng.below(table.size()));
+      s.magnitude = table[static_cast<size_t>(s.bin)];
+    }
+    if (augment_op_signed(s.op) && rng.coin()) {
+      s.negated = true;
+      s.magnitude = -s.magnitude;
+    }
+  }
+  return count;
+}
+
+void AutoAugment::apply(const Image8& image, uint64_t seed, int64_t epoch, uint64_t index,
+                        std::vector<uint8_t>& scratch) const {
+  FASTNN_CHECK(image.width == width_ && image.height == height_, "auto augment: image ", image.width, "x",
+               image.height, ", tables for ", width_, "x", height_);
+  AugmentStep steps[kMaxOps];
+  const int count = draw(seed, epoch, index, steps);
+  for (int i = 0; i < count; ++i) apply_augment_op(steps[i].op, steps[i].magnitude, image, scratch);
+}
+
+}  // namespace fastnn::pipeline

@@ -1,0 +1,341 @@
+// RandAugment / TrivialAugmentWide (pipeline/auto_augment.h) against torchvision itself.
+//
+// Ops: tests/data/auto_augment holds torchvision 0.14's own outputs (_apply_op on PIL images, made by
+// make_fixtures.py there) for every op of both spaces at bins 0, 9 and 30 of 31 (and Rotate's 90
+// degrees), both signs, on a 20x16 RGB photo crop, its 'L' version and a 28x28 Fashion-MNIST image.
+// Every op is held to bit-exactness: PIL's arithmetic is replicated, so a single differing byte is a
+// bug (see ExactAgainstTorchvision for what each op's exactness rests on). The magnitude tables are
+// compared float for float with torch's for several bin counts and image sizes.
+//
+// Selection: ops uniform over the 14, RandAugment's bin fixed, TrivialAugmentWide's bin uniform, the
+// sign a fair coin (each within 4 standard deviations over many draws); draws a function of (seed,
+// epoch, index) only.
+#include "pipeline/auto_augment.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/check.h"
+#include "core/image.h"
+#include "pipeline/rng.h"
+
+namespace fastnn::pipeline {
+namespace {
+
+const std::string kDir = std::string(FASTNN_SOURCE_DIR) + "/tests/data/auto_augment/";
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  FASTNN_CHECK(f.good(), "cannot open ", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const nlohmann::json& fixtures() {
+  static const nlohmann::json j = nlohmann::json::parse(read_file(kDir + "fixtures.json"));
+  return j;
+}
+
+std::vector<uint8_t> read_png(const std::string& name, int channels, int* width, int* height) {
+  const std::string bytes = read_file(kDir + name);
+  ImageInfo info = read_image_info(bytes);
+  std::vector<uint8_t> px(static_cast<size_t>(info.width) * info.height * channels);
+  decode_image_into(bytes, channels, px.data(), px.size());
+  *width = info.width;
+  *height = info.height;
+  return px;
+}
+
+AugmentOp op_by_name(const std::string& name) {
+  for (int k = 0; k < kNumAugmentOps; ++k)
+    if (name == augment_op_name(static_cast<AugmentOp>(k))) return static_cast<AugmentOp>(k);
+  throw Error(str("unknown op ", name));
+}
+
+struct Case {
+  AugmentOp op;
+  double magnitude;
+  std::string label;
+  std::vector<uint8_t> expected;
+};
+
+struct Fixture {
+  int width = 0, height = 0, channels = 0;
+  std::vector<uint8_t> input;
+  std::vector<Case> cases;
+};
+
+Fixture load(const std::string& name) {
+  const nlohmann::json& j = fixtures()["images"][name];
+  Fixture f;
+  f.channels = j["mode"] == "RGB" ? 3 : 1;
+  f.input = read_png(name + ".png", f.channels, &f.width, &f.height);
+  EXPECT_EQ(f.width, j["width"].get<int>());
+  EXPECT_EQ(f.height, j["height"].get<int>());
+  int ow, oh;
+  const std::vector<uint8_t> tiles = read_png(name + "_out.png", f.channels, &ow, &oh);
+  const size_t tile = f.input.size();
+  EXPECT_EQ(tiles.size(), tile * j["cases"].size());
+  size_t k = 0;
+  for (const auto& c : j["cases"]) {
+    Case x;
+    x.op = op_by_name(c[0].get<std::string>());
+    x.magnitude = c[1].get<double>();
+    x.label = str(name, " ", c[0].get<std::string>(), "(", x.magnitude, ") [", c[2].get<std::string>(), " bin ",
+                  c[3].is_null() ? std::string("-") : std::to_string(c[3].get<int>()), "]");
+    x.expected.assign(tiles.begin() + k * tile, tiles.begin() + (k + 1) * tile);
+    f.cases.push_back(std::move(x));
+    ++k;
+  }
+  return f;
+}
+
+std::vector<uint8_t> run_op(const Fixture& f, AugmentOp op, double magnitude) {
+  std::vector<uint8_t> img = f.input, scratch;
+  apply_augment_op(op, magnitude, {img.data(), f.width, f.height, f.channels}, scratch);
+  return img;
+}
+
+// Pixels (not bytes) that differ.
+int differing_pixels(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, int channels) {
+  int n = 0;
+  for (size_t i = 0; i < a.size(); i += channels) n += std::memcmp(&a[i], &b[i], channels) != 0;
+  return n;
+}
+
+// Each op's exactness rests on replicating one thing:
+//   Shear/Translate/Rotate  torchvision's inverse affine matrix (double, same expression order, libm's
+//                           atan/tan/cos/sin), Image.rotate's round(., 15) and fast paths (0, 180, and 90
+//                           / 270 on square images), and PIL's nearest sampling: pure translations in
+//                           double, the rest in 16.16 fixed point. Off by one in any of these moves
+//                           whole rows or columns of pixels, so no pixel may differ.
+//   Brightness/Color/Contrast/Sharpness  Image.blend in C float with the factor cast to float, truncated
+//                           (interpolation) or clipped (extrapolation); the luma, the mean grey's
+//                           int(mean + 0.5), the SMOOTH filter's float sums in PIL's order.
+//   Posterize/Solarize/AutoContrast/Equalize  integer / double lookup tables as ImageOps builds them.
+TEST(AutoAugmentOps, ExactAgainstTorchvision) {
+  std::map<std::string, int> cases_per_op;
+  for (const char* name : {"rgb", "gray", "fmnist"}) {
+    const Fixture f = load(name);
+    ASSERT_GT(f.cases.size(), 80u);
+    for (const Case& c : f.cases) {
+      const std::vector<uint8_t> got = run_op(f, c.op, c.magnitude);
+      EXPECT_EQ(differing_pixels(got, c.expected, f.channels), 0) << c.label;
+      ++cases_per_op[augment_op_name(c.op)];
+    }
+  }
+  EXPECT_EQ(cases_per_op.size(), size_t{kNumAugmentOps});
+}
+
+// The fixture has teeth: a wrong sign, or a neighbouring bin's magnitude (a wrong table entry), gives
+// another image for every signed op on the RGB image (Color too), except where torchvision's own op
+// cannot tell them apart: Translate moves int(m) pixels (2.18 and 2.42 are both 2) and a shift by the
+// whole width or more leaves nothing either way.
+TEST(AutoAugmentOps, FixtureTellsSignsAndBinsApart) {
+  const Fixture f = load("rgb");
+  const auto tables = [&](AutoAugmentPolicy p, AugmentOp op) { return magnitude_table(p, op, 31, f.height, f.width); };
+  const auto distinguishable = [&](AugmentOp op, double a, double b) {
+    if (op != AugmentOp::kTranslateX && op != AugmentOp::kTranslateY) return true;
+    const int size = op == AugmentOp::kTranslateX ? f.width : f.height;
+    const int ia = static_cast<int>(a), ib = static_cast<int>(b);
+    return ia != ib && (std::abs(ia) < size || std::abs(ib) < size);
+  };
+  int checked = 0;
+  for (const Case& c : f.cases) {
+    if (c.magnitude == 0 || c.op == AugmentOp::kIdentity) continue;
+    if (augment_op_signed(c.op) && distinguishable(c.op, c.magnitude, -c.magnitude)) {
+      EXPECT_NE(run_op(f, c.op, -c.magnitude), c.expected) << c.label << " with the sign flipped";
+      ++checked;
+    }
+    for (AutoAugmentPolicy p : {AutoAugmentPolicy::kRandAugment, AutoAugmentPolicy::kTrivialAugmentWide}) {
+      const std::vector<float> t = tables(p, c.op);
+      for (size_t b = 0; b + 1 < t.size(); ++b) {
+        const double next = (c.magnitude < 0 ? -1.0 : 1.0) * t[b + 1];
+        if (std::fabs(c.magnitude) == t[b] && c.op != AugmentOp::kPosterize && c.op != AugmentOp::kSolarize &&
+            distinguishable(c.op, c.magnitude, next)) {
+          EXPECT_NE(run_op(f, c.op, next), c.expected) << c.label << " at the next bin's " << next;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 60);
+  // Posterize: each number of bits its own image; Solarize: thresholds with a pixel value between them.
+  for (int bits = 1; bits < 8; ++bits)
+    EXPECT_NE(run_op(f, AugmentOp::kPosterize, bits), run_op(f, AugmentOp::kPosterize, bits + 1)) << bits;
+  EXPECT_NE(run_op(f, AugmentOp::kSolarize, 178.5), run_op(f, AugmentOp::kSolarize, 170.0));
+}
+
+// The tables against torch's: float for float (bit patterns), for bin counts that take every branch of
+// torch's linspace (element by element, 16-wide blocks) and Posterize's round-half-even (9 bins).
+TEST(AutoAugmentTables, EqualTorchsForEveryBinCountAndSize) {
+  int compared = 0;
+  for (const auto& t : fixtures()["tables"]) {
+    const AutoAugmentPolicy policy = parse_auto_augment(t["policy"].get<std::string>());
+    const int bins = t["bins"].get<int>();
+    const int h = t.contains("height") ? t["height"].get<int>() : 16, w = t.contains("width") ? t["width"].get<int>() : 20;
+    std::set<AugmentOp> seen;
+    for (const auto& [names, values] : t["ops"].items()) {
+      std::stringstream ss(names);
+      std::string name;
+      while (std::getline(ss, name, ',')) {
+        const AugmentOp op = op_by_name(name);
+        seen.insert(op);
+        const std::vector<float> mine = magnitude_table(policy, op, bins, h, w);
+        ASSERT_EQ(mine.size(), values.size()) << name << " " << bins;
+        for (size_t i = 0; i < mine.size(); ++i) {
+          const std::string where = str(t["policy"].get<std::string>(), " ", name, " bins ", bins, " ", h, "x", w, " [", i, "]");
+          if (values[i].is_string()) {
+            const uint32_t bits = static_cast<uint32_t>(std::stoul(values[i].get<std::string>(), nullptr, 16));
+            EXPECT_EQ(std::bit_cast<uint32_t>(mine[i]), bits)
+                << where << ": " << mine[i] << " vs torch's " << std::bit_cast<float>(bits);
+          } else {
+            EXPECT_EQ(mine[i], values[i].get<int>()) << where;
+          }
+          ++compared;
+        }
+      }
+    }
+    EXPECT_EQ(seen.size(), 11u);  // every op with a magnitude
+  }
+  EXPECT_GT(compared, 1500);
+}
+
+AutoAugmentOptions options(AutoAugmentPolicy p, int num_ops = 2, int magnitude = 9, int bins = 31) {
+  AutoAugmentOptions o;
+  o.policy = p;
+  o.num_ops = num_ops;
+  o.magnitude = magnitude;
+  o.magnitude_bins = bins;
+  return o;
+}
+
+// |count - n p| within 4 standard deviations of Binomial(n, p).
+void expect_binomial(int64_t count, int64_t n, double p, const std::string& what) {
+  EXPECT_NEAR(double(count), n * p, 4 * std::sqrt(n * p * (1 - p))) << what;
+}
+
+TEST(AutoAugmentSelection, RandAugmentOpsUniformBinFixedSignsFair) {
+  const AutoAugment aa(options(AutoAugmentPolicy::kRandAugment, 2, 9), 224, 224);
+  const int n = 28000;
+  int64_t ops[2][kNumAugmentOps] = {}, negated[kNumAugmentOps] = {}, signed_draws[kNumAugmentOps] = {};
+  int64_t same_op = 0;
+  AugmentStep s[AutoAugment::kMaxOps];
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(aa.draw(7, 3, static_cast<uint64_t>(i), s), 2);
+    for (int k = 0; k < 2; ++k) {
+      const int op = static_cast<int>(s[k].op);
+      ++ops[k][op];
+      const std::vector<float> t = magnitude_table(AutoAugmentPolicy::kRandAugment, s[k].op, 31, 224, 224);
+      if (t.empty()) {
+        ASSERT_EQ(s[k].bin, -1);
+        ASSERT_EQ(s[k].magnitude, 0.0);
+      } else {
+        ASSERT_EQ(s[k].bin, 9);  // RandAugment: every op at the configured magnitude
+        ASSERT_EQ(std::fabs(s[k].magnitude), double(t[9]));
+      }
+      if (augment_op_signed(s[k].op)) {
+        ++signed_draws[op];
+        negated[op] += s[k].negated;
+        ASSERT_EQ(s[k].magnitude < 0, s[k].negated && t[9] != 0);
+      } else {
+        ASSERT_FALSE(s[k].negated);
+      }
+    }
+    same_op += s[0].op == s[1].op;
+  }
+  for (int k = 0; k < 2; ++k)
+    for (int op = 0; op < kNumAugmentOps; ++op)
+      expect_binomial(ops[k][op], n, 1.0 / kNumAugmentOps, str("op ", op, " at position ", k));
+  for (int op = 0; op < kNumAugmentOps; ++op)
+    if (signed_draws[op]) expect_binomial(negated[op], signed_draws[op], 0.5, str("sign of op ", op));
+  expect_binomial(same_op, n, 1.0 / kNumAugmentOps, "the two ops independent");  // torchvision may repeat an op
+}
+
+TEST(AutoAugmentSelection, TrivialAugmentWideOneOpUniformBin) {
+  const AutoAugment aa(options(AutoAugmentPolicy::kTrivialAugmentWide, 5, 3), 32, 32);  // num_ops, magnitude: unused
+  const int n = 28000;
+  int64_t ops[kNumAugmentOps] = {}, bins[31] = {}, with_table = 0, negated = 0, signed_draws = 0;
+  AugmentStep s[AutoAugment::kMaxOps];
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(aa.draw(11, 0, static_cast<uint64_t>(i), s), 1);
+    ++ops[static_cast<int>(s[0].op)];
+    const std::vector<float> t = magnitude_table(AutoAugmentPolicy::kTrivialAugmentWide, s[0].op, 31, 32, 32);
+    if (!t.empty()) {
+      ASSERT_GE(s[0].bin, 0);
+      ASSERT_LT(s[0].bin, 31);
+      ASSERT_EQ(std::fabs(s[0].magnitude), double(t[s[0].bin]));
+      ++bins[s[0].bin];
+      ++with_table;
+    }
+    if (augment_op_signed(s[0].op)) ++signed_draws, negated += s[0].negated;
+  }
+  for (int op = 0; op < kNumAugmentOps; ++op) expect_binomial(ops[op], n, 1.0 / kNumAugmentOps, str("op ", op));
+  for (int b = 0; b < 31; ++b) expect_binomial(bins[b], with_table, 1.0 / 31, str("bin ", b));
+  expect_binomial(negated, signed_draws, 0.5, "sign");
+}
+
+TEST(AutoAugmentSelection, DrawsAreAFunctionOfSeedEpochAndIndex) {
+  const AutoAugment aa(options(AutoAugmentPolicy::kRandAugment, 3), 28, 28);
+  AugmentStep a[AutoAugment::kMaxOps], b[AutoAugment::kMaxOps];
+  auto same = [&](int n) {
+    for (int i = 0; i < n; ++i)
+      if (a[i].op != b[i].op || a[i].magnitude != b[i].magnitude) return false;
+    return true;
+  };
+  int differ_epoch = 0, differ_seed = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    aa.draw(5, 2, i, a);
+    aa.draw(5, 2, i, b);
+    ASSERT_TRUE(same(3));
+    aa.draw(5, 3, i, b);
+    differ_epoch += !same(3);
+    aa.draw(6, 2, i, b);
+    differ_seed += !same(3);
+  }
+  EXPECT_GT(differ_epoch, 180);  // (1/14 · ...)^3 chance of a repeat
+  EXPECT_GT(differ_seed, 180);
+  // The stream is its own: switching auto augmentation on changes no crop, mirror or erasing draw.
+  SampleRng crop(5, 2, 0, RngStream::kAugment), mine(5, 2, 0, RngStream::kAutoAugment);
+  EXPECT_NE(crop.next_u32(), mine.next_u32());
+  // Applying: the same sample gives the same bytes.
+  std::vector<uint8_t> img1(28 * 28), scratch;
+  for (size_t i = 0; i < img1.size(); ++i) img1[i] = static_cast<uint8_t>(i * 7);
+  std::vector<uint8_t> img2 = img1;
+  aa.apply({img1.data(), 28, 28, 1}, 5, 2, 17, scratch);
+  aa.apply({img2.data(), 28, 28, 1}, 5, 2, 17, scratch);
+  EXPECT_EQ(img1, img2);
+}
+
+TEST(AutoAugmentConfig, NamesAndRanges) {
+  EXPECT_EQ(parse_auto_augment(""), AutoAugmentPolicy::kNone);
+  EXPECT_EQ(parse_auto_augment("randaugment"), AutoAugmentPolicy::kRandAugment);
+  EXPECT_EQ(parse_auto_augment("trivialaugmentwide"), AutoAugmentPolicy::kTrivialAugmentWide);
+  for (const char* bad : {"rand-m9-mstd0.5", "RandAugment", "autoaugment", "augmix"}) {
+    try {
+      parse_auto_augment(bad);
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("randaugment, trivialaugmentwide"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(validate_auto_augment(options(AutoAugmentPolicy::kRandAugment, 2, 31, 31)), ConfigError);
+  EXPECT_THROW(validate_auto_augment(options(AutoAugmentPolicy::kRandAugment, 2, -1)), ConfigError);
+  EXPECT_THROW(validate_auto_augment(options(AutoAugmentPolicy::kRandAugment, -1)), ConfigError);
+  EXPECT_THROW(validate_auto_augment(options(AutoAugmentPolicy::kTrivialAugmentWide, 2, 9, 1)), ConfigError);
+  EXPECT_NO_THROW(validate_auto_augment(options(AutoAugmentPolicy::kRandAugment, 0, 30, 31)));
+  EXPECT_NO_THROW(validate_auto_augment(options(AutoAugmentPolicy::kTrivialAugmentWide, 2, 40, 31)));  // unused
+  EXPECT_NO_THROW(validate_auto_augment(options(AutoAugmentPolicy::kNone, -5, -5, -5)));
+}
+
+}  // namespace
+}  // namespace fastnn::pipeline
