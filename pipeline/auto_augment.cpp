@@ -50,26 +50,33 @@ double py_round15(double x) {
 int pil_coord(double v, int limit) { return v < 0.0 ? -1 : v >= limit ? limit : static_cast<int>(v); }
 int pil_floor(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v); }
 
-void put_pixel(uint8_t* dst, const uint8_t* src, int C) {
+template <int C>
+inline void put_pixel(uint8_t* dst, const uint8_t* src) {
   for (int c = 0; c < C; ++c) dst[c] = src[c];
 }
 
 // ImagingTransformAffine: a pure scale/translation (a[1] == a[3] == 0) by ImagingScaleAffine; else in
 // 16.16 fixed point when the four corners map inside ±32768 (always, at image sizes we produce), else
 // in double. `src` is a copy of the input; `img` receives the output.
-void affine_nearest(const Image8& img, const uint8_t* src, const double a[6]) {
-  const int W = img.width, H = img.height, C = img.channels;
+template <int C>
+void affine_nearest_c(const Image8& img, const uint8_t* src, const double a[6]) {
+  const int W = img.width, H = img.height;
+  uint8_t* const out = img.pixels;
   const size_t stride = static_cast<size_t>(W) * C;
-  std::memset(img.pixels, 0, stride * H);
+  std::memset(out, 0, stride * H);
   if (a[1] == 0 && a[3] == 0) {
-    double xo = a[2] + a[0] * 0.5, yo = a[5] + a[4] * 0.5;
-    std::vector<int> xin(W);
-    for (int x = 0; x < W; ++x, xo += a[0]) xin[x] = pil_coord(xo, W);
+    // PIL tabulates the columns once; the same additions redone per row give the same doubles, and no
+    // allocation per sample.
+    const double x_start = a[2] + a[0] * 0.5;
+    double yo = a[5] + a[4] * 0.5;
     for (int y = 0; y < H; ++y, yo += a[4]) {
       const int yi = pil_coord(yo, H);
       if (yi < 0 || yi >= H) continue;
-      for (int x = 0; x < W; ++x)
-        if (xin[x] >= 0 && xin[x] < W) put_pixel(img.pixels + y * stride + x * C, src + yi * stride + xin[x] * C, C);
+      double xo = x_start;
+      for (int x = 0; x < W; ++x, xo += a[0]) {
+        const int xi = pil_coord(xo, W);
+        if (xi >= 0 && xi < W) put_pixel<C>(out + y * stride + x * C, src + yi * stride + xi * C);
+      }
     }
     return;
   }
@@ -82,10 +89,11 @@ void affine_nearest(const Image8& img, const uint8_t* src, const double a[6]) {
     int32_t a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
     for (int y = 0; y < H; ++y, a2 += a1, a5 += a4) {
       int32_t xx = a2, yy = a5;
+      uint8_t* row = out + y * stride;
       for (int x = 0; x < W; ++x, xx += a0, yy += a3) {
         const int xi = xx >> 16, yi = yy >> 16;  // arithmetic shifts: floor, as PIL's
-        if (xi >= 0 && xi < W && yi >= 0 && yi < H)
-          put_pixel(img.pixels + y * stride + x * C, src + yi * stride + xi * C, C);
+        if (static_cast<unsigned>(xi) < static_cast<unsigned>(W) && static_cast<unsigned>(yi) < static_cast<unsigned>(H))
+          put_pixel<C>(row + x * C, src + yi * stride + xi * C);
       }
     }
     return;
@@ -95,10 +103,13 @@ void affine_nearest(const Image8& img, const uint8_t* src, const double a[6]) {
     double xx = xo, yy = yo;
     for (int x = 0; x < W; ++x, xx += a[0], yy += a[3]) {
       const int xi = pil_coord(xx, W), yi = pil_coord(yy, H);
-      if (xi >= 0 && xi < W && yi >= 0 && yi < H)
-        put_pixel(img.pixels + y * stride + x * C, src + yi * stride + xi * C, C);
+      if (xi >= 0 && xi < W && yi >= 0 && yi < H) put_pixel<C>(out + y * stride + x * C, src + yi * stride + xi * C);
     }
   }
+}
+
+void affine_nearest(const Image8& img, const uint8_t* src, const double a[6]) {
+  img.channels == 1 ? affine_nearest_c<1>(img, src, a) : affine_nearest_c<3>(img, src, a);
 }
 
 // torchvision.transforms.functional._get_inverse_affine_matrix (angle, shear in degrees).
@@ -118,8 +129,10 @@ void inverse_affine(double cx, double cy, double angle, double tx, double ty, do
 }
 
 // PIL's ROTATE_90 / ROTATE_180 / ROTATE_270 transposes (square images for 90 and 270).
-void transpose(const Image8& img, const uint8_t* src, int quarter_turns) {
-  const int W = img.width, H = img.height, C = img.channels;
+template <int C>
+void transpose_c(const Image8& img, const uint8_t* src, int quarter_turns) {
+  const int W = img.width, H = img.height;
+  uint8_t* const out = img.pixels;
   const size_t stride = static_cast<size_t>(W) * C;
   for (int y = 0; y < H; ++y)
     for (int x = 0; x < W; ++x) {
@@ -127,8 +140,12 @@ void transpose(const Image8& img, const uint8_t* src, int quarter_turns) {
       if (quarter_turns == 1) sy = x, sx = W - 1 - y;       // anticlockwise
       else if (quarter_turns == 2) sy = H - 1 - y, sx = W - 1 - x;
       else sy = H - 1 - x, sx = y;                           // clockwise
-      put_pixel(img.pixels + y * stride + x * C, src + sy * stride + sx * C, C);
+      put_pixel<C>(out + y * stride + x * C, src + sy * stride + sx * C);
     }
+}
+
+void transpose(const Image8& img, const uint8_t* src, int quarter_turns) {
+  img.channels == 1 ? transpose_c<1>(img, src, quarter_turns) : transpose_c<3>(img, src, quarter_turns);
 }
 
 // PIL's Image.rotate(angle, NEAREST, expand=False, center=None, fillcolor=0), angle anticlockwise.
@@ -153,24 +170,30 @@ void rotate(const Image8& img, const uint8_t* src, double degrees) {
 
 // ---- Colour: PIL's ImageEnhance (Image.blend with a degenerate image) ----------------------------
 
-// Image.blend(degenerate, image, alpha) for one value: alpha is a C float; within [0, 1] the result is
-// truncated, outside it clipped to 0..255 first.
-inline uint8_t blend(int degenerate, int value, float alpha) {
-  const float t = static_cast<float>(degenerate + alpha * (value - degenerate));
-  if (alpha >= 0 && alpha <= 1.0f) return static_cast<uint8_t>(t);
-  if (t <= 0.0f) return 0;
-  if (t >= 255.0f) return 255;
-  return static_cast<uint8_t>(t);
-}
-
-// `degenerate`: one value per element, or nullptr with `constant` for all.
+// Image.blend(degenerate, image, alpha): alpha is a C float; within [0, 1] the result is truncated,
+// outside it clipped to 0..255 first. `degenerate`: one value per element, or nullptr with `constant`
+// for all. The loops keep PIL's float expression per element and vectorise.
 void blend_image(const Image8& img, const uint8_t* degenerate, int constant, double factor) {
   const float alpha = static_cast<float>(factor);  // PIL parses a double and passes (float)alpha
   const size_t n = static_cast<size_t>(img.width) * img.height * img.channels;
-  if (alpha == 1.0f) return;  // ImagingBlend's shortcut: a copy of the image
-  for (size_t i = 0; i < n; ++i) {
+  uint8_t* const px = img.pixels;
+  if (alpha == 1.0f) return;  // ImagingBlend's shortcuts: a copy of the image, or of the degenerate one
+  if (alpha == 0.0f) {
+    if (degenerate) std::memcpy(px, degenerate, n);
+    else std::memset(px, constant, n);
+    return;
+  }
+  auto value = [&](size_t i) -> float {
     const int d = degenerate ? degenerate[i] : constant;
-    img.pixels[i] = alpha == 0.0f ? static_cast<uint8_t>(d) : blend(d, img.pixels[i], alpha);
+    return static_cast<float>(d + alpha * (px[i] - d));
+  };
+  if (alpha >= 0 && alpha <= 1.0f) {
+    for (size_t i = 0; i < n; ++i) px[i] = static_cast<uint8_t>(value(i));
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      const float t = value(i);
+      px[i] = t <= 0.0f ? 0 : t >= 255.0f ? 255 : static_cast<uint8_t>(t);
+    }
   }
 }
 
@@ -183,23 +206,25 @@ inline uint8_t luma(const uint8_t* p) {
 // float: border rows and columns copied, the kernel rows summed bottom row first.
 void smooth(const Image8& img, uint8_t* out) {
   const int W = img.width, H = img.height, C = img.channels;
+  const uint8_t* const in = img.pixels;
   const size_t stride = static_cast<size_t>(W) * C;
-  std::memcpy(out, img.pixels, stride * H);
+  std::memcpy(out, in, stride * H);
   if (W < 3 || H < 3) return;  // ImagingFilter returns a copy of an image smaller than the kernel
   const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-  const float k[9] = {k1, k1, k1, k1, k5, k1, k1, k1, k1};
+  // Element j of a row (x * C + c) has its horizontal neighbours at j ± C: one contiguous loop per row
+  // over the interior elements, each with PIL's sums in PIL's order.
   for (int y = 1; y < H - 1; ++y) {
-    const uint8_t* rows[3] = {img.pixels + (y + 1) * stride, img.pixels + y * stride, img.pixels + (y - 1) * stride};
-    for (int x = 1; x < W - 1; ++x)
-      for (int c = 0; c < C; ++c) {
-        float ss = 0.5f;  // offset 0, plus 0.5 for rounding
-        for (int r = 0; r < 3; ++r) {
-          const uint8_t* p = rows[r] + x * C + c;
-          ss += static_cast<float>(p[-C]) * k[3 * r] + static_cast<float>(p[0]) * k[3 * r + 1] +
-                static_cast<float>(p[C]) * k[3 * r + 2];
-        }
-        out[y * stride + x * C + c] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss);
-      }
+    const uint8_t* below = in + (y + 1) * stride;
+    const uint8_t* mid = in + y * stride;
+    const uint8_t* above = in + (y - 1) * stride;
+    uint8_t* o = out + y * stride;
+    for (size_t j = C; j < stride - C; ++j) {
+      float ss = 0.5f;  // offset 0, plus 0.5 for rounding
+      ss += static_cast<float>(below[j - C]) * k1 + static_cast<float>(below[j]) * k1 + static_cast<float>(below[j + C]) * k1;
+      ss += static_cast<float>(mid[j - C]) * k1 + static_cast<float>(mid[j]) * k5 + static_cast<float>(mid[j + C]) * k1;
+      ss += static_cast<float>(above[j - C]) * k1 + static_cast<float>(above[j]) * k1 + static_cast<float>(above[j + C]) * k1;
+      o[j] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss);
+    }
   }
 }
 
@@ -207,17 +232,25 @@ void smooth(const Image8& img, uint8_t* out) {
 
 void apply_luts(const Image8& img, const uint8_t (*lut)[256]) {
   const size_t n = static_cast<size_t>(img.width) * img.height;
-  const int C = img.channels;
-  for (size_t i = 0; i < n; ++i)
-    for (int c = 0; c < C; ++c) img.pixels[i * C + c] = lut[c][img.pixels[i * C + c]];
+  uint8_t* const px = img.pixels;
+  if (img.channels == 1) {
+    for (size_t i = 0; i < n; ++i) px[i] = lut[0][px[i]];
+    return;
+  }
+  for (size_t i = 0; i < 3 * n; i += 3) {
+    px[i] = lut[0][px[i]];
+    px[i + 1] = lut[1][px[i + 1]];
+    px[i + 2] = lut[2][px[i + 2]];
+  }
 }
 
 void histograms(const Image8& img, uint64_t (*h)[256]) {
   const size_t n = static_cast<size_t>(img.width) * img.height;
   const int C = img.channels;
+  const uint8_t* const px = img.pixels;
   for (int c = 0; c < C; ++c) std::fill(h[c], h[c] + 256, 0);
   for (size_t i = 0; i < n; ++i)
-    for (int c = 0; c < C; ++c) ++h[c][img.pixels[i * C + c]];
+    for (int c = 0; c < C; ++c) ++h[c][px[i * C + c]];
 }
 
 // ImageOps.autocontrast(cutoff=0): each channel's [lo, hi] stretched to [0, 255], int(ix * scale + offset).
@@ -369,9 +402,12 @@ void apply_augment_op(AugmentOp op, double m, const Image8& img, std::vector<uin
   FASTNN_CHECK(img.channels == 1 || img.channels == 3, "auto augment: ", img.channels, " channels (1 or 3)");
   const int W = img.width, H = img.height, C = img.channels;
   const size_t n = static_cast<size_t>(W) * H * C;
+  // A local pointer: stores through uint8_t* may alias anything, and would make every loop reload
+  // img.pixels (and not vectorise).
+  uint8_t* const px = img.pixels;
   auto copy_input = [&]() {
     if (scratch.size() < n) scratch.resize(n);
-    std::memcpy(scratch.data(), img.pixels, n);
+    std::memcpy(scratch.data(), px, n);
     return scratch.data();
   };
   double a[6];
@@ -394,13 +430,13 @@ void apply_augment_op(AugmentOp op, double m, const Image8& img, std::vector<uin
     case AugmentOp::kColor: {
       if (C == 1) return;  // an 'L' image is its own greyscale: blending it with itself changes nothing
       uint8_t* grey = copy_input();
-      for (size_t i = 0; i < n; i += 3) grey[i] = grey[i + 1] = grey[i + 2] = luma(img.pixels + i);
+      for (size_t i = 0; i < n; i += 3) grey[i] = grey[i + 1] = grey[i + 2] = luma(px + i);
       return blend_image(img, grey, 0, 1.0 + m);
     }
     case AugmentOp::kContrast: {
       // The degenerate image is the mean grey level, int(mean + 0.5), of the luma image.
       uint64_t sum = 0;
-      for (size_t i = 0; i < n; i += C) sum += C == 1 ? img.pixels[i] : luma(img.pixels + i);
+      for (size_t i = 0; i < n; i += C) sum += C == 1 ? px[i] : luma(px + i);
       const int mean = static_cast<int>(static_cast<double>(sum) / (static_cast<double>(W) * H) + 0.5);
       return blend_image(img, nullptr, mean, 1.0 + m);
     }
@@ -412,13 +448,14 @@ void apply_augment_op(AugmentOp op, double m, const Image8& img, std::vector<uin
     case AugmentOp::kPosterize: {  // ImageOps.posterize(int(m)): keep the top bits
       const int bits = static_cast<int>(m);
       const int mask = ~((1 << (8 - bits)) - 1);
-      for (size_t i = 0; i < n; ++i) img.pixels[i] = static_cast<uint8_t>(img.pixels[i] & mask);
+      for (size_t i = 0; i < n; ++i) px[i] = static_cast<uint8_t>(px[i] & mask);
       return;
     }
-    case AugmentOp::kSolarize:  // ImageOps.solarize(m): values >= m inverted
-      for (size_t i = 0; i < n; ++i)
-        if (!(img.pixels[i] < m)) img.pixels[i] = static_cast<uint8_t>(255 - img.pixels[i]);
-      return;
+    case AugmentOp::kSolarize: {  // ImageOps.solarize(m): values >= m inverted, by a table as PIL
+      uint8_t lut[3][256];
+      for (int i = 0; i < 256; ++i) lut[0][i] = lut[1][i] = lut[2][i] = static_cast<uint8_t>(i < m ? i : 255 - i);
+      return apply_luts(img, lut);
+    }
     case AugmentOp::kAutoContrast: return autocontrast(img);
     case AugmentOp::kEqualize: return equalize(img);
   }
