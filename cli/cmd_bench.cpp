@@ -18,6 +18,7 @@ struct BenchArgs {
   std::string dtype = "float32";
   std::string layout = "NHWC";
   int image_size = 0;
+  std::string auto_augment;
   bool eval = false;
   bool no_crop_decode = false;
   bool no_dct_scale = false;
@@ -28,8 +29,14 @@ struct BenchArgs {
 };
 
 void print_human(const pipeline::PipelineBenchOptions& o, const pipeline::PipelineBenchResult& r) {
-  std::printf("pipeline: %s, preset %s (%s), batch %d of %s, %d threads\n", o.data.c_str(), o.preprocess.preset.c_str(),
-              o.preprocess.train ? "train" : "eval", o.batch_size, r.sample.c_str(), o.threads);
+  const pipeline::AutoAugmentOptions& aa = o.preprocess.auto_augment;
+  const std::string augment = !o.preprocess.train || aa.policy == pipeline::AutoAugmentPolicy::kNone ? ""
+                              : aa.policy == pipeline::AutoAugmentPolicy::kRandAugment
+                                  ? str(", RandAugment ", aa.num_ops, " ops at ", aa.magnitude, " of ", aa.magnitude_bins)
+                                  : str(", TrivialAugmentWide ", aa.magnitude_bins, " bins");
+  std::printf("pipeline: %s, preset %s (%s%s), batch %d of %s, %d threads\n", o.data.c_str(),
+              o.preprocess.preset.c_str(), o.preprocess.train ? "train" : "eval", augment.c_str(), o.batch_size,
+              r.sample.c_str(), o.threads);
   std::printf("  %.0f images/s, %.1f MB/s over %llu images in %.2f s\n", r.images_per_sec, r.mb_per_sec,
               static_cast<unsigned long long>(r.images), r.seconds);
   if (o.consume_ms > 0) std::printf("  the caller held each batch %.1f ms (a step's time)\n", o.consume_ms);
@@ -83,6 +90,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--layout", a->layout, "Batch layout: NHWC, NCHW");
   cmd->add_flag("--eval", a->eval, "The preset's evaluation variant (deterministic)");
   cmd->add_flag("--color-distortion", a->o.preprocess.color_distortion, "inception: random brightness/saturation");
+  cmd->add_option("--auto-augment", a->auto_augment,
+                  "randaugment or trivialaugmentwide: torchvision's, on each training image (auto_augment)");
+  cmd->add_option("--auto-augment-num-ops", a->o.preprocess.auto_augment.num_ops, "RandAugment's num_ops");
+  cmd->add_option("--auto-augment-magnitude", a->o.preprocess.auto_augment.magnitude, "RandAugment's magnitude bin");
+  cmd->add_option("--auto-augment-magnitude-bins", a->o.preprocess.auto_augment.magnitude_bins,
+                  "num_magnitude_bins (both policies)");
   cmd->add_flag("--no-crop-decode", a->no_crop_decode, "JPEG: decode whole images, not only the crop window");
   cmd->add_flag("--no-dct-scale", a->no_dct_scale, "JPEG: no 1/2, 1/4, 1/8 scaling in the IDCT");
   cmd->add_option("--shuffle-buffer", a->o.shuffle_buffer, "shuffle_buffer_size (0: no shuffle)");
@@ -109,6 +122,7 @@ void add_bench_command(CLI::App& app) {
     o.preprocess.layout = pipeline::parse_layout(a->layout);
     o.preprocess.height = o.preprocess.width = a->image_size;
     o.preprocess.train = !a->eval;
+    o.preprocess.auto_augment.policy = pipeline::parse_auto_augment(a->auto_augment);
     o.preprocess.crop_decode = !a->no_crop_decode;
     o.preprocess.dct_scale = !a->no_dct_scale;
     o.deterministic = !a->non_deterministic;

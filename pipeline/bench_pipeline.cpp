@@ -263,6 +263,7 @@ nlohmann::json bench_json(const PipelineBenchOptions& o, const PipelineBenchResu
       {"split", o.split},
       {"preset", o.preprocess.preset},
       {"train", o.preprocess.train},
+      {"auto_augment", o.preprocess.train ? auto_augment_name(o.preprocess.auto_augment.policy) : ""},
       {"sample", r.sample},
       {"batch_size", o.batch_size},
       {"threads", o.threads},

@@ -28,6 +28,14 @@ void convert_raw(const uint8_t* src, int sc, uint8_t* dst, int dc, size_t n) {
   }
 }
 
+// The format auto augmentation's image is resampled into: the output's size, 8 bits, HWC (the resampler
+// rounds and clamps, and does not normalise, a uint8 output).
+OutputFormat uint8_hwc(OutputFormat f) {
+  f.spec.dtype = DType::kUint8;
+  f.spec.layout = Layout::kNHWC;
+  return f;
+}
+
 // Decoded pixels: grows to the largest image seen, never shrinks, and (unlike vector::resize) does
 // not zero what the decoder is about to overwrite.
 class PixelBuffer {
@@ -50,6 +58,7 @@ class Preprocessor final : public SampleMapper {
   explicit Preprocessor(const PreprocessConfig& config)
       : cfg_(resolve_preset(config)),
         fmt_(output_format(cfg_)),
+        augment_(cfg_.train ? cfg_.auto_augment : AutoAugmentOptions{}, cfg_.height, cfg_.width),
         parser_({keys::kImageEncoded, keys::kImageFormat, cfg_.label_key, keys::kHeight, keys::kWidth,
                  keys::kChannels}) {}
 
@@ -128,7 +137,11 @@ class Preprocessor final : public SampleMapper {
       }
     }
     uint64_t t2 = now_ns();
-    w.resampler.run(view, window, plan.flip, plan.color, fmt_, slot);
+    if (augment_.enabled()) {
+      augment_into(view, window, plan, ctx, &w, slot);
+    } else {
+      w.resampler.run(view, window, plan.flip, plan.color, fmt_, slot);
+    }
     if (cfg_.train) erase_sample(cfg_.erase, fmt_, ctx.seed, ctx.epoch, ctx.index, slot);
     uint64_t t3 = now_ns();
     times->parse_ns += t1 - t0;
@@ -142,7 +155,23 @@ class Preprocessor final : public SampleMapper {
     JpegCropDecoder jpeg;
     PixelBuffer pixels;
     Resampler resampler;
+    std::vector<uint8_t> augmented;  // the output-size uint8 image auto augmentation works on
+    std::vector<uint8_t> augment_scratch;
   };
+
+  // torchvision's order: the ops see the 8-bit image after crop, resize, mirror (and colour jitter),
+  // as RandAugment sees the PIL image; normalisation and the batch's dtype and layout come after.
+  // The resampler does both ends: first into a uint8 HWC image, then, in copy mode (a window of exactly
+  // the output size), from it into the slot, the same conversion it applies to any image.
+  void augment_into(const ImageView& view, const Window& window, const SamplePlan& plan, const SampleContext& ctx,
+                    Worker* w, void* slot) {
+    const int H = fmt_.spec.height, W = fmt_.spec.width, C = fmt_.spec.channels;
+    w->augmented.resize(static_cast<size_t>(H) * W * C);
+    w->resampler.run(view, window, plan.flip, plan.color, augment_fmt_, w->augmented.data());
+    augment_.apply({w->augmented.data(), W, H, C}, ctx.seed, ctx.epoch, ctx.index, w->augment_scratch);
+    const ImageView augmented = {w->augmented.data(), W, H, C, static_cast<size_t>(W) * C};
+    w->resampler.run(augmented, Window{0, 0, double(W), double(H)}, false, ColorJitter{}, fmt_, slot);
+  }
 
   void full_decode(std::string_view encoded, const ImageInfo& info, Worker* w, ImageView* view) const {
     const int C = cfg_.channels;
@@ -190,6 +219,8 @@ class Preprocessor final : public SampleMapper {
 
   PreprocessConfig cfg_;
   OutputFormat fmt_;
+  AutoAugment augment_;  // disabled for evaluation mappers
+  OutputFormat augment_fmt_ = uint8_hwc(fmt_);
   ExampleParser parser_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };

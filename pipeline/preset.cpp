@@ -45,6 +45,7 @@ PreprocessConfig resolve_preset(const PreprocessConfig& in) {
     throw ConfigError(str("preprocess: channels ", c.channels, " (1 or 3)"));
   if (!(c.erase.prob >= 0 && c.erase.prob <= 1))
     throw ConfigError(str("random_erase_prob must be in [0, 1], not ", c.erase.prob));
+  validate_auto_augment(c.auto_augment);
   if (c.color_distortion && k != PresetKind::kInception)
     throw ConfigError(str("color_distortion is the inception preset's (TF-slim's distort_color); the ", c.preset,
                           " preset has no colour distortion"));

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/image.h"
+#include "pipeline/auto_augment.h"
 #include "pipeline/batch.h"
 #include "pipeline/random_erase.h"
 #include "pipeline/resample.h"
@@ -45,6 +46,7 @@ struct PreprocessConfig {
   std::vector<float> std;
   bool color_distortion = false;  // inception, train only
   EraseOptions erase;             // random erasing of training images (random_erase.h); any preset
+  AutoAugmentOptions auto_augment;  // RandAugment / TrivialAugmentWide on training images (auto_augment.h)
   // inception
   float area_min = 0.05f, area_max = 1.0f;
   float aspect_min = 0.75f, aspect_max = 4.0f / 3.0f;

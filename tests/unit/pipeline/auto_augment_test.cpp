@@ -1,4 +1,5 @@
-// RandAugment / TrivialAugmentWide (pipeline/auto_augment.h) against torchvision itself.
+// RandAugment / TrivialAugmentWide (pipeline/auto_augment.h) against torchvision itself, and in the
+// pipeline.
 //
 // Ops: tests/data/auto_augment holds torchvision 0.14's own outputs (_apply_op on PIL images, made by
 // make_fixtures.py there) for every op of both spaces at bins 0, 9 and 30 of 31 (and Rotate's 90
@@ -9,7 +10,9 @@
 //
 // Selection: ops uniform over the 14, RandAugment's bin fixed, TrivialAugmentWide's bin uniform, the
 // sign a fair coin (each within 4 standard deviations over many draws); draws a function of (seed,
-// epoch, index) only.
+// epoch, index) only. Pipeline: what the mapper writes equals the ops applied to the uint8 resample
+// then normalised; eval untouched; off (or zero ops) byte-identical to the plain path; a whole
+// pipeline independent of the thread count.
 #include "pipeline/auto_augment.h"
 
 #include <gtest/gtest.h>
@@ -25,7 +28,10 @@
 
 #include "core/check.h"
 #include "core/image.h"
+#include "pipeline/dataset.h"
+#include "pipeline/preprocess.h"
 #include "pipeline/rng.h"
+#include "pipeline_test_util.h"
 
 namespace fastnn::pipeline {
 namespace {
@@ -335,6 +341,148 @@ TEST(AutoAugmentConfig, NamesAndRanges) {
   EXPECT_NO_THROW(validate_auto_augment(options(AutoAugmentPolicy::kRandAugment, 0, 30, 31)));
   EXPECT_NO_THROW(validate_auto_augment(options(AutoAugmentPolicy::kTrivialAugmentWide, 2, 40, 31)));  // unused
   EXPECT_NO_THROW(validate_auto_augment(options(AutoAugmentPolicy::kNone, -5, -5, -5)));
+}
+
+// ---- In the pipeline ----------------------------------------------------------------------------
+
+using testing::image_example;
+using testing::ScratchDir;
+
+std::vector<uint8_t> photo_like(int w, int h, int c, uint32_t seed) {
+  std::vector<uint8_t> px(size_t(w) * h * c);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) {
+        double v = 120 + 70 * std::sin(0.05 * x * (k + 1) + 0.03 * y + seed) + 30 * std::sin(0.3 * x + 0.2 * y * k);
+        px[(size_t(y) * w + x) * c + k] = uint8_t(std::clamp(v, 0.0, 255.0));
+      }
+  return px;
+}
+
+std::vector<uint8_t> map_bytes(const PreprocessConfig& c, const std::string& record, uint64_t index, int worker = 0) {
+  auto m = make_preprocessor(c);
+  m->prepare(4);
+  std::vector<uint8_t> out(m->spec().sample_bytes());
+  StageTimes t;
+  SampleContext ctx;
+  ctx.seed = 5;
+  ctx.epoch = 1;
+  ctx.index = index;
+  ctx.worker = worker;
+  ctx.times = &t;
+  int32_t label;
+  m->map(record, ctx, out.data(), &label);
+  return out;
+}
+
+// The mapper's output with auto augmentation = the ops (drawn for that sample) applied to the uint8
+// image the resampler makes from the sample's own crop, then converted as any sample: for every dtype
+// and layout, 1 and 3 channels, a resizing and a copying preset.
+TEST(AutoAugmentPipeline, MapperAppliesTheOpsToTheUint8ResampleThenNormalises) {
+  for (const char* preset : {"inception", "cifarnet"})
+    for (int C : {1, 3})
+      for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kUint8})
+        for (Layout layout : {Layout::kNHWC, Layout::kNCHW}) {
+          SCOPED_TRACE(str(preset, " C", C, " ", dtype_name(dt), " ", layout_name(layout)));
+          const int iw = 61, ih = 45;
+          const std::vector<uint8_t> px = photo_like(iw, ih, C, 3);
+          const std::string rec = image_example(encode_png(px.data(), iw, ih, C), "png", 1);
+          PreprocessConfig c;
+          c.preset = preset;
+          c.channels = C;
+          c.height = 24;
+          c.width = 32;
+          c.dtype = dt;
+          c.layout = layout;
+          c.auto_augment = options(AutoAugmentPolicy::kTrivialAugmentWide);
+          const PreprocessConfig r = resolve_preset(c);
+          OutputFormat u8 = output_format(r);
+          u8.spec.dtype = DType::kUint8;
+          u8.spec.layout = Layout::kNHWC;
+          const AutoAugment aa(c.auto_augment, 24, 32);
+          int changed = 0;
+          for (uint64_t index = 0; index < 12; ++index) {
+            const SamplePlan plan = plan_sample(r, iw, ih, 5, 1, index);
+            Resampler rs;
+            std::vector<uint8_t> img(24 * 32 * C), plain(output_format(r).spec.sample_bytes()), scratch;
+            rs.run({px.data(), iw, ih, C, size_t(iw) * C}, plan.window, plan.flip, plan.color, u8, img.data());
+            const std::vector<uint8_t> before = img;
+            aa.apply({img.data(), 32, 24, C}, 5, 1, index, scratch);
+            changed += img != before;
+            std::vector<uint8_t> expected(output_format(r).spec.sample_bytes());
+            rs.run({img.data(), 32, 24, C, size_t(32) * C}, {0, 0, 32, 24}, false, {}, output_format(r), expected.data());
+            EXPECT_EQ(map_bytes(c, rec, index, static_cast<int>(index % 4)), expected) << "index " << index;
+          }
+          EXPECT_GE(changed, 6);  // most samples get an op that changes something
+          // Evaluation images are never augmented: the eval mapper is the plain path.
+          PreprocessConfig e = c, e_off = c;
+          e.train = e_off.train = false;
+          e_off.auto_augment = {};
+          EXPECT_EQ(map_bytes(e, rec, 3), map_bytes(e_off, rec, 3));
+        }
+}
+
+// Off, the path is today's; RandAugment with zero ops on a preset that copies pixels (lenet: no
+// resize, so no rounding to uint8 in between) writes the same bytes as off.
+TEST(AutoAugmentPipeline, ZeroOpsOnACopyingPresetEqualsOff) {
+  std::vector<uint8_t> px = photo_like(30, 26, 1, 9);
+  const std::string rec = image_example(encode_png(px.data(), 30, 26, 1), "png", 2);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kUint8}) {
+    PreprocessConfig off;
+    off.preset = "lenet";
+    off.dtype = dt;
+    PreprocessConfig zero = off;
+    zero.auto_augment = options(AutoAugmentPolicy::kRandAugment, 0);
+    PreprocessConfig two = off;
+    two.auto_augment = options(AutoAugmentPolicy::kRandAugment, 2, 30);
+    int differs = 0;
+    for (uint64_t i = 0; i < 8; ++i) {
+      EXPECT_EQ(map_bytes(zero, rec, i), map_bytes(off, rec, i)) << dtype_name(dt);
+      differs += map_bytes(two, rec, i) != map_bytes(off, rec, i);
+    }
+    EXPECT_GE(differs, 4);
+  }
+}
+
+TEST(AutoAugmentPipeline, PipelineIndependentOfThreadCount) {
+  ScratchDir dir("auto-augment-pipeline");
+  const std::string path = dir.file("jpeg.tfrecord");
+  {
+    TFRecordWriter w(path);
+    for (int i = 0; i < 20; ++i) {
+      const int wd = 60 + 7 * i, ht = 50 + 5 * (i % 4);
+      auto px = photo_like(wd, ht, 3, uint32_t(i));
+      w.write(image_example(encode_jpeg(px.data(), wd, ht, 3, 85), "jpeg", i));
+    }
+    w.close();
+  }
+  auto run = [&](int threads, AutoAugmentPolicy policy) {
+    PreprocessConfig c;
+    c.preset = "inception";
+    c.height = c.width = 40;
+    c.auto_augment = options(policy);
+    c.erase.prob = 0.5f;  // erasing after the ops, from its own stream
+    Dataset ds = Dataset::from_files({path});
+    ds.shuffle(8, 3).repeat(2).map_and_batch(make_preprocessor(c), 5, 2, false).prefetch(2);
+    DatasetOptions o;
+    o.num_threads = threads;
+    o.seed = 99;
+    ds.with_options(o);
+    std::vector<std::vector<uint8_t>> out;
+    auto it = ds.make_iterator();
+    BatchHandle b;
+    while (it->next(&b)) {
+      auto* d = static_cast<const uint8_t*>(b->data());
+      out.emplace_back(d, d + b->bytes());
+    }
+    return out;
+  };
+  for (AutoAugmentPolicy p : {AutoAugmentPolicy::kRandAugment, AutoAugmentPolicy::kTrivialAugmentWide}) {
+    const auto one = run(1, p);
+    EXPECT_EQ(one.size(), 8u);
+    EXPECT_EQ(run(3, p), one) << auto_augment_name(p);
+    EXPECT_NE(run(1, AutoAugmentPolicy::kNone), one);
+  }
 }
 
 }  // namespace
