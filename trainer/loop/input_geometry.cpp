@@ -77,6 +77,11 @@ InputGeometry describe_input_geometry(const RunSetup& s) {
       g.line = str("preprocessing ", s.preset, ": shorter side resized to 256-512, random ", in, " crop, random mirror (eval: shorter side 256, centre crop)");
       break;
   }
+  if (s.auto_augment.policy == pipeline::AutoAugmentPolicy::kRandAugment)
+    g.line += str("; RandAugment of training images (", s.auto_augment.num_ops, " ops at magnitude ",
+                  s.auto_augment.magnitude, " of 0-", s.auto_augment.magnitude_bins - 1, ")");
+  else if (s.auto_augment.policy == pipeline::AutoAugmentPolicy::kTrivialAugmentWide)
+    g.line += str("; TrivialAugmentWide of training images (", s.auto_augment.magnitude_bins, " magnitude bins)");
   if (s.erase.prob > 0)
     g.line += str("; random erasing of training images (p ", s.erase.prob, ", ", pipeline::erase_mode_name(s.erase.mode),
                   ")");

@@ -107,6 +107,7 @@ pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
   p.train = train;
   p.color_distortion = train && s.color_distortion;
   if (train) p.erase = s.erase;
+  if (train) p.auto_augment = s.auto_augment;
   p.height = s.height;
   p.width = s.width;
   p.channels = s.channels;
@@ -296,6 +297,10 @@ RunSetup make_run_setup(const JobConfig& c, bool for_training) {
   s.color_distortion = c.color_distortion();
   s.erase.prob = static_cast<float>(c.random_erase_prob());
   s.erase.mode = pipeline::parse_erase_mode(c.random_erase_mode());
+  s.auto_augment.policy = pipeline::parse_auto_augment(c.auto_augment());
+  s.auto_augment.num_ops = c.auto_augment_num_ops();
+  s.auto_augment.magnitude = c.auto_augment_magnitude();
+  s.auto_augment.magnitude_bins = c.auto_augment_magnitude_bins();
   {
     const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
     std::copy(f.mean, f.mean + 4, s.input.mean);

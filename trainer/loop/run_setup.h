@@ -55,6 +55,7 @@ struct RunSetup {
   std::string preset;
   bool color_distortion = false;  // on training images (the inception preset's)
   pipeline::EraseOptions erase;    // random erasing of training images
+  pipeline::AutoAugmentOptions auto_augment;  // RandAugment / TrivialAugmentWide on training images
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
   std::optional<ClassMap> classes;  // the data's class map (rule above); nullopt when no file names the classes
   // Eval files that are also train files (the eval is then not held out: said at start and on every

@@ -15,6 +15,7 @@
 #include "pipeline/preset.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/checkpoint_io.h"
+#include "trainer/loop/input_geometry.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
@@ -371,6 +372,55 @@ TEST(LoopSetup, ColorDistortionReachesTrainingImagesOfTheInceptionPreset) {
     ADD_FAILURE() << "lenet's preset accepted color_distortion";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("color_distortion is the inception preset's"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// auto_augment (torchvision's RandAugment / TrivialAugmentWide) goes to the training mapper of any
+// preset, grey or colour, with its num_ops / magnitude / bins, never to eval; bad values are refused
+// before any work, an unknown policy with the list of the known ones.
+TEST(LoopSetup, AutoAugmentReachesTrainingImagesOnly) {
+  const std::filesystem::path dir = one_record_dataset("auto-augment");
+  JobConfig c;
+  c.set_model_name("lenet");
+  c.set_dataset_dir(dir.string());
+  c.set_train_files("a.tfrecord");
+  c.set_num_classes(10);
+  EXPECT_EQ(preprocess_config(make_run_setup(c), true).auto_augment.policy, pipeline::AutoAugmentPolicy::kNone);
+  c.set_auto_augment("randaugment");
+  c.set_auto_augment_num_ops(3);
+  c.set_auto_augment_magnitude(12);
+  c.set_auto_augment_magnitude_bins(21);
+  const RunSetup s = make_run_setup(c);
+  const pipeline::AutoAugmentOptions t = preprocess_config(s, true).auto_augment;
+  EXPECT_EQ(t.policy, pipeline::AutoAugmentPolicy::kRandAugment);
+  EXPECT_EQ(t.num_ops, 3);
+  EXPECT_EQ(t.magnitude, 12);
+  EXPECT_EQ(t.magnitude_bins, 21);
+  EXPECT_EQ(preprocess_config(s, false).auto_augment.policy, pipeline::AutoAugmentPolicy::kNone);
+  EXPECT_NE(describe_input_geometry(s).line.find("RandAugment of training images (3 ops at magnitude 12 of 0-20)"),
+            std::string::npos) << describe_input_geometry(s).line;
+  c.set_model_name("inception_v3");  // a colour preset
+  c.set_auto_augment("trivialaugmentwide");
+  EXPECT_EQ(preprocess_config(make_run_setup(c), true).auto_augment.policy,
+            pipeline::AutoAugmentPolicy::kTrivialAugmentWide);
+  c.set_auto_augment_magnitude(21);  // out of RandAugment's range, but TrivialAugmentWide draws its own bin
+  EXPECT_NO_THROW(make_run_setup(c));
+  c.set_auto_augment("randaugment");
+  EXPECT_THROW(make_run_setup(c), ConfigError);  // magnitude 21 of bins 0-20
+  c.set_auto_augment_magnitude(9);
+  c.set_auto_augment_num_ops(-1);
+  EXPECT_THROW(make_run_setup(c), ConfigError);
+  c.set_auto_augment_num_ops(2);
+  c.set_auto_augment_magnitude_bins(1);
+  EXPECT_THROW(make_run_setup(c), ConfigError);
+  c.set_auto_augment_magnitude_bins(31);
+  c.set_auto_augment("rand-m9-mstd0.5");  // timm's syntax: its op set is not torchvision's
+  try {
+    make_run_setup(c);
+    ADD_FAILURE() << "timm's rand-m9-mstd0.5 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("randaugment, trivialaugmentwide"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
 }
