@@ -33,6 +33,7 @@ void convert_raw(const uint8_t* src, int sc, uint8_t* dst, int dc, size_t n) {
 OutputFormat uint8_hwc(OutputFormat f) {
   f.spec.dtype = DType::kUint8;
   f.spec.layout = Layout::kNHWC;
+  f.stream_stores = false;  // the ops read it straight back
   return f;
 }
 

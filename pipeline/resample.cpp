@@ -104,14 +104,18 @@ void store(const float* row, int oy, const OutputFormat& f, const float* mean_ro
       }
     }
   };
+  auto put = [&](unsigned char* dst, size_t bytes) {
+    if (f.stream_stores) stream_copy(dst, tmp, bytes);
+    else std::memcpy(dst, tmp, bytes);
+  };
   if (f.spec.layout == Layout::kNHWC) {
     convert(row, ow * C, 1, mean_row, scale_row, true);
-    stream_copy(base + static_cast<size_t>(oy) * ow * C * es, tmp, static_cast<size_t>(ow) * C * es);
+    put(base + static_cast<size_t>(oy) * ow * C * es, static_cast<size_t>(ow) * C * es);
   } else {
     const size_t plane = static_cast<size_t>(ow) * oh * es;
     for (int c = 0; c < C; ++c) {
       convert(row + c, ow, C, f.mean + c, f.inv_std + c, false);
-      stream_copy(base + plane * c + static_cast<size_t>(oy) * ow * es, tmp, static_cast<size_t>(ow) * es);
+      put(base + plane * c + static_cast<size_t>(oy) * ow * es, static_cast<size_t>(ow) * es);
     }
   }
 }

@@ -51,6 +51,9 @@ struct OutputFormat {
   float mean[4] = {0, 0, 0, 0};
   float inv_std[4] = {1, 1, 1, 1};
   float pad_value = 0.0f;   // pixel value (before normalisation) outside the view in copy mode
+  // Batch memory is written past the caches (non-temporal stores); false: plain stores, for an image
+  // that is read back at once (auto augmentation's uint8 image).
+  bool stream_stores = true;
 };
 
 class Resampler {
