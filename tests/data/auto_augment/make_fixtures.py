@@ -18,17 +18,20 @@ It is deterministic (no random draws) and rewrites, next to itself:
                  policy, bin (null for ops without a table) and sign that produced it]; and
                  torchvision's magnitude tables (_augmentation_space) for a few bin counts and image
                  sizes: float32 bit patterns in hex, Posterize's bits as integers; ops sharing a table
-                 are listed together ("Brightness,Color,Contrast,Sharpness").
+                 are listed together ("Brightness,Color,Contrast,Sharpness"); and "sweep": CRC-32s of
+                 every op at every bin of both policies, both signs, on a procedural 57x43 RGB and
+                 'L' image (sweep_image: an integer formula the C++ test repeats).
 
 Each case is torchvision.transforms.autoaugment._apply_op(img, op, magnitude, NEAREST, fill=None), the
 very function RandAugment.forward and TrivialAugmentWide.forward call, on a PIL image. The magnitudes
 are the table entries of both policies at bin 0, RandAugment's default bin 9 and the last bin (30 of
 31), plus Rotate's bin 20 (TrivialAugmentWide's 90 degrees), with both signs for the signed ops.
-Committed size: about 90 KB.
+Committed size: about 105 KB.
 """
 import gzip
 import json
 import os
+import zlib
 
 import numpy as np
 import PIL
@@ -100,6 +103,36 @@ def cases_for(img):
     return out
 
 
+SWEEP_W, SWEEP_H = 57, 43  # odd sides: the centre of Rotate / Translate falls between pixels
+
+
+def sweep_image(channels):
+    """A procedural image the C++ test rebuilds from the same integer formula (values 20..220)."""
+    y, x = np.mgrid[0:SWEEP_H, 0:SWEEP_W]
+    planes = [20 + ((x * x * 3 + y * 7 + c * 85 + ((x * y) % 13) * 11 + (x ^ y) * 5) % 256) * 200 // 255
+              for c in range(channels)]
+    a = np.stack(planes, axis=-1).astype(np.uint8)
+    return Image.fromarray(a[:, :, 0], "L") if channels == 1 else Image.fromarray(a, "RGB")
+
+
+def sweep(img):
+    """For each policy, each op of its space in order, each bin (one entry for ops without a table):
+    the CRC-32 (zlib) of the output at +magnitude followed, for signed ops with magnitude != 0, by the
+    output at -magnitude. Covers every table entry at an odd image size; 8 hex digits each."""
+    h, w = img.size[1], img.size[0]
+    out = []
+    for space in (RandAugment()._augmentation_space(BINS, (h, w)), TrivialAugmentWide()._augmentation_space(BINS)):
+        for op, (mags, signed) in space.items():
+            for b in range(BINS) if mags.ndim > 0 else [None]:
+                m = float(mags[b].item()) if b is not None else 0.0
+                data = b""
+                for mag in [m, m * -1.0] if signed and m != 0.0 else [m]:
+                    res = _apply_op(img, op, mag, interpolation=InterpolationMode.NEAREST, fill=None)
+                    data += np.asarray(res).tobytes()
+                out.append("%08x" % zlib.crc32(data))
+    return out
+
+
 def main():
     imgs = inputs()
     index = {
@@ -125,6 +158,7 @@ def main():
             rand = RandAugment()._augmentation_space(bins, (h, w))
             index["tables"].append({"policy": "randaugment", "bins": bins, "height": h, "width": w,
                                     "ops": tables(rand)})
+    index["sweep"] = {"width": SWEEP_W, "height": SWEEP_H, "rgb": sweep(sweep_image(3)), "gray": sweep(sweep_image(1))}
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
         json.dump(index, f, separators=(",", ":"))
         f.write("\n")

@@ -3,7 +3,8 @@
 //
 // Ops: tests/data/auto_augment holds torchvision 0.14's own outputs (_apply_op on PIL images, made by
 // make_fixtures.py there) for every op of both spaces at bins 0, 9 and 30 of 31 (and Rotate's 90
-// degrees), both signs, on a 20x16 RGB photo crop, its 'L' version and a 28x28 Fashion-MNIST image.
+// degrees), both signs, on a 20x16 RGB photo crop, its 'L' version and a 28x28 Fashion-MNIST image;
+// and the CRC-32s of every op at every bin of both policies on a procedural 57x43 RGB and 'L' image.
 // Every op is held to bit-exactness: PIL's arithmetic is replicated, so a single differing byte is a
 // bug (see ExactAgainstTorchvision for what each op's exactness rests on). The magnitude tables are
 // compared float for float with torch's for several bin counts and image sizes.
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <zlib.h>
 
 #include "core/check.h"
 #include "core/image.h"
@@ -140,6 +142,48 @@ TEST(AutoAugmentOps, ExactAgainstTorchvision) {
     }
   }
   EXPECT_EQ(cases_per_op.size(), size_t{kNumAugmentOps});
+}
+
+// Every table entry of both policies, both signs, on images of odd sides (57x43: the centre of Rotate
+// and Translate falls between pixels), against the CRC-32s of torchvision's outputs (fixtures.json
+// "sweep", in make_fixtures.py's order: policy, op, bin, + then - magnitude).
+TEST(AutoAugmentOps, EveryBinOfBothPoliciesOnAnOddSizedImage) {
+  const nlohmann::json& j = fixtures()["sweep"];
+  const int W = j["width"].get<int>(), H = j["height"].get<int>();
+  for (int C : {3, 1}) {
+    const nlohmann::json& crcs = j[C == 3 ? "rgb" : "gray"];
+    Fixture f;
+    f.width = W, f.height = H, f.channels = C;
+    f.input.resize(static_cast<size_t>(W) * H * C);
+    for (int y = 0; y < H; ++y)
+      for (int x = 0; x < W; ++x)
+        for (int c = 0; c < C; ++c)
+          f.input[(static_cast<size_t>(y) * W + x) * C + c] = static_cast<uint8_t>(
+              20 + ((x * x * 3 + y * 7 + c * 85 + ((x * y) % 13) * 11 + (x ^ y) * 5) % 256) * 200 / 255);
+    size_t k = 0;
+    int mismatches = 0;
+    for (AutoAugmentPolicy p : {AutoAugmentPolicy::kRandAugment, AutoAugmentPolicy::kTrivialAugmentWide})
+      for (int o = 0; o < kNumAugmentOps; ++o) {
+        const AugmentOp op = static_cast<AugmentOp>(o);
+        const std::vector<float> t = magnitude_table(p, op, 31, H, W);
+        for (int b = 0; b < std::max<int>(1, static_cast<int>(t.size())); ++b) {
+          const double m = t.empty() ? 0.0 : t[b];
+          std::vector<uint8_t> data = run_op(f, op, m);
+          if (augment_op_signed(op) && m != 0) {
+            const std::vector<uint8_t> neg = run_op(f, op, m * -1.0);
+            data.insert(data.end(), neg.begin(), neg.end());
+          }
+          ASSERT_LT(k, crcs.size());
+          const uint32_t crc = static_cast<uint32_t>(::crc32(0, data.data(), static_cast<uInt>(data.size())));
+          const uint32_t want = static_cast<uint32_t>(std::stoul(crcs[k++].get<std::string>(), nullptr, 16));
+          if (crc != want && ++mismatches <= 10)
+            ADD_FAILURE() << "C" << C << " " << auto_augment_name(p) << " " << augment_op_name(op) << " bin " << b
+                          << " (" << m << "): output differs from torchvision's";
+        }
+      }
+    EXPECT_EQ(k, crcs.size());
+    EXPECT_EQ(mismatches, 0);
+  }
 }
 
 // The fixture has teeth: a wrong sign, or a neighbouring bin's magnitude (a wrong table entry), gives
