@@ -23,7 +23,8 @@
 // below an integer would move a whole pixel. Each op then does what PIL 9.4 does with the magnitude
 // (ImageEnhance, ImageOps, Image.transform/rotate in 16.16 fixed point), so that the same image and
 // magnitude give the same bytes (tests/unit/pipeline/auto_augment_test.cpp, against torchvision's
-// outputs). Images are 1 channel (PIL 'L': Color is then the identity) or 3 (PIL 'RGB').
+// outputs). Images are 1 channel (PIL 'L': Color is then the identity) or 3 (PIL 'RGB'). The ops
+// live in auto_augment_ops.cpp, the tables and the policies in auto_augment.cpp.
 //
 // Randomness: the ops and magnitudes of a sample come from its own counter-based stream (rng.h,
 // RngStream::kAutoAugment): a function of (seed, epoch, index) only, so turning auto augmentation on
