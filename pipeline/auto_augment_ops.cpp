@@ -199,26 +199,44 @@ inline uint8_t luma(const uint8_t* p) {
 }
 
 // PIL's ImageFilter.SMOOTH (3x3: 1 1 1 / 1 5 1 / 1 1 1, over 13) as ImagingFilter3x3 computes it in
-// float: border rows and columns copied, the kernel rows summed bottom row first.
-void smooth(const Image8& img, uint8_t* out) {
+// float: border rows and columns copied; inside, with P = v * (1/13f) and Q = v * (5/13f) per value,
+//   ss = ((0.5 + T[y+1]) + M[y]) + T[y-1],  T[r] = (P[j-C] + P[j]) + P[j+C],  M = (P[j-C] + Q[j]) + P[j+C]
+// (the row below first, each kernel row summed left to right), truncated and clipped to 0..255 — the
+// same float operations as PIL's, but each row's T is computed once and used twice (as the row below,
+// then two rows on as the row above). `rows`: room for kSmoothRows rows of floats (P, M, three T).
+constexpr int kSmoothRows = 5;
+
+void smooth(const Image8& img, uint8_t* out, float* rows) {
   const int W = img.width, H = img.height, C = img.channels;
   const uint8_t* const in = img.pixels;
   const size_t stride = static_cast<size_t>(W) * C;
   std::memcpy(out, in, stride * H);
   if (W < 3 || H < 3) return;  // ImagingFilter returns a copy of an image smaller than the kernel
   const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-  // Element j of a row (x * C + c) has its horizontal neighbours at j ± C: one contiguous loop per row
-  // over the interior elements, each with PIL's sums in PIL's order.
+  float* const p = rows;
+  float* const m = rows + stride;
+  float* const t[3] = {rows + 2 * stride, rows + 3 * stride, rows + 4 * stride};  // T of row r in t[r % 3]
+  // P of row r, then its T.
+  auto next_row = [&](int r) {
+    const uint8_t* v = in + r * stride;
+    for (size_t j = 0; j < stride; ++j) p[j] = static_cast<float>(v[j]) * k1;
+    float* tr = t[r % 3];
+    for (size_t j = C; j < stride - C; ++j) tr[j] = p[j - C] + p[j] + p[j + C];
+  };
+  next_row(0);
+  next_row(1);
   for (int y = 1; y < H - 1; ++y) {
-    const uint8_t* below = in + (y + 1) * stride;
     const uint8_t* mid = in + y * stride;
-    const uint8_t* above = in + (y - 1) * stride;
+    for (size_t j = C; j < stride - C; ++j) m[j] = p[j - C] + static_cast<float>(mid[j]) * k5 + p[j + C];
+    next_row(y + 1);  // P now row y + 1; its T replaces row y - 2's
+    const float* below = t[(y + 1) % 3];
+    const float* above = t[(y - 1) % 3];
     uint8_t* o = out + y * stride;
     for (size_t j = C; j < stride - C; ++j) {
       float ss = 0.5f;  // offset 0, plus 0.5 for rounding
-      ss += static_cast<float>(below[j - C]) * k1 + static_cast<float>(below[j]) * k1 + static_cast<float>(below[j + C]) * k1;
-      ss += static_cast<float>(mid[j - C]) * k1 + static_cast<float>(mid[j]) * k5 + static_cast<float>(mid[j + C]) * k1;
-      ss += static_cast<float>(above[j - C]) * k1 + static_cast<float>(above[j]) * k1 + static_cast<float>(above[j + C]) * k1;
+      ss += below[j];
+      ss += m[j];
+      ss += above[j];
       o[j] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss);
     }
   }
@@ -341,8 +359,12 @@ void apply_augment_op(AugmentOp op, double m, const Image8& img, std::vector<uin
       return blend_image(img, nullptr, mean, 1.0 + m);
     }
     case AugmentOp::kSharpness: {
-      if (scratch.size() < n) scratch.resize(n);
-      smooth(img, scratch.data());
+      // The smoothed image, then (16-byte aligned) the filter's float rows; the vector's storage comes
+      // from operator new, which creates the floats implicitly (C++20) and aligns to 16.
+      const size_t floats_at = (n + 15) / 16 * 16;
+      const size_t need = floats_at + sizeof(float) * kSmoothRows * static_cast<size_t>(W) * C;
+      if (scratch.size() < need) scratch.resize(need);
+      smooth(img, scratch.data(), reinterpret_cast<float*>(scratch.data() + floats_at));
       return blend_image(img, scratch.data(), 0, 1.0 + m);
     }
     case AugmentOp::kPosterize: {  // ImageOps.posterize(int(m)): keep the top bits
