@@ -1,5 +1,6 @@
 #include "trainer/loop/bench_train.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "core/check.h"
@@ -39,7 +40,9 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   r.batch_size = c.batch_size();
   r.world_size = dp.world();
   r.gradient_allreduce = collectives ? "nccl" : "none";
-  r.fused = ro.fuse;
+  r.fused = std::any_of(g.plan().nodes().begin(), g.plan().nodes().end(), [](const graph::PlanNode& n) {
+    return n.op.ends_with("+relu") || n.op.ends_with("+relu6");  // fuse_ops' nodes (the CPU may turn it on)
+  });
   r.fuse_conv_bn = ro.fuse_conv_bn;
   r.cuda_graph = ro.cuda_graphs;
   r.steps = o.steps;

@@ -13,6 +13,7 @@
 #include "trainer/comm/communicator.h"
 #include "trainer/loop/head_step.h"
 #include "trainer/loop/update_order.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/random.h"
 #include "trainer/optim/gradient_ops.h"
@@ -62,6 +63,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.depthwise_cudnn = c.depthwise_conv() == "cudnn";
   o.conv_graph_api = c.conv_api() == "graph";
   o.fuse = fuse_ops_for(c, target.device);
+  o.fuse_by_layout = target.device == Device::kCpu && !c.has_fuse_ops();
   o.fuse_conv_bn = c.fuse_conv_bn();
   o.cuda_graphs = c.cuda_graph();
   o.layout = layout_for(c, target.device);
@@ -321,14 +323,17 @@ class CpuStepRunner final : public StepRunner {
 }  // namespace
 
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& o) {
-  if (o.target.device == Device::kCpu && o.auto_cpu_layout) {
-    StepRunnerOptions chosen = o;
+  if (o.target.device != Device::kCpu) return make_cuda_step_runner(net, o);
+  StepRunnerOptions chosen = o;
+  if (o.auto_cpu_layout) {
     chosen.layout = auto_cpu_layout(net, o);
     chosen.auto_cpu_layout = false;
-    return std::make_unique<CpuStepRunner>(net, chosen);
   }
-  if (o.target.device == Device::kCpu) return std::make_unique<CpuStepRunner>(net, o);
-  return make_cuda_step_runner(net, o);
+  if (o.fuse_by_layout) {
+    chosen.fuse = chosen.layout == Layout::kNHWC && ops::use_fast_cpu_kernels();
+    chosen.fuse_by_layout = false;
+  }
+  return std::make_unique<CpuStepRunner>(net, chosen);
 }
 
 #ifndef FASTNN_HAVE_CUDA

@@ -124,6 +124,9 @@ struct StepRunnerOptions {
   bool conv_graph_api = false;
   // The graph's plan rewrite (GraphOptions::fuse; the fuse_ops config field).
   bool fuse = false;
+  // CPU, fuse_ops not set: make_step_runner sets `fuse` where the runner's layout is NHWC on the fast
+  // kernels, whose batch_norm+relu, +relu6 and +add+relu are one-pass (ops/batch_norm_nhwc.cpp).
+  bool fuse_by_layout = false;
   // A convolution joins the batch norm after it (GraphOptions::fuse_conv_bn; the fuse_conv_bn config field).
   bool fuse_conv_bn = false;
   // The graph's activation layout (GraphOptions::layout; the data_format config field): kNHWC makes
@@ -282,8 +285,9 @@ StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarg
 StepRunnerOptions forward_only(StepRunnerOptions o);
 // data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow
 // the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU training");
-// unfused on the CPU, where fusion gains nothing, and NCHW here, which make_step_runner turns into NHWC
-// for a net the fast CPU kernels cover (StepRunnerOptions::auto_cpu_layout, trainer/loop/cpu_layout.h).
+// on the CPU NCHW and unfused here, which make_step_runner turns into NHWC for a net the fast CPU kernels
+// cover (StepRunnerOptions::auto_cpu_layout, trainer/loop/cpu_layout.h), fused there (fuse_by_layout;
+// the NCHW reference's fusions are composites that save more and gain nothing).
 Layout layout_for(const JobConfig& config, Device device);
 bool fuse_ops_for(const JobConfig& config, Device device);
 

@@ -11,6 +11,7 @@
 
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/fused.h"
 #include "trainer/ops/op.h"
 #include "trainer/train_step.h"
@@ -137,6 +138,29 @@ TEST(GraphFusion, ConvBatchNormFusedEqualsUnfusedBitwiseInNhwc) {
 // The fan-out rule: a convolution whose input has other readers does not join a batch_norm+add+relu (that
 // node cannot add into its input's gradient as the CUDA convolution does); before a plain batch norm it
 // does. Here x feeds c1 and the add (c1's batch norm joins the add), and c2 and c3 (c2's does not).
+// In NHWC the CPU's fast batch norm has one-pass fusions (ops/batch_norm_nhwc.cpp): they replace the
+// composites (batch norm's two saved statistics, none of the composite's intermediate tensors) and train
+// bitwise as the unfused plan: relu, relu6 (MobileNet v2), residual add + relu (basic and bottleneck units).
+void expect_one_pass_cpu_fusions(const std::string& model, int size, const FusionCase& fc) {
+  expect_fused_equals_unfused(model, size, fc);
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  Graph fused(net, {.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC});
+  int one_pass = 0;
+  for (const PlanNode& n : fused.plan().nodes()) {
+    if (!n.op.starts_with("batch_norm+")) continue;
+    EXPECT_EQ(n.kernel->signature().saved.size(), 2u) << n.name << " (" << n.op << "): not the one-pass kernel";
+    ++one_pass;
+  }
+  EXPECT_GT(one_pass, 0) << model;
+}
+
+TEST(GraphFusion, CpuNhwcOnePassFusionsEqualUnfusedBitwise) {
+  if (!ops::use_fast_cpu_kernels()) GTEST_SKIP() << "FASTNN_CPU_KERNELS=reference: the composites run";
+  expect_one_pass_cpu_fusions("resnet_cifar_20", 32, {.layout = Layout::kNHWC});
+  expect_one_pass_cpu_fusions("resnet_v1_50", 32, {.layout = Layout::kNHWC});
+  expect_one_pass_cpu_fusions("mobilenet_v2", 32, {.residual_units = false, .activation = "relu6", .layout = Layout::kNHWC});
+}
+
 TEST(GraphFusion, ConvWithFanOutStaysOutOfBatchNormAddRelu) {
   const NetDef net = testing_util::net_from_text(R"pb(
     input { channels: 3 height: 8 width: 8 }
