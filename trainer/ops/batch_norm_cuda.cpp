@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/batch_norm.h"
+#include "trainer/ops/fused.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/relu.h"
 
@@ -92,9 +93,7 @@ class BatchNormReluCuda final : public OpKernel {
       : OpKernel(act == BnActivation::kRelu6 ? "batch_norm+relu6" : "batch_norm+relu", Device::kCuda),
         p_(p),
         act_(act) {
-    sig_ = bn;
-    sig_.outputs = relu.outputs;
-    sig_.has_backward = bn.has_backward && relu.has_backward;
+    sig_ = fused_activation_signature(bn, relu);
   }
 
  protected:
@@ -140,12 +139,7 @@ class BatchNormAddReluCuda final : public OpKernel {
  public:
   BatchNormAddReluCuda(const OpSignature& bn, const OpSignature& add_relu, const BatchNormParams& p)
       : OpKernel("batch_norm+add+relu", Device::kCuda), p_(p) {
-    sig_ = bn;
-    sig_.inputs.push_back(add_relu.inputs[1]);
-    sig_.input_has_grad = {true, true};
-    sig_.outputs = add_relu.outputs;
-    sig_.has_backward = bn.has_backward && add_relu.has_backward;
-    sig_.accumulates_input_grads = false;
+    sig_ = fused_add_relu_signature(bn, add_relu);
   }
 
  protected:
@@ -219,10 +213,7 @@ void register_batch_norm_cuda(OpRegistry& r) {
                     });
   for (const auto& [then_op, act] : {std::pair{"relu", BnActivation::kRelu}, std::pair{"relu6", BnActivation::kRelu6}}) {
     r.add_fusion("batch_norm", then_op, Device::kCuda, [act](const OpKernel& first, const OpKernel& then) {
-      const OpSignature &a = first.signature(), &b = then.signature();
-      if (a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 ||
-          a.outputs[0].shape != b.inputs[0].shape || a.outputs[0].dtype != b.inputs[0].dtype)
-        return std::unique_ptr<OpKernel>();
+      if (!chains_into_activation(first.signature(), then.signature())) return std::unique_ptr<OpKernel>();
       if (auto k = fuse_with_relu<float>(first, then, act)) return k;
       if (auto k = fuse_with_relu<__half>(first, then, act)) return k;
       return fuse_with_relu<__nv_bfloat16>(first, then, act);
@@ -232,11 +223,7 @@ void register_batch_norm_cuda(OpRegistry& r) {
   // compute relu(a + b) with the sum rounded to T). The fused layer's inputs are the batch norm's x and
   // the other addend; the sum does not depend on which add input the batch norm fed.
   r.add_fusion("batch_norm", "add+relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
-    const OpSignature &a = first.signature(), &b = then.signature();
-    if (a.outputs.size() != 1 || b.inputs.size() != 2 || b.outputs.size() != 1 || b.inputs[0].shape != b.inputs[1].shape ||
-        a.outputs[0].shape != b.inputs[0].shape || a.outputs[0].dtype != b.inputs[0].dtype ||
-        b.inputs[0].dtype != b.inputs[1].dtype)
-      return std::unique_ptr<OpKernel>();
+    if (!chains_into_add_relu(first.signature(), then.signature())) return std::unique_ptr<OpKernel>();
     if (auto k = fuse_with_add_relu<float>(first, then)) return k;
     if (auto k = fuse_with_add_relu<__half>(first, then)) return k;
     return fuse_with_add_relu<__nv_bfloat16>(first, then);

@@ -20,6 +20,7 @@
 #include "trainer/ops/batch_norm.h"
 #include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/cpu_kernel_choice.h"
+#include "trainer/ops/fused.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/relu.h"
 #include "trainer/ops/relu6.h"
@@ -249,9 +250,7 @@ class BatchNormActivationNhwcCpu final : public OpKernel {
                              BnActivation act)
       : OpKernel(act == BnActivation::kRelu6 ? "batch_norm+relu6" : "batch_norm+relu", Device::kCpu), rows_(p),
         act_(act) {
-    sig_ = bn;
-    sig_.outputs = activation.outputs;
-    sig_.has_backward = bn.has_backward && activation.has_backward;
+    sig_ = fused_activation_signature(bn, activation);
   }
 
  protected:
@@ -293,12 +292,7 @@ class BatchNormAddReluNhwcCpu final : public OpKernel {
  public:
   BatchNormAddReluNhwcCpu(const OpSignature& bn, const OpSignature& add_relu, const BatchNormParams& p)
       : OpKernel("batch_norm+add+relu", Device::kCpu), rows_(p) {
-    sig_ = bn;
-    sig_.inputs.push_back(add_relu.inputs[1]);
-    sig_.input_has_grad = {true, true};
-    sig_.outputs = add_relu.outputs;
-    sig_.has_backward = bn.has_backward && add_relu.has_backward;
-    sig_.accumulates_input_grads = false;
+    sig_ = fused_add_relu_signature(bn, add_relu);
   }
 
  protected:
@@ -330,9 +324,7 @@ const BatchNormNhwcCpu<T>* nhwc_batch_norm(const OpKernel& first) {
 
 std::unique_ptr<OpKernel> fuse_activation(const OpKernel& first, const OpKernel& then, BnActivation act) {
   const OpSignature &a = first.signature(), &b = then.signature();
-  if (a.outputs.size() != 1 || b.inputs.size() != 1 || b.outputs.size() != 1 || a.outputs[0].shape != b.inputs[0].shape ||
-      a.outputs[0].dtype != b.inputs[0].dtype)
-    return nullptr;
+  if (!chains_into_activation(a, b)) return nullptr;
   if (const auto* bn = nhwc_batch_norm<float>(first))
     return std::make_unique<BatchNormActivationNhwcCpu<float>>(a, b, bn->params(), act);
   if (const auto* bn = nhwc_batch_norm<double>(first))
@@ -342,10 +334,7 @@ std::unique_ptr<OpKernel> fuse_activation(const OpKernel& first, const OpKernel&
 
 std::unique_ptr<OpKernel> fuse_add_relu(const OpKernel& first, const OpKernel& then) {
   const OpSignature &a = first.signature(), &b = then.signature();
-  if (a.outputs.size() != 1 || b.inputs.size() != 2 || b.outputs.size() != 1 || b.inputs[0].shape != b.inputs[1].shape ||
-      a.outputs[0].shape != b.inputs[0].shape || a.outputs[0].dtype != b.inputs[0].dtype ||
-      b.inputs[0].dtype != b.inputs[1].dtype)
-    return nullptr;
+  if (!chains_into_add_relu(a, b)) return nullptr;
   if (const auto* bn = nhwc_batch_norm<float>(first))
     return std::make_unique<BatchNormAddReluNhwcCpu<float>>(a, b, bn->params());
   if (const auto* bn = nhwc_batch_norm<double>(first))

@@ -160,4 +160,33 @@ std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std
   return std::make_unique<FusedKernel>(std::move(first), std::move(then), slot);
 }
 
+bool chains_into_activation(const OpSignature& bn, const OpSignature& activation) {
+  return bn.outputs.size() == 1 && activation.inputs.size() == 1 && activation.outputs.size() == 1 &&
+         bn.outputs[0].shape == activation.inputs[0].shape && bn.outputs[0].dtype == activation.inputs[0].dtype;
+}
+
+bool chains_into_add_relu(const OpSignature& bn, const OpSignature& add_relu) {
+  const OpSignature& b = add_relu;
+  return bn.outputs.size() == 1 && b.inputs.size() == 2 && b.outputs.size() == 1 &&
+         b.inputs[0].shape == b.inputs[1].shape && bn.outputs[0].shape == b.inputs[0].shape &&
+         bn.outputs[0].dtype == b.inputs[0].dtype && b.inputs[0].dtype == b.inputs[1].dtype;
+}
+
+OpSignature fused_activation_signature(const OpSignature& bn, const OpSignature& activation) {
+  OpSignature sig = bn;
+  sig.outputs = activation.outputs;
+  sig.has_backward = bn.has_backward && activation.has_backward;
+  return sig;
+}
+
+OpSignature fused_add_relu_signature(const OpSignature& bn, const OpSignature& add_relu) {
+  OpSignature sig = bn;
+  sig.inputs.push_back(add_relu.inputs[1]);
+  sig.input_has_grad = {true, true};
+  sig.outputs = add_relu.outputs;
+  sig.has_backward = bn.has_backward && add_relu.has_backward;
+  sig.accumulates_input_grads = false;
+  return sig;
+}
+
 }  // namespace fastnn::ops

@@ -27,4 +27,15 @@ namespace fastnn::ops {
 std::unique_ptr<OpKernel> make_fused_kernel(std::unique_ptr<OpKernel> first, std::unique_ptr<OpKernel> then,
                                             const OpRegistry* registry = nullptr, size_t slot = 0);
 
+// For the devices' one-pass batch norm fusions (their OpRegistry::add_fusion factories).
+// batch_norm+relu / +relu6: `then` has one input, reading batch norm's one output (shape and dtype).
+bool chains_into_activation(const OpSignature& bn, const OpSignature& activation);
+// batch_norm+add+relu: `then` adds two inputs of batch norm's output shape and dtype.
+bool chains_into_add_relu(const OpSignature& bn, const OpSignature& add_relu);
+// The one-pass layers' signatures: batch norm's (inputs, params, state, saved statistics) with the
+// activation's output; for the add, the other addend appended as a second input with a gradient
+// (written, not accumulated).
+OpSignature fused_activation_signature(const OpSignature& bn, const OpSignature& activation);
+OpSignature fused_add_relu_signature(const OpSignature& bn, const OpSignature& add_relu);
+
 }  // namespace fastnn::ops
