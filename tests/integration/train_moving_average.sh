@@ -43,6 +43,12 @@ m = re.search(r"eval of the moving averages at step 8 \(test, 32 examples\): top
               open(sys.argv[3]).read())
 assert m, "train printed no evaluation of the moving averages"
 assert abs(float(m.group(1)) - ema["top1"]) < 1e-4 and abs(float(m.group(3)) - ema["loss"]) < 1e-4, (m.groups(), ema)
+# ... and metrics.jsonl has it beside the weights' evaluation
+lines = [json.loads(l) for l in open("full/metrics.jsonl")]
+avg = [l for l in lines if l["event"] == "eval_moving_averages"]
+raw_line = [l for l in lines if l["event"] == "eval"]
+assert len(avg) == 1 and avg[0]["step"] == 8 and abs(avg[0]["loss"] - ema["loss"]) < 1e-6, avg
+assert len(raw_line) == 1 and abs(raw_line[0]["loss"] - raw["loss"]) < 1e-6, raw_line
 PY
 "$FASTNN" predict --checkpoint full/ema --input data --device=cpu -q -o pred.jsonl || fail "predict --checkpoint full/ema"
 [ "$(wc -l < pred.jsonl)" -ge 32 ] || fail "predict wrote $(wc -l < pred.jsonl) lines"

@@ -265,6 +265,7 @@ void TrainingRun::run_eval(int64_t step, double lr) {
                              .confusion_classes = r.confusion_classes, .confusion = r.confusion});
   if (!eval_events_) eval_events_ = std::make_unique<EventFileWriter>(setup_.run_dir + "/eval");
   eval_events_->add_scalars({{"loss", r.loss}, {"accuracy", r.top1}, {"top5", r.top5}}, step);
+  run_moving_average_eval(step);
 }
 
 // Agreed over the ranks, so a best checkpoint with sharded head rows is saved by all of them and all
@@ -281,9 +282,11 @@ void TrainingRun::watch_best(int64_t step, double lr, const EvalResult& r) {
   }
 }
 
-// The averaged model on the held-out split at the end, as `fastnn eval --checkpoint RUN/ema` gives it: the
-// averages are swapped into the runner for the evaluation and the weights put back. One process only: under
-// mpirun each rank's averaged batch-norm statistics are its own, so RUN/ema is evaluated afterwards.
+// After each evaluation of the weights, the averaged model on the same split, as `fastnn eval --checkpoint
+// RUN/ema` gives it (timm validates its EMA model each epoch too): the averages are swapped into the runner
+// for the evaluation and the weights put back. metrics.jsonl gets an "eval_moving_averages" line, the
+// eval event file "moving_averages/*" tags. One process only: under mpirun each rank's averaged batch-norm
+// statistics are its own, so RUN/ema is evaluated afterwards.
 void TrainingRun::run_moving_average_eval(int64_t step) {
   if (!ema_ || setup_.eval_split.empty() || dp_.world() > 1) return;
   const std::vector<NamedArray> weights = runner_->host_variables();
@@ -295,6 +298,11 @@ void TrainingRun::run_moving_average_eval(int64_t step) {
                 static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples), r.top1,
                 r.top5, r.loss);
   std::fflush(stdout);
+  jsonl_->write(EvalLogEntry{.event = "eval_moving_averages", .step = step, .epoch = epoch_of(step),
+                             .split = setup_.eval_split, .top1 = r.top1, .top5 = r.top5, .loss = r.loss,
+                             .num_examples = r.num_examples});
+  eval_events_->add_scalars(
+      {{"moving_averages/loss", r.loss}, {"moving_averages/accuracy", r.top1}, {"moving_averages/top5", r.top5}}, step);
 }
 
 // Before the first step, after the variables are restored and broadcast: the averages start at the
@@ -553,8 +561,7 @@ TrainSummary TrainingRun::run() {
   if (!summary_.stopped_early) {
     if (saving && last_saved != total_ && total_ > start_) save(total_, lr);
     if (total_ > start_) {
-      run_eval(total_, lr);
-      run_moving_average_eval(total_);
+      run_eval(total_, lr);  // and the moving averages' (run_moving_average_eval)
     }
     else if (dp_.chief()) {  // a finished run rerun: its final eval line is there already
       summary_.already_finished = true;

@@ -58,7 +58,7 @@ nlohmann::json JsonlMetricsWriter::to_json(const TrainLogEntry& m) {
 }
 
 nlohmann::json JsonlMetricsWriter::to_json(const EvalLogEntry& m) {
-  nlohmann::json j = {{"event", "eval"},         {"step", m.step},         {"epoch", number(m.epoch)},
+  nlohmann::json j = {{"event", m.event},        {"step", m.step},         {"epoch", number(m.epoch)},
                       {"split", m.split},        {"top1", number(m.top1)}, {"top5", number(m.top5)},
                       {"loss", number(m.loss)},  {"num_examples", m.num_examples},
                       {"wall_time", or_now(m.wall_time)}};

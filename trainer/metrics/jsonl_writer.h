@@ -47,6 +47,9 @@ inline constexpr int64_t kMaxConfusionClasses = 256;
 inline constexpr size_t kMaxMetricsLineBytes = size_t{16} << 20;
 
 struct EvalLogEntry {
+  // "eval", or "eval_moving_averages": the same evaluation of the weights' moving averages (readers that
+  // know only "eval" pass it over).
+  std::string event = "eval";
   int64_t step = 0;
   double epoch = 0;
   std::string split = "eval";

@@ -187,7 +187,7 @@ RunMetrics read_run_metrics(const std::string& path) {
       r.lr.push_back(number(j, "lr"));
       r.images_per_sec.push_back(number(j, "images_per_sec"));
       ++used;
-    } else if (event == "eval") {
+    } else if (event == "eval" || event == "eval_moving_averages") {
       RunMetrics::Eval e;
       e.step = step;
       e.split = j.value("split", std::string());
@@ -195,6 +195,10 @@ RunMetrics read_run_metrics(const std::string& path) {
       e.top5 = number(j, "top5");
       e.loss = number(j, "loss");
       e.num_examples = j.contains("num_examples") && j["num_examples"].is_number_integer() ? j["num_examples"].get<int64_t>() : 0;
+      if (event != "eval") {  // the moving averages' evaluation: no confusion matrix, not "the" evaluation
+        r.moving_average_evals.push_back(e);
+        continue;
+      }
       r.evals.push_back(e);
       ++used;
       if (j.contains("confusion_matrix") && !read_confusion(j["confusion_matrix"], &r, step))
@@ -215,6 +219,8 @@ std::string run_report_page(const RunMetrics& m, const RunReportInfo& info) {
               m.train_step.empty() ? std::string("–") : str(static_cast<int64_t>(m.train_step.back())), " · ",
               m.evals.size(), " evaluation(s)");
   if (!m.evals.empty()) body += str(", last top-1 ", format_number(m.evals.back().top1, 4));
+  if (!m.moving_average_evals.empty())
+    body += str(" (moving averages ", format_number(m.moving_average_evals.back().top1, 4), ")");
   body += "</p>\n";
   body += curves_section(m);
   body += confusion_section(m, info);
@@ -224,10 +230,13 @@ std::string run_report_page(const RunMetrics& m, const RunReportInfo& info) {
   for (const std::string& n : notes) nb += str("<li>", html_escape(n), "</li>\n");
   body += report::html_section("notes", "Notes", nb.empty() ? "<p class=\"ok\">None.</p>\n" : "<ul>\n" + nb + "</ul>\n");
 
-  nlohmann::json evals = nlohmann::json::array();
-  for (const RunMetrics::Eval& e : m.evals)
-    evals.push_back({{"step", e.step}, {"split", e.split}, {"top1", values({e.top1})[0]}, {"top5", values({e.top5})[0]},
+  auto evals_json = [](const std::vector<RunMetrics::Eval>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const RunMetrics::Eval& e : list)
+      out.push_back({{"step", e.step}, {"split", e.split}, {"top1", values({e.top1})[0]}, {"top5", values({e.top5})[0]},
                      {"loss", values({e.loss})[0]}, {"num_examples", e.num_examples}});
+    return out;
+  };
   nlohmann::json last = nullptr;
   if (m.confusion_classes > 0) {
     const int64_t c = m.confusion_classes;
@@ -246,7 +255,8 @@ std::string run_report_page(const RunMetrics& m, const RunReportInfo& info) {
       {"model_name", info.model_name},
       {"train", {{"step", values(m.train_step)}, {"loss", values(m.loss)}, {"accuracy", values(m.accuracy)},
                  {"lr", values(m.lr)}, {"images_per_sec", values(m.images_per_sec)}}},
-      {"evals", evals},
+      {"evals", evals_json(m.evals)},
+      {"moving_average_evals", evals_json(m.moving_average_evals)},
       {"last_eval", last}};
   body += report::json_script(data);
   return report::html_page(str("fastnn report: ", info.run_dir), body);

@@ -31,6 +31,7 @@ struct RunMetrics {
     int64_t num_examples = 0;
   };
   std::vector<Eval> evals;
+  std::vector<Eval> moving_average_evals;  // "eval_moving_averages" lines (moving_average_decay)
   // The last eval line with a usable confusion matrix (classes 0: none).
   int64_t confusion_step = 0, confusion_classes = 0;
   std::vector<int64_t> confusion;  // row-major [true][predicted]

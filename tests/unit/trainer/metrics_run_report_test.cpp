@@ -100,10 +100,43 @@ TEST(RunReport, ReadsTheLinesTheWriterWrites) {
   // Precision: correct / predicted as the class (column sums 1 and 3).
   EXPECT_EQ(j["last_eval"]["per_class_precision"], nlohmann::json::parse("[1.0,0.6666666666666666]"));
   EXPECT_EQ(j["last_eval"]["class_names"][0], "<script>alert(1)</script>");
+  EXPECT_TRUE(j["moving_average_evals"].empty());
 
   std::ofstream(dir.file("empty.jsonl")) << "not json\n";
   EXPECT_THROW(read_run_metrics(dir.file("empty.jsonl")), ConfigError);
   EXPECT_THROW(read_run_metrics(dir.file("missing.jsonl")), IoError);
+}
+
+// moving_average_decay's evaluations: their own list (not "the" evaluations, no confusion matrix), in the
+// page's meta line and data; a reader that knows only "eval" passes them over.
+TEST(RunReport, KeepsTheMovingAveragesEvaluationsApart) {
+  testing_util::ScratchDir dir("run-report-ema");
+  const std::string path = dir.file("metrics.jsonl");
+  {
+    JsonlMetricsWriter w(path);
+    EvalLogEntry e;
+    e.step = 8;
+    e.split = "test";
+    e.top1 = 0.5;
+    e.confusion_classes = 2;
+    e.confusion = {1, 1, 0, 2};
+    w.write(e);
+    e.event = "eval_moving_averages";
+    e.top1 = 0.625;
+    e.confusion_classes = 0;
+    e.confusion.clear();
+    w.write(e);
+  }
+  const RunMetrics m = read_run_metrics(path);
+  ASSERT_EQ(m.evals.size(), 1u);
+  EXPECT_EQ(m.evals[0].top1, 0.5);
+  ASSERT_EQ(m.moving_average_evals.size(), 1u);
+  EXPECT_EQ(m.moving_average_evals[0].step, 8);
+  EXPECT_EQ(m.moving_average_evals[0].top1, 0.625);
+  EXPECT_EQ(m.confusion_step, 8);
+  const std::string page = run_report_page(m, RunReportInfo{});
+  EXPECT_NE(page.find("last top-1 0.5 (moving averages 0.625)"), std::string::npos);
+  EXPECT_NE(page.find("\"moving_average_evals\":[{"), std::string::npos);
 }
 
 }  // namespace
