@@ -40,7 +40,7 @@ ok loss_scale 'loss_scale=128 has no effect on the CPU backend' --loss_scale=128
 ok loss_scale_f32 'loss_scale=128 has no effect: loss scaling is for fp16 compute' --loss_scale=128 --nouse_fp16
 ok num_epochs_per_decay 'num_epochs_per_decay=4 has no effect: it sets the decay interval of decay_scheme epochs' --num_epochs_per_decay=4
 ok decay_type 'learning_rate_decay_type=exponential keeps the rate constant' --learning_rate_decay_type=exponential
-ok adam_beta1 'adam_beta1=0.8 has no effect: optimizer is rmsprop; only adam, adamweightdecay or adamw read it' --adam_beta1=0.8
+ok adam_beta1 'adam_beta1=0.8 has no effect: optimizer is rmsprop; only adam, adamweightdecay, adamw or lamb read it' --adam_beta1=0.8
 ok ckpt_file_name 'ckpt_file_name="ckpt-9" has no effect' --ckpt_file_name=ckpt-9
 ok exclude_scopes 'checkpoint_exclude_scopes="LeNet/fc4" has no effect: no checkpoint starts the run' --checkpoint_exclude_scopes=LeNet/fc4
 ok saver_hook 'save_checkpoints_steps=5 has no effect: hooks does not name CheckpointSaverHook' \
