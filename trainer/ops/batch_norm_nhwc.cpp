@@ -55,21 +55,17 @@ struct NoEpilogue {
 };
 template <typename T>
 struct ReluEpilogue {
-  T operator()(T v, int64_t) const { return v > T(0) ? v : T(0); }
+  T operator()(T v, int64_t) const { return cpu::relu_value(v); }
 };
 template <typename T>
 struct Relu6Epilogue {
-  T operator()(T v, int64_t) const {
-    const T a = v > T(0) ? v : T(0);
-    return a < T(6) ? a : T(6);
-  }
+  T operator()(T v, int64_t) const { return cpu::relu6_value(v); }
 };
 template <typename T>
 struct AddReluEpilogue {
   const T* r;  // the other addend
   T operator()(T v, int64_t i) const {
-    const T sum = v + r[i];  // IEEE addition commutes: whichever input of the add the batch norm fed
-    return sum > T(0) ? sum : T(0);
+    return cpu::relu_value(v + r[i]);  // IEEE addition commutes: whichever input of the add the batch norm fed
   }
 };
 
@@ -103,19 +99,13 @@ template <typename T>
 struct ReluGradient {
   const T* y;
   const T* dy;
-  T operator()(int64_t i) const {
-    const T v = y[i], d = dy[i];
-    return v > T(0) ? d : T(0);
-  }
+  T operator()(int64_t i) const { return cpu::relu_gradient(y[i], dy[i]); }
 };
 template <typename T>
 struct Relu6Gradient {
   const T* y;
   const T* dy;
-  T operator()(int64_t i) const {
-    const T v = y[i], d = dy[i];
-    return (v > T(0)) & (v < T(6)) ? d : T(0);
-  }
+  T operator()(int64_t i) const { return cpu::relu6_gradient(y[i], dy[i]); }
 };
 
 // The batch norm every kernel here computes: the statistics and the normalisation (forward), the

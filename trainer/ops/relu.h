@@ -15,6 +15,17 @@ namespace fastnn::ops {
 void register_relu(OpRegistry& registry);
 
 namespace cpu {
+// The element formulas of every CPU relu (relu_cpu.cpp; the fused batch norms of batch_norm_nhwc.cpp, so
+// a fused layer is bitwise the unfused pair). A select on loaded values: the loops vectorise.
+template <typename T>
+inline T relu_value(T x) {
+  return x > T(0) ? x : T(0);
+}
+template <typename T>
+inline T relu_gradient(T y, T dy) {
+  return y > T(0) ? dy : T(0);
+}
+
 template <typename T>
 void relu_forward(int64_t count, const T* x, T* y);
 template <typename T>

@@ -16,6 +16,17 @@ namespace fastnn::ops {
 void register_relu6(OpRegistry& registry);
 
 namespace cpu {
+// The element formulas of every CPU relu6 (relu6_cpu.cpp; batch_norm_nhwc.cpp's fused batch norm).
+template <typename T>
+inline T relu6_value(T x) {
+  const T v = x > T(0) ? x : T(0);
+  return v < T(6) ? v : T(6);
+}
+template <typename T>
+inline T relu6_gradient(T y, T dy) {
+  return (y > T(0)) & (y < T(6)) ? dy : T(0);
+}
+
 template <typename T>
 void relu6_forward(int64_t count, const T* x, T* y);
 template <typename T>

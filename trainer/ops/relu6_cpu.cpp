@@ -13,10 +13,7 @@ void relu6_forward(int64_t count, const T* x, T* y) {
   parallel_range(count, kElementwiseGrain, [x, y](int64_t b, int64_t e) {
     const T* __restrict xi = x;
     T* __restrict yo = y;
-    for (int64_t i = b; i < e; ++i) {
-      const T v = xi[i] > T(0) ? xi[i] : T(0);
-      yo[i] = v < T(6) ? v : T(6);
-    }
+    for (int64_t i = b; i < e; ++i) yo[i] = relu6_value(xi[i]);
   });
 }
 
@@ -26,10 +23,7 @@ void relu6_backward(int64_t count, const T* y, const T* dy, T* dx) {
     const T* __restrict yi = y;
     const T* __restrict dyi = dy;
     T* __restrict dxo = dx;
-    for (int64_t i = b; i < e; ++i) {
-      const T v = yi[i], d = dyi[i];
-      dxo[i] = (v > T(0)) & (v < T(6)) ? d : T(0);
-    }
+    for (int64_t i = b; i < e; ++i) dxo[i] = relu6_gradient(yi[i], dyi[i]);
   });
 }
 
