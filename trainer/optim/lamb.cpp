@@ -26,11 +26,12 @@ class Lamb final : public Optimizer {
 
  private:
   void begin_step(float) override {
-    const double t = static_cast<double>(static_cast<int64_t>(*step_) + 1);
+    const optim::rule::BiasCorrections bc =
+        optim::rule::bias_corrections(beta1_, beta2_, static_cast<int64_t>(*step_) + 1);
     rule_ = {.one_minus_beta1 = static_cast<float>(1.0 - beta1_),
              .beta2 = static_cast<float>(beta2_), .one_minus_beta2 = static_cast<float>(1.0 - beta2_),
-             .bias_correction1 = static_cast<float>(1.0 - std::pow(beta1_, t)),
-             .bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2_, t))),
+             .bias_correction1 = static_cast<float>(bc.first),
+             .bias_correction2_sqrt = static_cast<float>(bc.second_sqrt),
              .epsilon = static_cast<float>(epsilon_)};
   }
 

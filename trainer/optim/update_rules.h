@@ -144,14 +144,22 @@ FASTNN_HD inline double lamb_trust_ratio(double w_norm, double u_norm) {
   return w_norm > 0 && u_norm > 0 ? w_norm / u_norm : 1.0;
 }
 
+// Adam's bias corrections of step t (1, 2, ...), in double as PyTorch and timm compute them in Python:
+// 1 - beta1^t and sqrt(1 - beta2^t).
+struct BiasCorrections {
+  double first, second_sqrt;
+};
+inline BiasCorrections bias_corrections(double beta1, double beta2, int64_t t) {
+  return {1.0 - std::pow(beta1, static_cast<double>(t)), std::sqrt(1.0 - std::pow(beta2, static_cast<double>(t)))};
+}
+
 struct AdamWScalars {
   float step_size, bias_correction2_sqrt, decay_factor;
 };
 // The scalars of step t (1, 2, ...) for learning rate lr.
 inline AdamWScalars adamw_step_scalars(double lr, double beta1, double beta2, double weight_decay, int64_t t) {
-  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-  return {static_cast<float>(lr / bc1), static_cast<float>(std::sqrt(bc2)), static_cast<float>(1.0 - lr * weight_decay)};
+  const BiasCorrections bc = bias_corrections(beta1, beta2, t);
+  return {static_cast<float>(lr / bc.first), static_cast<float>(bc.second_sqrt), static_cast<float>(1.0 - lr * weight_decay)};
 }
 
 struct RmsProp {
