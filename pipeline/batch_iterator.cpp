@@ -70,6 +70,7 @@ struct BatchIterator::Impl {
     FASTNN_CHECK(cfg.batch_size >= 1, "batch_size must be >= 1");
     FASTNN_CHECK(cfg.num_parallel_batches >= 1, "num_parallel_batches must be >= 1");
     FASTNN_CHECK(cfg.prefetch >= 0, "prefetch must be >= 0");
+    check_mix_options(cfg.options.mix);
     FASTNN_CHECK(cfg.options.max_held_batches >= 1, "max_held_batches must be >= 1");
     pool = std::make_shared<BatchPool>();
     pool->allocator = cfg.options.allocator ? cfg.options.allocator : default_batch_allocator();
@@ -226,6 +227,12 @@ struct BatchIterator::Impl {
       e->errors[i] = nullptr;
     }
     if (skipped.load() > 0) compact(e);
+    // Mixed after the whole batch is made (a sample's partner may come from another worker).
+    const MixDraw mix = e->error ? MixDraw{}
+                                 : draw_mix(cfg.options.mix, e->spec_.height, e->spec_.width, cfg.options.seed,
+                                            e->epoch_, static_cast<uint64_t>(e->step_));
+    mix_batch(mix, e->spec_, e->size_, e->data_);
+    e->mix_lambda_ = mix.lambda;
     std::lock_guard lock(mu);
     if (cfg.options.deterministic)
       ring[e->sequence_ % ring.size()] = e;

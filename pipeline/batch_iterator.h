@@ -39,6 +39,9 @@ class Batch {
   int64_t step() const { return step_; }          // index of the batch in its epoch
   uint64_t sequence() const { return sequence_; }  // index of the batch in the run (from first_batch on)
   uint64_t first_index() const { return first_index_; }  // epoch position of sample 0
+  // Mixup / CutMix (DatasetOptions::mix, pipeline/mixup.h): the weight of each sample's own label; sample
+  // size()-1-i's label has 1 - mix_lambda(). 1: the batch is not mixed.
+  double mix_lambda() const { return mix_lambda_; }
 
  private:
   friend class BatchIterator;
@@ -53,6 +56,7 @@ class Batch {
   int64_t step_ = 0;
   uint64_t sequence_ = 0;
   uint64_t first_index_ = 0;
+  double mix_lambda_ = 1;
 };
 
 struct BatchPool;

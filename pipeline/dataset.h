@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "pipeline/batch_iterator.h"
+#include "pipeline/mixup.h"
 #include "pipeline/record_stream.h"
 #include "pipeline/sample_mapper.h"
 #include "pipeline/shard_plan.h"
@@ -53,6 +54,9 @@ struct DatasetOptions {
   // index and byte offset (or skipped with skip_corrupt). 0: the manifest's class count when the
   // dataset comes from a manifest, unchecked otherwise. A trainer passes its model's class count.
   int64_t num_classes = 0;
+  // Mixup / CutMix of whole batches (pipeline/mixup.h): for training batches only; Batch::mix_lambda()
+  // tells the trainer how to mix each batch's labels.
+  MixOptions mix;
 };
 
 // One record out of make_record_iterator().

@@ -11,11 +11,7 @@
 namespace fastnn::pipeline {
 namespace {
 
-// One N(0, 1) draw (Box-Muller; u1 in (0, 1] so that the logarithm is finite).
-float normal(SampleRng& rng) {
-  const double u1 = 1.0 - rng.uniform_double(), u2 = rng.uniform_double();
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-}
+float normal(SampleRng& rng) { return static_cast<float>(rng.normal()); }
 
 // Writes normalised value v at element (y, x, c) of the sample.
 void put(const OutputFormat& f, void* slot, int y, int x, int c, float v) {

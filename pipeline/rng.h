@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace fastnn::pipeline {
@@ -37,7 +38,8 @@ inline PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
 
 // What the numbers are for: separate streams so that, e.g., turning colour distortion on does not
 // change the crops.
-enum class RngStream : uint32_t { kShuffle = 1, kAugment = 2, kColor = 3, kUser = 4, kErase = 5, kAutoAugment = 6 };
+enum class RngStream : uint32_t { kShuffle = 1, kAugment = 2, kColor = 3, kUser = 4, kErase = 5, kAutoAugment = 6,
+                             kMix = 7 };
 
 class SampleRng {
  public:
@@ -65,6 +67,11 @@ class SampleRng {
     return static_cast<uint64_t>((static_cast<unsigned __int128>(next_u64()) * n) >> 64);
   }
   bool coin() { return (next_u32() & 1u) != 0; }
+  // One N(0, 1) draw (Box-Muller; u1 in (0, 1] so that the logarithm is finite).
+  double normal() {
+    const double u1 = 1.0 - uniform_double(), u2 = uniform_double();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
 
  private:
   void refill() {

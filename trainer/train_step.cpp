@@ -40,6 +40,7 @@ struct TrainStep::Heads {
   Tensor loss[2], probs[2], dloss[2];
   Tensor workspace, correct1, correct5;
   Tensor block, host_block;  // the results block on the graph's device, and its host copy
+  Tensor partner, mix_dloss, mix_grad;  // set_label_mix: labels reversed, a seed, the partners' dLogits
 };
 
 TrainStep::TrainStep(graph::Graph& graph, const TrainStepOptions& options) : graph_(graph), options_(options) {
@@ -177,26 +178,84 @@ void TrainStep::counts(const Tensor& labels) {
   }
 }
 
+void TrainStep::loss_backward(size_t output, const Tensor& labels, const Tensor& dloss, const Tensor& d_logits) {
+  Heads& h = *heads_;
+  const Tensor in[2] = {graph_.output(output), labels};
+  const Tensor outs[1] = {h.loss[output]};
+  const Tensor saved[1] = {h.probs[output]};
+  const Tensor dl[1] = {dloss};
+  Tensor d_in[2] = {d_logits, Tensor()};
+  ops::BackwardArgs b;
+  b.inputs = in;
+  b.outputs = outs;
+  b.saved = saved;
+  b.d_outputs = dl;
+  b.d_inputs = d_in;
+  b.workspace = h.workspace;
+  b.training = true;
+  h.xent->backward(b);
+}
+
+void TrainStep::set_label_mix(double own_weight) {
+  FASTNN_CHECK(own_weight >= 0 && own_weight <= 1, "train step: a label mix weight is in [0, 1], got ", own_weight);
+  mix_ = own_weight;
+}
+
+namespace {
+template <typename L>
+void reverse_labels(const Tensor& labels, Tensor& out) {
+  const L* y = labels.data<L>();
+  L* r = out.data<L>();
+  const int64_t n = labels.numel();
+  for (int64_t i = 0; i < n; ++i) r[i] = y[n - 1 - i];
+}
+template <typename T>
+void add_into(Tensor& sum, const Tensor& x) {
+  T* s = sum.data<T>();
+  const T* v = x.data<T>();
+  for (int64_t i = 0; i < sum.numel(); ++i) s[i] += v[i];
+}
+}  // namespace
+
+// The cross-entropy is linear in its targets, so the mixed loss is the two plain losses weighted, and its
+// gradient the two gradients weighted: the softmax_xent kernel runs for each label set (timm's soft
+// targets need no other kernel).
+void TrainStep::mixed_loss(size_t o, const Tensor& labels) {
+  Heads& h = *heads_;
+  FASTNN_CHECK(labels.device() == Device::kCpu && graph_.output_grad(o).device() == Device::kCpu,
+               "train step: mixup / CutMix labels are mixed on CPU graphs only, this one is on ",
+               device_name(graph_.output_grad(o).device()));
+  const DType dt = graph_.dtype();
+  const int64_t n = graph_.batch_size();
+  if (!h.partner.defined()) {
+    h.partner = Tensor::empty({n}, labels.dtype());
+    h.mix_dloss = Tensor::empty({1}, dt);
+    h.mix_grad = Tensor::empty({n, graph_.num_classes()}, dt);
+  }
+  if (labels.dtype() == DType::kI32) reverse_labels<int32_t>(labels, h.partner);
+  else reverse_labels<int64_t>(labels, h.partner);
+  const double seed = options_.loss_scale * (o == 0 ? 1.0 : graph_.aux_loss_weight());
+  const double own_loss = h.loss[o].to_vector<double>()[0];
+  h.mix_dloss.fill(seed * mix_);
+  loss_backward(o, labels, h.mix_dloss, graph_.output_grad(o));
+  loss_forward(o, h.partner);  // the same probabilities, the partners' loss
+  const double partner_loss = h.loss[o].to_vector<double>()[0];
+  h.mix_dloss.fill(seed * (1 - mix_));
+  loss_backward(o, h.partner, h.mix_dloss, h.mix_grad);
+  Tensor d_logits = graph_.output_grad(o);
+  if (dt == DType::kF64) add_into<double>(d_logits, h.mix_grad);
+  else add_into<float>(d_logits, h.mix_grad);
+  h.loss[o].fill(mix_ * own_loss + (1 - mix_) * partner_loss);
+}
+
 void TrainStep::queue_train(const Tensor& images, const Tensor& labels, uint64_t step) {
   Heads& h = heads(labels);
   graph_.forward(images, /*training=*/true, step);
   for (size_t o = 0; o < graph_.num_outputs(); ++o) {
     loss_forward(o, labels);
     // dLoss/dLogits (scaled by dloss: loss_scale, times the aux weight) straight into the output gradient.
-    const Tensor in[2] = {graph_.output(o), labels};
-    const Tensor outs[1] = {h.loss[o]};
-    const Tensor saved[1] = {h.probs[o]};
-    const Tensor dl[1] = {h.dloss[o]};
-    Tensor d_in[2] = {graph_.output_grad(o), Tensor()};
-    ops::BackwardArgs b;
-    b.inputs = in;
-    b.outputs = outs;
-    b.saved = saved;
-    b.d_outputs = dl;
-    b.d_inputs = d_in;
-    b.workspace = h.workspace;
-    b.training = true;
-    h.xent->backward(b);
+    if (mix_ == 1) loss_backward(o, labels, h.dloss[o], graph_.output_grad(o));
+    else mixed_loss(o, labels);
   }
   graph_.backward();
   counts(labels);  // before the read-back, so one copy brings losses and counts

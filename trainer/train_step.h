@@ -69,6 +69,13 @@ class TrainStep {
   StepResult loss(const Tensor& images, const Tensor& labels, uint64_t step);
   StepResult evaluate(const Tensor& images, const Tensor& labels);
 
+  // Mixup / CutMix (pipeline/mixup.h): the loss of the following train() / queue_train() steps is, per
+  // sample i of N, own_weight * CE(y_i) + (1 - own_weight) * CE(y_{N-1-i}) (timm's mixup_target in batch
+  // mode, label smoothing applied to both), and its gradient that combination's. 1 (the default): the
+  // plain loss. CPU graphs only (Error at the step on a device graph). Top-1 / top-5 still count each
+  // sample's own label; loss() and evaluate() never mix.
+  void set_label_mix(double own_weight);
+
   // The factor train() seeds the backward with (dynamic loss scaling changes it between steps).
   void set_loss_scale(double scale);
   // The one-element loss gradients train() starts the backward from, each with its weight (1 for the
@@ -81,6 +88,10 @@ class TrainStep {
   struct Heads;
   Heads& heads(const Tensor& labels);
   void loss_forward(size_t output, const Tensor& labels);
+  // dLoss/dLogits of output `output` for these labels, seeded by `dloss` (one element), into `d_logits`.
+  void loss_backward(size_t output, const Tensor& labels, const Tensor& dloss, const Tensor& d_logits);
+  // queue_train()'s loss and gradient of one output under set_label_mix (the plain loss already forward).
+  void mixed_loss(size_t output, const Tensor& labels);
   void counts(const Tensor& labels);
   void fill_dloss(Heads& h);
   // One copy of the results block to the host; fills the losses and counts.
@@ -90,6 +101,7 @@ class TrainStep {
   graph::Graph& graph_;
   TrainStepOptions options_;
   std::unique_ptr<Heads> heads_;
+  double mix_ = 1;  // set_label_mix
 };
 
 }  // namespace fastnn

@@ -70,8 +70,8 @@ expect 0 "" "$FASTNN" train --config args.yaml --dataset_dir=data --output_dir=t
 grep -q 'batch_norm_decay: 0.9' timm/ckpt-2.meta.pbtxt || fail "bn_momentum 0.1 is not batch_norm_decay 0.9"
 printf '{"model_name": "mlp", "stop_at_step": 2, "batch_size": 8, "device": "cpu"}' > job.json
 expect 0 "" "$FASTNN" train --config job.json --dataset_dir=data --output_dir=json
-printf 'model: mlp\naa: rand-m9-mstd0.5\nmixup: 0.2\n' > other.yaml
-expect 2 "2 key\(s\) that are not job config fields: aa, mixup" "$FASTNN" train --config other.yaml --dataset_dir=data
+printf 'model: mlp\naa: rand-m9-mstd0.5\njsd_loss: true\n' > other.yaml
+expect 2 "2 key\(s\) that are not job config fields: aa, jsd_loss" "$FASTNN" train --config other.yaml --dataset_dir=data
 
 # Usage errors exit 2 with suggestions; names that were refused now work or say what they mean.
 expect 2 "did you mean --learning_rate" "$FASTNN" train --learnig_rate=0.1 --dataset_dir=data

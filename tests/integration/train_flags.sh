@@ -12,7 +12,8 @@
 #   finds that run; a training flag given to eval is named;
 #   the memory estimate refuses a run over memory_limit_mb before allocating, FastNN's defaults on
 #   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW;
-#   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without.
+#   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without; timm's --mixup / --cutmix
+#   train (and mixup_prob alone is named inert).
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$SRC/tests/integration/train_helpers.bash"
@@ -50,6 +51,7 @@ ok conv_api 'conv_api=graph has no effect on the CPU backend' --conv_api=graph
 ok fuse_conv_bn "fuse_conv_bn has no effect on the CPU backend's speed" --fuse_conv_bn
 ok one_process 'allreduce_bucket_mb=8 has no effect: this is a world of one process' --allreduce_bucket_mb=8
 ok warmup_scheme 'warmup_scheme="linear" has no effect: warmup_steps is 0' --warmup_scheme=linear
+ok mixup_prob 'mixup_prob=0.5 has no effect: mixup_alpha and cutmix_alpha are 0' --mixup_prob=0.5
 ok eval_every "eval_every_n_steps=1 has no effect: trainonly has no validation or test split" \
   --dataset_dir=trainonly --num_classes=10 --train_files="$(cd trainonly && ls train-*.tfrecord | paste -sd, -)" --eval_every_n_steps=1
 # Defaults stay quiet: a plain run warns about nothing.
@@ -59,6 +61,7 @@ grep -q "^W " plain.log && { cat plain.log; fail "a run with default flags print
 # Flags that work now.
 ok log_device_placement 'LeNet/fc4  fully_connected  -> cpu f32' --log_device_placement
 ok batch_dash '32 batches of 4 per epoch' --batch-size=4
+ok mixup 'mixup (alpha 0.2) or CutMix (alpha 1), CutMix at p 0.5 of training batches, labels mixed alike' --mixup=0.2 --cutmix=1
 refused hooks 'unknown hook "LogingTensorHook"; did you mean LoggingTensorHook?' -- "${base[@]}" \
   --hooks=StopAtStepHook,LogingTensorHook
 cat > net.pbtxt <<'EOF'

@@ -168,6 +168,13 @@ std::vector<std::string> inert_field_warnings(const JobConfig& c) {
   w.when("warmup_scheme", c.warmup_steps() == 0 || type == "fixed",
          type == "fixed" ? "learning_rate_decay_type fixed has no warmup" : "warmup_steps is 0");
 
+  // Mixup / CutMix (pipeline/mixup.h): the probabilities and the cut-off act only on a mixing run.
+  const bool mixing = c.mixup_alpha() > 0 || c.cutmix_alpha() > 0;
+  for (const char* f : {"mixup_prob", "mixup_off_epoch"})
+    w.when(f, !mixing, "mixup_alpha and cutmix_alpha are 0 (no batch is mixed)");
+  w.when("mixup_switch_prob", !(c.mixup_alpha() > 0 && c.cutmix_alpha() > 0),
+         "it chooses between mixup and CutMix, and only one of mixup_alpha, cutmix_alpha is > 0");
+
   // NASNet / PNASNet hparams (trainer/zoo/nasnet.cpp); a net {} of its own has its drop_path layers' values.
   const bool nas = !c.has_net() && c.model_name().find("nasnet_") != std::string::npos;
   w.when("drop_path_keep_prob", !nas, "only the zoo's nasnet_* / pnasnet_* models have drop-path (model_name is ",

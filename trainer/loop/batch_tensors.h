@@ -19,6 +19,7 @@ namespace fastnn::loop {
 
 struct BatchTensors {
   Tensor images, labels;
+  double mix_lambda = 1;  // the batch's mixup / CutMix weight of each own label (pipeline::Batch::mix_lambda)
 };
 
 BatchTensors wrap_batch(pipeline::BatchHandle&& batch);

@@ -23,6 +23,10 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (c.has_profile_at_task() && c.profile_at_task() >= world && c.profile_every_n_iters() > 0)
     log_warn("profile_at_task=", c.profile_at_task(), " has no effect: there are ", world,
              " rank(s), numbered from 0, so nothing is profiled");
+  const bool mixing = c.mixup_alpha() > 0 || c.cutmix_alpha() > 0;
+  if (mixing && head::uses_head(c))
+    throw ConfigError(str("mixup_alpha / cutmix_alpha do not combine with the classifier head (loss_type=", c.loss_type(),
+                          "): its margin losses take one label per sample; train without mixing"));
   if (t.device == Device::kCpu) {
     if (c.input_dtype() == "uint8" || c.input_dtype() == "float16")
       throw ConfigError(str("input_dtype=", c.input_dtype(), " is for the GPU (normalised there); the CPU step takes "
@@ -71,6 +75,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (!c.trainable_scopes().empty())
     throw ConfigError("trainable_scopes is not available on device=cuda yet (its GPU path has not been tested on a "
                       "GPU); use --device=cpu to train only some scopes");
+  if (mixing)
+    throw ConfigError("mixup_alpha / cutmix_alpha are not available on device=cuda yet (the CUDA step's loss takes one "
+                      "label per sample); use --device=cpu for mixup and CutMix");
   if (c.moving_average_decay() > 0)
     throw ConfigError("moving_average_decay is not available on device=cuda yet (the averages are updated from "
                       "host variables); use --device=cpu to keep moving averages");

@@ -85,6 +85,15 @@ InputGeometry describe_input_geometry(const RunSetup& s) {
   if (s.erase.prob > 0)
     g.line += str("; random erasing of training images (p ", s.erase.prob, ", ", pipeline::erase_mode_name(s.erase.mode),
                   ")");
+  if (s.mix.enabled()) {
+    const pipeline::MixOptions& m = s.mix;
+    const std::string mixup = m.mixup_alpha > 0 ? str("mixup (alpha ", m.mixup_alpha, ")") : "";
+    const std::string cutmix = m.cutmix_alpha > 0 ? str("CutMix (alpha ", m.cutmix_alpha, ")") : "";
+    g.line += str("; ", !mixup.empty() && !cutmix.empty() ? str(mixup, " or ", cutmix, ", CutMix at p ", m.switch_prob)
+                                                          : mixup + cutmix,
+                  " of training batches", m.prob < 1 ? str(" (p ", m.prob, ")") : "",
+                  m.off_epoch > 0 ? str(" until epoch ", m.off_epoch) : "", ", labels mixed alike");
+  }
   const SizeRange r = sample_sizes(s, 64);
   if (r.records == 0) return g;
   g.line += str("; images ", range_text(r.min_h, r.max_h), "x", range_text(r.min_w, r.max_w),

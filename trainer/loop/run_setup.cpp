@@ -100,6 +100,17 @@ std::optional<pipeline::FileList> pattern_files(const JobConfig& c, const std::s
 
 }  // namespace
 
+pipeline::MixOptions mix_options(const JobConfig& c) {
+  pipeline::MixOptions m;
+  m.mixup_alpha = c.mixup_alpha();
+  m.cutmix_alpha = c.cutmix_alpha();
+  m.prob = c.mixup_prob();
+  m.switch_prob = c.mixup_switch_prob();
+  m.off_epoch = c.mixup_off_epoch();
+  pipeline::check_mix_options(m);
+  return m;
+}
+
 pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
   pipeline::PreprocessConfig p;
   p.preset = s.preset;
@@ -301,6 +312,7 @@ RunSetup make_run_setup(const JobConfig& c, bool for_training) {
   s.auto_augment.num_ops = c.auto_augment_num_ops();
   s.auto_augment.magnitude = c.auto_augment_magnitude();
   s.auto_augment.magnitude_bins = c.auto_augment_magnitude_bins();
+  s.mix = mix_options(c);
   {
     const pipeline::OutputFormat f = pipeline::output_format(pipeline::resolve_preset(preprocess_config(s, true)));
     std::copy(f.mean, f.mean + 4, s.input.mean);
@@ -360,10 +372,12 @@ pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int 
   if (c.datasets_use_caching()) ds.cache();
   if (c.shuffle_buffer_size() > 1)
     ds.shuffle(static_cast<size_t>(c.shuffle_buffer_size()), rank_seed(static_cast<uint64_t>(c.seed()), rank));
+  pipeline::DatasetOptions options = dataset_options(s, c, rank);
+  options.mix = s.mix;
   ds.repeat(-1)
       .map_and_batch(make_mapper(s, true), c.batch_size(), std::max(1, c.num_parallel_batches()), true)
       .prefetch(std::max(1, c.prefetch_buffer_size()))
-      .with_options(dataset_options(s, c, rank));
+      .with_options(options);
   return ds;
 }
 

@@ -56,6 +56,7 @@ struct RunSetup {
   bool color_distortion = false;  // on training images (the inception preset's)
   pipeline::EraseOptions erase;    // random erasing of training images
   pipeline::AutoAugmentOptions auto_augment;  // RandAugment / TrivialAugmentWide on training images
+  pipeline::MixOptions mix;                   // mixup / CutMix of training batches (labels mixed in the loss)
   std::string eval_split;  // "validation", "test" or "eval_files"; "" when there is none
   std::optional<ClassMap> classes;  // the data's class map (rule above); nullopt when no file names the classes
   // Eval files that are also train files (the eval is then not held out: said at start and on every
@@ -99,6 +100,8 @@ RunSetup make_run_setup(const JobConfig& config, bool for_training = true);
 // The preprocessing of the run's training (train) or evaluation images: its preset, size, dtype, layout,
 // label offset, and colour distortion on training images when the config asks for it.
 pipeline::PreprocessConfig preprocess_config(const RunSetup& setup, bool train);
+// The config's mixup / CutMix fields; ConfigError naming the one out of range.
+pipeline::MixOptions mix_options(const JobConfig& config);
 
 // The training dataset of rank `rank` in a world of `world`: the pipeline's shard(rank, world) of the
 // train split, its files read one record from each in turn (interleave with cycle = the rank's file

@@ -41,6 +41,12 @@ std::optional<StepResult> StepRunner::queue_train(const Tensor& images, const Te
 
 std::optional<StepResult> StepRunner::drain() { return std::exchange(held_, std::nullopt); }
 
+void StepRunner::set_label_mix(double own_weight) {
+  if (own_weight != 1)
+    throw ConfigError(str("mixup / CutMix: the ", device_name(target().device),
+                          " runner does not mix labels (only the CPU runner without a classifier head does)"));
+}
+
 Layout layout_for(const JobConfig& c, Device device) {
   if (c.data_format() == "NHWC") return Layout::kNHWC;
   if (c.data_format() == "NCHW") return Layout::kNCHW;
@@ -227,6 +233,10 @@ class CpuStepRunner final : public StepRunner {
     stats_.last_global_norm = apply_update(stages, {.max_gradient_norm = o_.max_gradient_norm}).norm;
     phase("optimizer");
     return r;
+  }
+  void set_label_mix(double own_weight) override {
+    if (head_) StepRunner::set_label_mix(own_weight);  // the head has its own losses
+    else step_.set_label_mix(own_weight);
   }
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
     check_host_batch(images);

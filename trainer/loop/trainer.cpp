@@ -243,7 +243,11 @@ void TrainingRun::run_eval(int64_t step, double lr) {
               static_cast<long long>(step), split.c_str(), static_cast<long long>(r.num_examples),
               r.seconds, r.top1, r.top5, r.loss);
   if (eval_window_.examples > 0) {
-    const GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
+    GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
+    if (setup_.mix.enabled()) {  // a mixed batch's accuracy is not comparable: no overfitting verdict from it
+      gap.suspicious = false;
+      gap.line += " (mixed batches: train accuracy counts each image's own label)";
+    }
     if (gap.suspicious) log_warn(gap.line);
     else if (options_.progress_lines) std::printf("%s\n", gap.line.c_str());
     // Training's accuracy as the last log line said it (the window since the last evaluation also
@@ -514,6 +518,7 @@ TrainSummary TrainingRun::run() {
     lr = schedule_.lr_at(step);
     if (c_.save_checkpoints_secs() > 0 && dp_.chief())
       dp_.want_save(seconds_since(last_save_clock) >= c_.save_checkpoints_secs());
+    if (setup_.mix.enabled()) runner_->set_label_mix(input.mix_lambda);
     std::optional<StepResult> previous =
         runner_->queue_train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
     arrived(std::move(previous));

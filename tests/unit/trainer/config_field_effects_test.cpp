@@ -139,6 +139,17 @@ TEST(FieldEffects, DashAndUnderscoreSpellTheSameFlag) {
 namespace fastnn {
 namespace {
 
+TEST(FieldEffects, MixupFieldsNeedMixing) {
+  EXPECT_NE(warning_for(with({"--mixup_prob=0.5"}), "mixup_prob").find("cutmix_alpha are 0"), std::string::npos);
+  EXPECT_NE(warning_for(with({"--mixup_off_epoch=5"}), "mixup_off_epoch"), "");
+  EXPECT_NE(warning_for(with({"--mixup=0.2", "--mixup_switch_prob=0.3"}), "mixup_switch_prob"), "");
+  const JobConfig both = with({"--mixup=0.8", "--cutmix=1.0", "--mixup_prob=0.5", "--mixup_switch_prob=0.3",
+                               "--mixup_off_epoch=5"});
+  EXPECT_TRUE(inert_field_warnings(both).empty()) << inert_field_warnings(both)[0];
+  EXPECT_EQ(both.mixup_alpha(), 0.8);  // timm's flag names are the fields' other names
+  EXPECT_EQ(both.cutmix_alpha(), 1.0);
+}
+
 TEST(FieldEffects, DropPathFieldsNeedANasnet) {
   EXPECT_NE(warning_for(with({"--drop_path_keep_prob=0.8"}), "drop_path_keep_prob").find("inception_resnet_v2"),
             std::string::npos);

@@ -2,6 +2,7 @@
 // training run of LeNet on a separable synthetic dataset.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -112,6 +113,64 @@ TEST(TrainStep, QueuedStepDecodesToTrainsResult) {
   for (size_t i = 0; i < a.parameters().size(); ++i)
     EXPECT_EQ(a.parameters()[i].grad.to_vector<double>(), b.parameters()[i].grad.to_vector<double>()) << i;
   EXPECT_THROW(tb.results_from(Tensor::empty({8}, DType::kU8)), Error);  // not the block's size
+}
+
+// Mixup / CutMix labels: the loss is timm's soft-target cross-entropy with mixup_target's targets
+// t = lambda * q(y_n) + (1 - lambda) * q(y_{N-1-n}), q(y) = (1 - eps) onehot(y) + eps / K, on both heads
+// (aux weighted 0.4), and every gradient is that loss's: (p - t) x / N for a head's weights, computed
+// here by hand. lambda 1 is the plain step; lambda 0 the plain step on the reversed labels.
+TEST(TrainStep, MixedLabelsGiveTimmsSoftTargetLossAndGradient) {
+  const NetDef net = net_from_text(kTwoHeads);
+  const Tensor x = testing_util::random_tensor({3, 1, 1, 3}, DType::kF64, 4);
+  const std::vector<int64_t> y = {0, 3, 2};
+  const double eps = 0.1, lambda = 0.3;
+  graph::Graph g(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2});
+  TrainStep ts(g, {.label_smoothing = eps});
+  ts.set_label_mix(lambda);
+  const StepResult r = ts.train(x, Tensor::from<int64_t>({3}, std::span<const int64_t>(y)), 0);
+  const auto xs = x.to_vector<double>();
+  double want_loss[2] = {0, 0};
+  for (size_t o = 0; o < 2; ++o) {
+    const auto logits = g.output(o).to_vector<double>();
+    std::vector<double> want_grad(12, 0);  // [4 units, 3 inputs]
+    for (int n = 0; n < 3; ++n) {
+      std::vector<double> p(logits.begin() + 4 * n, logits.begin() + 4 * n + 4);
+      const double m = *std::max_element(p.begin(), p.end());
+      double sum = 0;
+      for (double& v : p) sum += (v = std::exp(v - m));
+      for (double& v : p) v /= sum;
+      for (int k = 0; k < 4; ++k) {
+        const double t = lambda * ((1 - eps) * (y[size_t(n)] == k) + eps / 4) +
+                         (1 - lambda) * ((1 - eps) * (y[size_t(2 - n)] == k) + eps / 4);
+        want_loss[o] -= t * std::log(p[size_t(k)]) / 3;
+        for (int d = 0; d < 3; ++d) want_grad[size_t(3 * k + d)] += (p[size_t(k)] - t) * xs[size_t(3 * n + d)] / 3;
+      }
+    }
+    for (const graph::NamedTensor& prm : g.parameters()) {
+      if (prm.name != (o == 0 ? "fc/weights" : "aux/weights")) continue;
+      const auto grad = prm.grad.to_vector<double>();
+      for (size_t i = 0; i < 12; ++i) EXPECT_NEAR(grad[i], (o == 0 ? 1.0 : 0.4) * want_grad[i], 1e-12) << o << " " << i;
+    }
+  }
+  EXPECT_NEAR(r.main_loss, want_loss[0], 1e-12);
+  EXPECT_NEAR(r.aux_loss, want_loss[1], 1e-12);
+  EXPECT_NEAR(r.loss, want_loss[0] + 0.4 * want_loss[1], 1e-12);
+
+  // The ends: lambda 1 is the plain step, lambda 0 the plain step on the partners' labels.
+  auto step = [&](double mix, const std::vector<int64_t>& labels) {
+    graph::Graph h(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2});
+    TrainStep t(h, {.label_smoothing = eps});
+    t.set_label_mix(mix);
+    const StepResult s = t.train(x, Tensor::from<int64_t>({3}, std::span<const int64_t>(labels)), 0);
+    return std::pair{s.loss, h.parameters()[0].grad.to_vector<double>()};
+  };
+  EXPECT_EQ(step(1, y), step(1, y));
+  const auto plain_reversed = step(1, {2, 3, 0});
+  const auto all_partner = step(0, y);
+  EXPECT_NEAR(all_partner.first, plain_reversed.first, 1e-12);
+  for (size_t i = 0; i < plain_reversed.second.size(); ++i)
+    EXPECT_NEAR(all_partner.second[i], plain_reversed.second[i], 1e-12);
+  EXPECT_THROW(ts.set_label_mix(1.5), Error);
 }
 
 TEST(TrainStep, RejectsBadLabelsAndFollowsTheBatchSize) {

@@ -1,0 +1,152 @@
+#include "pipeline/mixup.h"
+
+#include <oneapi/tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/check.h"
+#include "pipeline/half.h"
+#include "pipeline/rng.h"
+
+namespace fastnn::pipeline {
+namespace {
+
+// Gamma(a, 1): Marsaglia and Tsang (2000) for a >= 1; a < 1 boosted through Gamma(a + 1) * U^(1/a).
+double gamma_draw(SampleRng& rng, double a) {
+  if (a < 1) {
+    const double u = 1.0 - rng.uniform_double();  // (0, 1]
+    return gamma_draw(rng, a + 1) * std::pow(u, 1.0 / a);
+  }
+  const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = rng.normal();
+      v = 1.0 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = rng.uniform_double();
+    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
+// The blend of one element pair in float32 as timm computes it: x * lam + x_flipped * (1 - lam), each
+// product rounded to float before the sum (the pipeline is built without FMA instructions, so nothing
+// contracts them; MixBatch's timm fixture would see it).
+inline float blend(float own, float other, float w_own, float w_other) { return own * w_own + other * w_other; }
+
+template <typename T>
+struct Element;
+template <>
+struct Element<float> {
+  static float load(float v) { return v; }
+  static float store(float v) { return v; }
+};
+template <>
+struct Element<uint16_t> {  // float16 bits
+  static float load(uint16_t v) { return half_to_float(v); }
+  static uint16_t store(float v) { return float_to_half(v); }
+};
+template <>
+struct Element<uint8_t> {  // FastCollateMixup: np.rint of the float blend
+  static float load(uint8_t v) { return v; }
+  static uint8_t store(float v) { return static_cast<uint8_t>(std::clamp(std::nearbyint(v), 0.0f, 255.0f)); }
+};
+
+// a == b (an odd batch's middle sample) blends the sample with itself, as timm's flip does.
+template <typename T>
+void blend_pair(T* a, T* b, size_t count, float w_own, float w_other) {
+  for (size_t k = 0; k < count; ++k) {
+    const float x = Element<T>::load(a[k]), y = Element<T>::load(b[k]);
+    a[k] = Element<T>::store(blend(x, y, w_own, w_other));
+    b[k] = Element<T>::store(blend(y, x, w_own, w_other));
+  }
+}
+
+// Swaps the box between samples a and b (each gets the other's pixels there); elements of `bytes` each.
+void swap_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* a, char* b) {
+  const bool nhwc = s.layout == Layout::kNHWC;
+  const int planes = nhwc ? 1 : s.channels;
+  const size_t run = static_cast<size_t>(d.width) * (nhwc ? s.channels : 1) * bytes;
+  std::vector<char> tmp(run);
+  for (int p = 0; p < planes; ++p)
+    for (int y = d.top; y < d.top + d.height; ++y) {
+      const size_t at = nhwc ? (static_cast<size_t>(y) * s.width + d.left) * s.channels * bytes
+                             : ((static_cast<size_t>(p) * s.height + y) * s.width + d.left) * bytes;
+      std::memcpy(tmp.data(), a + at, run);
+      std::memcpy(a + at, b + at, run);
+      std::memcpy(b + at, tmp.data(), run);
+    }
+}
+
+}  // namespace
+
+void check_mix_options(const MixOptions& o) {
+  if (!(o.mixup_alpha >= 0)) throw ConfigError(str("mixup_alpha must be >= 0, not ", o.mixup_alpha));
+  if (!(o.cutmix_alpha >= 0)) throw ConfigError(str("cutmix_alpha must be >= 0, not ", o.cutmix_alpha));
+  if (!(o.prob >= 0 && o.prob <= 1)) throw ConfigError(str("mixup_prob must be in [0, 1], not ", o.prob));
+  if (!(o.switch_prob >= 0 && o.switch_prob <= 1))
+    throw ConfigError(str("mixup_switch_prob must be in [0, 1], not ", o.switch_prob));
+  if (o.off_epoch < 0) throw ConfigError(str("mixup_off_epoch must be >= 0, not ", o.off_epoch));
+}
+
+double beta_draw(SampleRng& rng, double a) {
+  const double x = gamma_draw(rng, a), y = gamma_draw(rng, a);
+  return x / (x + y);
+}
+
+MixDraw cutmix_box(double lambda, int height, int width, int cy, int cx) {
+  const double ratio = std::sqrt(1.0 - lambda);
+  const int cut_h = static_cast<int>(height * ratio), cut_w = static_cast<int>(width * ratio);
+  const int y0 = std::clamp(cy - cut_h / 2, 0, height), y1 = std::clamp(cy + (cut_h + 1) / 2, 0, height);
+  const int x0 = std::clamp(cx - cut_w / 2, 0, width), x1 = std::clamp(cx + (cut_w + 1) / 2, 0, width);
+  MixDraw d;
+  d.cutmix = true;
+  d.top = y0;
+  d.left = x0;
+  d.height = y1 - y0;
+  d.width = x1 - x0;
+  d.lambda = 1.0 - static_cast<double>(d.height) * d.width / (static_cast<double>(height) * width);
+  return d;
+}
+
+MixDraw draw_mix(const MixOptions& o, int height, int width, uint64_t seed, int64_t epoch, uint64_t batch_index) {
+  if (!o.enabled() || (o.off_epoch > 0 && epoch >= o.off_epoch)) return {};
+  SampleRng rng(seed, static_cast<uint64_t>(epoch), batch_index, RngStream::kMix);
+  if (!(rng.uniform_double() < o.prob)) return {};
+  bool cutmix = o.mixup_alpha <= 0;
+  if (o.mixup_alpha > 0 && o.cutmix_alpha > 0) cutmix = rng.uniform_double() < o.switch_prob;
+  const double lambda = beta_draw(rng, cutmix ? o.cutmix_alpha : o.mixup_alpha);
+  if (!cutmix) return MixDraw{.lambda = lambda};
+  const int cy = static_cast<int>(rng.below(static_cast<uint64_t>(height)));
+  const int cx = static_cast<int>(rng.below(static_cast<uint64_t>(width)));
+  return cutmix_box(lambda, height, width, cy, cx);
+}
+
+void mix_batch(const MixDraw& d, const BatchSpec& s, int n, void* data) {
+  if (d.lambda == 1 || n <= 0) return;
+  const size_t bytes = dtype_size(s.dtype), sample = s.sample_bytes();
+  char* base = static_cast<char*>(data);
+  const float w_own = static_cast<float>(d.lambda), w_other = static_cast<float>(1.0 - d.lambda);
+  const int pairs = (n + 1) / 2;  // the middle sample of an odd batch pairs with itself
+  tbb::parallel_for(0, pairs, [&](int i) {
+    char* a = base + sample * static_cast<size_t>(i);
+    char* b = base + sample * static_cast<size_t>(n - 1 - i);
+    if (d.cutmix) {
+      if (a != b) swap_box(d, s, bytes, a, b);
+      return;
+    }
+    const size_t count = s.sample_elements();
+    switch (s.dtype) {
+      case DType::kFloat32: blend_pair(reinterpret_cast<float*>(a), reinterpret_cast<float*>(b), count, w_own, w_other); break;
+      case DType::kFloat16: blend_pair(reinterpret_cast<uint16_t*>(a), reinterpret_cast<uint16_t*>(b), count, w_own, w_other); break;
+      case DType::kUint8: blend_pair(reinterpret_cast<uint8_t*>(a), reinterpret_cast<uint8_t*>(b), count, w_own, w_other); break;
+    }
+  });
+}
+
+}  // namespace fastnn::pipeline
