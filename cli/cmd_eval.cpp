@@ -37,7 +37,7 @@ void add_eval_command(CLI::App& app) {
                   "Checkpoint prefix, file or directory (default: latest in the run directory); --checkpoint_path is "
                   "TF-slim eval_image_classifier's name");
   cmd->add_flag("--json", a->json, "Print one JSON object: top1, top5, loss, num_examples, step, checkpoint, confusion_matrix (rows: true "
-                "class, columns: predicted; up to 256 classes)");
+                "class, columns: predicted; up to 256 classes), misclassified (the most confident mistakes: file, record, offset, label, predicted, confidence)");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress or info lines on stderr (warnings and errors stay)");
   cmd->add_flag("-h,--help", a->help, "Print this help and every job config field");
   cmd->callback([a, cmd] {
@@ -59,6 +59,7 @@ void add_eval_command(CLI::App& app) {
         for (size_t i = 0; i < c; ++i)
           j["confusion_matrix"].push_back(std::vector<int64_t>(r.confusion.begin() + i * c, r.confusion.begin() + (i + 1) * c));
       }
+      if (!r.misclassified.empty()) j["misclassified"] = misclassified_json(r.misclassified);
       print_json_line(j);
     } else {
       std::printf("%s (step %lld): top1 %.4f  top5 %.4f  loss %.4f  on %lld examples (%.1f s)\n", e.checkpoint.c_str(),

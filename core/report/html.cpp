@@ -64,6 +64,8 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}.ok{color:#1a7f37}.bad{color:#c6
 .samples img{image-rendering:pixelated;border:1px solid #ccc;margin:1px;vertical-align:middle}
 svg{display:block;margin:6px 0;font-size:11px}svg text{fill:#333}.charts{display:flex;flex-wrap:wrap;gap:8px}
 table.heat td{min-width:2.2em}
+.gallery{display:flex;flex-wrap:wrap;gap:10px}.gallery figure{margin:0;max-width:170px;font-size:.8em;text-align:center}
+.gallery img{image-rendering:pixelated;border:1px solid #ccc;display:block;margin:0 auto 2px}
 )css";
 
 }  // namespace

@@ -4,7 +4,7 @@
 #     rounding: the mean of two 8-example gradient means vs one 16-example mean), across an epoch
 #     boundary, with weight decay and clipping; 1 process x batch 8 (the control) does not;
 #   - the sharded evaluation counts every test example once and agrees with the single-process one,
-#     its confusion matrix (summed over the ranks) too;
+#     its confusion matrix (summed over the ranks) and its most confident mistakes (gathered) too;
 #   - rank 0 alone logs and writes metrics.jsonl, events and checkpoints (world_size 2 in the meta);
 #   - the pre-flight check refuses 3 train shards on 2 ranks without training.
 # Exactness needs a net without dropout and batch norm (mlp) and no shuffling (docs/DISTRIBUTED.md).
@@ -52,6 +52,11 @@ for x, y in zip(a, b):
         m = y["confusion_matrix"]
         assert m == x["confusion_matrix"] and sum(map(sum, m)) == 40, ("confusion", x, y)
         assert sum(m[i][i] for i in range(10)) == round(40 * y["top1"]), ("trace is top-1", y)
+        # The ranks' most confident mistakes, gathered, are the single-process evaluation's.
+        key = lambda e: (e["file"], e["record"], e["offset"], e["label"], e["predicted"])
+        assert len(y["misclassified"]) == 16 and list(map(key, x["misclassified"])) == list(map(key, y["misclassified"])), \
+            ("misclassified", x["misclassified"], y["misclassified"])
+        assert all(abs(p["confidence"] - q["confidence"]) < 1e-4 for p, q in zip(x["misclassified"], y["misclassified"]))
 print("metrics agree:", b[-1])
 PY
 

@@ -105,12 +105,12 @@ rc=0; "$FASTNN" report run -o mine.html > /dev/null 2> exists.err || rc=$?
 "$FASTNN" report run -o other.html > /dev/null || fail "report -o"
 
 python3 - <<'PY' || fail "run page"
-import json, math
-import report_page_data as rp
+import base64, json, math
+import png_pixels, report_page_data as rp
 
 page = rp.parse("run/report.html")
 d = page.data
-assert page.sections == ["curves", "confusion", "notes"], page.sections
+assert page.sections == ["curves", "confusion", "misclassified", "notes"], page.sections
 lines = [json.loads(l) for l in open("run/metrics.jsonl")]
 train = [l for l in lines if l["event"] == "train"]
 evals = [l for l in lines if l["event"] == "eval"]
@@ -145,7 +145,18 @@ cells = {(int(c["data-r"]), int(c["data-c"])): float(c["data-v"]) for c in page.
 assert cells == {(i, k): float(m[i][k]) for i in range(10) for k in range(10)}
 e = json.load(open("eval.json"))
 assert e["step"] == 40 and e["confusion_matrix"] == m, "eval --json's confusion matrix differs from the run's last"
-print(f"run page: {len(train)} train lines, {len(evals)} evals, confusion matrix top-1 {last['top1']}")
+# The gallery: the last evaluation's 16 most confident mistakes, each shard record's own 28x28 PNG.
+mis = last["misclassified"]
+assert len(mis) == 16 and all(x["label"] != x["predicted"] for x in mis), mis
+assert [x["confidence"] for x in mis] == sorted((x["confidence"] for x in mis), reverse=True)
+assert d["misclassified"] == mis and e["misclassified"] == mis, "the page's or eval --json's mistakes differ"
+pre = "data:image/png;base64,"
+gallery = [i for i in page.images if i.get("src", "").startswith(pre)]
+assert len(gallery) == 16, len(gallery)
+for img, x in zip(gallery, mis):
+    w, h, c, rows = png_pixels.decode(base64.b64decode(img["src"][len(pre):]))
+    assert (w, h, c) == (28, 28, 1) and img["title"] == f"{x['file']}: record {x['record']} at offset {x['offset']}"
+print(f"run page: {len(train)} train lines, {len(evals)} evals, confusion matrix top-1 {last['top1']}, 16 mistakes")
 PY
 
 # Two runs compared: a second run with another learning rate; the page lists that field (and no path),

@@ -49,7 +49,7 @@ def near(seen, rgb, tol=6):
     return any(all(abs(a - b) <= tol for a, b in zip(p, rgb)) for p in seen)
 
 for page, sections in (("check", ["summary", "classes", "samples", "balance", "sizes", "channels", "problems"]),
-                       ("run", ["curves", "confusion", "notes"])):
+                       ("run", ["curves", "confusion", "misclassified", "notes"])):
     dom = rp.parse(f"{page}.dom.html")  # what Chromium built, serialized back
     assert dom.sections == sections, (page, dom.sections)
     seen, sd = colours(f"{page}.png")

@@ -184,8 +184,41 @@ EvalResult DataParallel::evaluate(graph::Graph& g, const EvalBatchFn& evaluate_b
       for (size_t i = 0; i < m.size(); ++i) r.confusion[i] = std::llround(m[i]);
     }
   }
+  if (logits) r.misclassified = gather_misclassified(local.misclassified, s.eval_files);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+// Every rank's most confident mistakes, merged: each rank writes its own slots of a zeroed table (the
+// file as its index in the split's list, plus one so that 0 is an empty slot) and a sum gathers them.
+std::vector<MisclassifiedImage> DataParallel::gather_misclassified(const std::vector<MisclassifiedImage>& local,
+                                                                   const pipeline::FileList& files) {
+  constexpr size_t kFields = 6;
+  std::vector<double> table(static_cast<size_t>(world()) * kMaxMisclassified * kFields, 0);
+  double* mine = table.data() + static_cast<size_t>(rank()) * kMaxMisclassified * kFields;
+  for (size_t i = 0; i < local.size() && i < kMaxMisclassified; ++i) {
+    const MisclassifiedImage& m = local[i];
+    size_t f = 0;
+    while (f < files.files.size() && misclassified_file(files.files[f].path) != m.file) ++f;
+    if (f == files.files.size()) continue;  // not a file of the split (cannot happen: the shards are its files)
+    const double row[kFields] = {static_cast<double>(f + 1), static_cast<double>(m.record), static_cast<double>(m.offset),
+                                 static_cast<double>(m.label), static_cast<double>(m.predicted), m.confidence};
+    std::copy(row, row + kFields, mine + i * kFields);
+  }
+  comm_->allreduce_sum(std::span<double>(table));
+  std::vector<MisclassifiedImage> all;
+  for (size_t at = 0; at < table.size(); at += kFields) {
+    const double* row = table.data() + at;
+    if (row[0] < 1) continue;
+    all.push_back({.file = misclassified_file(files.files[static_cast<size_t>(row[0]) - 1].path),
+                   .record = static_cast<uint64_t>(row[1]),
+                   .offset = static_cast<uint64_t>(row[2]),
+                   .label = static_cast<int64_t>(row[3]),
+                   .predicted = static_cast<int64_t>(row[4]),
+                   .confidence = row[5]});
+  }
+  keep_most_confident(&all);
+  return all;
 }
 
 bool DataParallel::stop_requested() const { return world() == 1 ? loop::stop_requested() : stop_; }

@@ -75,7 +75,7 @@ class DataParallel {
   void sync_batch_norm(graph::Graph& graph);
   // Through `evaluate_batch` (a step runner); the caller has averaged the batch-norm statistics
   // (StepRunner::average_state). With `logits`, the confusion matrix too, summed over the ranks (none
-  // when a rank that evaluated examples could not count one).
+  // when a rank that evaluated examples could not count one), and the most confident mistakes of all.
   EvalResult evaluate(graph::Graph& graph, const EvalBatchFn& evaluate_batch, const RunSetup& setup,
                       const JobConfig& config, bool collective = false, const EvalLogitsFn& logits = {});
   // After average_metrics(): a stop was asked for on any rank (a world of one: here).
@@ -88,6 +88,8 @@ class DataParallel {
   void fail(const std::exception& error) noexcept;
 
  private:
+  std::vector<MisclassifiedImage> gather_misclassified(const std::vector<MisclassifiedImage>& local,
+                                                       const pipeline::FileList& files);
   template <typename F>
   void agreed(F&& check);  // runs a collective check whose ConfigError every rank raises alike
 

@@ -1,6 +1,10 @@
 #include "trainer/loop/evaluate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <tuple>
 #include <cstring>
 
 #include "core/check.h"
@@ -31,6 +35,41 @@ bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r) 
   return true;
 }
 
+std::string misclassified_file(const std::string& shard_path) {
+  return std::filesystem::absolute(shard_path).lexically_normal().string();
+}
+
+void keep_most_confident(std::vector<MisclassifiedImage>* images) {
+  std::sort(images->begin(), images->end(), [](const MisclassifiedImage& a, const MisclassifiedImage& b) {
+    return std::tie(b.confidence, a.file, a.record) < std::tie(a.confidence, b.file, b.record);
+  });
+  if (images->size() > kMaxMisclassified) images->resize(kMaxMisclassified);
+}
+
+void note_misclassified(const Tensor& logits, const Tensor& labels, std::span<const pipeline::SampleSource> sources,
+                        const pipeline::FileList& files, EvalResult* r) {
+  if (!logits.defined() || logits.shape().size() != 2 || logits.shape()[0] != labels.numel() ||
+      sources.size() != static_cast<size_t>(labels.numel()))
+    return;
+  const int64_t n = logits.shape()[0], c = logits.shape()[1];
+  const std::vector<float> x = logits.to_vector<float>();
+  const std::vector<int64_t> y = labels.to_vector<int64_t>();
+  const size_t before = r->misclassified.size();
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = x.data() + i * c;
+    int64_t best = 0;
+    for (int64_t k = 1; k < c; ++k)
+      if (row[k] > row[best]) best = k;
+    const pipeline::SampleSource& src = sources[static_cast<size_t>(i)];
+    if (best == y[i] || src.file >= files.files.size()) continue;  // right, or a cached record
+    double sum = 0;  // softmax of the arg-max: 1 / sum_k exp(z_k - z_max)
+    for (int64_t k = 0; k < c; ++k) sum += std::exp(static_cast<double>(row[k]) - row[best]);
+    r->misclassified.push_back({.file = misclassified_file(files.files[src.file].path), .record = src.record, .offset = src.offset,
+                                .label = y[i], .predicted = best, .confidence = 1.0 / sum});
+  }
+  if (r->misclassified.size() != before) keep_most_confident(&r->misclassified);
+}
+
 EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, const pipeline::Dataset& ds,
                             const EvalLogitsFn& logits, Progress* progress) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -42,10 +81,15 @@ EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, 
   auto it = ds.make_iterator();
   for (pipeline::BatchHandle b; it->next(&b);) {
     if (b->size() != g.batch_size()) g.set_batch_size(b->size());
+    const std::vector<pipeline::SampleSource> sources(b->sources(), b->sources() + b->size());
     const BatchTensors t = wrap_batch(std::move(b));  // the batch's own buffer, no copy
     const StepResult s = evaluate_batch(t.images, t.labels);
     // One batch that cannot be counted (a head's embedding, too many classes) drops the whole matrix.
-    if (logits && confusion_ok) confusion_ok = count_confusion(logits(), t.labels, &r);
+    if (logits) {
+      const Tensor host_logits = logits();  // one copy from a device graph
+      if (confusion_ok) confusion_ok = count_confusion(host_logits, t.labels, &r);
+      note_misclassified(host_logits, t.labels, sources, ds.files(), &r);
+    }
     loss_sum += s.main_loss * static_cast<double>(s.examples);
     top1 += s.correct;
     top5 += s.correct_top5;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct EvalResult {
   double seconds = 0;
   int64_t confusion_classes = 0;   // 0: no confusion matrix
   std::vector<int64_t> confusion;  // row-major [true][predicted]
+  // With per-class logits: the most confident mistakes (at most kMaxMisclassified, most confident first;
+  // equal confidences by file, then record), each found again by its shard file and record.
+  std::vector<MisclassifiedImage> misclassified;
 };
 
 // `evaluate_batch` evaluates one batch of `graph` (a StepRunner's evaluate, on any device).
@@ -41,6 +45,19 @@ EvalResult evaluate_dataset(graph::Graph& graph, const EvalBatchFn& evaluate_bat
 // Adds one batch's predictions to r's confusion matrix (sized on first use from the logits' width).
 // false (and nothing counted) when the logits are not [labels, C] with C <= kMaxConfusionClasses.
 bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r);
+
+// Adds one batch's wrong predictions (arg-max of the logits against the labels) to r's most confident
+// mistakes; sources[i] is sample i's record, an index into `files` (a cached record, which has no file,
+// is passed over). Nothing when the logits are not [labels, C].
+void note_misclassified(const Tensor& logits, const Tensor& labels, std::span<const pipeline::SampleSource> sources,
+                        const pipeline::FileList& files, EvalResult* r);
+
+// A shard's path as MisclassifiedImage::file holds it: absolute, so that `fastnn report` finds the shard
+// from any directory.
+std::string misclassified_file(const std::string& shard_path);
+
+// Keeps the kMaxMisclassified most confident of `images`, most confident first (ties: file, record).
+void keep_most_confident(std::vector<MisclassifiedImage>* images);
 
 // The evaluation metrics.jsonl recorded at `step` (its last such line), for a rerun that trains nothing;
 // nullopt when there is none or the file cannot be read (no failure: the rerun still reports).

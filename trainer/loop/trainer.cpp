@@ -266,7 +266,8 @@ void TrainingRun::run_eval(int64_t step, double lr) {
   jsonl_->write(EvalLogEntry{.step = step, .epoch = epoch_of(step), .split = setup_.eval_split, .top1 = r.top1,
                              .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples,
                              .extra = std::move(extra),
-                             .confusion_classes = r.confusion_classes, .confusion = r.confusion});
+                             .confusion_classes = r.confusion_classes, .confusion = r.confusion,
+                             .misclassified = r.misclassified});
   if (!eval_events_) eval_events_ = std::make_unique<EventFileWriter>(setup_.run_dir + "/eval");
   eval_events_->add_scalars({{"loss", r.loss}, {"accuracy", r.top1}, {"top5", r.top5}}, step);
   run_moving_average_eval(step);

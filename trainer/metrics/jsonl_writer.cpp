@@ -43,6 +43,14 @@ JsonlMetricsWriter::~JsonlMetricsWriter() {
   if (file_) std::fclose(file_);
 }
 
+nlohmann::json misclassified_json(const std::vector<MisclassifiedImage>& images) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const MisclassifiedImage& x : images)
+    out.push_back({{"file", x.file},   {"record", x.record},       {"offset", x.offset},
+                   {"label", x.label}, {"predicted", x.predicted}, {"confidence", number(x.confidence)}});
+  return out;
+}
+
 nlohmann::json JsonlMetricsWriter::to_json(const TrainLogEntry& m) {
   nlohmann::json j = {{"event", "train"},
                       {"step", m.step},
@@ -72,6 +80,7 @@ nlohmann::json JsonlMetricsWriter::to_json(const EvalLogEntry& m) {
       rows.push_back(std::vector<int64_t>(m.confusion.begin() + r * c, m.confusion.begin() + (r + 1) * c));
     j["confusion_matrix"] = std::move(rows);
   }
+  if (!m.misclassified.empty()) j["misclassified"] = misclassified_json(m.misclassified);
   return j;
 }
 

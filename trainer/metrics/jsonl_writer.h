@@ -7,6 +7,9 @@
 //    "num_examples":10000,"wall_time":1714567999.5,"confusion_matrix":[[980,3,...],...]}
 // confusion_matrix (eval lines, when the evaluation counted one: at most 256 classes, not a sharded
 // head; trainer/loop/evaluate.h): rows are the true class, columns the predicted one, counts of examples.
+// misclassified (eval lines with per-class logits): the most confident mistakes, at most kMaxMisclassified,
+//   [{"file":"/data/test-00000-of-00004.tfrecord","record":17,"offset":5210,"label":3,"predicted":6,
+//     "confidence":0.97},...], most confident first; what `fastnn report` shows as a gallery.
 //
 // Numbers are JSON numbers (doubles printed with enough digits to round-trip); a NaN or infinite
 // value, which JSON cannot represent, is written as null. Extra fields go in `extra` and are merged
@@ -46,6 +49,17 @@ inline constexpr int64_t kMaxConfusionClasses = 256;
 // one is a FormatError naming the file and line, never buffered whole.
 inline constexpr size_t kMaxMetricsLineBytes = size_t{16} << 20;
 
+// One wrongly classified evaluation image, found again by its record: the shard file, the record's
+// index and the byte offset of its frame in the uncompressed record stream (pipeline::SampleSource).
+struct MisclassifiedImage {
+  std::string file;
+  uint64_t record = 0, offset = 0;
+  int64_t label = 0, predicted = 0;
+  double confidence = 0;  // the softmax probability of the predicted class
+};
+// The most confident mistakes an eval line keeps ("misclassified", most confident first).
+inline constexpr size_t kMaxMisclassified = 16;
+
 struct EvalLogEntry {
   // "eval", or "eval_moving_averages": the same evaluation of the weights' moving averages (readers that
   // know only "eval" pass it over).
@@ -61,7 +75,11 @@ struct EvalLogEntry {
   std::map<std::string, double> extra;
   int64_t confusion_classes = 0;   // 0: no "confusion_matrix"
   std::vector<int64_t> confusion;  // row-major [true][predicted], confusion_classes² entries
+  std::vector<MisclassifiedImage> misclassified;  // empty: no "misclassified"
 };
+
+// The "misclassified" array of an eval line (also `fastnn eval --json`'s).
+nlohmann::json misclassified_json(const std::vector<MisclassifiedImage>& images);
 
 // Seconds since the Unix epoch, sub-millisecond resolution.
 double wall_clock_seconds();

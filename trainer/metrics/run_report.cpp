@@ -8,12 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/base64.h"
 #include "core/line_reader.h"
 #include "core/report/heatmap_table.h"
 #include "core/report/html.h"
 #include "core/report/svg_bar_chart.h"
 #include "core/report/svg_line_chart.h"
 #include "trainer/metrics/jsonl_writer.h"
+#include "trainer/metrics/record_image.h"
 
 namespace fastnn {
 namespace {
@@ -48,6 +50,25 @@ bool read_confusion(const nlohmann::json& m, RunMetrics* r, int64_t step) {
   r->confusion_step = step;
   r->confusion_classes = static_cast<int64_t>(c);
   r->confusion = std::move(cells);
+  return true;
+}
+
+// The eval line's "misclassified" entries; false (and nothing kept) when one is not well formed.
+bool read_misclassified(const nlohmann::json& m, RunMetrics* r, int64_t step) {
+  if (!m.is_array()) return false;
+  std::vector<MisclassifiedImage> images;
+  for (const nlohmann::json& e : m) {
+    if (!e.is_object()) return false;
+    const auto field = [&](const char* k) { return e.contains(k) && e[k].is_number_integer() && e[k].get<int64_t>() >= 0; };
+    if (!e.contains("file") || !e["file"].is_string() || !field("record") || !field("offset") || !field("label") ||
+        !field("predicted") || !e.contains("confidence") || !e["confidence"].is_number())
+      return false;
+    images.push_back({.file = e["file"].get<std::string>(), .record = e["record"].get<uint64_t>(),
+                      .offset = e["offset"].get<uint64_t>(), .label = e["label"].get<int64_t>(),
+                      .predicted = e["predicted"].get<int64_t>(), .confidence = e["confidence"].get<double>()});
+  }
+  r->misclassified_step = step;
+  r->misclassified = std::move(images);
   return true;
 }
 
@@ -108,6 +129,34 @@ std::string curves_section(const RunMetrics& m) {
     b += "</table>\n";
   }
   return report::html_section("curves", "Training curves", b);
+}
+
+// Each image as its shard holds it (a data URI of the PNG or JPEG bytes), drawn 96 to 160 pixels on its
+// long side (small images scaled by whole factors, pixelated by the page's CSS).
+std::string gallery_section(const RunMetrics& m, const RunReportInfo& info) {
+  if (m.misclassified.empty()) return "";
+  std::string b = str("<p>The evaluation at step ", m.misclassified_step, "'s ", m.misclassified.size(),
+                      " most confident mistakes, most confident first: true class → predicted (its probability).</p>\n"
+                      "<div class=\"gallery\">\n");
+  for (const MisclassifiedImage& x : m.misclassified) {
+    const std::string caption = str(class_name(info, x.label), " → ", class_name(info, x.predicted), " (",
+                                    format_number(x.confidence, 3), ")");
+    const std::string where = str(x.file, ": record ", x.record, " at offset ", x.offset);
+    std::string picture;
+    try {
+      const RecordImage img = read_record_image(x.file, x.record, x.offset);
+      const int longest = std::max(img.width, img.height);
+      const double k = longest < 96 ? std::ceil(96.0 / longest) : std::min(1.0, 160.0 / longest);
+      picture = str("<img src=\"data:image/", img.format, ";base64,", base64_encode(img.bytes), "\" width=\"",
+                    std::lround(img.width * k), "\" height=\"", std::lround(img.height * k), "\" alt=\"",
+                    html_escape(caption), "\" title=\"", html_escape(where), "\">");
+    } catch (const Error& e) {
+      picture = str("<span class=\"bad\">", html_escape(e.what()), "</span>");
+    }
+    b += str("<figure>", picture, "<figcaption>", html_escape(caption), "</figcaption></figure>\n");
+  }
+  b += "</div>\n";
+  return report::html_section("misclassified", "Most confident mistakes", b);
 }
 
 std::string confusion_section(const RunMetrics& m, const RunReportInfo& info) {
@@ -201,6 +250,9 @@ RunMetrics read_run_metrics(const std::string& path) {
       }
       r.evals.push_back(e);
       ++used;
+      if (j.contains("misclassified") && !read_misclassified(j["misclassified"], &r, step))
+        r.warnings.push_back(str(path, ": line ", n, " (eval at step ", step, "): misclassified is not a list of {file, "
+                                 "record, offset, label, predicted, confidence}; ignored"));
       if (j.contains("confusion_matrix") && !read_confusion(j["confusion_matrix"], &r, step))
         r.warnings.push_back(str(path, ": line ", n, " (eval at step ", step, "): confusion_matrix is not a square "
                                  "matrix of at most ", kMaxConfusionClasses, " classes of counts; ignored"));
@@ -224,6 +276,7 @@ std::string run_report_page(const RunMetrics& m, const RunReportInfo& info) {
   body += "</p>\n";
   body += curves_section(m);
   body += confusion_section(m, info);
+  body += gallery_section(m, info);
   std::vector<std::string> notes = info.notes;
   notes.insert(notes.end(), m.warnings.begin(), m.warnings.end());
   std::string nb;
@@ -257,7 +310,8 @@ std::string run_report_page(const RunMetrics& m, const RunReportInfo& info) {
                  {"lr", values(m.lr)}, {"images_per_sec", values(m.images_per_sec)}}},
       {"evals", evals_json(m.evals)},
       {"moving_average_evals", evals_json(m.moving_average_evals)},
-      {"last_eval", last}};
+      {"last_eval", last},
+      {"misclassified", misclassified_json(m.misclassified)}};
   body += report::json_script(data);
   return report::html_page(str("fastnn report: ", info.run_dir), body);
 }

@@ -6,11 +6,15 @@
 // drawn), "eval" lines the held-out top-1/top-5/loss; a line that is not such an object (a torn last
 // line of a killed run) is counted in `skipped`, not fatal. The last eval line that has a
 // confusion_matrix (square, at most kMaxConfusionClasses rows of non-negative integers; anything else
-// is ignored with a warning) gives the confusion matrix and per-class accuracy.
+// is ignored with a warning) gives the confusion matrix and per-class accuracy; the last eval line's
+// "misclassified" the gallery (an entry that is not {file, record, offset, label, predicted,
+// confidence} is ignored with a warning).
 //
 // run_report_page(): sections "curves" (loss, accuracy, learning rate, throughput against the step),
 // "confusion" (the matrix as a heat map with the true class in rows, and each class's accuracy =
-// diagonal / row sum, as a table and a bar chart) and "notes"; every number is also in the page's
+// diagonal / row sum, as a table and a bar chart), "misclassified" (the last evaluation's most confident
+// mistakes, each image read back from its shard record, record_image.h; one that cannot be read is
+// named with the reason instead) and "notes"; every number is also in the page's
 // JSON block (`<script type="application/json" id="data">`, docs/REPORTS.md). Class names come from
 // `class_names` (labels.txt of the run's dataset; numbers where missing).
 // Errors: IoError when metrics.jsonl cannot be read; ConfigError when it holds no metrics line.
@@ -19,6 +23,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "trainer/metrics/jsonl_writer.h"  // MisclassifiedImage
 
 namespace fastnn {
 
@@ -35,6 +41,9 @@ struct RunMetrics {
   // The last eval line with a usable confusion matrix (classes 0: none).
   int64_t confusion_step = 0, confusion_classes = 0;
   std::vector<int64_t> confusion;  // row-major [true][predicted]
+  // The last eval line's "misclassified" (its most confident mistakes; none: empty).
+  int64_t misclassified_step = 0;
+  std::vector<MisclassifiedImage> misclassified;
   int64_t skipped = 0;             // lines that were not metrics objects
   std::vector<std::string> warnings;
 };

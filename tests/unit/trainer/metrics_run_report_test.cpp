@@ -1,13 +1,19 @@
 // The confusion matrix of an evaluation (loop/evaluate.h count_confusion), its metrics.jsonl field
 // (jsonl_writer.h) read back by `fastnn report` (metrics/run_report.h): arg-max per example against
 // the label, refused shapes, torn and bad lines skipped with a note, NaN kept out of the curves, class
-// names escaped on the page.
+// names escaped on the page; the most confident mistakes kept with their records, and the report's
+// gallery reading each image back from its shard (plain or gzip), naming the ones it cannot read.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
+#include "core/base64.h"
 #include "core/check.h"
+#include "core/example.h"
+#include "core/image.h"
+#include "core/tfrecord.h"
 #include "tests/unit/trainer/checkpoint_test_util.h"
 #include "trainer/loop/evaluate.h"
 #include "trainer/metrics/jsonl_writer.h"
@@ -39,6 +45,98 @@ TEST(Confusion, CountsTheArgMaxAgainstTheLabel) {
   EXPECT_FALSE(loop::count_confusion(Tensor::zeros({4, kMaxConfusionClasses + 1}), labels, &big));
   EXPECT_EQ(big.confusion_classes, 0);
   EXPECT_THROW(loop::count_confusion(logits, Tensor::from<int32_t>({4}, {0, 1, 3, 0}), &r), Error);
+}
+
+TEST(Misclassified, KeepsTheMostConfidentMistakesWithTheirRecords) {
+  pipeline::FileList files;
+  files.files = {{.path = "a.tfrecord"}, {.path = "b.tfrecord"}};
+  // 3 classes; sample 0 right, 1 wrong (p = e^2 / (e^2 + 2)), 2 a cached record (no file), 3 wrong with
+  // the same logits as 1 but in an earlier file (ties: file order).
+  const Tensor logits = Tensor::from<float>({4, 3}, {3, 0, 0,  //
+                                                     0, 2, 0,  //
+                                                     0, 0, 9,  //
+                                                     0, 2, 0});
+  const Tensor labels = Tensor::from<int32_t>({4}, {0, 0, 1, 2});
+  const std::vector<pipeline::SampleSource> sources = {
+      {0, 1, 10}, {1, 5, 700}, {pipeline::SampleSource::kCacheFile, 0, 0}, {0, 7, 900}};
+  loop::EvalResult r;
+  loop::note_misclassified(logits, labels, sources, files, &r);
+  ASSERT_EQ(r.misclassified.size(), 2u);
+  const double p = std::exp(2.0) / (std::exp(2.0) + 2);
+  EXPECT_EQ(r.misclassified[0].file, std::filesystem::absolute("a.tfrecord").string());
+  EXPECT_EQ(r.misclassified[0].record, 7u);
+  EXPECT_EQ(r.misclassified[0].offset, 900u);
+  EXPECT_EQ(r.misclassified[0].label, 2);
+  EXPECT_EQ(r.misclassified[0].predicted, 1);
+  EXPECT_NEAR(r.misclassified[0].confidence, p, 1e-12);
+  EXPECT_EQ(r.misclassified[1].file, std::filesystem::absolute("b.tfrecord").string());
+  // Over many batches only the kMaxMisclassified most confident stay, most confident first.
+  for (int b = 0; b < 10; ++b) {
+    std::vector<float> z;
+    for (int i = 0; i < 4; ++i) z.insert(z.end(), {0, 0, static_cast<float>(b + i)});
+    loop::note_misclassified(Tensor::from<float>({4, 3}, z), Tensor::from<int32_t>({4}, {0, 0, 0, 0}),
+                             std::vector<pipeline::SampleSource>(4, {1, static_cast<uint64_t>(b), 0}), files, &r);
+  }
+  ASSERT_EQ(r.misclassified.size(), kMaxMisclassified);
+  EXPECT_EQ(r.misclassified[0].confidence, 1.0 / (2 * std::exp(-12.0) + 1));  // logit 12: b 9, i 3
+  for (size_t i = 1; i < r.misclassified.size(); ++i)
+    EXPECT_GE(r.misclassified[i - 1].confidence, r.misclassified[i].confidence);
+  loop::note_misclassified(Tensor(), labels, sources, files, &r);  // no logits: nothing
+  EXPECT_EQ(r.misclassified.size(), kMaxMisclassified);
+}
+
+// The gallery: each mistake's image read back from its shard, a plain file at the offset and a gzip file
+// from its start, shown as its own PNG bytes; a missing file or a wrong offset is named, not fatal.
+TEST(RunReport, GalleryShowsEachMistakeFromItsShard) {
+  testing_util::ScratchDir dir("run-report-gallery");
+  std::vector<std::string> pngs;
+  std::vector<uint64_t> offsets;
+  for (Compression c : {Compression::kNone, Compression::kGzip}) {
+    const std::string shard = dir.file(c == Compression::kNone ? "plain.tfrecord" : "packed.tfrecord");
+    TFRecordWriter w(shard, c);
+    for (int i = 0; i < 3; ++i) {
+      std::vector<uint8_t> pixels(6 * 5, static_cast<uint8_t>(40 * i + (c == Compression::kNone ? 0 : 7)));
+      pngs.push_back(encode_png(pixels.data(), 6, 5, 1));
+      ExampleBuilder b;
+      b.add_bytes(keys::kImageEncoded, pngs.back());
+      b.add_bytes(keys::kImageFormat, "png");
+      b.add_int64(keys::kLabel, i);
+      w.write(b.serialize());
+    }
+    w.close();
+    TFRecordReader r(shard, {.compression = c});
+    std::string_view rec;
+    while (r.next(&rec)) offsets.push_back(r.record_offset());
+  }
+  const std::string path = dir.file("metrics.jsonl");
+  {
+    JsonlMetricsWriter w(path);
+    EvalLogEntry e;
+    e.step = 40;
+    e.misclassified = {{dir.file("plain.tfrecord"), 2, offsets[2], 2, 0, 0.9},
+                       {dir.file("packed.tfrecord"), 1, offsets[4], 1, 2, 0.8},
+                       {dir.file("gone.tfrecord"), 0, 0, 0, 1, 0.7},
+                       {dir.file("plain.tfrecord"), 1, offsets[1] + 3, 1, 0, 0.6}};
+    w.write(e);
+  }
+  const RunMetrics m = read_run_metrics(path);
+  ASSERT_EQ(m.misclassified.size(), 4u);
+  EXPECT_EQ(m.misclassified_step, 40);
+  const std::string page = run_report_page(m, RunReportInfo{.class_names = {"zero", "one", "two"}});
+  EXPECT_NE(page.find("data:image/png;base64," + base64_encode(pngs[2])), std::string::npos);
+  EXPECT_NE(page.find("data:image/png;base64," + base64_encode(pngs[4])), std::string::npos);
+  EXPECT_NE(page.find("two → zero (0.9)"), std::string::npos);
+  EXPECT_NE(page.find("width=\"96\" height=\"80\""), std::string::npos);  // 6x5 scaled by 16
+  EXPECT_NE(page.find("gone.tfrecord"), std::string::npos);
+  EXPECT_NE(page.find(str("record 1 at offset ", offsets[1] + 3)), std::string::npos);
+  const auto data = page.find("\"misclassified\":[{");
+  EXPECT_NE(data, std::string::npos);
+
+  std::ofstream(path, std::ios::app) << R"({"event":"eval","step":50,"misclassified":[{"file":3}]})" << "\n";
+  const RunMetrics bad = read_run_metrics(path);
+  EXPECT_EQ(bad.misclassified_step, 40);  // the bad line's list is ignored, with a warning
+  ASSERT_FALSE(bad.warnings.empty());
+  EXPECT_NE(bad.warnings.back().find("misclassified is not a list"), std::string::npos);
 }
 
 TEST(RunReport, ReadsTheLinesTheWriterWrites) {
