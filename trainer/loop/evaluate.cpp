@@ -14,6 +14,16 @@
 
 namespace fastnn::loop {
 
+namespace {
+// The arg-max of one row of logits; the lowest index among equal maxima.
+int64_t predicted_class(const float* row, int64_t classes) {
+  int64_t best = 0;
+  for (int64_t k = 1; k < classes; ++k)
+    if (row[k] > row[best]) best = k;
+  return best;
+}
+}  // namespace
+
 bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r) {
   if (!logits.defined() || logits.shape().size() != 2 || logits.shape()[0] != labels.numel()) return false;
   const int64_t n = logits.shape()[0], c = logits.shape()[1];
@@ -26,9 +36,7 @@ bool count_confusion(const Tensor& logits, const Tensor& labels, EvalResult* r) 
   const std::vector<int64_t> y = labels.to_vector<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     const float* row = x.data() + i * c;
-    int64_t best = 0;
-    for (int64_t k = 1; k < c; ++k)
-      if (row[k] > row[best]) best = k;
+    const int64_t best = predicted_class(row, c);
     FASTNN_CHECK(y[i] >= 0 && y[i] < c, "evaluation: label ", y[i], " outside 0..", c - 1);
     ++r->confusion[static_cast<size_t>(y[i] * c + best)];
   }
@@ -57,9 +65,7 @@ void note_misclassified(const Tensor& logits, const Tensor& labels, std::span<co
   const size_t before = r->misclassified.size();
   for (int64_t i = 0; i < n; ++i) {
     const float* row = x.data() + i * c;
-    int64_t best = 0;
-    for (int64_t k = 1; k < c; ++k)
-      if (row[k] > row[best]) best = k;
+    const int64_t best = predicted_class(row, c);
     const pipeline::SampleSource& src = sources[static_cast<size_t>(i)];
     if (best == y[i] || src.file >= files.files.size()) continue;  // right, or a cached record
     double sum = 0;  // softmax of the arg-max: 1 / sum_k exp(z_k - z_max)
