@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <vector>
 
 #include "core/check.h"
 #include "pipeline/half.h"
@@ -72,14 +70,11 @@ void swap_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* a, char*
   const bool nhwc = s.layout == Layout::kNHWC;
   const int planes = nhwc ? 1 : s.channels;
   const size_t run = static_cast<size_t>(d.width) * (nhwc ? s.channels : 1) * bytes;
-  std::vector<char> tmp(run);
   for (int p = 0; p < planes; ++p)
     for (int y = d.top; y < d.top + d.height; ++y) {
       const size_t at = nhwc ? (static_cast<size_t>(y) * s.width + d.left) * s.channels * bytes
                              : ((static_cast<size_t>(p) * s.height + y) * s.width + d.left) * bytes;
-      std::memcpy(tmp.data(), a + at, run);
-      std::memcpy(a + at, b + at, run);
-      std::memcpy(b + at, tmp.data(), run);
+      std::swap_ranges(a + at, a + at + run, b + at);
     }
 }
 
