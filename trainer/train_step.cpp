@@ -248,9 +248,9 @@ void TrainStep::mixed_loss(size_t o, const Tensor& labels) {
   h.loss[o].fill(mix_ * own_loss + (1 - mix_) * partner_loss);
 }
 
-void TrainStep::queue_train(const Tensor& images, const Tensor& labels, uint64_t step) {
+void TrainStep::queue_train(const Tensor& images, const Tensor& labels, uint64_t step, uint64_t micro_batch) {
   Heads& h = heads(labels);
-  graph_.forward(images, /*training=*/true, step);
+  graph_.forward(images, /*training=*/true, step, micro_batch);
   for (size_t o = 0; o < graph_.num_outputs(); ++o) {
     loss_forward(o, labels);
     // dLoss/dLogits (scaled by dloss: loss_scale, times the aux weight) straight into the output gradient.
@@ -261,8 +261,8 @@ void TrainStep::queue_train(const Tensor& images, const Tensor& labels, uint64_t
   counts(labels);  // before the read-back, so one copy brings losses and counts
 }
 
-StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t step) {
-  queue_train(images, labels, step);
+StepResult TrainStep::train(const Tensor& images, const Tensor& labels, uint64_t step, uint64_t micro_batch) {
+  queue_train(images, labels, step, micro_batch);
   return read_results(graph_.has_aux_logits());
 }
 

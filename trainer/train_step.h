@@ -57,11 +57,12 @@ class TrainStep {
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
 
-  StepResult train(const Tensor& images, const Tensor& labels, uint64_t step);
+  // micro_batch: Graph::forward's (gradient accumulation draws other masks for each part of a step).
+  StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, uint64_t micro_batch = 0);
   // train() without its read-back, for a device runner that reads each step's results one step late:
   // queues forward, losses, backward and the counts into results_block(); results_from() decodes a host
   // copy of that block (made once the step's work is done) into train()'s StepResult.
-  void queue_train(const Tensor& images, const Tensor& labels, uint64_t step);
+  void queue_train(const Tensor& images, const Tensor& labels, uint64_t step, uint64_t micro_batch = 0);
   const Tensor& results_block() const;
   StepResult results_from(const Tensor& host_block) const;
   // The training-mode loss (batch statistics, the step's dropout masks) without backward: what

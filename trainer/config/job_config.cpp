@@ -139,6 +139,11 @@ void validate_job_config(const JobConfig& c) {
   p.check(!c.has_max_gradient_norm() || c.max_gradient_norm() > 0,
           "max_gradient_norm must be > 0 when set, got ", c.max_gradient_norm());
   p.check(c.batch_size() >= 1, "batch_size must be >= 1, got ", c.batch_size());
+  p.check(c.gradient_accumulation_steps() >= 1 && c.gradient_accumulation_steps() <= 1024,
+          "gradient_accumulation_steps must be in [1, 1024], got ", c.gradient_accumulation_steps());
+  p.check(int64_t{c.batch_size()} * c.gradient_accumulation_steps() <= std::numeric_limits<int32_t>::max(),
+          "batch_size x gradient_accumulation_steps must fit in 32 bits, got ", c.batch_size(), " x ",
+          c.gradient_accumulation_steps());
   p.check(c.label_smoothing() >= 0 && c.label_smoothing() < 1, "label_smoothing must be in [0, 1), got ",
           c.label_smoothing());
   if (c.has_drop_path_keep_prob())
@@ -257,6 +262,10 @@ std::string job_config_to_text(const JobConfig& config) {
   google::protobuf::TextFormat::Printer printer;
   printer.PrintToString(config, &out);
   return out;
+}
+
+int64_t step_batch_size(const JobConfig& c) {
+  return int64_t{c.batch_size()} * std::max(1, c.gradient_accumulation_steps());
 }
 
 std::vector<std::string> split_list(std::string_view s) {

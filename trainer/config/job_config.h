@@ -41,6 +41,11 @@ JobConfig load_job_config(const std::string& path, std::span<const std::string> 
 // reads it back to an equal message.
 std::string job_config_to_text(const JobConfig& config);
 
+// The examples one rank puts into one optimizer step: batch_size x gradient_accumulation_steps. The train
+// pipeline batches this many, and a step counts this many wherever epochs, resume and the learning-rate
+// rules count examples; the step runner splits them into batches of batch_size.
+int64_t step_batch_size(const JobConfig& config);
+
 // Splits FastNN's comma-separated string fields (train_files, eval_files, hooks); items are trimmed,
 // empty items dropped.
 std::vector<std::string> split_list(std::string_view comma_separated);

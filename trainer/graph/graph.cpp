@@ -286,7 +286,7 @@ void Graph::check_images(const Tensor& images) const {
                layout_name(options_.layout), " on ", device_name(options_.device));
 }
 
-void Graph::forward(const Tensor& images, bool training, uint64_t step) {
+void Graph::forward(const Tensor& images, bool training, uint64_t step, uint64_t micro_batch) {
   check_images(images);
   FASTNN_CHECK(!(training && options_.inference), "graph '", plan_.net_name(), "': an inference graph runs in evaluation mode only");
   input_ = images;
@@ -303,7 +303,7 @@ void Graph::forward(const Tensor& images, bool training, uint64_t step) {
     a.saved = m.saved;
     a.workspace = workspace_;
     a.training = training;
-    a.seed = m.dropout_seed;
+    a.seed = micro_batch == 0 ? m.dropout_seed : splitmix(m.dropout_seed ^ micro_batch);
     a.step = step;
     a.device_step = device_step_;
     a.replicas = replicas_;

@@ -20,7 +20,8 @@
 //
 // Modes: training = true uses batch statistics in batch norm (updating moving_mean/variance) and
 // drops units in dropout; false uses the moving statistics and makes dropout the identity. Dropout
-// masks are a pure function of (graph seed, layer name, step), so reruns are bitwise identical.
+// masks are a pure function of (graph seed, layer name, step, micro-batch), so reruns are bitwise
+// identical.
 //
 // Initialisation: every parameter and state tensor from its rule (net.proto InitSpec, else the op's
 // default) with a seed derived from (seed, full name), so a parameter's initial value does not depend
@@ -120,8 +121,10 @@ class Graph {
   const Tensor& layer_output(const std::string& layer_name) const;
 
   // images must be input_shape() with the graph's dtype and device; Error otherwise. The graph keeps
-  // a reference to them until the next forward (backward reads them).
-  void forward(const Tensor& images, bool training, uint64_t step = 0);
+  // a reference to them until the next forward (backward reads them). micro_batch: which of a step's
+  // accumulated batches this is (gradient accumulation); each draws its own dropout / drop-path masks,
+  // while the step alone sets drop-path's ramp. 0 draws what a step without accumulation draws.
+  void forward(const Tensor& images, bool training, uint64_t step = 0, uint64_t micro_batch = 0);
   // The images of the last forward (undefined before the first).
   const Tensor& input() const { return input_; }
   void backward();

@@ -17,6 +17,8 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
                "bench train: need steps >= 1, warmup >= 0 and profile steps >= 0, got ", o.steps, ", ", o.warmup, ", ",
                o.profile_steps);
   if (c.batch_size() < 1) throw ConfigError(str("batch_size must be >= 1, got ", c.batch_size()));
+  if (c.gradient_accumulation_steps() != 1)  // its synthetic batches are one batch_size each
+    throw ConfigError("bench train times steps of one batch: leave gradient_accumulation_steps at 1");
   const zoo::ZooModel& model = zoo::zoo_model(c.model_name());
   const int size = o.image_size;
   const NetDef net = zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? static_cast<int>(c.num_classes()) : 0,

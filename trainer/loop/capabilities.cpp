@@ -27,6 +27,14 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (mixing && head::uses_head(c))
     throw ConfigError(str("mixup_alpha / cutmix_alpha do not combine with the classifier head (loss_type=", c.loss_type(),
                           "): its margin losses take one label per sample; train without mixing"));
+  if (c.gradient_accumulation_steps() > 1) {
+    if (head::uses_head(c))
+      throw ConfigError(str("gradient_accumulation_steps does not combine with the classifier head (loss_type=",
+                            c.loss_type(), ") yet; raise batch_size instead"));
+    if (mixing)
+      throw ConfigError("gradient_accumulation_steps does not combine with mixup_alpha / cutmix_alpha yet (a mixed "
+                        "batch pairs samples across the whole batch, not within each accumulated part)");
+  }
   if (t.device == Device::kCpu) {
     if (c.input_dtype() == "uint8" || c.input_dtype() == "float16")
       throw ConfigError(str("input_dtype=", c.input_dtype(), " is for the GPU (normalised there); the CPU step takes "
@@ -78,6 +86,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (mixing)
     throw ConfigError("mixup_alpha / cutmix_alpha are not available on device=cuda yet (the CUDA step's loss takes one "
                       "label per sample); use --device=cpu for mixup and CutMix");
+  if (c.gradient_accumulation_steps() > 1)
+    throw ConfigError("gradient_accumulation_steps is not available on device=cuda yet (its GPU runner updates after "
+                      "every batch); use --device=cpu to accumulate, or raise batch_size");
   if (c.moving_average_decay() > 0)
     throw ConfigError("moving_average_decay is not available on device=cuda yet (the averages are updated from "
                       "host variables); use --device=cpu to keep moving averages");

@@ -8,6 +8,7 @@
 //                                           explicitly, an info line for the default
 //   loss scaling, conv_search, conv_pad_channels, depthwise_conv on the CPU    no effect: a warning when set
 //   input_dtype uint8 / float16 on the CPU  refused (the CPU step reads float32 batches)
+//   gradient_accumulation_steps > 1         the CPU runner only, without a classifier head or mixup
 //   cuda_graph with the classifier head     no effect (the head's steps run eagerly): a warning
 //   allreduce_bucket_mb, collective_timeout_seconds, sync_batch_norm in a world of one process,
 //   profile_at_task >= world size           no effect: a warning when set

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 #include "core/named_array.h"
+#include "trainer/config/job_config.h"
 #include "trainer/comm/world_check.h"
 #include "trainer/loop/stop_signal.h"
 
@@ -35,7 +36,7 @@ uint64_t rank_seed(uint64_t seed, int rank) {
 int64_t resume_replay_batches(const CheckpointMeta& meta, int world, int64_t batch, int64_t batches_per_epoch) {
   const int64_t global = static_cast<int64_t>(world) * batch;
   if (!meta.has_config()) return meta.step();
-  const int64_t saved_global = static_cast<int64_t>(std::max(1, meta.world_size())) * meta.config().batch_size();
+  const int64_t saved_global = static_cast<int64_t>(std::max(1, meta.world_size())) * step_batch_size(meta.config());
   if (saved_global == global) return meta.step();
   // Another global batch: keep the epoch, and as much of it as the new batches cover.
   return meta.epoch() * batches_per_epoch + meta.samples_in_epoch() / global;
@@ -53,7 +54,7 @@ DataParallel::DataParallel(const JobConfig& c) {
     set_log_level(LogLevel::kWarn);
   log_info("data-parallel over ", world(), " ranks (", comm_->name(), ", ", comm_->local_size(),
            " on this machine): batch_size ", c.batch_size(), " per rank, global batch ",
-           static_cast<int64_t>(world()) * c.batch_size(), ", collective timeout ", c.collective_timeout_seconds(),
+           static_cast<int64_t>(world()) * step_batch_size(c), ", collective timeout ", c.collective_timeout_seconds(),
            " s");
 }
 

@@ -375,7 +375,7 @@ pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int 
   pipeline::DatasetOptions options = dataset_options(s, c, rank);
   options.mix = s.mix;
   ds.repeat(-1)
-      .map_and_batch(make_mapper(s, true), c.batch_size(), std::max(1, c.num_parallel_batches()), true)
+      .map_and_batch(make_mapper(s, true), step_batch_size(c), std::max(1, c.num_parallel_batches()), true)
       .prefetch(std::max(1, c.prefetch_buffer_size()))
       .with_options(options);
   return ds;

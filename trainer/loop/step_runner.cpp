@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "core/check.h"
@@ -82,6 +83,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.scaling = loss_scaler_options(c, target.dtype);
   o.input_dtype = c.input_dtype();
   o.trainable_scopes = split_list(c.trainable_scopes());
+  o.accumulation_steps = std::max(1, c.gradient_accumulation_steps());
   return o;
 }
 
@@ -151,6 +153,17 @@ std::vector<size_t> match_variables(const std::vector<graph::NamedTensor>& varia
 
 namespace {
 
+// Rows [first, first + count) of a batch (images or labels), copied: tensors have no views.
+Tensor batch_rows(const Tensor& t, int64_t first, int64_t count) {
+  Shape shape = t.shape();
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(shape[0]);
+  shape[0] = count;
+  Tensor out = Tensor::empty(shape, t.dtype(), Device::kCpu, t.layout());
+  std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + static_cast<size_t>(first) * row_bytes,
+              static_cast<size_t>(count) * row_bytes);
+  return out;
+}
+
 std::vector<NamedArray> copy_out(const std::vector<graph::NamedTensor>& tensors) {
   std::vector<NamedArray> out;
   for (const graph::NamedTensor& t : tensors) out.push_back({t.name, t.value.to_vector<float>()});
@@ -203,6 +216,8 @@ class CpuStepRunner final : public StepRunner {
       graph_.forward(images, true, step);
       r = head_->train(graph_, labels, step);
       graph_.backward();
+    } else if (o_.accumulation_steps > 1) {
+      r = accumulate(images, labels, step);
     } else {
       r = step_.train(images, labels, step);
     }
@@ -307,6 +322,41 @@ class CpuStepRunner final : public StepRunner {
   }
 
  private:
+  // Gradient accumulation: the step's batch in parts of batch_size rows, forward and backward on each;
+  // the parts' gradients are summed in accumulated_ and their mean left in the parameters' gradients,
+  // where the update reads them.
+  StepResult accumulate(const Tensor& images, const Tensor& labels, uint64_t step) {
+    const int64_t parts = o_.accumulation_steps, rows = graph_.batch_size();
+    if (images.shape().empty() || images.shape()[0] != parts * rows || labels.numel() != parts * rows)
+      throw ConfigError(str("gradient accumulation: the step takes ", parts, " x ", rows, " images and labels, got ",
+                            images.describe(), " and ", labels.describe()));
+    if (accumulated_.empty())
+      for (const ParamRef& p : params_) accumulated_.emplace_back(p.count);
+    StepResult sum;
+    for (int64_t k = 0; k < parts; ++k) {
+      const StepResult r = step_.train(batch_rows(images, k * rows, rows), batch_rows(labels, k * rows, rows), step,
+                                       static_cast<uint64_t>(k));
+      sum.loss += r.loss;
+      sum.main_loss += r.main_loss;
+      sum.aux_loss += r.aux_loss;
+      sum.correct += r.correct;
+      sum.correct_top5 += r.correct_top5;
+      sum.examples += r.examples;
+      for (size_t i = 0; i < params_.size(); ++i) {
+        float* acc = accumulated_[i].data();
+        float* g = params_[i].grad;
+        const size_t n = params_[i].count;
+        if (k == 0) std::copy(g, g + n, acc);
+        else if (k + 1 < parts) for (size_t j = 0; j < n; ++j) acc[j] += g[j];
+        else for (size_t j = 0; j < n; ++j) g[j] = (acc[j] + g[j]) / static_cast<float>(parts);
+      }
+    }
+    const double n = static_cast<double>(parts);
+    sum.loss /= n;
+    sum.main_loss /= n;
+    sum.aux_loss /= n;
+    return sum;
+  }
   void phase(const char* name) {
     if (observer_) observer_->phase_end(name);
   }
@@ -326,6 +376,7 @@ class CpuStepRunner final : public StepRunner {
   std::vector<ParamRef> trainable_;  // params_ under trainable_scopes (all of them when none)
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BucketedAllreduce> grads_;  // data parallel only
+  std::vector<std::vector<float>> accumulated_;  // gradient accumulation: params_' gradients summed
   graph::LayerObserver* observer_ = nullptr;
   StepRunnerStats stats_;
 };
@@ -333,7 +384,11 @@ class CpuStepRunner final : public StepRunner {
 }  // namespace
 
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& o) {
-  if (o.target.device != Device::kCpu) return make_cuda_step_runner(net, o);
+  if (o.target.device != Device::kCpu) {
+    if (o.accumulation_steps != 1)
+      throw ConfigError(str("gradient accumulation is the CPU runner's; ", o.target.describe(), " updates every batch"));
+    return make_cuda_step_runner(net, o);
+  }
   StepRunnerOptions chosen = o;
   if (o.auto_cpu_layout) {
     chosen.layout = auto_cpu_layout(net, o);

@@ -175,6 +175,12 @@ struct StepRunnerOptions {
   // update ops do). Empty: every parameter. Each scope must match a parameter (ConfigError with the
   // closest scopes). Both runners: the CUDA one gives its device optimizer only these parameters.
   std::vector<std::string> trainable_scopes;
+  // Gradient accumulation (the gradient_accumulation_steps config field), CPU runner: train() takes
+  // accumulation_steps x batch_size images and labels, runs forward and backward on each batch_size of
+  // them in turn (each with its own batch-norm statistics and dropout masks, as PyTorch's loop does)
+  // and updates once from the mean of their gradients; its StepResult is theirs summed (loss: the
+  // mean). make_step_runner refuses more than 1 on other devices (ConfigError).
+  int accumulation_steps = 1;
 };
 
 // The indices of `names` under `scopes` (all of them when `scopes` is empty); ConfigError naming a

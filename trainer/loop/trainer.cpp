@@ -83,7 +83,8 @@ class TrainingRun {
     train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
     bpe_ = train_ds_->batches_per_epoch();
     dp_.check_world(bpe_, static_cast<int64_t>(train_ds_->files().files.size()));
-    FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size = ", c_.batch_size());
+    FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size x gradient_accumulation_steps = ",
+                 step_batch_size(c_));
     total_ = total_train_steps(c_, bpe_);
     JobConfig sc = c_;
     sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
@@ -113,7 +114,7 @@ class TrainingRun {
     if (jsonl_) jsonl_->close();
   }
   double epoch_of(int64_t step) const { return static_cast<double>(step) / static_cast<double>(bpe_); }
-  int64_t global_batch() const { return static_cast<int64_t>(dp_.world()) * c_.batch_size(); }
+  int64_t global_batch() const { return static_cast<int64_t>(dp_.world()) * step_batch_size(c_); }
 
   DataParallel& dp_;
   JobConfig c_;
@@ -150,15 +151,15 @@ void TrainingRun::restore_or_init() {
       if (const std::optional<ClassMap> trained = ckpt::checkpoint_class_map(l); trained && setup_.classes)
         require_same_classes(*trained, *setup_.classes, str("--resume: ", l.prefix, " and ", c_.dataset_dir()),
                              kClassMapAdvice);
-      if (l.meta.has_config() && (l.meta.config().batch_size() * std::max(1, l.meta.world_size()) != global_batch() ||
+      if (l.meta.has_config() && (step_batch_size(l.meta.config()) * std::max(1, l.meta.world_size()) != global_batch() ||
                                   l.meta.config().seed() != c_.seed() ||
                                   l.meta.config().shuffle_buffer_size() != c_.shuffle_buffer_size()))
-        log_warn("--resume: the global batch (ranks x batch_size), seed or shuffle_buffer_size differ from ", l.prefix,
+        log_warn("--resume: the global batch (ranks x batch_size x gradient_accumulation_steps), seed or shuffle_buffer_size differ from ", l.prefix,
                  "; the data order will not continue the interrupted run");
       else if (l.meta.world_size() != dp_.world() && c_.shuffle_buffer_size() > 1)
         log_warn("--resume: ", l.prefix, " was written by ", l.meta.world_size(), " rank(s), this run has ", dp_.world(),
                  "; each rank shuffles its own shard, so the data order will not continue the interrupted run");
-      replay_ = resume_replay_batches(l.meta, dp_.world(), c_.batch_size(), bpe_);
+      replay_ = resume_replay_batches(l.meta, dp_.world(), step_batch_size(c_), bpe_);
       runner_->set_host_variables(checkpoint_variables(runner_->variables(), l.weights.arrays(), l.prefix));
       FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
       runner_->import_optimizer_state(ckpt::optimizer_state_from(*l.optimizer));
@@ -439,7 +440,11 @@ TrainSummary TrainingRun::run() {
   if (c_.log_device_placement() && dp_.chief()) log_info(device_placement_text(runner_->graph(), target_));
   log_info("training ", setup_.model_name, " on ", target_.describe(), " (", setup_.num_classes, " classes, ",
            runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
-           " batches of ", global_batch(), " per epoch, steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",
+           " batches of ", global_batch(), " per epoch",
+           c_.gradient_accumulation_steps() > 1
+               ? str(" (each ", c_.gradient_accumulation_steps(), " accumulated batches of ", c_.batch_size(), " per rank)")
+               : "",
+           ", steps ", start_, " -> ", total_, ", ", c_.optimizer(), ", lr ",
            schedule_.describe(), ", batches ", setup_.batch.describe(),
            ema_ ? str(", moving averages (decay ", c_.moving_average_decay(), ") saved in ",
                       moving_average_dir(setup_.run_dir))
