@@ -89,6 +89,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
 
 StepRunnerOptions forward_only(StepRunnerOptions o) {
   o.fuse_conv_bn = false;
+  o.accumulation_steps = 1;  // a training-only split: eval of a CPU run with it may run on a GPU
   return o;
 }
 

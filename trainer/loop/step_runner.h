@@ -290,7 +290,7 @@ class StepRunner {
 // check_labels are the caller's).
 StepRunnerOptions step_runner_options(const JobConfig& config, const ComputeTarget& target);
 // The options for a runner that only runs forward passes (eval, predict, serve): `o` with fuse_conv_bn
-// off. Only a training forward uses the convolution's channel sums and the plain plan computes the same,
+// off and no gradient accumulation. Only a training forward uses the convolution's channel sums and the plain plan computes the same,
 // so such a runner need not build cuDNN's conv + statistics plans (a trial run each) at start-up.
 StepRunnerOptions forward_only(StepRunnerOptions o);
 // data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow

@@ -175,6 +175,8 @@ TEST(GradientAccumulation, ConfigDefaultsLimitsAndTheStepsBatch) {
   EXPECT_EQ(step_batch_size(c), 72);
   EXPECT_EQ(step_runner_options(c, {}).accumulation_steps, 3);
   EXPECT_EQ(step_runner_options(c, {}).batch_size, 24);  // the graph runs one part at a time
+  // eval and predict of such a run take no parts (and so may run where accumulation is refused).
+  EXPECT_EQ(forward_only(step_runner_options(c, {})).accumulation_steps, 1);
   for (const char* bad : {"--gradient_accumulation_steps=0", "--gradient_accumulation_steps=2000"})
     EXPECT_NE(error_of([&] { config_of({bad}); }).find("gradient_accumulation_steps must be in [1, 1024]"),
               std::string::npos)
