@@ -88,14 +88,6 @@ namespace detail {
                                             cudnnGetErrorString(fastnn_err_));                    \
   } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                        \
-  do {                                                                                            \
-    cublasStatus_t fastnn_err_ = (expr);                                                          \
-    if (fastnn_err_ != CUBLAS_STATUS_SUCCESS) [[unlikely]]                                        \
-      ::fastnn::detail::library_call_failed(__FILE__, __LINE__, "cuBLAS", #expr,                 \
-                                            cublasGetStatusString(fastnn_err_));                  \
-  } while (0)
-
 #define NCCL_CHECK(expr)                                                                          \
   do {                                                                                            \
     ncclResult_t fastnn_err_ = (expr);                                                            \

@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "trainer/cuda/cublas_library.h"
 #include "trainer/cuda/runtime.h"
 
 namespace fastnn::cuda {
@@ -29,7 +30,7 @@ void gemm(cudaStream_t s, DType dt, bool trans_a, bool trans_b, int64_t m, int64
   const cublasComputeType_t compute =
       dt == DType::kF32 && policy().allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
-  CUBLAS_CHECK(cublasGemmEx(cublas_handle(s), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+  CUBLAS_CHECK(cublas().gemm_ex(cublas_handle(s), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                             to_int(n), to_int(m), to_int(k), &alpha, b, t, to_int(ldb), a, t, to_int(lda), &beta, c, t,
                             to_int(ldc), compute, CUBLAS_GEMM_DEFAULT));
 }

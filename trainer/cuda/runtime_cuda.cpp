@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "trainer/cuda/cublas_library.h"
 
 namespace fastnn::cuda {
 
@@ -167,14 +168,14 @@ cublasHandle_t cublas_handle(cudaStream_t s) {
   const size_t d = static_cast<size_t>(thread_device());
   cublasHandle_t& h = tl_handles.cublas[d];
   if (!h) {
-    CUBLAS_CHECK(cublasCreate(&h));
+    CUBLAS_CHECK(cublas().create(&h));
     // The compute type of each call (ops/fully_connected_cuda.cpp) decides TF32; default math keeps
     // the handle from overriding it.
-    CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
     CUDA_CHECK(cudaMalloc(&tl_handles.cublas_workspace[d], kCublasWorkspaceBytes));
   }
-  CUBLAS_CHECK(cublasSetStream(h, s));
-  CUBLAS_CHECK(cublasSetWorkspace(h, tl_handles.cublas_workspace[d], kCublasWorkspaceBytes));
+  CUBLAS_CHECK(cublas().set_stream(h, s));
+  CUBLAS_CHECK(cublas().set_workspace(h, tl_handles.cublas_workspace[d], kCublasWorkspaceBytes));
   return h;
 }
 
