@@ -94,7 +94,9 @@ TrainStep::Heads& TrainStep::heads(const Tensor& labels) {
   const ops::OpRegistry& reg = *graph_.plan().options().registry;
   const std::vector<ops::TensorSpec> in{{.name = "logits", .shape = {n, k}, .dtype = dt},
                                         {.name = "labels", .shape = {n}, .dtype = labels.dtype()}};
-  h->xent = reg.create("softmax_xent", dev, {{"label_smoothing", options_.label_smoothing}}, in);
+  ops::Attrs xent_attrs{{"label_smoothing", options_.label_smoothing}};
+  if (!options_.class_weights.empty()) xent_attrs.set("class_weights", ops::Floats(options_.class_weights));
+  h->xent = reg.create("softmax_xent", dev, xent_attrs, in);
   h->top1 = reg.create("top_k", dev, {{"k", int64_t{1}}}, in);
   h->top5 = reg.create("top_k", dev, {{"k", std::min<int64_t>(5, k)}}, in);
   h->block = Tensor::empty({static_cast<int64_t>(kBlockBytes)}, DType::kU8, dev);

@@ -32,6 +32,7 @@ namespace fastnn {
 
 struct TrainStepOptions {
   double label_smoothing = 0;
+  std::vector<double> class_weights;  // one per class, > 0 (ops/softmax_xent.h); empty: unweighted
   double loss_scale = 1;  // > 0; see set_loss_scale
   // Non-CPU graphs: host->device and device->host copies of equal-size tensors (the backend provides
   // them; they may wait for the device). Without them a device graph's step throws Error.

@@ -14,7 +14,8 @@
 #   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW;
 #   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without; timm's --mixup / --cutmix
 #   train (and mixup_prob alone is named inert); gradient_accumulation_steps (timm's grad_accum_steps) trains
-#   steps of 2 x batch_size and refuses mixup.
+#   steps of 2 x batch_size and refuses mixup; class_weights=balanced trains and logs the weights, a list
+#   of the wrong length is refused.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$SRC/tests/integration/train_helpers.bash"
@@ -64,6 +65,9 @@ ok log_device_placement 'LeNet/fc4  fully_connected  -> cpu f32' --log_device_pl
 ok batch_dash '32 batches of 4 per epoch' --batch-size=4
 ok mixup 'mixup (alpha 0.2) or CutMix (alpha 1), CutMix at p 0.5 of training batches, labels mixed alike' --mixup=0.2 --cutmix=1
 ok grad_accum '4 batches of 32 per epoch (each 2 accumulated batches of 16 per rank)' --grad_accum_steps=2
+ok class_weights 'class_weights=balanced: class weights ' --class_weights=balanced
+refused class_weights_count 'class_weights lists 2 weight(s) for 10 classes; give one per class' -- "${base[@]}" \
+  --class_weights=1,2
 refused grad_accum_mixup 'gradient_accumulation_steps does not combine with mixup_alpha / cutmix_alpha yet' -- \
   "${base[@]}" --gradient_accumulation_steps=2 --mixup=0.2
 refused hooks 'unknown hook "LogingTensorHook"; did you mean LoggingTensorHook?' -- "${base[@]}" \

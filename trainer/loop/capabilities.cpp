@@ -27,6 +27,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (mixing && head::uses_head(c))
     throw ConfigError(str("mixup_alpha / cutmix_alpha do not combine with the classifier head (loss_type=", c.loss_type(),
                           "): its margin losses take one label per sample; train without mixing"));
+  if (!c.class_weights().empty() && head::uses_head(c))
+    throw ConfigError(str("class_weights do not combine with the classifier head (loss_type=", c.loss_type(),
+                          "): its margin losses are unweighted; train without class_weights"));
   if (c.gradient_accumulation_steps() > 1) {
     if (head::uses_head(c))
       throw ConfigError(str("gradient_accumulation_steps does not combine with the classifier head (loss_type=",
@@ -89,6 +92,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
   if (c.gradient_accumulation_steps() > 1)
     throw ConfigError("gradient_accumulation_steps is not available on device=cuda yet (its GPU runner updates after "
                       "every batch); use --device=cpu to accumulate, or raise batch_size");
+  if (!c.class_weights().empty())
+    throw ConfigError("class_weights are not available on device=cuda yet (the CUDA loss kernel is unweighted); use "
+                      "--device=cpu for a weighted loss");
   if (c.moving_average_decay() > 0)
     throw ConfigError("moving_average_decay is not available on device=cuda yet (the averages are updated from "
                       "host variables); use --device=cpu to keep moving averages");

@@ -191,7 +191,7 @@ class CpuStepRunner final : public StepRunner {
                      .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = folds_batch_norms(o),
                      .fold_in_bf16 = o.cpu_bf16 && folds_batch_norms(o), .inference = o.inference,
                      .draw_variables = o.draw_variables, .keep = o.keep_layers}),
-        step_(graph_, {.label_smoothing = o.label_smoothing}),
+        step_(graph_, {.label_smoothing = o.label_smoothing, .class_weights = o.class_weights}),
         head_(o.head ? std::make_unique<HeadStep>(*o.head, o.host_comm, o.optimizer) : nullptr),
         params_(o.inference ? std::vector<ParamRef>{} : model_params(graph_, head_.get())),
         trainable_(select_trainable(params_, o.trainable_scopes)),
@@ -388,6 +388,8 @@ std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunner
   if (o.target.device != Device::kCpu) {
     if (o.accumulation_steps != 1)
       throw ConfigError(str("gradient accumulation is the CPU runner's; ", o.target.describe(), " updates every batch"));
+    if (!o.class_weights.empty())
+      throw ConfigError(str("class weights are the CPU runner's; ", o.target.describe(), " has an unweighted loss"));
     return make_cuda_step_runner(net, o);
   }
   StepRunnerOptions chosen = o;

@@ -101,6 +101,9 @@ struct StepRunnerOptions {
   int64_t batch_size = 1;
   uint64_t seed = 0;
   double label_smoothing = 0;
+  // class_weights (loop/class_weights.h): one per class; empty: unweighted. The training runner's only
+  // (step_runner_options leaves it empty: the held-out loss of `fastnn eval` is the plain one).
+  std::vector<double> class_weights;
   double weight_decay = 0;
   double max_gradient_norm = 0;  // 0: no clipping
   OptimizerOptions optimizer;

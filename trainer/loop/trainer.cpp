@@ -26,6 +26,7 @@
 #include "trainer/loop/batch_tensors.h"
 #include "trainer/loop/best_checkpoint.h"
 #include "trainer/loop/capabilities.h"
+#include "trainer/loop/class_weights.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/loop/device_setup.h"
@@ -77,6 +78,9 @@ class TrainingRun {
     StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
     ro.input = setup_.input;
     ro.head = head_for(c_, setup_);
+    ro.class_weights = resolve_class_weights(c_, setup_);
+    if (dp_.chief() && !ro.class_weights.empty())
+      log_info("class_weights=", c_.class_weights(), ": ", class_weights_text(ro.class_weights));
     runner_ = make_step_runner(setup_.net, ro);
     if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
     setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest

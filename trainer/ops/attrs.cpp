@@ -10,7 +10,7 @@ namespace fastnn::ops {
 namespace {
 
 const char* kind(const AttrValue& v) {
-  static const char* const names[] = {"bool", "int", "float", "string", "int list"};
+  static const char* const names[] = {"bool", "int", "float", "string", "int list", "float list"};
   return names[v.index()];
 }
 
@@ -21,6 +21,11 @@ std::string value_str(const AttrValue& v) {
   if (auto* d = std::get_if<double>(&v)) os << *d;
   if (auto* s = std::get_if<std::string>(&v)) os << '"' << *s << '"';
   if (auto* l = std::get_if<Ints>(&v)) {
+    os << '[';
+    for (size_t k = 0; k < l->size(); ++k) os << (k ? "," : "") << (*l)[k];
+    os << ']';
+  }
+  if (auto* l = std::get_if<Floats>(&v)) {
     os << '[';
     for (size_t k = 0; k < l->size(); ++k) os << (k ? "," : "") << (*l)[k];
     os << ']';
@@ -86,6 +91,14 @@ Ints Attrs::get_ints_n(std::string_view op, std::string_view key, size_t n, int6
   if (l.size() != n)
     throw ConfigError(str(op, ": attribute '", key, "' needs 1 or ", n, " ints, got ", value_str(AttrValue(l))));
   return l;
+}
+
+Floats Attrs::get_floats(std::string_view op, std::string_view key, Floats dflt) const {
+  const AttrValue* v = find(key);
+  if (!v) return dflt;
+  if (auto* l = std::get_if<Floats>(v)) return *l;
+  if (auto* l = std::get_if<Ints>(v)) return Floats(l->begin(), l->end());
+  wrong_kind(op, key, *v, "a list of numbers");
 }
 
 void Attrs::check_known(std::string_view op, std::initializer_list<std::string_view> known) const {

@@ -1,4 +1,5 @@
-// Op attributes: a small ordered map from name to value (bool, int, float, string or int list).
+// Op attributes: a small ordered map from name to value (bool, int, float, string, int list or float
+// list).
 //
 // Layers build them from the job config / model zoo; each op parses them into its own params struct
 // once, when a kernel is created, so the hot path never looks at strings. Getters convert where it is
@@ -20,7 +21,8 @@
 namespace fastnn::ops {
 
 using Ints = std::vector<int64_t>;
-using AttrValue = std::variant<bool, int64_t, double, std::string, Ints>;
+using Floats = std::vector<double>;
+using AttrValue = std::variant<bool, int64_t, double, std::string, Ints, Floats>;
 
 class Attrs {
  public:
@@ -44,6 +46,8 @@ class Attrs {
   Ints get_ints(std::string_view op, std::string_view key, Ints dflt) const;
   // A list of exactly `n` ints; a single int or a 1-element list is repeated n times.
   Ints get_ints_n(std::string_view op, std::string_view key, size_t n, int64_t dflt) const;
+  // A list of numbers; an int list converts.
+  Floats get_floats(std::string_view op, std::string_view key, Floats dflt) const;
 
   // Throws ConfigError if an attribute is not in `known`.
   void check_known(std::string_view op, std::initializer_list<std::string_view> known) const;

@@ -1,18 +1,26 @@
-// softmax_xent: softmax cross-entropy with label smoothing, mean over the batch.
+// softmax_xent: softmax cross-entropy with label smoothing and class weights, mean over the batch.
 //
 //   inputs   logits [N, K] (compute dtype), labels [N] (i32 or i64, each in [0, K); else Error)
 //   outputs  loss [1]
 //   saved    probs [N, K] = softmax(logits)
-// Attributes: label_smoothing (eps in [0, 1), default 0).
+// Attributes: label_smoothing (eps in [0, 1), default 0); class_weights (K numbers > 0, default none:
+// all 1), CPU only.
 //   q[n,k] = (1 - eps) * [k == label_n] + eps / K
 //   loss   = (1/N) * sum_n sum_k -q[n,k] * log softmax(logits[n])[k]
-// Backward: dlogits = dloss * (probs - q) / N; labels have no gradient. The usual training call is
-// forward, then backward with dloss = 1 (which yields loss and dlogits from one pass over the rows).
+// With class weights w, PyTorch's CrossEntropyLoss(weight=w, label_smoothing=eps) (mean reduction):
+//   loss   = (1/W) * sum_n [(1 - eps) w[y_n] (-log p[n,y_n]) + (eps/K) sum_k w[k] (-log p[n,k])],
+//   W      = sum_n w[y_n]
+// which is the unweighted loss when every w is 1.
+// Backward: dlogits = dloss * (probs - q) / N; weighted, dloss / W * (((1 - eps) w[y] + (eps/K) S) p[j]
+// - (eps/K) w[j] - (1 - eps) w[y] [j == y]) with S = sum_k w[k]; labels have no gradient. The usual
+// training call is forward, then backward with dloss = 1 (which yields loss and dlogits from one pass
+// over the rows).
 // CPU: rows in parallel, arithmetic in double, per-row losses summed in row order (the workspace
 // holds N doubles).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "trainer/ops/op.h"
 
@@ -25,6 +33,7 @@ namespace fastnn::ops {
 struct SoftmaxXentParams {
   int64_t n = 0, k = 0;
   double label_smoothing = 0;
+  std::vector<double> class_weights;  // K, each > 0; empty: unweighted
 };
 
 void register_softmax_xent(OpRegistry& registry);

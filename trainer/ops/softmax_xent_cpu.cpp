@@ -16,11 +16,21 @@ void check_labels(const char* op, int64_t n, int64_t k, const L* labels) {
 }
 }  // namespace
 
+// W = sum_n w[y_n] of class_weights (the labels checked).
+template <typename L>
+double label_weight_sum(const SoftmaxXentParams& p, const L* labels) {
+  double w = 0;
+  for (int64_t r = 0; r < p.n; ++r) w += p.class_weights[static_cast<size_t>(labels[r])];
+  return w;
+}
+
 template <typename T, typename L>
 void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* labels, T* loss, T* probs,
                           double* row_loss) {
   check_labels("softmax_xent", p.n, p.k, labels);
   const double eps = p.label_smoothing, off = eps / static_cast<double>(p.k);
+  const bool weighted = !p.class_weights.empty();
+  const double* w = p.class_weights.data();
   parallel_range(p.n, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* z = logits + r * p.k;
@@ -30,32 +40,55 @@ void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* 
       double sum = 0, sum_z = 0;
       for (int64_t j = 0; j < p.k; ++j) {
         sum += std::exp(z[j] - mx);
-        sum_z += z[j] - mx;
+        sum_z += weighted ? w[j] * (z[j] - mx) : z[j] - mx;
       }
       const double lse = std::log(sum);  // log sum exp(z - mx)
       for (int64_t j = 0; j < p.k; ++j) pr[j] = static_cast<T>(std::exp(z[j] - mx - lse));
       // -sum_k q_k log p_k with log p_k = z_k - mx - lse and sum_k q_k = 1.
       const double logp_label = z[labels[r]] - mx - lse;
-      const double mean_logp = sum_z / static_cast<double>(p.k) - lse;
-      row_loss[r] = -(1 - eps) * logp_label - off * static_cast<double>(p.k) * mean_logp;
+      if (!weighted) {
+        const double mean_logp = sum_z / static_cast<double>(p.k) - lse;
+        row_loss[r] = -(1 - eps) * logp_label - off * static_cast<double>(p.k) * mean_logp;
+        continue;
+      }
+      // sum_k w_k log p_k = sum_k w_k (z_k - mx) - S lse
+      double s = 0;
+      for (int64_t j = 0; j < p.k; ++j) s += w[j];
+      row_loss[r] = -(1 - eps) * w[labels[r]] * logp_label - off * (sum_z - s * lse);
     }
   });
   double total = 0;
   for (int64_t r = 0; r < p.n; ++r) total += row_loss[r];
-  loss[0] = static_cast<T>(total / static_cast<double>(p.n));
+  loss[0] = static_cast<T>(total / (weighted ? label_weight_sum(p, labels) : static_cast<double>(p.n)));
 }
 
 template <typename T, typename L>
 void softmax_xent_backward(const SoftmaxXentParams& p, const T* probs, const L* labels, const T* dloss, T* dlogits) {
   check_labels("softmax_xent", p.n, p.k, labels);
   const double eps = p.label_smoothing, off = eps / static_cast<double>(p.k);
-  const double g = static_cast<double>(dloss[0]) / static_cast<double>(p.n);
+  if (p.class_weights.empty()) {
+    const double g = static_cast<double>(dloss[0]) / static_cast<double>(p.n);
+    parallel_range(p.n, 4, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* pr = probs + r * p.k;
+        T* d = dlogits + r * p.k;
+        for (int64_t j = 0; j < p.k; ++j) d[j] = static_cast<T>(g * (pr[j] - off));
+        d[labels[r]] = static_cast<T>(g * (pr[labels[r]] - off - (1 - eps)));
+      }
+    });
+    return;
+  }
+  const double* w = p.class_weights.data();
+  double s = 0;
+  for (int64_t j = 0; j < p.k; ++j) s += w[j];
+  const double g = static_cast<double>(dloss[0]) / label_weight_sum(p, labels);
   parallel_range(p.n, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* pr = probs + r * p.k;
       T* d = dlogits + r * p.k;
-      for (int64_t j = 0; j < p.k; ++j) d[j] = static_cast<T>(g * (pr[j] - off));
-      d[labels[r]] = static_cast<T>(g * (pr[labels[r]] - off - (1 - eps)));
+      const double wy = w[labels[r]], scale = (1 - eps) * wy + off * s;
+      for (int64_t j = 0; j < p.k; ++j) d[j] = static_cast<T>(g * (scale * pr[j] - off * w[j]));
+      d[labels[r]] = static_cast<T>(g * (scale * pr[labels[r]] - off * wy - (1 - eps) * wy));
     }
   });
 }
@@ -72,6 +105,15 @@ FASTNN_XENT_INSTANTIATE(double, int64_t)
 }  // namespace cpu
 
 namespace {
+
+void check_class_weights(std::string_view op, const SoftmaxXentParams& p) {
+  if (p.class_weights.empty()) return;
+  if (static_cast<int64_t>(p.class_weights.size()) != p.k)
+    throw ConfigError(str(op, ": ", p.class_weights.size(), " class weights for ", p.k, " classes"));
+  for (size_t c = 0; c < p.class_weights.size(); ++c)
+    if (!(p.class_weights[c] > 0 && std::isfinite(p.class_weights[c])))
+      throw ConfigError(str(op, ": the weight of class ", c, " is ", p.class_weights[c], "; class weights are > 0"));
+}
 
 template <typename T>
 class SoftmaxXentCpu final : public OpKernel {
@@ -120,13 +162,15 @@ void register_softmax_xent(OpRegistry& r) {
       .kernels = {{Device::kCpu,
                    [](const Attrs& a, std::span<const TensorSpec> in) {
                      constexpr std::string_view op = "softmax_xent";
-                     a.check_known(op, {"label_smoothing"});
+                     a.check_known(op, {"label_smoothing", "class_weights"});
                      expect_inputs(op, in, 2);
                      expect_rank(op, in, 0, {2});
                      expect_labels(op, in, 1, {in[0].shape[0]});
-                     SoftmaxXentParams p{in[0].shape[0], in[0].shape[1], a.get_float(op, "label_smoothing", 0.0)};
+                     SoftmaxXentParams p{in[0].shape[0], in[0].shape[1], a.get_float(op, "label_smoothing", 0.0),
+                                         a.get_floats(op, "class_weights", {})};
                      if (!(p.label_smoothing >= 0 && p.label_smoothing < 1))
                        throw ConfigError(str(op, ": label_smoothing must be in [0, 1)"));
+                     check_class_weights(op, p);
                      return make_cpu_kernel<SoftmaxXentCpu>(op, compute_dtype(op, in), p, in);
                    }}},
       .test_cases = [] {

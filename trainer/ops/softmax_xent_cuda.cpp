@@ -53,6 +53,9 @@ class SoftmaxXentCuda final : public OpKernel {
 void register_softmax_xent_cuda(OpRegistry& r) {
   r.add_kernel("softmax_xent", Device::kCuda,
                [cpu = cuda::cpu_factory(r, "softmax_xent")](const Attrs& a, std::span<const TensorSpec> in) {
+                 // The kernels have no class weights yet: refused rather than silently unweighted.
+                 if (a.has("class_weights"))
+                   throw ConfigError("softmax_xent: class_weights are supported on the CPU only");
                  const DType dt = cuda::cuda_compute_dtype("softmax_xent", in);
                  OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
                  const SoftmaxXentParams p{in[0].shape[0], in[0].shape[1],

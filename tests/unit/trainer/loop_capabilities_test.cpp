@@ -43,6 +43,10 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
   // trainable_scopes on cuda: refused until its gpu test has passed on a GPU (capabilities.cpp).
   refused(config({"--trainable_scopes=LeNet/fc4"}), kGpu, 1, "trainable_scopes");
   refused(config({"--input_dtype=uint8"}), ComputeTarget{}, 1, "input_dtype=uint8");
+  // The CUDA loss kernel has no class weights; the classifier head's margin losses have none anywhere.
+  refused(config({"--class_weights=balanced"}), kGpu, 1, "class_weights");
+  refused(config({"--class_weights=1,2", "--loss_type=arcface", "--emb_dim=8"}), ComputeTarget{}, 1, "class_weights");
+  EXPECT_NO_THROW(check_backend_supports(config({"--class_weights=balanced"}), ComputeTarget{}, 1));
 #ifdef FASTNN_HAVE_CUDA
   // adamw's bias corrections are computed by the CPU optimizer only.
   refused(config({"--optimizer=adamw"}), kGpu, 1, "optimizer=adamw");
