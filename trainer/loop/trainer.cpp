@@ -39,6 +39,7 @@
 #include "trainer/loop/sanity.h"
 #include "trainer/loop/step_runner.h"
 #include "trainer/loop/step_window.h"
+#include "trainer/loop/training_run.h"
 #include "trainer/loop/stop_signal.h"
 #include "trainer/metrics/event_writer.h"
 #include "trainer/metrics/jsonl_writer.h"
@@ -47,14 +48,6 @@
 
 namespace fastnn::loop {
 namespace {
-
-// The slowest-settling moving average of the net's batch norms (the largest decay); -1 without any.
-double largest_batch_norm_decay(const NetDef& net) {
-  double d = -1;
-  for (const LayerDef& l : net.layers())
-    if (l.has_batch_norm()) d = std::max(d, static_cast<double>(l.batch_norm().momentum()));
-  return d;
-}
 
 // The runner's options for this rank: its seed, and the gradient average over the ranks (the host
 // communicator for the CPU runner, NCCL collectives for the CUDA runner).
@@ -67,84 +60,34 @@ StepRunnerOptions rank_runner_options(const JobConfig& c, const ComputeTarget& t
   return o;
 }
 
-class TrainingRun {
- public:
-  TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
-      : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
-        target_(resolve_compute_target(config, dp.comm().local_rank())), best_(config) {
-    check_before_allocating(setup_, c_, target_, dp_.world(), dp_.chief());  // refuses what cannot fit
-    collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
-    if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
-    StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
-    ro.input = setup_.input;
-    ro.head = head_for(c_, setup_);
-    ro.class_weights = resolve_class_weights(c_, setup_);
-    if (dp_.chief() && !ro.class_weights.empty())
-      log_info("class_weights=", c_.class_weights(), ": ", class_weights_text(ro.class_weights));
-    runner_ = make_step_runner(setup_.net, ro);
-    if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
-    setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest
-    train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
-    bpe_ = train_ds_->batches_per_epoch();
-    dp_.check_world(bpe_, static_cast<int64_t>(train_ds_->files().files.size()));
-    FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size x gradient_accumulation_steps = ",
-                 step_batch_size(c_));
-    total_ = total_train_steps(c_, bpe_);
-    JobConfig sc = c_;
-    sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
-    schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
-    make_directories(setup_.run_dir);  // IoError naming the part that fails (a file in the way, read-only)
-  }
+}  // namespace
 
-  TrainSummary run();
-
- private:
-  void recall_eval(int64_t step);
-  void restore_or_init();
-  void log_window(int64_t step, double lr);
-  void run_eval(int64_t step, double lr);
-  void run_moving_average_eval(int64_t step);
-  // The held-out split through the runner as it is now (every rank takes part).
-  EvalResult evaluate_held_out();
-  // best: into RUN/best/ (keep_best_checkpoint) instead of the run directory.
-  void save(int64_t step, double lr, bool best = false);
-  void watch_best(int64_t step, double lr, const EvalResult& r);
-  void start_best_tracking();
-  void note_best();  // the summary's best_* fields (chief)
-  void start_moving_averages();
-  void close_writers() {
-    for (EventFileWriter* w : {events_.get(), eval_events_.get()})
-      if (w) w->close();
-    if (jsonl_) jsonl_->close();
-  }
-  double epoch_of(int64_t step) const { return static_cast<double>(step) / static_cast<double>(bpe_); }
-  int64_t global_batch() const { return static_cast<int64_t>(dp_.world()) * step_batch_size(c_); }
-
-  DataParallel& dp_;
-  JobConfig c_;
-  TrainOptions options_;
-  RunSetup setup_;
-  ComputeTarget target_;
-  std::unique_ptr<DeviceCollectives> collectives_;
-  std::optional<pipeline::Dataset> train_ds_;
-  std::unique_ptr<StepRunner> runner_;
-  LrSchedule schedule_;
-  int64_t bpe_ = 0, total_ = 0, start_ = 0, replay_ = 0;  // replay_: per-rank batches to skip on resume
-  double loop_seconds_ = 0;  // the step loop's time so far, evaluations excluded
-  std::unique_ptr<RunDirectory> run_dir_;  // run directory: lock, take-over rules (run_directory.h)
-  std::unique_ptr<ckpt::CheckpointManager> ckpt_;
-  BestTracker best_;                                     // keep_best_checkpoint, early stopping
-  std::unique_ptr<ckpt::CheckpointManager> best_ckpt_;  // RUN/best/ (keep_best_checkpoint; chief)
-  bool stop_early_ = false;                              // early_stopping_patience ran out (agreed over ranks)
-  std::unique_ptr<MovingAverages> ema_;                  // moving_average_decay
-  std::unique_ptr<ckpt::CheckpointManager> ema_ckpt_;    // RUN/ema/ (moving_average_decay; chief)
-  std::unique_ptr<JsonlMetricsWriter> jsonl_;
-  std::unique_ptr<EventFileWriter> events_, eval_events_;  // RUN/ and RUN/eval/ (chief)
-  StepWindow log_window_, eval_window_;
-  std::optional<Clock::time_point> last_summary_;  // the last TensorBoard write (save_summaries_secs)
-  double last_logged_accuracy_ = -1;                // the last log line's training accuracy
-  TrainSummary summary_;
-};
+TrainingRun::TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
+    : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
+      target_(resolve_compute_target(config, dp.comm().local_rank())), best_(config) {
+  check_before_allocating(setup_, c_, target_, dp_.world(), dp_.chief());  // refuses what cannot fit
+  collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
+  if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
+  StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
+  ro.input = setup_.input;
+  ro.head = head_for(c_, setup_);
+  ro.class_weights = resolve_class_weights(c_, setup_);
+  if (dp_.chief() && !ro.class_weights.empty())
+    log_info("class_weights=", c_.class_weights(), ": ", class_weights_text(ro.class_weights));
+  runner_ = make_step_runner(setup_.net, ro);
+  if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
+  setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest
+  train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
+  bpe_ = train_ds_->batches_per_epoch();
+  dp_.check_world(bpe_, static_cast<int64_t>(train_ds_->files().files.size()));
+  FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size x gradient_accumulation_steps = ",
+               step_batch_size(c_));
+  total_ = total_train_steps(c_, bpe_);
+  JobConfig sc = c_;
+  sc.set_stop_at_step(total_);  // cosine and the luong schemes end where training ends
+  schedule_ = make_lr_schedule(sc, setup_.samples_per_epoch, global_batch());
+  make_directories(setup_.run_dir);  // IoError naming the part that fails (a file in the way, read-only)
+}
 
 void TrainingRun::restore_or_init() {
   {
@@ -233,132 +176,6 @@ void TrainingRun::log_window(int64_t step, double lr) {
   w.reset();
 }
 
-void TrainingRun::run_eval(int64_t step, double lr) {
-  if (setup_.eval_split.empty()) return;
-  runner_->average_state();  // every rank evaluates with the ranks' mean batch-norm statistics
-  const EvalResult r = evaluate_held_out();
-  summary_.evaluated = true;
-  summary_.eval = r;
-  watch_best(step, lr, r);
-  if (!dp_.chief()) return eval_window_.reset();
-  const size_t shared = setup_.eval_files_also_trained.size();
-  const std::string split = shared ? str(setup_.eval_split, ", NOT held out: ", shared, " file(s) also trained on") : setup_.eval_split;
-  if (options_.progress_lines)
-    std::printf("eval at step %lld (%s, %lld examples, %.1f s): top1 %.4f  top5 %.4f  loss %.4f\n",
-              static_cast<long long>(step), split.c_str(), static_cast<long long>(r.num_examples),
-              r.seconds, r.top1, r.top5, r.loss);
-  if (eval_window_.examples > 0) {
-    GapReport gap = accuracy_gap_report(eval_window_.accuracy(), r.top1);
-    if (setup_.mix.enabled()) {  // a mixed batch's accuracy is not comparable: no overfitting verdict from it
-      gap.suspicious = false;
-      gap.line += " (mixed batches: train accuracy counts each image's own label)";
-    }
-    if (gap.suspicious) log_warn(gap.line);
-    else if (options_.progress_lines) std::printf("%s\n", gap.line.c_str());
-    // Training's accuracy as the last log line said it (the window since the last evaluation also
-    // holds the run's first, untrained steps).
-    const double train_accuracy = last_logged_accuracy_ >= 0 ? last_logged_accuracy_ : eval_window_.accuracy();
-    const std::string collapse = eval_collapse_report(
-        {.train_accuracy = train_accuracy, .eval_accuracy = r.top1, .eval_loss = r.loss,
-         .num_classes = r.confusion_classes, .confusion = r.confusion, .steps = step,
-         .batch_norm_decay = largest_batch_norm_decay(setup_.net)});
-    if (!collapse.empty()) log_warn(collapse);
-  }
-  std::fflush(stdout);
-  eval_window_.reset();
-  std::map<std::string, double> extra = {{"train_seconds", loop_seconds_}};  // time to accuracy
-  if (shared) extra["eval_files_also_trained"] = static_cast<double>(shared);  // not a held-out accuracy
-  jsonl_->write(EvalLogEntry{.step = step, .epoch = epoch_of(step), .split = setup_.eval_split, .top1 = r.top1,
-                             .top5 = r.top5, .loss = r.loss, .num_examples = r.num_examples,
-                             .extra = std::move(extra),
-                             .confusion_classes = r.confusion_classes, .confusion = r.confusion,
-                             .misclassified = r.misclassified});
-  if (!eval_events_) eval_events_ = std::make_unique<EventFileWriter>(setup_.run_dir + "/eval");
-  eval_events_->add_scalars({{"loss", r.loss}, {"accuracy", r.top1}, {"top5", r.top5}}, step);
-  run_moving_average_eval(step);
-}
-
-// Agreed over the ranks, so a best checkpoint with sharded head rows is saved by all of them and all
-// stop at the same step.
-void TrainingRun::watch_best(int64_t step, double lr, const EvalResult& r) {
-  if (!best_.enabled()) return;
-  const BestDecision d = agree_on_evaluation(best_, dp_.comm(), step, r.top1, r.top5, r.loss);
-  if (d.improved && best_.keeps_best()) save(step, lr, /*best=*/true);
-  if (d.stop && step < total_) {
-    stop_early_ = true;
-    if (dp_.chief())
-      log_info("early stopping at step ", step, ": ", best_.metric(), " has not improved on ", best_.describe_best(),
-               " for ", best_.stale(), " evaluations (early_stopping_patience=", c_.early_stopping_patience(), ")");
-  }
-}
-
-// After each evaluation of the weights, the averaged model on the same split, as `fastnn eval --checkpoint
-// RUN/ema` gives it (timm validates its EMA model each epoch too): the averages are swapped into the runner
-// for the evaluation and the weights put back. metrics.jsonl gets an "eval_moving_averages" line, the
-// eval event file "moving_averages/*" tags. One process only: under mpirun each rank's averaged batch-norm
-// statistics are its own, so RUN/ema is evaluated afterwards.
-void TrainingRun::run_moving_average_eval(int64_t step) {
-  if (!ema_ || setup_.eval_split.empty() || dp_.world() > 1) return;
-  const std::vector<NamedArray> weights = runner_->host_variables();
-  runner_->set_host_variables(ema_->shadows());
-  const EvalResult r = evaluate_held_out();
-  runner_->set_host_variables(weights);
-  if (options_.progress_lines)
-    std::printf("eval of the moving averages at step %lld (%s, %lld examples): top1 %.4f  top5 %.4f  loss %.4f\n",
-                static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples), r.top1,
-                r.top5, r.loss);
-  std::fflush(stdout);
-  jsonl_->write(EvalLogEntry{.event = "eval_moving_averages", .step = step, .epoch = epoch_of(step),
-                             .split = setup_.eval_split, .top1 = r.top1, .top5 = r.top5, .loss = r.loss,
-                             .num_examples = r.num_examples});
-  eval_events_->add_scalars(
-      {{"moving_averages/loss", r.loss}, {"moving_averages/accuracy", r.top1}, {"moving_averages/top5", r.top5}}, step);
-}
-
-// Before the first step, after the variables are restored and broadcast: the averages start at the
-// variables' values, or at those saved with the checkpoint the run resumes from (RUN/ema/ckpt-<step>).
-void TrainingRun::start_moving_averages() {
-  ema_ = make_moving_averages(c_, runner_->variables(), setup_.run_dir, start_);
-  if (!ema_ || !dp_.chief()) return;
-  make_directories(moving_average_dir(setup_.run_dir));
-  ema_ckpt_ = std::make_unique<ckpt::CheckpointManager>(
-      moving_average_dir(setup_.run_dir), ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
-}
-
-EvalResult TrainingRun::evaluate_held_out() {
-  StepRunner& runner = *runner_;
-  return dp_.evaluate(
-      runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
-      runner.collective_evaluation(), [&runner] { return runner.host_logits(); });
-}
-
-// Before the first step: RUN/best/ on every rank (sharded rows are written there by all), and a resumed
-// run's earlier evaluations replayed, so patience counts as in the uninterrupted run.
-void TrainingRun::start_best_tracking() {
-  if (!best_.enabled()) return;
-  if (setup_.eval_split.empty())
-    throw ConfigError("keep_best_checkpoint / early_stopping_patience watch the evaluations, but this run has no "
-                      "held-out split (convert with --validation-fraction or split folders, or set eval_files)");
-  if (best_.keeps_best()) {
-    const std::string dir = setup_.run_dir + "/best";
-    make_directories(dir);
-    if (dp_.chief()) best_ckpt_ = std::make_unique<ckpt::CheckpointManager>(dir, ckpt::CheckpointManager::Options{.keep_max = 1});
-  }
-  stop_early_ = agree_on_restart(best_, dp_.comm(), setup_.run_dir + "/metrics.jsonl", start_,
-                                 c_.early_stopping_patience());
-}
-
-void TrainingRun::note_best() {
-  if (!best_.enabled() || !dp_.chief() || !best_.has_best()) return;
-  summary_.best_metric = best_.metric();
-  summary_.best_step = best_.best_step();
-  summary_.best_value = best_.best_value();
-  if (summary_.best_checkpoint.empty() && best_ckpt_) {  // saved by an earlier start of this run
-    const std::vector<ckpt::CheckpointInfo> kept = ckpt::list_committed_latest_first(best_ckpt_->dir());
-    if (!kept.empty()) summary_.best_checkpoint = kept.front().prefix;
-  }
-}
-
 void TrainingRun::save(int64_t step, double lr, bool best) {
   runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
   // A sharded head's rows are written by every rank into its own shard file (a collective save).
@@ -402,15 +219,6 @@ void TrainingRun::save(int64_t step, double lr, bool best) {
     log_info("saved the best checkpoint so far (", best_.describe_best(), "): ", info.prefix);
   } else {
     log_info("saved checkpoint ", info.prefix);
-  }
-}
-
-// A rerun that trains nothing (the run was finished, or early stopping ended it) gives the eval that
-// metrics.jsonl recorded at its last step, so it still answers "how good is it".
-void TrainingRun::recall_eval(int64_t step) {
-  if (const std::optional<EvalResult> e = recorded_eval(setup_.run_dir + "/metrics.jsonl", step)) {
-    summary_.evaluated = true;
-    summary_.eval = *e;
   }
 }
 
@@ -591,8 +399,6 @@ TrainSummary TrainingRun::run() {
   return summary_;
 }
 
-}  // namespace
-
 TrainSummary run_training(const JobConfig& config, const TrainOptions& options) {
   DataParallel dp(config);  // a world of one unless started by mpirun (docs/DISTRIBUTED.md)
   try {
@@ -604,8 +410,4 @@ TrainSummary run_training(const JobConfig& config, const TrainOptions& options) 
   }
 }
 
-// The model is the checkpoint's own unless the command line or config file names one: fastnn eval
-// --dataset_dir D --output_dir R evaluates what R trained (model_name, num_classes, preprocessing_name,
-// labels_offset, train_image_size, and a config's own `net`, from the checkpoint's metadata, each only where the caller did
-// not set it).
 }  // namespace fastnn::loop
