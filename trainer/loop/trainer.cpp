@@ -178,6 +178,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
 
 void TrainingRun::save(int64_t step, double lr, bool best) {
   runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
+  const std::vector<NamedArray> averages = ema_ && !best ? rank_averaged_shadows() : std::vector<NamedArray>{};
   // A sharded head's rows are written by every rank into its own shard file (a collective save).
   const std::vector<ckpt::RowShardSlice> rows = runner_->sharded_rows();
   if (!dp_.chief() && rows.empty()) return;
@@ -206,7 +207,7 @@ void TrainingRun::save(int64_t step, double lr, bool best) {
   }
   const std::vector<ckpt::ArrayView> optimizer = ckpt::optimizer_state_views(state);
   if (ema_ && !best && dp_.chief())  // first: a committed checkpoint of the run always has its averages
-    ema_ckpt_->save(step, variable_views(runner_->variables(), ema_->shadows()), {}, meta);
+    ema_ckpt_->save(step, variable_views(runner_->variables(), averages), {}, meta);
   ckpt::CheckpointManager* manager = best ? best_ckpt_.get() : ckpt_.get();
   const std::string dir = best ? setup_.run_dir + "/best" : setup_.run_dir;
   const ckpt::CheckpointInfo info =

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "core/clock.h"
 #include "pipeline/dataset.h"
@@ -50,6 +51,8 @@ class TrainingRun {
   void start_best_tracking();
   void note_best();  // the summary's best_* fields (chief)
   void start_moving_averages();
+  // The averages with their batch-norm statistics averaged over the ranks (every rank calls it).
+  std::vector<NamedArray> rank_averaged_shadows();
   void close_writers() {
     for (EventFileWriter* w : {events_.get(), eval_events_.get()})
       if (w) w->close();

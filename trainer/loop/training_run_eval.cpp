@@ -1,5 +1,8 @@
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,7 +33,10 @@ void TrainingRun::run_eval(int64_t step, double lr) {
   summary_.evaluated = true;
   summary_.eval = r;
   watch_best(step, lr, r);
-  if (!dp_.chief()) return eval_window_.reset();
+  if (!dp_.chief()) {
+    eval_window_.reset();
+    return run_moving_average_eval(step);  // a collective evaluation: every rank takes part
+  }
   const size_t shared = setup_.eval_files_also_trained.size();
   const std::string split = shared ? str(setup_.eval_split, ", NOT held out: ", shared, " file(s) also trained on") : setup_.eval_split;
   if (options_.progress_lines)
@@ -85,14 +91,15 @@ void TrainingRun::watch_best(int64_t step, double lr, const EvalResult& r) {
 // After each evaluation of the weights, the averaged model on the same split, as `fastnn eval --checkpoint
 // RUN/ema` gives it (timm validates its EMA model each epoch too): the averages are swapped into the runner
 // for the evaluation and the weights put back. metrics.jsonl gets an "eval_moving_averages" line, the
-// eval event file "moving_averages/*" tags. One process only: under mpirun each rank's averaged batch-norm
-// statistics are its own, so RUN/ema is evaluated afterwards.
+// eval event file "moving_averages/*" tags. Under mpirun every rank takes part, with the averages' batch-norm
+// statistics averaged over the ranks (rank_averaged_shadows), as the saved RUN/ema has them.
 void TrainingRun::run_moving_average_eval(int64_t step) {
-  if (!ema_ || setup_.eval_split.empty() || dp_.world() > 1) return;
+  if (!ema_ || setup_.eval_split.empty()) return;
   const std::vector<NamedArray> weights = runner_->host_variables();
-  runner_->set_host_variables(ema_->shadows());
+  runner_->set_host_variables(rank_averaged_shadows());
   const EvalResult r = evaluate_held_out();
   runner_->set_host_variables(weights);
+  if (!dp_.chief()) return;
   if (options_.progress_lines)
     std::printf("eval of the moving averages at step %lld (%s, %lld examples): top1 %.4f  top5 %.4f  loss %.4f\n",
                 static_cast<long long>(step), setup_.eval_split.c_str(), static_cast<long long>(r.num_examples), r.top1,
@@ -103,6 +110,29 @@ void TrainingRun::run_moving_average_eval(int64_t step) {
                              .num_examples = r.num_examples});
   eval_events_->add_scalars(
       {{"moving_averages/loss", r.loss}, {"moving_averages/accuracy", r.top1}, {"moving_averages/top5", r.top5}}, step);
+}
+
+// Each rank's averages of the batch-norm statistics follow its own batches (runner_->average_state() makes
+// the model's own agree before evaluations and saves); averaging them over the ranks gives the averages of
+// the agreed statistics, the update being linear. The weights' averages are equal on every rank already
+// and are left alone (a sum over three ranks divided by three need not give the value back exactly).
+std::vector<NamedArray> TrainingRun::rank_averaged_shadows() {
+  std::vector<NamedArray> shadows = ema_->shadows();
+  if (dp_.world() == 1) return shadows;
+  std::set<std::string> statistics;
+  for (const graph::NamedTensor& t : runner_->graph().state()) statistics.insert(t.name);
+  std::vector<float> packed;
+  for (const NamedArray& a : shadows)
+    if (statistics.count(a.name)) packed.insert(packed.end(), a.data.begin(), a.data.end());
+  if (packed.empty()) return shadows;
+  dp_.comm().allreduce_average(std::span<float>(packed));
+  size_t at = 0;
+  for (NamedArray& a : shadows)
+    if (statistics.count(a.name)) {
+      std::copy_n(packed.data() + at, a.data.size(), a.data.data());
+      at += a.data.size();
+    }
+  return shadows;
 }
 
 // Before the first step, after the variables are restored and broadcast: the averages start at the
