@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "tests/unit/trainer/config_test_util.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/capabilities.h"
 #include "trainer/loop/step_runner.h"
@@ -18,17 +19,6 @@
 
 namespace fastnn::loop {
 namespace {
-
-JobConfig config_of(std::vector<std::string> flags) { return load_job_config("", flags); }
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Rows [first, first + count) of a batch.
 Tensor rows_of(const Tensor& t, int64_t first, int64_t count) {

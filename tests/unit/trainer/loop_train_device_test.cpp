@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "tests/unit/trainer/config_test_util.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/bench_train.h"
 #include "trainer/loop/device_setup.h"
@@ -22,17 +23,6 @@
 
 namespace fastnn::loop {
 namespace {
-
-JobConfig config_of(std::vector<std::string> flags) { return load_job_config("", flags); }
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(TrainDeviceConfig, DefaultsAndFlags) {
   const JobConfig d = config_of({});
