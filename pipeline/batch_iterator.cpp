@@ -71,6 +71,7 @@ struct BatchIterator::Impl {
     FASTNN_CHECK(cfg.num_parallel_batches >= 1, "num_parallel_batches must be >= 1");
     FASTNN_CHECK(cfg.prefetch >= 0, "prefetch must be >= 0");
     check_mix_options(cfg.options.mix);
+    FASTNN_CHECK(cfg.options.mix_parts >= 1, "mix_parts must be >= 1, got ", cfg.options.mix_parts);
     FASTNN_CHECK(cfg.options.max_held_batches >= 1, "max_held_batches must be >= 1");
     pool = std::make_shared<BatchPool>();
     pool->allocator = cfg.options.allocator ? cfg.options.allocator : default_batch_allocator();
@@ -227,12 +228,19 @@ struct BatchIterator::Impl {
       e->errors[i] = nullptr;
     }
     if (skipped.load() > 0) compact(e);
-    // Mixed after the whole batch is made (a sample's partner may come from another worker).
-    const MixDraw mix = e->error ? MixDraw{}
-                                 : draw_mix(cfg.options.mix, e->spec_.height, e->spec_.width, cfg.options.seed,
-                                            e->epoch_, static_cast<uint64_t>(e->step_));
-    mix_batch(mix, e->spec_, e->size_, e->data_);
-    e->mix_lambda_ = mix.lambda;
+    // Mixed after the whole batch is made (a sample's partner may come from another worker), part by part
+    // (DatasetOptions::mix_parts; a batch shortened by skipped samples that no longer divides is one part).
+    e->mix_lambdas_.clear();
+    const int parts = e->size_ % cfg.options.mix_parts == 0 ? cfg.options.mix_parts : 1;
+    const int part_size = e->size_ / parts;
+    for (int p = 0; p < parts; ++p) {
+      const uint64_t key = static_cast<uint64_t>(e->step_) * static_cast<uint64_t>(parts) + static_cast<uint64_t>(p);
+      const MixDraw mix =
+          e->error ? MixDraw{} : draw_mix(cfg.options.mix, e->spec_.height, e->spec_.width, cfg.options.seed, e->epoch_, key);
+      mix_batch(mix, e->spec_, part_size,
+                static_cast<char*>(e->data_) + e->spec_.sample_bytes() * static_cast<size_t>(p * part_size));
+      e->mix_lambdas_.push_back(mix.lambda);
+    }
     std::lock_guard lock(mu);
     if (cfg.options.deterministic)
       ring[e->sequence_ % ring.size()] = e;

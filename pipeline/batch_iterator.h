@@ -40,8 +40,11 @@ class Batch {
   uint64_t sequence() const { return sequence_; }  // index of the batch in the run (from first_batch on)
   uint64_t first_index() const { return first_index_; }  // epoch position of sample 0
   // Mixup / CutMix (DatasetOptions::mix, pipeline/mixup.h): the weight of each sample's own label; sample
-  // size()-1-i's label has 1 - mix_lambda(). 1: the batch is not mixed.
-  double mix_lambda() const { return mix_lambda_; }
+  // size()-1-i's label has 1 - mix_lambda(). 1: the batch is not mixed. With DatasetOptions::mix_parts
+  // P > 1 each of the P equal parts is mixed on its own (its samples paired within it): mix_lambdas()
+  // has one weight per part, and mix_lambda() is the first part's.
+  double mix_lambda() const { return mix_lambdas_.empty() ? 1.0 : mix_lambdas_[0]; }
+  const std::vector<double>& mix_lambdas() const { return mix_lambdas_; }
 
  private:
   friend class BatchIterator;
@@ -56,7 +59,7 @@ class Batch {
   int64_t step_ = 0;
   uint64_t sequence_ = 0;
   uint64_t first_index_ = 0;
-  double mix_lambda_ = 1;
+  std::vector<double> mix_lambdas_;
 };
 
 struct BatchPool;

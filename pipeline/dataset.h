@@ -57,6 +57,10 @@ struct DatasetOptions {
   // Mixup / CutMix of whole batches (pipeline/mixup.h): for training batches only; Batch::mix_lambda()
   // tells the trainer how to mix each batch's labels.
   MixOptions mix;
+  // Mixes each of this many equal parts of a batch on its own, with its own draw (gradient accumulation's
+  // micro-batches, as timm mixes each loader batch). Part p of the batch at index b of its epoch draws
+  // as batch b x mix_parts + p would; 1: the whole batch (batch b draws as b).
+  int mix_parts = 1;
 };
 
 // One record out of make_record_iterator().

@@ -14,7 +14,7 @@
 #   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW;
 #   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without; timm's --mixup / --cutmix
 #   train (and mixup_prob alone is named inert); gradient_accumulation_steps (timm's grad_accum_steps) trains
-#   steps of 2 x batch_size and refuses mixup; class_weights=balanced trains and logs the weights, a list
+#   steps of 2 x batch_size, with mixup too; class_weights=balanced trains and logs the weights, a list
 #   of the wrong length is refused.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -68,8 +68,7 @@ ok grad_accum '4 batches of 32 per epoch (each 2 accumulated batches of 16 per r
 ok class_weights 'class_weights=balanced: class weights ' --class_weights=balanced
 refused class_weights_count 'class_weights lists 2 weight(s) for 10 classes; give one per class' -- "${base[@]}" \
   --class_weights=1,2
-refused grad_accum_mixup 'gradient_accumulation_steps does not combine with mixup_alpha / cutmix_alpha yet' -- \
-  "${base[@]}" --gradient_accumulation_steps=2 --mixup=0.2
+ok grad_accum_mixup 'trained 2 steps' --gradient_accumulation_steps=2 --mixup=0.2 --cutmix=1
 refused hooks 'unknown hook "LogingTensorHook"; did you mean LoggingTensorHook?' -- "${base[@]}" \
   --hooks=StopAtStepHook,LogingTensorHook
 cat > net.pbtxt <<'EOF'

@@ -43,7 +43,7 @@ BatchTensors wrap_batch(pipeline::BatchHandle&& handle) {
                     nchw ? Layout::kNCHW : Layout::kNHWC);
   t.labels = Tensor({b.size()}, DType::kI32,
                     std::make_shared<BatchStorage>(shared, b.labels(), static_cast<size_t>(b.size()) * sizeof(int32_t)));
-  t.mix_lambda = b.mix_lambda();
+  t.mix_lambdas = b.mix_lambdas();
   return t;
 }
 

@@ -15,11 +15,15 @@
 #include "pipeline/batch_iterator.h"
 #include "trainer/tensor.h"
 
+#include <vector>
+
 namespace fastnn::loop {
 
 struct BatchTensors {
   Tensor images, labels;
-  double mix_lambda = 1;  // the batch's mixup / CutMix weight of each own label (pipeline::Batch::mix_lambda)
+  // The batch's mixup / CutMix weights of each own label, one per accumulated part
+  // (pipeline::Batch::mix_lambdas; empty: not mixed).
+  std::vector<double> mix_lambdas;
 };
 
 BatchTensors wrap_batch(pipeline::BatchHandle&& batch);

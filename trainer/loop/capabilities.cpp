@@ -34,9 +34,6 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
     if (head::uses_head(c))
       throw ConfigError(str("gradient_accumulation_steps does not combine with the classifier head (loss_type=",
                             c.loss_type(), ") yet; raise batch_size instead"));
-    if (mixing)
-      throw ConfigError("gradient_accumulation_steps does not combine with mixup_alpha / cutmix_alpha yet (a mixed "
-                        "batch pairs samples across the whole batch, not within each accumulated part)");
   }
   if (t.device == Device::kCpu) {
     if (c.input_dtype() == "uint8" || c.input_dtype() == "float16")

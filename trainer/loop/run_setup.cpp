@@ -374,6 +374,7 @@ pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int 
     ds.shuffle(static_cast<size_t>(c.shuffle_buffer_size()), rank_seed(static_cast<uint64_t>(c.seed()), rank));
   pipeline::DatasetOptions options = dataset_options(s, c, rank);
   options.mix = s.mix;
+  options.mix_parts = std::max(1, c.gradient_accumulation_steps());  // each accumulated part mixed on its own
   ds.repeat(-1)
       .map_and_batch(make_mapper(s, true), step_batch_size(c), std::max(1, c.num_parallel_batches()), true)
       .prefetch(std::max(1, c.prefetch_buffer_size()))

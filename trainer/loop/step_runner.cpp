@@ -42,8 +42,8 @@ std::optional<StepResult> StepRunner::queue_train(const Tensor& images, const Te
 
 std::optional<StepResult> StepRunner::drain() { return std::exchange(held_, std::nullopt); }
 
-void StepRunner::set_label_mix(double own_weight) {
-  if (own_weight != 1)
+void StepRunner::set_label_mix(const std::vector<double>& own_weights) {
+  if (std::any_of(own_weights.begin(), own_weights.end(), [](double w) { return w != 1; }))
     throw ConfigError(str("mixup / CutMix: the ", device_name(target().device),
                           " runner does not mix labels (only the CPU runner without a classifier head does)"));
 }
@@ -250,9 +250,12 @@ class CpuStepRunner final : public StepRunner {
     phase("optimizer");
     return r;
   }
-  void set_label_mix(double own_weight) override {
-    if (head_) StepRunner::set_label_mix(own_weight);  // the head has its own losses
-    else step_.set_label_mix(own_weight);
+  void set_label_mix(const std::vector<double>& own_weights) override {
+    if (head_) return StepRunner::set_label_mix(own_weights);  // the head has its own losses
+    FASTNN_CHECK(own_weights.size() <= 1 || static_cast<int64_t>(own_weights.size()) == o_.accumulation_steps,
+                 "mixup / CutMix: ", own_weights.size(), " part weights for ", o_.accumulation_steps, " accumulated parts");
+    part_mix_ = own_weights;
+    step_.set_label_mix(own_weights.empty() ? 1.0 : own_weights[0]);
   }
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
     check_host_batch(images);
@@ -335,6 +338,7 @@ class CpuStepRunner final : public StepRunner {
       for (const ParamRef& p : params_) accumulated_.emplace_back(p.count);
     StepResult sum;
     for (int64_t k = 0; k < parts; ++k) {
+      if (part_mix_.size() > 1) step_.set_label_mix(part_mix_[static_cast<size_t>(k)]);
       const StepResult r = step_.train(batch_rows(images, k * rows, rows), batch_rows(labels, k * rows, rows), step,
                                        static_cast<uint64_t>(k));
       sum.loss += r.loss;
@@ -377,6 +381,7 @@ class CpuStepRunner final : public StepRunner {
   std::vector<ParamRef> trainable_;  // params_ under trainable_scopes (all of them when none)
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BucketedAllreduce> grads_;  // data parallel only
+  std::vector<double> part_mix_;  // set_label_mix: each accumulated part's own-label weight
   std::vector<std::vector<float>> accumulated_;  // gradient accumulation: params_' gradients summed
   graph::LayerObserver* observer_ = nullptr;
   StepRunnerStats stats_;

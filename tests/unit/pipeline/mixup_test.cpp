@@ -263,5 +263,61 @@ TEST(Mixup, PipelineBatchesCarryTheirDraw) {
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], mixed[11 + i]);
 }
 
+// DatasetOptions::mix_parts (gradient accumulation's parts): each part of a batch is its unmixed self
+// mixed by its own draw, keyed batch x parts + part, its samples paired within it; a batch that does
+// not divide into the parts is one part.
+TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
+  testing::ScratchDir dir("mixup_parts");
+  const std::vector<std::string> paths = testing::write_named_shards(dir, {20, 16});
+  const BatchSpec spec{4, 5, 2, DType::kFloat32, Layout::kNHWC};
+  auto mapper = make_function_mapper(spec, [](std::string_view rec, const SampleContext& ctx, void* slot, int32_t* label) {
+    auto* p = static_cast<float*>(slot);
+    for (int i = 0; i < 40; ++i) p[i] = static_cast<float>(ctx.index * 100 + i) + static_cast<float>(rec.size());
+    *label = static_cast<int32_t>(ctx.index % 7);
+  });
+  MixOptions mix;
+  mix.mixup_alpha = 0.4;
+  mix.cutmix_alpha = 1.0;
+  auto batches = [&](const MixOptions& m, int parts) {
+    Dataset ds = Dataset::from_files(paths);
+    ds.shuffle(10, 3).repeat(1).map_and_batch(mapper, 6, 2, true);
+    DatasetOptions o;
+    o.seed = 9;
+    o.num_threads = 2;
+    o.mix = m;
+    o.mix_parts = parts;
+    ds.with_options(o);
+    std::vector<std::tuple<int64_t, std::vector<double>, std::vector<float>>> out;
+    auto it = ds.make_iterator(0);
+    BatchHandle b;
+    while (it->next(&b)) {
+      const auto* d = static_cast<const float*>(b->data());
+      out.emplace_back(b->step(), b->mix_lambdas(), std::vector<float>(d, d + b->bytes() / 4));
+    }
+    return out;
+  };
+  const auto plain = batches(MixOptions{}, 1);
+  for (int parts : {2, 3, 4}) {  // 4 does not divide a batch of 6: one part
+    SCOPED_TRACE(parts);
+    const auto mixed = batches(mix, parts);
+    ASSERT_EQ(mixed.size(), 6u);  // 36 records, batches of 6
+    const int used = 6 % parts == 0 ? parts : 1, rows = 6 / used;
+    int blended = 0;
+    for (size_t i = 0; i < mixed.size(); ++i) {
+      const auto& [step, lambdas, data] = mixed[i];
+      ASSERT_EQ(lambdas.size(), static_cast<size_t>(used));
+      std::vector<float> want = std::get<2>(plain[i]);
+      for (int p = 0; p < used; ++p) {
+        const MixDraw d = draw_mix(mix, 4, 5, 9, 0, static_cast<uint64_t>(step * used + p));
+        EXPECT_EQ(lambdas[static_cast<size_t>(p)], d.lambda);
+        mix_batch(d, spec, rows, want.data() + static_cast<size_t>(p * rows) * 40);
+        blended += d.lambda < 1;
+      }
+      EXPECT_EQ(data, want) << "batch " << i;
+    }
+    EXPECT_GT(blended, 3);
+  }
+}
+
 }  // namespace
 }  // namespace fastnn::pipeline
