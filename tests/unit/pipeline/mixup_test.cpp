@@ -211,20 +211,32 @@ TEST(Mixup, OptionsOutOfRangeAreRefusedByName) {
   EXPECT_NO_THROW(check_mix_options(MixOptions{.mixup_alpha = 0.8, .cutmix_alpha = 1.0}));
 }
 
+// The pipeline tests' batches: 4x5x2 float32 samples whose values tell sample, element and record apart.
+const BatchSpec kPipelineSpec{4, 5, 2, DType::kFloat32, Layout::kNHWC};
+
+auto distinct_sample_mapper() {
+  return make_function_mapper(kPipelineSpec, [](std::string_view rec, const SampleContext& ctx, void* slot, int32_t* label) {
+    auto* p = static_cast<float*>(slot);
+    for (int i = 0; i < 40; ++i) p[i] = static_cast<float>(ctx.index * 100 + i) + static_cast<float>(rec.size());
+    *label = static_cast<int32_t>(ctx.index % 7);
+  });
+}
+
+MixOptions pipeline_mix() {
+  MixOptions mix;
+  mix.mixup_alpha = 0.4;
+  mix.cutmix_alpha = 1.0;
+  return mix;
+}
+
 // In the pipeline: each batch is its unmixed self mixed by draw_mix(seed, epoch, batch in epoch), and
 // says so in mix_lambda(); on any thread count, and from a later first batch (a resumed run).
 TEST(Mixup, PipelineBatchesCarryTheirDraw) {
   testing::ScratchDir dir("mixup");
   const std::vector<std::string> paths = testing::write_named_shards(dir, {23, 18});
-  const BatchSpec spec{4, 5, 2, DType::kFloat32, Layout::kNHWC};
-  auto mapper = make_function_mapper(spec, [](std::string_view rec, const SampleContext& ctx, void* slot, int32_t* label) {
-    auto* p = static_cast<float*>(slot);
-    for (int i = 0; i < 40; ++i) p[i] = static_cast<float>(ctx.index * 100 + i) + static_cast<float>(rec.size());
-    *label = static_cast<int32_t>(ctx.index % 7);
-  });
-  MixOptions mix;
-  mix.mixup_alpha = 0.4;
-  mix.cutmix_alpha = 1.0;
+  const BatchSpec spec = kPipelineSpec;
+  auto mapper = distinct_sample_mapper();
+  const MixOptions mix = pipeline_mix();
   auto batches = [&](const MixOptions& m, int threads, uint64_t first) {
     Dataset ds = Dataset::from_files(paths);
     ds.shuffle(10, 3).repeat(2).map_and_batch(mapper, 5, 2, true);
@@ -269,15 +281,9 @@ TEST(Mixup, PipelineBatchesCarryTheirDraw) {
 TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
   testing::ScratchDir dir("mixup_parts");
   const std::vector<std::string> paths = testing::write_named_shards(dir, {20, 16});
-  const BatchSpec spec{4, 5, 2, DType::kFloat32, Layout::kNHWC};
-  auto mapper = make_function_mapper(spec, [](std::string_view rec, const SampleContext& ctx, void* slot, int32_t* label) {
-    auto* p = static_cast<float*>(slot);
-    for (int i = 0; i < 40; ++i) p[i] = static_cast<float>(ctx.index * 100 + i) + static_cast<float>(rec.size());
-    *label = static_cast<int32_t>(ctx.index % 7);
-  });
-  MixOptions mix;
-  mix.mixup_alpha = 0.4;
-  mix.cutmix_alpha = 1.0;
+  const BatchSpec spec = kPipelineSpec;
+  auto mapper = distinct_sample_mapper();
+  const MixOptions mix = pipeline_mix();
   auto batches = [&](const MixOptions& m, int parts) {
     Dataset ds = Dataset::from_files(paths);
     ds.shuffle(10, 3).repeat(1).map_and_batch(mapper, 6, 2, true);
