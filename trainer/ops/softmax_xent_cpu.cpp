@@ -24,6 +24,13 @@ double label_weight_sum(const SoftmaxXentParams& p, const L* labels) {
   return w;
 }
 
+// S = sum_k w_k, the weight of a fully smoothed target.
+double class_weight_total(const SoftmaxXentParams& p) {
+  double s = 0;
+  for (double w : p.class_weights) s += w;
+  return s;
+}
+
 template <typename T, typename L>
 void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* labels, T* loss, T* probs,
                           double* row_loss) {
@@ -31,6 +38,7 @@ void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* 
   const double eps = p.label_smoothing, off = eps / static_cast<double>(p.k);
   const bool weighted = !p.class_weights.empty();
   const double* w = p.class_weights.data();
+  const double s = weighted ? class_weight_total(p) : 0;
   parallel_range(p.n, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* z = logits + r * p.k;
@@ -52,8 +60,6 @@ void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* 
         continue;
       }
       // sum_k w_k log p_k = sum_k w_k (z_k - mx) - S lse
-      double s = 0;
-      for (int64_t j = 0; j < p.k; ++j) s += w[j];
       row_loss[r] = -(1 - eps) * w[labels[r]] * logp_label - off * (sum_z - s * lse);
     }
   });
@@ -79,8 +85,7 @@ void softmax_xent_backward(const SoftmaxXentParams& p, const T* probs, const L* 
     return;
   }
   const double* w = p.class_weights.data();
-  double s = 0;
-  for (int64_t j = 0; j < p.k; ++j) s += w[j];
+  const double s = class_weight_total(p);
   const double g = static_cast<double>(dloss[0]) / label_weight_sum(p, labels);
   parallel_range(p.n, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
