@@ -45,6 +45,19 @@ void Communicator::allreduce_average(std::span<int64_t> data) {
   for (int64_t& v : data) v /= w;
 }
 
+void Communicator::allreduce_average_packed(const std::vector<std::span<float>>& buffers) {
+  if (world_size() == 1) return;
+  std::vector<float> packed;
+  for (std::span<float> b : buffers) packed.insert(packed.end(), b.begin(), b.end());
+  if (packed.empty()) return;
+  allreduce_average(std::span<float>(packed));
+  size_t at = 0;
+  for (std::span<float> b : buffers) {
+    std::copy_n(packed.data() + at, b.size(), b.data());
+    at += b.size();
+  }
+}
+
 void Communicator::broadcast_checked(void* data, size_t count, CommDType type, int root) {
   FASTNN_CHECK(root >= 0 && root < world_size(), "broadcast root ", root, " outside world of ", world_size());
   if (count == 0 || world_size() == 1) return;

@@ -16,7 +16,8 @@
 // between two runs that split the same data differently (different bucket sizes); with 2 ranks a+b is
 // exact whatever the algorithm.
 //
-// allreduce_average divides the sum by world_size (for int64, C++ truncating division).
+// allreduce_average divides the sum by world_size (for int64, C++ truncating division);
+// allreduce_average_packed does it for several buffers in one message.
 // allreduce_max: the elementwise maximum (exact, so bitwise the same everywhere whatever the order).
 // allgather: `send` has n elements, `recv` has n * world_size, rank r's block at [r*n, (r+1)*n);
 // send and recv must not overlap.
@@ -60,6 +61,9 @@ class Communicator {
   void allreduce_average(std::span<float> data);
   void allreduce_average(std::span<double> data);
   void allreduce_average(std::span<int64_t> data);
+  // Averages several buffers in one collective (packed end to end, averaged, copied back): one message
+  // instead of one per small buffer, such as the batch-norm statistics of every layer.
+  void allreduce_average_packed(const std::vector<std::span<float>>& buffers);
   void allreduce_max(std::span<float> data) { allreduce_max_impl(data.data(), data.size(), CommDType::kFloat32); }
   void allreduce_max(std::span<double> data) { allreduce_max_impl(data.data(), data.size(), CommDType::kFloat64); }
   void allreduce_max(std::span<int64_t> data) { allreduce_max_impl(data.data(), data.size(), CommDType::kInt64); }

@@ -313,16 +313,10 @@ class CpuStepRunner final : public StepRunner {
   }
   void average_state() override {
     if (!grads_) return;
-    std::vector<graph::NamedTensor> state = graph_.state();
-    std::vector<float> packed;
-    for (const graph::NamedTensor& t : state) packed.insert(packed.end(), t.value.data<float>(), t.value.data<float>() + t.value.numel());
-    if (packed.empty()) return;
-    o_.host_comm->allreduce_average(std::span<float>(packed));
-    size_t at = 0;
-    for (graph::NamedTensor& t : state) {
-      std::copy_n(packed.data() + at, t.value.numel(), t.value.data<float>());
-      at += static_cast<size_t>(t.value.numel());
-    }
+    std::vector<std::span<float>> buffers;
+    for (graph::NamedTensor& t : graph_.state())
+      buffers.emplace_back(t.value.data<float>(), static_cast<size_t>(t.value.numel()));
+    o_.host_comm->allreduce_average_packed(buffers);
   }
 
  private:

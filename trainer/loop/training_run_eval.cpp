@@ -121,17 +121,10 @@ std::vector<NamedArray> TrainingRun::rank_averaged_shadows() {
   if (dp_.world() == 1) return shadows;
   std::set<std::string> statistics;
   for (const graph::NamedTensor& t : runner_->graph().state()) statistics.insert(t.name);
-  std::vector<float> packed;
-  for (const NamedArray& a : shadows)
-    if (statistics.count(a.name)) packed.insert(packed.end(), a.data.begin(), a.data.end());
-  if (packed.empty()) return shadows;
-  dp_.comm().allreduce_average(std::span<float>(packed));
-  size_t at = 0;
+  std::vector<std::span<float>> buffers;
   for (NamedArray& a : shadows)
-    if (statistics.count(a.name)) {
-      std::copy_n(packed.data() + at, a.data.size(), a.data.data());
-      at += a.data.size();
-    }
+    if (statistics.count(a.name)) buffers.emplace_back(a.data);
+  dp_.comm().allreduce_average_packed(buffers);
   return shadows;
 }
 

@@ -40,6 +40,12 @@ TEST_P(ThreadWorld, CollectivesGiveTheHandComputedValues) {
     std::vector<int64_t> avg = {6 * static_cast<int64_t>(w)};
     c.allreduce_average(std::span<int64_t>(avg));
     EXPECT_EQ(avg[0], 6 * w);
+    // Three buffers, one empty, averaged in one message: each gets its own average back.
+    std::vector<float> first = {2.0f * r, 1.0f}, none, second = {4.0f * r};
+    c.allreduce_average_packed({std::span<float>(first), std::span<float>(none), std::span<float>(second)});
+    EXPECT_FLOAT_EQ(first[0], static_cast<float>(w - 1));
+    EXPECT_FLOAT_EQ(first[1], 1.0f);
+    EXPECT_FLOAT_EQ(second[0], 2.0f * static_cast<float>(w - 1));
     std::vector<float> b = {static_cast<float>(r) + 0.5f};
     c.broadcast(std::span<float>(b), w - 1);
     EXPECT_EQ(b[0], w - 0.5f);
