@@ -23,6 +23,7 @@
 #include "converters/tfrecord_source.h"
 #include "core/check.h"
 #include "core/class_map.h"
+#include "core/comma_list.h"
 #include "core/logging.h"
 #include "core/manifest.h"
 #include "core/name_escape.h"
@@ -344,12 +345,8 @@ void add_convert_command(CLI::App& app) {
       // --input PATTERN[,PATTERN...], repeatable; each a glob or a file name.
       to->patterns.clear();
       for (const std::string& in : a->inputs)
-        for (size_t start = 0; start <= in.size();) {
-          size_t comma = in.find(',', start);
-          if (comma == std::string::npos) comma = in.size();
-          if (comma > start) to->patterns.push_back(in.substr(start, comma - start));
-          start = comma + 1;
-        }
+        for (std::string_view pattern : split_commas(in))
+          if (!pattern.empty()) to->patterns.emplace_back(pattern);
       convert::TFRecordSource src(*to);
       run(src, a->options(), *a);
     });

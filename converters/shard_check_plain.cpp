@@ -15,6 +15,7 @@
 #include "converters/shard_check_internal.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
+#include "core/comma_list.h"
 #include "core/dataset_files.h"
 #include "core/progress.h"
 #include "core/resources.h"
@@ -70,12 +71,8 @@ std::vector<std::string> find_shards(const CheckOptions& o, bool is_dir, std::st
     return files;
   }
   std::vector<std::string> patterns;
-  for (size_t start = 0; start <= o.dir.size();) {
-    size_t comma = o.dir.find(',', start);
-    if (comma == std::string::npos) comma = o.dir.size();
-    if (comma > start) patterns.push_back(o.dir.substr(start, comma - start));
-    start = comma + 1;
-  }
+  for (std::string_view pattern : split_commas(o.dir))
+    if (!pattern.empty()) patterns.emplace_back(pattern);
   files = expand_patterns(patterns, "", "check");
   const size_t slash = files.front().rfind('/');
   *folder = slash == std::string::npos ? "." : files.front().substr(0, std::max<size_t>(slash, 1));

@@ -11,6 +11,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "core/check.h"
+#include "core/comma_list.h"
 #include "core/input_file.h"
 #include "core/logging.h"
 #include "trainer/config/config_fields.h"
@@ -270,16 +271,8 @@ int64_t step_batch_size(const JobConfig& c) {
 
 std::vector<std::string> split_list(std::string_view s) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string_view::npos) comma = s.size();
-    std::string_view item = s.substr(start, comma - start);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
-    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
-    if (!item.empty()) out.emplace_back(item);
-    start = comma + 1;
-  }
+  for (std::string_view item : split_commas(s))
+    if (!trim_blanks(item).empty()) out.emplace_back(trim_blanks(item));
   return out;
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/ascii.h"
 #include "core/check.h"
+#include "core/comma_list.h"
 #include "trainer/config/config_fields.h"
 
 namespace fastnn {
@@ -40,13 +41,6 @@ namespace {
 [[noreturn]] void bad_value(const FieldDescriptor& f, std::string_view value, const std::string& why) {
   throw UsageError(str("--", f.name(), "=", value, ": ", f.name(), " is ",
                         field_type_name(f).starts_with("int") ? "an " : "a ", field_type_name(f), "; ", why));
-}
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
-  return std::string(s.substr(b, e - b));
 }
 
 bool parse_int64(std::string_view text, int64_t* out) {
@@ -186,15 +180,9 @@ void set_field_from_text(Message& msg, std::string_view name, std::string_view v
   std::unique_ptr<Message> scratch(msg.New());
   const FieldDescriptor* sf = scratch->GetDescriptor()->field(f->index());
   if (!value.empty()) {
-    size_t start = 0, index = 1;
-    while (true) {
-      const size_t comma = value.find(',', start);
-      const std::string item = trim(value.substr(start, comma == std::string_view::npos ? value.npos : comma - start));
-      store(*scratch, *sf, item, value, str("element ", index));
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
-      ++index;
-    }
+    size_t index = 1;
+    for (std::string_view item : split_commas(value))
+      store(*scratch, *sf, std::string(trim_blanks(item)), value, str("element ", index++));
   }
   r.SwapFields(&msg, scratch.get(), {f});  // same message type: the parsed list replaces the old one
 }

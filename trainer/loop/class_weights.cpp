@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/comma_list.h"
 
 namespace fastnn::loop {
 namespace {
@@ -37,23 +38,16 @@ std::vector<double> balanced(const JobConfig& c, const RunSetup& s) {
 
 std::vector<double> listed(const std::string& text, int64_t num_classes) {
   std::vector<double> w;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const char* begin = item.c_str();
-    while (*begin == ' ') ++begin;
+  for (std::string_view piece : split_commas(text)) {
+    const std::string item(trim_blanks(piece));
     char* end = nullptr;
-    const double v = std::strtod(begin, &end);
-    while (end && *end == ' ') ++end;
-    if (*begin == '\0' || end == nullptr || *end != '\0')
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size())
       throw ConfigError(str("class_weights: item ", w.size() + 1, " \"", item,
                             "\" is not a number (give balanced, or num_classes numbers separated by commas)"));
     if (!(v > 0 && std::isfinite(v)))
       throw ConfigError(str("class_weights: the weight of class ", w.size(), " is ", item, "; class weights are > 0"));
     w.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   if (static_cast<int64_t>(w.size()) != num_classes)
     throw ConfigError(str("class_weights lists ", w.size(), " weight(s) for ", num_classes,
