@@ -1,7 +1,5 @@
 #include "converters/shard_writer.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include "converters/file_io.h"
 #include "core/atomic_output.h"
 #include "core/check.h"
 #include "core/progress.h"
@@ -20,7 +19,7 @@ namespace {
 
 constexpr size_t kMaxChunkSamples = 256;
 
-struct Chunk {
+struct EncodedChunk {
   size_t begin = 0, end = 0;  // positions in the shard's sample list
   std::vector<std::string> records;
   ImageSummary image;
@@ -32,12 +31,6 @@ struct Chunk {
   if (dynamic_cast<const IoError*>(&e)) throw IoError(msg);
   if (dynamic_cast<const ConfigError*>(&e)) throw ConfigError(msg);
   throw FormatError(msg);
-}
-
-uint64_t file_size(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw_io_error(path, "stat");
-  return static_cast<uint64_t>(st.st_size);
 }
 
 }  // namespace
@@ -92,23 +85,23 @@ std::vector<ShardOutcome> write_shards(const Source& source, const DatasetIndex&
       TFRecordWriter writer(job.path, compression);
       ShardOutcome& out = outcomes[j];
 
-      std::vector<Chunk> pool(tokens);
-      std::vector<Chunk*> free_list;
+      std::vector<EncodedChunk> pool(tokens);
+      std::vector<EncodedChunk*> free_list;
       std::mutex free_mu;
-      for (Chunk& c : pool) free_list.push_back(&c);
+      for (EncodedChunk& c : pool) free_list.push_back(&c);
       size_t next = 0;
 
       tbb::this_task_arena::isolate([&] {
         tbb::parallel_pipeline(
             tokens,
-            tbb::make_filter<void, Chunk*>(
+            tbb::make_filter<void, EncodedChunk*>(
                 tbb::filter_mode::serial_in_order,
-                [&](tbb::flow_control& fc) -> Chunk* {
+                [&](tbb::flow_control& fc) -> EncodedChunk* {
                   if (next == order.size()) {
                     fc.stop();
                     return nullptr;
                   }
-                  Chunk* c;
+                  EncodedChunk* c;
                   {
                     std::lock_guard<std::mutex> lock(free_mu);
                     FASTNN_CHECK(!free_list.empty(), "shard writer: chunk pool exhausted");
@@ -125,9 +118,9 @@ std::vector<ShardOutcome> write_shards(const Source& source, const DatasetIndex&
                   c->end = next;
                   return c;
                 }) &
-                tbb::make_filter<Chunk*, Chunk*>(
+                tbb::make_filter<EncodedChunk*, EncodedChunk*>(
                     tbb::filter_mode::parallel,
-                    [&](Chunk* c) -> Chunk* {
+                    [&](EncodedChunk* c) -> EncodedChunk* {
                       SampleEncoder& enc = *encoders.local();
                       c->records.resize(c->end - c->begin);
                       c->image = ImageSummary{};
@@ -143,7 +136,7 @@ std::vector<ShardOutcome> write_shards(const Source& source, const DatasetIndex&
                       }
                       return c;
                     }) &
-                tbb::make_filter<Chunk*, void>(tbb::filter_mode::serial_in_order, [&](Chunk* c) {
+                tbb::make_filter<EncodedChunk*, void>(tbb::filter_mode::serial_in_order, [&](EncodedChunk* c) {
                   for (const std::string& r : c->records) writer.write(r);
                   out.image.merge(c->image);
                   if (progress) progress->add(c->end - c->begin);

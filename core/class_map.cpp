@@ -20,7 +20,8 @@ std::string quoted(const std::string& name) {
   return "\"" + e + "\"";
 }
 
-bool exists(const std::string& path) {
+// Whether `path` exists; any stat failure but "no such file" (a permission, say) is an IoError.
+bool exists_or_throw(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) return true;
   if (errno != ENOENT) throw_io_error(path, "stat");
@@ -54,7 +55,7 @@ std::optional<ClassMap> read_folder_class_map(const std::string& dir) {
   const std::string manifest = base + "/" + kManifestFileName;
   std::optional<std::vector<std::string>> labels = read_labels_in(base);
   const ClassMap from_labels = labels ? ClassMap{*labels, base + "/" + kLabelsFileName} : ClassMap{};
-  if (!exists(manifest)) {
+  if (!exists_or_throw(manifest)) {
     if (!labels) return std::nullopt;
     return from_labels;
   }

@@ -9,8 +9,6 @@
 namespace fastnn {
 namespace {
 
-constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
-
 using Tables = std::array<std::array<uint32_t, 256>, 8>;
 
 // kTables[k][b]: the register contribution of byte b followed by k zero bytes, so eight bytes are
@@ -19,7 +17,7 @@ constexpr Tables make_tables() {
   Tables t{};
   for (uint32_t b = 0; b < 256; ++b) {
     uint32_t r = b;
-    for (int i = 0; i < 8; ++i) r = (r >> 1) ^ ((r & 1) ? kPoly : 0);
+    for (int i = 0; i < 8; ++i) r = (r >> 1) ^ ((r & 1) ? kCrc32cPolynomial : 0);
     t[0][b] = r;
   }
   for (int k = 1; k < 8; ++k)

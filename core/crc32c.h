@@ -13,6 +13,9 @@
 
 namespace fastnn {
 
+// The reflected polynomial every implementation divides by.
+inline constexpr uint32_t kCrc32cPolynomial = 0x82F63B78u;
+
 // Continues a CRC: crc32c_extend(crc32c(a), b) == crc32c(a + b). Start from 0.
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
 inline uint32_t crc32c(const void* data, size_t size) { return crc32c_extend(0, data, size); }

@@ -24,9 +24,7 @@
 namespace fastnn {
 namespace {
 
-constexpr uint32_t kPoly = 0x82F63B78u;
-
-constexpr uint32_t mul_x(uint32_t a) { return (a >> 1) ^ ((a & 1) ? kPoly : 0); }
+constexpr uint32_t mul_x(uint32_t a) { return (a >> 1) ^ ((a & 1) ? kCrc32cPolynomial : 0); }
 
 constexpr uint32_t mulmod(uint32_t a, uint32_t b) {
   uint32_t p = 0;

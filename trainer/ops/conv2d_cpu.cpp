@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include "trainer/ops/conv2d.h"
+#include "trainer/ops/conv_output_range.h"
 #include "trainer/ops/part_marks.h"
 #include "trainer/ops/cpu_kernel.h"
 
@@ -45,13 +46,6 @@ int64_t conv2d_slots(const Conv2dParams& p, int64_t ws_elems) {
 
 namespace {
 
-// The valid output range [lo, hi) for which i = o*stride + off lies inside [0, size).
-inline void valid_range(int64_t off, int64_t stride, int64_t size, int64_t count, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  hi = size - 1 - off < 0 ? 0 : std::min(count, (size - 1 - off) / stride + 1);
-  lo = std::min(lo, hi);
-}
-
 // Stride 1 with output rows as wide as input rows (SAME convolutions): a column-buffer row is the
 // input plane shifted by one constant offset, so im2col/col2im move whole planes at once and only
 // fix up the few out-of-image margin elements per output row.
@@ -86,12 +80,12 @@ void im2col(const Conv2dParams& prm, const T* x, T* col) {
     for (int64_t r = 0; r < g.r; ++r) {
       const int64_t off_h = r * g.dil_h - g.pad_top;
       int64_t p_lo, p_hi;
-      valid_range(off_h, g.stride_h, prm.h, g.p, p_lo, p_hi);
+      valid_output_range(off_h, g.stride_h, prm.h, g.p, p_lo, p_hi);
       for (int64_t s = 0; s < g.s; ++s) {
         T* row = col + ((c * g.r + r) * g.s + s) * pq;
         const int64_t off_w = s * g.dil_w - g.pad_left;
         int64_t lo, hi;
-        valid_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
+        valid_output_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
         if (lo == hi || p_lo == p_hi) {
           std::fill(row, row + pq, T(0));
           continue;
@@ -137,12 +131,12 @@ void col2im(const Conv2dParams& prm, T* col, T* dx) {
     for (int64_t r = 0; r < g.r; ++r) {
       const int64_t off_h = r * g.dil_h - g.pad_top;
       int64_t p_lo, p_hi;
-      valid_range(off_h, g.stride_h, prm.h, g.p, p_lo, p_hi);
+      valid_output_range(off_h, g.stride_h, prm.h, g.p, p_lo, p_hi);
       for (int64_t s = 0; s < g.s; ++s) {
         T* row = col + ((c * g.r + r) * g.s + s) * pq;
         const int64_t off_w = s * g.dil_w - g.pad_left;
         int64_t lo, hi;
-        valid_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
+        valid_output_range(off_w, g.stride_w, prm.w, g.q, lo, hi);
         if (lo == hi || p_lo == p_hi) {
           std::fill(row, row + pq, T(0));
           continue;

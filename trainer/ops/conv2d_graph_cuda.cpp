@@ -21,7 +21,7 @@ namespace {
 namespace cb = ::fastnn::cuda::cudnn_backend;
 using cb::Desc;
 
-constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3;
+constexpr int64_t kUidConvX = 1, kUidConvW = 2, kUidConvY = 3;
 
 // Bytes of an element of `type` (the three io types conv2d uses).
 size_t element_bytes(cudnnDataType_t type) { return type == CUDNN_DATA_FLOAT ? 4 : 2; }
@@ -40,7 +40,7 @@ ConvPlan::~ConvPlan() = default;
 namespace {
 
 void execute_plan(cudnnHandle_t h, const Desc& plan, const void* x, const void* w, const void* y, void* ws) {
-  const std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
+  const std::array<int64_t, 3> uids{kUidConvX, kUidConvW, kUidConvY};
   const std::array<void*, 3> ptrs{const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
   cb::execute(h, plan, uids, ptrs, ws);
 }
@@ -116,9 +116,9 @@ std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass 
   auto out = std::shared_ptr<ConvPlan>(new ConvPlan());
   Descriptors& d = *out->d_;
   const int64_t cg = pb.c / pb.groups;
-  d.x = cb::tensor(kUidX, pb.io, {pb.n, pb.c, pb.h, pb.w}, pb.nhwc);
-  d.w = cb::tensor(kUidW, pb.io, {pb.k, cg, pb.r, pb.s}, pb.nhwc);
-  d.y = cb::tensor(kUidY, pb.io, {pb.n, pb.k, pb.p, pb.q}, pb.nhwc);
+  d.x = cb::tensor(kUidConvX, pb.io, {pb.n, pb.c, pb.h, pb.w}, pb.nhwc);
+  d.w = cb::tensor(kUidConvW, pb.io, {pb.k, cg, pb.r, pb.s}, pb.nhwc);
+  d.y = cb::tensor(kUidConvY, pb.io, {pb.n, pb.k, pb.p, pb.q}, pb.nhwc);
   d.conv = cb::convolution(pb.pad_h, pb.pad_w, pb.stride_h, pb.stride_w, pb.dil_h, pb.dil_w);
 
   // The pass's operation node (tensors by role: uids 1, 2, 3 are x, w, y).

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include "trainer/ops/cpu_kernel.h"
+#include "trainer/ops/conv_output_range.h"
 #include "trainer/ops/depthwise_conv2d.h"
 
 namespace fastnn::ops {
@@ -42,13 +43,6 @@ OpSignature depthwise_conv2d_signature(const DepthwiseConv2dParams& p, DType dt)
 namespace cpu {
 namespace {
 
-// The output range [lo, hi) for which i = o*stride + off lies inside [0, size).
-inline void valid_range(int64_t off, int64_t stride, int64_t size, int64_t count, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  hi = size - 1 - off < 0 ? 0 : std::min(count, (size - 1 - off) / stride + 1);
-  lo = std::min(lo, hi);
-}
-
 // body(item) for item in [0, count), one task per item (a plane is thousands of multiply-adds).
 template <typename F>
 void for_each_plane(int64_t count, F&& body) {
@@ -79,7 +73,7 @@ void depthwise_conv2d_forward_reference(const DepthwiseConv2dParams& p, const T*
         for (int64_t s = 0; s < g.s; ++s) {
           const int64_t off = s * g.dil_w - g.pad_left;
           int64_t lo, hi;
-          valid_range(off, g.stride_w, p.w, g.q, lo, hi);
+          valid_output_range(off, g.stride_w, p.w, g.q, lo, hi);
           const T wv = wk[r * g.s + s];
           if (g.stride_w == 1) {
             const T* xs = xrow + off;
@@ -114,7 +108,7 @@ void depthwise_conv2d_backward_data_reference(const DepthwiseConv2dParams& p, co
           for (int64_t s = 0; s < g.s; ++s) {
             const int64_t off = s * g.dil_w - g.pad_left;
             int64_t lo, hi;
-            valid_range(off, g.stride_w, p.w, g.q, lo, hi);
+            valid_output_range(off, g.stride_w, p.w, g.q, lo, hi);
             const T wv = wk[r * g.s + s];
             if (g.stride_w == 1) {
               T* ds = dxrow + off;
@@ -149,7 +143,7 @@ void depthwise_conv2d_backward_filter_reference(const DepthwiseConv2dParams& p, 
             for (int64_t s = 0; s < g.s; ++s) {
               const int64_t off = s * g.dil_w - g.pad_left;
               int64_t lo, hi;
-              valid_range(off, g.stride_w, p.w, g.q, lo, hi);
+              valid_output_range(off, g.stride_w, p.w, g.q, lo, hi);
               // A row's partial sum in T (vectorised), rows summed in double.
               T part = T(0);
               if (g.stride_w == 1) {
