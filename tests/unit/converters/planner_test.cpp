@@ -68,7 +68,7 @@ std::vector<int32_t> labels_of(size_t n, int classes, uint32_t seed, bool skewed
 
 // Every guarantee the planner makes, for one configuration.
 void check_plan(const std::vector<int32_t>& labels, const PlanOptions& o) {
-  SCOPED_TRACE(testing::Message() << "n=" << labels.size() << " S=" << o.num_shards << " C=" << o.num_classes
+  SCOPED_TRACE(::testing::Message() << "n=" << labels.size() << " S=" << o.num_shards << " C=" << o.num_classes
                                   << " equal=" << o.equal_shards << " pad=" << (o.remainder == Remainder::kPad)
                                   << " stratify=" << o.stratify);
   const size_t n = labels.size(), S = static_cast<size_t>(o.num_shards);

@@ -17,8 +17,6 @@ namespace {
 
 using testing::mean_abs_diff;
 
-uint8_t luma(int r, int g, int b) { return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16); }
-
 std::string tj_compress(const std::vector<uint8_t>& px, int w, int h, int pixel_format, int subsamp, int quality,
                         int flags) {
   tjhandle t = tjInitCompress();
@@ -65,7 +63,7 @@ TEST(image_jpeg, DesiredChannels) {
   for (size_t i = 0; i < c3.size() / 3; ++i) {
     EXPECT_EQ(c4[4 * i + 3], 255);
     rgb_of_c4.insert(rgb_of_c4.end(), {c4[4 * i], c4[4 * i + 1], c4[4 * i + 2]});
-    gray_of_c3.push_back(luma(c3[3 * i], c3[3 * i + 1], c3[3 * i + 2]));
+    gray_of_c3.push_back(testing::luma(c3[3 * i], c3[3 * i + 1], c3[3 * i + 2]));
   }
   EXPECT_EQ(rgb_of_c4, c3);
   // Gray output is the decoded Y plane; BT.601 of the decoded RGB differs only by rounding and
@@ -152,7 +150,7 @@ TEST(image_jpeg, CmykIsConvertedToRgb) {
     ASSERT_EQ(rgba[4 * i], rgb.pixels[3 * i]);
     ASSERT_EQ(rgba[4 * i + 2], rgb.pixels[3 * i + 2]);
     ASSERT_EQ(rgba[4 * i + 3], 255);
-    ASSERT_EQ(gray[i], luma(rgb.pixels[3 * i], rgb.pixels[3 * i + 1], rgb.pixels[3 * i + 2]));
+    ASSERT_EQ(gray[i], testing::luma(rgb.pixels[3 * i], rgb.pixels[3 * i + 1], rgb.pixels[3 * i + 2]));
   }
   std::vector<uint8_t> half(static_cast<size_t>(12) * 8 * 3);
   EXPECT_EQ(decode_jpeg_scaled_into(jpg, {1, 2}, 3, half.data(), half.size()).width, 12);

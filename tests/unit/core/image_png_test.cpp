@@ -25,8 +25,6 @@ uint8_t to8(uint16_t v, int bit_depth) {
   return static_cast<uint8_t>(v * (255 / ((1 << bit_depth) - 1)));  // 1 → 255, 2 → 85, 4 → 17
 }
 
-uint8_t luma(int r, int g, int b) { return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16); }
-
 // What each pixel means, per the PNG spec.
 std::vector<Rgba> canonical(const PngSpec& s) {
   const int spp = testing::samples_per_pixel(s.color_type);
@@ -64,7 +62,7 @@ std::vector<uint8_t> layout(const std::vector<Rgba>& px, int channels) {
   std::vector<uint8_t> out;
   for (const Rgba& p : px) {
     if (channels == 1) {
-      out.push_back(luma(p.r, p.g, p.b));
+      out.push_back(testing::luma(p.r, p.g, p.b));
       continue;
     }
     out.insert(out.end(), {p.r, p.g, p.b});

@@ -16,6 +16,11 @@
 
 namespace fastnn::testing {
 
+// RGB to gray as libjpeg and libpng compute it: BT.601 luma in 16-bit fixed point, rounded.
+inline uint8_t luma(int r, int g, int b) {
+  return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+}
+
 // Smooth colour gradients plus mild brightness noise (the same on every channel, like sensor luma
 // noise): compresses like a photograph, not like flat colour.
 inline std::vector<uint8_t> photo_like(int w, int h, int c, uint32_t seed = 1, int noise = 6) {

@@ -48,7 +48,7 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-const nlohmann::json& fixtures() {
+const nlohmann::json& torchvision_fixtures() {
   static const nlohmann::json j = nlohmann::json::parse(read_file(kDir + "fixtures.json"));
   return j;
 }
@@ -83,7 +83,7 @@ struct Fixture {
 };
 
 Fixture load(const std::string& name) {
-  const nlohmann::json& j = fixtures()["images"][name];
+  const nlohmann::json& j = torchvision_fixtures()["images"][name];
   Fixture f;
   f.channels = j["mode"] == "RGB" ? 3 : 1;
   f.input = read_png(name + ".png", f.channels, &f.width, &f.height);
@@ -148,7 +148,7 @@ TEST(AutoAugmentOps, ExactAgainstTorchvision) {
 // and Translate falls between pixels), against the CRC-32s of torchvision's outputs (fixtures.json
 // "sweep", in make_fixtures.py's order: policy, op, bin, + then - magnitude).
 TEST(AutoAugmentOps, EveryBinOfBothPoliciesOnAnOddSizedImage) {
-  const nlohmann::json& j = fixtures()["sweep"];
+  const nlohmann::json& j = torchvision_fixtures()["sweep"];
   const int W = j["width"].get<int>(), H = j["height"].get<int>();
   for (int C : {3, 1}) {
     const nlohmann::json& crcs = j[C == 3 ? "rgb" : "gray"];
@@ -229,7 +229,7 @@ TEST(AutoAugmentOps, FixtureTellsSignsAndBinsApart) {
 // torch's linspace (element by element, 16-wide blocks) and Posterize's round-half-even (9 bins).
 TEST(AutoAugmentTables, EqualTorchsForEveryBinCountAndSize) {
   int compared = 0;
-  for (const auto& t : fixtures()["tables"]) {
+  for (const auto& t : torchvision_fixtures()["tables"]) {
     const AutoAugmentPolicy policy = parse_auto_augment(t["policy"].get<std::string>());
     const int bins = t["bins"].get<int>();
     const int h = t.contains("height") ? t["height"].get<int>() : 16, w = t.contains("width") ? t["width"].get<int>() : 20;

@@ -40,7 +40,7 @@ std::vector<T> nchw_batch(int n, int c, int h, int w, float scale = 1, float off
   return v;
 }
 
-const nlohmann::json& fixtures() {
+const nlohmann::json& timm_fixtures() {
   static const nlohmann::json j = [] {
     std::ifstream f(std::string(FASTNN_SOURCE_DIR) + "/tests/data/mixup/fixtures.json");
     std::stringstream s;
@@ -58,7 +58,7 @@ uint32_t bits(float v) {
 
 TEST(Mixup, BitExactAgainstTimm) {
   int checked = 0;
-  for (const nlohmann::json& c : fixtures()["cases"]) {
+  for (const nlohmann::json& c : timm_fixtures()["cases"]) {
     const int n = c["shape"][0].get<int>(), ch = c["shape"][1].get<int>(), h = c["shape"][2].get<int>(),
               w = c["shape"][3].get<int>();
     const std::string kind = c["kind"].get<std::string>();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,14 @@ inline std::vector<std::string> write_named_shards(const ScratchDir& dir, const 
     paths.push_back(p);
   }
   return paths;
+}
+
+// Flips one byte inside the data of record `record` of a plain shard of write_named_shards' 4-byte
+// records (frames of 20 bytes: 12 of header, 4 of data, 4 of CRC).
+inline void corrupt_record(const std::string& path, int record) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(record * 20 + 12 + 1);
+  f.put('#');
 }
 
 // A tf.train.Example as fastnn's converters write it.

@@ -283,17 +283,10 @@ TEST(Compression, GzipAndZlibShardsReadTransparently) {
   }
 }
 
-// Flips one byte inside record `record` of a plain shard of "f<f>r<r>" records.
-void corrupt_record(const std::string& path, int record) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp(record * 20 + 12 + 1);  // frames of 20 bytes; data starts after 12 bytes of header
-  f.put('#');
-}
-
 TEST(Corrupt, MidEpochErrorNamesFileAndOffset) {
   ScratchDir dir("corrupt");
   auto paths = write_named_shards(dir, {6, 6});
-  corrupt_record(paths[1], 3);
+  testing::corrupt_record(paths[1], 3);
   auto it = Dataset::from_files(paths).make_record_iterator();
   RecordItem r;
   int n = 0;
@@ -312,7 +305,7 @@ TEST(Corrupt, MidEpochErrorNamesFileAndOffset) {
 TEST(Corrupt, SkippedAndCountedWhenAsked) {
   ScratchDir dir("corrupt-skip");
   auto paths = write_named_shards(dir, {6, 6});
-  corrupt_record(paths[0], 2);
+  testing::corrupt_record(paths[0], 2);
   DatasetOptions o;
   o.skip_corrupt = true;
   Dataset ds = Dataset::from_files(paths);

@@ -111,17 +111,10 @@ TEST(Seams, EveryBatchLivesInTheCallersAllocatorMemory) {
   EXPECT_EQ(alloc->live(), 0u) << "every block given back, with its size";
 }
 
-// Flips one byte of record `record`'s data in a shard of 4-byte records (20-byte frames).
-void corrupt_record(const std::string& path, int record) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp(record * 20 + 12 + 1);
-  f.put('#');
-}
-
 TEST(Seams, CorruptFrameMidEpochThroughTheWholePipeline) {
   ScratchDir dir("corrupt-pipe");
   auto paths = write_named_shards(dir, {8, 8});
-  corrupt_record(paths[1], 5);
+  testing::corrupt_record(paths[1], 5);
   auto make = [&](bool skip) {
     Dataset ds = Dataset::from_files(paths);
     ds.repeat(2).map_and_batch(copy_mapper(), 4, 2, false).prefetch(2);

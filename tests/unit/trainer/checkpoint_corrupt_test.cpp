@@ -11,11 +11,7 @@
 namespace fastnn::ckpt {
 namespace {
 
-std::string le64(uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));
-  return s;
-}
+using testing_util::le64;
 
 std::string file_of(const std::string& json, size_t buffer_bytes) { return le64(json.size()) + json + std::string(buffer_bytes, 'x'); }
 

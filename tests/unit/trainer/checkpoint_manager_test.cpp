@@ -36,11 +36,7 @@ struct Model {
   std::vector<uint16_t> h;
 };
 
-std::set<std::string> files_in(const std::string& dir) {
-  std::set<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
-  return out;
-}
+using testing_util::files_in;
 
 std::vector<int64_t> steps_of(const std::vector<CheckpointInfo>& v) {
   std::vector<int64_t> s;
@@ -48,15 +44,9 @@ std::vector<int64_t> steps_of(const std::vector<CheckpointInfo>& v) {
   return s;
 }
 
-CheckpointManager::Options quick(int keep_max = 5) {
-  CheckpointManager::Options o;
-  o.keep_max = keep_max;
-  o.fsync = false;  // tmpfs/overlay in CI; the fsync path is exercised by RoundTrip
-  return o;
-}
 
 void save_plain(const std::string& dir, int64_t step, int keep_max = 5) {
-  CheckpointManager m(dir, quick(keep_max));
+  CheckpointManager m(dir, testing_util::quick_manager_options(keep_max));
   const Model model(static_cast<float>(step));
   m.save(step, model.views(), {}, CheckpointMeta());
 }
@@ -179,7 +169,7 @@ TEST(CheckpointManager, LoadAcceptsPrefixFilesAndDirectory) {
 TEST(CheckpointManager, KeepsTheLastK) {
   ScratchDir dir("ckpt-keep");
   {
-    CheckpointManager m(dir.path(), quick(3));
+    CheckpointManager m(dir.path(), testing_util::quick_manager_options(3));
     for (int64_t s = 10; s <= 60; s += 10) m.save(s, Model(static_cast<float>(s)).views(), {}, CheckpointMeta());
     EXPECT_EQ(steps_of(m.list()), (std::vector<int64_t>{40, 50, 60}));
     EXPECT_EQ(m.latest()->step, 60);
@@ -196,14 +186,14 @@ TEST(CheckpointManager, KeepsTheLastK) {
     EXPECT_EQ(m.load_latest().meta.step(), 45);
   }
   ScratchDir all("ckpt-keep-all");
-  CheckpointManager m(all.path(), quick(0));
+  CheckpointManager m(all.path(), testing_util::quick_manager_options(0));
   for (int64_t s = 1; s <= 8; ++s) m.save(s, Model(static_cast<float>(s)).views(), {}, CheckpointMeta());
   EXPECT_EQ(m.list().size(), 8u);
 }
 
 TEST(CheckpointManager, ResavingAStepReplacesIt) {
   ScratchDir dir("ckpt-resave");
-  CheckpointManager m(dir.path(), quick());
+  CheckpointManager m(dir.path(), testing_util::quick_manager_options());
   m.save(5, Model(1).views(), {}, CheckpointMeta());
   m.save(5, Model(2).views(), {}, CheckpointMeta());
   EXPECT_EQ(steps_of(m.list()), (std::vector<int64_t>{5}));
@@ -226,7 +216,7 @@ TEST(CheckpointManager, CrashAtAnyStageLeavesALoadableLatest) {
     const std::string stage = c.stage;
     EXPECT_EXIT(
         {
-          auto o = quick(1);
+          auto o = testing_util::quick_manager_options(1);
           o.fault_hook = [&](const std::string& s) {
             if (s == stage) ::_exit(3);  // no destructors, no cleanup: like kill -9
           };
@@ -242,7 +232,7 @@ TEST(CheckpointManager, CrashAtAnyStageLeavesALoadableLatest) {
     for (const auto& info : reader.list()) EXPECT_NO_THROW(reader.load(info.prefix)) << info.prefix;
 
     // The next writer removes what the dead one left and carries on.
-    CheckpointManager next(dir.path(), quick(2));
+    CheckpointManager next(dir.path(), testing_util::quick_manager_options(2));
     next.save(30, Model(30).views(), {}, CheckpointMeta());
     for (const auto& name : files_in(dir.path())) {
       EXPECT_FALSE(name.ends_with(".fastnn-tmp")) << name;
@@ -258,7 +248,7 @@ TEST(CheckpointManager, CrashAtAnyStageLeavesALoadableLatest) {
 TEST(CheckpointManager, FailedSaveLeavesNoTemporaries) {
   ScratchDir dir("ckpt-throw");
   save_plain(dir.path(), 10);
-  auto o = quick();
+  auto o = testing_util::quick_manager_options();
   o.fault_hook = [](const std::string& s) {
     if (s == "meta_temp") throw IoError("disk full (simulated)");
   };
@@ -278,7 +268,7 @@ TEST(CheckpointManager, StaleAndIncompleteFilesAreIgnored) {
   testing_util::write_bytes(dir.file("ckpt-50.meta.pbtxt"), "step: 50 garbage {");   // unparsable meta
   fs::copy_file(dir.file("ckpt-20.meta.pbtxt"), dir.file("ckpt-60.meta.pbtxt"));    // meta without its files
   testing_util::write_bytes(dir.file("notes.txt"), "the user's own file");
-  CheckpointManager m(dir.path(), quick());
+  CheckpointManager m(dir.path(), testing_util::quick_manager_options());
   EXPECT_EQ(steps_of(m.list()), (std::vector<int64_t>{10, 20}));
   EXPECT_EQ(m.latest()->step, 20);
 
@@ -325,9 +315,9 @@ TEST(CheckpointManager, DetectsChangedDataFiles) {
 
 TEST(CheckpointManager, OneWriterPerDirectory) {
   ScratchDir dir("ckpt-lock");
-  auto first = std::make_unique<CheckpointManager>(dir.path(), quick());
+  auto first = std::make_unique<CheckpointManager>(dir.path(), testing_util::quick_manager_options());
   first->save(1, Model(1).views(), {}, CheckpointMeta());
-  CheckpointManager second(dir.path(), quick());
+  CheckpointManager second(dir.path(), testing_util::quick_manager_options());
   EXPECT_THROW(second.save(2, Model(2).views(), {}, CheckpointMeta()), ConfigError);
   EXPECT_EQ(second.latest()->step, 1);  // reading needs no lock
   first.reset();

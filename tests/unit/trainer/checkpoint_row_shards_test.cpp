@@ -56,12 +56,6 @@ struct Head {
   std::vector<std::vector<float>> data;
 };
 
-CheckpointManager::Options quick(int keep_max = 5) {
-  CheckpointManager::Options o;
-  o.keep_max = keep_max;
-  o.fsync = false;
-  return o;
-}
 
 // Every rank writes its shard, then the chief commits; returns the prefix.
 std::string save_at(const std::string& dir, int64_t step, int world, const Head& head, int keep_max = 5) {
@@ -69,19 +63,15 @@ std::string save_at(const std::string& dir, int64_t step, int world, const Head&
   for (int r = 0; r < world; ++r) records.push_back(write_row_shard(dir, step, r, world, head.slices(r, world), false));
   const std::vector<float> backbone = {1.f, 2.f, static_cast<float>(step)};
   const std::vector<ArrayView> weights = {f32_view("backbone/w", {3}, backbone.data(), 3)};
-  CheckpointManager m(dir, quick(keep_max));
+  CheckpointManager m(dir, testing_util::quick_manager_options(keep_max));
   CheckpointMeta meta;
   meta.set_world_size(world);
   return m.save(step, weights, {}, meta, records).prefix;
 }
 
-bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+bool same_floats(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-std::set<std::string> files_in(const std::string& dir) {
-  std::set<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
-  return out;
-}
+using testing_util::files_in;
 
 size_t count_with(const std::string& dir, const std::string& part) {
   size_t n = 0;
@@ -145,7 +135,7 @@ TEST(RowShards, SavedAtAnyWorldReadsBackAtAnyOtherBitwise) {
             const RowRange rr = row_range(rows, r, world);
             const std::vector<float> got = reader.read_rows(name, rr.begin, rr.end);
             ASSERT_EQ(got.size(), static_cast<size_t>(rr.size() * cols));
-            EXPECT_TRUE(same_bits(got.data(), head.data[k].data() + rr.begin * cols, got.size()))
+            EXPECT_TRUE(same_floats(got.data(), head.data[k].data() + rr.begin * cols, got.size()))
                 << name << " saved at " << saved << ", rank " << r << " of " << world;
           }
         }
@@ -153,7 +143,7 @@ TEST(RowShards, SavedAtAnyWorldReadsBackAtAnyOtherBitwise) {
       for (size_t k = 0; k < Head::kArrays.size(); ++k) {
         const std::vector<float> all = reader.read_all(Head::kArrays[k].first);
         ASSERT_EQ(all.size(), head.data[k].size());
-        EXPECT_TRUE(same_bits(all.data(), head.data[k].data(), all.size()));
+        EXPECT_TRUE(same_floats(all.data(), head.data[k].data(), all.size()));
       }
       const RowShardedArrayLayout& m = reader.at("head/weights/adam_m");
       EXPECT_TRUE(m.optimizer);
@@ -243,7 +233,7 @@ TEST(RowShards, CrashBeforeTheMetaLeavesNothingCommittedAndTheNextSaveCleansUp) 
   {
     std::vector<RowShardFile> records;
     for (int r = 0; r < 2; ++r) records.push_back(write_row_shard(dir.path(), 3, r, 2, head.slices(r, 2), false));
-    CheckpointManager::Options o = quick();
+    CheckpointManager::Options o = testing_util::quick_manager_options();
     o.fault_hook = [](const std::string& stage) {
       if (stage == "renamed_data") throw IoError("simulated crash");
     };
@@ -253,7 +243,7 @@ TEST(RowShards, CrashBeforeTheMetaLeavesNothingCommittedAndTheNextSaveCleansUp) 
   EXPECT_EQ(count_with(dir.path(), "ckpt-3.shard-"), 2u);  // final names, but no meta: not committed
   EXPECT_FALSE(fs::exists(dir.file("ckpt-3.meta.pbtxt")));
   {
-    CheckpointManager m(dir.path(), quick());
+    CheckpointManager m(dir.path(), testing_util::quick_manager_options());
     ASSERT_EQ(m.list().size(), 1u);
     EXPECT_EQ(m.latest()->step, 1);
   }
@@ -274,7 +264,7 @@ TEST(RowShards, FailedCommitRemovesTheShardTemporaries) {
   const Head head(10);
   std::vector<RowShardFile> records;
   for (int r = 0; r < 2; ++r) records.push_back(write_row_shard(dir.path(), 5, r, 2, head.slices(r, 2), false));
-  CheckpointManager::Options o = quick();
+  CheckpointManager::Options o = testing_util::quick_manager_options();
   o.fault_hook = [](const std::string& stage) {
     if (stage == "meta_temp") throw IoError("simulated failure");
   };
@@ -288,7 +278,7 @@ TEST(RowShards, CommitRefusesMissingOrInconsistentShards) {
   const Head head(10);
   std::vector<RowShardFile> records;
   for (int r = 0; r < 3; ++r) records.push_back(write_row_shard(dir.path(), 5, r, 3, head.slices(r, 3), false));
-  CheckpointManager m(dir.path(), quick());
+  CheckpointManager m(dir.path(), testing_util::quick_manager_options());
   // A rank's record is missing: the rows do not tile, nothing is written.
   std::vector<RowShardFile> two(records.begin(), records.begin() + 2);
   EXPECT_NE(message_of([&] { m.save(5, {}, {}, CheckpointMeta(), two); }).find("shard"), std::string::npos);
@@ -340,7 +330,7 @@ TEST(RowShards, DamagedShardIsNamedNeverSkipped) {
       const std::string r = message_of([&] { reader.read_rows("head/weights", 4, 5); });
       EXPECT_NE(r.find("ckpt-2.shard-1-of-3.safetensors: CRC32C"), std::string::npos) << r;
     } else {
-      EXPECT_EQ(CheckpointManager(dir.path(), quick()).latest()->step, 1) << "an incomplete checkpoint is not listed";
+      EXPECT_EQ(CheckpointManager(dir.path(), testing_util::quick_manager_options()).latest()->step, 1) << "an incomplete checkpoint is not listed";
     }
   }
 }
@@ -398,7 +388,7 @@ TEST(RowShards, ReplacingAStepAtAnotherWorldSizeRemovesTheOldShards) {
   EXPECT_EQ(count_with(dir.path(), "-of-2."), 2u);
   RowShardReader reader(load_checkpoint(prefix));
   const std::vector<float> w = reader.read_all("head/weights");
-  EXPECT_TRUE(same_bits(w.data(), other.data[0].data(), w.size()));
+  EXPECT_TRUE(same_floats(w.data(), other.data[0].data(), w.size()));
   // Any of the checkpoint's files names it, shard files included.
   EXPECT_EQ(load_checkpoint(dir.file("ckpt-4.shard-1-of-2.safetensors")).prefix, prefix);
 }
@@ -407,7 +397,7 @@ TEST(RowShards, CommunicatorSaveWithAWorldOfOne) {
   ScratchDir dir("rowshard-comm");
   const Head head(5);
   LocalCommunicator comm;
-  CheckpointManager m(dir.path(), quick());
+  CheckpointManager m(dir.path(), testing_util::quick_manager_options());
   CheckpointMeta meta;
   meta.set_epoch(3);
   const auto slices = head.slices(0, 1);
@@ -417,7 +407,7 @@ TEST(RowShards, CommunicatorSaveWithAWorldOfOne) {
   EXPECT_EQ(ck.meta.epoch(), 3);
   RowShardReader reader(ck);
   const std::vector<float> t = reader.read_all("head/table");
-  EXPECT_TRUE(same_bits(t.data(), head.data[2].data(), t.size()));
+  EXPECT_TRUE(same_floats(t.data(), head.data[2].data(), t.size()));
   // A rank that cannot write its shard: nobody commits, the error names the rank.
   std::vector<RowShardSlice> bad = slices;
   bad[0].count -= 1;

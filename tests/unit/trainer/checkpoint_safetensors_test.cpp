@@ -18,11 +18,7 @@ namespace {
 
 using testing_util::ScratchDir;
 
-std::string le64(uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));
-  return s;
-}
+using testing_util::le64;
 
 // Two tensors by hand: a = F32 [1.0, -2.0] (00 00 80 3f, 00 00 00 c0), b = U8 [1, 2, 3].
 const std::string kBuffer("\x00\x00\x80\x3f\x00\x00\x00\xc0\x01\x02\x03", 11);

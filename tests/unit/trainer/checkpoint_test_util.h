@@ -6,13 +6,37 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/row_shards.h"
 
 namespace fastnn::testing_util {
+
+// The names of the entries of `dir`.
+inline std::set<std::string> files_in(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+// Manager options for tests: no fsync (tmpfs/overlay in CI; RoundTrip covers the fsync path).
+inline ckpt::CheckpointManager::Options quick_manager_options(int keep_max = 5) {
+  ckpt::CheckpointManager::Options o;
+  o.keep_max = keep_max;
+  o.fsync = false;
+  return o;
+}
+
+// `v` as 8 little-endian bytes (safetensors' header length).
+inline std::string le64(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));
+  return s;
+}
 
 // A fresh directory under the temp dir, removed when the test ends.
 class ScratchDir {

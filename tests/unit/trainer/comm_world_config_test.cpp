@@ -19,8 +19,8 @@ namespace fastnn {
 namespace {
 
 // The shared side of a world of threads: allgather of int64 words (what the checks use).
-struct ThreadWorld {
-  explicit ThreadWorld(int n) : size(n), sync(n), slots(static_cast<size_t>(n)) {}
+struct CountingWorld {
+  explicit CountingWorld(int n) : size(n), sync(n), slots(static_cast<size_t>(n)) {}
   int size;
   std::barrier<> sync;
   std::vector<std::vector<char>> slots;
@@ -29,7 +29,7 @@ struct ThreadWorld {
 
 class ThreadRank final : public Communicator {
  public:
-  ThreadRank(ThreadWorld& w, int me) : w_(w), me_(me) {}
+  ThreadRank(CountingWorld& w, int me) : w_(w), me_(me) {}
   int rank() const override { return me_; }
   int world_size() const override { return w_.size; }
   int local_rank() const override { return me_; }
@@ -51,13 +51,13 @@ class ThreadRank final : public Communicator {
   }
 
  private:
-  ThreadWorld& w_;
+  CountingWorld& w_;
   int me_;
 };
 
 // Runs body(rank, comm) on each rank's thread; returns each rank's ConfigError message ("" if none).
 std::vector<std::string> run_world(int n, const std::function<void(int, Communicator&)>& body, int* gathers = nullptr) {
-  ThreadWorld w(n);
+  CountingWorld w(n);
   std::vector<std::string> errors(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)

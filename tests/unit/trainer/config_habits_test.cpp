@@ -32,14 +32,14 @@ std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
-JobConfig with(std::vector<std::string> args) {
+JobConfig overridden(std::vector<std::string> args) {
   JobConfig c;
   apply_overrides(c, args);
   return c;
 }
 
 TEST(Aliases, TfSlimAndTimmNamesSetTheirFields) {
-  const JobConfig c = with({"--train_dir=runs/x", "--max_number_of_steps=123", "--log_every_n_steps=7",
+  const JobConfig c = overridden({"--train_dir=runs/x", "--max_number_of_steps=123", "--log_every_n_steps=7",
                             "--save_interval_secs=600", "--lr=0.5", "--epochs", "3", "--model=lenet", "--opt=adam",
                             "--smoothing=0.1", "--clip_grad=2", "--bn_eps=0.002"});
   EXPECT_EQ(c.output_dir(), "runs/x");
@@ -54,23 +54,23 @@ TEST(Aliases, TfSlimAndTimmNamesSetTheirFields) {
   EXPECT_EQ(c.max_gradient_norm(), 2);
   EXPECT_DOUBLE_EQ(c.batch_norm_epsilon(), 0.002);
   // A dash spelling of an alias works as for field names.
-  EXPECT_EQ(with({"--train-dir=d"}).output_dir(), "d");
+  EXPECT_EQ(overridden({"--train-dir=d"}).output_dir(), "d");
   // A bool field's alias-less negation still works.
-  EXPECT_FALSE(with({"--noaux_logits"}).aux_logits());
+  EXPECT_FALSE(overridden({"--noaux_logits"}).aux_logits());
 }
 
 TEST(Aliases, BnMomentumIsOneMinusTheDecay) {
-  const JobConfig c = with({"--bn_momentum=0.01"});
+  const JobConfig c = overridden({"--bn_momentum=0.01"});
   EXPECT_DOUBLE_EQ(c.batch_norm_decay(), 0.99);
-  const std::string e = error_of<UsageError>([] { with({"--bn_momentum=2"}); });
+  const std::string e = error_of<UsageError>([] { overridden({"--bn_momentum=2"}); });
   EXPECT_NE(e.find("in [0, 1]"), std::string::npos) << e;
 }
 
 TEST(Aliases, UnknownFlagsAreUsageErrorsSuggestingAliasesToo) {
-  const std::string e = error_of<UsageError>([] { with({"--train_dri=x"}); });
+  const std::string e = error_of<UsageError>([] { overridden({"--train_dri=x"}); });
   EXPECT_NE(e.find("did you mean --train_dir"), std::string::npos) << e;
-  EXPECT_NE(error_of<UsageError>([] { with({"--batch_size=many"}); }).find("not an integer"), std::string::npos);
-  EXPECT_NE(error_of<UsageError>([] { with({"--optimizer=adamx"}); }).find("must be one of"), std::string::npos);
+  EXPECT_NE(error_of<UsageError>([] { overridden({"--batch_size=many"}); }).find("not an integer"), std::string::npos);
+  EXPECT_NE(error_of<UsageError>([] { overridden({"--optimizer=adamx"}); }).find("must be one of"), std::string::npos);
 }
 
 class ConfigFiles : public testing::Test {

@@ -20,9 +20,7 @@
 namespace fastnn::graph {
 namespace {
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
+using testing_util::same_bits;
 
 // activation: the op fused away whose output is checked by name (relu; MobileNet's relu6).
 struct FusionCase {

@@ -19,9 +19,7 @@
 namespace fastnn::graph {
 namespace {
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
+using testing_util::same_bits;
 
 // The layer the logits layer reads (what predict keeps for --embeddings).
 std::string logits_input(const NetPlan& plan) {

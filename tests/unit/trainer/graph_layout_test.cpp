@@ -25,9 +25,7 @@
 namespace fastnn::graph {
 namespace {
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
+using testing_util::same_bits;
 
 Tensor to_nhwc(const Tensor& x) {
   const Shape& s = x.shape();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "trainer/graph/net_plan.h"
 #include "trainer/ops/init.h"
 #include "trainer/ops/op.h"
 #include "trainer/ops/op_case.h"
@@ -13,18 +14,9 @@
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() {
-  static const OpRegistry r = [] {
-    OpRegistry reg;
-    register_builtin_ops(reg);
-    return reg;
-  }();
-  return r;
-}
-
 std::vector<double> run_forward(const std::string& op, const Attrs& attrs, const Tensor& x) {
   const std::vector<TensorSpec> in{{.name = "x", .shape = x.shape(), .dtype = x.dtype()}};
-  auto k = registry().create(op, Device::kCpu, attrs, in);
+  auto k = graph::builtin_op_registry().create(op, Device::kCpu, attrs, in);
   KernelTensors t = allocate_kernel_tensors(k->signature());
   t.inputs[0] = x;
   k->forward(t.forward_args(true));
@@ -43,8 +35,8 @@ TEST(LrnOp, MatchesTensorFlowsDefinition) {
   EXPECT_NEAR(y[3], 0.5 * std::pow(1 + 0.5 * (1 + 0.25 + 4), -0.75), 1e-15);
   EXPECT_NEAR(y[5], 2 * std::pow(1 + 0.5 * (0.25 + 4), -0.75), 1e-15);
   const std::vector<TensorSpec> in{{.name = "x", .shape = {1, 3, 1, 2}, .dtype = DType::kF64}};
-  EXPECT_THROW(registry().create("lrn", Device::kCpu, {{"bias", 0.0}}, in), ConfigError);
-  EXPECT_THROW(registry().create("lrn", Device::kCpu, {{"alpha", -1.0}}, in), ConfigError);
+  EXPECT_THROW(graph::builtin_op_registry().create("lrn", Device::kCpu, {{"bias", 0.0}}, in), ConfigError);
+  EXPECT_THROW(graph::builtin_op_registry().create("lrn", Device::kCpu, {{"alpha", -1.0}}, in), ConfigError);
 }
 
 TEST(ChannelPadOp, PadsZerosAroundTheChannels) {
@@ -52,7 +44,7 @@ TEST(ChannelPadOp, PadsZerosAroundTheChannels) {
   EXPECT_EQ(run_forward("channel_pad", {{"before", 1}, {"after", 2}}, x),
             (std::vector<double>{0, 1, 2, 0, 0, 0, 3, 4, 0, 0}));
   const std::vector<TensorSpec> in{{.name = "x", .shape = {2, 2}, .dtype = DType::kF32}};
-  EXPECT_THROW(registry().create("channel_pad", Device::kCpu, {{"before", -1}}, in), ConfigError);
+  EXPECT_THROW(graph::builtin_op_registry().create("channel_pad", Device::kCpu, {{"before", -1}}, in), ConfigError);
 }
 
 TEST(TanhOp, ScaledTanhValues) {
@@ -62,7 +54,7 @@ TEST(TanhOp, ScaledTanhValues) {
   EXPECT_EQ(y[1], 0);
   EXPECT_NEAR(y[2], 1.7159 * std::tanh(1.3334), 1e-15);
   const std::vector<TensorSpec> in{{.name = "x", .shape = {3}, .dtype = DType::kF64}};
-  EXPECT_THROW(registry().create("tanh", Device::kCpu, {{"outer", 0.0}}, in), ConfigError);
+  EXPECT_THROW(graph::builtin_op_registry().create("tanh", Device::kCpu, {{"outer", 0.0}}, in), ConfigError);
 }
 
 struct Moments {

@@ -1,9 +1,10 @@
 // Shared helpers of the graph_*, zoo_* and train_step_* tests: NetDefs from text, deterministic
-// random tensors.
+// random tensors, bitwise comparison.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include <google/protobuf/text_format.h>
@@ -14,6 +15,11 @@
 #include "trainer/tensor.h"
 
 namespace fastnn::testing_util {
+
+// Same shape, type and bytes.
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
 
 inline NetDef net_from_text(const std::string& text) {
   NetDef net;

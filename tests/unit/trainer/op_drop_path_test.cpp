@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "trainer/graph/net_plan.h"
 #include "trainer/ops/drop_path.h"
 #include "trainer/ops/op.h"
 #include "trainer/ops/op_case.h"
@@ -48,19 +49,10 @@ TEST(DropPath, WholeExamplesAreKeptScaledOrZeroedAtTheScheduledRate) {
   EXPECT_NEAR(static_cast<double>(kept), n * keep, 5 * sd);
 }
 
-OpRegistry& registry() {
-  static OpRegistry r = [] {
-    OpRegistry reg;
-    register_builtin_ops(reg);
-    return reg;
-  }();
-  return r;
-}
-
 TEST(DropPath, KernelUsesTheStepEvalIsIdentityAndBadAttributesAreRejected) {
   const Attrs attrs{{"keep_prob", 0.5}, {"cell_index", 1}, {"total_cells", 2}, {"total_steps", 10}};
   const std::vector<TensorSpec> in{{.name = "x", .shape = {64, 2, 2, 2}, .dtype = DType::kF32}};
-  auto k = registry().create("drop_path", Device::kCpu, attrs, in);
+  auto k = graph::builtin_op_registry().create("drop_path", Device::kCpu, attrs, in);
   KernelTensors t = allocate_kernel_tensors(k->signature());
   for (int64_t i = 0; i < t.inputs[0].numel(); ++i) t.inputs[0].data<float>()[i] = 1.0f;
   const auto zeros = [&] {
@@ -79,7 +71,7 @@ TEST(DropPath, KernelUsesTheStepEvalIsIdentityAndBadAttributesAreRejected) {
   for (const Attrs& bad : {Attrs{{"keep_prob", 0.0}}, Attrs{{"keep_prob", 1.5}},
                            Attrs{{"cell_index", 2}, {"total_cells", 2}}, Attrs{{"total_steps", -1}},
                            Attrs{{"keep_prb", 0.5}}})
-    EXPECT_THROW(registry().create("drop_path", Device::kCpu, bad, in), ConfigError);
+    EXPECT_THROW(graph::builtin_op_registry().create("drop_path", Device::kCpu, bad, in), ConfigError);
 }
 
 TEST(SpatialShift, IsTfSlimsPadBottomRightThenCropTopLeft) {
@@ -98,7 +90,7 @@ TEST(SpatialShift, IsTfSlimsPadBottomRightThenCropTopLeft) {
     rhs += x[i] * back[i];
   }
   EXPECT_EQ(lhs, rhs);
-  EXPECT_THROW(registry().create("spatial_shift", Device::kCpu, Attrs{{"dy", int64_t{1} << 30}},
+  EXPECT_THROW(graph::builtin_op_registry().create("spatial_shift", Device::kCpu, Attrs{{"dy", int64_t{1} << 30}},
                                  std::vector<TensorSpec>{{.name = "x", .shape = {1, 1, 2, 2}, .dtype = DType::kF32}}),
                ConfigError);
 }

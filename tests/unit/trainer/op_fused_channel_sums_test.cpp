@@ -21,8 +21,6 @@
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() { return graph::builtin_op_registry(); }
-
 // A kernel that runs another one.
 class Delegate : public OpKernel {
  public:
@@ -92,10 +90,10 @@ struct Made {
 const Attrs kConv{{"filters", 4}, {"kernel", 3}, {"padding", "same"}, {"bias", false}};
 const OpCase kCase{"conv_bn", kConv, {CaseInput{.shape = {2, 3, 6, 6}}}, true};
 
-std::unique_ptr<OpKernel> make_conv() { return registry().create("conv2d", Device::kCpu, kConv, case_input_specs(kCase, DType::kF32)); }
+std::unique_ptr<OpKernel> make_conv() { return graph::builtin_op_registry().create("conv2d", Device::kCpu, kConv, case_input_specs(kCase, DType::kF32)); }
 std::unique_ptr<OpKernel> make_bn(const OpKernel& conv) {
   const std::vector<TensorSpec> z{conv.signature().outputs[0]};
-  return registry().create("batch_norm", Device::kCpu, {}, z);
+  return graph::builtin_op_registry().create("batch_norm", Device::kCpu, {}, z);
 }
 
 Made make_wrapped(bool offer) {
@@ -113,7 +111,7 @@ KernelTensors tensors_for(const OpKernel& k) {
   return t;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
+bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
@@ -140,8 +138,8 @@ TEST(FusedChannelSums, TrainingForwardHandsTheFirstKernelsSumsToTheSecond) {
       for (int64_t i = 0; i < 36; ++i) sum += zv[(n * 4 + c) * 36 + i];
     EXPECT_NEAR(m.bn->seen[static_cast<size_t>(c)], sum, 1e-4 * (1 + std::fabs(sum))) << "channel " << c;
   }
-  EXPECT_TRUE(same_bits(a.outputs[0], b.outputs[0]));
-  for (size_t i = 0; i < a.state.size(); ++i) EXPECT_TRUE(same_bits(a.state[i], b.state[i])) << "state " << i;
+  EXPECT_TRUE(same_bytes(a.outputs[0], b.outputs[0]));
+  for (size_t i = 0; i < a.state.size(); ++i) EXPECT_TRUE(same_bytes(a.state[i], b.state[i])) << "state " << i;
 
   // Evaluation needs no statistics: the plain path.
   m.composite->forward(a.forward_args(false));

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "trainer/graph/net_plan.h"
 #include "trainer/ops/op.h"
 #include "trainer/ops/op_case.h"
 
@@ -23,15 +24,6 @@
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() {
-  static const OpRegistry r = [] {
-    OpRegistry reg;
-    register_builtin_ops(reg);
-    return reg;
-  }();
-  return r;
-}
-
 struct CaseRef {
   std::string op;
   size_t index;
@@ -42,7 +34,7 @@ void PrintTo(const CaseRef& c, std::ostream* os) { *os << c.op << "/" << c.c.lab
 
 std::vector<CaseRef> all_cases() {
   std::vector<CaseRef> v;
-  for (const OpDef* d : registry().all()) {
+  for (const OpDef* d : graph::builtin_op_registry().all()) {
     auto cases = d->test_cases();
     for (size_t i = 0; i < cases.size(); ++i) v.push_back({d->name, i, cases[i]});
   }
@@ -65,7 +57,7 @@ struct CaseRun {
 
 CaseRun make_run(const CaseRef& cr, DType dt) {
   CaseRun r;
-  r.kernel = registry().create(cr.op, Device::kCpu, cr.c.attrs, case_input_specs(cr.c, dt));
+  r.kernel = graph::builtin_op_registry().create(cr.op, Device::kCpu, cr.c.attrs, case_input_specs(cr.c, dt));
   r.t = allocate_kernel_tensors(r.kernel->signature());
   fill_case_tensors(r.t, r.kernel->signature(), cr.c, /*seed=*/42);
   return r;
@@ -218,10 +210,10 @@ INSTANTIATE_TEST_SUITE_P(AllOps, OpCaseTest, testing::ValuesIn(all_cases()), cas
 // having to remember to update it.
 TEST(OpRegistry, ListsEveryBuiltinOpWithCasesAndCpuKernels) {
   std::set<std::string> names;
-  for (const OpDef* d : registry().all()) {
+  for (const OpDef* d : graph::builtin_op_registry().all()) {
     names.insert(d->name);
     EXPECT_FALSE(d->test_cases().empty()) << d->name;
-    EXPECT_TRUE(registry().has_kernel(d->name, Device::kCpu)) << d->name;
+    EXPECT_TRUE(graph::builtin_op_registry().has_kernel(d->name, Device::kCpu)) << d->name;
     EXPECT_FALSE(d->summary.empty()) << d->name;
   }
   std::set<std::string> files;
@@ -269,7 +261,7 @@ TEST(OpRegistry, RejectsDuplicatesUnknownNamesAndBadAttributes) {
 
 TEST(OpKernel, ValidatesTensorsAgainstTheSignature) {
   const std::vector<TensorSpec> x{{.name = "x", .shape = {2, 3, 5, 5}, .dtype = DType::kF32}};
-  auto k = registry().create("conv2d", Device::kCpu, {{"filters", 4}, {"kernel", 3}}, x);
+  auto k = graph::builtin_op_registry().create("conv2d", Device::kCpu, {{"filters", 4}, {"kernel", 3}}, x);
   const OpSignature& sig = k->signature();
   ASSERT_EQ(sig.params.size(), 2u);
   EXPECT_EQ(sig.params[0].name, "weight");
@@ -311,7 +303,7 @@ TEST(OpKernel, ValidatesTensorsAgainstTheSignature) {
 TEST(OpKernel, IntegerInputsHaveNoGradient) {
   const std::vector<TensorSpec> in{{.name = "z", .shape = {4, 3}, .dtype = DType::kF64},
                                    {.name = "l", .shape = {4}, .dtype = DType::kI32}};
-  auto k = registry().create("softmax_xent", Device::kCpu, {}, in);
+  auto k = graph::builtin_op_registry().create("softmax_xent", Device::kCpu, {}, in);
   KernelTensors t = allocate_kernel_tensors(k->signature());
   OpCase c{"x", {}, {{{4, 3}}, {{4}, DType::kI32, 3}}};
   fill_case_tensors(t, k->signature(), c, 1);
@@ -321,7 +313,7 @@ TEST(OpKernel, IntegerInputsHaveNoGradient) {
   t.d_inputs[1] = Tensor::empty({4}, DType::kI32);
   EXPECT_THROW(k->backward(t.backward_args(true)), Error);
   const std::vector<TensorSpec> bad_labels{in[0], {.name = "l", .shape = {4}, .dtype = DType::kF64}};
-  EXPECT_THROW(registry().create("softmax_xent", Device::kCpu, {}, bad_labels), ConfigError);
+  EXPECT_THROW(graph::builtin_op_registry().create("softmax_xent", Device::kCpu, {}, bad_labels), ConfigError);
 }
 
 }  // namespace

@@ -19,13 +19,11 @@
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() { return graph::builtin_op_registry(); }
-
 TEST(CpuNhwcOps, TheResNetOpsHaveCpuNhwcKernels) {
   for (const char* op : {"batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool", "concat", "channel_pad"})
-    EXPECT_TRUE(registry().get(op).nhwc_kernels.contains(Device::kCpu)) << op;
+    EXPECT_TRUE(graph::builtin_op_registry().get(op).nhwc_kernels.contains(Device::kCpu)) << op;
   for (const char* op : {"conv2d", "depthwise_conv2d"})
-    EXPECT_EQ(registry().get(op).nhwc_kernels.contains(Device::kCpu), have_dnnl_kernels()) << op;
+    EXPECT_EQ(graph::builtin_op_registry().get(op).nhwc_kernels.contains(Device::kCpu), have_dnnl_kernels()) << op;
 }
 
 TEST(CpuNhwcOps, TheConvolutionIsOneDnnsInF32Only) {
@@ -33,11 +31,11 @@ TEST(CpuNhwcOps, TheConvolutionIsOneDnnsInF32Only) {
   const Attrs attrs{{"filters", 8}, {"kernel", 3}, {"padding", "same"}};
   const std::vector<TensorSpec> f32{{.name = "x", .shape = {2, 4, 6, 6}, .dtype = DType::kF32}};
   const std::vector<TensorSpec> f64{{.name = "x", .shape = {2, 4, 6, 6}, .dtype = DType::kF64}};
-  auto k = registry().create_nhwc("conv2d", Device::kCpu, attrs, f32);
+  auto k = graph::builtin_op_registry().create_nhwc("conv2d", Device::kCpu, attrs, f32);
   ASSERT_TRUE(k);
   EXPECT_EQ(k->signature().activation_layout, Layout::kNHWC);
   EXPECT_EQ(k->signature().params[0].shape, (Shape{8, 4, 3, 3})) << "weights keep the checkpoints' layout";
-  EXPECT_FALSE(registry().create_nhwc("conv2d", Device::kCpu, attrs, f64)) << "f64: the reference in the adapter";
+  EXPECT_FALSE(graph::builtin_op_registry().create_nhwc("conv2d", Device::kCpu, attrs, f64)) << "f64: the reference in the adapter";
   EXPECT_NE(cpu_kernels_description().find("oneDNN"), std::string::npos) << cpu_kernels_description();
 }
 
@@ -77,13 +75,13 @@ bool is_dnnl(const std::string& op) { return op == "conv2d" || op == "depthwise_
 std::vector<NhwcCase> all_cases() {
   std::vector<NhwcCase> v;
   for (DType dt : {DType::kF32, DType::kF64}) {
-    for (const OpDef* d : registry().all()) {
+    for (const OpDef* d : graph::builtin_op_registry().all()) {
       if (!d->nhwc_kernels.contains(Device::kCpu) || (is_dnnl(d->name) && dt != DType::kF32)) continue;
       for (const OpCase& c : d->test_cases())
         if (c.has_4d_input()) v.push_back({d->name, c, dt});
     }
     for (auto& [op, c] : larger_cases())
-      if (registry().get(op).nhwc_kernels.contains(Device::kCpu) && (!is_dnnl(op) || dt == DType::kF32))
+      if (graph::builtin_op_registry().get(op).nhwc_kernels.contains(Device::kCpu) && (!is_dnnl(op) || dt == DType::kF32))
         v.push_back({op, c, dt});
   }
   return v;
@@ -128,8 +126,8 @@ KernelTensors copy_of(const KernelTensors& t) {
 void expect_matches_reference(const NhwcCase& cr) {
   SCOPED_TRACE(testing::PrintToString(cr));
   const std::vector<TensorSpec> specs = case_input_specs(cr.c, cr.dt);
-  auto rk = adapt_to_nhwc(registry().create(cr.op, Device::kCpu, cr.c.attrs, specs));
-  auto nk = registry().create_nhwc(cr.op, Device::kCpu, cr.c.attrs, specs);
+  auto rk = adapt_to_nhwc(graph::builtin_op_registry().create(cr.op, Device::kCpu, cr.c.attrs, specs));
+  auto nk = graph::builtin_op_registry().create_nhwc(cr.op, Device::kCpu, cr.c.attrs, specs);
   if (!nk) return;  // the reference (FASTNN_CPU_KERNELS=reference): nothing of its own to compare
   const OpSignature &rs = rk->signature(), &ns = nk->signature();
   ASSERT_EQ(ns.activation_layout, Layout::kNHWC);
