@@ -7,7 +7,7 @@
 #   scripts/sanitize.sh -L 'core|converters|pipeline'   # extra arguments go to ctest
 #
 # Environment: FASTNN_SANITIZE_DIR (default build-sanitize), JOBS (default: nproc; build and ctest),
-# FASTNN_SANITIZE_TARGETS (default: all; e.g. "fastnn test_core_manifest" to build only those).
+# FASTNN_SANITIZE_TARGETS (default: all; e.g. "fastnn test_core" to build only those).
 # Not in CI: it rebuilds everything and runs 2-3x slower than the normal build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
