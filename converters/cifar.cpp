@@ -1,7 +1,5 @@
 #include "converters/cifar.h"
 
-#include <sys/stat.h>
-
 #include "converters/file_io.h"
 #include "converters/image_example.h"
 #include "converters/mnist.h"
@@ -13,15 +11,9 @@
 namespace fastnn::convert {
 namespace {
 
-bool is_file(const std::string& p) {
-  struct stat st;
-  // Present at all: a FIFO or folder under that name is then refused by name when it is opened.
-  return ::stat(p.c_str(), &st) == 0;
-}
-
 // Non-blank lines of a names file, or empty if there is no such file.
 std::vector<std::string> read_names(const std::string& path, size_t expected) {
-  if (!is_file(path)) return {};
+  if (!path_exists(path)) return {};
   std::string text = read_whole_file(path, 1 << 20);
   std::vector<std::string> names = parse_labels_txt(text, path);
   if (names.size() != expected)
@@ -84,7 +76,7 @@ DatasetIndex CifarSource::scan(const ScanOptions& scan) {
   const std::string first = options_.cifar100 ? "train.bin" : "data_batch_1.bin";
   std::string dir = options_.dir;
   for (const char* sub : {"cifar-10-batches-bin", "cifar-100-binary"})
-    if (!is_file(dir + "/" + first) && is_file(dir + "/" + sub + "/" + first)) dir = dir + "/" + sub;
+    if (!path_exists(dir + "/" + first) && path_exists(dir + "/" + sub + "/" + first)) dir = dir + "/" + sub;
 
   struct SplitFiles {
     const char* split;
@@ -124,7 +116,7 @@ DatasetIndex CifarSource::scan(const ScanOptions& scan) {
     s.equal_shards = s.name == "train";
     for (const std::string& fname : sf.names) {
       std::string path = dir + "/" + fname;
-      if (!is_file(path)) throw FormatError(str(options_.dir, ": no ", fname, " (the ", name, " binary version)"));
+      if (!path_exists(path)) throw FormatError(str(options_.dir, ": no ", fname, " (the ", name, " binary version)"));
       const uint64_t size = file_size(path);
       cifar_record_count(size, options_.cifar100, path);
       const uint32_t file = static_cast<uint32_t>(index.files.size());

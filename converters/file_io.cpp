@@ -15,6 +15,11 @@ uint64_t file_size(const std::string& path) {
   return require_regular_file(path);
 }
 
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 void read_exact(int fd, uint64_t offset, void* out, size_t n, const std::string& path) {
   size_t done = 0;
   auto* p = static_cast<char*>(out);

@@ -11,6 +11,9 @@ namespace fastnn::convert {
 // Size of a regular file; IoError if it cannot be stat'ed or is not a regular file (a FIFO, a folder...).
 // Every opener here goes through core/input_file.h: only regular files are opened.
 uint64_t file_size(const std::string& path);
+// Whether anything is at `path`: a FIFO or folder under that name is then refused by name when it is
+// opened.
+bool path_exists(const std::string& path);
 
 // pread(2) until `n` bytes are read. A short read (the file shrank since it was scanned) throws
 // FormatError "PATH: offset O: file ends after K of N bytes"; a failed read throws IoError.

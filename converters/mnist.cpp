@@ -5,6 +5,7 @@
 #include <future>
 #include <oneapi/tbb/parallel_for.h>
 
+#include "converters/file_io.h"
 #include "converters/image_example.h"
 #include "core/check.h"
 #include "core/example.h"
@@ -14,12 +15,6 @@ namespace fastnn::convert {
 namespace {
 
 constexpr uint64_t kMaxSide = 4096;
-
-bool is_file(const std::string& p) {
-  struct stat st;
-  // Present at all: a FIFO or folder under that name is then refused by name when it is opened.
-  return ::stat(p.c_str(), &st) == 0;
-}
 
 std::string basename_of(const std::string& p) {
   size_t slash = p.rfind('/');
@@ -66,7 +61,7 @@ std::string MnistSource::find_idx_file(const std::string& dir, const std::string
   for (const char* sep : {"-", "."})
     for (const char* ext : {"", ".gz"}) {
       std::string p = dir + "/" + stem + sep + type + ext;
-      if (is_file(p)) return p;
+      if (path_exists(p)) return p;
     }
   return "";
 }

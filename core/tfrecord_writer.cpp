@@ -30,7 +30,7 @@ void frame_footer(char (&f)[4], std::string_view record) { put_le32(f, crc32c_ma
 // Frames are gathered into chunks of this size before they are written or compressed; records at
 // least this large go out directly, without a copy. Small enough that a converter holding hundreds
 // of shard writers open stays modest in memory, large enough that write() calls are few.
-constexpr size_t kChunk = size_t{256} << 10;
+constexpr size_t kWriteChunk = size_t{256} << 10;
 
 }  // namespace
 
@@ -70,11 +70,11 @@ struct TFRecordWriter::Impl {
   void emit(const char* p, size_t n) {
     if (!deflater) return write_fd(p, n);
     while (n > 0) {
-      const size_t k = std::min(n, kChunk);
+      const size_t k = std::min(n, kWriteChunk);
       deflater->compress(p, k, &zout);
       p += k;
       n -= k;
-      if (zout.size() >= kChunk) {
+      if (zout.size() >= kWriteChunk) {
         write_fd(zout.data(), zout.size());
         zout.clear();
       }
@@ -107,9 +107,9 @@ void TFRecordWriter::write(std::string_view record) {
   Impl& w = *impl_;
   FASTNN_CHECK(!w.closed, w.path, ": TFRecordWriter::write after close()");
   if (w.failed) throw IoError(str(w.path, ": cannot write: an earlier write failed"));
-  if (record.size() < kChunk) {
+  if (record.size() < kWriteChunk) {
     append_tfrecord_frame(&w.pending, record);
-    if (w.pending.size() >= kChunk) w.flush_pending();
+    if (w.pending.size() >= kWriteChunk) w.flush_pending();
   } else {
     w.flush_pending();
     char h[12], f[4];

@@ -10,8 +10,6 @@
 namespace fastnn::loop {
 namespace {
 
-constexpr const char* kHeadWeights = "Head/weights";
-
 // A tensor over memory the head owns (it outlives the runner's use of the view).
 class HeadStorage final : public Storage {
  public:

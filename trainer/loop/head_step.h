@@ -28,6 +28,9 @@
 
 namespace fastnn::loop {
 
+// The head's weight matrix: its name in checkpoints and among the optimizer's parameters.
+inline constexpr const char* kHeadWeights = "Head/weights";
+
 // The loop's StepResult of a head's result (both runners' heads).
 StepResult step_result(const head::HeadResult& h);
 

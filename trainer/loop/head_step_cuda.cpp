@@ -7,8 +7,6 @@
 namespace fastnn::loop {
 namespace {
 
-constexpr const char* kHeadWeights = "Head/weights";  // the CPU head's name (head_step.cpp)
-
 const Tensor& embedding_of(graph::Graph& g, int64_t emb_dim) {
   const Tensor& f = g.output(0);
   FASTNN_CHECK(f.ndim() == 2 && f.dim(1) == emb_dim, "the head takes [N, ", emb_dim, "] embeddings, the net gives ",

@@ -322,7 +322,7 @@ std::unique_ptr<OpKernel> fuse_activation(const OpKernel& first, const OpKernel&
   return nullptr;
 }
 
-std::unique_ptr<OpKernel> fuse_add_relu(const OpKernel& first, const OpKernel& then) {
+std::unique_ptr<OpKernel> fuse_bn_add_relu(const OpKernel& first, const OpKernel& then) {
   const OpSignature &a = first.signature(), &b = then.signature();
   if (!chains_into_add_relu(a, b)) return nullptr;
   if (const auto* bn = nhwc_batch_norm<float>(first))
@@ -347,7 +347,7 @@ void register_batch_norm_nhwc_cpu(OpRegistry& r) {
   r.add_fusion("batch_norm", "relu6", Device::kCpu, [](const OpKernel& first, const OpKernel& then) {
     return fuse_activation(first, then, BnActivation::kRelu6);
   });
-  r.add_fusion("batch_norm", "add+relu", Device::kCpu, fuse_add_relu);
+  r.add_fusion("batch_norm", "add+relu", Device::kCpu, fuse_bn_add_relu);
 }
 
 }  // namespace fastnn::ops

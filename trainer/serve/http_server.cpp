@@ -48,7 +48,7 @@ HttpResponse retry_later(const std::string& message) {
   return r;
 }
 
-HttpResponse json(std::string body) { return {200, "application/json", std::move(body), {}}; }
+HttpResponse json_ok(std::string body) { return {200, "application/json", std::move(body), {}}; }
 
 }  // namespace
 
@@ -107,9 +107,9 @@ struct HttpServer::Impl {
       return r;
     }
     if (images_path) return images(req, path == "/v1/embed");
-    if (path == "/v1/model") return json(model_json(predictor.model(), options.batching));
+    if (path == "/v1/model") return json_ok(model_json(predictor.model(), options.batching));
     if (stopping) return {503, "application/json", R"({"status":"stopping"})", {}};
-    return json(R"({"status":"ok"})");
+    return json_ok(R"({"status":"ok"})");
   }
 
   HttpResponse images(HttpRequest& req, bool embed) {
@@ -133,7 +133,7 @@ struct HttpServer::Impl {
       if (o.cancelled) return retry_later(o.error);
       return error(o.failed ? 500 : 400, n == 1 ? o.error : str("image ", i, ": ", o.error));
     }
-    return json(embed ? embed_json(outs) : classify_json(outs, predictor.model().class_names));
+    return json_ok(embed ? embed_json(outs) : classify_json(outs, predictor.model().class_names));
   }
 };
 

@@ -122,7 +122,7 @@ std::string slurp(const std::string& p) {
 }
 
 TEST(PageFile, ReplacesOnlyWithOverwriteAndLeavesNoTemporary) {
-  const std::string dir = testing::TempDir() + "/report_page_file";
+  const std::string dir = ::testing::TempDir() + "/report_page_file";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/r.html";

@@ -18,14 +18,14 @@ namespace {
 using testing::ScratchDir;
 using testing::write_named_shards;
 
-constexpr int kSlot = 8;
+constexpr int kSeamSlot = 8;
 
 // Slot = the record's bytes, zero padded; label = file * 1000 + record.
 std::shared_ptr<SampleMapper> copy_mapper() {
-  BatchSpec spec{1, kSlot, 1, DType::kUint8, Layout::kNHWC};
+  BatchSpec spec{1, kSeamSlot, 1, DType::kUint8, Layout::kNHWC};
   return make_function_mapper(spec, [](std::string_view rec, const SampleContext&, void* slot, int32_t* label) {
-    std::memset(slot, 0, kSlot);
-    std::memcpy(slot, rec.data(), std::min<size_t>(rec.size(), kSlot));
+    std::memset(slot, 0, kSeamSlot);
+    std::memcpy(slot, rec.data(), std::min<size_t>(rec.size(), kSeamSlot));
     int f = 0, n = 0;
     std::sscanf(std::string(rec).c_str(), "f%dr%d", &f, &n);
     *label = f * 1000 + n;

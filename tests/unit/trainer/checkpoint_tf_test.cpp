@@ -31,7 +31,7 @@ NetDef parse_net(const std::string& text) {
 
 // data [2 channels, 7x6] -> conv 3x3 SAME stride 2, 3 filters, bias -> relu -> depthwise 3x3 VALID
 // multiplier 2 -> batch norm without gamma -> fully connected on the 2x1x6 map -> 4 logits.
-const char* kNet = R"(
+const char* kTfNet = R"(
   name: "t"
   input { channels: 2 height: 7 width: 6 }
   layers { name: "t/conv" inputs: "data" conv { filters: 3 kernel: 3 stride: 2 padding: "same" } }
@@ -43,7 +43,7 @@ const char* kNet = R"(
 )";
 
 TEST(TfLayout, VariablesOfANetAndTheirTensorFlowShapes) {
-  const std::vector<TfVariable> vars = tf_variables(parse_net(kNet));
+  const std::vector<TfVariable> vars = tf_variables(parse_net(kTfNet));
   std::map<std::string, const TfVariable*> by;
   for (const TfVariable& v : vars) by[v.name] = &v;
   ASSERT_EQ(vars.size(), 8u);  // no gamma: scale is off, as TF-slim leaves it out
@@ -57,7 +57,7 @@ TEST(TfLayout, VariablesOfANetAndTheirTensorFlowShapes) {
   EXPECT_FALSE(by["t/fc/weights"]->accepts_tf_shape(std::vector<int64_t>{4, 12}));
   EXPECT_FALSE(by["t/dw/BatchNorm/moving_mean"]->trainable);
   // A layer TF-slim builds as a convolution over the whole map is written in that form.
-  std::string text = kNet;
+  std::string text = kTfNet;
   text.replace(text.find("fully_connected { units: 4 }"), 28, "fully_connected { units: 4 tf_conv: true }");
   for (const TfVariable& v : tf_variables(parse_net(text))) {
     if (v.name == "t/fc/weights") {
@@ -97,7 +97,7 @@ TfReference tf_conv(const TfReference& in, const std::vector<float>& k, int64_t 
 }
 
 TEST(TfLayout, ConvertedWeightsComputeWhatTensorFlowComputes) {
-  const NetDef net = parse_net(kNet);
+  const NetDef net = parse_net(kTfNet);
   std::mt19937 rng(3);
   std::normal_distribution<float> n(0, 1);
   // Weights in TF-slim's layouts.

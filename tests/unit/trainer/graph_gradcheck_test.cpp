@@ -17,7 +17,7 @@ namespace {
 using testing_util::net_from_text;
 using testing_util::random_tensor;
 
-constexpr const char* kNet = R"pb(
+constexpr const char* kGradcheckNet = R"pb(
   name: "gradcheck"
   input { channels: 3 height: 6 width: 6 }
   layers { name: "c1" inputs: "data" conv { filters: 4 kernel: 3 padding: "same" bias: false } }
@@ -42,7 +42,7 @@ constexpr const char* kNet = R"pb(
 )pb";
 
 TEST(GraphGradCheck, WholeNetBackwardMatchesFiniteDifferencesInDouble) {
-  const NetDef net = net_from_text(kNet);
+  const NetDef net = net_from_text(kGradcheckNet);
   graph::Graph g(net, {.batch_size = 2, .dtype = DType::kF64, .seed = 5});
   // Moderate parameter scales keep ReLU / max-pool kinks away from the probe points.
   uint64_t stream = 100;
@@ -88,7 +88,7 @@ TEST(GraphGradCheck, WholeNetBackwardMatchesFiniteDifferencesInDouble) {
 }
 
 TEST(GraphGradCheck, GradientsAreOverwrittenNotAccumulatedAcrossSteps) {
-  const NetDef net = net_from_text(kNet);
+  const NetDef net = net_from_text(kGradcheckNet);
   graph::Graph g(net, {.batch_size = 2, .dtype = DType::kF64, .seed = 5});
   const Tensor images = random_tensor({2, 3, 6, 6}, DType::kF64, 9);
   const Tensor labels = testing_util::labels_of({0, 2});

@@ -15,7 +15,7 @@ namespace {
 using testing_util::net_from_text;
 using testing_util::random_tensor;
 
-constexpr const char* kNet = R"pb(
+constexpr const char* kRuntimeNet = R"pb(
   name: "modes"
   input { channels: 2 height: 5 width: 5 }
   layers { name: "conv" inputs: "data" conv { filters: 3 kernel: 3 bias: false } }
@@ -26,7 +26,7 @@ constexpr const char* kNet = R"pb(
 )pb";
 
 TEST(GraphModes, BatchNormUpdatesMovingStatisticsOnlyInTraining) {
-  graph::Graph g(net_from_text(kNet), {.batch_size = 4, .dtype = DType::kF64, .seed = 3});
+  graph::Graph g(net_from_text(kRuntimeNet), {.batch_size = 4, .dtype = DType::kF64, .seed = 3});
   const Tensor x = random_tensor({4, 2, 5, 5}, DType::kF64, 1);
   g.forward(x, /*training=*/true, 0);
   const auto conv = g.layer_output("conv").to_vector<double>();  // [4, 3, 3, 3]
@@ -92,7 +92,7 @@ TEST(GraphBatch, EvalOutputsDoNotDependOnTheBatchAndParametersStayInPlace) {
 }
 
 TEST(GraphInit, KeyedBySeedAndNameOnly) {
-  const NetDef net = net_from_text(kNet);
+  const NetDef net = net_from_text(kRuntimeNet);
   graph::Graph a(net, {.seed = 9}), b(net, {.seed = 9}), c(net, {.seed = 10});
   NetDef bigger = net;
   auto* extra = bigger.add_layers();  // a second head changes nothing for the existing parameters
@@ -116,7 +116,7 @@ TEST(GraphInit, KeyedBySeedAndNameOnly) {
 }
 
 TEST(GraphExports, ParametersStateAndOptimizerRefsAgree) {
-  graph::Graph g(net_from_text(kNet), {.batch_size = 2, .seed = 1});
+  graph::Graph g(net_from_text(kRuntimeNet), {.batch_size = 2, .seed = 1});
   const auto params = g.parameters();
   const auto vars = g.variables();
   const auto refs = g.param_refs();
@@ -136,12 +136,12 @@ TEST(GraphExports, ParametersStateAndOptimizerRefsAgree) {
   EXPECT_EQ(vars.back().name, "conv/BatchNorm/moving_variance");
   EXPECT_GT(g.activation_bytes(), 0u);
   EXPECT_EQ(g.parameter_bytes(), static_cast<size_t>(2 * (54 + 3 + 3 + 4 * 27 + 4) + 6) * sizeof(float));
-  graph::Graph f64(net_from_text(kNet), {.dtype = DType::kF64});
+  graph::Graph f64(net_from_text(kRuntimeNet), {.dtype = DType::kF64});
   EXPECT_THROW(f64.param_refs(), Error);
 }
 
 TEST(GraphErrors, InputsAndCallOrderAreChecked) {
-  graph::Graph g(net_from_text(kNet), {.batch_size = 2});
+  graph::Graph g(net_from_text(kRuntimeNet), {.batch_size = 2});
   EXPECT_THROW(g.backward(), Error);
   EXPECT_THROW(g.forward(Tensor::zeros({2, 2, 5, 4}), true), Error);
   EXPECT_THROW(g.forward(Tensor::zeros({2, 2, 5, 5}, DType::kF64), true), Error);

@@ -68,7 +68,7 @@ TEST(DataParallel, UnknownBackendIsAConfigError) {
 }
 
 // 4 equal shards of 6 records; record text "f<file>r<index>".
-std::vector<std::string> write_shards(const std::filesystem::path& dir) {
+std::vector<std::string> write_rank_shards(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   std::vector<std::string> paths;
   for (int f = 0; f < 4; ++f) {
@@ -93,7 +93,7 @@ std::vector<std::string> records(const std::vector<std::string>& paths, int rank
 
 TEST(DataParallel, GlobalRecordOrderDoesNotDependOnTheWorldSize) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / "fastnn_dp_order";
-  const std::vector<std::string> paths = write_shards(dir);
+  const std::vector<std::string> paths = write_rank_shards(dir);
   const std::vector<std::string> global = records(paths, 0, 1);
   ASSERT_EQ(global.size(), 24u);
   EXPECT_EQ(global[0], "f0r0");

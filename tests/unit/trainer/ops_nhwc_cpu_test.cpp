@@ -72,7 +72,7 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
 // The convolutions' NHWC kernels are oneDNN's, f32 only; in f64 the graph adapts the reference.
 bool is_dnnl(const std::string& op) { return op == "conv2d" || op == "depthwise_conv2d"; }
 
-std::vector<NhwcCase> all_cases() {
+std::vector<NhwcCase> nhwc_cases() {
   std::vector<NhwcCase> v;
   for (DType dt : {DType::kF32, DType::kF64}) {
     for (const OpDef* d : graph::builtin_op_registry().all()) {
@@ -180,7 +180,7 @@ class CpuNhwcOp : public testing::TestWithParam<std::string> {};
 
 TEST_P(CpuNhwcOp, MatchesTheReferenceThroughTheAdapter) {
   int cases = 0;
-  for (const NhwcCase& c : all_cases())
+  for (const NhwcCase& c : nhwc_cases())
     if (c.op == GetParam()) {
       expect_matches_reference(c);
       ++cases;
