@@ -150,9 +150,16 @@ void add_predict_command(CLI::App& app) {
     std::unique_ptr<Communicator> comm = make_communicator();
     try {
       predict(*a, *comm);
-    } catch (const inference::SplitPredictError&) {
-      if (comm->rank() != 0) throw ExitStatus{1};  // every rank has it; rank 0 says it once
-      throw;
+    } catch (const inference::SplitPredictError& e) {
+      if (comm->world_size() == 1) throw;
+      // Every rank has it; rank 0 says it once. The others wait until it has: mpirun ends the whole job
+      // as soon as one rank exits non-zero, which could kill rank 0 before its message is out.
+      if (comm->rank() == 0) {
+        std::fprintf(stderr, "fastnn: error: %s\n", e.what());
+        std::fflush(stderr);
+      }
+      comm->barrier();
+      throw ExitStatus{1};
     } catch (const SetupError&) {
       throw;  // this rank reports it; the others exit quietly (agree_on_setup)
     } catch (const std::exception& e) {
