@@ -24,8 +24,10 @@ nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [[ ${FASTNN_GPU_SKIP_BUILD:-0} != 1 ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFASTNN_CUDA=ON -DFASTNN_FUZZ=OFF \
     -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
-  # Only what is packed: the CLI, the gpu-labelled tests and the benchmarks (a whole build is twice as long).
-  targets=(fastnn $(ninja -C "$build" -t targets all | sed -n 's/^\(\(test_[a-z0-9_]*gpu[a-z0-9_]*\)\|\(bench_[a-z0-9_]*\)\): phony$/\1/p'))
+fi
+# Only what is packed: the CLI, the gpu test programs and the benchmarks (a whole build is twice as long).
+targets=(fastnn $(ninja -C "$build" -t targets all | sed -n 's/^\(\(test_[a-z0-9_]*gpu[a-z0-9_]*\)\|\(bench_[a-z0-9_]*\)\): phony$/\1/p'))
+if [[ ${FASTNN_GPU_SKIP_BUILD:-0} != 1 ]]; then
   cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 fi
 grep -q 'FASTNN_HAVE_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
@@ -33,10 +35,10 @@ grep -q 'FASTNN_HAVE_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
-# The CLI, every gpu-labelled test executable and the benchmarks.
-cp "$build/bin/fastnn" "$stage/bin/"
-for f in "$build"/bin/test_*gpu* "$build"/bin/bench_*; do
-  [[ -x $f ]] && cp "$f" "$stage/bin/"
+# The CLI, the gpu test programs and the benchmarks: the targets only (a program of an older layout
+# left in bin/ would run twice there).
+for t in "${targets[@]}"; do
+  [[ -x $build/bin/$t ]] && cp "$build/bin/$t" "$stage/bin/"
 done
 # Symbol tables are of no use there and a fifth of each executable: more room under the 64 MiB.
 strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true

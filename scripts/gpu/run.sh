@@ -54,12 +54,14 @@ export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 declare -a table
 row() { table+=("$(printf '%-44s %s' "$1" "$2")"); printf '%s\n' "${table[-1]}" | tee -a "$out/rows.txt"; }  # as they come
 
-# One gpu test executable: its log, its JSON and a one-line summary (tests.<name>.row) for the table.
-run_test() {
-  local t=$1 name rc summary
-  name=$(basename "$t")
+# One test suite of a gpu test executable in a process of its own (as when each file was its own
+# program: no state of one suite reaches another): its log, its JSON and a one-line summary
+# (tests.<name>.row) for the table. With FASTNN_GPU_TEST_FILTER the filter runs instead, one process.
+run_suite() {
+  local t=$1 suite=$2 name filter rc summary
+  if [[ -n $suite ]]; then name=$(basename "$t").${suite//\//_}; filter="$suite.*"; else name=$(basename "$t"); filter=$FASTNN_GPU_TEST_FILTER; fi
   # FASTNN_GPU_TEST_ARGS: more gtest flags (--gtest_repeat=50 to chase a test that fails now and then).
-  timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" ${FASTNN_GPU_TEST_FILTER:+--gtest_filter="$FASTNN_GPU_TEST_FILTER"} ${FASTNN_GPU_TEST_ARGS:-} >"$out/$name.log" 2>&1
+  timeout "${FASTNN_GPU_TEST_TIMEOUT:-300}" "$t" --gtest_output="json:$out/$name.json" --gtest_filter="$filter" ${FASTNN_GPU_TEST_ARGS:-} >"$out/$name.log" 2>&1
   rc=$?
   summary=$("${py:-python3}" - "$out/$name.json" <<'PY' 2>/dev/null || echo "no json (rc $rc)"
 import json, sys
@@ -70,11 +72,19 @@ PY
 )
   printf '%s\t%s (rc %s)\n' "$name" "$summary" "$rc" >"$out/tests.$name.row"
 }
+# "EXE SUITE" lines: every suite of every gpu test executable (gtest lists a suite as "Name." unindented).
+gpu_suites() {
+  local t
+  for t in "$work"/bundle/bin/test_*gpu*; do
+    if [[ -n ${FASTNN_GPU_TEST_FILTER:-} ]]; then echo "$t"; continue; fi
+    "$t" --gtest_list_tests 2>/dev/null | sed -n "s|^\([A-Za-z0-9_/]*\)\.\$|$t \1|p"
+  done
+}
 if want tests; then
-  # The executables share the one GPU: FASTNN_GPU_TEST_JOBS of them at a time (default 4; the tests
-  # compare bits, never timings, so running side by side changes no result).
-  export -f run_test; export out py FASTNN_GPU_TEST_TIMEOUT FASTNN_GPU_TEST_FILTER FASTNN_GPU_TEST_ARGS
-  printf '%s\n' "$work"/bundle/bin/test_*gpu* | xargs -r -P "${FASTNN_GPU_TEST_JOBS:-4}" -I{} bash -c 'run_test "$1"' _ {}
+  # The suites share the one GPU: FASTNN_GPU_TEST_JOBS of them at a time (default 4; the tests compare
+  # bits, never timings, so running side by side changes no result).
+  export -f run_suite; export out py FASTNN_GPU_TEST_TIMEOUT FASTNN_GPU_TEST_FILTER FASTNN_GPU_TEST_ARGS
+  gpu_suites | xargs -r -P "${FASTNN_GPU_TEST_JOBS:-4}" -L1 bash -c 'run_suite "$1" "${2:-}"' _
   for r in "$out"/tests.*.row; do
     [[ -f $r ]] || continue
     IFS=$'\t' read -r name value <"$r"; row "$name" "$value"
@@ -96,13 +106,16 @@ if want sanitize; then
   # memcheck multiplies run time by 10-100: the f32 cases run every kernel, f16/bf16 add no new code paths.
   san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
   [[ -x $san ]] || { row "memcheck" "compute-sanitizer not found (PATH, \$CUDA_HOME/bin)"; san=""; }
-  [[ -n $san ]] && for spec in "test_trainer_ops_cuda_gpu:*f32*:CudaFusion.*" "test_trainer_ops_nhwc_cuda_gpu:*f32*:CudaNhwcFusion.*" \
-              "test_trainer_optim_cuda_gpu:*" "test_trainer_loop_train_device_gpu:*F32*" \
-              "test_trainer_head_cuda_gpu:*"; do
+  # One run (its log and row) per group of suites: the op tests, the NHWC op tests, the optimizers, the
+  # runner, the classifier head (test_trainer_gpu holds every tests/unit/trainer/*_gpu_test.cpp).
+  exe=$work/bundle/bin/test_trainer_gpu
+  [[ -n $san && -x $exe ]] && for spec in "ops:AllOps/CudaOpCase.*f32*:CudaOps.*f32*:CudaFusion.*" \
+              "ops_nhwc:AllOps/CudaNhwcOpCase.*f32*:CudaNhwcOps.*f32*:CudaNhwcFusion.*" \
+              "optim:CudaOptim.*:All/CudaOptimTest.*:DeviceOptimizer.*:Eight/*" "train_device:TrainDeviceGpu.*F32*" \
+              "head:HeadCudaGpu.*-HeadCudaGpu.Runner*"; do
     name=${spec%%:*} filter=${spec#*:}
-    [[ -x $work/bundle/bin/$name ]] || continue
     timeout "${FASTNN_SANITIZE_TIMEOUT:-420}" "$san" --tool memcheck --error-exitcode 3 --print-limit 20 \
-      "$work/bundle/bin/$name" --gtest_filter="$filter" >"$out/sanitize_$name.log" 2>&1
+      "$exe" --gtest_filter="$filter" >"$out/sanitize_$name.log" 2>&1
     rc=$?
     errors=$(grep -c '^========= Invalid\|^========= Program hit' "$out/sanitize_$name.log")
     row "memcheck $name" "rc $rc, $errors error reports ($(grep -E '^\[  (PASSED|FAILED)' "$out/sanitize_$name.log" | head -2 | tr '\n' ' '))"

@@ -20,16 +20,6 @@
 #include "core/host_device_math.h"
 #include "trainer/ops/random.h"
 
-// trainer/ops/random.h ends with #undef FASTNN_HD; host_device.h's include guard keeps it from coming
-// back, so it is restored here exactly as host_device.h defines it.
-#ifndef FASTNN_HD
-#if defined(__CUDACC__)
-#define FASTNN_HD __host__ __device__
-#else
-#define FASTNN_HD
-#endif
-#endif
-
 namespace fastnn::head {
 
 // ---- initial weights ----

@@ -53,6 +53,4 @@ FASTNN_HD inline uint64_t dropout_threshold(double rate) {
   return t >= 4294967296.0 ? uint64_t{1} << 32 : static_cast<uint64_t>(t);
 }
 
-#undef FASTNN_HD
-
 }  // namespace fastnn::ops

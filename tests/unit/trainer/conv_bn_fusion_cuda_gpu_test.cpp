@@ -26,8 +26,6 @@ TEST(CudaConvBnFusion, RequiresTheCudaBuild) { GTEST_SKIP() << "built without th
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() { return graph::builtin_op_registry(); }
-
 enum class Then { kBatchNorm, kBatchNormRelu, kBatchNormRelu6, kBatchNormAddRelu };
 
 const char* then_name(Then t) {

@@ -12,10 +12,14 @@
 #include <string>
 
 #include "trainer/cuda/runtime.h"
+#include "trainer/graph/net_plan.h"
 #include "trainer/ops/op.h"
 #include "trainer/ops/op_case.h"
 
 namespace fastnn::ops {
+
+// The op registry with every builtin op (each registers its CUDA kernel itself in a CUDA build).
+inline const OpRegistry& registry() { return graph::builtin_op_registry(); }
 
 // A host tensor of `spec` full of NaN (floats) or 0xAB bytes, copied to the device.
 inline Tensor device_garbage(const TensorSpec& spec) {

@@ -35,15 +35,6 @@ TEST(CudaOps, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA ba
 namespace fastnn::ops {
 namespace {
 
-const OpRegistry& registry() {
-  static const OpRegistry r = [] {
-    OpRegistry reg;
-    register_builtin_ops(reg);  // every op registers its CUDA kernel itself in a CUDA build
-    return reg;
-  }();
-  return r;
-}
-
 // Needs no device: registration is host code.
 TEST(CudaOps, EveryRegisteredOpHasACudaKernel) {
   for (const OpDef* d : registry().all()) EXPECT_TRUE(registry().has_kernel(d->name, Device::kCuda)) << d->name;

@@ -28,8 +28,6 @@ namespace fastnn::ops {
 namespace {
 
 // Every op with its CPU and (in this CUDA build) CUDA kernels, NHWC ones included.
-const OpRegistry& registry() { return graph::builtin_op_registry(); }
-
 // Needs no device: the ops the GPU's NHWC graphs of ResNet, Inception and VGG run without the adapter.
 TEST(CudaNhwcOps, TheConvolutionalOpsHaveNhwcKernels) {
   for (const char* op : {"conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "global_avg_pool", "concat",
