@@ -69,14 +69,14 @@ def pool(x, a, kind):
     q = _out_size(wd, kw, sw, 1, pads[1], pads[3])
     if kind == "max":
         xp = _pad_nchw(x, pads, -np.inf)
-        y = np.full((n, c, p, q), -np.inf)
+        y = np.full((n, c, p, q), -np.inf, dtype=x.dtype)  # x's precision (float64 made the next layers float64)
         for _, _, v in _windows(xp, kh, kw, sh, sw, 1, 1, p, q):
             y = np.maximum(y, v)
         return y
     xp = _pad_nchw(x, pads, 0.0)
-    ones = _pad_nchw(np.ones((1, 1, h, wd)), pads, 0.0)
-    y = np.zeros((n, c, p, q))
-    cnt = np.zeros((1, 1, p, q))
+    ones = _pad_nchw(np.ones((1, 1, h, wd), dtype=x.dtype), pads, 0.0)
+    y = np.zeros((n, c, p, q), dtype=x.dtype)
+    cnt = np.zeros((1, 1, p, q), dtype=x.dtype)
     for _, _, v in _windows(xp, kh, kw, sh, sw, 1, 1, p, q):
         y += v
     for _, _, v in _windows(ones, kh, kw, sh, sw, 1, 1, p, q):
