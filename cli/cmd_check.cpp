@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/error_report.h"
 #include "cli/json_output.h"
 #include "cli/mpi_rank_group.h"
 #include "converters/check_report_page.h"
@@ -187,10 +188,14 @@ void add_check_command(CLI::App& app) {
     convert::CheckReport r;
     try {
       r = convert::check_shard_set(*o);
-    } catch (const convert::OtherRankFailed&) {
-      throw ExitStatus{1};
+    } catch (...) {  // as in `fastnn convert`: a failure of every rank ends them together
+      if (!group || !group->failed()) throw;
+      exit_with_the_other_ranks(group->rank() == 0 ? std::current_exception() : nullptr, [&] { group->barrier(); });
     }
+    // Rank 0 prints the report; the other ranks wait in a barrier until it has (mpirun ends the whole job
+    // as soon as one rank exits non-zero), then share its exit status.
     if (group && group->rank() != 0) {
+      group->barrier();
       if (!r.ok()) throw ExitStatus{1};
       return;
     }
@@ -198,9 +203,15 @@ void add_check_command(CLI::App& app) {
     if (o->survey.enabled) {
       report::write_page_file(page->path, convert::check_report_page(r, *o), page->overwrite);
       if (!*json) std::printf("report written to %s\n", page->path.c_str());
-      std::fflush(stdout);
     }
-    if (!r.ok()) throw FormatError(str(o->dir, ": check failed with ", r.error_count(), " problem(s) (see the report)"));
+    std::fflush(stdout);
+    const auto barrier = [&] {
+      if (group) group->barrier();
+    };
+    if (r.ok()) return barrier();
+    exit_with_the_other_ranks(
+        std::make_exception_ptr(FormatError(str(o->dir, ": check failed with ", r.error_count(), " problem(s) (see the report)"))),
+        barrier);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/error_report.h"
 #include "core/output_file.h"
 #include "core/check.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
@@ -30,15 +31,9 @@ struct PredictArgs {
   bool skip_bad = false, quiet = false, overwrite = false;
 };
 
-// A setup error reported by this rank (see agree_on_setup).
-class SetupError : public Error {
- public:
-  using Error::Error;
-};
-
 // Under mpirun every rank learns whether any rank failed to set up (bad flags, an unreadable input or
-// checkpoint, an output that cannot be created): the lowest failing rank reports its error, the others exit
-// 1 quietly, and none is left waiting in a collective.
+// checkpoint, an output that cannot be created): the lowest failing rank reports its error, and every
+// rank exits with the others (none is left waiting in a collective).
 void agree_on_setup(Communicator& comm, const std::exception_ptr& error) {
   if (comm.world_size() == 1) {
     if (error) std::rethrow_exception(error);
@@ -47,12 +42,8 @@ void agree_on_setup(Communicator& comm, const std::exception_ptr& error) {
   int64_t v = error ? comm.world_size() - comm.rank() : 0;
   comm.allreduce_max(std::span<int64_t>(&v, 1));
   if (v == 0) return;
-  if (comm.world_size() - v != comm.rank()) throw ExitStatus{1};
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    throw SetupError(e.what());
-  }
+  const bool reporter = comm.world_size() - v == comm.rank();
+  exit_with_the_other_ranks(reporter ? error : nullptr, [&comm] { comm.barrier(); });
 }
 
 void predict(const PredictArgs& a, Communicator& comm) {
@@ -150,18 +141,10 @@ void add_predict_command(CLI::App& app) {
     std::unique_ptr<Communicator> comm = make_communicator();
     try {
       predict(*a, *comm);
-    } catch (const inference::SplitPredictError& e) {
+    } catch (const inference::SplitPredictError&) {
       if (comm->world_size() == 1) throw;
-      // Every rank has it; rank 0 says it once. The others wait until it has: mpirun ends the whole job
-      // as soon as one rank exits non-zero, which could kill rank 0 before its message is out.
-      if (comm->rank() == 0) {
-        std::fprintf(stderr, "fastnn: error: %s\n", e.what());
-        std::fflush(stderr);
-      }
-      comm->barrier();
-      throw ExitStatus{1};
-    } catch (const SetupError&) {
-      throw;  // this rank reports it; the others exit quietly (agree_on_setup)
+      // Every rank has it: rank 0 says it once.
+      exit_with_the_other_ranks(comm->rank() == 0 ? std::current_exception() : nullptr, [&] { comm->barrier(); });
     } catch (const std::exception& e) {
       if (comm->world_size() == 1) throw;
       std::fprintf(stderr, "fastnn: error: rank %d/%d: %s; aborting the job so that the other ranks do not wait for this one\n",

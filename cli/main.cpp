@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/error_report.h"
 #include "core/check.h"
 #include "core/crash_report.h"
 #include "trainer/config/config_fields.h"
@@ -152,22 +153,8 @@ int main(int argc, char** argv) {
     // DESIGN.md's: 0 for --help / --version, 2 for every usage error.
     const int code = app.exit(e);
     return with_stdout_checked(code == 0 ? 0 : 2);
-  } catch (const fastnn::cli::ExitStatus& e) {
-    return with_stdout_checked(e.code);
-  } catch (const fastnn::UsageError& e) {  // a flag that cannot mean anything: as CLI11's own, exit 2
-    std::fprintf(stderr, "fastnn: error: %s\n", e.what());
-    return with_stdout_checked(2);
-  } catch (const fastnn::Error& e) {
-    std::fprintf(stderr, "fastnn: error: %s\n", e.what());
-    return with_stdout_checked(1);
-  } catch (const std::filesystem::filesystem_error& e) {
-    // The operating system refused (a folder under a regular file, a read-only mount): the user's to fix,
-    // so said as an error naming the path, not as an internal one.
-    std::fprintf(stderr, "fastnn: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
-    return with_stdout_checked(1);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fastnn: internal error: %s\n", e.what());
-    return with_stdout_checked(1);
+  } catch (...) {  // ExitStatus, fastnn::Error, filesystem and other errors (cli/error_report.h)
+    return with_stdout_checked(fastnn::cli::report_error(std::current_exception()));
   }
   return with_stdout_checked(0);
 }

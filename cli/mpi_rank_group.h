@@ -19,6 +19,7 @@ class MpiRankGroup final : public convert::RankGroup {
   int size() const override { return comm_->world_size(); }
   int local_size() const override { return comm_->local_size(); }
   std::vector<std::string> allgather(const std::string& mine) override { return allgather_strings(*comm_, mine); }
+  void barrier() { comm_->barrier(); }
   [[noreturn]] void abort(int code) override {
     comm_->abort(code);
     std::_Exit(code);

@@ -3,7 +3,7 @@
 # N = 2, 3 (Fashion-MNIST, crops of the real photographs as an image folder and as base64-TSV, the
 # Fashion-MNIST shards as a TFRecord input, generated CIFAR-10 batches, synthetic images). A rank killed
 # mid-way ends the job within 10 s with nothing final-named; ranks that do not share the output folder
-# are refused with a message; a refusal is said once, by rank 0.
+# are refused with a message; a refusal, and a check that fails, are said once, by rank 0.
 source "$2/tests/integration/mpi_helpers.bash"
 source "$SRC/tests/integration/convert_helpers.bash"  # gen, photos, same_files (it recreates $SCRATCH)
 set +e +o pipefail  # run_np reads the exit status itself
@@ -64,6 +64,19 @@ mkdir -p plain && cp fashion.1/*.tfrecord fashion.1/labels.txt plain/
 run_np 60 plain3 3 "$FASTNN" check plain --json -q
 [ "$RC" = 0 ] || fail "plain check under mpirun exited $RC"
 grep '^{' plain3.log | without_seconds | cmp -s - plain.1.json || fail "plain check under mpirun reported otherwise"
+# ... and of a damaged shard set: the report and the failure said once, by rank 0, before any rank exits
+# (mpirun ends the job when the first rank exits non-zero; the others wait until rank 0 has printed).
+mkdir -p damaged && cp fashion.1/* damaged/
+"$PY" - damaged/train-00001-of-00004.tfrecord <<'PYEOF' || fail "damaging a shard"
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 0xFF  # one payload byte: its record's CRC no longer matches
+open(sys.argv[1], "wb").write(b)
+PYEOF
+run_np 60 damaged3 3 "$FASTNN" check damaged --json -q
+[ "$RC" != 0 ] || fail "check of a damaged shard set under mpirun exited 0"
+[ "$(grep -c '^{' damaged3.log)" = 1 ] || { cat damaged3.log; fail "the damaged set's report: not printed once"; }
+[ "$(grep -c 'check failed with' damaged3.log)" = 1 ] || { cat damaged3.log; fail "the failure: not said once"; }
 
 # A refusal (the output exists) is said once, by rank 0, and the job fails.
 run_np 60 refuse 3 "$FASTNN" convert mnist -i "$FM" -o fashion.2 -q
