@@ -1,5 +1,5 @@
 // `fastnn bench allreduce [--name=value ...] [--sizes B,B,...] [--iters N] [--warmup N] [--json]`: the
-// gradient allreduce's time and bandwidth per message size (trainer/loop/bench_allreduce.h). Run it
+// gradient allreduce's time and bandwidth per message size (trainer/bench/bench_allreduce.h). Run it
 // under the launcher to measure a real world: `mpirun -np 8 fastnn bench allreduce --device=cuda`.
 #include <cstdio>
 #include <memory>
@@ -7,14 +7,14 @@
 
 #include "cli/commands.h"
 #include "trainer/config/job_config.h"
-#include "trainer/loop/bench_allreduce.h"
+#include "trainer/bench/bench_allreduce.h"
 
 namespace fastnn::cli {
 namespace {
 
 struct BenchAllreduceArgs {
   std::string config;
-  loop::AllreduceBenchOptions o;
+  bench::AllreduceBenchOptions o;
   bool json = false;
 };
 
@@ -38,16 +38,16 @@ void add_bench_allreduce_command(CLI::App& bench) {
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a, cmd] {
     const JobConfig config = load_job_config(a->config, cmd->remaining());
-    const loop::AllreduceBenchResult r = loop::run_allreduce_bench(config, a->o);
+    const bench::AllreduceBenchResult r = bench::run_allreduce_bench(config, a->o);
     if (r.rank != 0) return;
     if (a->json) {
-      std::printf("%s\n", loop::allreduce_bench_json(r).dump().c_str());
+      std::printf("%s\n", bench::allreduce_bench_json(r).dump().c_str());
     } else {
       std::printf("allreduce (average, float32) over %d rank(s), %s on %s; median of %d calls\n", r.world_size,
                   r.backend.c_str(), r.target.describe().c_str(), a->o.iters);
       std::printf("%14s %12s %12s %14s %14s %14s\n", "bytes", "median ms", "min ms", "algbw GB/s", "busbw GB/s",
                   "memcpy GB/s");
-      for (const loop::AllreduceBenchRow& w : r.rows) {
+      for (const bench::AllreduceBenchRow& w : r.rows) {
         std::printf("%14lld %12.4f %12.4f %14.2f %14.2f", static_cast<long long>(w.bytes), w.median_ms, w.min_ms,
                     w.algbw_gbps, w.busbw_gbps);
         if (w.copy_gbps > 0) std::printf(" %14.2f\n", w.copy_gbps);

@@ -1,5 +1,5 @@
 // `fastnn bench train [--config job.pbtxt] [--name=value ...] [--steps N] [--warmup N] [--image-size S]
-// [--json]`: training images/s of a zoo model on synthetic data (trainer/loop/bench_train.h). Job config
+// [--json]`: training images/s of a zoo model on synthetic data (trainer/bench/bench_train.h). Job config
 // fields (model_name, batch_size, device, use_fp16, precision, optimizer, ...) are --name=value flags as
 // for `fastnn train`.
 #include <cstdio>
@@ -8,14 +8,14 @@
 
 #include "cli/commands.h"
 #include "trainer/config/job_config.h"
-#include "trainer/loop/bench_train.h"
+#include "trainer/bench/bench_train.h"
 
 namespace fastnn::cli {
 namespace {
 
 struct BenchTrainArgs {
   std::string config;
-  loop::TrainBenchOptions o;
+  bench::TrainBenchOptions o;
   bool json = false;
 };
 
@@ -40,9 +40,9 @@ void add_bench_train_command(CLI::App& bench) {
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a, cmd] {
     const JobConfig config = load_job_config(a->config, cmd->remaining());
-    const loop::TrainBenchResult r = loop::run_train_bench(config, a->o);
+    const bench::TrainBenchResult r = bench::run_train_bench(config, a->o);
     if (a->json) {
-      std::printf("%s\n", loop::train_bench_json(r).dump().c_str());
+      std::printf("%s\n", bench::train_bench_json(r).dump().c_str());
     } else {
       std::printf("train: %s %dx%d, %d classes, %lld parameters, batch %lld on %s, optimizer %s\n", r.model.c_str(),
                   r.height, r.width, r.classes, static_cast<long long>(r.parameters),

@@ -17,7 +17,7 @@
 #include "core/check.h"
 #include "core/crash_report.h"
 #include "trainer/config/config_fields.h"
-#include "trainer/loop/build_info.h"
+#include "trainer/runner/build_info.h"
 #include "trainer/ops/blas_core.h"
 
 namespace {
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   fastnn::ops::cpu::blas_core();
   CLI::App app{"fastnn: raw image datasets to trained classifiers on NVIDIA GPUs"};
   // --version: the version, then the backends this build has and their libraries' versions.
-  app.set_version_flag("--version", [] { return std::string("fastnn ") + FASTNN_VERSION + "\n" + fastnn::loop::build_info(); });
+  app.set_version_flag("--version", [] { return std::string("fastnn ") + FASTNN_VERSION + "\n" + fastnn::runner::build_info(); });
   app.require_subcommand(1);
   fastnn::cli::add_convert_command(app);
   fastnn::cli::add_check_command(app);

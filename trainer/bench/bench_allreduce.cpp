@@ -1,4 +1,4 @@
-#include "trainer/loop/bench_allreduce.h"
+#include "trainer/bench/bench_allreduce.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "trainer/tensor.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::bench {
 namespace {
 
 // Median and minimum wall time of `iters` calls of fn, after `warmup` calls.
@@ -33,8 +33,8 @@ std::pair<double, double> time_calls(const std::function<void()>& fn, int iters,
 }
 
 // One gradient average of `model_name`'s parameters in `bucket_mb` buckets, timed like a size row.
-ModelAverageRow time_model_average(const JobConfig& c, const AllreduceBenchOptions& o, DataParallel& dp,
-                                   DeviceCollectives* nccl, void* stream, Device device) {
+ModelAverageRow time_model_average(const JobConfig& c, const AllreduceBenchOptions& o, loop::DataParallel& dp,
+                                   runner::DeviceCollectives* nccl, void* stream, Device device) {
   ModelAverageRow row;
   row.model = c.model_name();
   row.parameters = graph::model_statistics(zoo::build_net(c.model_name(), {.num_classes = c.has_num_classes() ? static_cast<int>(c.num_classes()) : 0})).trainable_params;
@@ -42,7 +42,7 @@ ModelAverageRow time_model_average(const JobConfig& c, const AllreduceBenchOptio
   Tensor grads = Tensor::empty({row.parameters}, DType::kF32, device);
   std::function<void()> call;
   std::unique_ptr<BucketedAllreduce> host;
-  std::vector<DeviceCollectives::Buffer> buckets;
+  std::vector<runner::DeviceCollectives::Buffer> buckets;
   if (nccl) {
     const size_t per_bucket = bucket_bytes / 4, total = static_cast<size_t>(row.parameters);
     for (size_t at = 0; at < total; at += per_bucket)
@@ -77,17 +77,17 @@ double host_copy_ms(int64_t bytes, int iters, int warmup) {
 
 AllreduceBenchResult run_allreduce_bench(const JobConfig& c, const AllreduceBenchOptions& o) {
   FASTNN_CHECK(o.iters >= 1 && o.warmup >= 0, "bench allreduce: need iters >= 1 and warmup >= 0");
-  DataParallel dp(c);
+  loop::DataParallel dp(c);
   AllreduceBenchResult r;
-  r.target = resolve_compute_target(c, dp.comm().local_rank());
+  r.target = runner::resolve_compute_target(c, dp.comm().local_rank());
   r.rank = dp.rank();
   r.world_size = dp.world();
-  std::unique_ptr<DeviceCollectives> nccl;
+  std::unique_ptr<runner::DeviceCollectives> nccl;
   void* stream = nullptr;
   if (r.target.device == Device::kCuda) {
-    select_device(r.target);
-    nccl = make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
-    stream = device_stream(r.target);
+    runner::select_device(r.target);
+    nccl = loop::make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
+    stream = runner::device_stream(r.target);
     r.backend = "nccl";
   } else {
     r.backend = dp.comm().name();
@@ -100,8 +100,8 @@ AllreduceBenchResult run_allreduce_bench(const JobConfig& c, const AllreduceBenc
     Tensor buffer = Tensor::empty({count}, DType::kF32, r.target.device);
     if (nccl) {
       // Device memory's contents do not change NCCL's work; the buffer is averaged in place.
-      const DeviceCollectives::Buffer b{buffer.raw(), static_cast<size_t>(count), DType::kF32};
-      call = [&, b] { nccl->average(std::span<const DeviceCollectives::Buffer>(&b, 1), stream); };
+      const runner::DeviceCollectives::Buffer b{buffer.raw(), static_cast<size_t>(count), DType::kF32};
+      call = [&, b] { nccl->average(std::span<const runner::DeviceCollectives::Buffer>(&b, 1), stream); };
     } else {
       std::fill_n(buffer.data<float>(), count, 1.0f + static_cast<float>(r.rank));
       call = [&] { dp.comm().allreduce_average(std::span<float>(buffer.data<float>(), static_cast<size_t>(count))); };
@@ -136,4 +136,4 @@ nlohmann::json allreduce_bench_json(const AllreduceBenchResult& r) {
   return j;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::bench

@@ -26,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "schemas/job_config.pb.h"
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 
-namespace fastnn::loop {
+namespace fastnn::bench {
 
 struct AllreduceBenchOptions {
   std::vector<int64_t> bytes = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20};
@@ -52,7 +52,7 @@ struct ModelAverageRow {
 };
 
 struct AllreduceBenchResult {
-  ComputeTarget target;
+  runner::ComputeTarget target;
   std::string backend;  // "mpi", "local", "nccl"
   int rank = 0, world_size = 1;
   std::vector<AllreduceBenchRow> rows;
@@ -62,4 +62,4 @@ struct AllreduceBenchResult {
 AllreduceBenchResult run_allreduce_bench(const JobConfig& config, const AllreduceBenchOptions& options);
 nlohmann::json allreduce_bench_json(const AllreduceBenchResult& r);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::bench

@@ -1,4 +1,4 @@
-#include "trainer/loop/bench_train.h"
+#include "trainer/bench/bench_train.h"
 
 #include <algorithm>
 #include <optional>
@@ -7,10 +7,10 @@
 #include "trainer/loop/capabilities.h"
 #include "trainer/loop/data_parallel.h"
 #include "trainer/loop/nccl_collectives.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::bench {
 
 TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o) {
   FASTNN_CHECK(o.steps >= 1 && o.warmup >= 0 && o.profile_steps >= 0,
@@ -25,14 +25,14 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
                                                      .height = size, .width = size});
   // Several ranks (mpirun) or comm_backend=nccl on a GPU: every step's gradients are averaged over NCCL,
   // as in training, so the difference to a plain run is the allreduce's cost.
-  DataParallel dp(c);
-  StepRunnerOptions ro = step_runner_options(c, resolve_compute_target(c, dp.comm().local_rank()));
+  loop::DataParallel dp(c);
+  runner::StepRunnerOptions ro = runner::step_runner_options(c, runner::resolve_compute_target(c, dp.comm().local_rank()));
   // As fastnn train: what the backend cannot do is refused, a flag without effect on it warned about.
-  check_backend_supports(c, ro.target, dp.comm().world_size());
-  const std::unique_ptr<DeviceCollectives> collectives = make_gradient_collectives(c, dp, ro.target);
+  loop::check_backend_supports(c, ro.target, dp.comm().world_size());
+  const std::unique_ptr<runner::DeviceCollectives> collectives = loop::make_gradient_collectives(c, dp, ro.target);
   ro.collectives = collectives.get();
   ro.check_labels = false;  // synthetic labels are in range by construction
-  std::unique_ptr<StepRunner> runner = make_step_runner(net, ro);
+  std::unique_ptr<runner::StepRunner> runner = runner::make_step_runner(net, ro);
   runner->broadcast_variables();
   graph::Graph& g = runner->graph();
 
@@ -85,7 +85,7 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   }
   r.ms_per_step = r.milliseconds / static_cast<double>(o.steps);
   r.images_per_sec = r.milliseconds > 0 ? 1000.0 * static_cast<double>(o.steps * r.batch_size) / r.milliseconds : 0;
-  const StepRunnerStats st = runner->stats();
+  const runner::StepRunnerStats st = runner->stats();
   r.loss_scale = st.loss_scale;
   r.skipped_steps = st.skipped_steps;
   return r;
@@ -120,4 +120,4 @@ nlohmann::json train_bench_json(const TrainBenchResult& r) {
   return j;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::bench

@@ -23,10 +23,10 @@
 #include <nlohmann/json.hpp>
 
 #include "schemas/job_config.pb.h"
-#include "trainer/loop/device_setup.h"
-#include "trainer/loop/step_profile.h"
+#include "trainer/runner/device_setup.h"
+#include "trainer/bench/step_profile.h"
 
-namespace fastnn::loop {
+namespace fastnn::bench {
 
 struct TrainBenchOptions {
   int64_t steps = 20;
@@ -37,7 +37,7 @@ struct TrainBenchOptions {
 
 struct TrainBenchResult {
   std::string model;
-  ComputeTarget target;
+  runner::ComputeTarget target;
   int64_t batch_size = 0, steps = 0, warmup = 0;  // batch_size per rank; images_per_sec is this rank's
   int world_size = 1;
   std::string data_format;  // the graph's layout: NCHW or NHWC (data_format auto resolved)
@@ -58,4 +58,4 @@ struct TrainBenchResult {
 TrainBenchResult run_train_bench(const JobConfig& config, const TrainBenchOptions& options);
 nlohmann::json train_bench_json(const TrainBenchResult& r);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::bench

@@ -1,14 +1,14 @@
-#include "trainer/loop/step_profile.h"
+#include "trainer/bench/step_profile.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "core/check.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 
-namespace fastnn::loop {
+namespace fastnn::bench {
 
-StepProfile::StepProfile(StepRunner& runner) : runner_(runner), timeline_(runner.make_timeline()) {
+StepProfile::StepProfile(runner::StepRunner& runner) : runner_(runner), timeline_(runner.make_timeline()) {
   const size_t n = runner_.graph().plan().nodes().size();
   forward_ms_.assign(n, 0.0);
   backward_ms_.assign(n, 0.0);
@@ -143,4 +143,4 @@ nlohmann::json ProfileTable::json() const {
           {"layers", layers_j}};
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::bench

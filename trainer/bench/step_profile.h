@@ -25,12 +25,14 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/graph/graph.h"
-#include "trainer/loop/step_timeline.h"
+#include "trainer/runner/step_timeline.h"
 #include "trainer/ops/part_marks.h"
 
-namespace fastnn::loop {
-
+namespace fastnn::runner {
 class StepRunner;
+}  // namespace fastnn::runner
+
+namespace fastnn::bench {
 
 struct ProfileRow {
   std::string name, type, op;
@@ -50,7 +52,7 @@ struct ProfileTable {
 
 class StepProfile final : public graph::LayerObserver, public ops::PartListener {
  public:
-  explicit StepProfile(StepRunner& runner);
+  explicit StepProfile(runner::StepRunner& runner);
   ~StepProfile() override;
   StepProfile(const StepProfile&) = delete;
   StepProfile& operator=(const StepProfile&) = delete;
@@ -73,8 +75,8 @@ class StepProfile final : public graph::LayerObserver, public ops::PartListener 
     bool part = false;
     size_t begin = 0, end = 0;
   };
-  StepRunner& runner_;
-  std::unique_ptr<StepTimeline> timeline_;
+  runner::StepRunner& runner_;
+  std::unique_ptr<runner::StepTimeline> timeline_;
   std::vector<Span> spans_;
   size_t step_start_ = 0, last_phase_ = 0, layer_start_ = 0, part_start_ = 0;
   const char* open_part_ = nullptr;
@@ -86,4 +88,4 @@ class StepProfile final : public graph::LayerObserver, public ops::PartListener 
   std::map<std::string, double> part_ms_;
 };
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::bench

@@ -20,7 +20,7 @@
 #include "trainer/inference/head_logits.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/zoo/zoo.h"
 #ifdef FASTNN_HAVE_CUDA
@@ -145,7 +145,7 @@ struct Predictor::Impl {
   std::unique_ptr<HeadLogits> head;  // an embedding model's classes
   PredictorOptions options;
   int batch = 0;
-  std::unique_ptr<loop::StepRunner> runner;
+  std::unique_ptr<runner::StepRunner> runner;
   std::shared_ptr<pipeline::SampleMapper> mapper;
   pipeline::BatchSpec spec;
   std::vector<pipeline::StageTimes> times;
@@ -166,9 +166,9 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   run.set_device(options.device);
   run.set_batch_size(s.batch);
   if (!options.precision.empty()) run.set_precision(options.precision);
-  const loop::ComputeTarget target = loop::resolve_compute_target(run, options.local_rank);
+  const runner::ComputeTarget target = runner::resolve_compute_target(run, options.local_rank);
   m.device = target.describe();
-  loop::StepRunnerOptions o = loop::forward_only(loop::step_runner_options(run, target));
+  runner::StepRunnerOptions o = runner::forward_only(runner::step_runner_options(run, target));
   o.cpu_bf16 = target.device == Device::kCpu && cpu_bf16_requested(options.precision);
   o.label_smoothing = 0;
   pipeline::PreprocessConfig p;
@@ -205,10 +205,10 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   o.inference = true;
   o.draw_variables = false;  // the checkpoint replaces them all next (or the load fails)
   if (options.embeddings) o.keep_layers = {m.embedding_layer};
-  s.runner = loop::make_step_runner(net, o);
+  s.runner = runner::make_step_runner(net, o);
   if (o.cpu_bf16) m.device = str("cpu bf16 (", check_bf16_folds(s.runner->graph().plan()), " convolutions)");
   s.runner->set_host_variables(loop::checkpoint_variables(s.runner->variables(), l.weights.arrays(), l.prefix));
-  const loop::BatchFormat bf = s.runner->batch_format();
+  const runner::BatchFormat bf = s.runner->batch_format();
   p.dtype = bf.dtype;
   p.layout = bf.layout;
   s.mapper = pipeline::make_preprocessor(p);

@@ -1,5 +1,5 @@
 // A trained model answering questions about new images: the checkpoint's model, restored on a step
-// runner (loop/step_runner.h, any device), classifying batches of records (predict_inputs.h).
+// runner (runner/step_runner.h, any device), classifying batches of records (predict_inputs.h).
 //
 // Everything about the model comes from the checkpoint's metadata (CheckpointMeta.config, the JobConfig
 // of the run): model_name, preprocessing_name (else the model's preset, run_setup.h's rule), the class

@@ -6,14 +6,14 @@
 #include "core/logging.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/memory_estimate.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #ifdef FASTNN_HAVE_CUDA
 #include "trainer/optim/device_optimizer.h"
 #endif
 
 namespace fastnn::loop {
 
-void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int world) {
+void check_backend_supports(const JobConfig& c, const runner::ComputeTarget& t, int world) {
   if (world == 1) {
     const char* one = " has no effect: this is a world of one process (no gradients to average; mpirun starts several)";
     if (c.has_allreduce_bucket_mb()) log_warn("allreduce_bucket_mb=", c.allreduce_bucket_mb(), one);
@@ -65,9 +65,9 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
                " has no effect on the CPU backend: it pads cuDNN's NHWC half-precision convolutions on device=cuda");
     return;
   }
-  if (c.fuse_conv_bn() && (t.dtype != DType::kF16 || layout_for(c, t.device) != Layout::kNHWC))
+  if (c.fuse_conv_bn() && (t.dtype != DType::kF16 || runner::layout_for(c, t.device) != Layout::kNHWC))
     log_warn("fuse_conv_bn has no effect on speed with precision ", dtype_name(t.dtype), " and data_format ",
-             layout_for(c, t.device) == Layout::kNHWC ? "NHWC" : "NCHW",
+             runner::layout_for(c, t.device) == Layout::kNHWC ? "NHWC" : "NCHW",
              ": cuDNN's conv + statistics graph is fp16 channels-last (precision=fp16, data_format=NHWC or auto); "
              "each convolution joins its batch norm, and the two kernels run in order");
   if (head::uses_head(c) && c.cuda_graph())
@@ -102,7 +102,7 @@ void check_backend_supports(const JobConfig& c, const ComputeTarget& t, int worl
 #endif
 }
 
-void check_before_allocating(const RunSetup& s, const JobConfig& c, const ComputeTarget& t, int world, bool chief) {
+void check_before_allocating(const RunSetup& s, const JobConfig& c, const runner::ComputeTarget& t, int world, bool chief) {
   check_backend_supports(c, t, world);
   if (c.eval_every_n_steps() > 0 && s.eval_split.empty())
     log_warn("eval_every_n_steps=", c.eval_every_n_steps(), " has no effect: ", c.dataset_dir(),
@@ -120,7 +120,7 @@ void check_before_allocating(const RunSetup& s, const JobConfig& c, const Comput
   check_memory_fits(e, s, c, t, limit);
 }
 
-std::string device_placement_text(const graph::Graph& g, const ComputeTarget& t) {
+std::string device_placement_text(const graph::Graph& g, const runner::ComputeTarget& t) {
   std::string out = str("Device placement (", g.plan().nodes().size(), " layers, all on ", t.describe(), "):");
   for (const graph::PlanNode& n : g.plan().nodes()) out += str("\n  ", n.name, "  ", n.type, "  -> ", t.describe());
   return out;

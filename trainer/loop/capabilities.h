@@ -19,21 +19,21 @@
 
 #include "schemas/job_config.pb.h"
 #include "trainer/graph/graph.h"
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 #include "trainer/loop/run_setup.h"
 
 namespace fastnn::loop {
 
-void check_backend_supports(const JobConfig& config, const ComputeTarget& target, int world_size);
+void check_backend_supports(const JobConfig& config, const runner::ComputeTarget& target, int world_size);
 
 // Everything asked before the step runner allocates: check_backend_supports, a warning for
 // eval_every_n_steps without a held-out split, then the memory estimate (memory_estimate.h), printed
 // by the chief with print_model_statistics and checked against the limit (ConfigError when over it).
-void check_before_allocating(const RunSetup& setup, const JobConfig& config, const ComputeTarget& target,
+void check_before_allocating(const RunSetup& setup, const JobConfig& config, const runner::ComputeTarget& target,
                              int world_size, bool chief);
 
 // log_device_placement: one line per layer, "  <layer>  <op>  -> <device>" (fastnn runs the whole net
 // on one device; the list says which).
-std::string device_placement_text(const graph::Graph& graph, const ComputeTarget& target);
+std::string device_placement_text(const graph::Graph& graph, const runner::ComputeTarget& target);
 
 }  // namespace fastnn::loop

@@ -13,10 +13,10 @@
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/checkpoint_io.h"
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 #include "trainer/loop/evaluate.h"
 #include "trainer/loop/run_setup.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/loop/trainer.h"
 
 namespace fastnn::loop {
@@ -81,19 +81,19 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
   if (const std::optional<ClassMap> trained = ckpt::checkpoint_class_map(l); trained && setup.classes)
     require_same_classes(*trained, *setup.classes, str(l.prefix, " evaluated on ", config.dataset_dir()), kClassMapAdvice);
-  const ComputeTarget target = resolve_compute_target(config);
-  StepRunnerOptions o = forward_only(step_runner_options(config, target));
+  const runner::ComputeTarget target = runner::resolve_compute_target(config);
+  runner::StepRunnerOptions o = runner::forward_only(runner::step_runner_options(config, target));
   o.label_smoothing = 0;  // the held-out loss is the plain cross-entropy
   o.input = setup.input;
   o.head = head_for(config, setup);
-  const std::unique_ptr<StepRunner> runner = make_step_runner(setup.net, o);
+  const std::unique_ptr<runner::StepRunner> runner = runner::make_step_runner(setup.net, o);
   setup.batch = runner->batch_format();
   runner->set_host_variables(checkpoint_variables(runner->variables(), l.weights.arrays(), l.prefix));
   load_head_rows(*runner, l, /*optimizer=*/false);
   CheckpointEval out;
   out.checkpoint = l.prefix;
   out.step = l.meta.step();
-  StepRunner& r = *runner;
+  runner::StepRunner& r = *runner;
   // A progress line with ETA on a terminal (the held-out split of a large dataset takes minutes on a CPU).
   Progress progress(str("eval ", setup.eval_split.empty() ? std::string("eval_files") : setup.eval_split),
                     setup.eval_files.counts_known() ? setup.eval_files.total_records() : 0, "images");

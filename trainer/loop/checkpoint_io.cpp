@@ -11,7 +11,7 @@
 #include "trainer/checkpoint/finetune.h"
 #include "trainer/checkpoint/row_shards.h"
 #include "trainer/checkpoint/tf_restore.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 
 namespace fastnn::loop {
 namespace {
@@ -90,13 +90,13 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
   return out;
 }
 
-void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer) {
+void load_head_rows(runner::StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer) {
   if (!runner.has_sharded_rows()) return;  // the layout only: sharded_rows() would copy every row to the host
   ckpt::RowShardReader reader(l);
   runner.load_sharded_rows(reader, optimizer);
 }
 
-std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
+std::vector<std::string> finetune_head_rows(runner::StepRunner& runner, const std::string& path,
                                             const std::vector<std::string>& exclude) {
   const std::vector<ckpt::RowShardSlice> mine = runner.sharded_row_layout();  // names and ranges, no data
   if (mine.empty()) return exclude;

@@ -22,9 +22,11 @@
 #include "trainer/graph/graph.h"
 #include "trainer/optim/optimizer.h"
 
-namespace fastnn::loop {
-
+namespace fastnn::runner {
 class StepRunner;
+}  // namespace fastnn::runner
+
+namespace fastnn::loop {
 
 std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor>& variables,
                                             const std::vector<NamedArray>& values);
@@ -43,7 +45,7 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
 
 // A sharded head's rows of this rank, from a checkpoint written at any number of ranks (--resume with
 // the optimizer's slots, eval without); nothing for a runner without sharded rows.
-void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer);
+void load_head_rows(runner::StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer);
 
 // Fine-tuning a run with a sharded head (task_type=finetune, checkpoint_path): its rows come from the
 // start checkpoint's row shards, written at any number of ranks, when the checkpoint has them at the
@@ -51,7 +53,7 @@ void load_head_rows(StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool op
 // log says why — TF-slim's rule for every other variable (equal shapes load, the rest is skipped with
 // the reason). Returns the exclude scopes that name no row array, for finetune_variables (which refuses
 // a scope matching none of the model's variables, and the rows are not among those).
-std::vector<std::string> finetune_head_rows(StepRunner& runner, const std::string& path,
+std::vector<std::string> finetune_head_rows(runner::StepRunner& runner, const std::string& path,
                                             const std::vector<std::string>& exclude);
 
 }  // namespace fastnn::loop

@@ -9,7 +9,7 @@
 
 #include "core/check.h"
 #include "core/progress.h"
-#include "trainer/loop/batch_tensors.h"
+#include "trainer/runner/batch_tensors.h"
 #include "trainer/metrics/run_report.h"
 
 namespace fastnn::loop {
@@ -88,7 +88,7 @@ EvalResult evaluate_dataset(graph::Graph& g, const EvalBatchFn& evaluate_batch, 
   for (pipeline::BatchHandle b; it->next(&b);) {
     if (b->size() != g.batch_size()) g.set_batch_size(b->size());
     const std::vector<pipeline::SampleSource> sources(b->sources(), b->sources() + b->size());
-    const BatchTensors t = wrap_batch(std::move(b));  // the batch's own buffer, no copy
+    const runner::BatchTensors t = runner::wrap_batch(std::move(b));  // the batch's own buffer, no copy
     const StepResult s = evaluate_batch(t.images, t.labels);
     // One batch that cannot be counted (a head's embedding, too many classes) drops the whole matrix.
     if (logits) {

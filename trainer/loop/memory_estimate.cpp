@@ -13,7 +13,7 @@
 #include "trainer/config/job_config.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/head/head_config.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #ifdef FASTNN_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -64,7 +64,7 @@ int64_t batch_bytes(const RunSetup& s, int64_t batch) {
 
 }  // namespace
 
-MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, const ComputeTarget& target, int world) {
+MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, const runner::ComputeTarget& target, int world) {
   MemoryEstimate e;
   if (head::uses_head(c)) {
     // Both heads keep f32 rows and no master copy (the GPU's whatever the compute dtype); a dist_ head
@@ -77,7 +77,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
                                false);
   }
   const int64_t batch = c.batch_size();
-  const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = fuse_ops_for(c, target.device),
+  const graph::NetPlan plan = graph::NetPlan::make(s.net, {.batch_size = batch, .fuse = runner::fuse_ops_for(c, target.device),
                                                                  .fuse_conv_bn = c.fuse_conv_bn()});
   const std::vector<std::string> scopes = split_list(c.trainable_scopes());
   int64_t trainable = 0, updated = 0, state = 0, fixed = 0;
@@ -203,7 +203,7 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& s, c
   return os.str();
 }
 
-void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConfig& c, const ComputeTarget& target,
+void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConfig& c, const runner::ComputeTarget& target,
                        const MemoryLimit& limit) {
   std::string problem;
   int64_t gpu_free = 0;
@@ -213,7 +213,7 @@ void check_memory_fits(const MemoryEstimate& e, const RunSetup& s, const JobConf
 #ifdef FASTNN_HAVE_CUDA
   if (problem.empty() && target.device == Device::kCuda) {
     size_t free_bytes = 0, total_bytes = 0;
-    select_device(target);
+    runner::select_device(target);
     if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess && e.device > static_cast<int64_t>(free_bytes)) {
       gpu_free = static_cast<int64_t>(free_bytes);
       problem = str("the run needs an estimated ", bytes_text(e.device), " of GPU memory, and ",

@@ -38,7 +38,7 @@
 
 #include "schemas/job_config.pb.h"
 #include "trainer/head/head_memory.h"
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 #include "trainer/loop/run_setup.h"
 
 namespace fastnn::loop {
@@ -55,7 +55,7 @@ struct MemoryEstimate {
 };
 
 // `world`: the number of data-parallel ranks (a dist_ head's rows are split over them).
-MemoryEstimate estimate_training_memory(const RunSetup& setup, const JobConfig& config, const ComputeTarget& target,
+MemoryEstimate estimate_training_memory(const RunSetup& setup, const JobConfig& config, const runner::ComputeTarget& target,
                                         int world = 1);
 
 struct MemoryLimit {
@@ -79,7 +79,7 @@ std::string format_memory_estimate(const MemoryEstimate& e, const RunSetup& setu
 // sample_ratio or batch that would fit): against the host limit, or on device=cuda against the GPU's
 // free memory.
 void check_memory_fits(const MemoryEstimate& e, const RunSetup& setup, const JobConfig& config,
-                       const ComputeTarget& target, const MemoryLimit& limit);
+                       const runner::ComputeTarget& target, const MemoryLimit& limit);
 
 // "213.4 MiB", "26.1 GiB".
 std::string bytes_text(int64_t bytes);

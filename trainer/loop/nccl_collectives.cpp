@@ -24,7 +24,7 @@ ncclDataType_t nccl_type(DType t) {
 }
 
 // Also the sharded classifier head's collectives (head_collectives.h), over the same communicator.
-class NcclCollectives final : public DeviceCollectives, public head::HeadCollectives {
+class NcclCollectives final : public runner::DeviceCollectives, public head::HeadCollectives {
  public:
   NcclCollectives(Communicator& host, double timeout_seconds) : nccl_(host, timeout_seconds) {}
   int rank() const override { return nccl_.rank(); }
@@ -69,7 +69,7 @@ class NcclCollectives final : public DeviceCollectives, public head::HeadCollect
 
 bool nccl_built() { return true; }
 
-std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator& host, double timeout_seconds) {
+std::unique_ptr<runner::DeviceCollectives> make_nccl_collectives(Communicator& host, double timeout_seconds) {
   return std::make_unique<NcclCollectives>(host, timeout_seconds);
 }
 
@@ -77,7 +77,7 @@ std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator& host, dou
 
 bool nccl_built() { return false; }
 
-std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator&, double) {
+std::unique_ptr<runner::DeviceCollectives> make_nccl_collectives(Communicator&, double) {
   throw ConfigError(
       "the GPU data-parallel path needs NCCL, and this fastnn was built without it (CUDA backend + NCCL + "
       "MPI; docs/DISTRIBUTED.md)");
@@ -85,10 +85,10 @@ std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator&, double) 
 
 #endif
 
-std::unique_ptr<DeviceCollectives> make_gradient_collectives(const JobConfig& c, DataParallel& dp,
-                                                             const ComputeTarget& target) {
+std::unique_ptr<runner::DeviceCollectives> make_gradient_collectives(const JobConfig& c, DataParallel& dp,
+                                                             const runner::ComputeTarget& target) {
   if (target.device != Device::kCuda || (dp.world() == 1 && c.comm_backend() != "nccl")) return nullptr;
-  select_device(target);
+  runner::select_device(target);
   return make_nccl_collectives(dp.comm(), c.collective_timeout_seconds());
 }
 

@@ -21,17 +21,17 @@
 #include "schemas/job_config.pb.h"
 #include "trainer/comm/communicator.h"
 #include "trainer/loop/data_parallel.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 
 namespace fastnn::loop {
 
 bool nccl_built();
-std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator& host, double timeout_seconds);
+std::unique_ptr<runner::DeviceCollectives> make_nccl_collectives(Communicator& host, double timeout_seconds);
 
 // The gradient collectives of a run on `target`: NCCL over dp's world when the target is a GPU and
 // there are several ranks or comm_backend=nccl asks for the path in one process (the GPU selected
 // first: NCCL binds its communicator to the current device); nullptr otherwise.
-std::unique_ptr<DeviceCollectives> make_gradient_collectives(const JobConfig& config, DataParallel& dp,
-                                                             const ComputeTarget& target);
+std::unique_ptr<runner::DeviceCollectives> make_gradient_collectives(const JobConfig& config, DataParallel& dp,
+                                                             const runner::ComputeTarget& target);
 
 }  // namespace fastnn::loop

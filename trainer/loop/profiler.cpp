@@ -8,7 +8,7 @@
 
 #include "core/check.h"
 #include "trainer/graph/statistics.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 
 namespace fastnn::loop {
 
@@ -31,15 +31,15 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events, int64_t ste
 }
 
 StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph,
-                           std::unique_ptr<StepTimeline> timeline, std::function<void(graph::LayerObserver*)> attach)
+                           std::unique_ptr<runner::StepTimeline> timeline, std::function<void(graph::LayerObserver*)> attach)
     : every_n_(every_n), run_dir_(std::move(run_dir)), graph_(graph), timeline_(std::move(timeline)),
       attach_(std::move(attach)) {}
 
 StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph)
-    : StepProfiler(every_n, std::move(run_dir), graph, std::make_unique<HostTimeline>(),
+    : StepProfiler(every_n, std::move(run_dir), graph, std::make_unique<runner::HostTimeline>(),
                    [&graph](graph::LayerObserver* o) { graph.set_layer_observer(o); }) {}
 
-StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, StepRunner& runner)
+StepProfiler::StepProfiler(int64_t every_n, std::string run_dir, runner::StepRunner& runner)
     : StepProfiler(every_n, std::move(run_dir), runner.graph(), runner.make_timeline(),
                    [&runner](graph::LayerObserver* o) { runner.set_layer_observer(o); }) {}
 

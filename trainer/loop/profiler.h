@@ -28,7 +28,11 @@
 #include <vector>
 
 #include "trainer/graph/graph.h"
-#include "trainer/loop/step_timeline.h"
+#include "trainer/runner/step_timeline.h"
+
+namespace fastnn::runner {
+class StepRunner;
+}  // namespace fastnn::runner
 
 namespace fastnn::loop {
 
@@ -41,12 +45,10 @@ struct TraceEvent {
 // The Chrome trace JSON for one step's events.
 std::string chrome_trace_json(const std::vector<TraceEvent>& events, int64_t step, const std::string& net_name);
 
-class StepRunner;
-
 class StepProfiler final : public graph::LayerObserver {
  public:
   StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph);
-  StepProfiler(int64_t every_n, std::string run_dir, StepRunner& runner);
+  StepProfiler(int64_t every_n, std::string run_dir, runner::StepRunner& runner);
   ~StepProfiler() override;
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
@@ -72,13 +74,13 @@ class StepProfiler final : public graph::LayerObserver {
     TraceEvent event;
     size_t begin = 0, end = 0;
   };
-  StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph, std::unique_ptr<StepTimeline> timeline,
+  StepProfiler(int64_t every_n, std::string run_dir, graph::Graph& graph, std::unique_ptr<runner::StepTimeline> timeline,
                std::function<void(graph::LayerObserver*)> attach);
 
   int64_t every_n_;
   std::string run_dir_;
   graph::Graph& graph_;
-  std::unique_ptr<StepTimeline> timeline_;
+  std::unique_ptr<runner::StepTimeline> timeline_;
   std::function<void(graph::LayerObserver*)> attach_;
   bool active_ = false;
   int64_t step_ = 0;

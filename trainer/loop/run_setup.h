@@ -38,7 +38,7 @@
 #include "schemas/job_config.pb.h"
 #include "schemas/net.pb.h"
 #include "trainer/head/classifier_head.h"
-#include "trainer/loop/input_format.h"
+#include "trainer/runner/input_format.h"
 #include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
@@ -66,8 +66,8 @@ struct RunSetup {
   NetDef net;
   // The batches the step runner reads (StepRunner::batch_format; the CPU's float32 NCHW until the
   // loop sets it) and the preset's normalisation for the uint8 ones.
-  BatchFormat batch;
-  InputNormalization input;
+  runner::BatchFormat batch;
+  runner::InputNormalization input;
 };
 
 std::string run_directory(const JobConfig& config);

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "core/clock.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 
 namespace fastnn::loop {
 

@@ -23,13 +23,13 @@
 #include "trainer/config/field_effects.h"
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
-#include "trainer/loop/batch_tensors.h"
+#include "trainer/runner/batch_tensors.h"
 #include "trainer/loop/best_checkpoint.h"
 #include "trainer/loop/capabilities.h"
 #include "trainer/loop/class_weights.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/data_parallel.h"
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/profiler.h"
 #include "trainer/loop/input_geometry.h"
@@ -37,7 +37,7 @@
 #include "trainer/loop/run_directory.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/loop/step_window.h"
 #include "trainer/loop/training_run.h"
 #include "trainer/loop/stop_signal.h"
@@ -51,9 +51,9 @@ namespace {
 
 // The runner's options for this rank: its seed, and the gradient average over the ranks (the host
 // communicator for the CPU runner, NCCL collectives for the CUDA runner).
-StepRunnerOptions rank_runner_options(const JobConfig& c, const ComputeTarget& target, DataParallel& dp,
-                                      DeviceCollectives* collectives) {
-  StepRunnerOptions o = step_runner_options(c, target);
+runner::StepRunnerOptions rank_runner_options(const JobConfig& c, const runner::ComputeTarget& target, DataParallel& dp,
+                                      runner::DeviceCollectives* collectives) {
+  runner::StepRunnerOptions o = runner::step_runner_options(c, target);
   o.seed = rank_seed(o.seed, dp.rank());
   o.collectives = collectives;
   o.host_comm = &dp.comm();
@@ -64,17 +64,17 @@ StepRunnerOptions rank_runner_options(const JobConfig& c, const ComputeTarget& t
 
 TrainingRun::TrainingRun(const JobConfig& config, const TrainOptions& options, DataParallel& dp)
     : dp_(dp), c_(config), options_(options), setup_(make_run_setup(config)),
-      target_(resolve_compute_target(config, dp.comm().local_rank())), best_(config) {
+      target_(runner::resolve_compute_target(config, dp.comm().local_rank())), best_(config) {
   check_before_allocating(setup_, c_, target_, dp_.world(), dp_.chief());  // refuses what cannot fit
   collectives_ = make_gradient_collectives(c_, dp_, target_);  // GPU data parallel: NCCL; else none
   if (collectives_) log_info("gradients averaged over ", dp_.world(), " rank(s) with NCCL on ", target_.describe());
-  StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
+  runner::StepRunnerOptions ro = rank_runner_options(c_, target_, dp_, collectives_.get());
   ro.input = setup_.input;
   ro.head = head_for(c_, setup_);
   ro.class_weights = resolve_class_weights(c_, setup_);
   if (dp_.chief() && !ro.class_weights.empty())
     log_info("class_weights=", c_.class_weights(), ": ", class_weights_text(ro.class_weights));
-  runner_ = make_step_runner(setup_.net, ro);
+  runner_ = runner::make_step_runner(setup_.net, ro);
   if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
   setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest
   train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
@@ -154,7 +154,7 @@ void TrainingRun::log_window(int64_t step, double lr) {
     e.extra["loop_thread_cpu_cores"] = (thread_cpu_seconds() - w.loop_cpu) / wall;
   }
   if (target_.dtype == DType::kF16) {  // device-only fields (docs/CHECKPOINTS.md)
-    const StepRunnerStats st = runner_->stats();
+    const runner::StepRunnerStats st = runner_->stats();
     e.extra["loss_scale"] = st.loss_scale;
     e.extra["skipped_steps"] = static_cast<double>(st.skipped_steps);
     scalars.push_back({"loss_scale", st.loss_scale});
@@ -199,7 +199,7 @@ void TrainingRun::save(int64_t step, double lr, bool best) {
   if (setup_.classes && static_cast<int64_t>(setup_.classes->names.size()) == setup_.num_classes)
     for (const std::string& name : setup_.classes->names) meta.add_class_names(name);
   if (target_.dtype == DType::kF16) {
-    const StepRunnerStats st = runner_->stats();
+    const runner::StepRunnerStats st = runner_->stats();
     LossScaleState* ls = meta.mutable_loss_scale();
     ls->set_scale(st.loss_scale);
     ls->set_clean_steps(st.clean_steps);
@@ -290,13 +290,13 @@ TrainSummary TrainingRun::run() {
   eval_window_.reset();
   // One batch of lookahead: batch k+1 is taken from the pipeline and handed to the runner (prefetch)
   // before step k runs, so a GPU runner's copy of it overlaps step k. The order of batches is unchanged.
-  BatchTensors next;
+  runner::BatchTensors next;
   double next_wait = 0;
   auto fetch = [&] {
     const auto f0 = Clock::now();
     FASTNN_CHECK(it->next(&batch), "the training pipeline ended early");
     next_wait = seconds_since(f0);
-    next = wrap_batch(std::move(batch));  // the pipeline's own buffer, no copy
+    next = runner::wrap_batch(std::move(batch));  // the pipeline's own buffer, no copy
   };
   // Results arrive one step late (StepRunner::queue_train: a GPU never waits for the host between
   // steps); each is checked and counted as it arrives, and every log line, checkpoint, evaluation and
@@ -326,8 +326,8 @@ TrainSummary TrainingRun::run() {
     const auto t0 = Clock::now();
     profiler.begin_step(step);
     if (!next.images.defined()) fetch();  // the first step (later ones were fetched a step ahead)
-    const BatchTensors input = std::move(next);
-    next = BatchTensors{};
+    const runner::BatchTensors input = std::move(next);
+    next = runner::BatchTensors{};
     double wait = next_wait;  // this batch's time in the pipeline's hands
     if (step + 1 < total_) {
       fetch();
@@ -379,7 +379,7 @@ TrainSummary TrainingRun::run() {
       return summary_;
     }
   }
-  next = BatchTensors{};
+  next = runner::BatchTensors{};
   batch.reset();
   it.reset();
   if (!summary_.stopped_early) {

@@ -18,12 +18,12 @@
 #include "trainer/config/job_config.h"
 #include "trainer/loop/best_checkpoint.h"
 #include "trainer/loop/data_parallel.h"
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 #include "trainer/loop/moving_average.h"
 #include "trainer/loop/nccl_collectives.h"
 #include "trainer/loop/run_directory.h"
 #include "trainer/loop/run_setup.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/loop/step_window.h"
 #include "trainer/loop/trainer.h"
 #include "trainer/metrics/event_writer.h"
@@ -65,10 +65,10 @@ class TrainingRun {
   JobConfig c_;
   TrainOptions options_;
   RunSetup setup_;
-  ComputeTarget target_;
-  std::unique_ptr<DeviceCollectives> collectives_;
+  runner::ComputeTarget target_;
+  std::unique_ptr<runner::DeviceCollectives> collectives_;
   std::optional<pipeline::Dataset> train_ds_;
-  std::unique_ptr<StepRunner> runner_;
+  std::unique_ptr<runner::StepRunner> runner_;
   LrSchedule schedule_;
   int64_t bpe_ = 0, total_ = 0, start_ = 0, replay_ = 0;  // replay_: per-rank batches to skip on resume
   double loop_seconds_ = 0;  // the step loop's time so far, evaluations excluded

@@ -139,7 +139,7 @@ void TrainingRun::start_moving_averages() {
 }
 
 EvalResult TrainingRun::evaluate_held_out() {
-  StepRunner& runner = *runner_;
+  runner::StepRunner& runner = *runner_;
   return dp_.evaluate(
       runner.graph(), [&runner](const Tensor& x, const Tensor& y) { return runner.evaluate(x, y); }, setup_, c_,
       runner.collective_evaluation(), [&runner] { return runner.host_logits(); });

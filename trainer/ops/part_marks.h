@@ -1,4 +1,4 @@
-// Named parts of one kernel call, for the step profile (loop/step_profile.h): a convolution's forward,
+// Named parts of one kernel call, for the step profile (bench/step_profile.h): a convolution's forward,
 // filter-gradient and data-gradient passes, so `fastnn bench train --profile` can say which of them is
 // slow, beside PyTorch's kernels split the same way (scripts/peers/torch_gpu_train_bench.py).
 //

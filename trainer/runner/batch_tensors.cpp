@@ -1,10 +1,10 @@
-#include "trainer/loop/batch_tensors.h"
+#include "trainer/runner/batch_tensors.h"
 
 #include <memory>
 
 #include "core/check.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 // Host memory owned by a pipeline batch: keeps the handle (shared by the images and labels storages).
@@ -47,4 +47,4 @@ BatchTensors wrap_batch(pipeline::BatchHandle&& handle) {
   return t;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

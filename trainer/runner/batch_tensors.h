@@ -17,7 +17,7 @@
 
 #include <vector>
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 struct BatchTensors {
   Tensor images, labels;
@@ -28,4 +28,4 @@ struct BatchTensors {
 
 BatchTensors wrap_batch(pipeline::BatchHandle&& batch);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,8 +1,8 @@
-#include "trainer/loop/build_info.h"
+#include "trainer/runner/build_info.h"
 
 #include <sstream>
 
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 #include "trainer/ops/blas_core.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 
@@ -19,7 +19,7 @@
 
 extern "C" char* openblas_get_config(void);
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 std::string dotted(int major, int minor, int patch) {
@@ -75,4 +75,4 @@ std::string build_info() {
   return os.str();
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

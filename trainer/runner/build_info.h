@@ -6,8 +6,8 @@
 
 #include <string>
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 std::string build_info();  // several lines, each "name: value"
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,14 +1,14 @@
-#include "trainer/loop/cpu_layout.h"
+#include "trainer/runner/cpu_layout.h"
 
 #include <algorithm>
 #include <string>
 
 #include "core/logging.h"
 #include "trainer/graph/net_plan.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 namespace {
 
@@ -49,4 +49,4 @@ Layout auto_cpu_layout(const NetDef& net, const StepRunnerOptions& o) {
   return Layout::kNHWC;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -11,11 +11,11 @@
 #include "schemas/net.pb.h"
 #include "trainer/tensor.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 struct StepRunnerOptions;
 
 // The layout for `net` under `o` (o.fuse as the graph will have it), from a plan of its NCHW kernels.
 Layout auto_cpu_layout(const NetDef& net, const StepRunnerOptions& o);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

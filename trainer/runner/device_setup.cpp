@@ -1,4 +1,4 @@
-#include "trainer/loop/device_setup.h"
+#include "trainer/runner/device_setup.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "trainer/cuda/runtime.h"
 #endif
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 std::string ComputeTarget::describe() const {
   return device == Device::kCpu ? str("cpu ", dtype_name(dtype)) : str("cuda:", device_index, " ", dtype_name(dtype));
@@ -83,4 +83,4 @@ void* device_stream(const ComputeTarget& t) {
 #endif
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -20,7 +20,7 @@
 #include "trainer/optim/loss_scaler.h"
 #include "trainer/tensor.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 struct ComputeTarget {
   Device device = Device::kCpu;
@@ -41,4 +41,4 @@ void select_device(const ComputeTarget& target);
 // The calling thread's CUDA stream (a cudaStream_t) after select_device; nullptr on the CPU.
 void* device_stream(const ComputeTarget& target);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

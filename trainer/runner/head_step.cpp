@@ -1,4 +1,4 @@
-#include "trainer/loop/head_step.h"
+#include "trainer/runner/head_step.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "trainer/optim/gradient_ops.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 // A tensor over memory the head owns (it outlives the runner's use of the view).
@@ -154,4 +154,4 @@ void HeadStep::load_rows(ckpt::RowShardReader& reader, bool optimizer) {
     if (a.count == head_.weights().size()) reader.read_rows(a.name, head_.row_begin(), head_.row_end(), a.data, a.count);
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -26,7 +26,7 @@
 #include "trainer/optim/optimizers.h"
 #include "trainer/train_step.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 // The head's weight matrix: its name in checkpoints and among the optimizer's parameters.
 inline constexpr const char* kHeadWeights = "Head/weights";
@@ -75,4 +75,4 @@ class HeadStep {
   std::vector<int64_t> labels_;
 };
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,10 +1,10 @@
-#include "trainer/loop/head_step_cuda.h"
+#include "trainer/runner/head_step_cuda.h"
 
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
-#include "trainer/loop/head_step.h"
+#include "trainer/runner/head_step.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 const Tensor& embedding_of(graph::Graph& g, int64_t emb_dim) {
@@ -138,4 +138,4 @@ void HeadStepCuda::load_rows(ckpt::RowShardReader& reader, bool optimizer) {
   }
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -40,7 +40,7 @@
 #include "trainer/optim/device_row_optimizer.h"
 #include "trainer/train_step.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 class HeadStepCuda {
  public:
@@ -85,4 +85,4 @@ class HeadStepCuda {
   std::string optimizer_;                       // its name: the prefix of the backbone's scalars
 };
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

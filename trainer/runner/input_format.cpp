@@ -1,8 +1,8 @@
-#include "trainer/loop/input_format.h"
+#include "trainer/runner/input_format.h"
 
 #include "core/check.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 std::string BatchFormat::describe() const {
   return str(pipeline::dtype_name(dtype), " ", pipeline::layout_name(layout), allocator ? str(" (", allocator->name(), ")") : "");
@@ -51,4 +51,4 @@ Tensor normalize_input_reference(const Tensor& images, const InputNormalization&
   return out;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -19,7 +19,7 @@
 #include "pipeline/batch.h"
 #include "trainer/tensor.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 struct BatchFormat {
   pipeline::DType dtype = pipeline::DType::kFloat32;
@@ -41,4 +41,4 @@ BatchFormat batch_format_for(const std::string& input_dtype, const BatchFormat& 
 // float32 NCHW tensor; uint8 values are normalised, the others only converted.
 Tensor normalize_input_reference(const Tensor& images, const InputNormalization& norm);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,4 +1,4 @@
-#include "trainer/loop/input_stages_cuda.h"
+#include "trainer/runner/input_stages_cuda.h"
 
 #include <algorithm>
 #include <array>
@@ -7,10 +7,10 @@
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
-#include "trainer/loop/stage_rotation.h"
-#include "trainer/loop/step_kernels.h"
+#include "trainer/runner/stage_rotation.h"
+#include "trainer/runner/step_kernels.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 // The pipeline's batch buffers in page-locked memory (input_format.h): copies start from them directly.
@@ -179,4 +179,4 @@ void InputStages::release() {
   current_stage_ = nullptr;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

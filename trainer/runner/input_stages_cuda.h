@@ -12,10 +12,10 @@
 #include <utility>
 
 #include "pipeline/batch.h"
-#include "trainer/loop/input_format.h"
+#include "trainer/runner/input_format.h"
 #include "trainer/tensor.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 class InputStages {
  public:
@@ -69,4 +69,4 @@ class InputStages {
   std::shared_ptr<pipeline::BatchAllocator> allocator_;
 };
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

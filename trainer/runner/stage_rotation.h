@@ -1,5 +1,5 @@
 // Which input stage the CUDA runner's next batch copy goes into (input_stages_cuda.h), as plain host
-// logic so that CI checks it without a GPU (stage_rotation_test).
+// logic so that CI checks it without a GPU (runner_stage_rotation_test).
 //
 // A stage is reused only after the step that read it has finished (the copy waits on that step's
 // event). The training loop places batch k for step k while batch k+1 is already prefetched, and the
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 struct StageUse {
   bool pending = false;  // holds a prefetched batch still to be placed
@@ -37,4 +37,4 @@ inline size_t stage_to_reuse(std::span<const StageUse> stages) {
   return best;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,4 +1,4 @@
-#include "trainer/loop/step_graphs_cuda.h"
+#include "trainer/runner/step_graphs_cuda.h"
 
 #include <exception>
 #include <string>
@@ -6,7 +6,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 StepGraphs::Captured::~Captured() {
   if (exec) cudaGraphExecDestroy(exec);
@@ -90,4 +90,4 @@ void StepGraphs::release_retired() {
   retired_checks_.clear();
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "trainer/cuda/runtime.h"
-#include "trainer/loop/step_kernels.h"
+#include "trainer/runner/step_kernels.h"
 #include "trainer/tensor.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 class StepGraphs {
  public:
@@ -77,4 +77,4 @@ class StepGraphs {
   bool failed_ = false;
 };
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

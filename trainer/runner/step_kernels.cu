@@ -1,7 +1,7 @@
 #include "trainer/cuda/device_util.cuh"
-#include "trainer/loop/step_kernels.h"
+#include "trainer/runner/step_kernels.h"
 
-namespace fastnn::loop::cuda_step {
+namespace fastnn::runner::cuda_step {
 namespace {
 
 using fastnn::cuda::from_f;
@@ -95,4 +95,4 @@ void write_step_args(StepArgs* args, uint64_t step, float lr, cudaStream_t s) {
 FASTNN_CUDA_FOR_TYPES(FASTNN_STEP_KERNELS)
 #undef FASTNN_STEP_KERNELS
 
-}  // namespace fastnn::loop::cuda_step
+}  // namespace fastnn::runner::cuda_step

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace fastnn::loop::cuda_step {
+namespace fastnn::runner::cuda_step {
 
 // y[i] = x[i] rounded to T (nearest even): master weights -> compute copies, f32 images -> f16/bf16.
 template <typename T>
@@ -40,4 +40,4 @@ struct StepArgs {
 };
 void write_step_args(StepArgs* args, uint64_t step, float lr, cudaStream_t s);
 
-}  // namespace fastnn::loop::cuda_step
+}  // namespace fastnn::runner::cuda_step

@@ -1,4 +1,4 @@
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,17 +9,17 @@
 #include "core/check.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/config/job_config.h"
-#include "trainer/loop/cpu_layout.h"
+#include "trainer/runner/cpu_layout.h"
 #include "trainer/comm/bucketed_allreduce.h"
 #include "trainer/comm/communicator.h"
-#include "trainer/loop/head_step.h"
-#include "trainer/loop/update_order.h"
+#include "trainer/runner/head_step.h"
+#include "trainer/runner/update_order.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/random.h"
 #include "trainer/optim/gradient_ops.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 double StepRunner::time_ms(const std::function<void()>& fn) {
   synchronize();
@@ -409,4 +409,4 @@ std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef&, const StepRunne
 }
 #endif
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

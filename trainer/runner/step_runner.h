@@ -51,9 +51,9 @@
 #include "trainer/checkpoint/row_shards.h"
 #include "trainer/graph/graph.h"
 #include "trainer/head/classifier_head.h"
-#include "trainer/loop/device_setup.h"
-#include "trainer/loop/input_format.h"
-#include "trainer/loop/step_timeline.h"
+#include "trainer/runner/device_setup.h"
+#include "trainer/runner/input_format.h"
+#include "trainer/runner/step_timeline.h"
 #include "trainer/optim/loss_scaler.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/train_step.h"
@@ -65,7 +65,7 @@ namespace fastnn::head {
 class HeadCollectives;
 }
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 // Collectives over a runner's device buffers, for data-parallel training on GPUs (the NCCL path,
 // nccl_collectives.h). Every rank's runner calls them in the same order with the same counts; buffers
@@ -136,10 +136,10 @@ struct StepRunnerOptions {
   // every 4-D activation [N, H, W, C], the batches included (batch_format() asks the pipeline for them).
   Layout layout = Layout::kNCHW;
   // CPU, data_format=auto: make_step_runner replaces `layout` with auto_cpu_layout's choice for the net
-  // (trainer/loop/cpu_layout.h).
+  // (trainer/runner/cpu_layout.h).
   bool auto_cpu_layout = false;
   // CUDA: queue_train() replays the step (forward, backward, update) from CUDA graphs captured after two
-  // eager steps (the cuda_graph config field): trainer/loop/step_graphs_cuda.h.
+  // eager steps (the cuda_graph config field): trainer/runner/step_graphs_cuda.h.
   bool cuda_graphs = false;
   // CUDA: gradients are averaged over the ranks while backward runs: in buckets of at most
   // allreduce_bucket_mb (parameters in backward order, the compute dtype, still loss-scaled), each
@@ -300,7 +300,7 @@ StepRunnerOptions forward_only(StepRunnerOptions o);
 // data_format and fuse_ops as a run on `device` takes them. data_format auto and fuse_ops not set follow
 // the device: NHWC and fused on cuda, where both measured faster (docs/PERFORMANCE.md, "GPU training");
 // on the CPU NCHW and unfused here, which make_step_runner turns into NHWC for a net the fast CPU kernels
-// cover (StepRunnerOptions::auto_cpu_layout, trainer/loop/cpu_layout.h), fused there (fuse_by_layout;
+// cover (StepRunnerOptions::auto_cpu_layout, trainer/runner/cpu_layout.h), fused there (fuse_by_layout;
 // the NCHW reference's fusions are composites that save more and gain nothing).
 Layout layout_for(const JobConfig& config, Device device);
 bool fuse_ops_for(const JobConfig& config, Device device);
@@ -317,4 +317,4 @@ std::pair<Tensor, Tensor> random_host_batch(const graph::Graph& g, uint64_t seed
 std::vector<size_t> match_variables(const std::vector<graph::NamedTensor>& variables,
                                     const std::vector<NamedArray>& arrays);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -8,16 +8,16 @@
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
-#include "trainer/loop/head_step_cuda.h"
-#include "trainer/loop/input_stages_cuda.h"
-#include "trainer/loop/step_graphs_cuda.h"
-#include "trainer/loop/step_kernels.h"
-#include "trainer/loop/step_runner.h"
-#include "trainer/loop/update_order.h"
+#include "trainer/runner/head_step_cuda.h"
+#include "trainer/runner/input_stages_cuda.h"
+#include "trainer/runner/step_graphs_cuda.h"
+#include "trainer/runner/step_kernels.h"
+#include "trainer/runner/step_runner.h"
+#include "trainer/runner/update_order.h"
 #include "trainer/optim/device_optimizer.h"
 #include "trainer/optim/update_kernels.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 const ops::OpRegistry& cuda_registry() {
@@ -642,4 +642,4 @@ std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef& net, const StepR
   return std::make_unique<CudaStepRunner>(net, o);
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

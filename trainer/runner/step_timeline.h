@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 class StepTimeline {
  public:
@@ -46,4 +46,4 @@ class HostTimeline final : public StepTimeline {
   std::vector<double> marks_;
 };
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

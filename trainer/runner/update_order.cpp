@@ -1,6 +1,6 @@
-#include "trainer/loop/update_order.h"
+#include "trainer/runner/update_order.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 UpdateOutcome apply_update(const UpdateStages& s, const UpdatePolicy& p) {
   UpdateOutcome out;
@@ -29,4 +29,4 @@ UpdateOutcome apply_update(const UpdateStages& s, const UpdatePolicy& p) {
   return out;
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

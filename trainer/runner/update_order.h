@@ -23,7 +23,7 @@
 
 #include "trainer/optim/loss_scaler.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 
 struct GradientCheck {
   double norm = 0;        // sqrt of the sum of all squared gradients (after decay)
@@ -50,4 +50,4 @@ struct UpdateOutcome {
 
 UpdateOutcome apply_update(const UpdateStages& stages, const UpdatePolicy& policy);
 
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -8,7 +8,7 @@
 
 #include "trainer/config/job_config.h"
 
-namespace fastnn::loop {
+namespace fastnn {
 
 // The config `fastnn train FLAGS...` would run (defaults and validation included).
 inline JobConfig config_of(std::vector<std::string> flags) { return load_job_config("", flags); }
@@ -23,4 +23,4 @@ inline std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
-}  // namespace fastnn::loop
+}  // namespace fastnn

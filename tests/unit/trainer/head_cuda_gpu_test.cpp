@@ -1,4 +1,4 @@
-// The classifier head on the GPU (trainer/head/classifier_head_cuda.h, trainer/loop/head_step_cuda.h)
+// The classifier head on the GPU (trainer/head/classifier_head_cuda.h, trainer/runner/head_step_cuda.h)
 // against the CPU head, the oracle:
 // - initial weights bitwise the CPU's (replicated and sharded rows);
 // - one training step of softmax, arcface (samples in the threshold branch and near cos = 1 included),
@@ -50,7 +50,7 @@ TEST(HeadCudaGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUD
 #include "trainer/head/head_memory.h"
 #include "trainer/head/margin.h"
 #include "trainer/loop/nccl_collectives.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
 namespace fastnn::head {
@@ -457,7 +457,7 @@ Problem ranked_problem(const HeadOptions& o, int64_t* want_top1, int64_t* want_t
 
 TEST(HeadCudaGpu, TopFiveCountsEveryPositionAndTiesGoToTheSmallerClass) {
   REQUIRE_GPU();
-  std::unique_ptr<loop::DeviceCollectives> nccl;
+  std::unique_ptr<runner::DeviceCollectives> nccl;
   LocalCommunicator host;
   if (loop::nccl_built()) nccl = loop::make_nccl_collectives(host, 60.0);
   for (const NamedSpec& m : {specs()[0], specs()[1]}) {

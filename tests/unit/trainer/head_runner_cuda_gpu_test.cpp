@@ -1,4 +1,4 @@
-// The CUDA step runner with a classifier head (trainer/loop/head_step_cuda.h) against the CPU runner:
+// The CUDA step runner with a classifier head (trainer/runner/head_step_cuda.h) against the CPU runner:
 // three steps of a LeNet embedding with a replicated arcface head, a sharded dist_arcface head and
 // dist_arcface with PartialFC at 0.3 (rows never sampled keep their initial weights and slots bitwise),
 // f32 within 1e-4 — the loss, counts and global gradient norm of every step (the clipping decision's
@@ -29,7 +29,7 @@ TEST(HeadCudaGpu, RunnerRequiresTheCudaBuild) { GTEST_SKIP() << "built without t
 #include "trainer/config/job_config.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/nccl_collectives.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
@@ -39,14 +39,14 @@ constexpr int64_t kClasses = 50, kEmb = 16;
 
 // What a runner comparison varies besides the head, the dtype and the steps.
 struct RunnerCase {
-  DeviceCollectives* collectives = nullptr;  // the CUDA runner's (NCCL, a world of one); the CPU's has none
+  runner::DeviceCollectives* collectives = nullptr;  // the CUDA runner's (NCCL, a world of one); the CPU's has none
   double max_gradient_norm = 5.0;            // both runners'; small enough and clipping acts on every step
   bool evaluate = false;                     // and compare one evaluate() after the steps
 };
 
-loop::StepRunnerOptions runner_options(Device d, DType dt, const std::string& loss, double ratio,
+runner::StepRunnerOptions runner_options(Device d, DType dt, const std::string& loss, double ratio,
                                        const RunnerCase& rc = {}) {
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.target = {.device = d, .dtype = dt, .device_index = 0};
   o.batch_size = 8;
   o.seed = 11;
@@ -66,7 +66,7 @@ loop::StepRunnerOptions runner_options(Device d, DType dt, const std::string& lo
 NetDef embedding_net() { return head::with_embedding(zoo::build_net("lenet", {.num_classes = static_cast<int>(kEmb)})); }
 
 // A host batch for LeNet and labels over the head's classes.
-std::pair<Tensor, Tensor> batch(StepRunner& cpu, uint64_t seed) {
+std::pair<Tensor, Tensor> batch(runner::StepRunner& cpu, uint64_t seed) {
   auto [x, y] = cpu.synthetic_batch(seed);
   Tensor labels = Tensor::empty({8}, DType::kI32);
   for (int i = 0; i < 8; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>((seed * 7 + static_cast<uint64_t>(i) * 13) % kClasses);
@@ -75,14 +75,14 @@ std::pair<Tensor, Tensor> batch(StepRunner& cpu, uint64_t seed) {
 
 using cuda_test::rel_l2;
 
-std::vector<std::vector<float>> rows_of(StepRunner& r) {
+std::vector<std::vector<float>> rows_of(runner::StepRunner& r) {
   std::vector<std::vector<float>> out;
   for (const ckpt::RowShardSlice& s : r.sharded_rows()) out.emplace_back(s.data, s.data + s.count);
   return out;
 }
 
 // The backbone's variables and optimizer slots (LeNet/...): not this test's subject (the device backbone
-// against the CPU is loop_train_device_gpu_test's), and held to backbone_tol. The device head's feature
+// against the CPU is runner_train_device_gpu_test's), and held to backbone_tol. The device head's feature
 // gradient equals the CPU head's to about 1e-5 (HeadCudaGpu's head comparisons hold it to 1e-4), and three
 // steps amplify that in the convolutions' gradients: measured on an H100 (2026-11-27), f32, conv1's
 // momentum 3.4e-3 and conv2's 2.1e-3 relative, every other array within 1e-4; f16 3.6e-2, bf16 0.12.
@@ -102,8 +102,8 @@ void expect_runners_close(const std::string& loss, double ratio, DType dt, int s
   SCOPED_TRACE(loss + " ratio " + std::to_string(ratio) + " " + dtype_name(dt) + (rc.collectives ? " nccl" : "") +
                " max_gradient_norm " + std::to_string(rc.max_gradient_norm));
   const NetDef net = embedding_net();
-  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, loss, ratio, rc));
-  auto gpu = make_step_runner(net, runner_options(Device::kCuda, dt, loss, ratio, rc));
+  auto cpu = runner::make_step_runner(net, runner_options(Device::kCpu, DType::kF32, loss, ratio, rc));
+  auto gpu = runner::make_step_runner(net, runner_options(Device::kCuda, dt, loss, ratio, rc));
   if (rc.collectives) gpu->broadcast_variables();  // as the loop does (a world of one: no change)
   const auto rows_before = rows_of(*gpu);
   std::pair<Tensor, Tensor> last;
@@ -216,8 +216,8 @@ TEST(HeadCudaGpu, RunnerRefusesABatchOfAnotherSizeUnderAShardedHeadOverNccl) {
   LocalCommunicator host;
   auto nccl = make_nccl_collectives(host, 60.0);
   const NetDef net = embedding_net();
-  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
-  auto gpu = make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0,
+  auto cpu = runner::make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
+  auto gpu = runner::make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0,
                                                   {.collectives = nccl.get()}));
   auto [x, y] = batch(*cpu, 1);
   std::vector<int64_t> shape = x.shape();
@@ -252,8 +252,8 @@ TEST(HeadCudaGpu, RunnerF16StepWithinHalfPrecisionTolerance) {
 TEST(HeadCudaGpu, RunnerStopsABadLabelBeforeTheUpdate) {
   REQUIRE_GPU();
   const NetDef net = embedding_net();
-  auto cpu = make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
-  auto gpu = make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0));
+  auto cpu = runner::make_step_runner(net, runner_options(Device::kCpu, DType::kF32, "dist_arcface", 1.0));
+  auto gpu = runner::make_step_runner(net, runner_options(Device::kCuda, DType::kF32, "dist_arcface", 1.0));
   auto [x, y] = batch(*cpu, 1);
   y.data<int32_t>()[3] = static_cast<int32_t>(kClasses);
   const auto before = rows_of(*gpu);

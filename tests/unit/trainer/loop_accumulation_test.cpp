@@ -14,7 +14,7 @@
 #include "tests/unit/trainer/config_test_util.h"
 #include "trainer/config/job_config.h"
 #include "trainer/loop/capabilities.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/optim/gradient_ops.h"
 #include "trainer/zoo/zoo.h"
 
@@ -33,7 +33,7 @@ Tensor rows_of(const Tensor& t, int64_t first, int64_t count) {
 }
 
 // The parts' batches put end to end: the step's batch of parts x B.
-std::pair<Tensor, Tensor> step_batch(StepRunner& micro, int parts, uint64_t seed) {
+std::pair<Tensor, Tensor> step_batch(runner::StepRunner& micro, int parts, uint64_t seed) {
   std::vector<std::pair<Tensor, Tensor>> p;
   for (int k = 0; k < parts; ++k) p.push_back(micro.synthetic_batch(seed * 100 + static_cast<uint64_t>(k)));
   auto joined = [&](bool labels) {
@@ -61,14 +61,14 @@ void expect_accumulation_by_hand(const char* model, const std::vector<double>& m
     SCOPED_TRACE(model);
     const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = 16, .width = 16});
     constexpr int kParts = 3, kRows = 4;
-    StepRunnerOptions o;
+    runner::StepRunnerOptions o;
     o.batch_size = kRows;
     o.seed = 5;
     o.weight_decay = 1e-3;
     o.max_gradient_norm = 2;
     o.optimizer = optimizer_options(config_of({"--optimizer=momentum"}));
     o.accumulation_steps = kParts;
-    auto runner = make_step_runner(net, o);
+    auto runner = runner::make_step_runner(net, o);
 
     graph::Graph g(net, {.batch_size = kRows, .seed = 5});
     TrainStep ts(g);
@@ -124,11 +124,11 @@ TEST(GradientAccumulation, EachPartMixesItsLabelsByItsOwnWeight) {
   expect_accumulation_by_hand("lenet", {0.7, 1.0, 0.35});
   // One weight for a 3-part step is refused by name only when it is neither one nor kParts long.
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10, .height = 16, .width = 16});
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.batch_size = 4;
   o.optimizer = optimizer_options(config_of({"--optimizer=sgd"}));
   o.accumulation_steps = 3;
-  auto runner = make_step_runner(net, o);
+  auto runner = runner::make_step_runner(net, o);
   EXPECT_NE(error_of([&] { runner->set_label_mix({0.5, 0.5}); }).find("2 part weights for 3 accumulated parts"),
             std::string::npos);
 }
@@ -137,10 +137,10 @@ TEST(GradientAccumulation, EachPartMixesItsLabelsByItsOwnWeight) {
 // different losses per part, so the runner's summed loss is not kParts times one part's.
 TEST(GradientAccumulation, EveryPartDrawsItsOwnDropoutMasks) {
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.batch_size = 4;
   o.optimizer = optimizer_options(config_of({"--optimizer=sgd"}));
-  auto single = make_step_runner(net, o);
+  auto single = runner::make_step_runner(net, o);
   auto [x, y] = single->synthetic_batch(3);
   graph::Graph g(net, {.batch_size = 4});
   TrainStep ts(g);
@@ -153,15 +153,15 @@ TEST(GradientAccumulation, EveryPartDrawsItsOwnDropoutMasks) {
 // mean loss over 16 samples is the mean of four 4-sample means), up to the order of the float sums.
 TEST(GradientAccumulation, WithoutBatchNormOrDropoutItIsOneBatchOfAllParts) {
   const NetDef net = zoo::build_net("mlp", {.num_classes = 10});
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.seed = 11;
   o.optimizer = optimizer_options(config_of({"--optimizer=momentum"}));
   o.batch_size = 4;
   o.accumulation_steps = 4;
-  auto parts = make_step_runner(net, o);
+  auto parts = runner::make_step_runner(net, o);
   o.batch_size = 16;
   o.accumulation_steps = 1;
-  auto whole = make_step_runner(net, o);
+  auto whole = runner::make_step_runner(net, o);
   for (uint64_t step = 0; step < 3; ++step) {
     const auto [x, y] = step_batch(*parts, 4, step + 7);
     const StepResult a = parts->train(x, y, step, 0.1f), b = whole->train(x, y, step, 0.1f);
@@ -187,10 +187,10 @@ TEST(GradientAccumulation, ConfigDefaultsLimitsAndTheStepsBatch) {
   const JobConfig c = config_of({"--batch_size=24", "--grad_accum_steps=3"});  // timm's name
   EXPECT_EQ(c.gradient_accumulation_steps(), 3);
   EXPECT_EQ(step_batch_size(c), 72);
-  EXPECT_EQ(step_runner_options(c, {}).accumulation_steps, 3);
-  EXPECT_EQ(step_runner_options(c, {}).batch_size, 24);  // the graph runs one part at a time
+  EXPECT_EQ(runner::step_runner_options(c, {}).accumulation_steps, 3);
+  EXPECT_EQ(runner::step_runner_options(c, {}).batch_size, 24);  // the graph runs one part at a time
   // eval and predict of such a run take no parts (and so may run where accumulation is refused).
-  EXPECT_EQ(forward_only(step_runner_options(c, {})).accumulation_steps, 1);
+  EXPECT_EQ(runner::forward_only(runner::step_runner_options(c, {})).accumulation_steps, 1);
   for (const char* bad : {"--gradient_accumulation_steps=0", "--gradient_accumulation_steps=2000"})
     EXPECT_NE(error_of([&] { config_of({bad}); }).find("gradient_accumulation_steps must be in [1, 1024]"),
               std::string::npos)
@@ -198,7 +198,7 @@ TEST(GradientAccumulation, ConfigDefaultsLimitsAndTheStepsBatch) {
 }
 
 TEST(GradientAccumulation, RefusedWhereItIsNotBuilt) {
-  const ComputeTarget cpu{}, cuda{.device = Device::kCuda, .dtype = DType::kF16};
+  const runner::ComputeTarget cpu{}, cuda{.device = Device::kCuda, .dtype = DType::kF16};
   EXPECT_NO_THROW(check_backend_supports(config_of({"--gradient_accumulation_steps=2"}), cpu, 1));
   std::string e = error_of([&] { check_backend_supports(config_of({"--gradient_accumulation_steps=2"}), cuda, 1); });
   EXPECT_NE(e.find("gradient_accumulation_steps is not available on device=cuda"), std::string::npos) << e;
@@ -211,16 +211,16 @@ TEST(GradientAccumulation, RefusedWhereItIsNotBuilt) {
 
   // A runner handed a batch that is not parts x batch_size names both.
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.batch_size = 4;
   o.accumulation_steps = 2;
   o.optimizer = optimizer_options(config_of({"--optimizer=sgd"}));
-  auto runner = make_step_runner(net, o);
+  auto runner = runner::make_step_runner(net, o);
   const auto [x, y] = runner->synthetic_batch(1);  // one part only
   e = error_of([&] { runner->train(x, y, 0, 0.1f); });
   EXPECT_NE(e.find("takes 2 x 4 images"), std::string::npos) << e;
   o.target = cuda;
-  e = error_of([&] { make_step_runner(net, o); });
+  e = error_of([&] { runner::make_step_runner(net, o); });
   EXPECT_NE(e.find("gradient accumulation is the CPU runner's"), std::string::npos) << e;
 }
 

@@ -14,7 +14,7 @@
 namespace fastnn::loop {
 namespace {
 
-const ComputeTarget kGpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
+const runner::ComputeTarget kGpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
 
 JobConfig config(const std::vector<std::string>& flags) { return load_job_config("", flags); }
 
@@ -31,7 +31,7 @@ TEST(Capabilities, TheClassifierHeadRunsOnTheGpu) {
 }
 
 TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
-  auto refused = [](const JobConfig& c, const ComputeTarget& t, int world, const char* name) {
+  auto refused = [](const JobConfig& c, const runner::ComputeTarget& t, int world, const char* name) {
     try {
       check_backend_supports(c, t, world);
       ADD_FAILURE() << name << " not refused";
@@ -42,11 +42,11 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
   refused(config({"--sync_batch_norm"}), kGpu, 2, "sync_batch_norm");
   // trainable_scopes on cuda: refused until its gpu test has passed on a GPU (capabilities.cpp).
   refused(config({"--trainable_scopes=LeNet/fc4"}), kGpu, 1, "trainable_scopes");
-  refused(config({"--input_dtype=uint8"}), ComputeTarget{}, 1, "input_dtype=uint8");
+  refused(config({"--input_dtype=uint8"}), runner::ComputeTarget{}, 1, "input_dtype=uint8");
   // The CUDA loss kernel has no class weights; the classifier head's margin losses have none anywhere.
   refused(config({"--class_weights=balanced"}), kGpu, 1, "class_weights");
-  refused(config({"--class_weights=1,2", "--loss_type=arcface", "--emb_dim=8"}), ComputeTarget{}, 1, "class_weights");
-  EXPECT_NO_THROW(check_backend_supports(config({"--class_weights=balanced"}), ComputeTarget{}, 1));
+  refused(config({"--class_weights=1,2", "--loss_type=arcface", "--emb_dim=8"}), runner::ComputeTarget{}, 1, "class_weights");
+  EXPECT_NO_THROW(check_backend_supports(config({"--class_weights=balanced"}), runner::ComputeTarget{}, 1));
 #ifdef FASTNN_HAVE_CUDA
   // adamw's bias corrections are computed by the CPU optimizer only.
   refused(config({"--optimizer=adamw"}), kGpu, 1, "optimizer=adamw");
@@ -58,14 +58,14 @@ TEST(Capabilities, WhatTheGpuLacksIsStillRefusedByName) {
 // fuse_conv_bn's fused kernel is fp16 channels-last: elsewhere on the GPU the flag is named in a warning;
 // fp16 with the default layout (NHWC on cuda) is quiet.
 TEST(Capabilities, FuseConvBnOutsideFp16ChannelsLastIsNamed) {
-  auto warned = [](const std::vector<std::string>& flags, const ComputeTarget& t) {
+  auto warned = [](const std::vector<std::string>& flags, const runner::ComputeTarget& t) {
     testing::internal::CaptureStderr();
     check_backend_supports(config(flags), t, 1);
     return testing::internal::GetCapturedStderr().find("fuse_conv_bn has no effect on speed") != std::string::npos;
   };
   EXPECT_FALSE(warned({"--fuse_conv_bn"}, kGpu));
   EXPECT_TRUE(warned({"--fuse_conv_bn", "--data_format=NCHW"}, kGpu));
-  EXPECT_TRUE(warned({"--fuse_conv_bn"}, ComputeTarget{.device = Device::kCuda, .dtype = DType::kF32, .device_index = 0}));
+  EXPECT_TRUE(warned({"--fuse_conv_bn"}, runner::ComputeTarget{.device = Device::kCuda, .dtype = DType::kF32, .device_index = 0}));
   EXPECT_FALSE(warned({"--data_format=NCHW"}, kGpu));
 }
 

@@ -8,7 +8,7 @@
 #include "trainer/loop/memory_estimate.h"
 #include "trainer/loop/moving_average.h"
 #include "trainer/loop/run_setup.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/zoo/zoo.h"
 
@@ -45,12 +45,12 @@ TEST(MemoryEstimate, MatchesWhatTheGraphAndOptimizerAllocate) {
     JobConfig c;
     c.set_batch_size(k.batch);
     c.set_optimizer(k.optimizer);
-    const MemoryEstimate e = estimate_training_memory(s, c, ComputeTarget{});
+    const MemoryEstimate e = estimate_training_memory(s, c, runner::ComputeTarget{});
     graph::Graph g(s.net, {.batch_size = k.batch});
     const int64_t input = int64_t{k.batch} * k.channels * k.size * k.size * 4 + k.batch * 8;
     EXPECT_EQ(e.activations - input, static_cast<int64_t>(g.activation_bytes()));
     EXPECT_EQ(e.parameters, static_cast<int64_t>(g.parameter_bytes()));
-    StepRunnerOptions o;
+    runner::StepRunnerOptions o;
     o.optimizer.optimizer = k.optimizer;
     EXPECT_EQ(e.optimizer, 4 * state_floats(*make_optimizer(o.optimizer, g.param_refs())));
     EXPECT_GT(e.process, 0);  // VmRSS of this test
@@ -65,11 +65,11 @@ TEST(MemoryEstimate, CountsTheMovingAverages) {
   JobConfig c;
   c.set_optimizer("adamw");
   c.set_batch_size(2);
-  const int64_t without = estimate_training_memory(s, c, ComputeTarget{}).optimizer;
+  const int64_t without = estimate_training_memory(s, c, runner::ComputeTarget{}).optimizer;
   graph::Graph g(s.net, {.batch_size = 2});
   EXPECT_EQ(without, 4 * state_floats(*make_optimizer(optimizer_options(c), g.param_refs())));
   c.set_moving_average_decay(0.99);
-  const int64_t with = estimate_training_memory(s, c, ComputeTarget{}).optimizer;
+  const int64_t with = estimate_training_memory(s, c, runner::ComputeTarget{}).optimizer;
   int64_t shadows = 0;
   for (const NamedArray& a : MovingAverages(0.99, true, g.variables()).shadows()) shadows += static_cast<int64_t>(a.data.size());
   EXPECT_EQ(with - without, 4 * shadows);
@@ -80,14 +80,14 @@ TEST(MemoryEstimate, ScalesWithBatchAndSeesTrainableScopes) {
   JobConfig c;
   c.set_optimizer("adam");
   c.set_batch_size(8);
-  const MemoryEstimate small = estimate_training_memory(s, c, ComputeTarget{});
+  const MemoryEstimate small = estimate_training_memory(s, c, runner::ComputeTarget{});
   c.set_batch_size(64);
-  const MemoryEstimate big = estimate_training_memory(s, c, ComputeTarget{});
+  const MemoryEstimate big = estimate_training_memory(s, c, runner::ComputeTarget{});
   EXPECT_GT(big.activations, 5 * small.activations);  // 8x the batch, the same workspace
   EXPECT_GT(big.pipeline, small.pipeline);
   EXPECT_EQ(big.parameters, small.parameters);
   c.set_trainable_scopes("LeNet/fc4");
-  EXPECT_EQ(estimate_training_memory(s, c, ComputeTarget{}).optimizer, 2 * 4 * (10 * 1024 + 10));
+  EXPECT_EQ(estimate_training_memory(s, c, runner::ComputeTarget{}).optimizer, 2 * 4 * (10 * 1024 + 10));
 }
 
 TEST(MemoryEstimate, RefusesOverTheLimitNamingPartsAndKnobs) {
@@ -99,9 +99,9 @@ TEST(MemoryEstimate, RefusesOverTheLimitNamingPartsAndKnobs) {
   const MemoryLimit limit = host_memory_limit(c);
   EXPECT_EQ(limit.bytes, int64_t{1} << 20);
   EXPECT_EQ(limit.source, "memory_limit_mb");
-  const MemoryEstimate e = estimate_training_memory(s, c, ComputeTarget{});
+  const MemoryEstimate e = estimate_training_memory(s, c, runner::ComputeTarget{});
   try {
-    check_memory_fits(e, s, c, ComputeTarget{}, limit);
+    check_memory_fits(e, s, c, runner::ComputeTarget{}, limit);
     FAIL() << "not refused";
   } catch (const ConfigError& err) {
     const std::string m = err.what();
@@ -110,12 +110,12 @@ TEST(MemoryEstimate, RefusesOverTheLimitNamingPartsAndKnobs) {
       EXPECT_NE(m.find(part), std::string::npos) << part << "\n" << m;
   }
   c.set_check_memory(false);
-  EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, limit));
+  EXPECT_NO_THROW(check_memory_fits(e, s, c, runner::ComputeTarget{}, limit));
   c.set_memory_limit_mb(0);  // the machine's: MemAvailable plus this process, far above LeNet's
   const MemoryLimit machine = host_memory_limit(c);
   EXPECT_GT(machine.bytes, e.host_total());
   c.set_check_memory(true);
-  EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, machine));
+  EXPECT_NO_THROW(check_memory_fits(e, s, c, runner::ComputeTarget{}, machine));
 }
 
 // LeNet's 128-wide embedding under a dist_arcface head of a million classes, batch 16, momentum.
@@ -133,8 +133,8 @@ JobConfig head_config(RunSetup& s) {
 TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
   RunSetup s;
   JobConfig c = head_config(s);
-  const MemoryEstimate one = estimate_training_memory(s, c, ComputeTarget{}, 1);
-  const MemoryEstimate two = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  const MemoryEstimate one = estimate_training_memory(s, c, runner::ComputeTarget{}, 1);
+  const MemoryEstimate two = estimate_training_memory(s, c, runner::ComputeTarget{}, 2);
   ASSERT_TRUE(one.has_head && two.has_head);
   EXPECT_EQ(one.head.rows, 1'000'000);
   EXPECT_EQ(two.head.rows, 500'000);
@@ -146,21 +146,21 @@ TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
   EXPECT_EQ(two.host_total() - two.head.total - two.process,
             two.parameters + two.optimizer + two.activations + two.pipeline);
   c.set_loss_type("arcface");  // replicated: every rank holds every row, at its own batch
-  const MemoryEstimate replicated = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  const MemoryEstimate replicated = estimate_training_memory(s, c, runner::ComputeTarget{}, 2);
   EXPECT_EQ(replicated.head.rows, 1'000'000);
   EXPECT_EQ(replicated.head.global_batch, 16);
   c.set_loss_type("softmax");
   c.clear_emb_dim();
-  EXPECT_FALSE(estimate_training_memory(s, c, ComputeTarget{}, 2).has_head);
+  EXPECT_FALSE(estimate_training_memory(s, c, runner::ComputeTarget{}, 2).has_head);
 
   // The head does not fit beside the rest: the refusal is the head's, naming the ranks that would fit.
   c.set_loss_type("dist_softmax");
   c.set_emb_dim(128);
-  const MemoryEstimate e = estimate_training_memory(s, c, ComputeTarget{}, 2);
+  const MemoryEstimate e = estimate_training_memory(s, c, runner::ComputeTarget{}, 2);
   const int64_t rest = e.host_total() - e.head.total;
   const MemoryLimit limit{rest + e.head.total / 3, "memory_limit_mb"};
   try {
-    check_memory_fits(e, s, c, ComputeTarget{}, limit);
+    check_memory_fits(e, s, c, runner::ComputeTarget{}, limit);
     FAIL() << "not refused";
   } catch (const ConfigError& err) {
     const std::string m = err.what();
@@ -168,14 +168,14 @@ TEST(MemoryEstimate, CountsTheClassifierHeadsShareAndRefusesWithItsNumbers) {
                              "memory_limit_mb"})
       EXPECT_NE(m.find(part), std::string::npos) << part << "\n" << m;
   }
-  EXPECT_NO_THROW(check_memory_fits(e, s, c, ComputeTarget{}, MemoryLimit{e.host_total(), "memory_limit_mb"}));
+  EXPECT_NO_THROW(check_memory_fits(e, s, c, runner::ComputeTarget{}, MemoryLimit{e.host_total(), "memory_limit_mb"}));
 }
 
 TEST(MemoryEstimate, AHeadOnTheGpuIsInTheDevicePartNotTheHosts) {
   RunSetup s;
   const JobConfig c = head_config(s);
-  const MemoryEstimate cpu = estimate_training_memory(s, c, ComputeTarget{}, 2);
-  const ComputeTarget gpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
+  const MemoryEstimate cpu = estimate_training_memory(s, c, runner::ComputeTarget{}, 2);
+  const runner::ComputeTarget gpu{.device = Device::kCuda, .dtype = DType::kF16, .device_index = 0};
   const MemoryEstimate dev = estimate_training_memory(s, c, gpu, 2);
   ASSERT_TRUE(dev.has_head && dev.head_on_device && !cpu.head_on_device);
   // The same f32 rows whatever the compute dtype.

@@ -20,7 +20,7 @@ TEST(NcclGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA ba
 #include "trainer/config/job_config.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/loop/nccl_collectives.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
 namespace fastnn::loop {
@@ -39,9 +39,9 @@ bool have_gpu_and_nccl() {
   if (!have_gpu_and_nccl()) GTEST_SKIP() << "no CUDA device or no NCCL"
 
 // Counts the calls and the elements that pass through, then delegates.
-class CountingCollectives final : public DeviceCollectives {
+class CountingCollectives final : public runner::DeviceCollectives {
  public:
-  explicit CountingCollectives(DeviceCollectives& inner) : inner_(inner) {}
+  explicit CountingCollectives(runner::DeviceCollectives& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int world_size() const override { return inner_.world_size(); }
   void average_async(std::span<const Buffer> b, void* s) override {
@@ -58,7 +58,7 @@ class CountingCollectives final : public DeviceCollectives {
   int64_t averaged_elements = 0;
 
  private:
-  DeviceCollectives& inner_;
+  runner::DeviceCollectives& inner_;
 };
 
 TEST(NcclGpu, WorldOfOneAverageAndBroadcastKeepEveryDtypeBitwise) {
@@ -71,7 +71,7 @@ TEST(NcclGpu, WorldOfOneAverageAndBroadcastKeepEveryDtypeBitwise) {
     for (int i = 0; i < 1000; ++i) h.data<float>()[i] = 0.37f * static_cast<float>(i) - 91.5f;
     const Tensor want = h.to(dt);
     Tensor d = cuda::to_device(want);
-    std::vector<DeviceCollectives::Buffer> b = {{d.raw(), 1000, dt}};
+    std::vector<runner::DeviceCollectives::Buffer> b = {{d.raw(), 1000, dt}};
     nccl->average(b, cuda::current_stream());
     nccl->broadcast(b, 0, cuda::current_stream());
     const Tensor got = cuda::to_host(d);
@@ -85,22 +85,22 @@ TEST(NcclGpu, RunnerWithNcclTrainsBitwiseLikeWithout) {
   auto nccl = make_nccl_collectives(host, 30.0);
   CountingCollectives counting(*nccl);
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.target = {.device = Device::kCuda, .dtype = DType::kF32, .device_index = 0};
   o.batch_size = 8;
   o.seed = 5;
   o.deterministic = true;
   o.weight_decay = 1e-4;
   o.optimizer = optimizer_options(load_job_config("", std::vector<std::string>{"--optimizer=momentum"}));
-  auto plain = make_step_runner(net, o);
+  auto plain = runner::make_step_runner(net, o);
   o.collectives = &counting;
-  auto dp = make_step_runner(net, o);
+  auto dp = runner::make_step_runner(net, o);
   dp->broadcast_variables();
   EXPECT_EQ(counting.broadcasts, 1);
   int64_t param_elements = 0;
   for (const graph::NamedTensor& p : dp->graph().parameters()) param_elements += p.value.numel();
   for (int s = 0; s < 4; ++s) {
-    auto [x, y] = random_host_batch(plain->graph(), 40 + static_cast<uint64_t>(s));
+    auto [x, y] = runner::random_host_batch(plain->graph(), 40 + static_cast<uint64_t>(s));
     const StepResult a = plain->train(x, y, static_cast<uint64_t>(s), 0.05f);
     const StepResult b = dp->train(x, y, static_cast<uint64_t>(s), 0.05f);
     EXPECT_EQ(a.loss, b.loss) << "step " << s;
@@ -116,7 +116,7 @@ TEST(NcclGpu, RunnerWithNcclTrainsBitwiseLikeWithout) {
 // and each call copies its buffers on the stream it was given. A bucket issued before the backward pass
 // had written its gradients would copy the previous step's values, so the copies must equal the
 // gradients the step ends with (no weight decay, scaling or clipping: the update leaves them as they are).
-class SnapshotCollectives final : public DeviceCollectives {
+class SnapshotCollectives final : public runner::DeviceCollectives {
  public:
   ~SnapshotCollectives() override {
     for (Snapshot& s : snaps) cudaFree(s.copy);
@@ -148,7 +148,7 @@ TEST(NcclGpu, GradientBucketsGoOutDuringBackwardAfterTheirGradientsAreWritten) {
   REQUIRE_GPU_AND_NCCL();
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
   SnapshotCollectives snap;
-  StepRunnerOptions o;
+  runner::StepRunnerOptions o;
   o.target = {.device = Device::kCuda, .dtype = DType::kF32, .device_index = 0};
   o.batch_size = 8;
   o.seed = 5;
@@ -157,12 +157,12 @@ TEST(NcclGpu, GradientBucketsGoOutDuringBackwardAfterTheirGradientsAreWritten) {
   // 0.5 MiB buckets cut LeNet's gradients (backward order) into 3: fc4 + fc3's biases, fc3's 12.8 MB of
   // weights alone (a parameter larger than a bucket is a bucket of its own), then the convolutions.
   o.allreduce_bucket_mb = 0.5;
-  auto runner = make_step_runner(net, o);
+  auto runner = runner::make_step_runner(net, o);
   const auto params = static_cast<int64_t>(runner->graph().parameters().size());
   for (int s = 0; s < 2; ++s) {
     snap.snaps.clear();
     snap.calls = 0;
-    auto [x, y] = random_host_batch(runner->graph(), 70 + static_cast<uint64_t>(s));
+    auto [x, y] = runner::random_host_batch(runner->graph(), 70 + static_cast<uint64_t>(s));
     runner->train(x, y, static_cast<uint64_t>(s), 0.05f);
     runner->synchronize();
     EXPECT_EQ(snap.calls, 3) << "step " << s;

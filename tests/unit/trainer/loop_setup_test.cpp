@@ -18,7 +18,7 @@
 #include "trainer/loop/input_geometry.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/loop/sanity.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/loop/trainer.h"
 #include "trainer/zoo/zoo.h"
 #include "tests/unit/trainer/graph_test_util.h"
@@ -305,11 +305,11 @@ TEST(LoopSanity, AccuracyGap) {
 // file) -> checkpoint_variables -> set_host_variables into a differently seeded runner.
 TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededRunner) {
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10});
-  StepRunnerOptions o{.batch_size = 2, .seed = 1};
+  runner::StepRunnerOptions o{.batch_size = 2, .seed = 1};
   o.optimizer.optimizer = "sgd";
-  auto a = make_step_runner(net, o);
+  auto a = runner::make_step_runner(net, o);
   o.seed = 2;
-  auto b = make_step_runner(net, o);
+  auto b = runner::make_step_runner(net, o);
   const std::vector<NamedArray> values = a->host_variables();
   const std::vector<ckpt::ArrayView> views = variable_views(a->graph().variables(), values);
   ASSERT_EQ(views.size(), a->graph().variables().size());

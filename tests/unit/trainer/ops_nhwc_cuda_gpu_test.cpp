@@ -48,7 +48,7 @@ void PrintTo(const NhwcCase& c, std::ostream* os) {
   *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt) << variant_suffix(c.variant);
 }
 
-std::vector<std::pair<std::string, OpCase>> larger_cases() {
+std::vector<std::pair<std::string, OpCase>> larger_nhwc_cases() {
   return {
       {"conv2d", {"resnet_k3", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{8, 64, 14, 14}}}}},
       {"conv2d", {"stem_k7_s2_same", {{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}},
@@ -93,7 +93,7 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
   };
 }
 
-std::vector<NhwcCase> all_cases() {
+std::vector<NhwcCase> all_nhwc_cases() {
   std::vector<NhwcCase> v;
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const OpDef* d : registry().all()) {
@@ -105,7 +105,7 @@ std::vector<NhwcCase> all_cases() {
         if (k->signature().activation_layout == Layout::kNCHW) v.push_back({d->name, c, dt});
       }
     }
-    for (auto& [op, c] : larger_cases()) {
+    for (auto& [op, c] : larger_nhwc_cases()) {
       v.push_back({op, c, dt});
       if (op == "depthwise_conv2d") v.push_back({op, c, dt, CudnnVariant::kDepthwiseCudnn});
       if (op == "conv2d") v.push_back({op, c, dt, CudnnVariant::kConvGraphApi});
@@ -114,7 +114,7 @@ std::vector<NhwcCase> all_cases() {
   return v;
 }
 
-std::string case_name(const testing::TestParamInfo<NhwcCase>& info) {
+std::string nhwc_case_name(const testing::TestParamInfo<NhwcCase>& info) {
   std::string s = info.param.op + "_" + info.param.c.label + "_" + dtype_name(info.param.dt) +
                   variant_suffix(info.param.variant);
   for (char& ch : s)
@@ -190,7 +190,7 @@ TEST_P(CudaNhwcOpCase, MatchesTheCpuThroughTheAdapter) {
   expect_backward_close(dev, ref, cs, cr.dt);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, CudaNhwcOpCase, testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(AllOps, CudaNhwcOpCase, testing::ValuesIn(all_nhwc_cases()), nhwc_case_name);
 
 // The NHWC batch_norm+relu and batch_norm+relu6 fusions (the batch_norm kernel on rows,
 // ops/batch_norm_cuda.cpp) against the composite of the two NHWC kernels: every output, statistic and

@@ -10,11 +10,11 @@
 
 #include "core/tfrecord.h"
 #include "pipeline/dataset.h"
-#include "trainer/loop/batch_tensors.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/batch_tensors.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 // 2 shards of 8 records; each record is the label as text; the sample is filled with label / 10.
@@ -87,4 +87,4 @@ TEST(BatchTensors, TheStepReadsThePipelinesOwnBuffer) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,14 +1,14 @@
-// data_format=auto on the CPU (loop/cpu_layout.h): NHWC where the fast kernels cover every layer with a
+// data_format=auto on the CPU (runner/cpu_layout.h): NHWC where the fast kernels cover every layer with a
 // 4-D output, fused nodes counted by their parts; NCHW with the reference kernels or a layer the fast set
 // lacks (LRN).
 #include <gtest/gtest.h>
 
-#include "trainer/loop/cpu_layout.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/cpu_layout.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 Layout layout_of(const std::string& model, bool fuse) {
@@ -34,4 +34,4 @@ TEST(AutoCpuLayout, ReferenceKernelsStayNchw) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

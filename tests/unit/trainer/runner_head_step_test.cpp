@@ -1,4 +1,4 @@
-// The sharded head's update in the runner (trainer/loop/head_step.h), one process: PartialFC's lazy
+// The sharded head's update in the runner (trainer/runner/head_step.h), one process: PartialFC's lazy
 // update (Optimizer::step_rows over the sampled rows, their gradients compact) at sample_ratio 1 through
 // the sampled code path ends bitwise where the full head's optimizer step ends — weights and every
 // optimizer slot after three steps, for momentum and adam (beta powers) — and at ratio 0.3 the rows that
@@ -18,11 +18,11 @@
 #include "trainer/graph/graph.h"
 #include "trainer/head/margin.h"
 #include "trainer/head/head_config.h"
-#include "trainer/loop/head_step.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/head_step.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 constexpr int64_t kClasses = 40, kEmb = 8;
@@ -109,4 +109,4 @@ TEST(HeadStep, RunnerRowLayoutIsTheRowsWithoutTheirData) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -1,4 +1,4 @@
-// The uint8 input hop (trainer/loop/input_format.h) against the float32 pipeline it replaces on the
+// The uint8 input hop (trainer/runner/input_format.h) against the float32 pipeline it replaces on the
 // GPU: the same records through a preset once as uint8 NHWC, normalised by normalize_input_reference
 // (the arithmetic of the CUDA runner's input kernel), and once as the pipeline's own float32 NCHW
 // batches, are bitwise equal for the presets that copy pixels (lenet on the real Fashion-MNIST,
@@ -17,10 +17,10 @@
 #include "core/tfrecord.h"
 #include "pipeline/dataset.h"
 #include "pipeline/preprocess.h"
-#include "trainer/loop/batch_tensors.h"
-#include "trainer/loop/input_format.h"
+#include "trainer/runner/batch_tensors.h"
+#include "trainer/runner/input_format.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -128,4 +128,4 @@ TEST(InputFormat, InputDtypePicksTheBatchFormat) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -20,10 +20,10 @@ TEST(TrainNhwcGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CU
 
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/config/job_config.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 StepRunnerOptions options(DType dt, Layout layout, bool fuse) {
@@ -66,7 +66,7 @@ void expect_train_alike(StepRunner& first, StepRunner& second, DType dt, int ste
   StepRunner* nchw = &first;
   StepRunner* nhwc = &second;
   // Half precision: the two runners' convolutions round differently; batch-norm betas (nearly cancelling
-  // sums of rounded dy, see loop_train_device_gpu_test's is_bn_beta) are held together, as there.
+  // sums of rounded dy, see runner_train_device_gpu_test's is_bn_beta) are held together, as there.
   const double loss_tol = dt == DType::kF32 ? 1e-4 : 2e-2;
   const double weight_tol = dt == DType::kF32 ? 1e-4 : dt == DType::kF16 ? 2e-2 : 5e-2;
   const double beta_tol = dt == DType::kF32 ? 1e-4 : dt == DType::kF16 ? 0.2 : 0.5;
@@ -209,6 +209,6 @@ TEST(TrainNhwcGpu, HostUint8BatchFeedsBothLayouts) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner
 
 #endif  // FASTNN_HAVE_CUDA

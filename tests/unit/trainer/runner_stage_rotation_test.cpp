@@ -1,14 +1,14 @@
 // stage_rotation.h: the CUDA runner's choice of input stage, checked on the host by replaying the
 // training loop's calls (trainer.cpp: batch k+1 prefetched before step k is queued, results read one
 // step late) against three stages, as InputStages does.
-#include "trainer/loop/stage_rotation.h"
+#include "trainer/runner/stage_rotation.h"
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <vector>
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 // InputStages' bookkeeping without the device: which batch each stage holds and which step last read it.
@@ -93,4 +93,4 @@ TEST(StageRotation, NeverPlacedStagesComeFirstThenTheOldest) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

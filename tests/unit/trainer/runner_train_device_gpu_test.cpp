@@ -1,4 +1,4 @@
-// The GPU training step (trainer/loop/step_runner.h, CUDA runner) against the CPU runner, the oracle:
+// The GPU training step (trainer/runner/step_runner.h, CUDA runner) against the CPU runner, the oracle:
 // a whole ResNet (resnet_cifar_20, small batch) trained 3 steps in f32 (TF32 off) matches the CPU's
 // losses and parameters to 1e-4; an fp16 step stays within half-precision tolerance; an overflowed
 // fp16 step is skipped under dynamic loss scaling with the scale halved; optimizer state names
@@ -19,11 +19,11 @@ TEST(TrainDeviceGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the 
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/config/job_config.h"
 #include "trainer/cuda/runtime.h"
-#include "trainer/loop/input_format.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/input_format.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 StepRunnerOptions options(Device d, DType dt) {
@@ -402,6 +402,6 @@ TEST(TrainDeviceGpu, CapturedStepRaisesABadLabel) {
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner
 
 #endif

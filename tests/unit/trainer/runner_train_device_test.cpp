@@ -1,6 +1,6 @@
-// The device/precision config fields, their resolution (trainer/loop/device_setup.h), the CPU step
+// The device/precision config fields, their resolution (trainer/runner/device_setup.h), the CPU step
 // runner against the loop's own sequence of calls, and `bench train` on the CPU
-// (trainer/loop/bench_train.h). The CUDA side: loop_train_device_gpu_test.cpp.
+// (trainer/bench/bench_train.h). The CUDA side: runner_train_device_gpu_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,16 +12,16 @@
 #include "core/check.h"
 #include "tests/unit/trainer/config_test_util.h"
 #include "trainer/config/job_config.h"
-#include "trainer/loop/bench_train.h"
-#include "trainer/loop/device_setup.h"
-#include "trainer/loop/step_profile.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/bench/bench_train.h"
+#include "trainer/runner/device_setup.h"
+#include "trainer/bench/step_profile.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/part_marks.h"
 #include "trainer/optim/gradient_ops.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
 TEST(TrainDeviceConfig, DefaultsAndFlags) {
@@ -248,7 +248,7 @@ TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {
 
 TEST(TrainBench, CpuBenchTrainsASmallModel) {
   const JobConfig c = config_of({"--model_name=lenet", "--batch_size=8", "--optimizer=sgd", "--learning_rate=0.01"});
-  const TrainBenchResult r = run_train_bench(c, {.steps = 3, .warmup = 1});
+  const bench::TrainBenchResult r = bench::run_train_bench(c, {.steps = 3, .warmup = 1});
   EXPECT_EQ(r.model, "lenet");
   EXPECT_EQ(r.target.device, Device::kCpu);
   EXPECT_EQ(r.batch_size, 8);
@@ -259,7 +259,7 @@ TEST(TrainBench, CpuBenchTrainsASmallModel) {
   EXPECT_TRUE(std::isfinite(r.first_loss) && std::isfinite(r.last_loss));
   // The same batch every step: a few SGD steps must lower its loss.
   EXPECT_LT(r.last_loss, r.first_loss);
-  const nlohmann::json j = train_bench_json(r);
+  const nlohmann::json j = bench::train_bench_json(r);
   EXPECT_EQ(j["bench"], "train");
   EXPECT_EQ(j["device"], "cpu");
   EXPECT_EQ(j["dtype"], "f32");
@@ -272,9 +272,9 @@ TEST(TrainBench, CpuBenchTrainsASmallModel) {
 TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
   const JobConfig c = config_of({"--model_name=resnet_cifar_20", "--batch_size=4", "--optimizer=momentum",
                                  "--device=cpu"});
-  const TrainBenchResult r = run_train_bench(c, {.steps = 1, .warmup = 0, .profile_steps = 2});
+  const bench::TrainBenchResult r = bench::run_train_bench(c, {.steps = 1, .warmup = 0, .profile_steps = 2});
   ASSERT_TRUE(r.profile.has_value());
-  const ProfileTable& t = *r.profile;
+  const bench::ProfileTable& t = *r.profile;
   EXPECT_EQ(t.steps, 2);
   ASSERT_EQ(t.phases.size(), 2u);  // one process: no allreduce
   EXPECT_EQ(t.phases[0].first, "forward_backward");
@@ -282,7 +282,7 @@ TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
   EXPECT_NEAR(t.phases[0].second + t.phases[1].second, t.step_ms, 1e-6 * t.step_ms + 1e-9);
   double layers = 0, ops = 0;
   int backward_rows = 0;
-  for (const ProfileRow& row : t.layers) {
+  for (const bench::ProfileRow& row : t.layers) {
     EXPECT_GE(row.forward_ms, 0);
     EXPECT_GE(row.backward_ms, 0);
     layers += row.forward_ms + row.backward_ms;
@@ -301,7 +301,7 @@ TEST(TrainBench, ProfileTimesEveryLayerInsideItsPhase) {
   for (const auto& op : t.ops)
     if (op.first == "conv2d") conv = op.second;
   EXPECT_LE(parts["conv2d fprop"] + parts["conv2d dgrad"] + parts["conv2d wgrad"], conv * (1 + 1e-9));
-  const nlohmann::json j = train_bench_json(r);
+  const nlohmann::json j = bench::train_bench_json(r);
   EXPECT_EQ(j["profile"]["layers"].size(), t.layers.size());
   EXPECT_EQ(j["profile"]["parts"].size(), t.parts.size());
   EXPECT_NE(t.format().find("forward_backward"), std::string::npos);
@@ -317,26 +317,26 @@ TEST(TrainBench, ProfileEndsAnOuterPartWhereANestedOneBegins) {
   o.optimizer = optimizer_options(config_of({"--optimizer=sgd"}));
   const std::unique_ptr<StepRunner> runner =
       make_step_runner(zoo::build_net("lenet", {.num_classes = 10, .height = 28, .width = 28, .channels = 1}), o);
-  StepProfile prof(*runner);
+  bench::StepProfile prof(*runner);
   prof.begin_step();
   {
     const ops::PartMark outer("outer");
     const ops::PartMark inner("inner");
   }
   prof.end_step();
-  const ProfileTable t = prof.table();
+  const bench::ProfileTable t = prof.table();
   std::map<std::string, double> parts(t.parts.begin(), t.parts.end());
   EXPECT_EQ(parts.size(), 2u);
   EXPECT_TRUE(parts.count("outer") && parts.count("inner"));
 }
 
 TEST(TrainBench, RejectsBadRequests) {
-  EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet"}), {.steps = 0}), Error);
-  EXPECT_THROW(run_train_bench(config_of({"--model_name=no_such_net"}), {}), ConfigError);
+  EXPECT_THROW(bench::run_train_bench(config_of({"--model_name=lenet"}), {.steps = 0}), Error);
+  EXPECT_THROW(bench::run_train_bench(config_of({"--model_name=no_such_net"}), {}), ConfigError);
   if (!cuda_present()) {
-    EXPECT_THROW(run_train_bench(config_of({"--model_name=lenet", "--device=cuda"}), {.steps = 1}), ConfigError);
+    EXPECT_THROW(bench::run_train_bench(config_of({"--model_name=lenet", "--device=cuda"}), {.steps = 1}), ConfigError);
   }
 }
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner

@@ -24,13 +24,13 @@ TEST(ZooGpu, RequiresTheCudaBuild) { GTEST_SKIP() << "built without the CUDA bac
 
 #include "tests/unit/trainer/cuda_test_util.h"
 #include "trainer/config/job_config.h"
-#include "trainer/loop/step_runner.h"
+#include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::loop {
+namespace fastnn::runner {
 namespace {
 
-StepRunnerOptions options(Device d, DType dt) {
+StepRunnerOptions zoo_runner_options(Device d, DType dt) {
   StepRunnerOptions o;
   o.target = {.device = d, .dtype = dt, .device_index = 0};
   o.batch_size = 4;
@@ -56,8 +56,8 @@ TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
   const zoo::ZooModel& m = zoo::zoo_model(GetParam());
   const int size = std::max({m.default_size > 32 ? 96 : m.default_size, m.aux_min_size, m.min_size});
   const NetDef net = zoo::build_net(m.name, {.num_classes = 10, .height = size, .width = size});
-  auto cpu = make_step_runner(net, options(Device::kCpu, DType::kF32));
-  auto gpu = make_step_runner(net, options(Device::kCuda, DType::kF32));
+  auto cpu = make_step_runner(net, zoo_runner_options(Device::kCpu, DType::kF32));
+  auto gpu = make_step_runner(net, zoo_runner_options(Device::kCuda, DType::kF32));
   auto [x, y] = cpu->synthetic_batch(5);
   const StepResult a = cpu->train(x, y, 0, 0.01f);
   const StepResult b = gpu->train(x, y, 0, 0.01f);
@@ -67,7 +67,7 @@ TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
   EXPECT_TRUE(std::isfinite(b2.loss)) << m.name;
 
   // A run's default on cuda (data_format auto = NHWC, fuse_ops): the same first loss as the CPU's.
-  StepRunnerOptions on = options(Device::kCuda, DType::kF32);
+  StepRunnerOptions on = zoo_runner_options(Device::kCuda, DType::kF32);
   on.layout = Layout::kNHWC;
   on.fuse = true;
   auto nhwc = make_step_runner(net, on);
@@ -75,7 +75,7 @@ TEST_P(ZooGpu, TrainingStepMatchesTheCpu) {
   const StepResult c = nhwc->train(xn, yn, 0, 0.01f);
   EXPECT_NEAR(c.loss, a.loss, 1e-3 * std::max(1.0, std::abs(a.loss))) << m.name << " NHWC fused";
 
-  auto half = make_step_runner(net, options(Device::kCuda, DType::kF16));
+  auto half = make_step_runner(net, zoo_runner_options(Device::kCuda, DType::kF16));
   const StepResult h = half->train(x, y, 0, 0.01f);
   EXPECT_TRUE(std::isfinite(h.loss)) << m.name << " f16";
   EXPECT_NEAR(h.loss, a.loss, kF16LossTol * std::max(1.0, std::abs(a.loss))) << m.name << " f16";
@@ -85,6 +85,6 @@ INSTANTIATE_TEST_SUITE_P(EveryName, ZooGpu, testing::ValuesIn(zoo::zoo_model_nam
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
-}  // namespace fastnn::loop
+}  // namespace fastnn::runner
 
 #endif  // FASTNN_HAVE_CUDA
