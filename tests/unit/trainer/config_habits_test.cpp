@@ -151,7 +151,9 @@ TEST(ZooOptions, BatchNormDecayAndEpsilonReachEveryBatchNorm) {
   EXPECT_GT(n, 10);
   const NetDef plain = zoo::build_net("mobilenet_v1_025", {.num_classes = 3, .height = 32, .width = 32});
   for (const LayerDef& l : plain.layers())
-    if (l.has_batch_norm()) EXPECT_FLOAT_EQ(l.batch_norm().momentum(), 0.9997f) << l.name();  // TF-slim's own
+    if (l.has_batch_norm()) {
+      EXPECT_FLOAT_EQ(l.batch_norm().momentum(), 0.9997f) << l.name();  // TF-slim's own
+    }
 }
 
 }  // namespace

@@ -269,7 +269,9 @@ void expect_folded_graph_is_close(const std::string& model, int size, bool bf16 
     EXPECT_NEAR(b[j], a[j], (bf16 ? 3e-2 : 1e-4) * scale) << "logit " << j;
     worst = std::max(worst, std::fabs(b[j] - a[j]) / scale);
   }
-  if (bf16) EXPECT_GT(worst, 1e-5) << "bf16 gave f32's logits: were the convolutions computed in f32?";
+  if (bf16) {
+    EXPECT_GT(worst, 1e-5) << "bf16 gave f32's logits: were the convolutions computed in f32?";
+  }
 }
 
 TEST(GraphLayout, InferenceGraphFoldsBatchNormsWithinRounding) {

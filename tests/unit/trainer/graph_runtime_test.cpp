@@ -106,7 +106,9 @@ TEST(GraphInit, KeyedBySeedAndNameOnly) {
   for (size_t i = 0; i < pa.size(); ++i) {
     EXPECT_EQ(pa[i].value.to_vector<float>(), pb[i].value.to_vector<float>()) << pa[i].name;
     EXPECT_EQ(pa[i].value.to_vector<float>(), pd[i].value.to_vector<float>()) << pa[i].name;
-    if (pa[i].name.ends_with("weights")) EXPECT_NE(pa[i].value.to_vector<float>(), pc[i].value.to_vector<float>());
+    if (pa[i].name.ends_with("weights")) {
+      EXPECT_NE(pa[i].value.to_vector<float>(), pc[i].value.to_vector<float>());
+    }
   }
   // Re-initialising restores the values.
   const auto w0 = pa[0].value.to_vector<float>();

@@ -135,7 +135,9 @@ TEST(Optimizers, AdamWFirstStepByHand) {
   opt->step(0.1f);
   EXPECT_NEAR(w, 0.899, 1e-6);
   for (const StateArray& a : opt->state())
-    if (a.name == "adamw/step") EXPECT_EQ(a.data[0], 1.0f);
+    if (a.name == "adamw/step") {
+      EXPECT_EQ(a.data[0], 1.0f);
+    }
 }
 
 TEST(Optimizers, AdamWTakesPyTorchsDefaultsWhereTheConfigLeavesFastNNs) {

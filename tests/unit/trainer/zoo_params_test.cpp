@@ -76,7 +76,9 @@ TEST_P(ZooParams, MatchPublishedCounts) {
   const NetDef net = zoo::build_net(e.model, e.options);
   const graph::NetPlan plan = graph::NetPlan::make(net, {});
   EXPECT_EQ(plan.trainable_param_count(), e.trainable) << e.model;
-  if (e.state >= 0) EXPECT_EQ(plan.state_count(), e.state) << e.model;
+  if (e.state >= 0) {
+    EXPECT_EQ(plan.state_count(), e.state) << e.model;
+  }
   EXPECT_EQ(net.has_aux_logits(), e.options.aux_logits && zoo::zoo_model(e.model).has_aux_logits);
   // Shape inference only: cheap even for 60 M parameters.
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);

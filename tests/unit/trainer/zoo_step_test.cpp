@@ -40,7 +40,9 @@ TEST_P(ZooStep, TrainStepAndEvaluateRun) {
   EXPECT_GT(r.main_loss, 0);
   EXPECT_EQ(g.output(0).shape(), (Shape{c.batch, classes}));
   EXPECT_EQ(net.has_aux_logits(), g.has_aux_logits());
-  if (g.has_aux_logits()) EXPECT_GT(r.aux_loss, 0);
+  if (g.has_aux_logits()) {
+    EXPECT_GT(r.aux_loss, 0);
+  }
 
   // Every parameter tensor gets a finite gradient, and the gradient is not zero everywhere.
   double total = 0;

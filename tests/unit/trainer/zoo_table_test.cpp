@@ -49,7 +49,9 @@ TEST(ZooTable, MinimumSizesAreTheSmallestThatPlan) {
           zoo::build_net(m.name, {.num_classes = 10, .height = size, .width = size, .aux_logits = aux}), {});
     };
     EXPECT_NO_THROW(plan_at(m.min_size, false)) << m.name;
-    if (m.min_size > 1) EXPECT_THROW(plan_at(m.min_size - 1, false), ConfigError) << m.name;
+    if (m.min_size > 1) {
+      EXPECT_THROW(plan_at(m.min_size - 1, false), ConfigError) << m.name;
+    }
     EXPECT_EQ(m.aux_min_size > 0, m.has_aux_logits) << m.name;
     if (!m.has_aux_logits) continue;
     EXPECT_NO_THROW(plan_at(m.aux_min_size, true)) << m.name;
@@ -73,7 +75,9 @@ TEST(ZooTable, JsonAndTextCarryTheRows) {
   }
   // TF-slim's MobileNet v1 1.0 with its 1001 classes (docs/MODELS.md): 4,233,001.
   for (const zoo::ZooTableRow& r : rows)
-    if (r.name == "mobilenet_v1") EXPECT_EQ(r.trainable_params, 4'233'001);
+    if (r.name == "mobilenet_v1") {
+      EXPECT_EQ(r.trainable_params, 4'233'001);
+    }
   EXPECT_NE(text.find("4,233,001"), std::string::npos);
 }
 
