@@ -188,9 +188,8 @@ void add_check_command(CLI::App& app) {
     convert::CheckReport r;
     try {
       r = convert::check_shard_set(*o);
-    } catch (...) {  // as in `fastnn convert`: a failure of every rank ends them together
-      if (!group || !group->failed()) throw;
-      exit_with_the_other_ranks(group->rank() == 0 ? std::current_exception() : nullptr, [&] { group->barrier(); });
+    } catch (...) {
+      end_with_the_group(group.get());
     }
     // Rank 0 prints the report; the other ranks wait in a barrier until it has (mpirun ends the whole job
     // as soon as one rank exits non-zero), then share its exit status.

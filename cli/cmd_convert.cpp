@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/error_report.h"
 #include "cli/json_output.h"
 #include "cli/mpi_rank_group.h"
 #include "converters/base64_tsv.h"
@@ -200,10 +199,7 @@ void run(convert::Source& source, const ConvertOptions& o, const CommonArgs& a) 
     if (r.rank != 0) return;
     a.json ? print_json(r) : print_summary(r, a.verbose);
   } catch (...) {
-    // A failure of every rank (an exchange failed): rank 0 says what failed, then all exit together. A
-    // failure of this rank alone goes to main().
-    if (!group || !group->failed()) throw;
-    exit_with_the_other_ranks(group->rank() == 0 ? std::current_exception() : nullptr, [&] { group->barrier(); });
+    end_with_the_group(group.get());
   }
 }
 

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <unistd.h>
 #include <exception>
-#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>

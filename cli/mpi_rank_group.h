@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/error_report.h"
 #include "converters/rank_group.h"
 #include "trainer/comm/communicator.h"
 
@@ -35,6 +36,14 @@ inline std::unique_ptr<MpiRankGroup> mpi_rank_group(double collective_timeout) {
   if (!launched_by_mpi()) return nullptr;
   return std::make_unique<MpiRankGroup>(
       make_communicator(CommOptions{.backend = "mpi", .collective_timeout_seconds = collective_timeout}));
+}
+
+// Called from a catch block of a command that may run under mpirun. A failure of this rank alone is
+// rethrown for main() to report. A failure every rank reached (an exchange between them failed): rank 0
+// says what failed, then all ranks exit together (exit_with_the_other_ranks says why they wait).
+[[noreturn]] inline void end_with_the_group(MpiRankGroup* group) {
+  if (!group || !group->failed()) throw;
+  exit_with_the_other_ranks(group->rank() == 0 ? std::current_exception() : nullptr, [&] { group->barrier(); });
 }
 
 inline constexpr const char* kCollectiveTimeoutHelp =

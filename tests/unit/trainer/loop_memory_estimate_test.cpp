@@ -71,7 +71,8 @@ TEST(MemoryEstimate, CountsTheMovingAverages) {
   c.set_moving_average_decay(0.99);
   const int64_t with = estimate_training_memory(s, c, runner::ComputeTarget{}).optimizer;
   int64_t shadows = 0;
-  for (const NamedArray& a : MovingAverages(0.99, true, g.variables()).shadows()) shadows += static_cast<int64_t>(a.data.size());
+  const MovingAverages averages(0.99, true, g.variables());  // named: a temporary would die before the loop body
+  for (const NamedArray& a : averages.shadows()) shadows += static_cast<int64_t>(a.data.size());
   EXPECT_EQ(with - without, 4 * shadows);
 }
 
