@@ -13,6 +13,7 @@
 #include "trainer/config/job_config.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/head/head_config.h"
+#include "trainer/optim/optimizer_catalog.h"
 #include "trainer/runner/step_runner.h"
 #ifdef FASTNN_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -23,11 +24,9 @@ namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// Slots per updated parameter element (trainer/optim: add_slot calls).
-int64_t optimizer_slots(const std::string& name) {
-  if (name == "sgd") return 0;
-  if (name == "momentum" || name == "adagrad" || name == "lars") return 1;
-  return 2;  // adam, adamweightdecay, adamw, lamb, rmsprop, adadelta, ftrl
+// Slots per updated parameter element.
+int64_t optimizer_slots(const JobConfig& c) {
+  return static_cast<int64_t>(optim::slot_inits(optimizer_options(c)).size());
 }
 
 bool under(const std::string& name, const std::vector<std::string>& scopes) {
@@ -73,7 +72,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     const int ranks = sharded ? std::max(1, world) : 1;
     e.has_head = true;
     e.head = head::head_memory(s.num_classes, c.emb_dim(), ranks, 0, int64_t{c.batch_size()} * ranks,
-                               sharded ? c.sample_ratio() : 1.0, 4, static_cast<int>(optimizer_slots(c.optimizer())),
+                               sharded ? c.sample_ratio() : 1.0, 4, static_cast<int>(optimizer_slots(c)),
                                false);
   }
   const int64_t batch = c.batch_size();
@@ -93,7 +92,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     for (const graph::PlannedTensor& st : n.state) state += st.numel();
   }
   e.parameters = 4 * (2 * trainable + fixed + state);
-  e.optimizer = 4 * optimizer_slots(c.optimizer()) * updated;
+  e.optimizer = 4 * optimizer_slots(c) * updated;
   if (c.moving_average_decay() > 0) e.optimizer += 4 * (trainable + fixed + state);  // one shadow per variable
 
   // Graph::allocate_activations, by shapes (a unit test keeps the two equal).

@@ -57,11 +57,8 @@ struct DeviceOptimizer::Impl {
 };
 
 bool DeviceOptimizer::supports(const std::string& n) {
-  // Not on the device yet: adamw's per-step bias corrections, lars's and lamb's per-parameter norms (the
-  // CPU optimizers have them).
-  if (n == "adamw" || n == "lars" || n == "lamb") return false;
-  for (std::string_view known : optimizer_names())
-    if (n == known) return true;
+  for (const optim::OptimizerTraits& t : optim::optimizer_catalog())
+    if (t.name == n) return t.on_device;
   return false;
 }
 

@@ -1,6 +1,7 @@
 // Optimizer by config name, FastNN's configure_optimizer.
 #include "core/check.h"
 #include "schemas/job_config.pb.h"
+#include "trainer/optim/optimizer_catalog.h"
 #include "trainer/optim/optimizers.h"
 
 namespace fastnn {
@@ -37,13 +38,15 @@ OptimizerOptions optimizer_options(const JobConfig& c) {
 }
 
 bool applies_weight_decay_itself(const std::string& optimizer) {
-  return optimizer == "adamw" || optimizer == "lars" || optimizer == "lamb";
+  return optim::optimizer_traits(optimizer).decays_itself;
 }
 
 const std::vector<std::string_view>& optimizer_names() {
-  static const std::vector<std::string_view> names = {"adadelta", "adagrad", "adam", "ftrl",
-                                                      "momentum", "sgd", "rmsprop", "adamweightdecay", "adamw",
-                                                      "lars", "lamb"};
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> n;
+    for (const optim::OptimizerTraits& t : optim::optimizer_catalog()) n.push_back(t.name);
+    return n;
+  }();
   return names;
 }
 
@@ -72,9 +75,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, std::vector
     return make_lamb(std::move(params), o.adam_beta1, o.adam_beta2, o.opt_epsilon, o.lamb_weight_decay);
   if (n == "adamw")
     return make_adamw(std::move(params), o.adam_beta1, o.adam_beta2, o.opt_epsilon, o.adamw_weight_decay);
-  std::string valid;
-  for (std::string_view name : optimizer_names()) valid += str(valid.empty() ? "" : ", ", name);
-  throw ConfigError(str("optimizer \"", n, "\" is not one of: ", valid));
+  optim::optimizer_traits(n);  // throws, naming the valid ones
+  throw ConfigError(str("optimizer \"", n, "\" has no CPU optimizer"));
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const JobConfig& config, std::vector<ParamRef> params) {

@@ -1,5 +1,5 @@
-// The eight FastNN optimizers, by their FastNN config names, with TensorFlow 1.x update rules, PyTorch's
-// AdamW, MLPerf's LARS and timm's Lamb.
+// FastNN's optimizers, by their config names (optimizer_catalog.h lists them with their slots), with
+// TensorFlow 1.x update rules, PyTorch's AdamW, MLPerf's LARS and timm's Lamb.
 // Per element, with g the gradient, w the parameter and lr the step's learning rate (state names in []):
 //
 //   sgd              w -= lr*g
@@ -75,12 +75,12 @@ struct OptimizerOptions {
 };
 
 // The optimizers that apply weight_decay themselves (adamw, lars, lamb) instead of as an L2 term added to the
-// gradient before the update.
+// gradient before the update. ConfigError for an unknown name.
 bool applies_weight_decay_itself(const std::string& optimizer);
 
 OptimizerOptions optimizer_options(const JobConfig& config);
 
-// The names make_optimizer accepts, in FastNN's order.
+// The names make_optimizer accepts, in FastNN's order (optimizer_catalog.h's).
 const std::vector<std::string_view>& optimizer_names();
 
 // Builds options.optimizer over `params`; ConfigError listing the valid names for an unknown one.

@@ -1,4 +1,4 @@
-// An optimizer's per-element rule (update_rules.h) and its slots, by the FastNN config name, for the
+// An optimizer's per-element rule (update_rules.h), by the FastNN config name, for the
 // updates that run the rules themselves: the device optimizers' kernels (device_optimizer.h,
 // device_row_optimizer.h) and the host tests that walk what those kernels walk.
 //
@@ -6,9 +6,9 @@
 //
 // with_rule calls fn once with the rule struct for options.optimizer, its hyperparameters taken from
 // `options` as the CPU optimizer takes them (rule.lr left 0: the step sets it; adam's is its
-// bias-corrected lr_t). slot_inits lists the slots the CPU optimizer registers (optimizers.h), in its
-// order, with their initial values, so device state is named and started as the CPU's.
-// ConfigError for a name that is not one of the eight.
+// bias-corrected lr_t). The slots the rule's s0 / s1 point into are optimizer_catalog.h's slot_inits,
+// named and started as the CPU optimizer's. ConfigError for a name the kernels do not run
+// (OptimizerTraits::on_device).
 #pragma once
 
 #include <string>
@@ -16,28 +16,11 @@
 #include <vector>
 
 #include "core/check.h"
+#include "trainer/optim/optimizer_catalog.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/optim/update_rules.h"
 
 namespace fastnn::optim {
-
-struct SlotInit {
-  std::string name;  // "<param>/<name>" in the state
-  float init;
-};
-
-inline std::vector<SlotInit> slot_inits(const OptimizerOptions& o) {
-  const std::string& n = o.optimizer;
-  const auto f = [](double v) { return static_cast<float>(v); };
-  if (n == "sgd") return {};
-  if (n == "momentum") return {{"momentum", 0.0f}};
-  if (n == "adam" || n == "adamweightdecay") return {{"adam_m", 0.0f}, {"adam_v", 0.0f}};
-  if (n == "rmsprop") return {{"rms", 1.0f}, {"momentum", 0.0f}};
-  if (n == "adagrad") return {{"accumulator", f(o.adagrad_initial_accumulator_value)}};
-  if (n == "adadelta") return {{"accum", 0.0f}, {"accum_update", 0.0f}};
-  if (n == "ftrl") return {{"accum", f(o.ftrl_initial_accumulator_value)}, {"linear", 0.0f}};
-  throw ConfigError(str("optimizer \"", n, "\" is not a FastNN optimizer"));
-}
 
 template <typename Fn>
 void with_rule(const OptimizerOptions& o, Fn&& fn) {

@@ -114,9 +114,9 @@ INSTANTIATE_TEST_SUITE_P(EightOptimizers, RowUpdate,
                                          "ftrl"),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
-TEST(RowUpdate, UnknownOptimizerIsAConfigError) {
-  EXPECT_THROW(slot_inits(options("lamb")), ConfigError);
+TEST(RowUpdate, OptimizersTheKernelsDoNotRunAreConfigErrors) {
   EXPECT_THROW(with_rule(options("lamb"), [](auto) {}), ConfigError);
+  EXPECT_THROW(with_rule(options("nadam"), [](auto) {}), ConfigError);
 }
 
 }  // namespace
