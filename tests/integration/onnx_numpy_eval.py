@@ -133,6 +133,9 @@ def run(model, feeds, dtype=np.float64):
             y = np.maximum(ins[0], 0)
         elif op == "Clip":
             y = np.clip(ins[0], ins[1], ins[2])
+        elif op == "HardSwish":  # x * max(0, min(1, x / 6 + 1 / 2)), opset 14
+            x = ins[0]
+            y = x * np.clip(x / x.dtype.type(6) + x.dtype.type(0.5), 0, 1)
         elif op == "Tanh":
             y = np.tanh(ins[0])
         elif op == "Mul":

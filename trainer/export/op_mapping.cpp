@@ -126,6 +126,7 @@ std::string emit_op(Emit& e) {
   else if (op == "batch_norm") batch_norm(e);
   else if (op == "relu") e.node("Relu", {e.in}, e.out);
   else if (op == "relu6") e.node("Clip", {e.in, e.b.scalar(e.layer + "/clip_min", 0), e.b.scalar(e.layer + "/clip_max", 6)}, e.out);
+  else if (op == "hard_swish") e.node("HardSwish", {e.in}, e.out);
   else if (op == "tanh") tanh(e);
   else if (op == "max_pool2d") pool(e, false);
   else if (op == "avg_pool2d") pool(e, true);
@@ -155,7 +156,7 @@ std::string emit_op(Emit& e) {
 }  // namespace
 
 std::vector<std::string> exportable_ops() {
-  std::vector<std::string> ops = {"conv2d", "depthwise_conv2d", "batch_norm", "relu",  "relu6",
+  std::vector<std::string> ops = {"conv2d", "depthwise_conv2d", "batch_norm", "relu",  "relu6", "hard_swish",
                                   "tanh",   "max_pool2d",       "avg_pool2d", "global_avg_pool",
                                   "fully_connected", "dropout", "add", "concat", "scale", "channel_pad", "lrn",
                                   "drop_path", "spatial_shift"};

@@ -6,6 +6,7 @@
 //   batch_norm        BatchNormalization (inference form: moving mean / variance, epsilon); a disabled
 //                     gamma / beta becomes the constant ones / zeros
 //   relu / relu6      Relu / Clip(min 0, max 6)
+//   hard_swish        HardSwish (opset 14's; the same formula)
 //   tanh              [Mul inner] Tanh [Mul outer] (a factor of 1 is left out)
 //   max_pool2d        MaxPool (explicit pads; padding never wins a max, as in TF)
 //   avg_pool2d        AveragePool, count_include_pad as the layer's (0 = TF's divisor)

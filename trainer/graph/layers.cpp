@@ -143,6 +143,10 @@ LoweredLayer lower_layer(const LayerDef& l) {
       out.type = "relu6";
       out.op = "relu6";
       break;
+    case LayerDef::kHardSwish:
+      out.type = "hard_swish";
+      out.op = "hard_swish";
+      break;
     case LayerDef::kTanh:
       out.type = "tanh";
       out.op = "tanh";
@@ -227,7 +231,7 @@ LoweredLayer lower_layer(const LayerDef& l) {
     }
     case LayerDef::LAYER_NOT_SET:
       fail(l, "no layer type set (one of conv, batch_norm, relu, tanh, pool, global_avg_pool, fully_connected, "
-              "dropout, add, concat, scale, channel_pad, lrn, relu6, depthwise_conv, drop_path, spatial_shift)");
+              "dropout, add, concat, scale, channel_pad, lrn, relu6, depthwise_conv, drop_path, spatial_shift, hard_swish)");
   }
   return out;
 }

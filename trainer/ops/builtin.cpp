@@ -11,6 +11,7 @@
 #include "trainer/ops/dropout.h"
 #include "trainer/ops/fully_connected.h"
 #include "trainer/ops/global_avg_pool.h"
+#include "trainer/ops/hard_swish.h"
 #include "trainer/ops/lrn.h"
 #include "trainer/ops/max_pool2d.h"
 #include "trainer/ops/op.h"
@@ -36,6 +37,7 @@ void register_builtin_ops(OpRegistry& r) {
   register_dropout(r);
   register_fully_connected(r);
   register_global_avg_pool(r);
+  register_hard_swish(r);
   register_lrn(r);
   register_max_pool2d(r);
   register_relu(r);

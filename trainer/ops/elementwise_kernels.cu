@@ -1,4 +1,4 @@
-// Elementwise kernels: add, scale, relu, tanh, dropout, bias add, 2-D pad / crop, the layout transpose.
+// Elementwise kernels: add, scale, relu, tanh, hard_swish, dropout, bias add, 2-D pad / crop, the layout transpose.
 #include <cstdint>
 #include <initializer_list>
 
@@ -7,6 +7,7 @@
 #include "trainer/ops/channel_index.h"
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/dropout.h"
+#include "trainer/ops/hard_swish.h"
 #include "trainer/ops/relu.h"
 #include "trainer/ops/scale.h"
 #include "trainer/ops/tanh.h"
@@ -95,6 +96,12 @@ struct ReluForward {  // x > 0 ? x : +0 (x itself: f16/bf16 -> float -> f16/bf16
 };
 struct ReluBackward {  // v[0] = y, v[1] = dy
   __device__ float operator()(const float* v) const { return v[0] > 0.f ? v[1] : 0.f; }
+};
+struct HardSwishForward {
+  __device__ float operator()(const float* v) const { return hard_swish_value(v[0]); }
+};
+struct HardSwishBackward {  // v[0] = x, v[1] = dy
+  __device__ float operator()(const float* v) const { return hard_swish_gradient(v[0], v[1]); }
 };
 // relu(a + b): the sum rounded to T first, as add's kernel writes it, then relu's test on that value.
 template <typename T>
@@ -236,6 +243,16 @@ void relu_backward(int64_t count, const T* y, const T* dy, T* dx, cudaStream_t s
 }
 
 template <typename T>
+void hard_swish_forward(int64_t count, const T* x, T* y, cudaStream_t s) {
+  launch_map(count, MapInputs<T, 1>{{x}}, y, HardSwishForward{}, s);
+}
+
+template <typename T>
+void hard_swish_backward(int64_t count, const T* x, const T* dy, T* dx, cudaStream_t s) {
+  launch_map(count, MapInputs<T, 2>{{x, dy}}, dx, HardSwishBackward{}, s);
+}
+
+template <typename T>
 void tanh_forward(int64_t count, float outer, float inner, const T* x, T* y, cudaStream_t s) {
   if (count == 0) return;
   tanh_fwd_kernel<T><<<grid_for(count), kThreads, 0, s>>>(count, outer, inner, x, y);
@@ -359,6 +376,8 @@ void transpose_last2(int64_t batch, int64_t rows, int64_t cols, size_t elem_byte
   template void add_relu_forward<T>(int64_t, const T*, const T*, T*, cudaStream_t);                          \
   template void relu_backward_to_two<T>(int64_t, const T*, const T*, T*, T*, cudaStream_t);                  \
   template void relu_backward<T>(int64_t, const T*, const T*, T*, cudaStream_t);                             \
+  template void hard_swish_forward<T>(int64_t, const T*, T*, cudaStream_t);                                  \
+  template void hard_swish_backward<T>(int64_t, const T*, const T*, T*, cudaStream_t);                       \
   template void tanh_forward<T>(int64_t, float, float, const T*, T*, cudaStream_t);                          \
   template void tanh_backward<T>(int64_t, float, float, const T*, const T*, T*, cudaStream_t);               \
   template void dropout_forward<T>(int64_t, double, uint64_t, uint64_t, const T*, T*, uint8_t*, cudaStream_t); \

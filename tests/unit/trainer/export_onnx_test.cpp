@@ -81,7 +81,8 @@ const char* kEveryLayer = R"(
   layers { name: "relu1" inputs: "bn1" relu {} }
   layers { name: "dw" inputs: "relu1" depthwise_conv { kernel: 3 padding: "same" multiplier: 2 bias: false } }
   layers { name: "r6" inputs: "dw" relu6 {} }
-  layers { name: "lrn" inputs: "r6" lrn { depth_radius: 2 alpha: 0.5 beta: 0.75 bias: 2 } }
+  layers { name: "hs" inputs: "r6" hard_swish {} }
+  layers { name: "lrn" inputs: "hs" lrn { depth_radius: 2 alpha: 0.5 beta: 0.75 bias: 2 } }
   layers { name: "avg" inputs: "lrn" pool { kind: AVG kernel: 3 stride: 1 padding: "same" } }
   layers { name: "max" inputs: "lrn" pool { kind: MAX kernel: 3 stride: 1 pad: [1, 1, 1, 1] } }
   layers { name: "cat" inputs: "avg" inputs: "max" concat {} }
@@ -106,7 +107,7 @@ TEST(ExportOnnx, EveryLayerTypeMapsToItsOnnxNodes) {
   const std::map<std::string, int> want = {
       {"Conv", 2}, {"BatchNormalization", 1}, {"Relu", 1}, {"Clip", 1}, {"LRN", 1}, {"AveragePool", 1},
       {"MaxPool", 1}, {"Concat", 1}, {"Pad", 1}, {"Mul", 3}, {"Sum", 1}, {"Tanh", 1},
-      {"GlobalAveragePool", 1}, {"Flatten", 2}, {"Gemm", 2}, {"Add", 1}};
+      {"GlobalAveragePool", 1}, {"Flatten", 2}, {"Gemm", 2}, {"Add", 1}, {"HardSwish", 1}};
   EXPECT_EQ(op_counts(m), want);  // no Dropout: evaluation mode's identity
 
   // TF "same", 8 -> 4 with k3 s2: one pixel of padding, at the bottom / right.
@@ -147,6 +148,11 @@ TEST(ExportOnnx, EveryLayerTypeMapsToItsOnnxNodes) {
   EXPECT_EQ(floats(*init_named(m, r6->input(1))), std::vector<float>{0.0f});
   EXPECT_EQ(floats(*init_named(m, r6->input(2))), std::vector<float>{6.0f});
   EXPECT_TRUE(dims(*init_named(m, r6->input(1))).empty());
+
+  // hard_swish is opset 14's HardSwish, the same formula, on relu6's output.
+  const onnx::NodeProto* hs = node_named(m, "hs");
+  ASSERT_TRUE(hs && hs->op_type() == "HardSwish" && hs->input_size() == 1);
+  EXPECT_EQ(hs->input(0), "r6");
 
   // LRN: size 2r+1, alpha times the size (ONNX divides by it, TensorFlow does not).
   const onnx::NodeProto* lrn = node_named(m, "lrn");
