@@ -21,31 +21,30 @@ TfExportReport export_tf_checkpoint(const onnx_export::SourceOptions& o, const s
   TfExportReport rep;
   rep.prefix = prefix;
   std::optional<ckpt::LoadedCheckpoint> l;
-  int channels = 0;
+  inference::ModelInfo m;  // a zoo model's: its name; a checkpoint's: what its metadata says
   if (!o.checkpoint.empty()) {
     if (o.num_classes || o.image_size) throw ConfigError("export: num_classes and image_size come from the checkpoint");
     l = ckpt::load_checkpoint(o.checkpoint, {.optimizer = false});
     if (l->meta.shard_files_size() > 0)
       throw ConfigError(str("export: ", l->prefix, " holds a model-parallel classifier head (rows in shard files), "
                             "which a TensorFlow checkpoint of the TF-slim network cannot hold"));
-    const inference::ModelInfo m = inference::describe_checkpoint(*l);
-    rep.model_name = m.model_name;
-    rep.num_classes = m.num_classes;
-    rep.image_size = m.height;
-    channels = m.channels;
+    m = inference::describe_checkpoint(*l);
     rep.step = l->meta.step();
     rep.source = l->prefix;
   } else {
     const zoo::ZooModel& zm = zoo::zoo_model(o.model_name);
-    rep.model_name = o.model_name;
-    rep.num_classes = o.num_classes > 0 ? o.num_classes : zm.default_classes;
-    rep.image_size = o.image_size > 0 ? o.image_size : zm.default_size;
-    channels = zm.default_channels;
+    m.model_name = o.model_name;
+    m.num_classes = o.num_classes > 0 ? o.num_classes : zm.default_classes;
+    m.height = m.width = o.image_size > 0 ? o.image_size : zm.default_size;
+    m.channels = zm.default_channels;
     rep.source = str("initialised (seed ", o.seed, ")");
   }
+  rep.model_name = m.model_name;
+  rep.num_classes = m.num_classes;
+  rep.image_size = m.height;
   // The net as training builds it, so the auxiliary head's variables are there too.
-  const NetDef net = zoo::build_net(rep.model_name, {.num_classes = rep.num_classes, .height = rep.image_size,
-                                                     .width = rep.image_size, .channels = channels});
+  const NetDef net = inference::model_net(
+      m, {.num_classes = m.num_classes, .height = m.height, .width = m.width, .channels = m.channels});
   std::map<std::string, std::vector<float>> initial;
   if (!l) {
     const graph::Graph g(net, {.batch_size = 1, .seed = o.seed});

@@ -81,7 +81,7 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
       static_cast<int>(embedding_model ? head::net_outputs(m.config, m.num_classes) : m.num_classes), m.height, m.width,
       m.channels);
   zo.aux_logits = false;
-  s.net = zoo::build_net(m.model_name, zo);
+  s.net = inference::model_net(m, zo);
   if (embedding_model) {
     s.net = head::with_embedding(std::move(s.net));
     s.head = inference::load_head_logits(*s.checkpoint, m.config, m.num_classes);

@@ -86,11 +86,18 @@ ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
   m.config = l.meta.config();
   m.checkpoint = l.prefix;
   m.step = l.meta.step();
-  m.model_name = m.config.model_name();
-  const zoo::ZooModel& zm = zoo::zoo_model(m.model_name);
+  m.model_name = loop::model_label(m.config);  // a net {} of the run's own: its name
   m.num_classes = class_count(m.config, l);
-  m.height = m.width = m.config.has_train_image_size() ? m.config.train_image_size() : zm.default_size;
-  m.channels = zm.default_channels;
+  if (m.config.has_net()) {
+    const InputDef& in = m.config.net().input();
+    m.height = in.height();
+    m.width = in.width();
+    m.channels = in.channels();
+  } else {
+    const zoo::ZooModel& zm = zoo::zoo_model(m.model_name);
+    m.height = m.width = m.config.has_train_image_size() ? m.config.train_image_size() : zm.default_size;
+    m.channels = zm.default_channels;
+  }
   m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
   // The checkpoint's class map (ckpt::checkpoint_class_map refuses one contradicted beside it), as
   // names only when it has one per output.
@@ -100,6 +107,10 @@ ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
     m.class_names_origin = std::move(map->origin);
   }
   return m;
+}
+
+NetDef model_net(const ModelInfo& m, const zoo::ZooOptions& zoo_options) {
+  return m.config.has_net() ? m.config.net() : zoo::build_net(m.model_name, zoo_options);
 }
 
 // The layer whose output feeds the logits layer, passing over dropout (the identity in eval mode).
@@ -186,8 +197,8 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   // An embedding model (the classifier head) is built as `fastnn train` built it: the zoo net with
   // emb_dim outputs and the embedding batch norm; its classes come from the head's rows.
   const bool embedding_model = head::uses_head(m.config);
-  NetDef net = zoo::build_net(m.model_name, loop::model_zoo_options(m.config, static_cast<int>(head::net_outputs(m.config, m.num_classes)),
-                                                                    m.height, m.width, m.channels));
+  NetDef net = model_net(m, loop::model_zoo_options(m.config, static_cast<int>(head::net_outputs(m.config, m.num_classes)),
+                                                     m.height, m.width, m.channels));
   if (embedding_model) {
     net = head::with_embedding(std::move(net));
     s.head = load_head_logits(l, m.config, m.num_classes);

@@ -4,8 +4,9 @@
 // Everything about the model comes from the checkpoint's metadata (CheckpointMeta.config, the JobConfig
 // of the run): model_name, preprocessing_name (else the model's preset, run_setup.h's rule), the class
 // count (num_classes when the run set it, else the dataset's manifest, else the length of the
-// checkpoint's "*/logits/biases" array), batch_size (unless given), labels_offset. Input geometry is the
-// zoo model's default size and channels, as `fastnn train` used.
+// checkpoint's "*/logits/biases" array), batch_size (unless given), labels_offset. The network and its
+// input geometry are the run's own `net {}` when its config has one (a model of the user's; its name
+// then is the net's), else the zoo model's at its default size and channels, as `fastnn train` used.
 // Preprocessing is the preset's eval variant through the pipeline's own mapper (pipeline/preprocess.h),
 // so a shard record is classified from exactly the values `fastnn eval` feeds the model; the forward is
 // the runner's evaluate() (eval mode: moving BN statistics, no dropout) on an inference graph (no
@@ -33,6 +34,7 @@
 
 #include "schemas/job_config.pb.h"
 #include "trainer/inference/predict_inputs.h"
+#include "trainer/zoo/zoo.h"
 
 namespace fastnn::ckpt {
 struct LoadedCheckpoint;
@@ -80,6 +82,10 @@ struct Prediction {
 // The model a checkpoint holds, from its metadata (the rules above): everything but `device`.
 // FormatError when the metadata has no job config with a model_name. Also used by `fastnn export`.
 ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& checkpoint);
+
+// The network `model` runs: the checkpoint's own layers when its job config has a net {}, else the zoo
+// model `model_name` built with `zoo_options`. Also used by `fastnn export`.
+NetDef model_net(const ModelInfo& model, const zoo::ZooOptions& zoo_options);
 
 // The k best classes of one row of logits with their softmax probabilities (double precision).
 std::vector<std::pair<int, double>> top_k_softmax(const float* logits, int classes, int k);
