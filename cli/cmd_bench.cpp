@@ -118,8 +118,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a] {
     pipeline::PipelineBenchOptions o = a->o;
-    o.preprocess.dtype = pipeline::parse_dtype(a->dtype);
-    o.preprocess.layout = pipeline::parse_layout(a->layout);
+    o.preprocess.dtype = pipeline::parse_batch_dtype(a->dtype);
+    o.preprocess.layout = pipeline::parse_batch_layout(a->layout);
     o.preprocess.height = o.preprocess.width = a->image_size;
     o.preprocess.train = !a->eval;
     o.preprocess.auto_augment.policy = pipeline::parse_auto_augment(a->auto_augment);

@@ -17,10 +17,9 @@ namespace {
 struct DTypeInfo {
   DType dtype;
   const char* name;
-  size_t size;
 };
-constexpr DTypeInfo kDTypes[] = {{DType::kF32, "F32", 4}, {DType::kF16, "F16", 2}, {DType::kBF16, "BF16", 2},
-                                 {DType::kI32, "I32", 4}, {DType::kI64, "I64", 8}, {DType::kU8, "U8", 1}};
+constexpr DTypeInfo kDTypes[] = {{DType::kF32, "F32"}, {DType::kF16, "F16"}, {DType::kBF16, "BF16"},
+                                 {DType::kI32, "I32"}, {DType::kI64, "I64"}, {DType::kU8, "U8"}};
 
 const DTypeInfo& info(DType d) {
   for (const auto& i : kDTypes)
@@ -33,10 +32,9 @@ constexpr uint64_t kMaxElements = uint64_t{1} << 62;
 
 }  // namespace
 
-const char* dtype_name(DType dtype) { return info(dtype).name; }
-size_t dtype_size(DType dtype) { return info(dtype).size; }
+const char* safetensors_dtype_name(DType dtype) { return info(dtype).name; }
 
-std::optional<DType> parse_dtype(std::string_view name) {
+std::optional<DType> parse_safetensors_dtype(std::string_view name) {
   for (const auto& i : kDTypes)
     if (name == i.name) return i.dtype;
   return std::nullopt;
@@ -62,7 +60,7 @@ std::string shape_string(std::span<const int64_t> shape) {
 ArrayView typed_view(std::string name, DType dtype, std::vector<int64_t> shape, const void* data, size_t bytes) {
   const uint64_t n = element_count(shape);
   FASTNN_CHECK(n * dtype_size(dtype) == bytes, "array '", name, "': shape ", shape_string(shape), " of ",
-               dtype_name(dtype), " needs ", n * dtype_size(dtype), " bytes, got ", bytes);
+               safetensors_dtype_name(dtype), " needs ", n * dtype_size(dtype), " bytes, got ", bytes);
   FASTNN_CHECK(data != nullptr || bytes == 0, "array '", name, "': null data");
   return {std::move(name), dtype, std::move(shape), {static_cast<const std::byte*>(data), bytes}};
 }
@@ -89,7 +87,7 @@ std::vector<ArrayView> views_of(std::span<const Array> arrays) {
 
 void copy_to(const ArrayView& v, void* dst, size_t dst_bytes) {
   if (dst_bytes != v.bytes.size())
-    throw FormatError(str("array '", v.name, "': holds ", v.bytes.size(), " bytes (", dtype_name(v.dtype), " ",
+    throw FormatError(str("array '", v.name, "': holds ", v.bytes.size(), " bytes (", safetensors_dtype_name(v.dtype), " ",
                           shape_string(v.shape), "), destination has ", dst_bytes));
   if (dst_bytes) std::memcpy(dst, v.bytes.data(), dst_bytes);
 }
@@ -97,7 +95,7 @@ void copy_to(const ArrayView& v, void* dst, size_t dst_bytes) {
 void to_f32(const ArrayView& v, float* dst, size_t count) {
   const uint64_t n = v.bytes.size() / dtype_size(v.dtype);
   if (n != count || n * dtype_size(v.dtype) != v.bytes.size())
-    throw FormatError(str("array '", v.name, "': has ", n, " elements (", dtype_name(v.dtype), " ",
+    throw FormatError(str("array '", v.name, "': has ", n, " elements (", safetensors_dtype_name(v.dtype), " ",
                           shape_string(v.shape), "), expected ", count));
   const std::byte* p = v.bytes.data();
   switch (v.dtype) {
@@ -113,7 +111,7 @@ void to_f32(const ArrayView& v, float* dst, size_t count) {
       }
       return;
     default:
-      throw FormatError(str("array '", v.name, "': dtype ", dtype_name(v.dtype), " is not a floating-point type"));
+      throw FormatError(str("array '", v.name, "': dtype ", safetensors_dtype_name(v.dtype), " is not a floating-point type"));
   }
 }
 

@@ -11,8 +11,8 @@
 // (copy_to, to_f32), never by casting the pointer.
 //
 // These arrays and core/safetensors.h live in fastnn::ckpt with trainer/checkpoint/; they sit in core so
-// that the safetensors parser is fuzzed with the other parsers of untrusted bytes. ckpt::DType is the
-// safetensors dtype set and is deliberately not trainer/tensor.h's (the training loop maps one to the other).
+// that the safetensors parser is fuzzed with the other parsers of untrusted bytes. Their dtype is
+// core/dtype.h's; an array holds one of the six safetensors types below (not f64).
 #pragma once
 
 #include <cstddef>
@@ -23,15 +23,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace fastnn::ckpt {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kI32, kI64, kU8 };
-
-// safetensors spelling: "F32", "F16", "BF16", "I32", "I64", "U8".
-const char* dtype_name(DType dtype);
-// Inverse of dtype_name; nullopt for anything else (case-sensitive, as the format is).
-std::optional<DType> parse_dtype(std::string_view name);
-size_t dtype_size(DType dtype);
+// safetensors spelling: "F32", "F16", "BF16", "I32", "I64", "U8"; Error for f64, which no array holds.
+const char* safetensors_dtype_name(DType dtype);
+// Inverse of safetensors_dtype_name; nullopt for anything else (case-sensitive, as the format is).
+std::optional<DType> parse_safetensors_dtype(std::string_view name);
 
 // Product of the dims; throws FormatError if a dim is negative or the product exceeds 2^62.
 uint64_t element_count(std::span<const int64_t> shape);

@@ -180,7 +180,7 @@ void SafetensorsFile::validate(const SafetensorsLimits& limits) {
 
     const json& jd = value["dtype"];
     if (!jd.is_string()) throw FormatError(str(where, ": dtype is not a string"));
-    const auto dtype = parse_dtype(jd.get<std::string>());
+    const auto dtype = parse_safetensors_dtype(jd.get<std::string>());
     if (!dtype)
       throw FormatError(str(where, ": unsupported dtype '", jd.get<std::string>(), "' (supported: ", known_dtypes(), ")"));
 
@@ -211,7 +211,7 @@ void SafetensorsFile::validate(const SafetensorsLimits& limits) {
     // count <= span length first, so the product cannot overflow (span length < file size).
     const uint64_t span = *end - *begin;
     if (count > span || count * dtype_size(*dtype) != span)
-      throw FormatError(str(where, ": shape ", shape_string(shape), " (", count, " elements of ", dtype_name(*dtype),
+      throw FormatError(str(where, ": shape ", shape_string(shape), " (", count, " elements of ", safetensors_dtype_name(*dtype),
                             ", ", dtype_size(*dtype), " bytes each) does not match data_offsets ", jo.dump(), " (",
                             span, " bytes)"));
     spans.push_back({*begin, *end, arrays_.size()});

@@ -74,9 +74,9 @@ std::string encode_safetensors_header(std::span<const ArrayView> arrays,
                  " > ", kMaxRank);
     const uint64_t n = element_count(a.shape);
     FASTNN_CHECK(n * dtype_size(a.dtype) == a.bytes.size(), "safetensors: array '", a.name, "': shape ",
-                 shape_string(a.shape), " of ", dtype_name(a.dtype), " needs ", n * dtype_size(a.dtype),
+                 shape_string(a.shape), " of ", safetensors_dtype_name(a.dtype), " needs ", n * dtype_size(a.dtype),
                  " bytes, has ", a.bytes.size());
-    header[a.name] = {{"dtype", dtype_name(a.dtype)},
+    header[a.name] = {{"dtype", safetensors_dtype_name(a.dtype)},
                       {"shape", a.shape},
                       {"data_offsets", {offset, offset + a.bytes.size()}}};
     offset += a.bytes.size();

@@ -7,41 +7,32 @@
 
 namespace fastnn::pipeline {
 
-size_t dtype_size(DType d) {
+const char* batch_dtype_name(DType d) {
   switch (d) {
-    case DType::kUint8: return 1;
-    case DType::kFloat16: return 2;
-    case DType::kFloat32: return 4;
+    case DType::kU8: return "uint8";
+    case DType::kF16: return "float16";
+    case DType::kF32: return "float32";
+    default: return dtype_name(d);  // not a batch's: core/dtype.h's name
   }
-  return 0;
 }
 
-const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::kUint8: return "uint8";
-    case DType::kFloat16: return "float16";
-    case DType::kFloat32: return "float32";
-  }
-  return "?";
-}
+const char* batch_layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : l == Layout::kNCHW ? "NCHW" : "none"; }
 
-const char* layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : "NCHW"; }
-
-DType parse_dtype(std::string_view s) {
-  if (s == "uint8") return DType::kUint8;
-  if (s == "float" || s == "float32") return DType::kFloat32;
-  if (s == "half" || s == "float16") return DType::kFloat16;
+DType parse_batch_dtype(std::string_view s) {
+  if (s == "uint8") return DType::kU8;
+  if (s == "float" || s == "float32") return DType::kF32;
+  if (s == "half" || s == "float16") return DType::kF16;
   throw ConfigError(str("unknown dtype '", s, "' (choose uint8, float32, float16)"));
 }
 
-Layout parse_layout(std::string_view s) {
+Layout parse_batch_layout(std::string_view s) {
   if (s == "NHWC" || s == "nhwc") return Layout::kNHWC;
   if (s == "NCHW" || s == "nchw") return Layout::kNCHW;
   throw ConfigError(str("unknown layout '", s, "' (choose NHWC, NCHW)"));
 }
 
 std::string BatchSpec::describe() const {
-  return str(height, "x", width, "x", channels, " ", dtype_name(dtype), " ", layout_name(layout));
+  return str(height, "x", width, "x", channels, " ", batch_dtype_name(dtype), " ", batch_layout_name(layout));
 }
 
 void* HostBatchAllocator::allocate(size_t bytes) {

@@ -13,23 +13,23 @@
 #include <string>
 #include <string_view>
 
+#include "core/dtype.h"
+
 namespace fastnn::pipeline {
 
-enum class DType { kUint8, kFloat32, kFloat16 };
-enum class Layout { kNHWC, kNCHW };
-
-size_t dtype_size(DType d);
-const char* dtype_name(DType d);       // "uint8", "float32", "float16"
-const char* layout_name(Layout l);     // "NHWC", "NCHW"
-DType parse_dtype(std::string_view s);  // uint8|float|float32|half|float16; ConfigError otherwise
-Layout parse_layout(std::string_view s);
+// A batch holds uint8, float32 or float16 samples (core/dtype.h's kU8, kF32, kF16), NHWC or NCHW, under
+// the names the pipeline's flags use:
+const char* batch_dtype_name(DType d);         // "uint8", "float32", "float16"
+const char* batch_layout_name(Layout l);       // "NHWC", "NCHW"
+DType parse_batch_dtype(std::string_view s);    // uint8|float|float32|half|float16; ConfigError otherwise
+Layout parse_batch_layout(std::string_view s);  // NHWC|nhwc|NCHW|nchw; ConfigError otherwise
 
 // One sample's geometry.
 struct BatchSpec {
   int height = 0;
   int width = 0;
   int channels = 0;
-  DType dtype = DType::kFloat32;
+  DType dtype = DType::kF32;
   Layout layout = Layout::kNHWC;
 
   size_t sample_elements() const { return static_cast<size_t>(height) * width * channels; }

@@ -137,9 +137,10 @@ void mix_batch(const MixDraw& d, const BatchSpec& s, int n, void* data) {
     }
     const size_t count = s.sample_elements();
     switch (s.dtype) {
-      case DType::kFloat32: blend_pair(reinterpret_cast<float*>(a), reinterpret_cast<float*>(b), count, w_own, w_other); break;
-      case DType::kFloat16: blend_pair(reinterpret_cast<uint16_t*>(a), reinterpret_cast<uint16_t*>(b), count, w_own, w_other); break;
-      case DType::kUint8: blend_pair(reinterpret_cast<uint8_t*>(a), reinterpret_cast<uint8_t*>(b), count, w_own, w_other); break;
+      case DType::kF32: blend_pair(reinterpret_cast<float*>(a), reinterpret_cast<float*>(b), count, w_own, w_other); break;
+      case DType::kF16: blend_pair(reinterpret_cast<uint16_t*>(a), reinterpret_cast<uint16_t*>(b), count, w_own, w_other); break;
+      case DType::kU8: blend_pair(reinterpret_cast<uint8_t*>(a), reinterpret_cast<uint8_t*>(b), count, w_own, w_other); break;
+      default: break;  // output_format() admits the three above only
     }
   });
 }

@@ -31,7 +31,7 @@ void convert_raw(const uint8_t* src, int sc, uint8_t* dst, int dc, size_t n) {
 // The format auto augmentation's image is resampled into: the output's size, 8 bits, HWC (the resampler
 // rounds and clamps, and does not normalise, a uint8 output).
 OutputFormat uint8_hwc(OutputFormat f) {
-  f.spec.dtype = DType::kUint8;
+  f.spec.dtype = DType::kU8;
   f.spec.layout = Layout::kNHWC;
   f.stream_stores = false;  // the ops read it straight back
   return f;

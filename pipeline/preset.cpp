@@ -97,6 +97,11 @@ PreprocessConfig resolve_preset(const PreprocessConfig& in) {
 }
 
 OutputFormat output_format(const PreprocessConfig& c) {
+  // What the sample writers (resample.cpp, random_erase.cpp, mixup.cpp) store; they switch over these.
+  if (c.dtype != DType::kU8 && c.dtype != DType::kF32 && c.dtype != DType::kF16)
+    throw ConfigError(str("batch dtype ", dtype_name(c.dtype), ": a batch holds uint8, float32 or float16"));
+  if (c.layout != Layout::kNHWC && c.layout != Layout::kNCHW)
+    throw ConfigError(str("batch layout ", layout_name(c.layout), ": a batch is NHWC or NCHW"));
   OutputFormat f;
   f.spec = {c.height, c.width, c.channels, c.dtype, c.layout};
   for (int i = 0; i < c.channels; ++i) {

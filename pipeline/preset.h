@@ -40,7 +40,7 @@ struct PreprocessConfig {
   int height = 0;    // 0: the preset's default
   int width = 0;
   int channels = 0;  // 0: the preset's default
-  DType dtype = DType::kFloat32;
+  DType dtype = DType::kF32;
   Layout layout = Layout::kNHWC;
   std::vector<float> mean;  // empty: the preset's; else one value or one per channel
   std::vector<float> std;

@@ -20,17 +20,18 @@ void put(const OutputFormat& f, void* slot, int y, int x, int c, float v) {
                         ? (static_cast<size_t>(y) * s.width + x) * s.channels + c
                         : (static_cast<size_t>(c) * s.height + y) * s.width + x;
   switch (s.dtype) {
-    case DType::kFloat32:
+    case DType::kF32:
       static_cast<float*>(slot)[at] = v;
       break;
-    case DType::kFloat16:
+    case DType::kF16:
       static_cast<uint16_t*>(slot)[at] = f32_to_f16_bits(v);
       break;
-    case DType::kUint8: {
+    case DType::kU8: {
       const float pixel = f.mean[c] + v / f.inv_std[c];
       static_cast<uint8_t*>(slot)[at] = static_cast<uint8_t>(std::clamp(std::lround(pixel), 0L, 255L));
       break;
     }
+    default: break;  // output_format() admits the three above only
   }
 }
 

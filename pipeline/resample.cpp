@@ -85,23 +85,24 @@ void store(const float* row, int oy, const OutputFormat& f, const float* mean_ro
   auto* base = static_cast<unsigned char*>(slot);
   auto convert = [&](const float* src, int n, int stride, const float* m, const float* sc, bool per_elem) {
     switch (f.spec.dtype) {
-      case DType::kUint8:
+      case DType::kU8:
         if (stride == 1) {
           to_u8_row(src, n, tmp);
         } else {
           for (int i = 0; i < n; ++i) tmp[i] = to_u8(src[i * stride]);
         }
         break;
-      case DType::kFloat32: {
+      case DType::kF32: {
         auto* t = reinterpret_cast<float*>(tmp);
         for (int i = 0; i < n; ++i) t[i] = (src[i * stride] - m[per_elem ? i : 0]) * sc[per_elem ? i : 0];
         break;
       }
-      case DType::kFloat16: {
+      case DType::kF16: {
         auto* t = reinterpret_cast<uint16_t*>(tmp);
         for (int i = 0; i < n; ++i) t[i] = float_to_half((src[i * stride] - m[per_elem ? i : 0]) * sc[per_elem ? i : 0]);
         break;
       }
+      default: break;  // output_format() admits the three above only
     }
   };
   auto put = [&](unsigned char* dst, size_t bytes) {

@@ -28,21 +28,16 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/dtype.h"
 
 namespace fastnn {
 
-enum class DType : uint8_t { kF32, kF64, kF16, kBF16, kI32, kI64, kU8 };
+// DType, Layout and their names: core/dtype.h.
 enum class Device : uint8_t { kCpu, kCuda };
-// kNone: not a 4-D activation, or not said. The CPU reference ops read kNone and kNCHW as NCHW.
-enum class Layout : uint8_t { kNone, kNCHW, kNHWC };
 
 using Shape = std::vector<int64_t>;
 
-size_t dtype_size(DType t);
-const char* dtype_name(DType t);  // "f32", "bf16", ...
-bool is_floating(DType t);        // f32, f64, f16, bf16
 const char* device_name(Device d);
-const char* layout_name(Layout l);
 std::string shape_str(const Shape& s);  // "[2,3,4]"
 // Product of the dims; throws Error on a negative dim or an element count above 2^48.
 int64_t shape_numel(const Shape& s);

@@ -20,7 +20,7 @@ std::vector<const ckpt::ArrayView*> sorted_checked(std::span<const ckpt::ArrayVi
   std::vector<const ckpt::ArrayView*> out;
   for (const ckpt::ArrayView& a : arrays) {
     FASTNN_CHECK(!a.name.empty() && a.name[0] != '\0', "TensorFlow checkpoint: an array without a name");
-    FASTNN_CHECK(a.bytes.size() == a.num_elements() * ckpt::dtype_size(a.dtype), "TensorFlow checkpoint: array ",
+    FASTNN_CHECK(a.bytes.size() == a.num_elements() * dtype_size(a.dtype), "TensorFlow checkpoint: array ",
                  a.name, " holds ", a.bytes.size(), " bytes for ", ckpt::shape_string(a.shape));
     out.push_back(&a);
   }

@@ -24,29 +24,30 @@ size_t tf_dtype_size(int dtype) {
   }
 }
 
-std::optional<ckpt::DType> tf_to_array_dtype(int dtype) {
+std::optional<DType> tf_to_array_dtype(int dtype) {
   using namespace tensorflow;
   switch (dtype) {
-    case DT_FLOAT: return ckpt::DType::kF32;
-    case DT_HALF: return ckpt::DType::kF16;
-    case DT_BFLOAT16: return ckpt::DType::kBF16;
-    case DT_INT32: return ckpt::DType::kI32;
-    case DT_INT64: return ckpt::DType::kI64;
-    case DT_UINT8: return ckpt::DType::kU8;
+    case DT_FLOAT: return DType::kF32;
+    case DT_HALF: return DType::kF16;
+    case DT_BFLOAT16: return DType::kBF16;
+    case DT_INT32: return DType::kI32;
+    case DT_INT64: return DType::kI64;
+    case DT_UINT8: return DType::kU8;
     default: return std::nullopt;
   }
 }
 
-int array_to_tf_dtype(ckpt::DType dtype) {
+int array_to_tf_dtype(DType dtype) {
   switch (dtype) {
-    case ckpt::DType::kF32: return tensorflow::DT_FLOAT;
-    case ckpt::DType::kF16: return tensorflow::DT_HALF;
-    case ckpt::DType::kBF16: return tensorflow::DT_BFLOAT16;
-    case ckpt::DType::kI32: return tensorflow::DT_INT32;
-    case ckpt::DType::kI64: return tensorflow::DT_INT64;
-    case ckpt::DType::kU8: return tensorflow::DT_UINT8;
+    case DType::kF32: return tensorflow::DT_FLOAT;
+    case DType::kF16: return tensorflow::DT_HALF;
+    case DType::kBF16: return tensorflow::DT_BFLOAT16;
+    case DType::kI32: return tensorflow::DT_INT32;
+    case DType::kI64: return tensorflow::DT_INT64;
+    case DType::kU8: return tensorflow::DT_UINT8;
+    case DType::kF64: break;  // no named array holds f64
   }
-  throw Error(str("no TensorFlow dtype for ", ckpt::dtype_name(dtype)));
+  throw Error(str("no TensorFlow dtype for ", ckpt::safetensors_dtype_name(dtype)));
 }
 
 }  // namespace fastnn::tfckpt

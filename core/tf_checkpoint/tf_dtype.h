@@ -18,7 +18,7 @@ std::string tf_dtype_name(int dtype);
 size_t tf_dtype_size(int dtype);
 // The named-array dtype of float, half, bfloat16, int32, int64 and uint8 tensors; nullopt otherwise
 // (listed by `fastnn inspect`, never loaded).
-std::optional<ckpt::DType> tf_to_array_dtype(int dtype);
-int array_to_tf_dtype(ckpt::DType dtype);
+std::optional<DType> tf_to_array_dtype(int dtype);
+int array_to_tf_dtype(DType dtype);
 
 }  // namespace fastnn::tfckpt

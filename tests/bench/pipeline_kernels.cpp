@@ -78,7 +78,7 @@ void BM_Resample224(benchmark::State& state) {
   std::vector<uint8_t> px(size_t(w) * h * 3, 100);
   for (size_t i = 0; i < px.size(); ++i) px[i] = uint8_t(i * 31);
   OutputFormat f;
-  f.spec = {224, 224, 3, DType::kFloat32, state.range(0) ? Layout::kNCHW : Layout::kNHWC};
+  f.spec = {224, 224, 3, DType::kF32, state.range(0) ? Layout::kNCHW : Layout::kNHWC};
   std::vector<float> out(224 * 224 * 3);
   Resampler r;
   for (auto _ : state) {

@@ -23,6 +23,7 @@ bool same(const fastnn::ckpt::ArrayView& a, const fastnn::ckpt::ArrayView& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fastnn::ckpt;
+  using fastnn::DType;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   SafetensorsLimits limits;
   limits.max_header_bytes = 1 << 16;

@@ -42,7 +42,7 @@ void use(const fastnn::tfckpt::TfTensorSource& s) {
     if (s.find(t.name) != &t) std::abort();
     try {
       const fastnn::ckpt::Array a = s.read(t.name);
-      if (a.shape != t.shape || a.bytes.size() != a.view().num_elements() * fastnn::ckpt::dtype_size(a.dtype)) std::abort();
+      if (a.shape != t.shape || a.bytes.size() != a.view().num_elements() * fastnn::dtype_size(a.dtype)) std::abort();
       if (fastnn::tfckpt::tf_to_array_dtype(t.dtype) != a.dtype) std::abort();
     } catch (const fastnn::FormatError&) {
     }

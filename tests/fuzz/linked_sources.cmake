@@ -6,7 +6,7 @@
 # "undefined reference"; add the file that defines the symbol here.
 set(FASTNN_FUZZ_LINKED_SOURCES
   # core
-  base64 bundle_reader check compression crc32c crc32c_x86 example_builder example_parser image_format
+  base64 bundle_reader check compression crc32c crc32c_x86 dtype example_builder example_parser image_format
   image_jpeg image_png input_file logging manifest mapped_file name_escape named_array progress
   safetensors_reader safetensors_writer slices_reader table tensor_slices tf_dtype tf_tensor tfrecord_reader
   # converters

@@ -77,8 +77,9 @@ nlohmann::json dump(const SafetensorsFile& f) {
       case DType::kI32: values = values_as<int32_t>(a); break;
       case DType::kI64: values = values_as<int64_t>(a); break;
       case DType::kU8: values = values_as<uint8_t>(a); break;
+      case DType::kF64: break;  // no safetensors array holds f64
     }
-    tensors[a.name] = {{"dtype", dtype_name(a.dtype)}, {"shape", a.shape}, {"values", values}};
+    tensors[a.name] = {{"dtype", safetensors_dtype_name(a.dtype)}, {"shape", a.shape}, {"values", values}};
   }
   return {{"metadata", f.metadata()}, {"tensors", tensors}};
 }

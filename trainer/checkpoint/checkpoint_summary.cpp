@@ -15,7 +15,7 @@ nlohmann::json file_json(const CheckpointFile& f) {
 
 nlohmann::json arrays_json(const SafetensorsFile& f) {
   nlohmann::json out = nlohmann::json::array();
-  for (const ArrayView& a : f.arrays()) out.push_back({{"name", a.name}, {"dtype", dtype_name(a.dtype)}, {"shape", a.shape}});
+  for (const ArrayView& a : f.arrays()) out.push_back({{"name", a.name}, {"dtype", safetensors_dtype_name(a.dtype)}, {"shape", a.shape}});
   return out;
 }
 
@@ -72,7 +72,7 @@ std::string checkpoint_summary_text(const LoadedCheckpoint& ck) {
     file_line(f.name(), f.size_bytes(), f.crc32c(), f.arrays_size(), str(", rank ", f.rank(), " of ", f.world_size()));
   auto list = [&](const char* title, const SafetensorsFile& f) {
     out += str(title, " (", f.arrays().size(), "):\n");
-    for (const ArrayView& a : f.arrays()) out += str("  ", a.name, "  ", dtype_name(a.dtype), " ", shape_string(a.shape), "\n");
+    for (const ArrayView& a : f.arrays()) out += str("  ", a.name, "  ", safetensors_dtype_name(a.dtype), " ", shape_string(a.shape), "\n");
   };
   list("weights", ck.weights);
   if (ck.optimizer) list("optimizer state", *ck.optimizer);

@@ -54,7 +54,7 @@ void check_contents(const SafetensorsFile& f, const RowShardFile& rec, const std
     if (!v) throw FormatError(str(f.name(), ": no tensor '", a.name(), "', which ", meta_file, " records"));
     const std::vector<int64_t> want = local_shape(dims(a.global_shape()), a.row_end() - a.row_begin());
     if (v->dtype != DType::kF32 || v->shape != want)
-      throw FormatError(str(f.name(), ": tensor '", a.name(), "' is ", dtype_name(v->dtype), " ", shape_string(v->shape),
+      throw FormatError(str(f.name(), ": tensor '", a.name(), "' is ", safetensors_dtype_name(v->dtype), " ", shape_string(v->shape),
                             ", but ", meta_file, " records F32 ", shape_string(want), " (rows ", a.row_begin(), "..",
                             a.row_end(), " of ", shape_string(dims(a.global_shape())), ")"));
   }

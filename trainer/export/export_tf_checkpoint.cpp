@@ -81,7 +81,7 @@ TfExportReport export_tf_checkpoint(const onnx_export::SourceOptions& o, const s
     throw FormatError(str(l->prefix, ": ", missing.size(), " variable(s) of ", rep.model_name, " are not in it:", list));
   }
   const int64_t step = rep.step;
-  views.push_back(ckpt::typed_view("global_step", ckpt::DType::kI64, {}, &step, sizeof step));
+  views.push_back(ckpt::typed_view("global_step", DType::kI64, {}, &step, sizeof step));
   rep.tensors = views.size();
   rep.bytes = tfckpt::write_bundle(prefix, views);
   return rep;

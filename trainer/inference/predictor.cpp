@@ -53,15 +53,6 @@ Tensor host_logits(const Tensor& t) {
   return t.dtype() == DType::kF32 ? t : t.to(DType::kF32);
 }
 
-DType tensor_dtype(pipeline::DType d) {
-  switch (d) {
-    case pipeline::DType::kFloat32: return DType::kF32;
-    case pipeline::DType::kFloat16: return DType::kF16;
-    case pipeline::DType::kUint8: return DType::kU8;
-  }
-  throw Error("predict: unknown batch dtype");
-}
-
 }  // namespace
 
 std::vector<std::pair<int, double>> top_k_softmax(const float* z, int classes, int k) {
@@ -224,7 +215,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   p.layout = bf.layout;
   s.mapper = pipeline::make_preprocessor(p);
   s.spec = s.mapper->spec();
-  m.input_layout = bf.layout == pipeline::Layout::kNCHW ? "NCHW" : "NHWC";
+  m.input_layout = bf.layout == Layout::kNCHW ? "NCHW" : "NHWC";
   const int workers = tbb::this_task_arena::max_concurrency();
   s.mapper->prepare(workers);
   s.times.resize(static_cast<size_t>(workers));
@@ -276,10 +267,10 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
   std::vector<Prediction> out;
   if (good.empty()) return out;
   const auto g = static_cast<int64_t>(good.size());
-  const bool nchw = s.spec.layout == pipeline::Layout::kNCHW;
+  const bool nchw = s.spec.layout == Layout::kNCHW;
   const Shape shape = nchw ? Shape{g, s.spec.channels, s.spec.height, s.spec.width}
                            : Shape{g, s.spec.height, s.spec.width, s.spec.channels};
-  Tensor images = Tensor::empty(shape, tensor_dtype(s.spec.dtype), Device::kCpu, nchw ? Layout::kNCHW : Layout::kNHWC);
+  Tensor images = Tensor::empty(shape, s.spec.dtype, Device::kCpu, nchw ? Layout::kNCHW : Layout::kNHWC);
   Tensor zero_labels = Tensor::zeros({g}, DType::kI32);
   auto* dst = static_cast<std::byte*>(images.raw());
   for (size_t j = 0; j < good.size(); ++j) std::memcpy(dst + j * sample, pixels.data() + good[j] * sample, sample);

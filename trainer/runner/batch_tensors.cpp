@@ -20,15 +20,6 @@ class BatchStorage final : public Storage {
   std::shared_ptr<pipeline::BatchHandle> batch_;
 };
 
-DType tensor_dtype(pipeline::DType d) {
-  switch (d) {
-    case pipeline::DType::kFloat32: return DType::kF32;
-    case pipeline::DType::kFloat16: return DType::kF16;
-    case pipeline::DType::kUint8: return DType::kU8;
-  }
-  throw Error("wrap_batch: unknown batch dtype");
-}
-
 }  // namespace
 
 BatchTensors wrap_batch(pipeline::BatchHandle&& handle) {
@@ -36,10 +27,10 @@ BatchTensors wrap_batch(pipeline::BatchHandle&& handle) {
   auto shared = std::make_shared<pipeline::BatchHandle>(std::move(handle));
   const pipeline::Batch& b = **shared;
   const pipeline::BatchSpec& s = b.spec();
-  const bool nchw = s.layout == pipeline::Layout::kNCHW;
+  const bool nchw = s.layout == Layout::kNCHW;
   const Shape shape = nchw ? Shape{b.size(), s.channels, s.height, s.width} : Shape{b.size(), s.height, s.width, s.channels};
   BatchTensors t;
-  t.images = Tensor(shape, tensor_dtype(s.dtype), std::make_shared<BatchStorage>(shared, b.data(), b.bytes()),
+  t.images = Tensor(shape, s.dtype, std::make_shared<BatchStorage>(shared, b.data(), b.bytes()),
                     nchw ? Layout::kNCHW : Layout::kNHWC);
   t.labels = Tensor({b.size()}, DType::kI32,
                     std::make_shared<BatchStorage>(shared, b.labels(), static_cast<size_t>(b.size()) * sizeof(int32_t)));

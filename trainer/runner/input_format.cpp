@@ -5,18 +5,18 @@
 namespace fastnn::runner {
 
 std::string BatchFormat::describe() const {
-  return str(pipeline::dtype_name(dtype), " ", pipeline::layout_name(layout), allocator ? str(" (", allocator->name(), ")") : "");
+  return str(pipeline::batch_dtype_name(dtype), " ", pipeline::batch_layout_name(layout), allocator ? str(" (", allocator->name(), ")") : "");
 }
 
 BatchFormat batch_format_for(const std::string& input_dtype, const BatchFormat& device_default) {
   if (input_dtype == "auto" || input_dtype.empty()) return device_default;
   BatchFormat f = device_default;
   if (input_dtype == "uint8") {
-    f.dtype = pipeline::DType::kUint8;
-    f.layout = pipeline::Layout::kNHWC;  // the pipeline's rows as decoded; the runner transposes
+    f.dtype = DType::kU8;
+    f.layout = Layout::kNHWC;  // the pipeline's rows as decoded; the runner transposes
   } else if (input_dtype == "float16" || input_dtype == "float32") {
-    f.dtype = input_dtype == "float16" ? pipeline::DType::kFloat16 : pipeline::DType::kFloat32;
-    f.layout = pipeline::Layout::kNCHW;
+    f.dtype = input_dtype == "float16" ? DType::kF16 : DType::kF32;
+    f.layout = Layout::kNCHW;
   } else {
     throw ConfigError(str("input_dtype=", input_dtype, ": choose auto, uint8, float16 or float32"));
   }

@@ -22,8 +22,8 @@
 namespace fastnn::runner {
 
 struct BatchFormat {
-  pipeline::DType dtype = pipeline::DType::kFloat32;
-  pipeline::Layout layout = pipeline::Layout::kNCHW;
+  DType dtype = DType::kF32;
+  Layout layout = Layout::kNCHW;
   std::shared_ptr<pipeline::BatchAllocator> allocator;  // nullptr: ordinary host memory
   std::string describe() const;
 };

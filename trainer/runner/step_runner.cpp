@@ -206,7 +206,7 @@ class CpuStepRunner final : public StepRunner {
   const ComputeTarget& target() const override { return o_.target; }
   graph::Graph& graph() override { return graph_; }
   BatchFormat batch_format() const override {
-    return {.layout = o_.layout == Layout::kNHWC ? pipeline::Layout::kNHWC : pipeline::Layout::kNCHW};
+    return {.layout = o_.layout == Layout::kNHWC ? Layout::kNHWC : Layout::kNCHW};
   }
 
   StepResult train(const Tensor& images, const Tensor& labels, uint64_t step, float lr) override {

@@ -180,8 +180,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   // uint8 NHWC in pinned memory unless input_dtype asks otherwise; always pinned. An NHWC graph takes
   // float batches in NHWC too (nothing to transpose on the device).
   BatchFormat batch_format() const override {
-    BatchFormat f = batch_format_for(o_.input_dtype, {.dtype = pipeline::DType::kUint8, .layout = pipeline::Layout::kNHWC});
-    if (o_.layout == Layout::kNHWC) f.layout = pipeline::Layout::kNHWC;
+    BatchFormat f = batch_format_for(o_.input_dtype, {.dtype = DType::kU8, .layout = Layout::kNHWC});
+    if (o_.layout == Layout::kNHWC) f.layout = Layout::kNHWC;
     f.allocator = input_.allocator();
     return f;
   }

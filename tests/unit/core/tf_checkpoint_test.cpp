@@ -66,13 +66,13 @@ void expect_fixture_values(const TfTensorSource& s, bool has_bf16) {
   for (int i = 0; i < 30; ++i) EXPECT_EQ(pv[i], i * 1.5f);
 
   const ckpt::Array h = s.read("misc/half");
-  EXPECT_EQ(h.dtype, ckpt::DType::kF16);
+  EXPECT_EQ(h.dtype, DType::kF16);
   EXPECT_EQ(ckpt::to_f32(h.view()), (std::vector<float>{0.5f, -1, 2, 3.25f, 65504, -0.125f}));
   const ckpt::Array c = s.read("misc/counts");
-  EXPECT_EQ(c.dtype, ckpt::DType::kI32);
+  EXPECT_EQ(c.dtype, DType::kI32);
   EXPECT_EQ(values<int32_t>(c), (std::vector<int32_t>{-2, 0, 7, 2147483647}));
   const ckpt::Array g = s.read("global_step");
-  EXPECT_EQ(g.dtype, ckpt::DType::kI64);
+  EXPECT_EQ(g.dtype, DType::kI64);
   EXPECT_TRUE(g.shape.empty());
   EXPECT_EQ(values<int64_t>(g), (std::vector<int64_t>{(int64_t{1} << 40) + 5}));
   if (has_bf16) {
@@ -150,8 +150,8 @@ TEST(TfCheckpoint, FastnnsWriterIsReadBackBitwise) {
   const uint16_t half[2] = {0x3c00, 0xc000};  // 1, -2
   const std::vector<ckpt::ArrayView> arrays = {
       ckpt::f32_view("InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 2, 4}, w.data(), w.size()),
-      ckpt::typed_view("global_step", ckpt::DType::kI64, {}, &step, sizeof step),
-      ckpt::typed_view("b/half", ckpt::DType::kF16, {2}, half, sizeof half)};
+      ckpt::typed_view("global_step", DType::kI64, {}, &step, sizeof step),
+      ckpt::typed_view("b/half", DType::kF16, {2}, half, sizeof half)};
   const auto [index, data] = encode_bundle(arrays);
   const auto r = BundleReader::parse(index, {data}, "out/model.ckpt");
   ASSERT_EQ(r->tensors().size(), 3u);

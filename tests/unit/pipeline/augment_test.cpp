@@ -13,7 +13,7 @@
 namespace fastnn::pipeline {
 namespace {
 
-OutputFormat identity(int h, int w, int c, DType dt = DType::kFloat32, Layout l = Layout::kNHWC) {
+OutputFormat identity(int h, int w, int c, DType dt = DType::kF32, Layout l = Layout::kNHWC) {
   OutputFormat f;
   f.spec = {h, w, c, dt, l};
   return f;
@@ -83,12 +83,12 @@ TEST(Resample, NormalisationDtypesAndLayouts) {
   std::vector<float> nchw(6);
   r.run(v, {0, 0, 2, 1}, false, {}, f, nchw.data());
   EXPECT_EQ(nchw, (std::vector<float>{0, 15, 0, 7.5f, 0, 60}));
-  f.spec.dtype = DType::kFloat16;
+  f.spec.dtype = DType::kF16;
   std::vector<uint16_t> half(6);
   r.run(v, {0, 0, 2, 1}, false, {}, f, half.data());
   for (int i = 0; i < 6; ++i) EXPECT_EQ(half_to_float(half[i]), nchw[i]);
   // uint8 keeps pixel values (normalisation is the consumer's), rounding interpolated ones.
-  f.spec.dtype = DType::kUint8;
+  f.spec.dtype = DType::kU8;
   f.spec.layout = Layout::kNHWC;
   f.spec.width = 4;
   std::vector<uint8_t> u8(12);
@@ -157,7 +157,7 @@ TEST(Resample, Uint8OutputIsTheFloatOutputRounded) {
     std::vector<float> f32(size_t(ow) * oh * 3);
     r.run(v, win, true, color, identity(oh, ow, 3), f32.data());
     std::vector<uint8_t> u8(f32.size());
-    r.run(v, win, true, color, identity(oh, ow, 3, DType::kUint8), u8.data());
+    r.run(v, win, true, color, identity(oh, ow, 3, DType::kU8), u8.data());
     int fractional = 0;
     for (size_t i = 0; i < f32.size(); ++i) {
       const float expect = std::floor(std::clamp(f32[i], 0.0f, 255.0f) + 0.5f);

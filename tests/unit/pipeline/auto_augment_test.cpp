@@ -425,7 +425,7 @@ std::vector<uint8_t> map_bytes(const PreprocessConfig& c, const std::string& rec
 TEST(AutoAugmentPipeline, MapperAppliesTheOpsToTheUint8ResampleThenNormalises) {
   for (const char* preset : {"inception", "cifarnet"})
     for (int C : {1, 3})
-      for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kUint8})
+      for (DType dt : {DType::kF32, DType::kF16, DType::kU8})
         for (Layout layout : {Layout::kNHWC, Layout::kNCHW}) {
           SCOPED_TRACE(str(preset, " C", C, " ", dtype_name(dt), " ", layout_name(layout)));
           const int iw = 61, ih = 45;
@@ -441,7 +441,7 @@ TEST(AutoAugmentPipeline, MapperAppliesTheOpsToTheUint8ResampleThenNormalises) {
           c.auto_augment = options(AutoAugmentPolicy::kTrivialAugmentWide);
           const PreprocessConfig r = resolve_preset(c);
           OutputFormat u8 = output_format(r);
-          u8.spec.dtype = DType::kUint8;
+          u8.spec.dtype = DType::kU8;
           u8.spec.layout = Layout::kNHWC;
           const AutoAugment aa(c.auto_augment, 24, 32);
           int changed = 0;
@@ -471,7 +471,7 @@ TEST(AutoAugmentPipeline, MapperAppliesTheOpsToTheUint8ResampleThenNormalises) {
 TEST(AutoAugmentPipeline, ZeroOpsOnACopyingPresetEqualsOff) {
   std::vector<uint8_t> px = photo_like(30, 26, 1, 9);
   const std::string rec = image_example(encode_png(px.data(), 30, 26, 1), "png", 2);
-  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kUint8}) {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kU8}) {
     PreprocessConfig off;
     off.preset = "lenet";
     off.dtype = dt;

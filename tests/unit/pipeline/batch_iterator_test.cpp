@@ -26,7 +26,7 @@ constexpr int kSlot = 16;
 // epoch position (4 bytes). Label: file * 1000 + record. Spins a record-dependent time so that
 // samples finish out of order.
 std::shared_ptr<SampleMapper> naming_mapper(const std::string& fail_on = "") {
-  BatchSpec spec{1, kSlot, 1, DType::kUint8, Layout::kNHWC};
+  BatchSpec spec{1, kSlot, 1, DType::kU8, Layout::kNHWC};
   return make_function_mapper(spec, [fail_on](std::string_view rec, const SampleContext& ctx, void* slot,
                                               int32_t* label) {
     if (!fail_on.empty() && rec == fail_on) throw FormatError("bad sample");
@@ -310,7 +310,7 @@ TEST(Guard, RepeatedBatchAndConstantLabels) {
 TEST(Guard, PipelineCountsWarnings) {
   ScratchDir dir("guard");
   auto paths = write_named_shards(dir, {40});
-  auto constant = make_function_mapper({1, 4, 1, DType::kUint8, Layout::kNHWC},
+  auto constant = make_function_mapper({1, 4, 1, DType::kU8, Layout::kNHWC},
                                        [](std::string_view, const SampleContext&, void* slot, int32_t* label) {
                                          std::memset(slot, 1, 4);
                                          *label = 0;

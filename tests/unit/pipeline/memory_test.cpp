@@ -82,7 +82,7 @@ std::vector<std::string> write_padded_shards(const ScratchDir& dir, int files, i
 }
 
 std::shared_ptr<SampleMapper> name_mapper() {
-  BatchSpec spec{1, 16, 1, DType::kUint8, Layout::kNHWC};
+  BatchSpec spec{1, 16, 1, DType::kU8, Layout::kNHWC};
   return make_function_mapper(spec, [](std::string_view rec, const SampleContext&, void* slot, int32_t* label) {
     std::memset(slot, 0, 16);
     std::memcpy(slot, rec.data(), std::min<size_t>(rec.find('.'), 16));

@@ -65,7 +65,7 @@ TEST(Mixup, BitExactAgainstTimm) {
     SCOPED_TRACE(kind);
     if (kind == "uint8") {
       std::vector<uint8_t> b = nchw_batch<uint8_t>(n, ch, h, w, 8, 125);
-      mix_batch(MixDraw{.lambda = c["lambda"].get<double>()}, BatchSpec{h, w, ch, DType::kUint8, Layout::kNCHW}, n, b.data());
+      mix_batch(MixDraw{.lambda = c["lambda"].get<double>()}, BatchSpec{h, w, ch, DType::kU8, Layout::kNCHW}, n, b.data());
       ASSERT_EQ(b.size(), c["output"].size());
       for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(int(b[i]), int(c["output"][i])) << "element " << i;
       ++checked;
@@ -81,7 +81,7 @@ TEST(Mixup, BitExactAgainstTimm) {
       EXPECT_EQ(d.left, int(c["box"][2]));
       EXPECT_EQ(d.left + d.width, int(c["box"][3]));
     }
-    mix_batch(d, BatchSpec{h, w, ch, DType::kFloat32, Layout::kNCHW}, n, b.data());
+    mix_batch(d, BatchSpec{h, w, ch, DType::kF32, Layout::kNCHW}, n, b.data());
     ASSERT_EQ(b.size(), c["output"].size());
     for (size_t i = 0; i < b.size(); ++i)
       ASSERT_EQ(bits(b[i]), std::stoul(c["output"][i].get<std::string>(), nullptr, 16)) << "element " << i;
@@ -105,20 +105,20 @@ TEST(Mixup, EveryLayoutAndDtypeMixesAlike) {
   };
   for (const MixDraw& d : {MixDraw{.lambda = 0.3}, cutmix_box(0.5, h, w, 2, 4)}) {
     std::vector<float> want = nchw;
-    mix_batch(d, BatchSpec{h, w, c, DType::kFloat32, Layout::kNCHW}, n, want.data());
+    mix_batch(d, BatchSpec{h, w, c, DType::kF32, Layout::kNCHW}, n, want.data());
     std::vector<float> got = to_nhwc(nchw);
-    mix_batch(d, BatchSpec{h, w, c, DType::kFloat32, Layout::kNHWC}, n, got.data());
+    mix_batch(d, BatchSpec{h, w, c, DType::kF32, Layout::kNHWC}, n, got.data());
     EXPECT_EQ(got, to_nhwc(want)) << (d.cutmix ? "cutmix" : "mixup");
     std::vector<uint16_t> half;
     for (float v : nchw) half.push_back(float_to_half(v));  // the values are exact in half
-    mix_batch(d, BatchSpec{h, w, c, DType::kFloat16, Layout::kNCHW}, n, half.data());
+    mix_batch(d, BatchSpec{h, w, c, DType::kF16, Layout::kNCHW}, n, half.data());
     for (size_t i = 0; i < half.size(); ++i) ASSERT_EQ(half[i], float_to_half(want[i])) << i;
   }
   // A CutMix box covers only the box: everything outside it is the sample's own.
   const MixDraw d = cutmix_box(0.5, h, w, 2, 4);
   ASSERT_GT(d.height * d.width, 0);
   std::vector<float> got = nchw;
-  mix_batch(d, BatchSpec{h, w, c, DType::kFloat32, Layout::kNCHW}, n, got.data());
+  mix_batch(d, BatchSpec{h, w, c, DType::kF32, Layout::kNCHW}, n, got.data());
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < c; ++k)
       for (int y = 0; y < h; ++y)
@@ -212,7 +212,7 @@ TEST(Mixup, OptionsOutOfRangeAreRefusedByName) {
 }
 
 // The pipeline tests' batches: 4x5x2 float32 samples whose values tell sample, element and record apart.
-const BatchSpec kPipelineSpec{4, 5, 2, DType::kFloat32, Layout::kNHWC};
+const BatchSpec kPipelineSpec{4, 5, 2, DType::kF32, Layout::kNHWC};
 
 auto distinct_sample_mapper() {
   return make_function_mapper(kPipelineSpec, [](std::string_view rec, const SampleContext& ctx, void* slot, int32_t* label) {

@@ -208,7 +208,7 @@ TEST(Preprocess, PipelineIndependentOfThreadCount) {
     }
     return out;
   };
-  for (DType dt : {DType::kFloat32, DType::kUint8, DType::kFloat16})
+  for (DType dt : {DType::kF32, DType::kU8, DType::kF16})
     for (Layout l : {Layout::kNHWC, Layout::kNCHW}) {
       auto one = run(1, dt, l);
       EXPECT_EQ(one.size(), 2u * 2 * 5);  // 24 records: 5 batches per epoch, 2 epochs, data + labels

@@ -36,7 +36,7 @@ bool inside(const EraseRect& r, int y, int x) {
 }
 
 TEST(RandomErase, RectanglesFollowTimmsBoundsAndTheProbability) {
-  const OutputFormat f = format(224, 224, 3, DType::kFloat32, Layout::kNHWC);
+  const OutputFormat f = format(224, 224, 3, DType::kF32, Layout::kNHWC);
   std::vector<float> slot(f.spec.sample_elements());
   EraseOptions o;
   o.prob = 0.25f;
@@ -74,7 +74,7 @@ TEST(RandomErase, RectanglesFollowTimmsBoundsAndTheProbability) {
 }
 
 TEST(RandomErase, TheSameSampleIsErasedTheSameWay) {
-  const OutputFormat f = format(32, 40, 3, DType::kFloat32, Layout::kNCHW);
+  const OutputFormat f = format(32, 40, 3, DType::kF32, Layout::kNCHW);
   EraseOptions o;
   o.prob = 1;
   std::vector<float> a(f.spec.sample_elements(), 5.0f), b = a, c = a;
@@ -90,7 +90,7 @@ TEST(RandomErase, TheSameSampleIsErasedTheSameWay) {
 
 // const: 0 in normalised units; a uint8 batch gets the mean pixel. Elements outside keep their bytes.
 TEST(RandomErase, ValuesForEveryDtypeAndLayout) {
-  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kUint8})
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kU8})
     for (Layout layout : {Layout::kNHWC, Layout::kNCHW}) {
       SCOPED_TRACE(str(dtype_name(dtype), layout == Layout::kNHWC ? " NHWC" : " NCHW"));
       const OutputFormat f = format(20, 30, 3, dtype, layout);
@@ -104,9 +104,9 @@ TEST(RandomErase, ValuesForEveryDtypeAndLayout) {
         for (int x = 0; x < 30; ++x)
           for (int c = 0; c < 3; ++c) {
             const size_t e = element(f.spec, y, x, c);
-            if (dtype == DType::kUint8) {
+            if (dtype == DType::kU8) {
               EXPECT_EQ(slot[e], inside(r, y, x) ? static_cast<uint8_t>(std::lround(f.mean[c])) : 0xAB);
-            } else if (dtype == DType::kFloat32) {
+            } else if (dtype == DType::kF32) {
               float v;
               std::memcpy(&v, slot.data() + e * 4, 4);
               if (inside(r, y, x)) EXPECT_EQ(v, 0.0f);
@@ -122,7 +122,7 @@ TEST(RandomErase, ValuesForEveryDtypeAndLayout) {
 
 // pixel: one N(0, 1) per element; rand: one per channel, the same over the rectangle.
 TEST(RandomErase, PixelAndRandModesDrawStandardNormals) {
-  const OutputFormat f = format(224, 224, 3, DType::kFloat32, Layout::kNHWC);
+  const OutputFormat f = format(224, 224, 3, DType::kF32, Layout::kNHWC);
   std::vector<float> slot(f.spec.sample_elements(), 0.0f);
   EraseOptions o;
   o.prob = 1;

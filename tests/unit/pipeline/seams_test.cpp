@@ -22,7 +22,7 @@ constexpr int kSeamSlot = 8;
 
 // Slot = the record's bytes, zero padded; label = file * 1000 + record.
 std::shared_ptr<SampleMapper> copy_mapper() {
-  BatchSpec spec{1, kSeamSlot, 1, DType::kUint8, Layout::kNHWC};
+  BatchSpec spec{1, kSeamSlot, 1, DType::kU8, Layout::kNHWC};
   return make_function_mapper(spec, [](std::string_view rec, const SampleContext&, void* slot, int32_t* label) {
     std::memset(slot, 0, kSeamSlot);
     std::memcpy(slot, rec.data(), std::min<size_t>(rec.size(), kSeamSlot));

@@ -231,7 +231,7 @@ TEST_F(InputsTest, SafetensorsEmbeddingsReadBackByTheCheckpointReader) {
   const ckpt::SafetensorsFile f = ckpt::SafetensorsFile::open(path);
   ASSERT_EQ(f.arrays().size(), 1u);
   const ckpt::ArrayView& a = f.at("embeddings");
-  EXPECT_EQ(a.dtype, ckpt::DType::kF32);
+  EXPECT_EQ(a.dtype, DType::kF32);
   EXPECT_EQ(a.shape, (std::vector<int64_t>{1234, 3}));
   ASSERT_EQ(a.bytes.size(), expected.size() * sizeof(float));
   EXPECT_EQ(std::memcmp(a.bytes.data(), expected.data(), a.bytes.size()), 0);

@@ -31,8 +31,8 @@ std::vector<std::string> write_shards(const std::filesystem::path& dir) {
 }
 
 pipeline::Dataset mlp_dataset(const std::vector<std::string>& paths) {
-  pipeline::BatchSpec spec{.height = 28, .width = 28, .channels = 1, .dtype = pipeline::DType::kFloat32,
-                           .layout = pipeline::Layout::kNCHW};
+  pipeline::BatchSpec spec{.height = 28, .width = 28, .channels = 1, .dtype = DType::kF32,
+                           .layout = Layout::kNCHW};
   auto mapper = pipeline::make_function_mapper(spec, [](std::string_view record, const pipeline::SampleContext&,
                                                        void* slot, int32_t* label) {
     *label = std::stoi(std::string(record));

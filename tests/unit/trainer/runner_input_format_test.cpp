@@ -46,7 +46,7 @@ std::string write_shard(const std::string& name, const std::vector<std::string>&
 // Every batch of one epoch of `path` through `preset` in the given dtype and layout, as f32 NCHW
 // (uint8 ones through the reference normalisation).
 std::vector<std::vector<float>> batches(const std::string& path, int64_t records, const std::string& preset,
-                                        pipeline::DType dtype, pipeline::Layout layout, InputNormalization* norm) {
+                                        DType dtype, Layout layout, InputNormalization* norm) {
   pipeline::PreprocessConfig p;
   p.preset = preset;
   p.train = true;
@@ -70,8 +70,8 @@ std::vector<std::vector<float>> batches(const std::string& path, int64_t records
 
 void expect_uint8_path_equals_float_path(const std::string& path, int64_t records, const std::string& preset) {
   InputNormalization norm;
-  const auto u8 = batches(path, records, preset, pipeline::DType::kUint8, pipeline::Layout::kNHWC, &norm);
-  const auto f32 = batches(path, records, preset, pipeline::DType::kFloat32, pipeline::Layout::kNCHW, &norm);
+  const auto u8 = batches(path, records, preset, DType::kU8, Layout::kNHWC, &norm);
+  const auto f32 = batches(path, records, preset, DType::kF32, Layout::kNCHW, &norm);
   ASSERT_EQ(u8.size(), f32.size());
   ASSERT_FALSE(u8.empty());
   for (size_t b = 0; b < u8.size(); ++b) {
@@ -119,11 +119,11 @@ TEST(InputFormat, ReferenceNormalisesUint8AndConvertsTheRest) {
 }
 
 TEST(InputFormat, InputDtypePicksTheBatchFormat) {
-  const BatchFormat gpu{.dtype = pipeline::DType::kUint8, .layout = pipeline::Layout::kNHWC};
-  EXPECT_EQ(batch_format_for("auto", gpu).dtype, pipeline::DType::kUint8);
-  EXPECT_EQ(batch_format_for("float16", gpu).dtype, pipeline::DType::kFloat16);
-  EXPECT_EQ(batch_format_for("float16", gpu).layout, pipeline::Layout::kNCHW);
-  EXPECT_EQ(batch_format_for("uint8", BatchFormat{}).layout, pipeline::Layout::kNHWC);
+  const BatchFormat gpu{.dtype = DType::kU8, .layout = Layout::kNHWC};
+  EXPECT_EQ(batch_format_for("auto", gpu).dtype, DType::kU8);
+  EXPECT_EQ(batch_format_for("float16", gpu).dtype, DType::kF16);
+  EXPECT_EQ(batch_format_for("float16", gpu).layout, Layout::kNCHW);
+  EXPECT_EQ(batch_format_for("uint8", BatchFormat{}).layout, Layout::kNHWC);
   EXPECT_THROW(batch_format_for("int4", gpu), ConfigError);
 }
 

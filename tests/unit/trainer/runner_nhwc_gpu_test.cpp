@@ -198,7 +198,7 @@ TEST(TrainNhwcGpu, HostUint8BatchFeedsBothLayouts) {
   const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 16, .width = 16});
   auto nchw = make_step_runner(net, options(DType::kF32, Layout::kNCHW, false));
   auto nhwc = make_step_runner(net, options(DType::kF32, Layout::kNHWC, false));
-  EXPECT_EQ(nhwc->batch_format().layout, pipeline::Layout::kNHWC);
+  EXPECT_EQ(nhwc->batch_format().layout, Layout::kNHWC);
   Tensor images = Tensor::empty({8, 16, 16, 3}, DType::kU8, Device::kCpu, Layout::kNHWC);
   for (int64_t i = 0; i < images.numel(); ++i) images.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37) % 256);
   Tensor labels = Tensor::empty({8}, DType::kI32);

@@ -189,7 +189,7 @@ TEST(TrainDeviceGpu, Uint8BatchesNormalisedOnTheGpuEqualFloatBatches) {
   o.input.mean[0] = 128.0f;
   o.input.inv_std[0] = 1.0f / 128.0f;
   auto runner = make_step_runner(zoo::build_net("lenet", {.num_classes = 10}), o);
-  EXPECT_EQ(runner->batch_format().dtype, pipeline::DType::kUint8);
+  EXPECT_EQ(runner->batch_format().dtype, DType::kU8);
   ASSERT_NE(runner->batch_format().allocator, nullptr);
   const Shape nhwc{4, 28, 28, 1};
   Tensor plain = Tensor::empty(nhwc, DType::kU8, Device::kCpu, Layout::kNHWC);

@@ -222,9 +222,9 @@ TEST(TrainStepRunner, NhwcRunnerIsTheNchwRunnerBitForBit) {
     auto nchw = make_step_runner(net, o);
     o.layout = Layout::kNHWC;
     auto nhwc = make_step_runner(net, o);
-    EXPECT_EQ(nchw->batch_format().layout, pipeline::Layout::kNCHW);
-    EXPECT_EQ(nhwc->batch_format().layout, pipeline::Layout::kNHWC);
-    EXPECT_EQ(nhwc->batch_format().dtype, pipeline::DType::kFloat32);
+    EXPECT_EQ(nchw->batch_format().layout, Layout::kNCHW);
+    EXPECT_EQ(nhwc->batch_format().layout, Layout::kNHWC);
+    EXPECT_EQ(nhwc->batch_format().dtype, DType::kF32);
     for (uint64_t step = 0; step < 3; ++step) {
       auto [xa, ya] = nchw->synthetic_batch(30 + step);
       auto [xb, yb] = nhwc->synthetic_batch(30 + step);
