@@ -29,9 +29,9 @@ namespace {
 constexpr int64_t kClassTableRows = 40;  // more classes: one summary line per split (--json has every count)
 
 // Records per class, one column per split, and each split's largest / smallest ratio.
-void print_classes(const convert::CheckReport& r) {
-  std::vector<const convert::SplitReport*> splits;
-  for (const convert::SplitReport& s : r.splits)
+void print_classes(const converters::CheckReport& r) {
+  std::vector<const converters::SplitReport*> splits;
+  for (const converters::SplitReport& s : r.splits)
     if (!s.classes.counts.empty()) splits.push_back(&s);
   if (splits.empty()) return;
   const int64_t classes = static_cast<int64_t>(splits[0]->classes.counts.size());
@@ -53,7 +53,7 @@ void print_classes(const convert::CheckReport& r) {
     }
   }
   for (const auto* s : splits) {
-    const convert::ClassBalance& b = s->classes;
+    const converters::ClassBalance& b = s->classes;
     if (b.largest < 0) {
       std::printf("  %s: no record\n", s->name.c_str());
       continue;
@@ -66,7 +66,7 @@ void print_classes(const convert::CheckReport& r) {
   }
 }
 
-void print_report(const convert::CheckReport& r) {
+void print_report(const converters::CheckReport& r) {
   const Manifest& m = r.manifest;
   if (r.has_manifest) {
     std::printf("%s (%s), %lld classes, %lld GPUs × %lld shards per GPU, compression %s%s\n",
@@ -79,11 +79,11 @@ void print_report(const convert::CheckReport& r) {
                 r.labels_file.empty() ? "largest label + 1, no labels.txt" : r.labels_file.c_str(),
                 r.decoded ? ", every image decoded" : "");
   }
-  for (const convert::SplitReport& s : r.splits) {
+  for (const converters::SplitReport& s : r.splits) {
     std::printf("\nsplit %s (balance: chi-square against the split's label histogram, error below p = %.2g)\n",
                 s.name.c_str(), s.p_threshold);
     std::printf("  %-36s %10s %12s %12s %5s %10s  %s\n", "shard", "records", "bytes", "chi-square", "dof", "p", "status");
-    for (const convert::ShardReport& sh : s.shards) {
+    for (const converters::ShardReport& sh : s.shards) {
       std::printf("  %-36s %10llu %12llu %12.2f %5lld %10.3g  %s\n", sh.file.c_str(),
                   static_cast<unsigned long long>(sh.records), static_cast<unsigned long long>(sh.bytes),
                   sh.balance.statistic, static_cast<long long>(sh.balance.dof), sh.balance.p_value,
@@ -114,15 +114,15 @@ void print_report(const convert::CheckReport& r) {
 }
 
 // --json: the report as one object (the same numbers as the text report), for scripts.
-void print_json_report(const convert::CheckReport& r) {
+void print_json_report(const converters::CheckReport& r) {
   nlohmann::json splits = nlohmann::json::array();
-  for (const convert::SplitReport& s : r.splits) {
+  for (const converters::SplitReport& s : r.splits) {
     nlohmann::json shards = nlohmann::json::array();
-    for (const convert::ShardReport& sh : s.shards)
+    for (const converters::ShardReport& sh : s.shards)
       shards.push_back({{"file", sh.file}, {"records", sh.records}, {"bytes", sh.bytes}, {"histogram", sh.histogram},
                         {"chi_square", sh.balance.statistic}, {"dof", sh.balance.dof}, {"p_value", sh.balance.p_value},
                         {"error_count", sh.error_count}, {"errors", sh.errors}});
-    const convert::ClassBalance& b = s.classes;
+    const converters::ClassBalance& b = s.classes;
     const nlohmann::json classes = {{"counts", b.counts}, {"missing", b.missing}, {"largest", b.largest},
                                     {"smallest", b.smallest}, {"ratio", b.ratio}};
     splits.push_back({{"name", s.name}, {"shards", shards}, {"histogram", s.histogram}, {"records_per_gpu", s.per_gpu},
@@ -139,7 +139,7 @@ void print_json_report(const convert::CheckReport& r) {
 }  // namespace
 
 void add_check_command(CLI::App& app) {
-  auto o = std::make_shared<convert::CheckOptions>();
+  auto o = std::make_shared<converters::CheckOptions>();
   CLI::App* cmd = app.add_subcommand("check", "Verify a shard set: CRCs, record keys and types, labels, counts per "
                                               "shard and per GPU against the manifest, label balance (a set without "
                                               "a manifest: what can be checked without one)");
@@ -185,9 +185,9 @@ void add_check_command(CLI::App& app) {
     // Under mpirun the ranks split the shards; rank 0 reports, the others only share the exit status.
     const std::unique_ptr<MpiRankGroup> group = mpi_rank_group(*collective_timeout);
     o->group = group.get();
-    convert::CheckReport r;
+    converters::CheckReport r;
     try {
-      r = convert::check_shard_set(*o);
+      r = converters::check_shard_set(*o);
     } catch (...) {
       end_with_the_group(group.get());
     }
@@ -200,7 +200,7 @@ void add_check_command(CLI::App& app) {
     }
     *json ? print_json_report(r) : print_report(r);
     if (o->survey.enabled) {
-      report::write_page_file(page->path, convert::check_report_page(r, *o), page->overwrite);
+      report::write_page_file(page->path, converters::check_report_page(r, *o), page->overwrite);
       if (!*json) std::printf("report written to %s\n", page->path.c_str());
     }
     std::fflush(stdout);

@@ -32,7 +32,7 @@
 namespace fastnn::cli {
 namespace {
 
-using convert::ConvertOptions;
+using converters::ConvertOptions;
 
 // Flags every format shares.
 struct CommonArgs {
@@ -63,7 +63,7 @@ struct CommonArgs {
     o.num_gpus = num_gpus;
     o.shards_per_gpu = shards_per_gpu;
     o.seed = seed;
-    o.remainder = convert::parse_remainder(remainder);
+    o.remainder = converters::parse_remainder(remainder);
     o.stratify = stratify;
     o.compression = parse_compression(compression);
     o.threads = threads;
@@ -86,7 +86,7 @@ struct CommonArgs {
     }
     if (class_names_file.empty()) return {};
     o->class_names_source = str("--class-names ", class_names_file);
-    return parse_labels_txt(convert::read_whole_file(class_names_file, 64 << 20), class_names_file);
+    return parse_labels_txt(converters::read_whole_file(class_names_file, 64 << 20), class_names_file);
   }
 };
 
@@ -132,7 +132,7 @@ CLI::App* add_format(CLI::App* convert, const char* name, const char* descriptio
 
 constexpr size_t kIgnoredShown = 5;
 
-void print_summary(const convert::ConvertResult& r, bool verbose) {
+void print_summary(const converters::ConvertResult& r, bool verbose) {
   const Manifest& m = r.manifest;
   std::printf("%-12s %7s %15s %10s %8s %7s %8s %8s %10s\n", "split", "shards", "records/shard", "records", "dropped",
               "padded", "skipped", "ignored", "MB");
@@ -174,7 +174,7 @@ void print_summary(const convert::ConvertResult& r, bool verbose) {
 }
 
 // --json: the manifest as written (splits, shard record counts, histograms) with the run's totals.
-void print_json(const convert::ConvertResult& r) {
+void print_json(const converters::ConvertResult& r) {
   const nlohmann::json j = {{"output", r.output}, {"seconds", r.total_seconds}, {"scan_seconds", r.scan_seconds},
                             {"write_seconds", r.write_seconds}, {"source_bytes", r.source_bytes},
                             {"bytes_written", r.bytes_written}, {"ranks", r.ranks}, {"warnings", r.warnings},
@@ -183,7 +183,7 @@ void print_json(const convert::ConvertResult& r) {
 }
 
 // `a` gives --json and --verbose, so that a new format cannot leave them silently unread.
-void run(convert::Source& source, const ConvertOptions& o, const CommonArgs& a) {
+void run(converters::Source& source, const ConvertOptions& o, const CommonArgs& a) {
   // Under mpirun the ranks share the work (converters/rank_group.h); rank 0 reports.
   const std::unique_ptr<MpiRankGroup> group = mpi_rank_group(a.collective_timeout);
   ConvertOptions options = o;
@@ -195,7 +195,7 @@ void run(convert::Source& source, const ConvertOptions& o, const CommonArgs& a) 
   if (a.num_gpus_flag->count() == 0 && !options.quiet && !a.json)
     log_info("balancing the shards for 1 GPU (the default; --num-gpus N for a job on N GPUs)");
   try {
-    const convert::ConvertResult r = convert::run_conversion(source, options);
+    const converters::ConvertResult r = converters::run_conversion(source, options);
     if (r.rank != 0) return;
     a.json ? print_json(r) : print_summary(r, a.verbose);
   } catch (...) {
@@ -228,13 +228,13 @@ void add_convert_command(CLI::App& app) {
     sub->callback([a, num_classes, level, dataset] {
       if (a->inputs.size() != 1) throw ConfigError("mnist takes exactly one --input folder");
       ConvertOptions o = a->options();
-      convert::MnistOptions mo;
+      converters::MnistOptions mo;
       mo.dir = a->inputs[0];
       mo.num_classes = *num_classes;
       mo.class_names = a->class_names(&o);
-      mo.dataset = convert::parse_mnist_dataset(*dataset);
+      mo.dataset = converters::parse_mnist_dataset(*dataset);
       mo.png_compression_level = *level;
-      convert::MnistSource src(mo);
+      converters::MnistSource src(mo);
       run(src, o, *a);
     });
   }
@@ -250,18 +250,18 @@ void add_convert_command(CLI::App& app) {
     sub->callback([a, level, c100] {
       if (a->inputs.size() != 1) throw ConfigError("cifar takes exactly one --input folder");
       ConvertOptions o = a->options();
-      convert::CifarOptions co;
+      converters::CifarOptions co;
       co.dir = a->inputs[0];
       co.cifar100 = c100;
       co.class_names = a->class_names(&o);
       co.png_compression_level = *level;
-      convert::CifarSource src(co);
+      converters::CifarSource src(co);
       run(src, o, *a);
     });
   }
   {
     auto a = std::make_shared<CommonArgs>();
-    auto fo = std::make_shared<convert::ImageFolderOptions>();
+    auto fo = std::make_shared<converters::ImageFolderOptions>();
     auto vfrac = std::make_shared<double>(0);
     auto vcount = std::make_shared<uint64_t>(0);
     CLI::App* sub = add_format(convert, "image-folder",
@@ -289,7 +289,7 @@ void add_convert_command(CLI::App& app) {
                         "position in it, a folder not in it is an error");
     sub->callback([a, fo, vfrac, vcount, layout] {
       fo->roots = a->inputs;
-      fo->layout = convert::parse_folder_layout(*layout);
+      fo->layout = converters::parse_folder_layout(*layout);
       ConvertOptions o = a->options();
       o.validation_fraction = *vfrac;
       o.validation_count = *vcount;
@@ -297,13 +297,13 @@ void add_convert_command(CLI::App& app) {
       o.holdout_hint = "hold some out with --validation-fraction F, or put the class folders in split folders (train/, val/)";
       fo->class_names = a->class_names(&o);
       fo->class_names_source = o.class_names_source;
-      convert::ImageFolderSource src(*fo);
+      converters::ImageFolderSource src(*fo);
       run(src, o, *a);
     });
   }
   {
     auto a = std::make_shared<CommonArgs>();
-    auto bo = std::make_shared<convert::Base64TsvOptions>();
+    auto bo = std::make_shared<converters::Base64TsvOptions>();
     CLI::App* sub = add_format(convert, "base64-tsv",
                                "Files of base64(image)<TAB>label lines (PLSC format) → the decoded image bytes", *a, true);
     sub->add_flag("--label-first", bo->label_first, "Lines are label<TAB>base64");
@@ -320,13 +320,13 @@ void add_convert_command(CLI::App& app) {
       bo->files = a->inputs;
       ConvertOptions o = a->options();
       bo->class_names = a->class_names(&o);
-      convert::Base64TsvSource src(*bo);
+      converters::Base64TsvSource src(*bo);
       run(src, o, *a);
     });
   }
   {
     auto a = std::make_shared<CommonArgs>();
-    auto to = std::make_shared<convert::TFRecordSourceOptions>();
+    auto to = std::make_shared<converters::TFRecordSourceOptions>();
     CLI::App* sub = add_format(convert, "tfrecord",
                                "Existing TFRecord shards (TF-slim, FastNN, tf.data; any common key spelling) → "
                                "re-sharded, balanced and shuffled, image bytes unchanged",
@@ -347,13 +347,13 @@ void add_convert_command(CLI::App& app) {
       for (const std::string& in : a->inputs)
         for (std::string_view pattern : split_commas(in))
           if (!pattern.empty()) to->patterns.emplace_back(pattern);
-      convert::TFRecordSource src(*to);
+      converters::TFRecordSource src(*to);
       run(src, a->options(), *a);
     });
   }
   {
     auto a = std::make_shared<CommonArgs>();
-    auto so = std::make_shared<convert::SyntheticOptions>();
+    auto so = std::make_shared<converters::SyntheticOptions>();
     CLI::App* sub = add_format(convert, "synthetic", "Generated images and labels (mock data for benchmarks)", *a, false);
     sub->add_option("--num-records", so->num_records, "Train records");
     sub->add_option("--num-test-records", so->num_test_records, "Test records (0: no test split)");
@@ -368,7 +368,7 @@ void add_convert_command(CLI::App& app) {
       if (!a->inputs.empty()) throw ConfigError("synthetic takes no --input");
       ConvertOptions o = a->options();
       so->class_names = a->class_names(&o);
-      convert::SyntheticSource src(*so);
+      converters::SyntheticSource src(*so);
       run(src, o, *a);
     });
   }

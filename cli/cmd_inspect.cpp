@@ -129,25 +129,25 @@ struct InspectOptions {
 bool is_checkpoint(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return true;
-  return ckpt::parse_checkpoint_name(std::filesystem::path(path).filename().string()).has_value() &&
-         (std::filesystem::exists(path, ec) || std::filesystem::exists(ckpt::meta_path(path), ec));
+  return checkpoint::parse_checkpoint_name(std::filesystem::path(path).filename().string()).has_value() &&
+         (std::filesystem::exists(path, ec) || std::filesystem::exists(checkpoint::meta_path(path), ec));
 }
 
 void run_inspect(const InspectOptions& o) {
-  if (const auto tf = tfckpt::find_tf_checkpoint(o.file)) {
-    const tfckpt::TfCheckpoint ck = tfckpt::open_tf_checkpoint(*tf);
+  if (const auto tf = tf_checkpoint::find_tf_checkpoint(o.file)) {
+    const tf_checkpoint::TfCheckpoint ck = tf_checkpoint::open_tf_checkpoint(*tf);
     if (o.json)
-      std::printf("%s\n", ckpt::tf_checkpoint_summary_json(ck).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::printf("%s\n", checkpoint::tf_checkpoint_summary_json(ck).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     else
-      std::fputs(ckpt::tf_checkpoint_summary_text(ck).c_str(), stdout);
+      std::fputs(checkpoint::tf_checkpoint_summary_text(ck).c_str(), stdout);
     return;
   }
   if (is_checkpoint(o.file)) {
-    const ckpt::LoadedCheckpoint ck = ckpt::load_checkpoint(o.file);
+    const checkpoint::LoadedCheckpoint ck = checkpoint::load_checkpoint(o.file);
     if (o.json)
-      std::printf("%s\n", ckpt::checkpoint_summary_json(ck).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::printf("%s\n", checkpoint::checkpoint_summary_json(ck).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     else
-      std::fputs(ckpt::checkpoint_summary_text(ck).c_str(), stdout);
+      std::fputs(checkpoint::checkpoint_summary_text(ck).c_str(), stdout);
     return;
   }
   TFRecordReaderOptions ro;
@@ -202,8 +202,8 @@ void add_inspect_command(CLI::App& app) {
       ->check(CLI::ExistingPath | CLI::Validator(
                                       [](std::string& p) {
                                         std::error_code ec;
-                                        return std::filesystem::exists(ckpt::meta_path(p), ec) ||
-                                                       tfckpt::find_tf_checkpoint(p)
+                                        return std::filesystem::exists(checkpoint::meta_path(p), ec) ||
+                                                       tf_checkpoint::find_tf_checkpoint(p)
                                                    ? std::string()
                                                    : "no such file or checkpoint prefix: " + p;
                                       },

@@ -65,7 +65,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
     inference::check_input_classes(inputs, predictor_owner->model());  // shards numbered otherwise are refused
     if (writer && (!a.output.empty() || !a.embeddings.empty())) {
       // What this command reads must survive it: -o naming an input image or the checkpoint is refused.
-      std::vector<std::string> read = ckpt::checkpoint_file_paths(predictor_owner->model().checkpoint);
+      std::vector<std::string> read = checkpoint::checkpoint_file_paths(predictor_owner->model().checkpoint);
       for (const inference::PredictInput& in : inputs) read.push_back(in.path);
       refuse_existing_output(a.output, a.overwrite, read);
       refuse_existing_output(a.embeddings, a.overwrite, read);

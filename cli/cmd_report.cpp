@@ -35,9 +35,9 @@ struct ReportArgs {
 void describe_run(const ReportArgs& a, RunReportInfo* info) {
   std::string dataset = a.dataset_dir;
   try {
-    const std::vector<ckpt::CheckpointInfo> ckpts = ckpt::list_committed_latest_first(a.run_dir);
+    const std::vector<checkpoint::CheckpointInfo> ckpts = checkpoint::list_committed_latest_first(a.run_dir);
     if (!ckpts.empty()) {
-      const CheckpointMeta meta = ckpt::read_checkpoint_meta(ckpt::meta_path(ckpts.front().prefix));
+      const CheckpointMeta meta = checkpoint::read_checkpoint_meta(checkpoint::meta_path(ckpts.front().prefix));
       info->model_name = meta.model_name();
       if (dataset.empty() && meta.has_config()) dataset = meta.config().dataset_dir();
     }
@@ -69,9 +69,9 @@ void compare_runs(const ReportArgs& a) {
     r.run_dir = dir;
     r.metrics = read_run_metrics(dir + "/metrics.jsonl");
     try {
-      const std::vector<ckpt::CheckpointInfo> ckpts = ckpt::list_committed_latest_first(dir);
+      const std::vector<checkpoint::CheckpointInfo> ckpts = checkpoint::list_committed_latest_first(dir);
       if (!ckpts.empty()) {
-        const CheckpointMeta meta = ckpt::read_checkpoint_meta(ckpt::meta_path(ckpts.front().prefix));
+        const CheckpointMeta meta = checkpoint::read_checkpoint_meta(checkpoint::meta_path(ckpts.front().prefix));
         r.model_name = meta.model_name();
         if (meta.has_config()) r.config = config_field_values(meta.config(), {});
       }

@@ -13,7 +13,7 @@
 
 namespace fastnn::cli {
 
-class MpiRankGroup final : public convert::RankGroup {
+class MpiRankGroup final : public converters::RankGroup {
  public:
   explicit MpiRankGroup(std::unique_ptr<Communicator> comm) : comm_(std::move(comm)) {}
   int rank() const override { return comm_->rank(); }

@@ -19,7 +19,7 @@
 #include "core/logging.h"
 #include "core/progress.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 enum class LineStatus : uint8_t { kGood, kBlank, kBad };
@@ -376,4 +376,4 @@ std::unique_ptr<SampleEncoder> Base64TsvSource::make_encoder(const DatasetIndex&
   return std::make_unique<Base64Encoder>(&index.files, options_.record);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -22,7 +22,7 @@
 #include "converters/image_example.h"
 #include "converters/source.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 // --max-line-bytes may not exceed this (line offsets in a scan block are 32-bit).
 inline constexpr uint64_t kMaxLineBytesLimit = uint64_t{1} << 30;
@@ -68,4 +68,4 @@ TsvLine parse_tsv_line(std::string_view line, bool label_first, int64_t max_labe
 // Parses a label field: decimal digits only, at most `max_label`. Returns false with a reason.
 bool parse_label(std::string_view field, int64_t max_label, int32_t* label, std::string* why);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -11,7 +11,7 @@
 #include "core/report/png_data_uri.h"
 #include "core/report/svg_bar_chart.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using report::format_number;
@@ -342,4 +342,4 @@ std::string check_report_page(const CheckReport& r, const CheckOptions& o) {
   return report::html_page(str("fastnn check: ", name), body);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

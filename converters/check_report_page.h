@@ -20,8 +20,8 @@
 
 #include "converters/shard_check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 std::string check_report_page(const CheckReport& report, const CheckOptions& options);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -8,7 +8,7 @@
 #include "core/image.h"
 #include "core/manifest.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // Non-blank lines of a names file, or empty if there is no such file.
@@ -163,4 +163,4 @@ std::string CifarSource::describe(const DatasetIndex& index, const SampleRef& s)
   return str(index.files[s.file], "#", s.offset / record_bytes());
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

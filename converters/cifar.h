@@ -21,7 +21,7 @@
 
 #include "converters/source.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct CifarOptions {
   std::string dir;
@@ -54,4 +54,4 @@ class CifarSource : public Source {
 uint64_t cifar_record_count(uint64_t size, bool cifar100, const std::string& path);
 std::string cifar_record_labels(const uint8_t* record, bool cifar100, int* fine, int* coarse);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -5,7 +5,7 @@
 #include "core/check.h"
 #include "core/name_escape.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 std::string class_label(const std::vector<std::string>& names, int64_t c) {
@@ -60,4 +60,4 @@ std::vector<std::string> class_balance_warnings(const std::string& split, const 
   return out;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 inline constexpr double kDefaultMaxClassRatio = 10;
 
@@ -32,4 +32,4 @@ ClassBalance class_balance(const std::vector<uint64_t>& histogram);
 std::vector<std::string> class_balance_warnings(const std::string& split, const ClassBalance& b,
                                                 const std::vector<std::string>& names, double max_ratio);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -18,7 +18,7 @@
 #include "core/progress.h"
 #include "core/resources.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 
@@ -306,4 +306,4 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& o) {
   return result;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

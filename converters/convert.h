@@ -19,7 +19,7 @@
 #include "core/manifest.h"
 #include "core/tfrecord.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 class RankGroup;
 
@@ -75,4 +75,4 @@ ConvertResult run_conversion(Source& source, const ConvertOptions& options);
 // Checks the options every format shares (counts positive, at most one hold-out form...).
 void validate_convert_options(const ConvertOptions& options);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "core/input_file.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 uint64_t file_size(const std::string& path) {
   return require_regular_file(path);
@@ -86,4 +86,4 @@ void FileHandles::read(uint32_t file, uint64_t offset, void* out, size_t n) {
   read_exact(fds_[file], offset, out, n, (*paths_)[file]);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 // Size of a regular file; IoError if it cannot be stat'ed or is not a regular file (a FIFO, a folder...).
 // Every opener here goes through core/input_file.h: only regular files are opened.
@@ -55,4 +55,4 @@ class Fd {
   int fd_ = -1;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

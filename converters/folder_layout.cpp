@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "core/folder_walk.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 constexpr const char* kSplitOrder[] = {"train", "validation", "test"};
@@ -113,4 +113,4 @@ FolderTree read_folder_tree(const std::vector<std::string>& roots, FolderLayout 
   return tree;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

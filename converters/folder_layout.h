@@ -20,7 +20,7 @@
 
 #include "core/manifest.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 enum class FolderLayout { kAuto, kClasses, kSplits };
 
@@ -43,4 +43,4 @@ struct FolderTree {
 
 FolderTree read_folder_tree(const std::vector<std::string>& roots, FolderLayout layout, const std::string& split);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

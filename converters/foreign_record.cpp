@@ -5,7 +5,7 @@
 #include "core/ascii.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // Groups of spellings, in ExampleParser key order.
@@ -90,4 +90,4 @@ ForeignRecord ForeignRecordParser::parse(std::string_view record) const {
   return r;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

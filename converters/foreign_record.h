@@ -25,7 +25,7 @@
 #include "core/example.h"
 #include "core/image.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct ForeignRecord {
   std::string_view encoded;
@@ -50,4 +50,4 @@ class ForeignRecordParser {
   ExampleParser parser_;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

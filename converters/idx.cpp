@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "core/input_file.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // Reads up to n bytes into out; returns the count (0 at end). Throws on a read error.
@@ -155,4 +155,4 @@ IdxArray read_file(const std::string& path, int expected_dims, const IdxLimits& 
 }
 }  // namespace
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

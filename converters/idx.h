@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct IdxLimits {
   uint64_t max_items = uint64_t{1} << 31;
@@ -43,4 +43,4 @@ IdxArray parse_idx(std::string_view bytes, const std::string& name, int expected
 // From a file, plain or gzip.
 IdxArray read_idx(const std::string& path, int expected_dims, const IdxLimits& limits = {});
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -6,7 +6,7 @@
 #include "converters/resize.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 namespace {
 
@@ -141,4 +141,4 @@ void ImageRecordMaker::make(std::string_view bytes, int64_t label, std::string* 
   *info = {"jpeg", th, tw, c};
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -10,7 +10,7 @@
 #include "core/example.h"
 #include "core/image.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 // Serializes the tf.train.Example {image/encoded, image/format, image/class/label, image/height,
 // image/width, image/channels} (+ image/class/coarse_label when coarse_label >= 0) into *out
@@ -51,4 +51,4 @@ class ImageRecordMaker {
   std::string encoded_;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

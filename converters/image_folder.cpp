@@ -17,7 +17,7 @@
 #include "core/input_file.h"
 #include "core/progress.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 struct Candidate {
@@ -269,4 +269,4 @@ void EncodedImageEncoder::encode(const SampleRef& s, std::string* record, Record
   maker_.make(bytes_, s.label, record, info);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

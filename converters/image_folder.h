@@ -30,7 +30,7 @@
 #include "converters/image_example.h"
 #include "converters/source.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct ImageFolderOptions {
   std::vector<std::string> roots;
@@ -73,4 +73,4 @@ class EncodedImageEncoder : public SampleEncoder {
   std::string bytes_;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -6,7 +6,7 @@
 #include "converters/resize.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 void measure_pixels(const uint8_t* p, size_t num_pixels, int channels, RecordFacts* f) {
   FASTNN_CHECK(channels >= 1 && channels <= 4, "measure_pixels: ", channels, " channels");
@@ -141,4 +141,4 @@ std::map<int64_t, std::vector<SampleImage>> SampleTable::take() {
   return out;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -29,7 +29,7 @@
 
 #include "core/image.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 inline constexpr int kThumbnailSide = 64;
 inline constexpr size_t kMaxSizes = 4096;
@@ -105,4 +105,4 @@ class SampleTable {
   std::map<int64_t, std::map<Key, SampleImage>> by_label_;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -7,7 +7,7 @@
 #include "core/ascii.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 std::vector<std::string> numbers(int n) {
@@ -76,4 +76,4 @@ NamedClasses mnist_class_names(const std::string& dir, MnistDataset which, int n
   return {numbers(num_classes), str("MNIST's digits: the input path names the folder ", folder, " (", how_to, ")")};
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

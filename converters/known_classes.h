@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 enum class MnistDataset { kAuto, kMnist, kFashion, kOther };
 
@@ -34,4 +34,4 @@ struct NamedClasses {
 // The class names for the MNIST-format folder `dir` (rules above).
 NamedClasses mnist_class_names(const std::string& dir, MnistDataset which, int num_classes);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

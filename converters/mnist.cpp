@@ -11,7 +11,7 @@
 #include "core/example.h"
 #include "core/image.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 constexpr uint64_t kMaxSide = 4096;
@@ -158,4 +158,4 @@ std::unique_ptr<SampleEncoder> MnistSource::make_encoder(const DatasetIndex&) co
   return std::make_unique<MnistEncoder>(&images_, options_.png_compression_level);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -25,7 +25,7 @@
 #include "converters/known_classes.h"
 #include "converters/source.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct MnistOptions {
   std::string dir;
@@ -54,4 +54,4 @@ class MnistSource : public Source {
 // Class names: `names` if given (must have num_classes entries), else "0".."n-1".
 std::vector<std::string> default_class_names(int num_classes, const std::vector<std::string>& names);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

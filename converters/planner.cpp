@@ -6,7 +6,7 @@
 #include "converters/random.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // Samples grouped by dealing class (the label with stratify, else everything in class 0), each group
@@ -161,4 +161,4 @@ std::vector<bool> choose_holdout(std::span<const int32_t> labels, int64_t num_cl
   return held;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 enum class Remainder { kDrop, kPad };
 Remainder parse_remainder(const std::string& name);  // "drop" / "pad", else ConfigError
@@ -59,4 +59,4 @@ ShardPlan plan_shards(std::span<const int32_t> labels, const PlanOptions& option
 std::vector<bool> choose_holdout(std::span<const int32_t> labels, int64_t num_classes, uint64_t count,
                                  bool stratify, uint64_t seed);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

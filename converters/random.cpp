@@ -2,7 +2,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -36,4 +36,4 @@ uint64_t Rng::below(uint64_t n) {
   return static_cast<uint64_t>(m >> 64);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

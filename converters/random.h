@@ -15,7 +15,7 @@
 #include <string_view>
 #include <utility>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 // SplitMix64's output function (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
 uint64_t splitmix64(uint64_t x);
@@ -44,4 +44,4 @@ class Rng {
   std::mt19937_64 engine_;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

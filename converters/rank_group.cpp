@@ -11,7 +11,7 @@
 #include "core/atomic_output.h"
 #include "core/crc32c.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // A failure as one line: its kind's letter, then the message.
@@ -236,4 +236,4 @@ std::vector<ShardOutcome> gather_outcomes(RankGroup& group, const std::string& m
   return all;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

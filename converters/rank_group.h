@@ -25,7 +25,7 @@
 #include "converters/source.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 class RankGroup {
  public:
@@ -146,4 +146,4 @@ inline int job_owner(size_t position, int ranks) { return static_cast<int>(posit
 std::string encode_outcomes(const std::vector<size_t>& jobs, const std::vector<ShardOutcome>& outcomes);
 std::vector<ShardOutcome> gather_outcomes(RankGroup& group, const std::string& mine, size_t num_jobs);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // For each output index: the source range it covers and the weight of each source pixel in it.
@@ -79,4 +79,4 @@ void shorter_side_size(int w, int h, int shorter, int* out_w, int* out_h) {
   }
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

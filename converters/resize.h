@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 void resize_area(const uint8_t* src, int src_w, int src_h, int channels, uint8_t* dst, int dst_w, int dst_h,
                  std::vector<float>* scratch);
@@ -18,4 +18,4 @@ void resize_area(const uint8_t* src, int src_w, int src_h, int channels, uint8_t
 // The output size that makes the shorter side `shorter` (rounded, at least 1), keeping the aspect.
 void shorter_side_size(int w, int h, int shorter, int* out_w, int* out_h);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

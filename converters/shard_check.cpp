@@ -25,7 +25,7 @@
 #include "core/progress.h"
 #include "core/tfrecord.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 constexpr size_t kChunkRecords = 64;
@@ -490,4 +490,4 @@ CheckReport check_shard_set(const CheckOptions& o) {
   return with_class_balance(std::move(report), o.max_class_ratio);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

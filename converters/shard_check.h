@@ -50,7 +50,7 @@
 #include "converters/stats.h"
 #include "core/manifest.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 class RankGroup;
 
@@ -115,4 +115,4 @@ struct CheckReport {
 
 CheckReport check_shard_set(const CheckOptions& options);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -17,7 +17,7 @@ namespace fastnn {
 class Progress;
 }
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 class RankGroup;
 
@@ -76,4 +76,4 @@ void check_my_shards(const CheckOptions& options, RankGroup* group, uint64_t my_
 // The check of a folder or pattern list without manifest.json (shard_check.h).
 CheckReport check_plain_shards(const CheckOptions& options);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -20,7 +20,7 @@
 #include "core/progress.h"
 #include "core/resources.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // Above this many inferred classes (no labels.txt: largest label + 1) the balance test is skipped
@@ -315,4 +315,4 @@ CheckReport check_plain_shards(const CheckOptions& o) {
   return report;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

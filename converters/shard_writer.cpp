@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/progress.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 constexpr size_t kMaxChunkSamples = 256;
@@ -154,4 +154,4 @@ std::vector<ShardOutcome> write_shards(const Source& source, const DatasetIndex&
   return outcomes;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -21,7 +21,7 @@ namespace fastnn {
 class Progress;
 }
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 inline constexpr uint64_t kInFlightBytes = uint64_t{128} << 20;
 
@@ -55,4 +55,4 @@ std::vector<ShardOutcome> write_shards(const Source& source, const DatasetIndex&
                                        std::span<const ShardJob> jobs, Compression compression,
                                        bool start_writeback, Progress* progress);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

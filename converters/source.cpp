@@ -2,7 +2,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 std::string Source::describe(const DatasetIndex& index, const SampleRef& s) const { return describe_record(index, s); }
 
@@ -11,4 +11,4 @@ std::string describe_record(const DatasetIndex& index, const SampleRef& s) {
   return str(f, "#", s.offset);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

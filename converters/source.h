@@ -15,7 +15,7 @@
 
 #include "core/manifest.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct SampleRef {
   uint64_t offset = 0;  // byte offset in files[file] (MNIST: the image index; synthetic: the sample id)
@@ -84,4 +84,4 @@ class Source {
 // Shared by sources: "<files[s.file]>#<offset>".
 std::string describe_record(const DatasetIndex& index, const SampleRef& s);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 constexpr double kEps = 1e-15;
@@ -78,4 +78,4 @@ ChiSquare chi_square_goodness_of_fit(std::span<const uint64_t> observed, std::sp
   return r;
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

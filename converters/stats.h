@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 // Regularized upper incomplete gamma function Q(a, x) = Γ(a, x) / Γ(a), a > 0, x >= 0: a series for
 // x < a + 1, Lentz's continued fraction otherwise (relative accuracy ~1e-12).
@@ -24,4 +24,4 @@ struct ChiSquare {
 // expected_c = n × global_c / N over the classes with global_c > 0; dof = those classes − 1.
 ChiSquare chi_square_goodness_of_fit(std::span<const uint64_t> observed, std::span<const uint64_t> global);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

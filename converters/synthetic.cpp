@@ -8,7 +8,7 @@
 #include "core/check.h"
 #include "core/image.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 class SyntheticEncoder : public SampleEncoder {
@@ -112,4 +112,4 @@ std::unique_ptr<SampleEncoder> SyntheticSource::make_encoder(const DatasetIndex&
   return std::make_unique<SyntheticEncoder>(&options_);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

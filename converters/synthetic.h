@@ -10,7 +10,7 @@
 
 #include "converters/source.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct SyntheticOptions {
   uint64_t num_records = 1000;      // split "train"
@@ -35,4 +35,4 @@ class SyntheticSource : public Source {
 // The pixels of sample `id` of split number `split` (HWC, height × width × channels bytes).
 void synthetic_pixels(uint32_t split, uint64_t id, int32_t label, int height, int width, int channels, uint8_t* out);
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -16,7 +16,7 @@
 #include "core/progress.h"
 #include "core/tfrecord.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 // What the index pass learns from one input file.
@@ -260,4 +260,4 @@ std::string TFRecordSource::describe(const DatasetIndex& index, const SampleRef&
   return describe_record(index, s);
 }
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -32,7 +32,7 @@
 #include "converters/foreign_record.h"
 #include "converters/source.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 
 struct TFRecordSourceOptions {
   std::vector<std::string> patterns;  // globs or file names (core/dataset_files.h)
@@ -57,4 +57,4 @@ class TFRecordSource : public Source {
   ForeignRecordParser parser_;
 };
 
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

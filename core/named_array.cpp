@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "core/half.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 static_assert(std::endian::native == std::endian::little,
               "checkpoint files are little-endian and arrays are copied without byte swapping");
@@ -121,4 +121,4 @@ std::vector<float> to_f32(const ArrayView& v) {
   return out;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

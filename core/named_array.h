@@ -25,7 +25,7 @@
 
 #include "core/dtype.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 // safetensors spelling: "F32", "F16", "BF16", "I32", "I64", "U8"; Error for f64, which no array holds.
 const char* safetensors_dtype_name(DType dtype);
@@ -75,4 +75,4 @@ void copy_to(const ArrayView& view, void* dst, size_t dst_bytes);
 void to_f32(const ArrayView& view, float* dst, size_t count);
 std::vector<float> to_f32(const ArrayView& view);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

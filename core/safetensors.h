@@ -39,7 +39,7 @@
 
 #include "core/named_array.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 inline constexpr size_t kMaxRank = 16;
 
@@ -100,4 +100,4 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

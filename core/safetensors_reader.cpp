@@ -12,7 +12,7 @@
 #include "core/input_file.h"
 #include "core/safetensors.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 using nlohmann::json;
@@ -241,4 +241,4 @@ void SafetensorsFile::validate(const SafetensorsLimits& limits) {
   std::sort(arrays_.begin(), arrays_.end(), [](const ArrayView& a, const ArrayView& b) { return a.name < b.name; });
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

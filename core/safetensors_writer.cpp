@@ -11,7 +11,7 @@
 #include "core/crc32c.h"
 #include "core/safetensors.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 constexpr std::string_view kMetadataKey = "__metadata__";
@@ -109,4 +109,4 @@ SafetensorsWriteResult write_safetensors(const std::string& path, std::span<cons
   return w.close(fsync);
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

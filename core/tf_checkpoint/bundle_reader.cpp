@@ -8,7 +8,7 @@
 #include "core/tf_checkpoint/tf_dtype.h"
 #include "schemas/tf_checkpoint.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 constexpr int kMaxShards = 99999;  // five digits in the data files' names
@@ -87,8 +87,8 @@ void BundleReader::load(std::string_view index_bytes, const TableLimits& limits)
   };
   auto check_size = [&](int dtype, const std::vector<int64_t>& shape, const Location& at, const std::string& where) {
     const uint64_t want = fixed_size_bytes(dtype, shape, where);
-    if (tf_dtype_size(dtype) ? at.size != want : at.size < ckpt::element_count(shape))
-      throw FormatError(str(where, ": ", at.size, " bytes stored for ", ckpt::shape_string(shape), " of ",
+    if (tf_dtype_size(dtype) ? at.size != want : at.size < checkpoint::element_count(shape))
+      throw FormatError(str(where, ": ", at.size, " bytes stored for ", checkpoint::shape_string(shape), " of ",
                             tf_dtype_name(dtype), tf_dtype_size(dtype) ? str(" (", want, " bytes)") : std::string()));
   };
   for (const TableEntry& entry : table.entries()) {
@@ -122,8 +122,8 @@ void BundleReader::load(std::string_view index_bytes, const TableLimits& limits)
         if (slice_entry.dtype() != info.dtype || slice_entry.slices_size() != 0 ||
             shape_from_proto(slice_entry.shape(), swhere) != want)
           throw FormatError(str(swhere, ": its entry holds ", tf_dtype_name(slice_entry.dtype()), " ",
-                                ckpt::shape_string(shape_from_proto(slice_entry.shape(), swhere)), ", the slice is ",
-                                tf_dtype_name(info.dtype), " ", ckpt::shape_string(want)));
+                                checkpoint::shape_string(shape_from_proto(slice_entry.shape(), swhere)), ", the slice is ",
+                                tf_dtype_name(info.dtype), " ", checkpoint::shape_string(want)));
         at.push_back(location(slice_entry, swhere));
         check_size(info.dtype, want, at.back(), swhere);
         info.stored_bytes += at.back().size;
@@ -143,13 +143,13 @@ std::string_view BundleReader::bytes_at(const TfTensorInfo& t, const Location& a
   return d.substr(at.offset, at.size);
 }
 
-ckpt::Array BundleReader::read(const std::string& name) const {
+checkpoint::Array BundleReader::read(const std::string& name) const {
   const TfTensorInfo* t = find(name);
   if (!t) throw Error(str(prefix_, ": no tensor named '", name, "'"));
   const auto dtype = tf_to_array_dtype(t->dtype);
   if (!dtype) throw FormatError(str(prefix_, ": tensor '", name, "' is ", tf_dtype_name(t->dtype), ", not a numeric array"));
   const std::vector<Location>& at = where_[static_cast<size_t>(t - tensors_.data())];
-  ckpt::Array a;
+  checkpoint::Array a;
   a.name = name;
   a.dtype = *dtype;
   a.shape = t->shape;
@@ -171,4 +171,4 @@ ckpt::Array BundleReader::read(const std::string& name) const {
   return a;
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -28,7 +28,7 @@
 #include "core/tf_checkpoint/table.h"
 #include "core/tf_checkpoint/tf_tensor.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 // "P.index", "P.data-00001-of-00004" (TensorFlow's naming.cc).
 std::string bundle_index_path(const std::string& prefix);
@@ -44,7 +44,7 @@ class BundleReader final : public TfTensorSource {
                                              const std::string& prefix, const TableLimits& limits = {});
 
   const std::vector<TfTensorInfo>& tensors() const override { return tensors_; }
-  ckpt::Array read(const std::string& name) const override;
+  checkpoint::Array read(const std::string& name) const override;
   int num_shards() const { return num_shards_; }
 
  private:
@@ -66,4 +66,4 @@ class BundleReader final : public TfTensorSource {
   std::vector<std::vector<Location>> where_;    // per tensor: its bytes, or each slice's (info order)
 };
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -13,15 +13,15 @@
 #include "core/tf_checkpoint/tf_dtype.h"
 #include "schemas/tf_checkpoint.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
-std::vector<const ckpt::ArrayView*> sorted_checked(std::span<const ckpt::ArrayView> arrays) {
-  std::vector<const ckpt::ArrayView*> out;
-  for (const ckpt::ArrayView& a : arrays) {
+std::vector<const checkpoint::ArrayView*> sorted_checked(std::span<const checkpoint::ArrayView> arrays) {
+  std::vector<const checkpoint::ArrayView*> out;
+  for (const checkpoint::ArrayView& a : arrays) {
     FASTNN_CHECK(!a.name.empty() && a.name[0] != '\0', "TensorFlow checkpoint: an array without a name");
     FASTNN_CHECK(a.bytes.size() == a.num_elements() * dtype_size(a.dtype), "TensorFlow checkpoint: array ",
-                 a.name, " holds ", a.bytes.size(), " bytes for ", ckpt::shape_string(a.shape));
+                 a.name, " holds ", a.bytes.size(), " bytes for ", checkpoint::shape_string(a.shape));
     out.push_back(&a);
   }
   std::sort(out.begin(), out.end(), [](const auto* x, const auto* y) { return x->name < y->name; });
@@ -31,7 +31,7 @@ std::vector<const ckpt::ArrayView*> sorted_checked(std::span<const ckpt::ArrayVi
 }
 
 // The index for `arrays` (sorted) laid out one after another in the data file.
-std::string encode_index(const std::vector<const ckpt::ArrayView*>& arrays) {
+std::string encode_index(const std::vector<const checkpoint::ArrayView*>& arrays) {
   std::vector<std::pair<std::string, std::string>> entries;
   tensorflow::BundleHeaderProto header;
   header.set_num_shards(1);
@@ -39,7 +39,7 @@ std::string encode_index(const std::vector<const ckpt::ArrayView*>& arrays) {
   header.mutable_version()->set_producer(1);
   entries.push_back({"", header.SerializeAsString()});
   int64_t offset = 0;
-  for (const ckpt::ArrayView* a : arrays) {
+  for (const checkpoint::ArrayView* a : arrays) {
     tensorflow::BundleEntryProto e;
     e.set_dtype(static_cast<tensorflow::DataType>(array_to_tf_dtype(a->dtype)));
     for (int64_t d : a->shape) e.mutable_shape()->add_dim()->set_size(d);
@@ -55,21 +55,21 @@ std::string encode_index(const std::vector<const ckpt::ArrayView*>& arrays) {
 
 }  // namespace
 
-std::pair<std::string, std::string> encode_bundle(std::span<const ckpt::ArrayView> arrays) {
+std::pair<std::string, std::string> encode_bundle(std::span<const checkpoint::ArrayView> arrays) {
   const auto sorted = sorted_checked(arrays);
   std::string data;
-  for (const ckpt::ArrayView* a : sorted) data.append(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
+  for (const checkpoint::ArrayView* a : sorted) data.append(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
   return {encode_index(sorted), data};
 }
 
-uint64_t write_bundle(const std::string& prefix, std::span<const ckpt::ArrayView> arrays) {
+uint64_t write_bundle(const std::string& prefix, std::span<const checkpoint::ArrayView> arrays) {
   const auto sorted = sorted_checked(arrays);
   const std::string parent = std::filesystem::path(prefix).parent_path().string();
   if (!parent.empty()) make_directories(parent);
   // The data file first, the index last: a reader finds a complete data file behind every index.
   uint64_t data_bytes = 0;
   OutputFile data(bundle_data_path(prefix, 0, 1));
-  for (const ckpt::ArrayView* a : sorted) {
+  for (const checkpoint::ArrayView* a : sorted) {
     data.write({reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size()});
     data_bytes += a->bytes.size();
   }
@@ -81,4 +81,4 @@ uint64_t write_bundle(const std::string& prefix, std::span<const ckpt::ArrayView
   return data_bytes + index.size();
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -16,11 +16,11 @@
 
 #include "core/named_array.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 // The index file's and the data file's bytes.
-std::pair<std::string, std::string> encode_bundle(std::span<const ckpt::ArrayView> arrays);
+std::pair<std::string, std::string> encode_bundle(std::span<const checkpoint::ArrayView> arrays);
 // Writes P.data-00000-of-00001 and P.index; returns the total bytes written.
-uint64_t write_bundle(const std::string& prefix, std::span<const ckpt::ArrayView> arrays);
+uint64_t write_bundle(const std::string& prefix, std::span<const checkpoint::ArrayView> arrays);
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -8,7 +8,7 @@
 #include "core/tf_checkpoint/tf_dtype.h"
 #include "schemas/tf_checkpoint.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 template <typename Field>
@@ -85,8 +85,8 @@ void SlicesReader::add_file(std::string_view bytes, const std::string& name, con
       where_.emplace_back();
       it = tensors_.end() - 1;
     } else if (it->dtype != m.type() || it->shape != shape) {
-      throw FormatError(str(where, ": ", tf_dtype_name(m.type()), " ", ckpt::shape_string(shape), " here, ",
-                            tf_dtype_name(it->dtype), " ", ckpt::shape_string(it->shape), " in an earlier file"));
+      throw FormatError(str(where, ": ", tf_dtype_name(m.type()), " ", checkpoint::shape_string(shape), " here, ",
+                            tf_dtype_name(it->dtype), " ", checkpoint::shape_string(it->shape), " in an earlier file"));
     }
     std::vector<SliceEntry>& at = where_[static_cast<size_t>(it - tensors_.begin())];
     for (const auto& sp : m.slice()) {
@@ -96,7 +96,7 @@ void SlicesReader::add_file(std::string_view bytes, const std::string& name, con
       const TableEntry* e = table.find(slice_key(it->name, s));
       if (!e) throw FormatError(str(where, ": slice ", slice_string(s), " has no entry in the file"));
       // Every encoding of a value takes a byte at least: this bounds what read() allocates by the file.
-      const uint64_t count = ckpt::element_count(slice_shape(s, it->shape));
+      const uint64_t count = checkpoint::element_count(slice_shape(s, it->shape));
       if (e->value.size() < count)
         throw FormatError(str(where, ": slice ", slice_string(s), " at byte ", e->offset, " is ", e->value.size(),
                               " bytes, too few for its ", count, " values"));
@@ -125,14 +125,14 @@ void SlicesReader::finish() {
   where_ = std::move(where);
 }
 
-ckpt::Array SlicesReader::read(const std::string& name) const {
+checkpoint::Array SlicesReader::read(const std::string& name) const {
   const TfTensorInfo* t = find(name);
   if (!t) throw Error(str(tables_.front().name(), ": no tensor named '", name, "'"));
   const auto dtype = tf_to_array_dtype(t->dtype);
   if (!dtype)
     throw FormatError(str(tables_.front().name(), ": tensor '", name, "' is ", tf_dtype_name(t->dtype),
                           ", not a numeric array"));
-  ckpt::Array a;
+  checkpoint::Array a;
   a.name = name;
   a.dtype = *dtype;
   a.shape = t->shape;
@@ -155,7 +155,7 @@ ckpt::Array SlicesReader::read(const std::string& name) const {
     auto same = [](const Extent& x, const Extent& y) { return x.start == y.start && x.length == y.length; };
     if (!std::equal(held.begin(), held.end(), s.begin(), s.end(), same))
       throw FormatError(str(where, ": holds slice ", slice_string(held)));
-    const uint64_t count = ckpt::element_count(slice_shape(s, t->shape));
+    const uint64_t count = checkpoint::element_count(slice_shape(s, t->shape));
     const bool whole = at.size() == 1;
     if (!whole) buffer.resize(count * element_size);
     if (!slice_values(d.data(), t->dtype, count, whole ? a.bytes.data() : buffer.data()))
@@ -165,4 +165,4 @@ ckpt::Array SlicesReader::read(const std::string& name) const {
   return a;
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

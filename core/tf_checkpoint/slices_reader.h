@@ -28,7 +28,7 @@
 #include "core/tf_checkpoint/table.h"
 #include "core/tf_checkpoint/tf_tensor.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 class SlicesReader final : public TfTensorSource {
  public:
@@ -39,7 +39,7 @@ class SlicesReader final : public TfTensorSource {
                                              const TableLimits& limits = {});
 
   const std::vector<TfTensorInfo>& tensors() const override { return tensors_; }
-  ckpt::Array read(const std::string& name) const override;
+  checkpoint::Array read(const std::string& name) const override;
 
  private:
   struct SliceEntry {
@@ -57,4 +57,4 @@ class SlicesReader final : public TfTensorSource {
   std::vector<std::vector<SliceEntry>> where_;   // per tensor, its slices (one whole one when unpartitioned)
 };
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "core/crc32c.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 constexpr size_t kTrailerBytes = 5;  // type byte + masked CRC-32C
@@ -190,4 +190,4 @@ const TableEntry* Table::find(std::string_view key) const {
   return it != entries_.end() && it->key == key ? &*it : nullptr;
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 inline constexpr uint64_t kTableMagic = 0xdb4775248b80fb57ull;
 inline constexpr size_t kTableFooterBytes = 48;
@@ -86,4 +86,4 @@ class Table {
 // restart at every key) and the footer.
 std::string encode_table(const std::vector<std::pair<std::string, std::string>>& entries, size_t block_bytes = 262144);
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -5,7 +5,7 @@
 #include "core/crc32c.h"
 #include "core/tf_checkpoint/table.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 constexpr int kRestartInterval = 16;  // TensorFlow's and LevelDB's default for data blocks
@@ -97,4 +97,4 @@ std::string encode_table(const std::vector<std::pair<std::string, std::string>>&
   return file + footer;
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -6,7 +6,7 @@
 #include "core/named_array.h"
 #include "schemas/tf_checkpoint.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 int64_t extent_length(const Extent& e, int64_t dim) { return e.length < 0 ? dim : e.length; }
@@ -94,15 +94,15 @@ std::string slice_key(std::string_view name, const Slice& slice) {
 void check_tiling(std::span<const Slice> slices, std::span<const int64_t> shape, const std::string& where) {
   if (slices.empty() || slices.size() > kMaxSlicesPerTensor)
     throw FormatError(str(where, ": ", slices.size(), " slices (1 to ", kMaxSlicesPerTensor, " supported)"));
-  const uint64_t total = ckpt::element_count(shape);
+  const uint64_t total = checkpoint::element_count(shape);
   uint64_t covered = 0;
   for (const Slice& s : slices) {
-    covered += ckpt::element_count(slice_shape(s, shape));  // each at most total: no overflow before the check
+    covered += checkpoint::element_count(slice_shape(s, shape));  // each at most total: no overflow before the check
     if (covered > total) break;
   }
   if (covered != total)
     throw FormatError(str(where, ": its ", slices.size(), " slices hold ", covered, " elements, the tensor ",
-                          ckpt::shape_string(shape), " has ", total));
+                          checkpoint::shape_string(shape), " has ", total));
   for (size_t i = 0; i < slices.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       bool overlap = true;
@@ -120,7 +120,7 @@ void copy_slice(const Slice& slice, std::span<const int64_t> shape, size_t eleme
                 std::byte* dst) {
   const size_t rank = shape.size();
   const std::vector<int64_t> len = slice_shape(slice, shape);
-  if (ckpt::element_count(len) == 0) return;
+  if (checkpoint::element_count(len) == 0) return;
   // The copy runs over the trailing dimensions that are whole, plus the one before them.
   size_t k = rank;
   uint64_t run = element_size;
@@ -145,4 +145,4 @@ void copy_slice(const Slice& slice, std::span<const int64_t> shape, size_t eleme
   }
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -27,7 +27,7 @@ namespace tensorflow {
 class TensorSliceProto;
 }
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 // More slices than any partitioned variable has (TF-slim's partitioners make a few to a few hundred).
 inline constexpr size_t kMaxSlicesPerTensor = 4096;
@@ -63,4 +63,4 @@ void check_tiling(std::span<const Slice> slices, std::span<const int64_t> shape,
 void copy_slice(const Slice& slice, std::span<const int64_t> shape, size_t element_size, const std::byte* src,
                 std::byte* dst);
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

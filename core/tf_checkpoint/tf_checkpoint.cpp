@@ -13,7 +13,7 @@
 #include "core/tf_checkpoint/slices_reader.h"
 #include "schemas/checkpoint_meta.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace fs = std::filesystem;
 namespace {
 
@@ -116,4 +116,4 @@ TfCheckpoint open_tf_checkpoint(const TfCheckpointPath& path, const TableLimits&
   return c;
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -21,7 +21,7 @@
 #include "core/tf_checkpoint/table.h"
 #include "core/tf_checkpoint/tf_tensor.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 enum class TfFormat { kV1, kV2 };
 
@@ -42,4 +42,4 @@ struct TfCheckpoint {
 // Opens what find_tf_checkpoint found (every file checked as its reader's header says).
 TfCheckpoint open_tf_checkpoint(const TfCheckpointPath& path, const TableLimits& limits = {});
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -3,7 +3,7 @@
 #include "core/check.h"
 #include "schemas/tf_checkpoint.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 std::string tf_dtype_name(int dtype) {
   if (!tensorflow::DataType_IsValid(dtype) || dtype == tensorflow::DT_INVALID) return str("dtype ", dtype);
@@ -47,7 +47,7 @@ int array_to_tf_dtype(DType dtype) {
     case DType::kU8: return tensorflow::DT_UINT8;
     case DType::kF64: break;  // no named array holds f64
   }
-  throw Error(str("no TensorFlow dtype for ", ckpt::safetensors_dtype_name(dtype)));
+  throw Error(str("no TensorFlow dtype for ", checkpoint::safetensors_dtype_name(dtype)));
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

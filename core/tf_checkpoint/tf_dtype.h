@@ -9,7 +9,7 @@
 
 #include "core/named_array.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 // TensorFlow's spelling without the DT_ prefix ("float", "int64", "bfloat16", "string"), or
 // "dtype N" for a value this build does not know.
@@ -21,4 +21,4 @@ size_t tf_dtype_size(int dtype);
 std::optional<DType> tf_to_array_dtype(int dtype);
 int array_to_tf_dtype(DType dtype);
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

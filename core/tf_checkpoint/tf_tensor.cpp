@@ -6,7 +6,7 @@
 #include "core/tf_checkpoint/tf_dtype.h"
 #include "schemas/tf_checkpoint.pb.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 std::vector<int64_t> shape_from_proto(const tensorflow::TensorShapeProto& proto, const std::string& where) {
   if (proto.unknown_rank()) throw FormatError(str(where, ": shape of unknown rank"));
@@ -15,7 +15,7 @@ std::vector<int64_t> shape_from_proto(const tensorflow::TensorShapeProto& proto,
   std::vector<int64_t> shape;
   for (const auto& d : proto.dim()) shape.push_back(d.size());
   try {
-    ckpt::element_count(shape);
+    checkpoint::element_count(shape);
   } catch (const FormatError& e) {
     throw FormatError(str(where, ": ", e.what()));
   }
@@ -27,9 +27,9 @@ bool parse_message(google::protobuf::MessageLite& message, std::string_view byte
 }
 
 uint64_t fixed_size_bytes(int dtype, const std::vector<int64_t>& shape, const std::string& where) {
-  const uint64_t n = ckpt::element_count(shape), size = tf_dtype_size(dtype);
+  const uint64_t n = checkpoint::element_count(shape), size = tf_dtype_size(dtype);
   if (size && n > (uint64_t{1} << 62) / size)
-    throw FormatError(str(where, ": ", ckpt::shape_string(shape), " of ", tf_dtype_name(dtype), " is more than 2^62 bytes"));
+    throw FormatError(str(where, ": ", checkpoint::shape_string(shape), " of ", tf_dtype_name(dtype), " is more than 2^62 bytes"));
   return n * size;
 }
 
@@ -40,4 +40,4 @@ const TfTensorInfo* TfTensorSource::find(const std::string& name) const {
   return it != t.end() && it->name == name ? &*it : nullptr;
 }
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

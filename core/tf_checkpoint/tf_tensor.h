@@ -17,7 +17,7 @@ namespace tensorflow {
 class TensorShapeProto;
 }
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 
 // More dimensions than any checkpointed variable has (TensorFlow allows 254).
 inline constexpr int kMaxTfRank = 16;
@@ -47,10 +47,10 @@ class TfTensorSource {
   // The whole tensor (slices joined), its stored checksums verified; FormatError naming the file, the
   // tensor and the byte offset when the bytes are damaged, or naming the tensor when its dtype is not
   // one of tf_to_array_dtype's; Error when there is no such tensor.
-  virtual ckpt::Array read(const std::string& name) const = 0;
+  virtual checkpoint::Array read(const std::string& name) const = 0;
 
   // nullptr when absent.
   const TfTensorInfo* find(const std::string& name) const;
 };
 
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -26,7 +26,7 @@
 namespace {
 
 using namespace fastnn;
-using namespace fastnn::convert;
+using namespace fastnn::converters;
 
 std::string random_bytes(size_t n) {
   std::mt19937_64 rng(1);

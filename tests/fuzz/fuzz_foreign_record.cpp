@@ -14,9 +14,9 @@
 #include "core/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const fastnn::convert::ForeignRecordParser parser({.max_pixels = 1 << 20, .max_side = 4096});
+  static const fastnn::converters::ForeignRecordParser parser({.max_pixels = 1 << 20, .max_side = 4096});
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  fastnn::convert::ForeignRecord r;
+  fastnn::converters::ForeignRecord r;
   try {
     r = parser.parse(bytes);
   } catch (const fastnn::FormatError&) {
@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.channels != 1 && r.channels != 3 && r.channels != 4) std::abort();
   if (f == "raw" && r.encoded.size() != static_cast<size_t>(r.height) * r.width * r.channels) std::abort();
   std::string again;
-  fastnn::convert::serialize_image_example(r.encoded, r.format, r.height, r.width, r.channels, r.label, -1, &again);
-  fastnn::convert::ForeignRecord back;
+  fastnn::converters::serialize_image_example(r.encoded, r.format, r.height, r.width, r.channels, r.label, -1, &again);
+  fastnn::converters::ForeignRecord back;
   try {
     back = parser.parse(again);
   } catch (const fastnn::FormatError&) {

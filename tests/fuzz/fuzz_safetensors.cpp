@@ -14,7 +14,7 @@
 
 namespace {
 
-bool same(const fastnn::ckpt::ArrayView& a, const fastnn::ckpt::ArrayView& b) {
+bool same(const fastnn::checkpoint::ArrayView& a, const fastnn::checkpoint::ArrayView& b) {
   return a.name == b.name && a.dtype == b.dtype && a.shape == b.shape && a.bytes.size() == b.bytes.size() &&
          (a.bytes.empty() || std::memcmp(a.bytes.data(), b.bytes.data(), a.bytes.size()) == 0);
 }
@@ -22,7 +22,7 @@ bool same(const fastnn::ckpt::ArrayView& a, const fastnn::ckpt::ArrayView& b) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace fastnn::ckpt;
+  using namespace fastnn::checkpoint;
   using fastnn::DType;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   SafetensorsLimits limits;

@@ -13,7 +13,7 @@
 #include "core/check.h"
 
 using namespace fastnn;
-using namespace fastnn::convert;
+using namespace fastnn::converters;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;

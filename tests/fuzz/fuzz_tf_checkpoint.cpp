@@ -37,13 +37,13 @@ std::vector<std::string_view> split(std::string_view in) {
   return files;
 }
 
-void use(const fastnn::tfckpt::TfTensorSource& s) {
+void use(const fastnn::tf_checkpoint::TfTensorSource& s) {
   for (const auto& t : s.tensors()) {
     if (s.find(t.name) != &t) std::abort();
     try {
-      const fastnn::ckpt::Array a = s.read(t.name);
+      const fastnn::checkpoint::Array a = s.read(t.name);
       if (a.shape != t.shape || a.bytes.size() != a.view().num_elements() * fastnn::dtype_size(a.dtype)) std::abort();
-      if (fastnn::tfckpt::tf_to_array_dtype(t.dtype) != a.dtype) std::abort();
+      if (fastnn::tf_checkpoint::tf_to_array_dtype(t.dtype) != a.dtype) std::abort();
     } catch (const fastnn::FormatError&) {
     }
   }
@@ -52,7 +52,7 @@ void use(const fastnn::tfckpt::TfTensorSource& s) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace fastnn::tfckpt;
+  using namespace fastnn::tf_checkpoint;
   if (size == 0) return 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   TableLimits limits;

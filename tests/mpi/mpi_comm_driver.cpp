@@ -215,28 +215,28 @@ constexpr int64_t kHeadRows = 11, kHeadCols = 3;
 float head_value(int k, int64_t row, int64_t col) { return static_cast<float>(k == 0 ? row * 1000 + col : -(row * 7 + col)) + 0.5f; }
 
 void run_ckpt_save(Communicator& c, const std::string& dir) {
-  const fastnn::ckpt::RowRange rr = fastnn::ckpt::row_range(kHeadRows, c.rank(), c.world_size());
+  const fastnn::checkpoint::RowRange rr = fastnn::checkpoint::row_range(kHeadRows, c.rank(), c.world_size());
   std::vector<std::vector<float>> rows(2);
   for (int k = 0; k < 2; ++k)
     for (int64_t r = rr.begin; r < rr.end; ++r)
       for (int64_t j = 0; j < kHeadCols; ++j) rows[static_cast<size_t>(k)].push_back(head_value(k, r, j));
-  const std::vector<fastnn::ckpt::RowShardSlice> slices = {
+  const std::vector<fastnn::checkpoint::RowShardSlice> slices = {
       {"head/weights", {kHeadRows, kHeadCols}, rr.begin, rr.end, rows[0].data(), rows[0].size(), false},
       {"head/weights/momentum", {kHeadRows, kHeadCols}, rr.begin, rr.end, rows[1].data(), rows[1].size(), true}};
   const std::vector<float> backbone = {1.5f, -2.5f};
-  const std::vector<fastnn::ckpt::ArrayView> weights = {fastnn::ckpt::f32_view("backbone/w", {2}, backbone.data(), 2)};
-  std::unique_ptr<fastnn::ckpt::CheckpointManager> chief;
-  if (c.rank() == 0) chief = std::make_unique<fastnn::ckpt::CheckpointManager>(dir);
-  const auto info = fastnn::ckpt::save_sharded_checkpoint(c, chief.get(), dir, 10, slices, weights, {},
+  const std::vector<fastnn::checkpoint::ArrayView> weights = {fastnn::checkpoint::f32_view("backbone/w", {2}, backbone.data(), 2)};
+  std::unique_ptr<fastnn::checkpoint::CheckpointManager> chief;
+  if (c.rank() == 0) chief = std::make_unique<fastnn::checkpoint::CheckpointManager>(dir);
+  const auto info = fastnn::checkpoint::save_sharded_checkpoint(c, chief.get(), dir, 10, slices, weights, {},
                                                           fastnn::CheckpointMeta());
   EXPECT(info.step == 10, "step ", info.step);
 }
 
 void run_ckpt_read(Communicator& c, const std::string& dir) {
-  const auto ck = fastnn::ckpt::load_checkpoint(dir, {.verify_shards = false});
+  const auto ck = fastnn::checkpoint::load_checkpoint(dir, {.verify_shards = false});
   EXPECT(ck.meta.step() == 10, "step ", ck.meta.step());
-  fastnn::ckpt::RowShardReader reader(ck);
-  const fastnn::ckpt::RowRange rr = fastnn::ckpt::row_range(kHeadRows, c.rank(), c.world_size());
+  fastnn::checkpoint::RowShardReader reader(ck);
+  const fastnn::checkpoint::RowRange rr = fastnn::checkpoint::row_range(kHeadRows, c.rank(), c.world_size());
   const char* names[] = {"head/weights", "head/weights/momentum"};
   for (int k = 0; k < 2; ++k) {
     const std::vector<float> got = reader.read_rows(names[k], rr.begin, rr.end);

@@ -24,7 +24,7 @@
 namespace {
 
 using namespace fastnn;
-using namespace fastnn::ckpt;
+using namespace fastnn::checkpoint;
 
 template <typename T>
 Array make(std::string name, DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {

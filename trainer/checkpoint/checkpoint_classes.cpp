@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 std::optional<ClassMap> checkpoint_class_map(const LoadedCheckpoint& l) {
   const std::string folder = std::filesystem::path(l.prefix).parent_path().string();
@@ -27,4 +27,4 @@ std::optional<ClassMap> checkpoint_class_map(const LoadedCheckpoint& l) {
   return beside ? beside : dataset;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

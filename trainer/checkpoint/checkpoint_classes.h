@@ -15,8 +15,8 @@
 #include "core/class_map.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 std::optional<ClassMap> checkpoint_class_map(const LoadedCheckpoint& checkpoint);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

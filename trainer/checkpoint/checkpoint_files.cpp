@@ -17,7 +17,7 @@
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/row_shards.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 constexpr std::string_view kWeightsSuffix = ".weights.safetensors";
@@ -273,7 +273,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
     }
   }
   const std::string meta_file = meta_path(prefix);
-  if (!std::filesystem::exists(meta_file, ec) && tfckpt::find_tf_checkpoint(path_or_prefix))
+  if (!std::filesystem::exists(meta_file, ec) && tf_checkpoint::find_tf_checkpoint(path_or_prefix))
     throw ConfigError(str(path_or_prefix, " is a TensorFlow checkpoint: it can start a training run (checkpoint_path, "
                           "docs/TRAINING.md), and `fastnn inspect` lists it; this command reads fastnn's own checkpoints"));
   if (!std::filesystem::exists(meta_file, ec) && !std::filesystem::exists(path_or_prefix, ec) &&
@@ -295,4 +295,4 @@ LoadedCheckpoint load_checkpoint(const std::string& path_or_prefix, const Checkp
   return ck;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

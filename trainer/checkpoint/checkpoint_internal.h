@@ -7,7 +7,7 @@
 
 #include "trainer/checkpoint/checkpoint_manager.h"
 
-namespace fastnn::ckpt::internal {
+namespace fastnn::checkpoint::internal {
 
 inline constexpr const char* kIndexName = "checkpoint";
 
@@ -23,4 +23,4 @@ std::optional<CheckpointInfo> latest_complete(const std::string& dir);
 // Names (in `dir`) of the shard files of checkpoint `step` that exist, whatever world size wrote them.
 std::vector<std::string> shard_names_of_step(const std::string& dir, int64_t step);
 
-}  // namespace fastnn::ckpt::internal
+}  // namespace fastnn::checkpoint::internal

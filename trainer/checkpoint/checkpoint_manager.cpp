@@ -19,7 +19,7 @@
 #include "trainer/checkpoint/checkpoint_internal.h"
 #include "trainer/checkpoint/row_shards.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 constexpr std::string_view kTempSuffix = ".fastnn-tmp";
@@ -284,4 +284,4 @@ LoadedCheckpoint CheckpointManager::load(const std::string& path_or_prefix, cons
   return load_checkpoint(path_or_prefix, options);
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -48,7 +48,7 @@
 #include "core/named_array.h"
 #include "core/safetensors.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 // Meta files and the index are small; anything larger is refused before reading.
 inline constexpr size_t kMaxCheckpointMetaBytes = size_t{16} << 20;
@@ -163,4 +163,4 @@ class CheckpointManager {
   int lock_fd_ = -1;
 };
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

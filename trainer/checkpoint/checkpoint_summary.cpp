@@ -6,7 +6,7 @@
 #include "core/check.h"
 #include "trainer/checkpoint/row_shards.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 nlohmann::json file_json(const CheckpointFile& f) {
@@ -87,4 +87,4 @@ std::string checkpoint_summary_text(const LoadedCheckpoint& ck) {
   return out;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

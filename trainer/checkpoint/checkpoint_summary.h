@@ -10,9 +10,9 @@
 
 #include "trainer/checkpoint/checkpoint_manager.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 nlohmann::json checkpoint_summary_json(const LoadedCheckpoint& checkpoint);
 std::string checkpoint_summary_text(const LoadedCheckpoint& checkpoint);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 FinetuneSelection select_for_finetune(std::span<const ArrayView> checkpoint,
                                       const std::map<std::string, std::vector<int64_t>>& expected,
@@ -45,4 +45,4 @@ std::string FinetuneSelection::summary() const {
   return s;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -16,7 +16,7 @@
 
 #include "core/named_array.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 struct SkippedArray {
   std::string name;
@@ -36,4 +36,4 @@ FinetuneSelection select_for_finetune(std::span<const ArrayView> checkpoint,
                                       const std::map<std::string, std::vector<int64_t>>& expected,
                                       std::span<const std::string> exclude_scopes = {});
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -3,7 +3,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 std::vector<ArrayView> optimizer_state_views(const std::vector<NamedArray>& state) {
   std::vector<ArrayView> out;
@@ -26,4 +26,4 @@ std::vector<NamedArray> optimizer_state_from(const SafetensorsFile& file) {
   return out;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -9,7 +9,7 @@
 #include "core/safetensors.h"
 #include "trainer/params.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 // Views into `state`, which must outlive them (and not be resized).
 std::vector<ArrayView> optimizer_state_views(const std::vector<NamedArray>& state);
@@ -17,4 +17,4 @@ std::vector<ArrayView> optimizer_state_views(const std::vector<NamedArray>& stat
 // tensor for an integer dtype.
 std::vector<NamedArray> optimizer_state_from(const SafetensorsFile& file);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

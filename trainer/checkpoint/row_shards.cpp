@@ -16,7 +16,7 @@
 #include "core/crc32c.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 60;
@@ -337,4 +337,4 @@ std::vector<Array> read_row_sharded_arrays(const LoadedCheckpoint& checkpoint, b
   return out;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -46,7 +46,7 @@
 #include "core/safetensors.h"
 #include "schemas/checkpoint_meta.pb.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 struct LoadedCheckpoint;
 
@@ -165,4 +165,4 @@ class RowShardReader {
 std::vector<Array> read_row_sharded_arrays(const LoadedCheckpoint& checkpoint, bool optimizer_state = false,
                                            RowShardReadOptions options = {});
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -9,7 +9,7 @@
 
 #include "core/check.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 CheckpointInfo save_sharded_checkpoint(Communicator& comm, CheckpointManager* chief, const std::string& dir,
                                        int64_t step, std::span<const RowShardSlice> my_rows,
@@ -74,4 +74,4 @@ CheckpointInfo save_sharded_checkpoint(Communicator& comm, CheckpointManager* ch
   return info;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

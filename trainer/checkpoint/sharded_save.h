@@ -24,11 +24,11 @@
 #include "trainer/checkpoint/row_shards.h"
 #include "trainer/comm/communicator.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 CheckpointInfo save_sharded_checkpoint(Communicator& comm, CheckpointManager* chief, const std::string& dir,
                                        int64_t step, std::span<const RowShardSlice> my_rows,
                                        std::span<const ArrayView> weights, std::span<const ArrayView> optimizer,
                                        CheckpointMeta meta, bool fsync = true);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

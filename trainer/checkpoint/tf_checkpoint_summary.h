@@ -11,9 +11,9 @@
 
 #include "core/tf_checkpoint/tf_checkpoint.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
-nlohmann::json tf_checkpoint_summary_json(const tfckpt::TfCheckpoint& checkpoint);
-std::string tf_checkpoint_summary_text(const tfckpt::TfCheckpoint& checkpoint);
+nlohmann::json tf_checkpoint_summary_json(const tf_checkpoint::TfCheckpoint& checkpoint);
+std::string tf_checkpoint_summary_text(const tf_checkpoint::TfCheckpoint& checkpoint);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

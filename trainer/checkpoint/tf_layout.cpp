@@ -5,7 +5,7 @@
 #include "core/check.h"
 #include "trainer/graph/net_plan.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 // For every element of the fastnn tensor: its index in TF-slim's layout. `visit(fastnn, tf)`.
@@ -119,4 +119,4 @@ void fastnn_to_tf(const TfVariable& v, const float* src, float* dst) {
   for_each_pair(v, [&](int64_t f, int64_t t) { dst[t] = src[f]; });
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -21,7 +21,7 @@
 
 #include "schemas/net.pb.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 enum class TfLayout { kSame, kConv, kDepthwise, kFullyConnected };
 
@@ -49,4 +49,4 @@ std::vector<TfVariable> tf_variables(const NetDef& net);
 void tf_to_fastnn(const TfVariable& v, const float* src, float* dst);
 void fastnn_to_tf(const TfVariable& v, const float* src, float* dst);
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

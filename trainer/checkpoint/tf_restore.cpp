@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "core/tf_checkpoint/tf_dtype.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 constexpr const char* kEma = "/ExponentialMovingAverage";
@@ -33,9 +33,9 @@ const std::string* scope_of(const std::string& name, std::span<const std::string
 
 }  // namespace
 
-TfRestore restore_from_tf(const tfckpt::TfCheckpoint& checkpoint, std::span<const TfVariable> variables,
+TfRestore restore_from_tf(const tf_checkpoint::TfCheckpoint& checkpoint, std::span<const TfVariable> variables,
                           const TfRestoreOptions& o) {
-  const tfckpt::TfTensorSource& src = *checkpoint.tensors;
+  const tf_checkpoint::TfTensorSource& src = *checkpoint.tensors;
   TfRestore out;
   std::set<std::string> used;
   std::map<std::string, int> excluded;  // scope -> variables
@@ -46,7 +46,7 @@ TfRestore restore_from_tf(const tfckpt::TfCheckpoint& checkpoint, std::span<cons
       ++excluded[*scope];
       continue;
     }
-    const tfckpt::TfTensorInfo* t = o.use_moving_averages ? src.find(v.name + kEma) : nullptr;
+    const tf_checkpoint::TfTensorInfo* t = o.use_moving_averages ? src.find(v.name + kEma) : nullptr;
     if (t) ++from_ema;
     else t = src.find(v.name);
     const std::string model_shape = str(shape_string(v.tf_shape()), v.layout == TfLayout::kSame ? ""
@@ -61,9 +61,9 @@ TfRestore restore_from_tf(const tfckpt::TfCheckpoint& checkpoint, std::span<cons
       problems.push_back(str(t->name, ": ", shape_string(t->shape), " in the checkpoint, the model's is ", model_shape));
       continue;
     }
-    const auto dtype = tfckpt::tf_to_array_dtype(t->dtype);
+    const auto dtype = tf_checkpoint::tf_to_array_dtype(t->dtype);
     if (!dtype || (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
-      problems.push_back(str(t->name, ": ", tfckpt::tf_dtype_name(t->dtype), " in the checkpoint, not floating point"));
+      problems.push_back(str(t->name, ": ", tf_checkpoint::tf_dtype_name(t->dtype), " in the checkpoint, not floating point"));
       continue;
     }
     const std::vector<float> tf_values = to_f32(src.read(t->name).view());
@@ -92,7 +92,7 @@ TfRestore restore_from_tf(const tfckpt::TfCheckpoint& checkpoint, std::span<cons
   std::set<std::string> model;
   for (const TfVariable& v : variables) model.insert(v.name);
   std::map<std::string, std::vector<std::string>> ignored;
-  for (const tfckpt::TfTensorInfo& t : src.tensors()) {
+  for (const tf_checkpoint::TfTensorInfo& t : src.tensors()) {
     const bool average_of_model = t.name.ends_with(kEma) && model.count(t.name.substr(0, t.name.size() - std::string(kEma).size()));
     if (used.count(t.name) || model.count(t.name) || (o.use_moving_averages && average_of_model)) continue;
     ignored[ignored_kind(t.name)].push_back(t.name);
@@ -106,4 +106,4 @@ TfRestore restore_from_tf(const tfckpt::TfCheckpoint& checkpoint, std::span<cons
   return out;
 }
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -20,7 +20,7 @@
 #include "trainer/checkpoint/tf_layout.h"
 #include "trainer/params.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 
 struct TfRestoreOptions {
   std::vector<std::string> exclude_scopes;
@@ -33,7 +33,7 @@ struct TfRestore {
   std::string summary;             // what was restored, kept and ignored, for the log
 };
 
-TfRestore restore_from_tf(const tfckpt::TfCheckpoint& checkpoint, std::span<const TfVariable> variables,
+TfRestore restore_from_tf(const tf_checkpoint::TfCheckpoint& checkpoint, std::span<const TfVariable> variables,
                           const TfRestoreOptions& options = {});
 
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

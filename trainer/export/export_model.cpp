@@ -15,7 +15,7 @@ ExportReport export_model(const ExportRequest& r) {
   report.model = source.info();
   // The checkpoint this reads must survive it; a FIFO or device as the output is refused before any work.
   const std::vector<std::string> inputs =
-      report.model.checkpoint.empty() ? std::vector<std::string>{} : ckpt::checkpoint_file_paths(report.model.checkpoint);
+      report.model.checkpoint.empty() ? std::vector<std::string>{} : checkpoint::checkpoint_file_paths(report.model.checkpoint);
   refuse_existing_output(r.output, r.overwrite, inputs);
   const graph::NetPlan plan = graph::NetPlan::make(source.net(), {.batch_size = 1});
   ModelOptions o;

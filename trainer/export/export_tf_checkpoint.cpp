@@ -20,11 +20,11 @@ TfExportReport export_tf_checkpoint(const onnx_export::SourceOptions& o, const s
     throw ConfigError("export: give either a checkpoint or a model_name (a zoo model, initialised), not both");
   TfExportReport rep;
   rep.prefix = prefix;
-  std::optional<ckpt::LoadedCheckpoint> l;
+  std::optional<checkpoint::LoadedCheckpoint> l;
   inference::ModelInfo m;  // a zoo model's: its name; a checkpoint's: what its metadata says
   if (!o.checkpoint.empty()) {
     if (o.num_classes || o.image_size) throw ConfigError("export: num_classes and image_size come from the checkpoint");
-    l = ckpt::load_checkpoint(o.checkpoint, {.optimizer = false});
+    l = checkpoint::load_checkpoint(o.checkpoint, {.optimizer = false});
     if (l->meta.shard_files_size() > 0)
       throw ConfigError(str("export: ", l->prefix, " holds a model-parallel classifier head (rows in shard files), "
                             "which a TensorFlow checkpoint of the TF-slim network cannot hold"));
@@ -52,28 +52,28 @@ TfExportReport export_tf_checkpoint(const onnx_export::SourceOptions& o, const s
       initial[v.name].assign(v.value.data<float>(), v.value.data<float>() + v.value.numel());
   }
   std::vector<std::vector<float>> values;  // TF layout, alive until written
-  std::vector<ckpt::ArrayView> views;
+  std::vector<checkpoint::ArrayView> views;
   std::vector<std::string> missing;
-  const std::vector<ckpt::TfVariable> vars = ckpt::tf_variables(net);
+  const std::vector<checkpoint::TfVariable> vars = checkpoint::tf_variables(net);
   values.reserve(vars.size());
-  for (const ckpt::TfVariable& v : vars) {
+  for (const checkpoint::TfVariable& v : vars) {
     std::vector<float> fastnn;
     if (l) {
-      const ckpt::ArrayView* a = l->weights.find(v.name);
+      const checkpoint::ArrayView* a = l->weights.find(v.name);
       if (!a) {
         missing.push_back(v.name);
         continue;
       }
       if (a->shape != v.shape)
-        throw FormatError(str(l->prefix, ": array ", v.name, " has shape ", ckpt::shape_string(a->shape), ", the model ",
-                              ckpt::shape_string(v.shape)));
-      fastnn = ckpt::to_f32(*a);
+        throw FormatError(str(l->prefix, ": array ", v.name, " has shape ", checkpoint::shape_string(a->shape), ", the model ",
+                              checkpoint::shape_string(v.shape)));
+      fastnn = checkpoint::to_f32(*a);
     } else {
       fastnn = initial.at(v.name);
     }
     std::vector<float>& tf = values.emplace_back(fastnn.size());
-    ckpt::fastnn_to_tf(v, fastnn.data(), tf.data());
-    views.push_back(ckpt::f32_view(v.name, v.tf_shape(), tf.data(), tf.size()));
+    checkpoint::fastnn_to_tf(v, fastnn.data(), tf.data());
+    views.push_back(checkpoint::f32_view(v.name, v.tf_shape(), tf.data(), tf.size()));
   }
   if (!missing.empty()) {
     std::string list;
@@ -81,9 +81,9 @@ TfExportReport export_tf_checkpoint(const onnx_export::SourceOptions& o, const s
     throw FormatError(str(l->prefix, ": ", missing.size(), " variable(s) of ", rep.model_name, " are not in it:", list));
   }
   const int64_t step = rep.step;
-  views.push_back(ckpt::typed_view("global_step", DType::kI64, {}, &step, sizeof step));
+  views.push_back(checkpoint::typed_view("global_step", DType::kI64, {}, &step, sizeof step));
   rep.tensors = views.size();
-  rep.bytes = tfckpt::write_bundle(prefix, views);
+  rep.bytes = tf_checkpoint::write_bundle(prefix, views);
   return rep;
 }
 

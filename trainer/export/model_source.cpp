@@ -50,7 +50,7 @@ struct ModelSource::Impl {
   NetDef net;
   pipeline::PreprocessConfig pre;  // resolved
   pipeline::OutputFormat format;
-  std::optional<ckpt::LoadedCheckpoint> checkpoint;
+  std::optional<checkpoint::LoadedCheckpoint> checkpoint;
   std::map<std::string, std::vector<float>> initial;  // zoo model: the initialised variables
   std::unique_ptr<inference::HeadLogits> head;        // an embedding model's classes
   uint64_t seed = 0;
@@ -63,7 +63,7 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
   inference::ModelInfo& m = s.info;
   if (!o.checkpoint.empty()) {
     if (o.num_classes || o.image_size) throw ConfigError("export: num_classes and image_size come from the checkpoint");
-    s.checkpoint = ckpt::load_checkpoint(o.checkpoint, {.optimizer = false});
+    s.checkpoint = checkpoint::load_checkpoint(o.checkpoint, {.optimizer = false});
     m = inference::describe_checkpoint(*s.checkpoint);
   } else {
     const zoo::ZooModel& zm = zoo::zoo_model(o.model_name);
@@ -111,12 +111,12 @@ float ModelSource::scale(int c) const { return impl_->format.inv_std[c]; }
 std::vector<float> ModelSource::value(const std::string& name, const Shape& shape) const {
   const Impl& s = *impl_;
   if (s.checkpoint) {
-    const ckpt::ArrayView* a = s.checkpoint->weights.find(name);
+    const checkpoint::ArrayView* a = s.checkpoint->weights.find(name);
     if (!a) throw FormatError(str(s.checkpoint->prefix, ": no array named ", name));
     if (a->shape != shape)
-      throw FormatError(str(s.checkpoint->prefix, ": array ", name, " has shape ", ckpt::shape_string(a->shape),
-                            ", the model ", ckpt::shape_string(shape)));
-    return ckpt::to_f32(*a);
+      throw FormatError(str(s.checkpoint->prefix, ": array ", name, " has shape ", checkpoint::shape_string(a->shape),
+                            ", the model ", checkpoint::shape_string(shape)));
+    return checkpoint::to_f32(*a);
   }
   auto it = s.initial.find(name);
   FASTNN_CHECK(it != s.initial.end(), "export: no variable ", name);

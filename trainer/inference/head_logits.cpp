@@ -51,24 +51,24 @@ void HeadLogits::compute(const float* x, int64_t n, float* z) const {
 
 // An embedding model's class rows (docs/LARGE_SCALE.md): "Head/weights" [classes, emb_dim], a
 // replicated head's array in the weights file, or a sharded head's rows re-assembled from its files.
-std::unique_ptr<HeadLogits> load_head_logits(const ckpt::LoadedCheckpoint& l, const JobConfig& c, int classes) {
+std::unique_ptr<HeadLogits> load_head_logits(const checkpoint::LoadedCheckpoint& l, const JobConfig& c, int classes) {
   constexpr const char* kRows = "Head/weights";
   std::vector<float> rows;
   std::vector<int64_t> shape;
-  for (const ckpt::ArrayView& a : l.weights.arrays())
+  for (const checkpoint::ArrayView& a : l.weights.arrays())
     if (a.name == kRows) {
-      rows = ckpt::to_f32(a);
+      rows = checkpoint::to_f32(a);
       shape = a.shape;
     }
   if (rows.empty()) {
-    ckpt::RowShardReader reader(l);
-    const ckpt::RowShardedArrayLayout* w = reader.find(kRows);
+    checkpoint::RowShardReader reader(l);
+    const checkpoint::RowShardedArrayLayout* w = reader.find(kRows);
     if (w == nullptr) throw FormatError(str(l.prefix, ": an embedding model (loss_type ", c.loss_type(), ") without ", kRows));
     shape = w->global_shape;
     rows = reader.read_all(kRows);
   }
   if (shape.size() != 2 || shape[0] != classes || shape[1] != c.emb_dim())
-    throw FormatError(str(l.prefix, ": ", kRows, " is ", ckpt::shape_string(shape), ", the run had ", classes,
+    throw FormatError(str(l.prefix, ": ", kRows, " is ", checkpoint::shape_string(shape), ", the run had ", classes,
                           " classes of emb_dim ", c.emb_dim()));
   return std::make_unique<HeadLogits>(std::move(rows), shape[0], shape[1], head::head_options(c, classes, 0).margin);
 }

@@ -43,7 +43,7 @@ class HeadLogits {
 // An embedding model's class rows (docs/LARGE_SCALE.md): "Head/weights" [classes, emb_dim], a
 // replicated head's array in the weights file, or a sharded head's rows re-assembled from its files.
 // FormatError naming the checkpoint when they are missing or shaped otherwise than the run's config says.
-std::unique_ptr<HeadLogits> load_head_logits(const ckpt::LoadedCheckpoint& checkpoint, const JobConfig& config,
+std::unique_ptr<HeadLogits> load_head_logits(const checkpoint::LoadedCheckpoint& checkpoint, const JobConfig& config,
                                              int classes);
 
 }  // namespace fastnn::inference

@@ -32,11 +32,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // The class count when the run did not set num_classes: its dataset's manifest, else the logits' bias.
-int class_count(const JobConfig& c, const ckpt::LoadedCheckpoint& l) {
+int class_count(const JobConfig& c, const checkpoint::LoadedCheckpoint& l) {
   if (c.has_num_classes()) return static_cast<int>(c.num_classes());
   if (!c.dataset_dir().empty() && fs::exists(fs::path(c.dataset_dir()) / kManifestFileName))
     return static_cast<int>(read_manifest(c.dataset_dir()).num_classes());
-  for (const ckpt::ArrayView& a : l.weights.arrays()) {
+  for (const checkpoint::ArrayView& a : l.weights.arrays()) {
     const std::string& n = a.name;
     if (n.size() >= 14 && n.compare(n.size() - 14, 14, "logits/biases") == 0 && a.shape.size() == 1 &&
         n.find("Aux") == std::string::npos)
@@ -70,7 +70,7 @@ std::vector<std::pair<int, double>> top_k_softmax(const float* z, int classes, i
   return out;
 }
 
-ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
+ModelInfo describe_checkpoint(const checkpoint::LoadedCheckpoint& l) {
   if (!l.meta.has_config() || l.meta.config().model_name().empty())
     throw FormatError(str(l.prefix, ": the checkpoint's metadata holds no job config with a model_name"));
   ModelInfo m;
@@ -90,9 +90,9 @@ ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& l) {
     m.channels = zm.default_channels;
   }
   m.preset = m.config.preprocessing_name().empty() ? loop::preset_for_model(m.model_name) : m.config.preprocessing_name();
-  // The checkpoint's class map (ckpt::checkpoint_class_map refuses one contradicted beside it), as
+  // The checkpoint's class map (checkpoint::checkpoint_class_map refuses one contradicted beside it), as
   // names only when it has one per output.
-  if (std::optional<ClassMap> map = ckpt::checkpoint_class_map(l);
+  if (std::optional<ClassMap> map = checkpoint::checkpoint_class_map(l);
       map && static_cast<int>(map->names.size()) == m.num_classes) {
     m.class_names = std::move(map->names);
     m.class_names_origin = std::move(map->origin);
@@ -157,7 +157,7 @@ struct Predictor::Impl {
 Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.options = options;
-  ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(checkpoint, {.optimizer = false});
+  checkpoint::LoadedCheckpoint l = checkpoint::load_checkpoint(checkpoint, {.optimizer = false});
   s.info = describe_checkpoint(l);
   ModelInfo& m = s.info;
   s.labels_offset = m.config.labels_offset();

@@ -36,7 +36,7 @@
 #include "trainer/inference/predict_inputs.h"
 #include "trainer/zoo/zoo.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 struct LoadedCheckpoint;
 }
 
@@ -81,7 +81,7 @@ struct Prediction {
 
 // The model a checkpoint holds, from its metadata (the rules above): everything but `device`.
 // FormatError when the metadata has no job config with a model_name. Also used by `fastnn export`.
-ModelInfo describe_checkpoint(const ckpt::LoadedCheckpoint& checkpoint);
+ModelInfo describe_checkpoint(const checkpoint::LoadedCheckpoint& checkpoint);
 
 // The network `model` runs: the checkpoint's own layers when its job config has a net {}, else the zoo
 // model `model_name` built with `zoo_options`. Also used by `fastnn export`.

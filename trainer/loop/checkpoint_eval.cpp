@@ -65,7 +65,7 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
 
 CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& checkpoint) {
   const std::string path = checkpoint.empty() ? eval_run_directory(given) : checkpoint;
-  ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(path, {.optimizer = false});
+  checkpoint::LoadedCheckpoint l = checkpoint::load_checkpoint(path, {.optimizer = false});
   const JobConfig config = with_checkpoint_model(given, l.meta);
   RunSetup setup = make_run_setup(config, /*for_training=*/false);
   if (given.has_dataset_split_name()) {  // TF-slim's eval_image_classifier: --dataset_split_name=validation
@@ -79,7 +79,7 @@ CheckpointEval evaluate_checkpoint(const JobConfig& given, const std::string& ch
   }
   if (setup.eval_split.empty())
     throw ConfigError(str(config.dataset_dir(), " has no validation or test split (name files with eval_files)"));
-  if (const std::optional<ClassMap> trained = ckpt::checkpoint_class_map(l); trained && setup.classes)
+  if (const std::optional<ClassMap> trained = checkpoint::checkpoint_class_map(l); trained && setup.classes)
     require_same_classes(*trained, *setup.classes, str(l.prefix, " evaluated on ", config.dataset_dir()), kClassMapAdvice);
   const runner::ComputeTarget target = runner::resolve_compute_target(config);
   runner::StepRunnerOptions o = runner::forward_only(runner::step_runner_options(config, target));

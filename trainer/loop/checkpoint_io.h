@@ -28,10 +28,10 @@ class StepRunner;
 
 namespace fastnn::loop {
 
-std::vector<ckpt::ArrayView> variable_views(const std::vector<graph::NamedTensor>& variables,
+std::vector<checkpoint::ArrayView> variable_views(const std::vector<graph::NamedTensor>& variables,
                                             const std::vector<NamedArray>& values);
 std::vector<NamedArray> checkpoint_variables(const std::vector<graph::NamedTensor>& variables,
-                                             std::span<const ckpt::ArrayView> arrays, const std::string& source);
+                                             std::span<const checkpoint::ArrayView> arrays, const std::string& source);
 struct StartOptions {
   std::vector<std::string> exclude_scopes;  // TF-slim's checkpoint_exclude_scopes; one matching no variable: ConfigError
   bool ignore_missing_vars = false;         // TensorFlow checkpoints (tf_restore.h)
@@ -45,7 +45,7 @@ std::vector<NamedArray> finetune_variables(const std::vector<graph::NamedTensor>
 
 // A sharded head's rows of this rank, from a checkpoint written at any number of ranks (--resume with
 // the optimizer's slots, eval without); nothing for a runner without sharded rows.
-void load_head_rows(runner::StepRunner& runner, const ckpt::LoadedCheckpoint& l, bool optimizer);
+void load_head_rows(runner::StepRunner& runner, const checkpoint::LoadedCheckpoint& l, bool optimizer);
 
 // Fine-tuning a run with a sharded head (task_type=finetune, checkpoint_path): its rows come from the
 // start checkpoint's row shards, written at any number of ranks, when the checkpoint has them at the

@@ -73,7 +73,7 @@ void DataParallel::check_world(int64_t batches_per_epoch, int64_t train_shard_co
 void DataParallel::sync_start(const graph::Graph& g, int64_t start_step) {
   if (world() == 1) return;
   std::vector<std::string> variables;  // names and shapes: a different model is named, not MPI_ERR_TRUNCATE
-  for (const graph::NamedTensor& v : g.variables()) variables.push_back(str(v.name, " ", ckpt::shape_string(v.value.shape())));
+  for (const graph::NamedTensor& v : g.variables()) variables.push_back(str(v.name, " ", checkpoint::shape_string(v.value.shape())));
   agreed([&] { check_model_consistency(*comm_, variables); });
   const int64_t mine = start_step;
   std::vector<int64_t> all(static_cast<size_t>(world()));

@@ -76,7 +76,7 @@ std::vector<NamedArray> saved_moving_averages(const std::vector<graph::NamedTens
                                               int64_t step) {
   const std::string prefix = str(dir, "/ckpt-", step);
   try {
-    const ckpt::LoadedCheckpoint l = ckpt::load_checkpoint(prefix, {.optimizer = false});
+    const checkpoint::LoadedCheckpoint l = checkpoint::load_checkpoint(prefix, {.optimizer = false});
     return checkpoint_variables(variables, l.weights.arrays(), l.prefix);
   } catch (const Error& e) {
     throw FormatError(str("the moving averages saved with step ", step, " (", prefix, ") do not load: ", e.what()));

@@ -25,9 +25,9 @@ bool all_digits(std::string_view s) {
 
 // A checkpoint file name, possibly set aside ("<name>.damaged", "<name>.damaged-2").
 bool is_checkpoint_file(const std::string& name) {
-  if (ckpt::parse_checkpoint_name(name)) return true;
+  if (checkpoint::parse_checkpoint_name(name)) return true;
   const size_t at = name.rfind(".damaged");
-  if (at == std::string::npos || !ckpt::parse_checkpoint_name(name.substr(0, at))) return false;
+  if (at == std::string::npos || !checkpoint::parse_checkpoint_name(name.substr(0, at))) return false;
   const std::string_view rest = std::string_view(name).substr(at + 8);
   return rest.empty() || (rest.front() == '-' && all_digits(rest.substr(1)));
 }
@@ -36,7 +36,7 @@ bool is_run_file(const std::string& name) {
   constexpr std::string_view kTmp = ".fastnn-tmp";
   if (name.size() > 1 + kTmp.size() && name.front() == '.' && name.ends_with(kTmp)) {
     const std::string inner = name.substr(1, name.size() - 1 - kTmp.size());
-    return inner == "checkpoint" || inner == "report.html" || ckpt::parse_checkpoint_name(inner).has_value();
+    return inner == "checkpoint" || inner == "report.html" || checkpoint::parse_checkpoint_name(inner).has_value();
   }
   // report.html: `fastnn report RUN_DIR`'s default page, which describes this run and no other.
   if (name == "checkpoint" || name == "metrics.jsonl" || name == "metrics.jsonl.fastnn-tmp" || name == "report.html")
@@ -66,14 +66,14 @@ std::string list_some(const std::vector<std::string>& names) {
 std::vector<std::string> run_files(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const std::string& name : ckpt::list_entry_names(dir))
+  for (const std::string& name : checkpoint::list_entry_names(dir))
     if (is_run_file(name) && !std::filesystem::is_directory(std::filesystem::path(dir) / name, ec)) out.push_back(name);
   // keep_best_checkpoint's folder, the moving averages' and the evaluation's TensorBoard folder are the
   // run's too.
   for (const char* sub : {"best", "ema", "eval"}) {
     const std::filesystem::path folder = std::filesystem::path(dir) / sub;
     if (!std::filesystem::is_directory(folder, ec)) continue;
-    for (const std::string& name : ckpt::list_entry_names(folder.string()))
+    for (const std::string& name : checkpoint::list_entry_names(folder.string()))
       if (is_run_file(name) && !std::filesystem::is_directory(folder / name, ec)) out.push_back(str(sub, "/", name));
   }
   std::sort(out.begin(), out.end());
@@ -176,9 +176,9 @@ void RunDirectory::open(const JobConfig& config) {
   }
   // The latest good checkpoint; the damaged ones above it are remembered, set aside only if we resume.
   std::vector<std::pair<std::string, std::string>> damaged;  // prefix, reason
-  for (const ckpt::CheckpointInfo& c : ckpt::list_committed_latest_first(dir_)) {
+  for (const checkpoint::CheckpointInfo& c : checkpoint::list_committed_latest_first(dir_)) {
     try {
-      resume_.emplace(ckpt::load_checkpoint(c.prefix, {.optimizer = true, .verify = true}));
+      resume_.emplace(checkpoint::load_checkpoint(c.prefix, {.optimizer = true, .verify = true}));
       break;
     } catch (const Error& e) {
       damaged.emplace_back(c.prefix, e.what());
@@ -215,7 +215,7 @@ void RunDirectory::open(const JobConfig& config) {
   }
   if (options_.writer) {
     for (const auto& [prefix, reason] : damaged) {
-      const std::vector<std::string> moved = ckpt::set_aside_checkpoint(prefix);
+      const std::vector<std::string> moved = checkpoint::set_aside_checkpoint(prefix);
       log_warn("checkpoint ", prefix, " is damaged: ", reason, "; set aside as ", join(moved, ", "), "; continuing from ",
                resume_ ? resume_->prefix : std::string("step 0"));
     }

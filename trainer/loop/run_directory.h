@@ -16,8 +16,8 @@
 //     non_identity_fields(), and the same number of ranks), the run is continued as with --resume and
 //     the log says so (TF-slim behaviour); otherwise a ConfigError names the differing fields and
 //     offers --resume and --overwrite. Run files without any good checkpoint: refused likewise.
-//   - Damaged checkpoints (ckpt::checkpoint_damage) newer than the one resumed are set aside
-//     (ckpt::set_aside_checkpoint, renamed "*.damaged") by the writer with a warning naming the file
+//   - Damaged checkpoints (checkpoint::checkpoint_damage) newer than the one resumed are set aside
+//     (checkpoint::set_aside_checkpoint, renamed "*.damaged") by the writer with a warning naming the file
 //     and the reason, never skipped in silence nor overwritten by this run's saves.
 //   - Resuming at step S (writer): metrics.jsonl is repaired to end at S (repair_jsonl_for_resume).
 // Non-writer ranks (data-parallel, rank > 0) make the same decision read-only: no lock, nothing moved.
@@ -56,7 +56,7 @@ class RunDirectory {
 
   const std::string& dir() const { return dir_; }
   // The verified checkpoint to continue from (with optimizer state); nullptr: start at step 0.
-  ckpt::LoadedCheckpoint* resume_from() { return resume_ ? &*resume_ : nullptr; }
+  checkpoint::LoadedCheckpoint* resume_from() { return resume_ ? &*resume_ : nullptr; }
 
  private:
   void lock();
@@ -65,7 +65,7 @@ class RunDirectory {
   std::string dir_;
   Options options_;
   int lock_fd_ = -1;
-  std::optional<ckpt::LoadedCheckpoint> resume_;
+  std::optional<checkpoint::LoadedCheckpoint> resume_;
 };
 
 // Names (not paths) of the entries of `dir` that fastnn writes into a run directory, sorted, those in

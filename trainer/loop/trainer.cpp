@@ -91,11 +91,11 @@ TrainingRun::TrainingRun(const JobConfig& config, const TrainOptions& options, D
 
 void TrainingRun::restore_or_init() {
   {
-    if (ckpt::LoadedCheckpoint* resumed = run_dir_->resume_from()) {  // --resume, or the same run continued
-      ckpt::LoadedCheckpoint& l = *resumed;
+    if (checkpoint::LoadedCheckpoint* resumed = run_dir_->resume_from()) {  // --resume, or the same run continued
+      checkpoint::LoadedCheckpoint& l = *resumed;
       if (l.meta.has_model_name() && l.meta.model_name() != setup_.model_name)
         throw ConfigError(str("--resume: ", l.prefix, " holds ", l.meta.model_name(), ", not ", setup_.model_name));
-      if (const std::optional<ClassMap> trained = ckpt::checkpoint_class_map(l); trained && setup_.classes)
+      if (const std::optional<ClassMap> trained = checkpoint::checkpoint_class_map(l); trained && setup_.classes)
         require_same_classes(*trained, *setup_.classes, str("--resume: ", l.prefix, " and ", c_.dataset_dir()),
                              kClassMapAdvice);
       if (l.meta.has_config() && (step_batch_size(l.meta.config()) * std::max(1, l.meta.world_size()) != global_batch() ||
@@ -109,7 +109,7 @@ void TrainingRun::restore_or_init() {
       replay_ = resume_replay_batches(l.meta, dp_.world(), step_batch_size(c_), bpe_);
       runner_->set_host_variables(checkpoint_variables(runner_->variables(), l.weights.arrays(), l.prefix));
       FASTNN_CHECK(l.optimizer.has_value(), l.prefix, ": no optimizer state");
-      runner_->import_optimizer_state(ckpt::optimizer_state_from(*l.optimizer));
+      runner_->import_optimizer_state(checkpoint::optimizer_state_from(*l.optimizer));
       load_head_rows(*runner_, l, /*optimizer=*/true);
       if (l.meta.has_loss_scale()) runner_->restore_loss_scale(l.meta.loss_scale().scale(), l.meta.loss_scale().clean_steps());
       start_ = l.meta.step();
@@ -180,10 +180,10 @@ void TrainingRun::save(int64_t step, double lr, bool best) {
   runner_->average_state();  // the checkpoint holds the ranks' mean batch-norm statistics
   const std::vector<NamedArray> averages = ema_ && !best ? rank_averaged_shadows() : std::vector<NamedArray>{};
   // A sharded head's rows are written by every rank into its own shard file (a collective save).
-  const std::vector<ckpt::RowShardSlice> rows = runner_->sharded_rows();
+  const std::vector<checkpoint::RowShardSlice> rows = runner_->sharded_rows();
   if (!dp_.chief() && rows.empty()) return;
   const std::vector<NamedArray> values = runner_->host_variables();  // f32 master weights on every device
-  const std::vector<ckpt::ArrayView> weights = variable_views(runner_->variables(), values);
+  const std::vector<checkpoint::ArrayView> weights = variable_views(runner_->variables(), values);
   const std::vector<NamedArray> state = runner_->export_optimizer_state();
   CheckpointMeta meta;
   meta.set_epoch(step / bpe_);
@@ -205,14 +205,14 @@ void TrainingRun::save(int64_t step, double lr, bool best) {
     ls->set_clean_steps(st.clean_steps);
     ls->set_dynamic(c_.dynamic_loss_scale());
   }
-  const std::vector<ckpt::ArrayView> optimizer = ckpt::optimizer_state_views(state);
+  const std::vector<checkpoint::ArrayView> optimizer = checkpoint::optimizer_state_views(state);
   if (ema_ && !best && dp_.chief())  // first: a committed checkpoint of the run always has its averages
     ema_ckpt_->save(step, variable_views(runner_->variables(), averages), {}, meta);
-  ckpt::CheckpointManager* manager = best ? best_ckpt_.get() : ckpt_.get();
+  checkpoint::CheckpointManager* manager = best ? best_ckpt_.get() : ckpt_.get();
   const std::string dir = best ? setup_.run_dir + "/best" : setup_.run_dir;
-  const ckpt::CheckpointInfo info =
+  const checkpoint::CheckpointInfo info =
       rows.empty() ? manager->save(step, weights, optimizer, std::move(meta))
-                   : ckpt::save_sharded_checkpoint(dp_.comm(), dp_.chief() ? manager : nullptr, dir, step, rows, weights,
+                   : checkpoint::save_sharded_checkpoint(dp_.comm(), dp_.chief() ? manager : nullptr, dir, step, rows, weights,
                                                    optimizer, std::move(meta));
   if (!dp_.chief()) return;
   if (best) {
@@ -227,8 +227,8 @@ TrainSummary TrainingRun::run() {
   StopSignalScope stop_scope;  // SIGTERM/SIGINT: checkpoint at the current step, then return
   run_dir_ = std::make_unique<RunDirectory>(setup_.run_dir, c_, RunDirectory::Options{.resume = options_.resume,
       .overwrite = options_.overwrite, .writer = dp_.chief(), .world = dp_.world()});
-  ckpt_ = std::make_unique<ckpt::CheckpointManager>(
-      setup_.run_dir, ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
+  ckpt_ = std::make_unique<checkpoint::CheckpointManager>(
+      setup_.run_dir, checkpoint::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
   restore_or_init();
   dp_.sync_start(runner_->graph(), start_);  // same model and step everywhere,
   runner_->broadcast_variables();  // and rank 0's variables on every rank

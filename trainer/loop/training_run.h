@@ -73,12 +73,12 @@ class TrainingRun {
   int64_t bpe_ = 0, total_ = 0, start_ = 0, replay_ = 0;  // replay_: per-rank batches to skip on resume
   double loop_seconds_ = 0;  // the step loop's time so far, evaluations excluded
   std::unique_ptr<RunDirectory> run_dir_;  // run directory: lock, take-over rules (run_directory.h)
-  std::unique_ptr<ckpt::CheckpointManager> ckpt_;
+  std::unique_ptr<checkpoint::CheckpointManager> ckpt_;
   BestTracker best_;                                     // keep_best_checkpoint, early stopping
-  std::unique_ptr<ckpt::CheckpointManager> best_ckpt_;  // RUN/best/ (keep_best_checkpoint; chief)
+  std::unique_ptr<checkpoint::CheckpointManager> best_ckpt_;  // RUN/best/ (keep_best_checkpoint; chief)
   bool stop_early_ = false;                              // early_stopping_patience ran out (agreed over ranks)
   std::unique_ptr<MovingAverages> ema_;                  // moving_average_decay
-  std::unique_ptr<ckpt::CheckpointManager> ema_ckpt_;    // RUN/ema/ (moving_average_decay; chief)
+  std::unique_ptr<checkpoint::CheckpointManager> ema_ckpt_;    // RUN/ema/ (moving_average_decay; chief)
   std::unique_ptr<JsonlMetricsWriter> jsonl_;
   std::unique_ptr<EventFileWriter> events_, eval_events_;  // RUN/ and RUN/eval/ (chief)
   StepWindow log_window_, eval_window_;

@@ -134,8 +134,8 @@ void TrainingRun::start_moving_averages() {
   ema_ = make_moving_averages(c_, runner_->variables(), setup_.run_dir, start_);
   if (!ema_ || !dp_.chief()) return;
   make_directories(moving_average_dir(setup_.run_dir));
-  ema_ckpt_ = std::make_unique<ckpt::CheckpointManager>(
-      moving_average_dir(setup_.run_dir), ckpt::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
+  ema_ckpt_ = std::make_unique<checkpoint::CheckpointManager>(
+      moving_average_dir(setup_.run_dir), checkpoint::CheckpointManager::Options{.keep_max = c_.keep_checkpoint_max()});
 }
 
 EvalResult TrainingRun::evaluate_held_out() {
@@ -155,7 +155,7 @@ void TrainingRun::start_best_tracking() {
   if (best_.keeps_best()) {
     const std::string dir = setup_.run_dir + "/best";
     make_directories(dir);
-    if (dp_.chief()) best_ckpt_ = std::make_unique<ckpt::CheckpointManager>(dir, ckpt::CheckpointManager::Options{.keep_max = 1});
+    if (dp_.chief()) best_ckpt_ = std::make_unique<checkpoint::CheckpointManager>(dir, checkpoint::CheckpointManager::Options{.keep_max = 1});
   }
   stop_early_ = agree_on_restart(best_, dp_.comm(), setup_.run_dir + "/metrics.jsonl", start_,
                                  c_.early_stopping_patience());
@@ -167,7 +167,7 @@ void TrainingRun::note_best() {
   summary_.best_step = best_.best_step();
   summary_.best_value = best_.best_value();
   if (summary_.best_checkpoint.empty() && best_ckpt_) {  // saved by an earlier start of this run
-    const std::vector<ckpt::CheckpointInfo> kept = ckpt::list_committed_latest_first(best_ckpt_->dir());
+    const std::vector<checkpoint::CheckpointInfo> kept = checkpoint::list_committed_latest_first(best_ckpt_->dir());
     if (!kept.empty()) summary_.best_checkpoint = kept.front().prefix;
   }
 }

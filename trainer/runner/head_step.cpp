@@ -117,9 +117,9 @@ void HeadStep::step(float lr) {
   optimizer_->step_rows(lr, head_.sampled_rows(), head_.emb_dim(), head_.gradients().data());
 }
 
-std::vector<ckpt::RowShardSlice> HeadStep::row_slices() {
+std::vector<checkpoint::RowShardSlice> HeadStep::row_slices() {
   const std::vector<int64_t> shape = {head_.options().num_classes, head_.emb_dim()};
-  std::vector<ckpt::RowShardSlice> out;
+  std::vector<checkpoint::RowShardSlice> out;
   out.push_back({kHeadWeights, shape, head_.row_begin(), head_.row_end(), head_.weights().data(), head_.weights().size(), false});
   for (const StateArray& a : optimizer_->state())
     if (a.count == head_.weights().size())
@@ -144,8 +144,8 @@ void HeadStep::import_scalars(const std::vector<NamedArray>& arrays) {
   }
 }
 
-void HeadStep::load_rows(ckpt::RowShardReader& reader, bool optimizer) {
-  const ckpt::RowShardedArrayLayout& w = reader.at(kHeadWeights);
+void HeadStep::load_rows(checkpoint::RowShardReader& reader, bool optimizer) {
+  const checkpoint::RowShardedArrayLayout& w = reader.at(kHeadWeights);
   if (w.global_shape.size() != 2 || w.global_shape[0] != head_.options().num_classes || w.global_shape[1] != head_.emb_dim())
     throw FormatError(str(kHeadWeights, " in the checkpoint is not [", head_.options().num_classes, ", ", head_.emb_dim(), "]"));
   reader.read_rows(kHeadWeights, head_.row_begin(), head_.row_end(), head_.weights().data(), head_.weights().size());

@@ -60,11 +60,11 @@ class HeadStep {
   // ("Head/weights/<slot>"), global shape [classes, emb_dim] (row_shards.h); views valid until the
   // next step. The optimizer's scalars (beta powers) are replicated: "Head/<name>" in the chief's
   // optimizer file.
-  std::vector<ckpt::RowShardSlice> row_slices();
+  std::vector<checkpoint::RowShardSlice> row_slices();
   std::vector<NamedArray> export_scalars() const;
   void import_scalars(const std::vector<NamedArray>& arrays);
   // This rank's rows from a checkpoint written at any number of ranks; slots too with `optimizer`.
-  void load_rows(ckpt::RowShardReader& reader, bool optimizer);
+  void load_rows(checkpoint::RowShardReader& reader, bool optimizer);
 
  private:
   head::ClassifierHead<float> head_;

@@ -95,19 +95,19 @@ void HeadStepCuda::apply(const void* control, cudaStream_t s) {
   rows_->apply(selected(), selected_count(), head_.gradients(), control, s);
 }
 
-std::vector<ckpt::RowShardSlice> HeadStepCuda::row_layout() const {
+std::vector<checkpoint::RowShardSlice> HeadStepCuda::row_layout() const {
   FASTNN_CHECK(sharded_, "a replicated head is a variable, not row shards");
   const std::vector<int64_t> shape = {head_.options().num_classes, head_.emb_dim()};
   const size_t count = static_cast<size_t>(head_.rows() * head_.emb_dim());
-  std::vector<ckpt::RowShardSlice> out;
+  std::vector<checkpoint::RowShardSlice> out;
   out.push_back({kHeadWeights, shape, head_.row_begin(), head_.row_end(), nullptr, count, false});
   for (const DeviceRowOptimizer::Slot& slot : rows_->slots())
     out.push_back({slot.name, shape, head_.row_begin(), head_.row_end(), nullptr, count, true});
   return out;
 }
 
-std::vector<ckpt::RowShardSlice> HeadStepCuda::row_slices() {
-  std::vector<ckpt::RowShardSlice> out = row_layout();
+std::vector<checkpoint::RowShardSlice> HeadStepCuda::row_slices() {
+  std::vector<checkpoint::RowShardSlice> out = row_layout();
   CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream()));
   host_rows_.clear();
   host_rows_.push_back(download(head_.weights(), out[0].count));
@@ -123,9 +123,9 @@ std::vector<NamedArray> HeadStepCuda::export_scalars(const std::vector<NamedArra
   return out;
 }
 
-void HeadStepCuda::load_rows(ckpt::RowShardReader& reader, bool optimizer) {
+void HeadStepCuda::load_rows(checkpoint::RowShardReader& reader, bool optimizer) {
   host_rows_ = {};  // an earlier row_slices()' copies: stale once the rows are loaded, and gigabytes at scale
-  const ckpt::RowShardedArrayLayout& w = reader.at(kHeadWeights);
+  const checkpoint::RowShardedArrayLayout& w = reader.at(kHeadWeights);
   if (w.global_shape.size() != 2 || w.global_shape[0] != head_.options().num_classes || w.global_shape[1] != head_.emb_dim())
     throw FormatError(str(kHeadWeights, " in the checkpoint is not [", head_.options().num_classes, ", ", head_.emb_dim(), "]"));
   CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream()));

@@ -67,11 +67,11 @@ class HeadStepCuda {
 
   // Sharded head's checkpoint arrays: host copies of every row and slot (a device-to-host copy of the
   // whole shard each call), valid until the next call, training step or load_rows().
-  std::vector<ckpt::RowShardSlice> row_slices();
+  std::vector<checkpoint::RowShardSlice> row_slices();
   // The same slices without data (null): names, shapes, this rank's range; nothing copied.
-  std::vector<ckpt::RowShardSlice> row_layout() const;
+  std::vector<checkpoint::RowShardSlice> row_layout() const;
   std::vector<NamedArray> export_scalars(const std::vector<NamedArray>& backbone_state) const;
-  void load_rows(ckpt::RowShardReader& reader, bool optimizer);
+  void load_rows(checkpoint::RowShardReader& reader, bool optimizer);
 
  private:
   const int64_t* selected() const;

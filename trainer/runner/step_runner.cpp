@@ -29,9 +29,9 @@ double StepRunner::time_ms(const std::function<void()>& fn) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<ckpt::RowShardSlice> StepRunner::sharded_row_layout() {
-  std::vector<ckpt::RowShardSlice> out = sharded_rows();
-  for (ckpt::RowShardSlice& r : out) r.data = nullptr;
+std::vector<checkpoint::RowShardSlice> StepRunner::sharded_row_layout() {
+  std::vector<checkpoint::RowShardSlice> out = sharded_rows();
+  for (checkpoint::RowShardSlice& r : out) r.data = nullptr;
   return out;
 }
 
@@ -280,10 +280,10 @@ class CpuStepRunner final : public StepRunner {
     optimizer_->import_state(own);
     head_->import_scalars(a);
   }
-  std::vector<ckpt::RowShardSlice> sharded_rows() override {
-    return head_ && head_->sharded() ? head_->row_slices() : std::vector<ckpt::RowShardSlice>{};
+  std::vector<checkpoint::RowShardSlice> sharded_rows() override {
+    return head_ && head_->sharded() ? head_->row_slices() : std::vector<checkpoint::RowShardSlice>{};
   }
-  void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) override {
+  void load_sharded_rows(checkpoint::RowShardReader& reader, bool optimizer) override {
     if (head_ && head_->sharded()) head_->load_rows(reader, optimizer);
   }
   std::vector<graph::NamedTensor> variables() override {

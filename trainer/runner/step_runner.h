@@ -275,15 +275,15 @@ class StepRunner {
   // A sharded head's rows on this rank (weights, optimizer slots): what the rank writes into its
   // checkpoint shard file (trainer/checkpoint/row_shards.h); empty without one. Its optimizer
   // scalars travel in export_optimizer_state().
-  virtual std::vector<ckpt::RowShardSlice> sharded_rows() { return {}; }
+  virtual std::vector<checkpoint::RowShardSlice> sharded_rows() { return {}; }
   // The same slices without their data (data null; names, global shapes, row ranges and counts kept):
   // what a loader asks (load_head_rows, fine-tuning, eval) without the copy sharded_rows() makes on
   // the GPU (a device-to-host copy of every row and slot: gigabytes at 1.25 M rows). The default strips
   // sharded_rows(), which costs nothing on the CPU (views of the rows).
-  virtual std::vector<ckpt::RowShardSlice> sharded_row_layout();
+  virtual std::vector<checkpoint::RowShardSlice> sharded_row_layout();
   bool has_sharded_rows() { return !sharded_row_layout().empty(); }
   // This rank's rows from a checkpoint of any world size (slots too with `optimizer`).
-  virtual void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) {}
+  virtual void load_sharded_rows(checkpoint::RowShardReader& reader, bool optimizer) {}
 
  private:
   std::optional<StepResult> held_;  // the base class's queue_train(): the last step's results

@@ -397,13 +397,13 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   }
 
   bool collective_evaluation() const override { return head_ && head_->sharded(); }
-  std::vector<ckpt::RowShardSlice> sharded_rows() override {
-    return head_ && head_->sharded() ? head_->row_slices() : std::vector<ckpt::RowShardSlice>{};
+  std::vector<checkpoint::RowShardSlice> sharded_rows() override {
+    return head_ && head_->sharded() ? head_->row_slices() : std::vector<checkpoint::RowShardSlice>{};
   }
-  std::vector<ckpt::RowShardSlice> sharded_row_layout() override {  // nothing copied
-    return head_ && head_->sharded() ? head_->row_layout() : std::vector<ckpt::RowShardSlice>{};
+  std::vector<checkpoint::RowShardSlice> sharded_row_layout() override {  // nothing copied
+    return head_ && head_->sharded() ? head_->row_layout() : std::vector<checkpoint::RowShardSlice>{};
   }
-  void load_sharded_rows(ckpt::RowShardReader& reader, bool optimizer) override {
+  void load_sharded_rows(checkpoint::RowShardReader& reader, bool optimizer) override {
     if (head_ && head_->sharded()) head_->load_rows(reader, optimizer);
   }
 

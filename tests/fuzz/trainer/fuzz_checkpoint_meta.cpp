@@ -14,12 +14,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   fastnn::CheckpointMeta m;
   try {
-    m = fastnn::ckpt::parse_checkpoint_meta(text, "fuzz.meta.pbtxt");
+    m = fastnn::checkpoint::parse_checkpoint_meta(text, "fuzz.meta.pbtxt");
   } catch (const fastnn::Error&) {
     return 0;
   }
-  const std::string once = fastnn::ckpt::checkpoint_meta_to_text(m);
-  const fastnn::CheckpointMeta again = fastnn::ckpt::parse_checkpoint_meta(once, "again.meta.pbtxt");
+  const std::string once = fastnn::checkpoint::checkpoint_meta_to_text(m);
+  const fastnn::CheckpointMeta again = fastnn::checkpoint::parse_checkpoint_meta(once, "again.meta.pbtxt");
   if (again.SerializeAsString() != m.SerializeAsString()) std::abort();
   try {
     (void)fastnn::loop::resume_replay_batches(m, 2, 16, 100);

@@ -10,7 +10,7 @@
 #include "convert_test_util.h"
 #include "core/base64.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -153,9 +153,9 @@ TEST(Base64Tsv, ParseLabel) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 using namespace testing;
 
@@ -184,4 +184,4 @@ TEST(Base64Tsv, OutlierLabelMakingMostClassesEmptyIsRefused) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

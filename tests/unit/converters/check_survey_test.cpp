@@ -15,7 +15,7 @@
 #include "converters/shard_check.h"
 #include "converters/synthetic.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -201,4 +201,4 @@ TEST(CheckReportPage, SectionsAndEscapedNames) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -9,7 +9,7 @@
 
 #include "convert_test_util.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -138,4 +138,4 @@ TEST(Cifar, BadFiles) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

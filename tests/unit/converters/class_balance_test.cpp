@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 TEST(ClassBalance, RatioOverPresentClassesAndMissingOnes) {
@@ -54,4 +54,4 @@ TEST(ClassBalanceWarnings, MissingClassesAreNamed) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

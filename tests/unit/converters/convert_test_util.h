@@ -22,7 +22,7 @@
 #include "core/manifest.h"
 #include "core/tfrecord.h"
 
-namespace fastnn::convert::testing {
+namespace fastnn::converters::testing {
 
 namespace fs = std::filesystem;
 
@@ -163,4 +163,4 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> needles) {
   }
 }
 
-}  // namespace fastnn::convert::testing
+}  // namespace fastnn::converters::testing

@@ -12,7 +12,7 @@
 #include "converters/mnist.h"
 #include "converters/shard_check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -70,4 +70,4 @@ TEST(FashionMnist, EveryImageOnceOrAccountedFor) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

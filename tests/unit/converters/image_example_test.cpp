@@ -11,7 +11,7 @@
 #include "core/example.h"
 #include "core/image.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 std::string reference(std::string_view enc, const char* fmt, int h, int w, int c, int64_t label, int64_t coarse) {
@@ -106,4 +106,4 @@ TEST(ImageExample, RecordMakerPassesBytesThrough) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

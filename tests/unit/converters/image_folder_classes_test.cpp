@@ -11,7 +11,7 @@
 #include "converters/folder_layout.h"
 #include "converters/image_folder.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -182,4 +182,4 @@ TEST(ImageFolderClasses, ImbalanceIsWarnedWithNumbers) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -12,7 +12,7 @@
 #include "thread_ranks.h"
 #include "converters/resize.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -261,4 +261,4 @@ TEST(ImageFolder, RanksShareTheScanAndWriteTheOneProcessBytes) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

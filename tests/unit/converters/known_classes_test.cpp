@@ -7,7 +7,7 @@
 #include "convert_test_util.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -64,4 +64,4 @@ TEST(KnownClasses, TheFlagWinsAndClassCountsMustFit) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

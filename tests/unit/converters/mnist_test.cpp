@@ -12,7 +12,7 @@
 #include "convert_test_util.h"
 #include "converters/idx.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -270,4 +270,4 @@ TEST(Idx, HeaderLimitsBoundAllocation) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

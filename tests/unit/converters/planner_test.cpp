@@ -14,7 +14,7 @@
 #include "converters/stats.h"
 #include "core/check.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 TEST(Random, FixedOutputs) {
@@ -234,4 +234,4 @@ TEST(Planner, Holdout) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -16,7 +16,7 @@
 #include "core/base64.h"
 #include "core/image_codecs.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -337,4 +337,4 @@ TEST(RankGroup, OutcomesTravelIntact) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

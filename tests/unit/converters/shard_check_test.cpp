@@ -11,7 +11,7 @@
 #include "converters/image_example.h"
 #include "converters/synthetic.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -244,4 +244,4 @@ TEST(ShardCheck, WarnsAboutStrayFiles) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

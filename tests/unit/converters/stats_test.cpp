@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 TEST(Stats, ClosedForms) {
@@ -51,4 +51,4 @@ TEST(Stats, GoodnessOfFit) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

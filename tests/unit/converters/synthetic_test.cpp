@@ -8,7 +8,7 @@
 
 #include "convert_test_util.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using namespace testing;
@@ -92,4 +92,4 @@ TEST(Synthetic, RejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

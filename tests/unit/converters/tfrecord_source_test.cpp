@@ -12,7 +12,7 @@
 #include "core/image.h"
 #include "tests/unit/converters/convert_test_util.h"
 
-namespace fastnn::convert {
+namespace fastnn::converters {
 namespace {
 
 using testing::TempDir;
@@ -281,4 +281,4 @@ TEST(PlainCheck, WithoutAManifest) {
 }
 
 }  // namespace
-}  // namespace fastnn::convert
+}  // namespace fastnn::converters

@@ -14,7 +14,7 @@
 
 #include "converters/rank_group.h"
 
-namespace fastnn::convert::testing {
+namespace fastnn::converters::testing {
 
 // The ranks of one job as threads; allgather is a slot per rank between two barriers.
 class ThreadRanks {
@@ -67,4 +67,4 @@ class ThreadRanks {
   std::barrier<> sync_;
 };
 
-}  // namespace fastnn::convert::testing
+}  // namespace fastnn::converters::testing

@@ -22,7 +22,7 @@
 #include "core/tf_checkpoint/bundle_writer.h"
 #include "core/tf_checkpoint/tf_dtype.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -31,7 +31,7 @@ using ::testing::HasSubstr;
 const std::string kDir = FASTNN_SOURCE_DIR "/tests/data/tf_checkpoints";
 
 template <typename T>
-std::vector<T> values(const ckpt::Array& a) {
+std::vector<T> values(const checkpoint::Array& a) {
   std::vector<T> v(a.bytes.size() / sizeof(T));
   std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
   return v;
@@ -47,7 +47,7 @@ void expect_fixture_values(const TfTensorSource& s, bool has_bf16) {
   want.insert(want.end(), {"misc/counts", "misc/half", "misc/label", "part/weights"});
   ASSERT_EQ(names, want);
 
-  const ckpt::Array w = s.read("LeNet/conv1/weights");
+  const checkpoint::Array w = s.read("LeNet/conv1/weights");
   EXPECT_EQ(w.shape, (std::vector<int64_t>{5, 5, 1, 4}));
   const std::vector<float> wv = values<float>(w), mv = values<float>(s.read("LeNet/conv1/weights/Momentum"));
   const std::vector<float> ev = values<float>(s.read("LeNet/conv1/weights/ExponentialMovingAverage"));
@@ -60,23 +60,23 @@ void expect_fixture_values(const TfTensorSource& s, bool has_bf16) {
   const TfTensorInfo* part = s.find("part/weights");
   ASSERT_NE(part, nullptr);
   EXPECT_EQ(part->slices.size(), 3u);  // fixed_size_partitioner(3): rows 0-3, 4-6, 7-9
-  const ckpt::Array p = s.read("part/weights");
+  const checkpoint::Array p = s.read("part/weights");
   EXPECT_EQ(p.shape, (std::vector<int64_t>{10, 3}));
   const std::vector<float> pv = values<float>(p);
   for (int i = 0; i < 30; ++i) EXPECT_EQ(pv[i], i * 1.5f);
 
-  const ckpt::Array h = s.read("misc/half");
+  const checkpoint::Array h = s.read("misc/half");
   EXPECT_EQ(h.dtype, DType::kF16);
-  EXPECT_EQ(ckpt::to_f32(h.view()), (std::vector<float>{0.5f, -1, 2, 3.25f, 65504, -0.125f}));
-  const ckpt::Array c = s.read("misc/counts");
+  EXPECT_EQ(checkpoint::to_f32(h.view()), (std::vector<float>{0.5f, -1, 2, 3.25f, 65504, -0.125f}));
+  const checkpoint::Array c = s.read("misc/counts");
   EXPECT_EQ(c.dtype, DType::kI32);
   EXPECT_EQ(values<int32_t>(c), (std::vector<int32_t>{-2, 0, 7, 2147483647}));
-  const ckpt::Array g = s.read("global_step");
+  const checkpoint::Array g = s.read("global_step");
   EXPECT_EQ(g.dtype, DType::kI64);
   EXPECT_TRUE(g.shape.empty());
   EXPECT_EQ(values<int64_t>(g), (std::vector<int64_t>{(int64_t{1} << 40) + 5}));
   if (has_bf16) {
-    EXPECT_EQ(ckpt::to_f32(s.read("misc/bf16").view()), (std::vector<float>{1.5f, -2, 0.0078125f}));
+    EXPECT_EQ(checkpoint::to_f32(s.read("misc/bf16").view()), (std::vector<float>{1.5f, -2, 0.0078125f}));
   }
 
   EXPECT_EQ(tf_dtype_name(s.find("misc/label")->dtype), "string");
@@ -148,16 +148,16 @@ TEST(TfCheckpoint, FastnnsWriterIsReadBackBitwise) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.37f - 5;
   const int64_t step = 1234;
   const uint16_t half[2] = {0x3c00, 0xc000};  // 1, -2
-  const std::vector<ckpt::ArrayView> arrays = {
-      ckpt::f32_view("InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 2, 4}, w.data(), w.size()),
-      ckpt::typed_view("global_step", DType::kI64, {}, &step, sizeof step),
-      ckpt::typed_view("b/half", DType::kF16, {2}, half, sizeof half)};
+  const std::vector<checkpoint::ArrayView> arrays = {
+      checkpoint::f32_view("InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 2, 4}, w.data(), w.size()),
+      checkpoint::typed_view("global_step", DType::kI64, {}, &step, sizeof step),
+      checkpoint::typed_view("b/half", DType::kF16, {2}, half, sizeof half)};
   const auto [index, data] = encode_bundle(arrays);
   const auto r = BundleReader::parse(index, {data}, "out/model.ckpt");
   ASSERT_EQ(r->tensors().size(), 3u);
   EXPECT_EQ(r->tensors()[0].name, "InceptionV3/Conv2d_1a_3x3/weights");  // name order
-  for (const ckpt::ArrayView& a : arrays) {
-    const ckpt::Array back = r->read(a.name);
+  for (const checkpoint::ArrayView& a : arrays) {
+    const checkpoint::Array back = r->read(a.name);
     EXPECT_EQ(back.dtype, a.dtype);
     EXPECT_EQ(back.shape, a.shape);
     ASSERT_EQ(back.bytes.size(), a.bytes.size());
@@ -255,4 +255,4 @@ TEST_F(DamagedCheckpoint, AMissingDataFileIsAnIoErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

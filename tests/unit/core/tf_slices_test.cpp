@@ -13,7 +13,7 @@
 #include "core/check.h"
 #include "core/named_array.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
@@ -99,7 +99,7 @@ TEST(TfSlices, CopySliceMatchesAnIndexLoop) {
       s[d].length = rng() % (shape[d] - s[d].start + 1);
     }
     const std::vector<int64_t> len = slice_shape(s, shape);
-    const uint64_t n = ckpt::element_count(len), total = ckpt::element_count(shape);
+    const uint64_t n = checkpoint::element_count(len), total = checkpoint::element_count(shape);
     std::vector<int32_t> src(n), dst(total, -1), want(total, -1);
     std::iota(src.begin(), src.end(), 0);
     // The reference: every index of the slice, row-major.
@@ -114,9 +114,9 @@ TEST(TfSlices, CopySliceMatchesAnIndexLoop) {
     }
     copy_slice(s, shape, sizeof(int32_t), reinterpret_cast<const std::byte*>(src.data()),
                reinterpret_cast<std::byte*>(dst.data()));
-    ASSERT_EQ(dst, want) << "trial " << trial << " shape " << ckpt::shape_string(shape) << " slice " << slice_string(s);
+    ASSERT_EQ(dst, want) << "trial " << trial << " shape " << checkpoint::shape_string(shape) << " slice " << slice_string(s);
   }
 }
 
 }  // namespace
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/crc32c.h"
 
-namespace fastnn::tfckpt {
+namespace fastnn::tf_checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
@@ -204,4 +204,4 @@ TEST(TfTable, RefusesHandlesOutsideTheFileAndOversizedSnappyClaims) {
 }
 
 }  // namespace
-}  // namespace fastnn::tfckpt
+}  // namespace fastnn::tf_checkpoint

@@ -8,7 +8,7 @@
 #include "tests/unit/trainer/checkpoint_test_util.h"
 #include "core/safetensors.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 using testing_util::le64;
@@ -117,4 +117,4 @@ TEST(CheckpointCorrupt, FileErrorsNameThePath) {
 }
 
 }  // namespace
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

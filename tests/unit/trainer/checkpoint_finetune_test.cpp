@@ -6,7 +6,7 @@
 #include "trainer/checkpoint/optimizer_state.h"
 #include "core/safetensors.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 std::vector<std::string> names(const std::vector<ArrayView>& v) {
@@ -88,4 +88,4 @@ TEST(CheckpointFinetune, OptimizerStateAdapterIsExact) {
 }
 
 }  // namespace
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -15,7 +15,7 @@
 #include "trainer/checkpoint/optimizer_state.h"
 #include "trainer/optim/optimizers.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 using testing_util::ScratchDir;
@@ -351,4 +351,4 @@ TEST(CheckpointManager, NamesAndMetaText) {
 }
 
 }  // namespace
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

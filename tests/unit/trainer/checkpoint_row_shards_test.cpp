@@ -19,7 +19,7 @@
 #include "trainer/checkpoint/sharded_save.h"
 #include "trainer/comm/communicator.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 using testing_util::ScratchDir;
@@ -438,4 +438,4 @@ TEST(RowShards, SummaryListsShardedArrays) {
 }
 
 }  // namespace
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

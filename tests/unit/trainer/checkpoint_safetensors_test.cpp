@@ -13,7 +13,7 @@
 #include "tests/unit/trainer/checkpoint_test_util.h"
 #include "core/safetensors.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 using testing_util::ScratchDir;
@@ -220,4 +220,4 @@ TEST(CheckpointSafetensors, ToF32ConvertsFloatDtypes) {
 }
 
 }  // namespace
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

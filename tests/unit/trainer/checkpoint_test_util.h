@@ -24,8 +24,8 @@ inline std::set<std::string> files_in(const std::string& dir) {
 }
 
 // Manager options for tests: no fsync (tmpfs/overlay in CI; RoundTrip covers the fsync path).
-inline ckpt::CheckpointManager::Options quick_manager_options(int keep_max = 5) {
-  ckpt::CheckpointManager::Options o;
+inline checkpoint::CheckpointManager::Options quick_manager_options(int keep_max = 5) {
+  checkpoint::CheckpointManager::Options o;
   o.keep_max = keep_max;
   o.fsync = false;
   return o;
@@ -76,9 +76,9 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
 // Each slice's name, global shape, row range, count and optimizer flag: everything but the data (what a
 // runner's sharded_row_layout() keeps of its sharded_rows()), comparable with EXPECT_EQ.
 using SliceMetadata = std::tuple<std::string, std::vector<int64_t>, int64_t, int64_t, size_t, bool>;
-inline std::vector<SliceMetadata> slice_metadata(const std::vector<ckpt::RowShardSlice>& slices) {
+inline std::vector<SliceMetadata> slice_metadata(const std::vector<checkpoint::RowShardSlice>& slices) {
   std::vector<SliceMetadata> out;
-  for (const ckpt::RowShardSlice& s : slices)
+  for (const checkpoint::RowShardSlice& s : slices)
     out.emplace_back(s.name, s.global_shape, s.row_begin, s.row_end, s.count, s.optimizer);
   return out;
 }

@@ -18,7 +18,7 @@
 #include "trainer/checkpoint/tf_restore.h"
 #include "trainer/graph/graph.h"
 
-namespace fastnn::ckpt {
+namespace fastnn::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
@@ -182,7 +182,7 @@ NetDef fixture_net(bool bias) {
 }
 
 std::string restore_error(const NetDef& net, const TfRestoreOptions& o) {
-  const auto c = tfckpt::open_tf_checkpoint(*tfckpt::find_tf_checkpoint(FASTNN_SOURCE_DIR "/tests/data/tf_checkpoints/v1"));
+  const auto c = tf_checkpoint::open_tf_checkpoint(*tf_checkpoint::find_tf_checkpoint(FASTNN_SOURCE_DIR "/tests/data/tf_checkpoints/v1"));
   try {
     restore_from_tf(c, tf_variables(net), o);
   } catch (const ConfigError& e) {
@@ -193,7 +193,7 @@ std::string restore_error(const NetDef& net, const TfRestoreOptions& o) {
 
 TEST(TfRestore, RestoresByNameTransposedAndSummarisesTheRest) {
   for (const char* folder : {"v1", "v2"}) {
-    const auto c = tfckpt::open_tf_checkpoint(*tfckpt::find_tf_checkpoint(str(FASTNN_SOURCE_DIR, "/tests/data/tf_checkpoints/", folder)));
+    const auto c = tf_checkpoint::open_tf_checkpoint(*tf_checkpoint::find_tf_checkpoint(str(FASTNN_SOURCE_DIR, "/tests/data/tf_checkpoints/", folder)));
     const std::vector<TfVariable> vars = tf_variables(fixture_net(false));
     for (bool ema : {false, true}) {
       const TfRestore r = restore_from_tf(c, vars, {.exclude_scopes = {"LeNet/logits"}, .use_moving_averages = ema});
@@ -223,7 +223,7 @@ TEST(TfRestore, MissingAndMisshapenVariablesAreOneErrorNamingBothShapes) {
                            "[2, 4] in fastnn's)"));
   EXPECT_THAT(e, HasSubstr("checkpoint_exclude_scopes"));
   // ignore_missing_vars keeps their initial values and lists them.
-  const auto c = tfckpt::open_tf_checkpoint(*tfckpt::find_tf_checkpoint(FASTNN_SOURCE_DIR "/tests/data/tf_checkpoints/v2"));
+  const auto c = tf_checkpoint::open_tf_checkpoint(*tf_checkpoint::find_tf_checkpoint(FASTNN_SOURCE_DIR "/tests/data/tf_checkpoints/v2"));
   const TfRestore r = restore_from_tf(c, tf_variables(fixture_net(true)), {.ignore_missing_vars = true});
   EXPECT_EQ(r.values.size(), 1u);
   EXPECT_THAT(r.summary, HasSubstr("not in the checkpoint, initialised (ignore_missing_vars): 3 variables: "
@@ -238,4 +238,4 @@ TEST(TfRestore, MissingAndMisshapenVariablesAreOneErrorNamingBothShapes) {
 }
 
 }  // namespace
-}  // namespace fastnn::ckpt
+}  // namespace fastnn::checkpoint

@@ -77,7 +77,7 @@ using cuda_test::rel_l2;
 
 std::vector<std::vector<float>> rows_of(runner::StepRunner& r) {
   std::vector<std::vector<float>> out;
-  for (const ckpt::RowShardSlice& s : r.sharded_rows()) out.emplace_back(s.data, s.data + s.count);
+  for (const checkpoint::RowShardSlice& s : r.sharded_rows()) out.emplace_back(s.data, s.data + s.count);
   return out;
 }
 
@@ -145,7 +145,7 @@ void expect_runners_close(const std::string& loss, double ratio, DType dt, int s
   EXPECT_EQ(gpu->has_sharded_rows(), !sb.empty());
   // The loaders' query: the rows' names and ranges, no data copied.
   EXPECT_EQ(testing_util::slice_metadata(layout), testing_util::slice_metadata(sb));
-  for (const ckpt::RowShardSlice& l : layout) EXPECT_EQ(l.data, nullptr);
+  for (const checkpoint::RowShardSlice& l : layout) EXPECT_EQ(l.data, nullptr);
   for (size_t i = 0; i < sa.size(); ++i) {
     EXPECT_EQ(sa[i].name, sb[i].name);
     EXPECT_EQ(sa[i].global_shape, sb[i].global_shape);

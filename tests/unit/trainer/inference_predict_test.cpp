@@ -228,9 +228,9 @@ TEST_F(InputsTest, SafetensorsEmbeddingsReadBackByTheCheckpointReader) {
     }
     w.commit();
   }
-  const ckpt::SafetensorsFile f = ckpt::SafetensorsFile::open(path);
+  const checkpoint::SafetensorsFile f = checkpoint::SafetensorsFile::open(path);
   ASSERT_EQ(f.arrays().size(), 1u);
-  const ckpt::ArrayView& a = f.at("embeddings");
+  const checkpoint::ArrayView& a = f.at("embeddings");
   EXPECT_EQ(a.dtype, DType::kF32);
   EXPECT_EQ(a.shape, (std::vector<int64_t>{1234, 3}));
   ASSERT_EQ(a.bytes.size(), expected.size() * sizeof(float));

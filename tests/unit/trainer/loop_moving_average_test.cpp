@@ -75,7 +75,7 @@ TEST(MovingAverages, RestoreFromTheRunsEmaFolderOrNameTheMissingCheckpoint) {
   change(v, 1);
   ema.update(v, 0);
   const std::string dir = moving_average_dir(run.path());
-  ckpt::CheckpointManager manager(dir, {});
+  checkpoint::CheckpointManager manager(dir, {});
   manager.save(7, variable_views(v, ema.shadows()), {}, CheckpointMeta());
 
   MovingAverages fresh(0.5, false, two_variables());

@@ -30,11 +30,11 @@ JobConfig config(double lr = 0.01) {
 std::vector<float> g_weights(6, 1.5f);
 
 void save(const std::string& dir, int64_t step, const JobConfig& c) {
-  ckpt::CheckpointManager m(dir, {.keep_max = 0, .fsync = false});
+  checkpoint::CheckpointManager m(dir, {.keep_max = 0, .fsync = false});
   CheckpointMeta meta;
   *meta.mutable_config() = c;
   meta.set_world_size(1);
-  const std::vector<ckpt::ArrayView> w = {ckpt::f32_view("fc/weights", {2, 3}, g_weights.data(), g_weights.size())};
+  const std::vector<checkpoint::ArrayView> w = {checkpoint::f32_view("fc/weights", {2, 3}, g_weights.data(), g_weights.size())};
   m.save(step, w, w, meta);
 }
 
@@ -180,12 +180,12 @@ TEST(RunDirectory, DamagedLatestIsSetAsideAndReported) {
   save(d.path(), 20, config());
   damage(d.file("ckpt-20.weights.safetensors"));
   // eval's reader: an error naming the damaged checkpoint, the reason and the last good one.
-  const std::string e = error_of([&] { ckpt::load_checkpoint(d.path()); });
+  const std::string e = error_of([&] { checkpoint::load_checkpoint(d.path()); });
   EXPECT_NE(e.find("ckpt-20 is damaged"), std::string::npos) << e;
   EXPECT_NE(e.find("CRC32C"), std::string::npos) << e;
   EXPECT_NE(e.find("last good checkpoint is " + d.file("ckpt-10")), std::string::npos) << e;
-  EXPECT_NE(ckpt::checkpoint_damage(d.file("ckpt-20")), "");
-  EXPECT_EQ(ckpt::checkpoint_damage(d.file("ckpt-10")), "");
+  EXPECT_NE(checkpoint::checkpoint_damage(d.file("ckpt-20")), "");
+  EXPECT_EQ(checkpoint::checkpoint_damage(d.file("ckpt-10")), "");
   {
     RunDirectory reader(d.path(), config(), {.resume = true, .writer = false});  // rank > 0 moves nothing
     EXPECT_TRUE(fs::exists(d.file("ckpt-20.meta.pbtxt")));

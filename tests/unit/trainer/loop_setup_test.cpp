@@ -311,15 +311,15 @@ TEST(LoopCheckpointIo, WeightsRoundTripIntoDifferentlySeededRunner) {
   o.seed = 2;
   auto b = runner::make_step_runner(net, o);
   const std::vector<NamedArray> values = a->host_variables();
-  const std::vector<ckpt::ArrayView> views = variable_views(a->graph().variables(), values);
+  const std::vector<checkpoint::ArrayView> views = variable_views(a->graph().variables(), values);
   ASSERT_EQ(views.size(), a->graph().variables().size());
   ASSERT_NE(values[0].data, b->host_variables()[0].data);
-  const std::vector<ckpt::Array> copies = ckpt::to_arrays(views);
-  b->set_host_variables(checkpoint_variables(b->graph().variables(), ckpt::views_of(copies), "test"));
+  const std::vector<checkpoint::Array> copies = checkpoint::to_arrays(views);
+  b->set_host_variables(checkpoint_variables(b->graph().variables(), checkpoint::views_of(copies), "test"));
   const std::vector<NamedArray> restored = b->host_variables();
   for (size_t i = 0; i < views.size(); ++i) EXPECT_EQ(values[i].data, restored[i].data) << views[i].name;
   // A missing array is an error naming it.
-  std::vector<ckpt::ArrayView> partial = ckpt::views_of(copies);
+  std::vector<checkpoint::ArrayView> partial = checkpoint::views_of(copies);
   const std::string dropped = partial.back().name;
   partial.pop_back();
   try {

@@ -50,7 +50,7 @@ std::vector<std::vector<float>> train_three_steps(HeadStep& head) {
     head.step(0.1f);
   }
   std::vector<std::vector<float>> out;
-  for (const ckpt::RowShardSlice& s : head.row_slices()) out.emplace_back(s.data, s.data + s.count);
+  for (const checkpoint::RowShardSlice& s : head.row_slices()) out.emplace_back(s.data, s.data + s.count);
   return out;
 }
 
@@ -97,7 +97,7 @@ TEST(HeadStep, RunnerRowLayoutIsTheRowsWithoutTheirData) {
     o.optimizer = optimizer_options(c);
     o.head = head::head_options(c, kClasses, 3);
     auto runner = make_step_runner(head::with_embedding(zoo::build_net("lenet", {.num_classes = static_cast<int>(kEmb)})), o);
-    const std::vector<ckpt::RowShardSlice> rows = runner->sharded_rows(), layout = runner->sharded_row_layout();
+    const std::vector<checkpoint::RowShardSlice> rows = runner->sharded_rows(), layout = runner->sharded_row_layout();
     EXPECT_EQ(runner->has_sharded_rows(), o.head->sharded);
     EXPECT_EQ(rows.size(), o.head->sharded ? 3u : 0u);  // the weights and adam's two slots
     ASSERT_EQ(testing_util::slice_metadata(layout), testing_util::slice_metadata(rows));
