@@ -57,7 +57,7 @@ int64_t cgroup_room() {  // memory.max - memory.current of the process's cgroup 
 
 // Batch bytes the pipeline makes: the runner's dtype (float32 on the CPU, uint8 by default on cuda).
 int64_t batch_bytes(const RunSetup& s, int64_t batch) {
-  const int64_t elem = s.batch.dtype == DType::kU8 ? 1 : s.batch.dtype == DType::kF16 ? 2 : 4;
+  const auto elem = static_cast<int64_t>(dtype_size(s.batch.dtype));
   return batch * s.channels * s.height * s.width * elem + batch * 8;
 }
 
