@@ -1,5 +1,6 @@
 #include "converters/idx.h"
 
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -95,7 +96,8 @@ IdxArray parse_stream(const ReadFn& read, const std::string& name, int expected_
 }  // namespace
 
 namespace {
-IdxArray read_file(const std::string& path, int expected_dims, const IdxLimits& limits, bool header_only);
+IdxArray stream_file(const std::string& path, int expected_dims, const IdxLimits& limits, bool header_only,
+                     bool* compressed);
 }  // namespace
 
 uint64_t IdxArray::item_bytes() const {
@@ -116,15 +118,20 @@ IdxArray parse_idx(std::string_view bytes, const std::string& name, int expected
 }
 
 IdxArray read_idx(const std::string& path, int expected_dims, const IdxLimits& limits) {
-  return read_file(path, expected_dims, limits, false);
+  bool compressed = false;
+  IdxArray a = stream_file(path, expected_dims, limits, true, &compressed);
+  if (compressed && inflate_one_gzip_member(path, &a)) return a;
+  return stream_file(path, expected_dims, limits, false, nullptr);
 }
 
 IdxArray read_idx_header(const std::string& path, int expected_dims, const IdxLimits& limits) {
-  return read_file(path, expected_dims, limits, true);
+  return stream_file(path, expected_dims, limits, true, nullptr);
 }
 
 namespace {
-IdxArray read_file(const std::string& path, int expected_dims, const IdxLimits& limits, bool header_only) {
+// Streams the file through zlib, which passes a plain file through unchanged; `compressed` says which.
+IdxArray stream_file(const std::string& path, int expected_dims, const IdxLimits& limits, bool header_only,
+                     bool* compressed) {
   // gzread reads plain files transparently, so one path serves both.
   InputFile in(path);  // a regular file only: a FIFO would block gzopen
   gzFile f = gzdopen(in.fd(), "rb");
@@ -151,8 +158,38 @@ IdxArray read_file(const std::string& path, int expected_dims, const IdxLimits& 
     }
     return static_cast<size_t>(r);
   };
-  return parse_stream(read, path, expected_dims, limits, header_only);
+  IdxArray a = parse_stream(read, path, expected_dims, limits, header_only);
+  if (compressed) *compressed = gzdirect(f) == 0;
+  return a;
 }
 }  // namespace
+
+// libdeflate inflates about twice as fast as zlib (Fashion-MNIST's 26 MB of training images: 0.10
+// against 0.20 s), a cost every rank of `mpirun fastnn convert mnist` pays in full.
+bool inflate_one_gzip_member(const std::string& path, IdxArray* a) {
+  constexpr uint64_t kMaxClaimPerFileByte = 16;
+  const uint64_t total = a->header_bytes + a->count() * a->item_bytes();
+  const uint64_t file_bytes = require_regular_file(path);
+  if (total > kMaxClaimPerFileByte * file_bytes || file_bytes > total + total / 64 + 4096) return false;
+  const std::string gz = read_regular_file(path, file_bytes);
+  std::string whole(total + 1, '\0');  // one spare byte: more data than the header declares shows as no space
+  libdeflate_decompressor* inflater = libdeflate_alloc_decompressor();
+  if (!inflater) return false;
+  size_t in_used = 0, out_used = 0;
+  const libdeflate_result r = libdeflate_gzip_decompress_ex(inflater, gz.data(), gz.size(), whole.data(),
+                                                            whole.size(), &in_used, &out_used);
+  libdeflate_free_decompressor(inflater);
+  if (r != LIBDEFLATE_SUCCESS || in_used != gz.size() || out_used != total) return false;
+  // The file may have changed since its header was read: the bytes inflated now must carry that header.
+  whole.resize(total);
+  if (whole[0] != 0 || whole[1] != 0 || static_cast<uint8_t>(whole[2]) != 0x08 ||
+      static_cast<size_t>(whole[3]) != a->dims.size())
+    return false;
+  for (size_t d = 0; d < a->dims.size(); ++d)
+    if (be32(whole.data() + 4 + 4 * d) != a->dims[d]) return false;
+  whole.erase(0, a->header_bytes);
+  a->data = std::move(whole);
+  return true;
+}
 
 }  // namespace fastnn::converters

@@ -4,8 +4,9 @@
 //
 // IDX files are small (Fashion-MNIST's largest is 47 MB inflated), so a file is read whole into
 // memory; the "never hold the dataset" rule of the converters is about image folders and base64-TSV.
-// Files may be gzip-compressed (detected by content, whatever the name). Memory grows with the bytes
-// actually read, never with the sizes a header claims. Errors are FormatError naming the file and an
+// Files may be gzip-compressed (detected by content, whatever the name); a file of one gzip member is
+// inflated whole by libdeflate, anything else streamed through zlib. Memory grows with the bytes
+// actually read, never with the sizes a header claims beyond 16 times the file's size. Errors are FormatError naming the file and an
 // offset in the uncompressed stream: wrong magic, unsupported type, a dimension count other than
 // expected, a size of 0 or over the limits, data shorter or longer than the header declares.
 #pragma once
@@ -42,5 +43,12 @@ IdxArray read_idx_header(const std::string& path, int expected_dims, const IdxLi
 IdxArray parse_idx(std::string_view bytes, const std::string& name, int expected_dims, const IdxLimits& limits = {});
 // From a file, plain or gzip.
 IdxArray read_idx(const std::string& path, int expected_dims, const IdxLimits& limits = {});
+
+// read_idx's fast path: fills `header->data` (header from read_idx_header) from a gzip file of exactly
+// one member holding the header's bytes, in a file at least 1/16 the size of what the header claims.
+// Returns false, having changed nothing, for anything else (several members, trailing bytes, damage,
+// a short stream, a file changed since its header was read); read_idx then streams the file through
+// zlib, which says what is wrong, with its offset.
+bool inflate_one_gzip_member(const std::string& path, IdxArray* header);
 
 }  // namespace fastnn::converters

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  protobuf-compiler libprotobuf-dev zlib1g-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
+  protobuf-compiler libprotobuf-dev zlib1g-dev libdeflate-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
   libtbb-dev libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
   libonnx-dev libyaml-cpp-dev libsnappy-dev dataset-fashion-mnist python3 python3-protobuf python3-pil python3-onnx

@@ -269,5 +269,48 @@ TEST(Idx, HeaderLimitsBoundAllocation) {
   EXPECT_EQ(a.header_bytes, 16u);
 }
 
+// read_idx inflates a one-member gzip file whole (libdeflate) and streams everything else through
+// zlib: both give the plain file's items, and the whole-file path declines what it must not take.
+TEST(Idx, GzipFilesReadAsThePlainFileWhicheverPathInflatesThem) {
+  TempDir t;
+  const std::string items = random_string(40 * kRows * kCols, 7);
+  const std::string plain = idx_bytes({40, kRows, kCols}, items);
+  write_file(t / "plain", plain);
+  const std::string one = gzip(plain, t / "one.gz");
+  write_file(t / "two.gz", gzip(plain.substr(0, 100), t / "a.gz") + gzip(plain.substr(100), t / "b.gz"));
+  write_file(t / "garbage.gz", one + "xyz");  // zlib ignores bytes after the last member
+  // Zeros inflate more than 16-fold: a header that big is not taken on the file's word.
+  const std::string zeros = idx_bytes({4000, kRows, kCols}, std::string(4000 * kRows * kCols, '\0'));
+  write_file(t / "zeros", zeros);
+  gzip(zeros, t / "zeros.gz");
+  for (const char* name : {"plain", "one.gz", "two.gz", "garbage.gz"}) {
+    IdxArray a = read_idx(t / name, 3);
+    EXPECT_EQ(a.data, items) << name;
+    IdxArray h = read_idx_header(t / name, 3);
+    EXPECT_EQ(inflate_one_gzip_member(t / name, &h), std::string(name) == "one.gz") << name;
+    EXPECT_EQ(h.data, std::string(name) == "one.gz" ? items : "") << name;
+  }
+  EXPECT_EQ(read_idx(t / "zeros.gz", 3).data, read_idx(t / "zeros", 3).data);
+  IdxArray z = read_idx_header(t / "zeros.gz", 3);
+  EXPECT_FALSE(inflate_one_gzip_member(t / "zeros.gz", &z));
+  // More items than the header declares, fewer, a damaged stream: declined, and the streaming
+  // reader names the problem with its offset.
+  gzip(plain + "x", t / "long.gz");
+  expect_error([&] { read_idx(t / "long.gz", 3); }, {"long.gz", "offset 1416", "unexpected bytes"});
+  IdxArray lh = read_idx_header(t / "long.gz", 3);
+  EXPECT_FALSE(inflate_one_gzip_member(t / "long.gz", &lh));
+  EXPECT_TRUE(lh.data.empty());
+  gzip(plain.substr(0, plain.size() - 5), t / "short.gz");
+  expect_error([&] { read_idx(t / "short.gz", 3); }, {"short.gz", "truncated", "39 whole items"});
+  std::string damaged = one;
+  damaged[damaged.size() / 2] ^= 0x55;
+  write_file(t / "damaged.gz", damaged);
+  expect_error([&] { read_idx(t / "damaged.gz", 3); }, {"damaged.gz", "offset"});
+  // A file whose header changed after it was read: declined.
+  IdxArray stale = read_idx_header(t / "one.gz", 3);
+  gzip(idx_bytes({20, 2 * kRows, kCols}, items), t / "one.gz");
+  EXPECT_FALSE(inflate_one_gzip_member(t / "one.gz", &stale));
+}
+
 }  // namespace
 }  // namespace fastnn::converters
