@@ -1,5 +1,7 @@
 #include "pipeline/dataset.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -10,7 +12,7 @@
 namespace fastnn::pipeline {
 namespace {
 
-enum Stage { kShard = 1, kInterleave, kCache, kShuffle, kRepeat, kMapAndBatch, kPrefetch };
+enum Stage { kShard = 1, kInterleave, kCache, kBalanceClasses, kShuffle, kRepeat, kMapAndBatch, kPrefetch };
 
 class FunctionMapper final : public SampleMapper {
  public:
@@ -91,11 +93,12 @@ Dataset Dataset::from_files(std::vector<std::string> paths, std::vector<int64_t>
 }
 
 void Dataset::order(int stage, const char* name) {
-  static const char* kNames[] = {"", "shard", "interleave", "cache", "shuffle", "repeat", "map_and_batch", "prefetch"};
+  static const char* kNames[] = {"",        "shard",  "interleave",    "cache",   "balance_classes",
+                                 "shuffle", "repeat", "map_and_batch", "prefetch"};
   if (stage <= last_stage_)
     throw ConfigError(str("dataset: ", name, "() after ", kNames[last_stage_],
-                          "(): stages go in tf.data's order shard, interleave, cache, shuffle, repeat, "
-                          "map_and_batch, prefetch (each at most once)"));
+                          "(): stages go in tf.data's order shard, interleave, cache, balance_classes, shuffle, "
+                          "repeat, map_and_batch, prefetch (each at most once)"));
   last_stage_ = stage;
 }
 
@@ -122,6 +125,30 @@ Dataset& Dataset::cache(std::string path) {
   order(kCache, "cache");
   cache_ = true;
   cache_path_ = std::move(path);
+  return *this;
+}
+
+Dataset& Dataset::balance_classes(uint64_t seed, std::string label_key) {
+  order(kBalanceClasses, "balance_classes");
+  const ShardPlan& p = plan();
+  if (p.mode == ShardMode::kByRecord)
+    throw ConfigError(str("balance_classes: ", list_->name, " is divided over ", p.world, " ranks by record (",
+                          list_->files.size(), " files do not divide into equal shares), so no rank knows its "
+                          "class counts; convert with --num-gpus ", p.world, " (or a multiple of it)"));
+  std::vector<uint64_t> counts;
+  for (uint32_t f : p.files) {
+    const std::vector<uint64_t>& h = list_->files[f].label_histogram;
+    if (h.empty())
+      throw ConfigError(str("balance_classes: ", list_->files[f].path, " comes without a class histogram; "
+                            "class-balanced sampling needs the shards' manifest.json"));
+    if (counts.size() < h.size()) counts.resize(h.size(), 0);
+    for (size_t c = 0; c < h.size(); ++c) counts[c] = checked_add(counts[c], h[c], "class counts");
+  }
+  if (std::all_of(counts.begin(), counts.end(), [](uint64_t n) { return n == 0; }))
+    throw ConfigError(str("balance_classes: the class histograms of ", list_->name, " count no record for this rank"));
+  balance_counts_ = std::move(counts);
+  balance_seed_ = seed;
+  balance_label_key_ = std::move(label_key);
   return *this;
 }
 
@@ -212,6 +239,8 @@ std::unique_ptr<RecordStream> Dataset::build_stream(ReadCounters* counters) cons
     for (uint32_t f : p.files) fp["files"].push_back(list_->files[f].path);
     s = make_cache_stage(std::move(s), cache_path_, fp.dump(), counters);
   }
+  if (!balance_counts_.empty())
+    s = make_class_balance_stage(std::move(s), balance_counts_, balance_label_key_, balance_seed_, list_);
   if (shuffle_buffer_ > 0) s = make_shuffle_stage(std::move(s), shuffle_buffer_, shuffle_seed_, reshuffle_);
   return s;
 }

@@ -12,8 +12,8 @@
 //   auto it = ds.make_iterator();
 //   for (BatchHandle b; it->next(&b);) train_step(b->data(), b->labels(), b->size());
 //
-// Stages run in tf.data's order (FastNN's pipeline): shard → interleave → cache → shuffle → repeat →
-// map_and_batch → prefetch; calling them out of that order throws ConfigError, so a builder never
+// Stages run in tf.data's order (FastNN's pipeline): shard → interleave → cache → [balance_classes] →
+// shuffle → repeat → map_and_batch → prefetch; calling them out of that order throws ConfigError, so a builder never
 // means something other than it reads. Each stage is optional. Semantics that differ from a literal
 // tf.data chain, on purpose:
 //   - batches never straddle an epoch (as batch().repeat() in tf.data): every epoch is exactly
@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "core/example.h"
 #include "pipeline/batch_iterator.h"
 #include "pipeline/mixup.h"
 #include "pipeline/record_stream.h"
@@ -88,6 +89,10 @@ class Dataset {
   Dataset& shard(int rank, int world);
   Dataset& interleave(int cycle_length, int block_length = 1);
   Dataset& cache(std::string path = {});
+  // Class-balanced sampling (record_stream.h, make_class_balance_stage) over this rank's records; the
+  // class counts come from the manifest's shard histograms, so it needs a dataset from a manifest,
+  // sharded by file (ConfigError otherwise, saying why).
+  Dataset& balance_classes(uint64_t seed, std::string label_key = keys::kLabel);
   Dataset& shuffle(size_t buffer_size, uint64_t seed, bool reshuffle_each_iteration = true);
   Dataset& repeat(int64_t epochs = -1);  // -1: forever
   Dataset& map_and_batch(std::shared_ptr<SampleMapper> fn, int batch_size, int num_parallel_batches = 2,
@@ -105,6 +110,8 @@ class Dataset {
   // them against what each shard really holds (a mismatch is a FormatError naming the shard).
   int64_t total_batches(int64_t epochs) const;
   int64_t epochs() const { return epochs_; }
+  // balance_classes(): the records per class this rank holds; empty without that stage.
+  const std::vector<uint64_t>& balanced_class_counts() const { return balance_counts_; }
 
   // The record stages only (shard → interleave → cache → shuffle → repeat), for tests and tools.
   std::unique_ptr<RecordIterator> make_record_iterator() const;
@@ -133,6 +140,9 @@ class Dataset {
   ReaderConfig reader_;
   bool cache_ = false;
   std::string cache_path_;
+  std::vector<uint64_t> balance_counts_;  // per class over this rank's records; empty: no balancing
+  uint64_t balance_seed_ = 0;
+  std::string balance_label_key_;
   size_t shuffle_buffer_ = 0;
   uint64_t shuffle_seed_ = 0;
   bool reshuffle_ = true;

@@ -1,7 +1,8 @@
 // The record half of the pipeline: a chain of pull-based stages, run by one thread (the driver),
 // that yields records as stored (serialized tf.train.Example bytes) in a deterministic order.
 //
-//   files ─▶ InterleaveReader ─▶ [RecordShardFilter] ─▶ [CacheStage] ─▶ [ShuffleStage] ─▶ driver
+//   files ─▶ InterleaveReader ─▶ [RecordShardFilter] ─▶ [CacheStage] ─▶ [ClassBalanceStage] ─▶ [ShuffleStage]
+//         ─▶ driver
 //
 // Records move by std::string swaps: a stage fills the caller's string, reusing its capacity, and
 // strings circulate between the shuffle buffer and the batches, so a steady state allocates nothing.
@@ -68,6 +69,20 @@ std::unique_ptr<RecordStream> make_record_shard_filter(std::unique_ptr<RecordStr
 // file carry SampleSource{kCacheFile, index in the cache, offset in the cache}.
 std::unique_ptr<RecordStream> make_cache_stage(std::unique_ptr<RecordStream> upstream, std::string path,
                                                std::string fingerprint, ReadCounters* counters);
+
+// balance_classes(): each epoch every class present sends the same number of records (±1) and the
+// epoch keeps its length, so batches_per_epoch() and the ranks' equal step counts stand. class_counts[c]
+// is how many records of class c an upstream epoch holds (the manifest's shard histograms); each
+// record's label is read from `label_key`. With n records of a class and a target of t, its j-th
+// record (in stream order) goes out floor((j'+1) t/n) - floor(j' t/n) times, j' = (j + phase) mod n:
+// records of small classes repeated, of large ones passed over, evenly, exactly t in all. The phase of
+// each class and which classes get the remainder's extra records are drawn per epoch from the seed,
+// so another subset is repeated or left out each epoch, and a resumed run repeats the uninterrupted
+// one. A label outside the counts, or an epoch whose classes do not match them, is a FormatError
+// naming the record or the split. Repeats come out back to back: a shuffle stage after it mixes them.
+std::unique_ptr<RecordStream> make_class_balance_stage(std::unique_ptr<RecordStream> upstream,
+                                                       std::vector<uint64_t> class_counts, std::string label_key,
+                                                       uint64_t seed, std::shared_ptr<const FileList> list);
 
 // shuffle(): tf.data's buffer algorithm. Fill a buffer of buffer_size records, then repeatedly emit
 // a uniformly chosen one and put the next upstream record in its place. Each epoch drains the buffer

@@ -39,7 +39,7 @@ inline PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
 // What the numbers are for: separate streams so that, e.g., turning colour distortion on does not
 // change the crops.
 enum class RngStream : uint32_t { kShuffle = 1, kAugment = 2, kColor = 3, kUser = 4, kErase = 5, kAutoAugment = 6,
-                             kMix = 7 };
+                             kMix = 7, kClassBalance = 8 };
 
 class SampleRng {
  public:

@@ -36,7 +36,8 @@ FileList file_list_from_manifest(const std::string& dir, const std::string& spli
   list.num_classes = m.num_classes();
   for (const auto& sh : s->shards) list.total_bytes = checked_add(list.total_bytes, sh.bytes, "shard bytes");
   for (const auto& sh : s->shards)
-    list.files.push_back({(std::filesystem::path(dir) / sh.file).string(), static_cast<int64_t>(sh.records)});
+    list.files.push_back(
+        {(std::filesystem::path(dir) / sh.file).string(), static_cast<int64_t>(sh.records), sh.label_histogram});
   if (list.files.empty()) throw ConfigError(str(list.name, ": the split has no shards"));
   return list;
 }

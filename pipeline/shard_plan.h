@@ -21,6 +21,7 @@ namespace fastnn::pipeline {
 struct ShardFile {
   std::string path;
   int64_t records = -1;  // -1: not known yet
+  std::vector<uint64_t> label_histogram;  // records per class, from a manifest; empty when unknown
 };
 
 struct FileList {

@@ -15,7 +15,8 @@
 #   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without; timm's --mixup / --cutmix
 #   train (and mixup_prob alone is named inert); gradient_accumulation_steps (timm's grad_accum_steps) trains
 #   steps of 2 x batch_size, with mixup too; class_weights=balanced trains and logs the weights, a list
-#   of the wrong length is refused.
+#   of the wrong length is refused; class_balanced_sampling trains and says what each class sends, and
+#   is refused for training files without a manifest.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$SRC/tests/integration/train_helpers.bash"
@@ -68,6 +69,9 @@ ok grad_accum '4 batches of 32 per epoch (each 2 accumulated batches of 16 per r
 ok class_weights 'class_weights=balanced: class weights ' --class_weights=balanced
 refused class_weights_count 'class_weights lists 2 weight(s) for 10 classes; give one per class' -- "${base[@]}" \
   --class_weights=1,2
+ok class_balanced 'class_balanced_sampling: each epoch every one of 10 classes sends ' --class_balanced_sampling
+refused class_balanced_files 'class_balanced_sampling: balance_classes: ' -- "${base[@]}" --dataset_dir=trainonly \
+  --num_classes=10 --train_files="$(cd trainonly && ls train-*.tfrecord | paste -sd, -)" --class_balanced_sampling
 ok grad_accum_mixup 'trained 2 steps' --gradient_accumulation_steps=2 --mixup=0.2 --cutmix=1
 refused hooks 'unknown hook "LogingTensorHook"; did you mean LoggingTensorHook?' -- "${base[@]}" \
   --hooks=StopAtStepHook,LogingTensorHook

@@ -1,5 +1,6 @@
 #include "trainer/loop/class_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -69,6 +70,22 @@ std::string class_weights_text(const std::vector<double>& w) {
   for (size_t i = 0; i < w.size() && i < kShown; ++i) out += str(i ? ", " : "", w[i]);
   if (w.size() > kShown) out += str(" and ", w.size() - kShown, " more");
   return out;
+}
+
+std::string class_balance_text(const std::vector<uint64_t>& stored) {
+  uint64_t total = 0, least = UINT64_MAX, most = 0, classes = 0;
+  for (uint64_t n : stored) {
+    if (n == 0) continue;
+    total += n;
+    ++classes;
+    least = std::min(least, n);
+    most = std::max(most, n);
+  }
+  if (classes == 0) return "class_balanced_sampling: no records";
+  const uint64_t each = total / classes;
+  return str("class_balanced_sampling: each epoch every one of ", classes, " classes sends ", each,
+             total % classes ? str(" or ", each + 1) : "", " records (stored: ", least, " to ", most,
+             " a class), repeated or passed over evenly, another subset each epoch");
 }
 
 }  // namespace fastnn::loop

@@ -57,12 +57,13 @@ pipeline::Dataset batched_eval(pipeline::Dataset ds, const RunSetup& s, const Jo
 
 // FastNN's train_files / eval_files: comma-separated file names inside dataset_dir (or absolute
 // paths), read in the order given; an item with a wildcard is a glob (core/dataset_files.h: its
-// matches sorted). Record counts come from the manifest when it lists the file, else from reading
-// the file once (length CRCs).
+// matches sorted). Record counts and class histograms come from the manifest when it lists the file;
+// counts otherwise from reading the file once (length CRCs).
 pipeline::FileList named_files(const JobConfig& c, const char* field, const std::vector<std::string>& items,
                                const Manifest& m) {
   std::vector<std::string> paths;
   std::vector<int64_t> counts;
+  std::vector<std::vector<uint64_t>> histograms;
   for (const std::string& name : items) {
     std::vector<std::string> matched;
     if (has_wildcard(name)) {
@@ -77,15 +78,21 @@ pipeline::FileList named_files(const JobConfig& c, const char* field, const std:
       const std::filesystem::path p(f);
       if (!std::filesystem::is_regular_file(p)) throw ConfigError(str(field, ": ", p.string(), " is not a file"));
       int64_t records = -1;
+      std::vector<uint64_t> histogram;
       for (const SplitInfo& split : m.splits)
         for (const ShardInfo& shard : split.shards)
-          if (std::filesystem::path(c.dataset_dir()) / shard.file == p) records = static_cast<int64_t>(shard.records);
+          if (std::filesystem::path(c.dataset_dir()) / shard.file == p) {
+            records = static_cast<int64_t>(shard.records);
+            histogram = shard.label_histogram;
+          }
       paths.push_back(p.string());
       counts.push_back(records);
+      histograms.push_back(std::move(histogram));
     }
   }
   if (paths.empty()) throw ConfigError(str(field, " names no file"));
   pipeline::FileList list = pipeline::file_list_from_paths(std::move(paths), std::move(counts));
+  for (size_t i = 0; i < histograms.size(); ++i) list.files[i].label_histogram = std::move(histograms[i]);
   list.name = str(field, " (", list.name, ")");
   pipeline::count_records(&list);
   return list;
@@ -370,6 +377,13 @@ pipeline::Dataset make_train_dataset(const RunSetup& s, const JobConfig& c, int 
   const auto files = static_cast<int>(ds.plan().files.size());
   ds.interleave(std::clamp(files, 1, kMaxTrainFilesOpen), 1);
   if (c.datasets_use_caching()) ds.cache();
+  if (c.class_balanced_sampling()) {
+    try {
+      ds.balance_classes(rank_seed(static_cast<uint64_t>(c.seed()), rank));
+    } catch (const ConfigError& e) {
+      throw ConfigError(str("class_balanced_sampling: ", e.what()));
+    }
+  }
   if (c.shuffle_buffer_size() > 1)
     ds.shuffle(static_cast<size_t>(c.shuffle_buffer_size()), rank_seed(static_cast<uint64_t>(c.seed()), rank));
   pipeline::DatasetOptions options = dataset_options(s, c, rank);

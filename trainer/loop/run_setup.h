@@ -105,7 +105,8 @@ pipeline::MixOptions mix_options(const JobConfig& config);
 
 // The training dataset of rank `rank` in a world of `world`: the pipeline's shard(rank, world) of the
 // train split, its files read one record from each in turn (interleave with cycle = the rank's file
-// count, at most kMaxTrainFilesOpen), shuffled (shuffle_buffer_size, rank_seed(seed, rank)), repeated
+// count, at most kMaxTrainFilesOpen), balanced by class when class_balanced_sampling asks (seeded
+// with rank_seed(seed, rank)), shuffled (shuffle_buffer_size, rank_seed(seed, rank)), repeated
 // forever, preprocessed in training mode, NCHW float batches of batch_size (remainder dropped),
 // deterministic order. With train shards of equal record counts (fastnn's converters) and without
 // shuffling, record-by-record interleaving makes the global order independent of the world size: rank
