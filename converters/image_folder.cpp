@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <oneapi/tbb/parallel_for.h>
 
 #include "converters/file_io.h"
@@ -75,6 +76,76 @@ void share_verdicts(RankGroup& group, std::vector<Checked>& checked) {
     checked[i].size = in.u64();
     checked[i].reason = in.text();
   }
+}
+
+// One class folder and what walking it found.
+struct ClassWalk {
+  int32_t label = 0;
+  std::string dir;
+  FolderWalk walk;
+};
+
+void walk_in_order(std::vector<ClassWalk>& walks) {
+  FolderWalker walker(&ImageFolderSource::has_image_extension, "not an image", /*keep_unwanted=*/true);
+  for (ClassWalk& w : walks) walker.walk(w.dir, &w.walk);
+}
+
+std::string encode_walk(const FolderWalk& w) {
+  ItemWriter out;
+  out.u64(w.files.size());
+  for (const WalkedFile& f : w.files) out.text(f.path).text(f.problem);
+  out.u64(w.ignored.size());
+  for (const IgnoredEntry& e : w.ignored) out.text(e.path).text(e.reason);
+  out.u64(w.folders.size());
+  for (const auto& [device, inode] : w.folders) out.u64(device).u64(inode);
+  return out.take();
+}
+
+FolderWalk decode_walk(std::string_view bytes) {
+  ItemReader in(bytes);
+  FolderWalk w;
+  for (uint64_t n = in.u64(), i = 0; i < n; ++i) {
+    std::string path = in.text();
+    w.files.push_back({std::move(path), in.text()});
+  }
+  for (uint64_t n = in.u64(), i = 0; i < n; ++i) {
+    std::string path = in.text();
+    w.ignored.push_back({std::move(path), in.text()});
+  }
+  for (uint64_t n = in.u64(), i = 0; i < n; ++i) {
+    const uint64_t device = in.u64();
+    w.folders.emplace_back(device, in.u64());
+  }
+  FASTNN_CHECK(in.done(), "a shared folder walk holds more than its parts");
+  return w;
+}
+
+// Walks the class folders as one process does: one walker, in order, so a folder reached from two
+// class folders (a symbolic link across classes) is walked once. Under mpirun rank r walks every
+// size-th class folder (listing and stat'ing the files is what costs on a network file system) and the
+// walks travel to every rank. Walks that entered a common folder would differ from one process's,
+// so then every rank walks them all itself: the result is one process's either way.
+void walk_class_folders(std::vector<ClassWalk>& walks, RankGroup* group) {
+  if (group == nullptr || group->size() == 1 || walks.size() < 2) return walk_in_order(walks);
+  const size_t ranks = static_cast<size_t>(group->size());
+  std::vector<std::string> items(walks.size());
+  {
+    FolderWalker walker(&ImageFolderSource::has_image_extension, "not an image", /*keep_unwanted=*/true);
+    for (size_t i = static_cast<size_t>(group->rank()); i < walks.size(); i += ranks) {
+      walker.walk(walks[i].dir, &walks[i].walk);
+      items[i] = encode_walk(walks[i].walk);
+    }
+  }
+  share_items(*group, items);
+  std::set<std::pair<uint64_t, uint64_t>> entered;
+  bool shared_folder = false;
+  for (size_t i = 0; i < walks.size(); ++i) {
+    walks[i].walk = decode_walk(items[i]);
+    for (const auto& id : walks[i].walk.folders) shared_folder |= !entered.insert(id).second;
+  }
+  if (!shared_folder) return;
+  for (ClassWalk& w : walks) w.walk = FolderWalk{};
+  walk_in_order(walks);
 }
 
 Checked check_file(const std::string& path, const ImageFolderOptions& o, std::string* head, std::string* tail) {
@@ -184,22 +255,18 @@ void ImageFolderSource::scan_split(const std::map<std::string, std::vector<std::
                                    DatasetIndex* index, SplitIndex* split) const {
   // Every regular file is a candidate (its first bytes decide whether it is an image); an entry named
   // like an image that is not a regular file is a bad sample, not ignored (docs/FORMATS.md).
+  std::vector<ClassWalk> walks;
+  for (const auto& [name, dirs] : class_dirs)
+    for (const std::string& d : dirs) walks.push_back({label_of.at(name), d, {}});
+  walk_class_folders(walks, scan.group);
   std::vector<Candidate> candidates;
   std::map<int32_t, uint64_t> class_files;  // label → files found
-  FolderWalker walker(&ImageFolderSource::has_image_extension, "not an image", /*keep_unwanted=*/true);
-  FolderWalk walked;
-  for (const auto& [name, dirs] : class_dirs) {
-    const int32_t label = label_of.at(name);
-    for (const std::string& d : dirs) {
-      size_t in_dir = candidates.size();
-      walked.files.clear();
-      walker.walk(d, &walked);
-      for (WalkedFile& f : walked.files) candidates.push_back({std::move(f.path), label, std::move(f.problem)});
-      if (candidates.size() == in_dir) throw FormatError(str(d, ": empty class folder (no files)"));
-      class_files[label] += candidates.size() - in_dir;
-    }
+  for (ClassWalk& w : walks) {
+    if (w.walk.files.empty()) throw FormatError(str(w.dir, ": empty class folder (no files)"));
+    for (WalkedFile& f : w.walk.files) candidates.push_back({std::move(f.path), w.label, std::move(f.problem)});
+    class_files[w.label] += w.walk.files.size();
+    for (IgnoredEntry& e : w.walk.ignored) split->ignored.push_back({std::move(e.path), std::move(e.reason)});
   }
-  for (IgnoredEntry& e : walked.ignored) split->ignored.push_back({std::move(e.path), std::move(e.reason)});
 
   // Check every file in parallel; decide in sorted order so errors and the index are deterministic.
   // Under mpirun each rank opens every size-th file (on a network file system opening a file is the

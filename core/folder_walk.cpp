@@ -70,6 +70,7 @@ void FolderWalker::walk_at(const std::string& dir, int depth, FolderWalk* out) {
     out->ignored.push_back({dir, "a folder already walked (a symbolic link back to it)"});
     return;
   }
+  out->folders.push_back(id);
   for (const FolderEntry& e : list_folder(dir)) {
     std::string p = join_path(dir, e.name);
     if (e.name[0] == '.') {

@@ -49,6 +49,7 @@ struct IgnoredEntry {
 struct FolderWalk {
   std::vector<WalkedFile> files;
   std::vector<IgnoredEntry> ignored;
+  std::vector<std::pair<uint64_t, uint64_t>> folders;  // (device, inode) of each folder this walk entered
 };
 
 // Walks `dir` depth first. `wanted(name)` says whether a regular file or a broken entry with that name

@@ -10,7 +10,8 @@
 # 2. A larger PNG job (synthetic 200k 32x32 RGB) the same way, and mpirun's fixed cost (10 records).
 # 3. Planning an image folder of many small files (copies of one photograph crop, distinct files, 20 per class
 #    folder): the scan + plan seconds (`--json` scan_seconds) against the file count, one process and
-#    2 ranks (each rank opens every second file), with a warm page cache and, as root, a cold one.
+#    2 ranks (each rank walks every second class folder and opens every second file), with a warm page
+#    cache and, as root, a cold one.
 # Needs OpenMPI's mpirun; as root it sets OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) as the tests do.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -260,5 +260,39 @@ TEST(ImageFolder, RanksShareTheScanAndWriteTheOneProcessBytes) {
   EXPECT_EQ(names_except_lock(t / "bad"), std::set<std::string>{});
 }
 
+// Ranks split the walk of the class folders; where two class folders share a folder (a symbolic link
+// across classes, walked once by one process), every rank walks them all: one process's bytes either way.
+TEST(ImageFolder, RanksSplitTheClassFolderWalkAndKeepOneProcesssResult) {
+  TempDir t;
+  write_flowers(t / "flowers");
+  for (int i = 0; i < 4; ++i) write_file(t / str("flowers/tulips/t", i, ".jpg"), jpeg(20 + i, 20, 3, 30 + i));
+  fs::create_directories(t / "crosslinked");
+  fs::copy(t / "flowers", t / "crosslinked", fs::copy_options::recursive);
+  fs::create_directory_symlink("../roses/deeper", t / "crosslinked/tulips/deeper_roses");  // roses', again
+  for (const char* tree : {"flowers", "crosslinked"}) {
+    SCOPED_TRACE(tree);
+    ConvertOptions o = options_for(t / str(tree, "-one"), 2, 1);
+    o.quiet = true;
+    convert_folder({t / tree}, o);
+    const std::string manifest = read_file(t / str(tree, "-one/manifest.json"));
+    EXPECT_EQ(manifest.find("a folder already walked") != std::string::npos, std::string(tree) == "crosslinked");
+    for (int n : {2, 3}) {
+      ThreadRanks job(n);
+      const std::string out = t / str(tree, "-", n);
+      const auto errors = job.run([&](ThreadRanks::Rank& rank) {
+        ConvertOptions mine = o;
+        mine.output = out;
+        mine.threads = 1;
+        mine.group = &rank;
+        convert_folder({t / tree}, mine);
+      });
+      for (const auto& e : errors) ASSERT_FALSE(e);
+      EXPECT_EQ(visible_names(out), visible_names(t / str(tree, "-one")));
+      for (const std::string& name : visible_names(t / str(tree, "-one")))
+        EXPECT_EQ(read_file(out + "/" + name), read_file(t / str(tree, "-one/") + name)) << n << " ranks: " << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fastnn::converters
