@@ -72,7 +72,7 @@ std::string class_weights_text(const std::vector<double>& w) {
   return out;
 }
 
-std::string class_balance_text(const std::vector<uint64_t>& stored) {
+std::string class_balance_text(const std::vector<uint64_t>& stored, int world) {
   uint64_t total = 0, least = UINT64_MAX, most = 0, classes = 0;
   for (uint64_t n : stored) {
     if (n == 0) continue;
@@ -84,8 +84,9 @@ std::string class_balance_text(const std::vector<uint64_t>& stored) {
   if (classes == 0) return "class_balanced_sampling: no records";
   const uint64_t each = total / classes;
   return str("class_balanced_sampling: each epoch every one of ", classes, " classes sends ", each,
-             total % classes ? str(" or ", each + 1) : "", " records (stored: ", least, " to ", most,
-             " a class), repeated or passed over evenly, another subset each epoch");
+             total % classes ? str(" or ", each + 1) : "", " records", world > 1 ? " from rank 0's shards" : "",
+             " (stored: ", least, " to ", most, " a class), repeated or passed over evenly, another subset each epoch",
+             world > 1 ? "; every rank balances its own shards" : "");
 }
 
 }  // namespace fastnn::loop

@@ -22,8 +22,8 @@ std::vector<double> resolve_class_weights(const JobConfig& c, const RunSetup& s)
 
 // "class weights 0.5, 2, ...": the first few weights for the log (all when there are at most 12).
 std::string class_weights_text(const std::vector<double>& w);
-// class_balanced_sampling's start line from a rank's stored records per class (Dataset::
-// balanced_class_counts): what each class sends per epoch, against what it holds.
-std::string class_balance_text(const std::vector<uint64_t>& stored);
+// class_balanced_sampling's start line from rank 0's stored records per class (Dataset::
+// balanced_class_counts) in a world of `world` ranks: what each class sends per epoch, against what it holds.
+std::string class_balance_text(const std::vector<uint64_t>& stored, int world);
 
 }  // namespace fastnn::loop

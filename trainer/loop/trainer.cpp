@@ -78,7 +78,8 @@ TrainingRun::TrainingRun(const JobConfig& config, const TrainOptions& options, D
   if (c_.sync_batch_norm()) dp_.sync_batch_norm(runner_->graph());
   setup_.batch = runner_->batch_format();  // the pipeline makes what the runner reads fastest
   train_ds_.emplace(make_train_dataset(setup_, c_, dp_.rank(), dp_.world()));
-  if (dp_.chief() && c_.class_balanced_sampling()) log_info(class_balance_text(train_ds_->balanced_class_counts()));
+  if (dp_.chief() && c_.class_balanced_sampling())
+    log_info(class_balance_text(train_ds_->balanced_class_counts(), dp_.world()));
   bpe_ = train_ds_->batches_per_epoch();
   dp_.check_world(bpe_, static_cast<int64_t>(train_ds_->files().files.size()));
   FASTNN_CHECK(bpe_ > 0, "the train split has fewer records than batch_size x gradient_accumulation_steps = ",
