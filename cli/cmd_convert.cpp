@@ -334,7 +334,8 @@ void add_convert_command(CLI::App& app) {
     sub->add_option("--split", to->split,
                     "Put every input in this split (default: train/validation/test from each file's name)");
     sub->add_option("--labels-file", to->labels_file,
-                    "Class names, TF-slim's id:name lines (default: labels.txt beside the first input, if any)");
+                    "Class names, TF-slim's id:name lines (default: the labels.txt beside the inputs, which must "
+                    "agree where several folders have one)");
     sub->add_option("--num-classes", to->num_classes,
                     "Labels must be below this (default: the labels file's count, else the largest label + 1)")
         ->check(CLI::Range(int64_t{1}, kMaxClasses));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <oneapi/tbb/parallel_for.h>
 
 #include "converters/file_io.h"
@@ -147,6 +148,33 @@ class TFRecordEncoder : public SampleEncoder {
   std::string frame_;
 };
 
+// The class names of inputs from several folders (one conversion's parts merged, say): each folder's
+// labels.txt, where it has one, must number the classes as the others do, or a record's label would
+// silently name another class than in its own folder. A part converted alone lists only the classes
+// up to its largest label, so one list may extend another; the longest is taken. *path: its file.
+std::vector<std::string> agreed_labels_beside(const std::vector<std::string>& files, std::string* path) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const std::string& file : files) {
+    const std::string folder = folder_of(file);
+    if (!seen.insert(folder).second) continue;
+    std::optional<std::vector<std::string>> l = read_labels_in(folder);
+    if (!l) continue;
+    const std::string here = folder + "/" + kLabelsFileName;
+    for (size_t c = 0; c < std::min(l->size(), names.size()); ++c)
+      if ((*l)[c] != names[c])
+        throw ConfigError(str(*path, " says class ", c, " is \"", names[c], "\", ", here, " says \"", (*l)[c],
+                              "\": the inputs number their classes differently, so their labels would name other "
+                              "classes once merged; convert the parts with one class map (--class-names or "
+                              "--labels-from), or give --labels-file to say which map the labels follow"));
+    if (l->size() > names.size()) {
+      names = std::move(*l);
+      *path = here;
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 DatasetIndex TFRecordSource::scan(const ScanOptions& scan) {
@@ -163,11 +191,7 @@ DatasetIndex TFRecordSource::scan(const ScanOptions& scan) {
   std::vector<std::string> names;
   std::string labels_path = o.labels_file;
   if (labels_path.empty()) {
-    const std::string beside = folder_of(index.files.front()) + "/" + kLabelsFileName;
-    if (std::optional<std::vector<std::string>> l = read_labels_in(folder_of(index.files.front()))) {
-      names = std::move(*l);
-      labels_path = beside;
-    }
+    names = agreed_labels_beside(index.files, &labels_path);
   } else {
     names = parse_labels_txt(read_regular_file(labels_path, kMaxLabelsBytes), labels_path);
   }

@@ -195,6 +195,37 @@ TEST(TFRecordSource, SplitsClassesAndOffsets) {
   }
 }
 
+// Inputs from several folders (parts converted apart, then merged): their labels.txt must number the
+// classes alike, or a record's label would name another class once merged. One list may extend another
+// (a part lists classes up to its largest label): the longest is taken.
+TEST(TFRecordSource, FoldersLabelsMustAgreeOrTheLongestExtendsTheOthers) {
+  TempDir t;
+  write_shard(t / "a/part_train-00000-of-00001.tfrecord", {slim_record(gray_png(1), "png", 0, 5, 6)});
+  write_shard(t / "b/part_train-00000-of-00001.tfrecord", {slim_record(gray_png(2), "png", 2, 5, 6)});
+  write_file(t / "a/labels.txt", "0:daisy\n");
+  write_file(t / "b/labels.txt", "0:daisy\n1:roses\n2:tulips\n");
+  TFRecordSourceOptions o{.patterns = {t / "a/*.tfrecord", t / "b/*.tfrecord"}};
+  TFRecordSource extended(o);
+  ConvertResult r = run_conversion(extended, testing::options_for(t / "merged", 1, 1));
+  EXPECT_EQ(r.manifest.class_names, (std::vector<std::string>{"daisy", "roses", "tulips"}));
+  // b numbers roses 0: merged as a's, its roses would become daisies.
+  write_file(t / "b/labels.txt", "0:roses\n1:tulips\n2:daisy\n");
+  TFRecordSource conflicting(o);
+  try {
+    run_conversion(conflicting, testing::options_for(t / "refused", 1, 1));
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("a/labels.txt says class 0 is \"daisy\", "), std::string::npos) << m;
+    EXPECT_NE(m.find("b/labels.txt says \"roses\""), std::string::npos) << m;
+  }
+  // --labels-file says which map the labels follow: taken as given.
+  o.labels_file = t / "b/labels.txt";
+  TFRecordSource told(o);
+  EXPECT_EQ(run_conversion(told, testing::options_for(t / "told", 1, 1)).manifest.class_names,
+            (std::vector<std::string>{"roses", "tulips", "daisy"}));
+}
+
 TEST(TFRecordSource, HostileInputs) {
   Layout l;
   {  // GZIP input: refused with the reason.
