@@ -13,9 +13,9 @@
 //   for (BatchHandle b; it->next(&b);) train_step(b->data(), b->labels(), b->size());
 //
 // Stages run in tf.data's order (FastNN's pipeline): shard → interleave → cache → [balance_classes] →
-// shuffle → repeat → map_and_batch → prefetch; calling them out of that order throws ConfigError, so a builder never
-// means something other than it reads. Each stage is optional. Semantics that differ from a literal
-// tf.data chain, on purpose:
+// shuffle → repeat → map_and_batch → prefetch; calling them out of that order throws ConfigError, so a
+// builder never means something other than it reads. Each stage is optional. Semantics that differ
+// from a literal tf.data chain, on purpose:
 //   - batches never straddle an epoch (as batch().repeat() in tf.data): every epoch is exactly
 //     batches_per_epoch() steps, the same on every rank, known before the first step;
 //   - shuffle keeps epoch boundaries (each epoch is a permutation of the rank's records).
@@ -113,7 +113,8 @@ class Dataset {
   // balance_classes(): the records per class this rank holds; empty without that stage.
   const std::vector<uint64_t>& balanced_class_counts() const { return balance_counts_; }
 
-  // The record stages only (shard → interleave → cache → shuffle → repeat), for tests and tools.
+  // The record stages only (shard → interleave → cache → balance_classes → shuffle → repeat), for tests
+  // and tools.
   std::unique_ptr<RecordIterator> make_record_iterator() const;
   // The whole pipeline; starts its threads. Requires map_and_batch.
   // first_batch: start at this batch of the whole run (epoch first_batch / batches_per_epoch(), batch
