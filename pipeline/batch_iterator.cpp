@@ -267,11 +267,7 @@ struct BatchIterator::Impl {
     e->size_ = k;
   }
 
-  std::string where(const SampleSource& s) const {
-    if (s.file == SampleSource::kCacheFile) return str("cache record ", s.record, " at offset ", s.offset);
-    const std::string& path = s.file < cfg.files->files.size() ? cfg.files->files[s.file].path : "?";
-    return str(path, ": record ", s.record, " at offset ", s.offset);
-  }
+  std::string where(const SampleSource& s) const { return describe_source(*cfg.files, s); }
 
   bool next(BatchHandle* out) {
     out->reset();

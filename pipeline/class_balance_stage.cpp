@@ -59,10 +59,7 @@ class ClassBalanceStage final : public RecordStream {
   }
 
  private:
-  std::string where(const SampleSource& s) const {
-    if (s.file == SampleSource::kCacheFile) return str("the cache file, record ", s.record);
-    return str(list_->files[s.file].path, ": record ", s.record, " (offset ", s.offset, ")");
-  }
+  std::string where(const SampleSource& s) const { return describe_source(*list_, s); }
 
   uint32_t label_of(std::string_view record) const {
     FeatureView label;

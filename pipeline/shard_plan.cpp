@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/checked_math.h"
 #include "core/manifest.h"
+#include "pipeline/batch.h"
 
 namespace fastnn::pipeline {
 
@@ -19,6 +20,12 @@ uint64_t FileList::total_records() const {
   uint64_t n = 0;
   for (const auto& f : files) n = checked_add(n, static_cast<uint64_t>(f.records), str(name, ": total record count"));
   return n;
+}
+
+std::string describe_source(const FileList& list, const SampleSource& s) {
+  if (s.file == SampleSource::kCacheFile) return str("cache record ", s.record, " at offset ", s.offset);
+  const std::string& path = s.file < list.files.size() ? list.files[s.file].path : "?";
+  return str(path, ": record ", s.record, " at offset ", s.offset);
 }
 
 FileList file_list_from_manifest(const std::string& dir, const std::string& split) {

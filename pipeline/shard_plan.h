@@ -18,6 +18,8 @@
 
 namespace fastnn::pipeline {
 
+struct SampleSource;  // pipeline/batch.h
+
 struct ShardFile {
   std::string path;
   int64_t records = -1;  // -1: not known yet
@@ -36,6 +38,10 @@ struct FileList {
   bool counts_known() const;
   uint64_t total_records() const;  // requires counts_known()
 };
+
+// Where a record came from, for messages: "PATH: record N at offset B", or "cache record N at offset
+// B" for one served from a cache file.
+std::string describe_source(const FileList& list, const SampleSource& s);
 
 // From <dir>/manifest.json: the split's shards in manifest order, their record counts, the
 // compression. Throws ConfigError naming the splits present when `split` is not one of them.

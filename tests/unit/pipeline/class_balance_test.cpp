@@ -215,7 +215,7 @@ TEST(ClassBalance, CountsThatDisagreeWithTheRecordsAreErrors) {
   EXPECT_NE(more.find("more records of class 0 than the 2"), std::string::npos) << more;
   // A label the counts give this rank none of.
   const std::string none = balance_error(dir, {4, 2, 0});
-  EXPECT_NE(none.find("record 5 (offset"), std::string::npos) << none;
+  EXPECT_NE(none.find("record 5 at offset"), std::string::npos) << none;
   EXPECT_NE(none.find("label 2, of which the shard histograms"), std::string::npos) << none;
 }
 
