@@ -230,16 +230,18 @@ struct BatchIterator::Impl {
     if (skipped.load() > 0) compact(e);
     // Mixed after the whole batch is made (a sample's partner may come from another worker), part by part
     // (DatasetOptions::mix_parts; a batch shortened by skipped samples that no longer divides is one part).
-    e->mix_lambdas_.clear();
+    e->mix_weights_.clear();
     const int parts = e->size_ % cfg.options.mix_parts == 0 ? cfg.options.mix_parts : 1;
     const int part_size = e->size_ / parts;
-    for (int p = 0; p < parts; ++p) {
+    const MixOptions& mo = cfg.options.mix;
+    for (int p = 0; p < parts && mo.enabled() && !e->error; ++p) {
       const uint64_t key = static_cast<uint64_t>(e->step_) * static_cast<uint64_t>(parts) + static_cast<uint64_t>(p);
-      const MixDraw mix =
-          e->error ? MixDraw{} : draw_mix(cfg.options.mix, e->spec_.height, e->spec_.width, cfg.options.seed, e->epoch_, key);
-      mix_batch(mix, e->spec_, part_size,
-                static_cast<char*>(e->data_) + e->spec_.sample_bytes() * static_cast<size_t>(p * part_size));
-      e->mix_lambdas_.push_back(mix.lambda);
+      const std::vector<MixDraw> draws =
+          draw_mixes(mo, e->spec_.height, e->spec_.width, part_size, cfg.options.seed, e->epoch_, key);
+      mix_samples(mo.mode, draws, e->spec_, part_size,
+                  static_cast<char*>(e->data_) + e->spec_.sample_bytes() * static_cast<size_t>(p * part_size));
+      const std::vector<double> w = own_label_weights(mo.mode, draws, part_size);
+      e->mix_weights_.insert(e->mix_weights_.end(), w.begin(), w.end());
     }
     std::lock_guard lock(mu);
     if (cfg.options.deterministic)

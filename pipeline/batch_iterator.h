@@ -39,12 +39,12 @@ class Batch {
   int64_t step() const { return step_; }          // index of the batch in its epoch
   uint64_t sequence() const { return sequence_; }  // index of the batch in the run (from first_batch on)
   uint64_t first_index() const { return first_index_; }  // epoch position of sample 0
-  // Mixup / CutMix (DatasetOptions::mix, pipeline/mixup.h): the weight of each sample's own label; sample
-  // size()-1-i's label has 1 - mix_lambda(). 1: the batch is not mixed. With DatasetOptions::mix_parts
-  // P > 1 each of the P equal parts is mixed on its own (its samples paired within it): mix_lambdas()
-  // has one weight per part, and mix_lambda() is the first part's.
-  double mix_lambda() const { return mix_lambdas_.empty() ? 1.0 : mix_lambdas_[0]; }
-  const std::vector<double>& mix_lambdas() const { return mix_lambdas_; }
+  // Mixup / CutMix (DatasetOptions::mix, pipeline/mixup.h): each sample's weight of its own label, size()
+  // of them; its partner's label has 1 minus it. Sample i's partner is size()-1-i, or with
+  // DatasetOptions::mix_parts P > 1 its mirror within its part (each of the P equal parts is mixed on its
+  // own). Empty when mixing is off (every weight 1).
+  const std::vector<double>& mix_weights() const { return mix_weights_; }
+  double mix_weight(int i) const { return mix_weights_.empty() ? 1.0 : mix_weights_.at(static_cast<size_t>(i)); }
 
  private:
   friend class BatchIterator;
@@ -59,7 +59,7 @@ class Batch {
   int64_t step_ = 0;
   uint64_t sequence_ = 0;
   uint64_t first_index_ = 0;
-  std::vector<double> mix_lambdas_;
+  std::vector<double> mix_weights_;
 };
 
 struct BatchPool;

@@ -55,10 +55,10 @@ struct DatasetOptions {
   // index and byte offset (or skipped with skip_corrupt). 0: the manifest's class count when the
   // dataset comes from a manifest, unchecked otherwise. A trainer passes its model's class count.
   int64_t num_classes = 0;
-  // Mixup / CutMix of whole batches (pipeline/mixup.h): for training batches only; Batch::mix_lambda()
-  // tells the trainer how to mix each batch's labels.
+  // Mixup / CutMix of training batches (pipeline/mixup.h; timm's batch, pair or elem mode): for training
+  // batches only; Batch::mix_weights() tells the trainer how to mix each sample's labels.
   MixOptions mix;
-  // Mixes each of this many equal parts of a batch on its own, with its own draw (gradient accumulation's
+  // Mixes each of this many equal parts of a batch on its own, with its own draws (gradient accumulation's
   // micro-batches, as timm mixes each loader batch). Part p of the batch at index b of its epoch draws
   // as batch b x mix_parts + p would; 1: the whole batch (batch b draws as b).
   int mix_parts = 1;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "core/check.h"
 #include "pipeline/half.h"
@@ -78,7 +80,82 @@ void swap_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* a, char*
     }
 }
 
+// Copies the box of `src` into `dst` (one way: elem mode's partner is the unmixed copy).
+void copy_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* dst, const char* src) {
+  const bool nhwc = s.layout == Layout::kNHWC;
+  const int planes = nhwc ? 1 : s.channels;
+  const size_t run = static_cast<size_t>(d.width) * (nhwc ? s.channels : 1) * bytes;
+  for (int p = 0; p < planes; ++p)
+    for (int y = d.top; y < d.top + d.height; ++y) {
+      const size_t at = nhwc ? (static_cast<size_t>(y) * s.width + d.left) * s.channels * bytes
+                             : ((static_cast<size_t>(p) * s.height + y) * s.width + d.left) * bytes;
+      std::memcpy(dst + at, src + at, run);
+    }
+}
+
+// own = own * w_own + partner * w_other, element by element, as blend_pair does for one side.
+template <typename T>
+void blend_into(T* own, const T* partner, size_t count, float w_own, float w_other) {
+  for (size_t k = 0; k < count; ++k)
+    own[k] = Element<T>::store(blend(Element<T>::load(own[k]), Element<T>::load(partner[k]), w_own, w_other));
+}
+
+// Samples a and b mixed with each other by one draw (batch and pair modes; a == b: the middle sample).
+void mix_pair(const MixDraw& d, const BatchSpec& s, char* a, char* b) {
+  if (d.lambda == 1) return;
+  if (d.cutmix) {
+    if (a != b) swap_box(d, s, dtype_size(s.dtype), a, b);
+    return;
+  }
+  const float w_own = static_cast<float>(d.lambda), w_other = static_cast<float>(1.0 - d.lambda);
+  const size_t count = s.sample_elements();
+  switch (s.dtype) {
+    case DType::kF32: blend_pair(reinterpret_cast<float*>(a), reinterpret_cast<float*>(b), count, w_own, w_other); break;
+    case DType::kF16: blend_pair(reinterpret_cast<uint16_t*>(a), reinterpret_cast<uint16_t*>(b), count, w_own, w_other); break;
+    case DType::kU8: blend_pair(reinterpret_cast<uint8_t*>(a), reinterpret_cast<uint8_t*>(b), count, w_own, w_other); break;
+    default: break;  // output_format() admits the three above only
+  }
+}
+
+// Sample `own` mixed with `partner` (unmixed) by draw d, one way (elem mode).
+void mix_one(const MixDraw& d, const BatchSpec& s, char* own, const char* partner) {
+  if (d.lambda == 1) return;
+  if (d.cutmix) {
+    copy_box(d, s, dtype_size(s.dtype), own, partner);
+    return;
+  }
+  const float w_own = static_cast<float>(d.lambda), w_other = static_cast<float>(1.0 - d.lambda);
+  const size_t count = s.sample_elements();
+  switch (s.dtype) {
+    case DType::kF32: blend_into(reinterpret_cast<float*>(own), reinterpret_cast<const float*>(partner), count, w_own, w_other); break;
+    case DType::kF16: blend_into(reinterpret_cast<uint16_t*>(own), reinterpret_cast<const uint16_t*>(partner), count, w_own, w_other); break;
+    case DType::kU8: blend_into(reinterpret_cast<uint8_t*>(own), reinterpret_cast<const uint8_t*>(partner), count, w_own, w_other); break;
+    default: break;
+  }
+}
+
+// One draw from the stream: whether to mix (prob), which method (switch_prob), lambda, CutMix's box.
+MixDraw draw_one(SampleRng& rng, const MixOptions& o, int height, int width) {
+  if (!(rng.uniform_double() < o.prob)) return {};
+  bool cutmix = o.mixup_alpha <= 0;
+  if (o.mixup_alpha > 0 && o.cutmix_alpha > 0) cutmix = rng.uniform_double() < o.switch_prob;
+  const double lambda = beta_draw(rng, cutmix ? o.cutmix_alpha : o.mixup_alpha);
+  if (!cutmix) return MixDraw{.lambda = lambda};
+  const int cy = static_cast<int>(rng.below(static_cast<uint64_t>(height)));
+  const int cx = static_cast<int>(rng.below(static_cast<uint64_t>(width)));
+  return cutmix_box(lambda, height, width, cy, cx);
+}
+
+bool mixing_off(const MixOptions& o, int64_t epoch) { return !o.enabled() || (o.off_epoch > 0 && epoch >= o.off_epoch); }
+
 }  // namespace
+
+MixMode mix_mode_from_name(std::string_view name) {
+  if (name == "batch") return MixMode::kBatch;
+  if (name == "pair") return MixMode::kPair;
+  if (name == "elem") return MixMode::kElem;
+  throw ConfigError(str("mixup_mode is batch, pair or elem (timm's modes), not '", name, "'"));
+}
 
 void check_mix_options(const MixOptions& o) {
   if (!(o.mixup_alpha >= 0)) throw ConfigError(str("mixup_alpha must be >= 0, not ", o.mixup_alpha));
@@ -110,39 +187,62 @@ MixDraw cutmix_box(double lambda, int height, int width, int cy, int cx) {
 }
 
 MixDraw draw_mix(const MixOptions& o, int height, int width, uint64_t seed, int64_t epoch, uint64_t batch_index) {
-  if (!o.enabled() || (o.off_epoch > 0 && epoch >= o.off_epoch)) return {};
+  if (mixing_off(o, epoch)) return {};
   SampleRng rng(seed, static_cast<uint64_t>(epoch), batch_index, RngStream::kMix);
-  if (!(rng.uniform_double() < o.prob)) return {};
-  bool cutmix = o.mixup_alpha <= 0;
-  if (o.mixup_alpha > 0 && o.cutmix_alpha > 0) cutmix = rng.uniform_double() < o.switch_prob;
-  const double lambda = beta_draw(rng, cutmix ? o.cutmix_alpha : o.mixup_alpha);
-  if (!cutmix) return MixDraw{.lambda = lambda};
-  const int cy = static_cast<int>(rng.below(static_cast<uint64_t>(height)));
-  const int cx = static_cast<int>(rng.below(static_cast<uint64_t>(width)));
-  return cutmix_box(lambda, height, width, cy, cx);
+  return draw_one(rng, o, height, width);
 }
 
 void mix_batch(const MixDraw& d, const BatchSpec& s, int n, void* data) {
   if (d.lambda == 1 || n <= 0) return;
-  const size_t bytes = dtype_size(s.dtype), sample = s.sample_bytes();
+  const size_t sample = s.sample_bytes();
   char* base = static_cast<char*>(data);
-  const float w_own = static_cast<float>(d.lambda), w_other = static_cast<float>(1.0 - d.lambda);
   const int pairs = (n + 1) / 2;  // the middle sample of an odd batch pairs with itself
+  tbb::parallel_for(0, pairs, [&](int i) {
+    mix_pair(d, s, base + sample * static_cast<size_t>(i), base + sample * static_cast<size_t>(n - 1 - i));
+  });
+}
+
+std::vector<MixDraw> draw_mixes(const MixOptions& o, int height, int width, int n, uint64_t seed, int64_t epoch,
+                                uint64_t batch_index) {
+  const int units = o.mode == MixMode::kBatch ? 1 : o.mode == MixMode::kPair ? (n + 1) / 2 : n;
+  std::vector<MixDraw> draws(static_cast<size_t>(std::max(units, 0)));
+  if (mixing_off(o, epoch)) return draws;
+  SampleRng rng(seed, static_cast<uint64_t>(epoch), batch_index, RngStream::kMix);
+  for (MixDraw& d : draws) d = draw_one(rng, o, height, width);
+  return draws;
+}
+
+void mix_samples(MixMode mode, const std::vector<MixDraw>& draws, const BatchSpec& s, int n, void* data) {
+  if (n <= 0) return;
+  if (mode == MixMode::kBatch) {
+    FASTNN_CHECK(draws.size() == 1, "mixup: batch mode takes one draw, got ", draws.size());
+    return mix_batch(draws[0], s, n, data);
+  }
+  const int pairs = (n + 1) / 2;
+  FASTNN_CHECK(draws.size() == static_cast<size_t>(mode == MixMode::kPair ? pairs : n), "mixup: ", draws.size(),
+               " draws for ", n, " samples");
+  const size_t sample = s.sample_bytes();
+  char* base = static_cast<char*>(data);
   tbb::parallel_for(0, pairs, [&](int i) {
     char* a = base + sample * static_cast<size_t>(i);
     char* b = base + sample * static_cast<size_t>(n - 1 - i);
-    if (d.cutmix) {
-      if (a != b) swap_box(d, s, bytes, a, b);
-      return;
-    }
-    const size_t count = s.sample_elements();
-    switch (s.dtype) {
-      case DType::kF32: blend_pair(reinterpret_cast<float*>(a), reinterpret_cast<float*>(b), count, w_own, w_other); break;
-      case DType::kF16: blend_pair(reinterpret_cast<uint16_t*>(a), reinterpret_cast<uint16_t*>(b), count, w_own, w_other); break;
-      case DType::kU8: blend_pair(reinterpret_cast<uint8_t*>(a), reinterpret_cast<uint8_t*>(b), count, w_own, w_other); break;
-      default: break;  // output_format() admits the three above only
-    }
+    if (mode == MixMode::kPair) return mix_pair(draws[static_cast<size_t>(i)], s, a, b);
+    const MixDraw &da = draws[static_cast<size_t>(i)], &db = draws[static_cast<size_t>(n - 1 - i)];
+    if (da.lambda == 1 && db.lambda == 1) return;
+    // Each side mixes with the other's unmixed image (timm's x_orig).
+    const std::vector<char> original_a(a, a + sample), original_b(b, b + sample);
+    mix_one(da, s, a, original_b.data());
+    if (a != b) mix_one(db, s, b, original_a.data());
   });
+}
+
+std::vector<double> own_label_weights(MixMode mode, const std::vector<MixDraw>& draws, int n) {
+  std::vector<double> w(static_cast<size_t>(std::max(n, 0)), 1.0);
+  for (int i = 0; i < n; ++i) {
+    const int unit = mode == MixMode::kBatch ? 0 : mode == MixMode::kPair ? std::min(i, n - 1 - i) : i;
+    w[static_cast<size_t>(i)] = draws.at(static_cast<size_t>(unit)).lambda;
+  }
+  return w;
 }
 
 }  // namespace fastnn::pipeline

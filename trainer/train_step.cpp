@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "trainer/ops/softmax_xent.h"
 
 namespace fastnn {
 
@@ -201,6 +202,18 @@ void TrainStep::loss_backward(size_t output, const Tensor& labels, const Tensor&
 void TrainStep::set_label_mix(double own_weight) {
   FASTNN_CHECK(own_weight >= 0 && own_weight <= 1, "train step: a label mix weight is in [0, 1], got ", own_weight);
   mix_ = own_weight;
+  sample_mix_.clear();
+}
+
+void TrainStep::set_label_mix(std::span<const double> own_weights) {
+  if (own_weights.empty()) return set_label_mix(1.0);
+  FASTNN_CHECK(static_cast<int64_t>(own_weights.size()) == graph_.batch_size(), "train step: ", own_weights.size(),
+               " label mix weights for a batch of ", graph_.batch_size());
+  for (double w : own_weights) FASTNN_CHECK(w >= 0 && w <= 1, "train step: a label mix weight is in [0, 1], got ", w);
+  // One weight for all (timm's batch mode) keeps the one-weight arithmetic.
+  if (std::all_of(own_weights.begin(), own_weights.end(), [&](double w) { return w == own_weights[0]; }))
+    return set_label_mix(own_weights[0]);
+  sample_mix_.assign(own_weights.begin(), own_weights.end());
 }
 
 namespace {
@@ -217,7 +230,55 @@ void add_into(Tensor& sum, const Tensor& x) {
   const T* v = x.data<T>();
   for (int64_t i = 0; i < sum.numel(); ++i) s[i] += v[i];
 }
+// own[i, :] = w_i * own[i, :] + (1 - w_i) * partner[i, :], per row i of [N, K].
+template <typename T>
+void mix_rows(Tensor& own, const Tensor& partner, const std::vector<double>& w) {
+  T* d = own.data<T>();
+  const T* m = partner.data<T>();
+  const int64_t k = own.shape()[1];
+  for (size_t i = 0; i < w.size(); ++i)
+    for (int64_t j = 0; j < k; ++j) {
+      const size_t at = i * static_cast<size_t>(k) + static_cast<size_t>(j);
+      d[at] = static_cast<T>(w[i] * static_cast<double>(d[at]) + (1 - w[i]) * static_cast<double>(m[at]));
+    }
+}
+template <typename L>
+double label_weight_total(const Tensor& labels, const std::vector<double>& class_weights) {
+  double total = 0;
+  const L* y = labels.data<L>();
+  for (int64_t i = 0; i < labels.numel(); ++i) total += class_weights.at(static_cast<size_t>(y[i]));
+  return total;
+}
 }  // namespace
+
+// What the loss's row terms are divided by (ops/softmax_xent.h): N, or W = sum_n w[y_n] with class weights.
+double TrainStep::loss_normaliser(const Tensor& labels) const {
+  if (options_.class_weights.empty()) return static_cast<double>(labels.numel());
+  return labels.dtype() == DType::kI32 ? label_weight_total<int32_t>(labels, options_.class_weights)
+                                       : label_weight_total<int64_t>(labels, options_.class_weights);
+}
+
+// Per-sample weights (pair and elem modes): each row's gradient and loss term weighted by its own w_i.
+// The row terms come from the CPU kernel's workspace, read right after each forward.
+void TrainStep::per_sample_mixed_loss(size_t o, const Tensor& labels, double seed) {
+  Heads& h = *heads_;
+  const int64_t n = graph_.batch_size();
+  const std::vector<double> own_rows = ops::softmax_xent_row_terms(h.workspace, n);
+  h.mix_dloss.fill(seed);
+  loss_backward(o, labels, h.mix_dloss, graph_.output_grad(o));
+  loss_forward(o, h.partner);  // the same probabilities, the partners' loss terms
+  const std::vector<double> partner_rows = ops::softmax_xent_row_terms(h.workspace, n);
+  loss_backward(o, h.partner, h.mix_dloss, h.mix_grad);
+  Tensor d_logits = graph_.output_grad(o);
+  if (graph_.dtype() == DType::kF64) mix_rows<double>(d_logits, h.mix_grad, sample_mix_);
+  else mix_rows<float>(d_logits, h.mix_grad, sample_mix_);
+  double own = 0, partner = 0;
+  for (size_t i = 0; i < sample_mix_.size(); ++i) {
+    own += sample_mix_[i] * own_rows[i];
+    partner += (1 - sample_mix_[i]) * partner_rows[i];
+  }
+  h.loss[o].fill(own / loss_normaliser(labels) + partner / loss_normaliser(h.partner));
+}
 
 // The cross-entropy is linear in its targets, so the mixed loss is the two plain losses weighted, and its
 // gradient the two gradients weighted: the softmax_xent kernel runs for each label set (timm's soft
@@ -237,6 +298,7 @@ void TrainStep::mixed_loss(size_t o, const Tensor& labels) {
   if (labels.dtype() == DType::kI32) reverse_labels<int32_t>(labels, h.partner);
   else reverse_labels<int64_t>(labels, h.partner);
   const double seed = options_.loss_scale * (o == 0 ? 1.0 : graph_.aux_loss_weight());
+  if (!sample_mix_.empty()) return per_sample_mixed_loss(o, labels, seed);
   const double own_loss = h.loss[o].to_vector<double>()[0];
   h.mix_dloss.fill(seed * mix_);
   loss_backward(o, labels, h.mix_dloss, graph_.output_grad(o));
@@ -256,7 +318,7 @@ void TrainStep::queue_train(const Tensor& images, const Tensor& labels, uint64_t
   for (size_t o = 0; o < graph_.num_outputs(); ++o) {
     loss_forward(o, labels);
     // dLoss/dLogits (scaled by dloss: loss_scale, times the aux weight) straight into the output gradient.
-    if (mix_ == 1) loss_backward(o, labels, h.dloss[o], graph_.output_grad(o));
+    if (mix_ == 1 && sample_mix_.empty()) loss_backward(o, labels, h.dloss[o], graph_.output_grad(o));
     else mixed_loss(o, labels);
   }
   graph_.backward();

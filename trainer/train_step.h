@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -71,12 +72,14 @@ class TrainStep {
   StepResult loss(const Tensor& images, const Tensor& labels, uint64_t step);
   StepResult evaluate(const Tensor& images, const Tensor& labels);
 
-  // Mixup / CutMix (pipeline/mixup.h): the loss of the following train() / queue_train() steps is, per
-  // sample i of N, own_weight * CE(y_i) + (1 - own_weight) * CE(y_{N-1-i}) (timm's mixup_target in batch
-  // mode, label smoothing applied to both), and its gradient that combination's. 1 (the default): the
-  // plain loss. CPU graphs only (Error at the step on a device graph). Top-1 / top-5 still count each
-  // sample's own label; loss() and evaluate() never mix.
+  // Mixup / CutMix (pipeline/mixup.h): the loss of the following train() / queue_train() steps is the
+  // mean over samples i of N of w_i * CE(y_i) + (1 - w_i) * CE(y_{N-1-i}) (timm's mixup_target, label
+  // smoothing applied to both; with class weights each of the two sums is normalised as the plain loss
+  // is), and its gradient that combination's. One weight for every sample (timm's batch mode) or N of
+  // them (pair and elem modes); 1 / none: the plain loss. CPU graphs only (Error at the step on a device
+  // graph). Top-1 / top-5 still count each sample's own label; loss() and evaluate() never mix.
   void set_label_mix(double own_weight);
+  void set_label_mix(std::span<const double> own_weights);
 
   // The factor train() seeds the backward with (dynamic loss scaling changes it between steps).
   void set_loss_scale(double scale);
@@ -94,6 +97,8 @@ class TrainStep {
   void loss_backward(size_t output, const Tensor& labels, const Tensor& dloss, const Tensor& d_logits);
   // queue_train()'s loss and gradient of one output under set_label_mix (the plain loss already forward).
   void mixed_loss(size_t output, const Tensor& labels);
+  void per_sample_mixed_loss(size_t output, const Tensor& labels, double seed);
+  double loss_normaliser(const Tensor& labels) const;
   void counts(const Tensor& labels);
   void fill_dloss(Heads& h);
   // One copy of the results block to the host; fills the losses and counts.
@@ -103,7 +108,8 @@ class TrainStep {
   graph::Graph& graph_;
   TrainStepOptions options_;
   std::unique_ptr<Heads> heads_;
-  double mix_ = 1;  // set_label_mix
+  double mix_ = 1;  // set_label_mix: one weight for every sample
+  std::vector<double> sample_mix_;  // set_label_mix: one per sample where they differ (then mix_ is unused)
 };
 
 }  // namespace fastnn

@@ -14,7 +14,7 @@
 #   28x28 data included, naming why and what to change; data_format=NHWC trains bitwise as NCHW;
 #   fuse_conv_bn (with and without fuse_ops) trains ResNet-20 bitwise as without; timm's --mixup / --cutmix
 #   train (and mixup_prob alone is named inert); gradient_accumulation_steps (timm's grad_accum_steps) trains
-#   steps of 2 x batch_size, with mixup too; class_weights=balanced trains and logs the weights, a list
+#   steps of 2 x batch_size, with mixup too (and in timm's elem and pair modes); class_weights=balanced trains and logs the weights, a list
 #   of the wrong length is refused; class_balanced_sampling trains and says what each class sends, and
 #   is refused for training files without a manifest.
 FASTNN=$1 SRC=$2 SCRATCH=$3
@@ -73,6 +73,12 @@ ok class_balanced 'class_balanced_sampling: each epoch every one of 10 classes s
 refused class_balanced_files 'class_balanced_sampling: balance_classes: ' -- "${base[@]}" --dataset_dir=trainonly \
   --num_classes=10 --train_files="$(cd trainonly && ls train-*.tfrecord | paste -sd, -)" --class_balanced_sampling
 ok grad_accum_mixup 'trained 2 steps' --gradient_accumulation_steps=2 --mixup=0.2 --cutmix=1
+ok mixup_elem 'CutMix (alpha 1), CutMix at p 0.5 of each training image, labels mixed alike' --mixup=0.2 --cutmix=1 \
+  --mixup_mode=elem --gradient_accumulation_steps=2
+ok mixup_pair 'mixup (alpha 0.2) of each pair of partners in training batches' --mixup=0.2 --mixup_mode=pair
+rc=0; "$FASTNN" train "${base[@]}" --mixup=0.2 --mixup_mode=pairs > mixup_mode.log 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -qF 'mixup_mode must be one of: batch, pair, elem' mixup_mode.log ||
+  { cat mixup_mode.log; fail "mixup_mode=pairs: exit $rc, expected a usage error naming the modes"; }
 refused hooks 'unknown hook "LogingTensorHook"; did you mean LoggingTensorHook?' -- "${base[@]}" \
   --hooks=StopAtStepHook,LogingTensorHook
 cat > net.pbtxt <<'EOF'

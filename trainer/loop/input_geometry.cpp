@@ -91,7 +91,10 @@ InputGeometry describe_input_geometry(const RunSetup& s) {
     const std::string cutmix = m.cutmix_alpha > 0 ? str("CutMix (alpha ", m.cutmix_alpha, ")") : "";
     g.line += str("; ", !mixup.empty() && !cutmix.empty() ? str(mixup, " or ", cutmix, ", CutMix at p ", m.switch_prob)
                                                           : mixup + cutmix,
-                  " of training batches", m.prob < 1 ? str(" (p ", m.prob, ")") : "",
+                  m.mode == pipeline::MixMode::kBatch ? " of training batches"
+                  : m.mode == pipeline::MixMode::kPair ? " of each pair of partners in training batches"
+                                                       : " of each training image",
+                  m.prob < 1 ? str(" (p ", m.prob, ")") : "",
                   m.off_epoch > 0 ? str(" until epoch ", m.off_epoch) : "", ", labels mixed alike");
   }
   const SizeRange r = sample_sizes(s, 64);

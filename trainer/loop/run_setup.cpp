@@ -114,6 +114,7 @@ pipeline::MixOptions mix_options(const JobConfig& c) {
   m.prob = c.mixup_prob();
   m.switch_prob = c.mixup_switch_prob();
   m.off_epoch = c.mixup_off_epoch();
+  m.mode = pipeline::mix_mode_from_name(c.mixup_mode());
   pipeline::check_mix_options(m);
   return m;
 }

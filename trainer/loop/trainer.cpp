@@ -339,7 +339,7 @@ TrainSummary TrainingRun::run() {
     lr = schedule_.lr_at(step);
     if (c_.save_checkpoints_secs() > 0 && dp_.chief())
       dp_.want_save(seconds_since(last_save_clock) >= c_.save_checkpoints_secs());
-    if (setup_.mix.enabled()) runner_->set_label_mix(input.mix_lambdas);
+    if (setup_.mix.enabled()) runner_->set_label_mix(input.mix_weights);
     std::optional<StepResult> previous =
         runner_->queue_train(input.images, input.labels, static_cast<uint64_t>(step), static_cast<float>(lr));
     arrived(std::move(previous));

@@ -16,7 +16,7 @@
 // training call is forward, then backward with dloss = 1 (which yields loss and dlogits from one pass
 // over the rows).
 // CPU: rows in parallel, arithmetic in double, per-row losses summed in row order (the workspace
-// holds N doubles).
+// holds N doubles; after a forward, softmax_xent_row_terms reads them).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,11 @@ struct SoftmaxXentParams {
 };
 
 void register_softmax_xent(OpRegistry& registry);
+
+// After the CPU kernel's forward: each row's term of the loss's sum (the loss is their sum over N, or
+// over W with class weights), from its workspace (`workspace` as given to the forward, `n` rows). What
+// a per-sample weighting of the loss needs (TrainStep's mixup in pair and elem modes).
+std::vector<double> softmax_xent_row_terms(const Tensor& workspace, int64_t n);
 
 namespace cpu {
 // L is int32_t or int64_t. row_loss: N doubles of scratch. Throws Error on a label outside [0, K).

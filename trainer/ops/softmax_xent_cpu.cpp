@@ -160,6 +160,14 @@ class SoftmaxXentCpu final : public OpKernel {
 
 }  // namespace
 
+std::vector<double> softmax_xent_row_terms(const Tensor& workspace, int64_t n) {
+  FASTNN_CHECK(workspace.device() == Device::kCpu && workspace.nbytes() >= static_cast<size_t>(n) * sizeof(double),
+               "softmax_xent: row terms are read from the CPU kernel's workspace of ", n, " doubles, got ",
+               workspace.describe());
+  const auto* rows = static_cast<const double*>(workspace.raw());
+  return std::vector<double>(rows, rows + n);
+}
+
 void register_softmax_xent(OpRegistry& r) {
   r.add(OpDef{
       .name = "softmax_xent",

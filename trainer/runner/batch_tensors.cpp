@@ -34,7 +34,7 @@ BatchTensors wrap_batch(pipeline::BatchHandle&& handle) {
                     nchw ? Layout::kNCHW : Layout::kNHWC);
   t.labels = Tensor({b.size()}, DType::kI32,
                     std::make_shared<BatchStorage>(shared, b.labels(), static_cast<size_t>(b.size()) * sizeof(int32_t)));
-  t.mix_lambdas = b.mix_lambdas();
+  t.mix_weights = b.mix_weights();
   return t;
 }
 

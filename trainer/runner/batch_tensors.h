@@ -21,9 +21,9 @@ namespace fastnn::runner {
 
 struct BatchTensors {
   Tensor images, labels;
-  // The batch's mixup / CutMix weights of each own label, one per accumulated part
-  // (pipeline::Batch::mix_lambdas; empty: not mixed).
-  std::vector<double> mix_lambdas;
+  // The batch's mixup / CutMix weight of each sample's own label (pipeline::Batch::mix_weights; empty: not
+  // mixed).
+  std::vector<double> mix_weights;
 };
 
 BatchTensors wrap_batch(pipeline::BatchHandle&& batch);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include "core/check.h"
@@ -252,10 +253,11 @@ class CpuStepRunner final : public StepRunner {
   }
   void set_label_mix(const std::vector<double>& own_weights) override {
     if (head_) return StepRunner::set_label_mix(own_weights);  // the head has its own losses
-    FASTNN_CHECK(own_weights.size() <= 1 || static_cast<int64_t>(own_weights.size()) == o_.accumulation_steps,
-                 "mixup / CutMix: ", own_weights.size(), " part weights for ", o_.accumulation_steps, " accumulated parts");
-    part_mix_ = own_weights;
-    step_.set_label_mix(own_weights.empty() ? 1.0 : own_weights[0]);
+    const int64_t samples = o_.accumulation_steps * graph_.batch_size();
+    FASTNN_CHECK(own_weights.empty() || static_cast<int64_t>(own_weights.size()) == samples, "mixup / CutMix: ",
+                 own_weights.size(), " label weights for a step of ", samples, " samples");
+    sample_mix_ = own_weights;
+    step_.set_label_mix(part_weights(0));
   }
   StepResult evaluate(const Tensor& images, const Tensor& labels) override {
     check_host_batch(images);
@@ -332,7 +334,7 @@ class CpuStepRunner final : public StepRunner {
       for (const ParamRef& p : params_) accumulated_.emplace_back(p.count);
     StepResult sum;
     for (int64_t k = 0; k < parts; ++k) {
-      if (part_mix_.size() > 1) step_.set_label_mix(part_mix_[static_cast<size_t>(k)]);
+      step_.set_label_mix(part_weights(k));
       const StepResult r = step_.train(batch_rows(images, k * rows, rows), batch_rows(labels, k * rows, rows), step,
                                        static_cast<uint64_t>(k));
       sum.loss += r.loss;
@@ -375,7 +377,13 @@ class CpuStepRunner final : public StepRunner {
   std::vector<ParamRef> trainable_;  // params_ under trainable_scopes (all of them when none)
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BucketedAllreduce> grads_;  // data parallel only
-  std::vector<double> part_mix_;  // set_label_mix: each accumulated part's own-label weight
+  std::vector<double> sample_mix_;  // set_label_mix: each sample's own-label weight, over all parts
+  // Accumulated part k's slice of sample_mix_ (empty: unmixed).
+  std::span<const double> part_weights(int64_t k) const {
+    if (sample_mix_.empty()) return {};
+    const auto rows = static_cast<size_t>(graph_.batch_size());
+    return std::span<const double>(sample_mix_).subspan(static_cast<size_t>(k) * rows, rows);
+  }
   std::vector<std::vector<float>> accumulated_;  // gradient accumulation: params_' gradients summed
   graph::LayerObserver* observer_ = nullptr;
   StepRunnerStats stats_;

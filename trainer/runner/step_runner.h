@@ -227,10 +227,11 @@ class StepRunner {
   // the step in between; train() with these same tensors then only waits for that copy. Other calls in
   // between (evaluate) leave it alone. No-op on the CPU.
   virtual void prefetch(const Tensor& images, const Tensor& labels) {}
-  // Mixup / CutMix (pipeline::Batch::mix_lambdas): the labels of the next train() / queue_train() steps
-  // mix as TrainStep::set_label_mix says, each accumulated part with its own weight (one weight for
-  // every part when only one is given; none: unmixed). Only the CPU runner without a classifier head
-  // mixes them; the others refuse any weight but 1 (ConfigError), as the trainer does at start-up.
+  // Mixup / CutMix (pipeline::Batch::mix_weights): the labels of the next train() / queue_train() steps
+  // mix as TrainStep::set_label_mix says, one weight per sample of the step's batch (all its accumulated
+  // parts; each part's samples are paired within it); none: unmixed. Only the CPU runner without a
+  // classifier head mixes them; the others refuse any weight but 1 (ConfigError), as the trainer does at
+  // start-up.
   virtual void set_label_mix(const std::vector<double>& own_weights);
   virtual StepResult evaluate(const Tensor& images, const Tensor& labels) = 0;
   // The logits [N, classes] of the batch evaluate() just ran, on the host (a device graph's are

@@ -18,6 +18,10 @@ Each case records what timm drew (numpy's generator, seeded per case) and what i
           after, the centre (cy, cx) rand_bbox drew (read back by replaying the generator), the box, and
           the output's bit patterns.
   uint8   FastCollateMixup(mixup_alpha=1)._mix_batch_collate on uint8 samples: lambda and the output.
+  pair, elem  Mixup(mixup_alpha=1, cutmix_alpha=1, prob=0.8, mode=...)._mix_pair / _mix_elem on an even
+          float32 batch: each unit's draw (a pair's or a sample's: lambda as drawn, whether CutMix, and for
+          CutMix the box and corrected lambda cutmix_bbox_and_lam returned, recorded by wrapping it), the
+          per-sample lambdas timm returns for the loss, and the output's bit patterns.
 
 Deterministic; about 40 KB.
 """
@@ -98,6 +102,37 @@ def main():
         lam = m._mix_batch_collate(out, batch)
         cases.append({"kind": "uint8", "shape": list(shape), "lambda": float(lam),
                       "output": [int(v) for v in out.numpy().ravel()]})
+
+    for mode in ("pair", "elem"):
+        for seed in (11, 12, 13):
+            np.random.seed(seed)
+            m = mix.Mixup(mixup_alpha=1.0, cutmix_alpha=1.0, prob=0.8, switch_prob=0.5, mode=mode, num_classes=10)
+            even = (6, 3, 6, 7)
+            units = even[0] // 2 if mode == "pair" else even[0]
+            state = np.random.get_state()
+            drawn, cut = m._params_per_elem(units)  # what the call below draws first, read back
+            np.random.set_state(state)
+            boxes = []
+            original = mix.cutmix_bbox_and_lam
+
+            def recording(*args, **kwargs):
+                box, lam = original(*args, **kwargs)
+                boxes.append({"box": [int(v) for v in box], "lambda": float(lam)})
+                return box, lam
+
+            mix.cutmix_bbox_and_lam = recording
+            x = torch.from_numpy(float_batch(*even))
+            lam_batch = m._mix_pair(x) if mode == "pair" else m._mix_elem(x)
+            mix.cutmix_bbox_and_lam = original
+            unit_draws, k = [], 0
+            for u in range(units):
+                d = {"lambda": float(drawn[u]), "cutmix": bool(cut[u]) and float(drawn[u]) != 1.0}
+                if d["cutmix"]:
+                    d.update(boxes[k])
+                    k += 1
+                unit_draws.append(d)
+            cases.append({"kind": mode, "shape": list(even), "draws": unit_draws,
+                          "weights": [float(v) for v in lam_batch.numpy().ravel()], "output": bits(x.numpy())})
 
     doc = {"versions": {"torch": torch.__version__, "numpy": np.__version__, "timm": importlib.metadata.version("timm")},
            "timm_file": "timm/data/mixup.py", "cases": cases}

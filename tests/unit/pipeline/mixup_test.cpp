@@ -63,6 +63,7 @@ TEST(Mixup, BitExactAgainstTimm) {
               w = c["shape"][3].get<int>();
     const std::string kind = c["kind"].get<std::string>();
     SCOPED_TRACE(kind);
+    if (kind == "pair" || kind == "elem") continue;  // PairAndElemModesBitExactAgainstTimm
     if (kind == "uint8") {
       std::vector<uint8_t> b = nchw_batch<uint8_t>(n, ch, h, w, 8, 125);
       mix_batch(MixDraw{.lambda = c["lambda"].get<double>()}, BatchSpec{h, w, ch, DType::kU8, Layout::kNCHW}, n, b.data());
@@ -88,6 +89,75 @@ TEST(Mixup, BitExactAgainstTimm) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);
+}
+
+// timm's pair and elem modes (Mixup._mix_pair / _mix_elem): given timm's draw for each pair or sample,
+// the batch is mixed to timm's bits (elem: each sample with its partner's unmixed image, by its own
+// draw), and each sample's own-label weight is the lambda timm hands its loss (float32 there).
+TEST(Mixup, PairAndElemModesBitExactAgainstTimm) {
+  int checked = 0;
+  for (const nlohmann::json& c : timm_fixtures()["cases"]) {
+    const std::string kind = c["kind"].get<std::string>();
+    if (kind != "pair" && kind != "elem") continue;
+    SCOPED_TRACE(kind + " case " + std::to_string(checked));
+    const int n = c["shape"][0].get<int>(), ch = c["shape"][1].get<int>(), h = c["shape"][2].get<int>(),
+              w = c["shape"][3].get<int>();
+    std::vector<MixDraw> draws;
+    for (const nlohmann::json& d : c["draws"]) {
+      MixDraw m{.lambda = d["lambda"].get<double>()};
+      if (d["cutmix"].get<bool>()) {
+        m.cutmix = true;
+        m.top = d["box"][0].get<int>();
+        m.height = d["box"][1].get<int>() - m.top;
+        m.left = d["box"][2].get<int>();
+        m.width = d["box"][3].get<int>() - m.left;
+      }
+      draws.push_back(m);
+    }
+    const MixMode mode = mix_mode_from_name(kind);
+    std::vector<float> b = nchw_batch<float>(n, ch, h, w);
+    mix_samples(mode, draws, BatchSpec{h, w, ch, DType::kF32, Layout::kNCHW}, n, b.data());
+    ASSERT_EQ(b.size(), c["output"].size());
+    for (size_t i = 0; i < b.size(); ++i)
+      ASSERT_EQ(bits(b[i]), std::stoul(c["output"][i].get<std::string>(), nullptr, 16)) << "element " << i;
+    const std::vector<double> weights = own_label_weights(mode, draws, n);
+    ASSERT_EQ(weights.size(), c["weights"].size());
+    for (size_t i = 0; i < weights.size(); ++i)
+      EXPECT_EQ(static_cast<float>(weights[i]), c["weights"][i].get<float>()) << "sample " << i;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
+}
+
+// The draws of each mode: batch mode's one is draw_mix's; pair and elem draw one per pair or sample from
+// the same stream (the first is batch mode's); partners share a pair's weight, and elem's differ.
+TEST(Mixup, EachModeDrawsItsUnitsFromTheBatchsStream) {
+  MixOptions o;
+  o.mixup_alpha = 0.4;
+  o.cutmix_alpha = 1.0;
+  int apart = 0;
+  for (uint64_t batch = 0; batch < 20; ++batch) {
+    o.mode = MixMode::kBatch;
+    const std::vector<MixDraw> one = draw_mixes(o, 8, 9, 7, 5, 1, batch);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].lambda, draw_mix(o, 8, 9, 5, 1, batch).lambda);
+    o.mode = MixMode::kPair;
+    const std::vector<MixDraw> pairs = draw_mixes(o, 8, 9, 7, 5, 1, batch);
+    ASSERT_EQ(pairs.size(), 4u);  // 7 samples: 3 pairs and the middle one
+    EXPECT_EQ(pairs[0].lambda, one[0].lambda);
+    const std::vector<double> pw = own_label_weights(MixMode::kPair, pairs, 7);
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(pw[static_cast<size_t>(i)], pairs[static_cast<size_t>(std::min(i, 6 - i))].lambda);
+    o.mode = MixMode::kElem;
+    const std::vector<MixDraw> elems = draw_mixes(o, 8, 9, 7, 5, 1, batch);
+    ASSERT_EQ(elems.size(), 7u);
+    EXPECT_EQ(elems[0].lambda, one[0].lambda);
+    apart += elems[1].lambda != elems[5].lambda;  // partners drawn apart (CutMix's few box sizes may agree)
+    o.off_epoch = 1;  // epoch 1 is off: every unit unmixed
+    for (const MixDraw& d : draw_mixes(o, 8, 9, 7, 5, 1, batch)) EXPECT_EQ(d.lambda, 1.0);
+    o.off_epoch = 0;
+  }
+  EXPECT_GT(apart, 15);
+  EXPECT_THROW(mix_mode_from_name("pairs"), ConfigError);
 }
 
 // NHWC and float16 batches mix exactly as the NCHW float32 batch (float16: its float values blended,
@@ -230,7 +300,7 @@ MixOptions pipeline_mix() {
 }
 
 // In the pipeline: each batch is its unmixed self mixed by draw_mix(seed, epoch, batch in epoch), and
-// says so in mix_lambda(); on any thread count, and from a later first batch (a resumed run).
+// says so in mix_weights(); on any thread count, and from a later first batch (a resumed run).
 TEST(Mixup, PipelineBatchesCarryTheirDraw) {
   testing::ScratchDir dir("mixup");
   const std::vector<std::string> paths = testing::write_named_shards(dir, {23, 18});
@@ -250,7 +320,8 @@ TEST(Mixup, PipelineBatchesCarryTheirDraw) {
     BatchHandle b;
     while (it->next(&b)) {
       const auto* d = static_cast<const float*>(b->data());
-      out.emplace_back(b->epoch(), b->step(), b->mix_lambda(), std::vector<float>(d, d + b->bytes() / 4));
+      for (int s = 1; s < b->size(); ++s) EXPECT_EQ(b->mix_weight(s), b->mix_weight(0));  // batch mode: one weight
+      out.emplace_back(b->epoch(), b->step(), b->mix_weight(0), std::vector<float>(d, d + b->bytes() / 4));
     }
     return out;
   };
@@ -298,7 +369,7 @@ TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
     BatchHandle b;
     while (it->next(&b)) {
       const auto* d = static_cast<const float*>(b->data());
-      out.emplace_back(b->step(), b->mix_lambdas(), std::vector<float>(d, d + b->bytes() / 4));
+      out.emplace_back(b->step(), b->mix_weights(), std::vector<float>(d, d + b->bytes() / 4));
     }
     return out;
   };
@@ -311,11 +382,11 @@ TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
     int blended = 0;
     for (size_t i = 0; i < mixed.size(); ++i) {
       const auto& [step, lambdas, data] = mixed[i];
-      ASSERT_EQ(lambdas.size(), static_cast<size_t>(used));
+      ASSERT_EQ(lambdas.size(), 6u);  // one per sample
       std::vector<float> want = std::get<2>(plain[i]);
       for (int p = 0; p < used; ++p) {
         const MixDraw d = draw_mix(mix, 4, 5, 9, 0, static_cast<uint64_t>(step * used + p));
-        EXPECT_EQ(lambdas[static_cast<size_t>(p)], d.lambda);
+        for (int r = 0; r < rows; ++r) EXPECT_EQ(lambdas[static_cast<size_t>(p * rows + r)], d.lambda);
         mix_batch(d, spec, rows, want.data() + static_cast<size_t>(p * rows) * 40);
         blended += d.lambda < 1;
       }
@@ -323,6 +394,48 @@ TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
     }
     EXPECT_GT(blended, 3);
   }
+}
+
+// elem mode in the pipeline: each batch is its unmixed self mixed by draw_mixes' per-sample draws, and
+// carries each sample's own weight.
+TEST(Mixup, PipelineElemModeCarriesEachSamplesWeight) {
+  testing::ScratchDir dir("mixup_elem");
+  const std::vector<std::string> paths = testing::write_named_shards(dir, {12, 12});
+  auto mapper = distinct_sample_mapper();
+  MixOptions mix = pipeline_mix();
+  mix.mode = MixMode::kElem;
+  auto batches = [&](const MixOptions& m) {
+    Dataset ds = Dataset::from_files(paths);
+    ds.shuffle(10, 3).repeat(1).map_and_batch(mapper, 6, 2, true);
+    DatasetOptions o;
+    o.seed = 9;
+    o.num_threads = 2;
+    o.mix = m;
+    ds.with_options(o);
+    std::vector<std::tuple<int64_t, std::vector<double>, std::vector<float>>> out;
+    auto it = ds.make_iterator(0);
+    BatchHandle b;
+    while (it->next(&b)) {
+      const auto* d = static_cast<const float*>(b->data());
+      out.emplace_back(b->step(), b->mix_weights(), std::vector<float>(d, d + b->bytes() / 4));
+    }
+    return out;
+  };
+  const auto plain = batches(MixOptions{});
+  const auto mixed = batches(mix);
+  ASSERT_EQ(mixed.size(), 4u);
+  int distinct = 0;
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    const auto& [step, weights, data] = mixed[i];
+    EXPECT_TRUE(std::get<1>(plain[i]).empty());
+    const std::vector<MixDraw> draws = draw_mixes(mix, 4, 5, 6, 9, 0, static_cast<uint64_t>(step));
+    EXPECT_EQ(weights, own_label_weights(MixMode::kElem, draws, 6));
+    std::vector<float> want = std::get<2>(plain[i]);
+    mix_samples(MixMode::kElem, draws, kPipelineSpec, 6, want.data());
+    EXPECT_EQ(data, want) << "batch " << i;
+    distinct += weights[0] != weights[5];
+  }
+  EXPECT_GT(distinct, 0);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST_F(ConfigFiles, FlatJson) {
 }
 
 TEST_F(ConfigFiles, UnknownKeysAreListedTogether) {
-  const std::string p = write("args.yaml", "model: lenet\naa: rand-m9\nmixup_mode: batch\njsd_loss: true\nlearnig_rate: 1\n");
+  const std::string p = write("args.yaml", "model: lenet\naa: rand-m9\nmixup_mode: batch\njsd_loss: true\nlearnig_rate: 1\nbce_loss: true\n");
   const std::string e = error_of<UsageError>([&] { read_config_file(p); });
   EXPECT_NE(e.find(p + ": 4 key(s) that are not job config fields"), std::string::npos) << e;
   EXPECT_NE(e.find("learnig_rate (learning_rate?)"), std::string::npos) << e;

@@ -53,8 +53,8 @@ std::pair<Tensor, Tensor> step_batch(runner::StepRunner& micro, int parts, uint6
 }
 
 // The runner's accumulated steps of `model` against doing it by hand: each part runs forward and
-// backward with its own batch statistics and masks (micro-batch k) and, with `mixes` (one per part), its
-// labels mixed by its own weight; the parts' gradients are averaged, then the one update: the runner's
+// backward with its own batch statistics and masks (micro-batch k) and, with `mixes` (one per sample of
+// the step), its labels mixed by its own samples' weights; the parts' gradients are averaged, then the one update: the runner's
 // weights, optimizer state and summed results are those of doing it by hand.
 void expect_accumulation_by_hand(const char* model, const std::vector<double>& mixes) {
   {
@@ -84,7 +84,7 @@ void expect_accumulation_by_hand(const char* model, const std::vector<double>& m
       double loss = 0;
       int64_t correct = 0, examples = 0;
       for (int k = 0; k < kParts; ++k) {
-        if (!mixes.empty()) ts.set_label_mix(mixes[static_cast<size_t>(k)]);
+        if (!mixes.empty()) ts.set_label_mix(std::span<const double>(mixes).subspan(static_cast<size_t>(k * kRows), kRows));
         const StepResult r = ts.train(rows_of(x, k * kRows, kRows), rows_of(y, k * kRows, kRows), step, k);
         loss += r.loss;
         correct += r.correct;
@@ -118,18 +118,20 @@ TEST(GradientAccumulation, EachPartRunsOnItsOwnAndTheUpdateTakesTheirMean) {
   for (const char* model : {"resnet_cifar_20", "lenet"}) expect_accumulation_by_hand(model, {});
 }
 
-// Mixup / CutMix with accumulation: each part's labels mix by that part's own weight (the pipeline
-// draws one per part, as timm mixes each loader batch), and a weight of 1 leaves a part unmixed.
+// Mixup / CutMix with accumulation: each part's labels mix by its own samples' weights (the pipeline
+// draws per part, as timm mixes each loader batch): one weight for the part (batch mode), a pair's
+// (pair mode) or each sample's (elem mode); a part of weights 1 is unmixed.
 TEST(GradientAccumulation, EachPartMixesItsLabelsByItsOwnWeight) {
-  expect_accumulation_by_hand("lenet", {0.7, 1.0, 0.35});
-  // One weight for a 3-part step is refused by name only when it is neither one nor kParts long.
+  expect_accumulation_by_hand("lenet", {0.7, 0.7, 0.7, 0.7, 1, 1, 1, 1, 0.35, 0.9, 0.9, 0.35});
+  expect_accumulation_by_hand("lenet", {0.2, 0.6, 0.95, 0.4, 1, 0.5, 1, 1, 0.7, 0.7, 0.7, 0.7});
+  // Weights for a 3-part step of 4 samples each: none or 12.
   const NetDef net = zoo::build_net("lenet", {.num_classes = 10, .height = 16, .width = 16});
   runner::StepRunnerOptions o;
   o.batch_size = 4;
   o.optimizer = optimizer_options(config_of({"--optimizer=sgd"}));
   o.accumulation_steps = 3;
   auto runner = runner::make_step_runner(net, o);
-  EXPECT_NE(error_of([&] { runner->set_label_mix({0.5, 0.5}); }).find("2 part weights for 3 accumulated parts"),
+  EXPECT_NE(error_of([&] { runner->set_label_mix({0.5, 0.5}); }).find("2 label weights for a step of 12 samples"),
             std::string::npos);
 }
 

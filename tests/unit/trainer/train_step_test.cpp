@@ -116,9 +116,10 @@ TEST(TrainStep, QueuedStepDecodesToTrainsResult) {
 }
 
 // Mixup / CutMix labels: the loss is timm's soft-target cross-entropy with mixup_target's targets
-// t = lambda * q(y_n) + (1 - lambda) * q(y_{N-1-n}), q(y) = (1 - eps) onehot(y) + eps / K, on both heads
+// t_n = w_n * q(y_n) + (1 - w_n) * q(y_{N-1-n}), q(y) = (1 - eps) onehot(y) + eps / K, on both heads
 // (aux weighted 0.4), and every gradient is that loss's: (p - t) x / N for a head's weights, computed
-// here by hand. lambda 1 is the plain step; lambda 0 the plain step on the reversed labels.
+// here by hand. One weight for all (timm's batch mode) and one per sample (its pair and elem modes);
+// weight 1 is the plain step, 0 the plain step on the reversed labels.
 TEST(TrainStep, MixedLabelsGiveTimmsSoftTargetLossAndGradient) {
   const NetDef net = net_from_text(kTwoHeads);
   const Tensor x = testing_util::random_tensor({3, 1, 1, 3}, DType::kF64, 4);
@@ -126,35 +127,42 @@ TEST(TrainStep, MixedLabelsGiveTimmsSoftTargetLossAndGradient) {
   const double eps = 0.1, lambda = 0.3;
   graph::Graph g(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2});
   TrainStep ts(g, {.label_smoothing = eps});
-  ts.set_label_mix(lambda);
-  const StepResult r = ts.train(x, Tensor::from<int64_t>({3}, std::span<const int64_t>(y)), 0);
-  const auto xs = x.to_vector<double>();
-  double want_loss[2] = {0, 0};
-  for (size_t o = 0; o < 2; ++o) {
-    const auto logits = g.output(o).to_vector<double>();
-    std::vector<double> want_grad(12, 0);  // [4 units, 3 inputs]
-    for (int n = 0; n < 3; ++n) {
-      std::vector<double> p(logits.begin() + 4 * n, logits.begin() + 4 * n + 4);
-      const double m = *std::max_element(p.begin(), p.end());
-      double sum = 0;
-      for (double& v : p) sum += (v = std::exp(v - m));
-      for (double& v : p) v /= sum;
-      for (int k = 0; k < 4; ++k) {
-        const double t = lambda * ((1 - eps) * (y[size_t(n)] == k) + eps / 4) +
-                         (1 - lambda) * ((1 - eps) * (y[size_t(2 - n)] == k) + eps / 4);
-        want_loss[o] -= t * std::log(p[size_t(k)]) / 3;
-        for (int d = 0; d < 3; ++d) want_grad[size_t(3 * k + d)] += (p[size_t(k)] - t) * xs[size_t(3 * n + d)] / 3;
+  for (const std::vector<double>& w : {std::vector<double>{lambda, lambda, lambda}, std::vector<double>{0.3, 0.8, 0.55}}) {
+    SCOPED_TRACE(w[1]);
+    graph::Graph gm(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2});
+    TrainStep tm(gm, {.label_smoothing = eps});
+    if (w[0] == w[1]) tm.set_label_mix(w[0]);
+    else tm.set_label_mix(std::span<const double>(w));
+    const StepResult r = tm.train(x, Tensor::from<int64_t>({3}, std::span<const int64_t>(y)), 0);
+    const auto xs = x.to_vector<double>();
+    double want_loss[2] = {0, 0};
+    for (size_t o = 0; o < 2; ++o) {
+      const auto logits = gm.output(o).to_vector<double>();
+      std::vector<double> want_grad(12, 0);  // [4 units, 3 inputs]
+      for (int n = 0; n < 3; ++n) {
+        std::vector<double> p(logits.begin() + 4 * n, logits.begin() + 4 * n + 4);
+        const double m = *std::max_element(p.begin(), p.end());
+        double sum = 0;
+        for (double& v : p) sum += (v = std::exp(v - m));
+        for (double& v : p) v /= sum;
+        const double wn = w[size_t(n)];
+        for (int k = 0; k < 4; ++k) {
+          const double t = wn * ((1 - eps) * (y[size_t(n)] == k) + eps / 4) +
+                           (1 - wn) * ((1 - eps) * (y[size_t(2 - n)] == k) + eps / 4);
+          want_loss[o] -= t * std::log(p[size_t(k)]) / 3;
+          for (int d = 0; d < 3; ++d) want_grad[size_t(3 * k + d)] += (p[size_t(k)] - t) * xs[size_t(3 * n + d)] / 3;
+        }
+      }
+      for (const graph::NamedTensor& prm : gm.parameters()) {
+        if (prm.name != (o == 0 ? "fc/weights" : "aux/weights")) continue;
+        const auto grad = prm.grad.to_vector<double>();
+        for (size_t i = 0; i < 12; ++i) EXPECT_NEAR(grad[i], (o == 0 ? 1.0 : 0.4) * want_grad[i], 1e-12) << o << " " << i;
       }
     }
-    for (const graph::NamedTensor& prm : g.parameters()) {
-      if (prm.name != (o == 0 ? "fc/weights" : "aux/weights")) continue;
-      const auto grad = prm.grad.to_vector<double>();
-      for (size_t i = 0; i < 12; ++i) EXPECT_NEAR(grad[i], (o == 0 ? 1.0 : 0.4) * want_grad[i], 1e-12) << o << " " << i;
-    }
+    EXPECT_NEAR(r.main_loss, want_loss[0], 1e-12);
+    EXPECT_NEAR(r.aux_loss, want_loss[1], 1e-12);
+    EXPECT_NEAR(r.loss, want_loss[0] + 0.4 * want_loss[1], 1e-12);
   }
-  EXPECT_NEAR(r.main_loss, want_loss[0], 1e-12);
-  EXPECT_NEAR(r.aux_loss, want_loss[1], 1e-12);
-  EXPECT_NEAR(r.loss, want_loss[0] + 0.4 * want_loss[1], 1e-12);
 
   // The ends: lambda 1 is the plain step, lambda 0 the plain step on the partners' labels.
   auto step = [&](double mix, const std::vector<int64_t>& labels) {
@@ -171,6 +179,37 @@ TEST(TrainStep, MixedLabelsGiveTimmsSoftTargetLossAndGradient) {
   for (size_t i = 0; i < plain_reversed.second.size(); ++i)
     EXPECT_NEAR(all_partner.second[i], plain_reversed.second[i], 1e-12);
   EXPECT_THROW(ts.set_label_mix(1.5), Error);
+  const std::vector<double> two = {0.5, 0.2}, out_of_range = {0.5, 1.2, 0.1};
+  EXPECT_THROW(ts.set_label_mix(std::span<const double>(two)), Error);  // not one per sample
+  EXPECT_THROW(ts.set_label_mix(std::span<const double>(out_of_range)), Error);
+}
+
+// With class weights, per-sample label weights keep each label set's normalisation: the loss is
+// sum_n w_n c[y_n] (-log p_n,y_n) / sum_n c[y_n] + sum_n (1 - w_n) c[y'_n] (-log p_n,y'_n) / sum_n c[y'_n]
+// (y' the reversed labels), each part as the plain weighted loss of its labels divides it.
+TEST(TrainStep, PerSampleLabelWeightsKeepTheClassWeightedNormalisation) {
+  const NetDef net = net_from_text(kTwoHeads);
+  const Tensor x = testing_util::random_tensor({3, 1, 1, 3}, DType::kF64, 4);
+  const std::vector<int64_t> y = {0, 3, 2}, partner = {2, 3, 0};
+  const std::vector<double> c = {1.0, 2.0, 0.5, 3.0}, w = {0.3, 0.8, 0.55};
+  graph::Graph g(net, {.batch_size = 3, .dtype = DType::kF64, .seed = 2});
+  TrainStep ts(g, {.class_weights = c});
+  ts.set_label_mix(std::span<const double>(w));
+  const StepResult r = ts.train(x, Tensor::from<int64_t>({3}, std::span<const int64_t>(y)), 0);
+  const auto logits = g.output(0).to_vector<double>();
+  double own = 0, other = 0, own_w = 0, other_w = 0;
+  for (int n = 0; n < 3; ++n) {
+    std::vector<double> z(logits.begin() + 4 * n, logits.begin() + 4 * n + 4);
+    const double m = *std::max_element(z.begin(), z.end());
+    double sum = 0;
+    for (double v : z) sum += std::exp(v - m);
+    auto nll = [&](int64_t k) { return -(z[size_t(k)] - m - std::log(sum)); };
+    own += w[size_t(n)] * c[size_t(y[size_t(n)])] * nll(y[size_t(n)]);
+    other += (1 - w[size_t(n)]) * c[size_t(partner[size_t(n)])] * nll(partner[size_t(n)]);
+    own_w += c[size_t(y[size_t(n)])];
+    other_w += c[size_t(partner[size_t(n)])];
+  }
+  EXPECT_NEAR(r.main_loss, own / own_w + other / other_w, 1e-12);
 }
 
 TEST(TrainStep, RejectsBadLabelsAndFollowsTheBatchSize) {
