@@ -67,30 +67,28 @@ void blend_pair(T* a, T* b, size_t count, float w_own, float w_other) {
   }
 }
 
-// Swaps the box between samples a and b (each gets the other's pixels there); elements of `bytes` each.
-void swap_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* a, char* b) {
+// Calls run(at, bytes) for each contiguous run of CutMix's box in a sample of `spec` (elements of
+// `bytes` each): one per row in NHWC, one per row and channel plane in NCHW.
+template <typename F>
+void for_each_box_run(const MixDraw& d, const BatchSpec& s, size_t bytes, F&& run) {
   const bool nhwc = s.layout == Layout::kNHWC;
   const int planes = nhwc ? 1 : s.channels;
-  const size_t run = static_cast<size_t>(d.width) * (nhwc ? s.channels : 1) * bytes;
+  const size_t length = static_cast<size_t>(d.width) * (nhwc ? s.channels : 1) * bytes;
   for (int p = 0; p < planes; ++p)
-    for (int y = d.top; y < d.top + d.height; ++y) {
-      const size_t at = nhwc ? (static_cast<size_t>(y) * s.width + d.left) * s.channels * bytes
-                             : ((static_cast<size_t>(p) * s.height + y) * s.width + d.left) * bytes;
-      std::swap_ranges(a + at, a + at + run, b + at);
-    }
+    for (int y = d.top; y < d.top + d.height; ++y)
+      run(nhwc ? (static_cast<size_t>(y) * s.width + d.left) * s.channels * bytes
+               : ((static_cast<size_t>(p) * s.height + y) * s.width + d.left) * bytes,
+          length);
+}
+
+// Swaps the box between samples a and b (each gets the other's pixels there); elements of `bytes` each.
+void swap_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* a, char* b) {
+  for_each_box_run(d, s, bytes, [&](size_t at, size_t length) { std::swap_ranges(a + at, a + at + length, b + at); });
 }
 
 // Copies the box of `src` into `dst` (one way: elem mode's partner is the unmixed copy).
 void copy_box(const MixDraw& d, const BatchSpec& s, size_t bytes, char* dst, const char* src) {
-  const bool nhwc = s.layout == Layout::kNHWC;
-  const int planes = nhwc ? 1 : s.channels;
-  const size_t run = static_cast<size_t>(d.width) * (nhwc ? s.channels : 1) * bytes;
-  for (int p = 0; p < planes; ++p)
-    for (int y = d.top; y < d.top + d.height; ++y) {
-      const size_t at = nhwc ? (static_cast<size_t>(y) * s.width + d.left) * s.channels * bytes
-                             : ((static_cast<size_t>(p) * s.height + y) * s.width + d.left) * bytes;
-      std::memcpy(dst + at, src + at, run);
-    }
+  for_each_box_run(d, s, bytes, [&](size_t at, size_t length) { std::memcpy(dst + at, src + at, length); });
 }
 
 // own = own * w_own + partner * w_other, element by element, as blend_pair does for one side.

@@ -346,6 +346,28 @@ TEST(Mixup, PipelineBatchesCarryTheirDraw) {
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], mixed[11 + i]);
 }
 
+// One epoch of batches of 6 from `paths` (shuffled, seed 9, 2 threads) mixed by `mix` in `parts` parts:
+// each batch's index, own-label weights and float32 data.
+std::vector<std::tuple<int64_t, std::vector<double>, std::vector<float>>> batches_of_six(
+    const std::vector<std::string>& paths, const MixOptions& mix, int parts) {
+  Dataset ds = Dataset::from_files(paths);
+  ds.shuffle(10, 3).repeat(1).map_and_batch(distinct_sample_mapper(), 6, 2, true);
+  DatasetOptions o;
+  o.seed = 9;
+  o.num_threads = 2;
+  o.mix = mix;
+  o.mix_parts = parts;
+  ds.with_options(o);
+  std::vector<std::tuple<int64_t, std::vector<double>, std::vector<float>>> out;
+  auto it = ds.make_iterator(0);
+  BatchHandle b;
+  while (it->next(&b)) {
+    const auto* d = static_cast<const float*>(b->data());
+    out.emplace_back(b->step(), b->mix_weights(), std::vector<float>(d, d + b->bytes() / 4));
+  }
+  return out;
+}
+
 // DatasetOptions::mix_parts (gradient accumulation's parts): each part of a batch is its unmixed self
 // mixed by its own draw, keyed batch x parts + part, its samples paired within it; a batch that does
 // not divide into the parts is one part.
@@ -353,26 +375,8 @@ TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
   testing::ScratchDir dir("mixup_parts");
   const std::vector<std::string> paths = testing::write_named_shards(dir, {20, 16});
   const BatchSpec spec = kPipelineSpec;
-  auto mapper = distinct_sample_mapper();
   const MixOptions mix = pipeline_mix();
-  auto batches = [&](const MixOptions& m, int parts) {
-    Dataset ds = Dataset::from_files(paths);
-    ds.shuffle(10, 3).repeat(1).map_and_batch(mapper, 6, 2, true);
-    DatasetOptions o;
-    o.seed = 9;
-    o.num_threads = 2;
-    o.mix = m;
-    o.mix_parts = parts;
-    ds.with_options(o);
-    std::vector<std::tuple<int64_t, std::vector<double>, std::vector<float>>> out;
-    auto it = ds.make_iterator(0);
-    BatchHandle b;
-    while (it->next(&b)) {
-      const auto* d = static_cast<const float*>(b->data());
-      out.emplace_back(b->step(), b->mix_weights(), std::vector<float>(d, d + b->bytes() / 4));
-    }
-    return out;
-  };
+  auto batches = [&](const MixOptions& m, int parts) { return batches_of_six(paths, m, parts); };
   const auto plain = batches(MixOptions{}, 1);
   for (int parts : {2, 3, 4}) {  // 4 does not divide a batch of 6: one part
     SCOPED_TRACE(parts);
@@ -401,26 +405,9 @@ TEST(Mixup, PipelineMixesEachPartOnItsOwn) {
 TEST(Mixup, PipelineElemModeCarriesEachSamplesWeight) {
   testing::ScratchDir dir("mixup_elem");
   const std::vector<std::string> paths = testing::write_named_shards(dir, {12, 12});
-  auto mapper = distinct_sample_mapper();
   MixOptions mix = pipeline_mix();
   mix.mode = MixMode::kElem;
-  auto batches = [&](const MixOptions& m) {
-    Dataset ds = Dataset::from_files(paths);
-    ds.shuffle(10, 3).repeat(1).map_and_batch(mapper, 6, 2, true);
-    DatasetOptions o;
-    o.seed = 9;
-    o.num_threads = 2;
-    o.mix = m;
-    ds.with_options(o);
-    std::vector<std::tuple<int64_t, std::vector<double>, std::vector<float>>> out;
-    auto it = ds.make_iterator(0);
-    BatchHandle b;
-    while (it->next(&b)) {
-      const auto* d = static_cast<const float*>(b->data());
-      out.emplace_back(b->step(), b->mix_weights(), std::vector<float>(d, d + b->bytes() / 4));
-    }
-    return out;
-  };
+  auto batches = [&](const MixOptions& m) { return batches_of_six(paths, m, 1); };
   const auto plain = batches(MixOptions{});
   const auto mixed = batches(mix);
   ASSERT_EQ(mixed.size(), 4u);
