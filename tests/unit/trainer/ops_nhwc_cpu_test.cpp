@@ -62,6 +62,8 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"batch_norm", {"resnet_train", {}, {{{8, 64, 14, 14}}}, true}},
       {"batch_norm", {"many_channels", {}, {{{4, 1000, 3, 3}}}, true}},
       {"batch_norm", {"eval", {}, {{{8, 48, 7, 7}}}, false}},
+      // A mean far from 0 beside the spread: the one-pass statistics must not cancel (shifted sums).
+      {"batch_norm", {"large_mean", {}, {{{8, 16, 6, 6}, DType::kF32, 0, 1000.0, 1000.5}}, true}},
       {"max_pool2d", {"stem_k3s2_same", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}}, {{{2, 70, 17, 16}}}}},
       {"avg_pool2d", {"inception_k3s1_same", {{"kernel", 3}, {"stride", 1}, {"padding", "same"}}, {{{2, 48, 9, 9}}}}},
       {"global_avg_pool", {"resnet_head", {}, {{{4, 256, 7, 7}}}}},
