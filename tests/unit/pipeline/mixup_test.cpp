@@ -161,7 +161,7 @@ TEST(Mixup, EachModeDrawsItsUnitsFromTheBatchsStream) {
 }
 
 // NHWC and float16 batches mix exactly as the NCHW float32 batch (float16: its float values blended,
-// rounded back to half).
+// rounded back to half), in batch and elem modes.
 TEST(Mixup, EveryLayoutAndDtypeMixesAlike) {
   const int n = 4, c = 3, h = 5, w = 6;
   const std::vector<float> nchw = nchw_batch<float>(n, c, h, w);
@@ -184,6 +184,24 @@ TEST(Mixup, EveryLayoutAndDtypeMixesAlike) {
     mix_batch(d, BatchSpec{h, w, c, DType::kF16, Layout::kNCHW}, n, half.data());
     for (size_t i = 0; i < half.size(); ++i) ASSERT_EQ(half[i], float_to_half(want[i])) << i;
   }
+  // elem mode: each sample by its own draw, with its partner's unmixed image, alike in every layout and
+  // dtype. Sample 3 (lambda 1) stays itself although its partner, sample 0, mixes with it.
+  const std::vector<MixDraw> elem = {MixDraw{.lambda = 0.3}, cutmix_box(0.5, h, w, 2, 4), MixDraw{.lambda = 0.8}, MixDraw{}};
+  std::vector<float> want = nchw;
+  mix_samples(MixMode::kElem, elem, BatchSpec{h, w, c, DType::kF32, Layout::kNCHW}, n, want.data());
+  std::vector<float> got_nhwc = to_nhwc(nchw);
+  mix_samples(MixMode::kElem, elem, BatchSpec{h, w, c, DType::kF32, Layout::kNHWC}, n, got_nhwc.data());
+  EXPECT_EQ(got_nhwc, to_nhwc(want));
+  std::vector<uint16_t> half;
+  for (float v : nchw) half.push_back(float_to_half(v));
+  mix_samples(MixMode::kElem, elem, BatchSpec{h, w, c, DType::kF16, Layout::kNCHW}, n, half.data());
+  for (size_t i = 0; i < half.size(); ++i) ASSERT_EQ(half[i], float_to_half(want[i])) << i;
+  const size_t sample = static_cast<size_t>(c * h * w);
+  for (size_t e = 0; e < sample; ++e) {
+    ASSERT_EQ(want[3 * sample + e], nchw[3 * sample + e]) << e;
+    ASSERT_EQ(want[e], nchw[e] * 0.3f + nchw[3 * sample + e] * 0.7f) << e;
+  }
+
   // A CutMix box covers only the box: everything outside it is the sample's own.
   const MixDraw d = cutmix_box(0.5, h, w, 2, 4);
   ASSERT_GT(d.height * d.width, 0);
