@@ -242,21 +242,7 @@ void mix_rows(Tensor& own, const Tensor& partner, const std::vector<double>& w) 
       d[at] = static_cast<T>(w[i] * static_cast<double>(d[at]) + (1 - w[i]) * static_cast<double>(m[at]));
     }
 }
-template <typename L>
-double label_weight_total(const Tensor& labels, const std::vector<double>& class_weights) {
-  double total = 0;
-  const L* y = labels.data<L>();
-  for (int64_t i = 0; i < labels.numel(); ++i) total += class_weights.at(static_cast<size_t>(y[i]));
-  return total;
-}
 }  // namespace
-
-// What the loss's row terms are divided by (ops/softmax_xent.h): N, or W = sum_n w[y_n] with class weights.
-double TrainStep::loss_normaliser(const Tensor& labels) const {
-  if (options_.class_weights.empty()) return static_cast<double>(labels.numel());
-  return labels.dtype() == DType::kI32 ? label_weight_total<int32_t>(labels, options_.class_weights)
-                                       : label_weight_total<int64_t>(labels, options_.class_weights);
-}
 
 // Per-sample weights (pair and elem modes): each row's gradient and loss term weighted by its own w_i.
 // The row terms come from the CPU kernel's workspace, read right after each forward.
@@ -277,7 +263,8 @@ void TrainStep::per_sample_mixed_loss(size_t o, const Tensor& labels, double see
     own += sample_mix_[i] * own_rows[i];
     partner += (1 - sample_mix_[i]) * partner_rows[i];
   }
-  h.loss[o].fill(own / loss_normaliser(labels) + partner / loss_normaliser(h.partner));
+  h.loss[o].fill(own / ops::softmax_xent_divisor(options_.class_weights, labels) +
+                 partner / ops::softmax_xent_divisor(options_.class_weights, h.partner));
 }
 
 // The cross-entropy is linear in its targets, so the mixed loss is the two plain losses weighted, and its

@@ -98,7 +98,6 @@ class TrainStep {
   // queue_train()'s loss and gradient of one output under set_label_mix (the plain loss already forward).
   void mixed_loss(size_t output, const Tensor& labels);
   void per_sample_mixed_loss(size_t output, const Tensor& labels, double seed);
-  double loss_normaliser(const Tensor& labels) const;
   void counts(const Tensor& labels);
   void fill_dloss(Heads& h);
   // One copy of the results block to the host; fills the losses and counts.

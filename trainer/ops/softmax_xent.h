@@ -42,6 +42,9 @@ void register_softmax_xent(OpRegistry& registry);
 // over W with class weights), from its workspace (`workspace` as given to the forward, `n` rows). What
 // a per-sample weighting of the loss needs (TrainStep's mixup in pair and elem modes).
 std::vector<double> softmax_xent_row_terms(const Tensor& workspace, int64_t n);
+// What those row terms are divided by: N, or W = sum_n w[y_n] with class weights (`labels` i32 or i64
+// on the host, in range: a forward checked them).
+double softmax_xent_divisor(const std::vector<double>& class_weights, const Tensor& labels);
 
 namespace cpu {
 // L is int32_t or int64_t. row_loss: N doubles of scratch. Throws Error on a label outside [0, K).

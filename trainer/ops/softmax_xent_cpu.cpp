@@ -168,6 +168,14 @@ std::vector<double> softmax_xent_row_terms(const Tensor& workspace, int64_t n) {
   return std::vector<double>(rows, rows + n);
 }
 
+double softmax_xent_divisor(const std::vector<double>& class_weights, const Tensor& labels) {
+  if (class_weights.empty()) return static_cast<double>(labels.numel());
+  const SoftmaxXentParams p{.n = labels.numel(), .k = static_cast<int64_t>(class_weights.size()),
+                            .class_weights = class_weights};
+  return labels.dtype() == DType::kI32 ? cpu::label_weight_sum(p, labels.data<int32_t>())
+                                       : cpu::label_weight_sum(p, labels.data<int64_t>());
+}
+
 void register_softmax_xent(OpRegistry& r) {
   r.add(OpDef{
       .name = "softmax_xent",
