@@ -98,6 +98,17 @@ void blend_into(T* own, const T* partner, size_t count, float w_own, float w_oth
     own[k] = Element<T>::store(blend(Element<T>::load(own[k]), Element<T>::load(partner[k]), w_own, w_other));
 }
 
+// Calls fn(T{}) with the element type of a batch of `dtype`: float, half bits or uint8.
+template <typename F>
+void with_element_type(DType dtype, F&& fn) {
+  switch (dtype) {
+    case DType::kF32: return fn(float{});
+    case DType::kF16: return fn(uint16_t{});
+    case DType::kU8: return fn(uint8_t{});
+    default: return;  // output_format() admits the three above only
+  }
+}
+
 // Samples a and b mixed with each other by one draw (batch and pair modes; a == b: the middle sample).
 void mix_pair(const MixDraw& d, const BatchSpec& s, char* a, char* b) {
   if (d.lambda == 1) return;
@@ -106,13 +117,10 @@ void mix_pair(const MixDraw& d, const BatchSpec& s, char* a, char* b) {
     return;
   }
   const float w_own = static_cast<float>(d.lambda), w_other = static_cast<float>(1.0 - d.lambda);
-  const size_t count = s.sample_elements();
-  switch (s.dtype) {
-    case DType::kF32: blend_pair(reinterpret_cast<float*>(a), reinterpret_cast<float*>(b), count, w_own, w_other); break;
-    case DType::kF16: blend_pair(reinterpret_cast<uint16_t*>(a), reinterpret_cast<uint16_t*>(b), count, w_own, w_other); break;
-    case DType::kU8: blend_pair(reinterpret_cast<uint8_t*>(a), reinterpret_cast<uint8_t*>(b), count, w_own, w_other); break;
-    default: break;  // output_format() admits the three above only
-  }
+  with_element_type(s.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    blend_pair(reinterpret_cast<T*>(a), reinterpret_cast<T*>(b), s.sample_elements(), w_own, w_other);
+  });
 }
 
 // Sample `own` mixed with `partner` (unmixed) by draw d, one way (elem mode).
@@ -123,13 +131,10 @@ void mix_one(const MixDraw& d, const BatchSpec& s, char* own, const char* partne
     return;
   }
   const float w_own = static_cast<float>(d.lambda), w_other = static_cast<float>(1.0 - d.lambda);
-  const size_t count = s.sample_elements();
-  switch (s.dtype) {
-    case DType::kF32: blend_into(reinterpret_cast<float*>(own), reinterpret_cast<const float*>(partner), count, w_own, w_other); break;
-    case DType::kF16: blend_into(reinterpret_cast<uint16_t*>(own), reinterpret_cast<const uint16_t*>(partner), count, w_own, w_other); break;
-    case DType::kU8: blend_into(reinterpret_cast<uint8_t*>(own), reinterpret_cast<const uint8_t*>(partner), count, w_own, w_other); break;
-    default: break;
-  }
+  with_element_type(s.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    blend_into(reinterpret_cast<T*>(own), reinterpret_cast<const T*>(partner), s.sample_elements(), w_own, w_other);
+  });
 }
 
 // One draw from the stream: whether to mix (prob), which method (switch_prob), lambda, CutMix's box.
@@ -227,8 +232,10 @@ void mix_samples(MixMode mode, const std::vector<MixDraw>& draws, const BatchSpe
     if (mode == MixMode::kPair) return mix_pair(draws[static_cast<size_t>(i)], s, a, b);
     const MixDraw &da = draws[static_cast<size_t>(i)], &db = draws[static_cast<size_t>(n - 1 - i)];
     if (da.lambda == 1 && db.lambda == 1) return;
-    // Each side mixes with the other's unmixed image (timm's x_orig).
-    const std::vector<char> original_a(a, a + sample), original_b(b, b + sample);
+    // Each side mixes with the other's unmixed image (timm's x_orig), copied only where the other mixes.
+    std::vector<char> original_a, original_b;
+    if (db.lambda != 1) original_a.assign(a, a + sample);
+    if (da.lambda != 1) original_b.assign(b, b + sample);
     mix_one(da, s, a, original_b.data());
     if (a != b) mix_one(db, s, b, original_a.data());
   });
