@@ -26,7 +26,7 @@ void add_weight_decay(std::span<const ParamRef> params, double weight_decay) {
 namespace {
 
 double sum_of_squares(const float* g, size_t n) {
-  return deterministic_sum(n, [g](size_t k) { return static_cast<double>(g[k]) * g[k]; });
+  return sum_of_chunks(n, [g](size_t b, size_t e) { return lane_sum_of_squares(g + b, e - b); });
 }
 
 }  // namespace

@@ -25,23 +25,54 @@ namespace fastnn {
 // Chunk size of the deterministic reductions: partial sums are always over the same index ranges.
 inline constexpr size_t kReductionChunk = size_t{1} << 14;
 
-// The sum of term(k) for k in [0, n), in double: chunks of kReductionChunk summed in parallel, then the
-// partial sums added in chunk order, so the result is bitwise the same for any thread count.
-template <typename Term>
-double deterministic_sum(size_t n, Term term) {
+// Independent accumulators within a chunk: one double running sum is bound by the latency of its adds
+// (and keeps the terms from vectorising); eight lanes, term k of a chunk going to lane (k - chunk start) % 8,
+// are not. The lanes are added pairwise at the chunk's end.
+inline constexpr size_t kReductionLanes = 8;
+static_assert(kReductionChunk % kReductionLanes == 0);
+
+// sum_of_chunks(n, chunk_sum): chunk_sum(begin, end) of each chunk [c * kReductionChunk, ...) of [0, n),
+// in parallel, then the chunks' sums added in chunk order: the result depends on n only, bitwise the same
+// for any thread count.
+template <typename ChunkSum>
+double sum_of_chunks(size_t n, ChunkSum chunk_sum) {
   const size_t chunks = (n + kReductionChunk - 1) / kReductionChunk;
-  auto chunk_sum = [&term, n](size_t c) {
-    double s = 0.0;
-    const size_t end = std::min(n, (c + 1) * kReductionChunk);
-    for (size_t k = c * kReductionChunk; k < end; ++k) s += term(k);
-    return s;
-  };
-  if (chunks <= 1) return chunks == 1 ? chunk_sum(0) : 0.0;
+  auto one = [&chunk_sum, n](size_t c) { return chunk_sum(c * kReductionChunk, std::min(n, (c + 1) * kReductionChunk)); };
+  if (chunks <= 1) return chunks == 1 ? one(0) : 0.0;
   std::vector<double> partial(chunks);
-  tbb::parallel_for(size_t{0}, chunks, [&](size_t c) { partial[c] = chunk_sum(c); });
+  tbb::parallel_for(size_t{0}, chunks, [&](size_t c) { partial[c] = one(c); });
   double total = 0.0;
   for (double s : partial) total += s;
   return total;
+}
+
+// The sum of term(b + j) for j in [0, count) over kReductionLanes lanes (lane j % 8), added pairwise.
+template <typename Term>
+double lane_sum(size_t b, size_t count, Term term) {
+  double a[kReductionLanes] = {};
+  size_t j = 0;
+  for (; j + kReductionLanes <= count; j += kReductionLanes)
+    for (size_t l = 0; l < kReductionLanes; ++l) a[l] += term(b + j + l);
+  for (size_t l = 0; j < count; ++j, ++l) a[l] += term(b + j);
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+// The sum of the squares of x[0, count) in double over the lanes, a plain loop over an array, which the
+// compiler vectorises (a costlier term inlined into lane_sum does not vectorise: the fill below).
+inline double lane_sum_of_squares(const float* x, size_t count) {
+  return lane_sum(0, count, [x](size_t k) { return static_cast<double>(x[k]) * x[k]; });
+}
+
+// The sum of value(k)^2 for k in [0, n) in the same order, where value is costly (LAMB's direction):
+// fill(begin, end, out) writes a chunk's values to out[0, end - begin), a loop the compiler vectorises,
+// then they are squared and summed.
+template <typename Fill>
+double deterministic_sum_of_squares(size_t n, Fill fill) {
+  return sum_of_chunks(n, [&fill](size_t b, size_t e) {
+    float values[kReductionChunk];  // 64 KiB of stack: oneTBB's workers have megabytes
+    fill(b, e, values);
+    return lane_sum_of_squares(values, e - b);
+  });
 }
 
 void add_weight_decay(std::span<const ParamRef> params, double weight_decay);

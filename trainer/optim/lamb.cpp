@@ -3,8 +3,9 @@
 // trust ratio ||w|| / ||update||. The per-element formulas are update_rules.h's; the norms are summed in
 // double in a fixed chunk order (gradient_ops.h), so the result is bitwise the same on any thread count.
 //
-// Three passes over a parameter: the moments, the norm of the update (recomputed from m, v and w, so no
-// buffer the size of the largest parameter is needed), then the step.
+// Passes over a parameter: the moments; for a parameter that adapts, the norms of the weights and of the
+// update (the update computed chunk by chunk into a small buffer, so that the loop vectorises, then
+// squared and summed); the step (the update computed again rather than kept for the whole parameter).
 #include <cmath>
 
 #include "core/check.h"
@@ -45,24 +46,37 @@ class Lamb final : public Optimizer {
     // (biases and normalisation parameters excluded).
     const bool adapt = p.decay && weight_decay_ != 0.0;
     if (adapt) r.weight_decay = static_cast<float>(weight_decay_);
-    float* w = p.value;
+    const float* w = p.value;
     const float* g = p.grad;
     float* m = slot(m_, i);
     float* v = slot(v_, i);
     parallel_elementwise(p.count, [=](size_t b, size_t e) {
       for (size_t k = b; k < e; ++k) optim::rule::lamb_moments(r, g[k], m[k], v[k]);
     });
+    if (r.weight_decay != 0.0f) {
+      step_along(p, lr, [=](size_t k) {
+        return optim::rule::lamb_add_decay(r, optim::rule::lamb_adam_step(r, m[k], v[k]), w[k]);
+      });
+    } else {
+      step_along(p, lr, [=](size_t k) { return optim::rule::lamb_adam_step(r, m[k], v[k]); });
+    }
+  }
+
+  // w -= lr * trust * direction(k), trust = ||w|| / ||direction|| where the parameter adapts, else 1.
+  // Whether the direction includes the decay is decided by the caller, once for the whole parameter.
+  template <typename Direction>
+  void step_along(const ParamRef& p, float lr, Direction direction) {
+    float* w = p.value;
     float trust = 1.0f;
-    if (adapt) {
-      const double u_norm = std::sqrt(deterministic_sum(p.count, [=](size_t k) {
-        const double u = optim::rule::lamb_direction(r, m[k], v[k], w[k]);
-        return u * u;
+    if (p.decay && weight_decay_ != 0.0) {
+      const double u_norm = std::sqrt(deterministic_sum_of_squares(p.count, [=](size_t b, size_t e, float* out) {
+        for (size_t k = b; k < e; ++k) out[k - b] = direction(k);
       }));
       trust = static_cast<float>(optim::rule::lamb_trust_ratio(l2_norm(w, p.count), u_norm));
     }
     parallel_elementwise(p.count, [=](size_t b, size_t e) {
       for (size_t k = b; k < e; ++k)
-        w[k] = optim::rule::sub(w[k], optim::rule::mul(lr, optim::rule::mul(optim::rule::lamb_direction(r, m[k], v[k], w[k]), trust)));
+        w[k] = optim::rule::sub(w[k], optim::rule::mul(lr, optim::rule::mul(direction(k), trust)));
     });
   }
 

@@ -121,10 +121,11 @@ FASTNN_HD inline double lars_trust_ratio(double w_norm, double g_norm, double ee
 
 // LAMB (You et al., 2020) as timm's Lamb (timm/optim/lamb.py) computes it, in two parts because its trust
 // ratio needs a whole parameter's update first. lamb_moments: Adam's moments (exp_avg.lerp_(grad,
-// 1 - beta1), exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)). lamb_direction: the
-// bias-corrected update (m / bias_correction1) / (sqrt(v) / sqrt(bias_correction2) + eps), plus
-// weight_decay * w where the parameter decays. The parameter then moves by lr * trust * direction, trust
-// from lamb_trust_ratio (1 where it does not decay: timm adapts only groups with weight decay).
+// 1 - beta1), exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)). The direction: lamb_adam_step,
+// the bias-corrected update (m / bias_correction1) / (sqrt(v) / sqrt(bias_correction2) + eps), then
+// lamb_add_decay, + weight_decay * w, where the parameter decays. The parameter then moves by
+// lr * trust * direction, trust from lamb_trust_ratio (1 where it does not decay: timm adapts only groups
+// with weight decay).
 struct Lamb {
   float one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0;
   float bias_correction1 = 1, bias_correction2_sqrt = 1, epsilon = 0;
@@ -134,11 +135,13 @@ FASTNN_HD inline void lamb_moments(const Lamb& r, float g, float& m, float& v) {
   m = add(m, mul(r.one_minus_beta1, sub(g, m)));
   v = add(mul(v, r.beta2), mul(mul(r.one_minus_beta2, g), g));
 }
-FASTNN_HD inline float lamb_direction(const Lamb& r, float m, float v, float w) {
+// Two parts, so that a loop over a whole parameter decides once whether it decays (a branch per element
+// keeps the loop from vectorising).
+FASTNN_HD inline float lamb_adam_step(const Lamb& r, float m, float v) {
   const float denom = add(div(rule::sqrt(v), r.bias_correction2_sqrt), r.epsilon);
-  const float u = div(div(m, r.bias_correction1), denom);
-  return r.weight_decay != 0.0f ? add(u, mul(w, r.weight_decay)) : u;
+  return div(div(m, r.bias_correction1), denom);
 }
+FASTNN_HD inline float lamb_add_decay(const Lamb& r, float u, float w) { return add(u, mul(w, r.weight_decay)); }
 // ||w|| / ||direction|| when both are positive, else 1 (timm's torch.where pair).
 FASTNN_HD inline double lamb_trust_ratio(double w_norm, double u_norm) {
   return w_norm > 0 && u_norm > 0 ? w_norm / u_norm : 1.0;

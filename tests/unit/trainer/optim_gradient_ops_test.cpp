@@ -1,8 +1,10 @@
 // L2 weight decay on gradients and tf.clip_by_global_norm.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 
 #include "core/check.h"
 #include "trainer/optim/gradient_ops.h"
@@ -71,6 +73,36 @@ TEST(GlobalNorm, LargeTensorsReduceDeterministicallyInDouble) {
   const double a = global_norm(ps);
   EXPECT_NEAR(a, std::sqrt(expect), 1e-12 * std::sqrt(expect));
   for (int i = 0; i < 5; ++i) EXPECT_EQ(global_norm(ps), a);  // bitwise, whatever the scheduling
+}
+
+// The order gradient_ops.h documents, written out: in each chunk, value k goes to lane (k - chunk start) % 8
+// in increasing k, the lanes are added pairwise, and the chunks' sums are added in chunk order. Any thread
+// count gives exactly that, for the norms and for LAMB's sum of squares of computed values.
+double documented_sum_of_squares(const std::vector<float>& x) {
+  double total = 0.0;
+  for (size_t begin = 0; begin < x.size(); begin += kReductionChunk) {
+    double lane[8] = {};
+    for (size_t k = begin; k < std::min(x.size(), begin + kReductionChunk); ++k)
+      lane[(k - begin) % 8] += static_cast<double>(x[k]) * x[k];
+    total += ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  }
+  return total;
+}
+
+TEST(DeterministicSum, AddsInTheDocumentedOrderOnAnyThreadCount) {
+  for (size_t n : {size_t{0}, size_t{5}, size_t{8}, kReductionChunk, 3 * kReductionChunk + 13}) {
+    std::vector<float> x(n);
+    for (size_t k = 0; k < n; ++k) x[k] = static_cast<float>(std::sin(0.1 * static_cast<double>(k)) * (1.0 + 1e-3 * k));
+    const double expect = documented_sum_of_squares(x);
+    for (size_t threads : {1, 2, 3}) {
+      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+      EXPECT_EQ(l2_norm(x.data(), n), std::sqrt(expect)) << n << " values, " << threads << " threads";
+      const double computed = deterministic_sum_of_squares(n, [&](size_t b, size_t e, float* out) {
+        for (size_t k = b; k < e; ++k) out[k - b] = x[k] * 2.0f;  // a value computed on the way, exactly 2x
+      });
+      EXPECT_EQ(computed, 4.0 * expect) << n << " values, " << threads << " threads";
+    }
+  }
 }
 
 }  // namespace
