@@ -36,7 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_fashion_resnet import CIFAR_MEAN, CIFAR_STD, build_model, read_idx  # noqa: E402
+from torch_fashion_resnet import FashionData, build_model, sgd_with_weight_decay  # noqa: E402
 
 
 def ema_update(torch, ema, model, decay):
@@ -85,18 +85,10 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
 
-    def load(kind):
-        x = read_idx(torch, os.path.join(a.data, f"{kind}-images-idx3-ubyte.gz"))
-        y = read_idx(torch, os.path.join(a.data, f"{kind}-labels-idx1-ubyte.gz"))
-        return x, y.long()
-
-    train_x, train_y = load("train")
-    test_x, test_y = load("t10k")
-    test_x, test_y = test_x[:a.eval_limit or None], test_y[:a.eval_limit or None]
-    mean = torch.tensor(CIFAR_MEAN).view(1, 3, 1, 1)
-    inv_std = 1.0 / torch.tensor(CIFAR_STD).view(1, 3, 1, 1)
-    train_pad = F.pad(train_x, (4, 4, 4, 4))  # uint8 [N, 36, 36], zeros = pixel value 0
-    test_in = (F.pad(test_x, (2, 2, 2, 2)).unsqueeze(1).float() - mean) * inv_std  # [N, 3, 32, 32]
+    fmt = torch.channels_last if a.layout == "cl" else torch.contiguous_format
+    data = FashionData(torch, a.data, torch.device("cpu"), a.seed, a.eval_limit)
+    train_y, test_y, n = data.train_y, data.test_y, data.n
+    test_in = data.test_in.contiguous(memory_format=fmt)
 
     nearest = T.InterpolationMode.NEAREST
     augment = {"": None,
@@ -106,20 +98,11 @@ def main():
     mix = (Mixup(mixup_alpha=a.mixup, cutmix_alpha=a.cutmix, prob=1.0, switch_prob=0.5, mode="batch",
                  label_smoothing=0.0, num_classes=10) if a.mixup > 0 or a.cutmix > 0 else None)
 
-    gen = torch.Generator().manual_seed(a.seed)
-    ar = torch.arange(32)
-
     def train_batch(idx):  # crop, mirror, [auto-augment], normalise, [erase], [mix]
-        b = idx.numel()
-        ox = torch.randint(0, 5, (b,), generator=gen)
-        oy = torch.randint(0, 5, (b,), generator=gen)
-        flip = torch.randint(0, 2, (b,), generator=gen).bool()
-        cols = torch.where(flip[:, None], ox[:, None] + 31 - ar, ox[:, None] + ar)
-        rows = oy[:, None] + ar
-        img = train_pad[idx[:, None, None], rows[:, :, None], cols[:, None, :]].unsqueeze(1)  # [b,1,32,32]
+        img = data.crop_mirror(idx)  # uint8 [b, 1, 32, 32]
         if augment is not None:  # one draw per image (a batch tensor would get one op for all)
             img = torch.stack([augment(im) for im in img])
-        x = (img.float() - mean) * inv_std
+        x = data.normalise(img)
         if erase is not None:
             x = erase(x)
         y = train_y[idx]
@@ -127,18 +110,10 @@ def main():
             x, y = mix(x, y)
         return x.contiguous(memory_format=fmt), y
 
-    fmt = torch.channels_last if a.layout == "cl" else torch.contiguous_format
-    test_in = test_in.contiguous(memory_format=fmt)
     model = build_model(torch).to(memory_format=fmt)
     ema = copy.deepcopy(model) if a.ema_decay > 0 else None
-    decay = [m.weight for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
-    decay_ids = {id(t) for t in decay}
-    no_decay = [t for t in model.parameters() if id(t) not in decay_ids]  # BN gamma/beta, fc bias
-    opt = torch.optim.SGD([{"params": decay, "weight_decay": a.weight_decay},
-                           {"params": no_decay, "weight_decay": 0.0}],
-                          lr=a.lr, momentum=a.momentum, dampening=0, nesterov=False)
+    opt = sgd_with_weight_decay(torch, model, a.lr, a.momentum, a.weight_decay)
 
-    n = train_x.shape[0]
     steps_per_epoch = min(n // a.batch_size, a.limit_steps or n)
     total = a.epochs * steps_per_epoch
 
@@ -155,7 +130,7 @@ def main():
     model.train()
     for epoch in range(1, a.epochs + 1):
         t0 = time.perf_counter()
-        perm = torch.randperm(n, generator=gen)
+        perm = torch.randperm(n, generator=data.gen)
         for k in range(steps_per_epoch):
             x, y = train_batch(perm[k * a.batch_size:(k + 1) * a.batch_size])
             lr = a.lr * 0.5 * (1.0 + math.cos(math.pi * step / total))

@@ -59,6 +59,53 @@ def read_idx(torch, path):  # uint8 tensor of the IDX file's dims
     return torch.frombuffer(data, dtype=torch.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+
+class FashionData:
+    """Fashion-MNIST as fastnn's cifarnet preset feeds it, as tensors on `dev`: the training images padded
+    4 px (uint8, zeros = pixel value 0), the test images padded 2 px and normalised, and a seeded
+    generator for the crops, mirrors and epoch permutations."""
+
+    def __init__(self, torch, folder, dev, seed, eval_limit=0):
+        import torch.nn.functional as F
+
+        def load(kind):
+            x = read_idx(torch, os.path.join(folder, f"{kind}-images-idx3-ubyte.gz"))
+            y = read_idx(torch, os.path.join(folder, f"{kind}-labels-idx1-ubyte.gz"))
+            return x.to(dev), y.long().to(dev)
+
+        train_x, self.train_y = load("train")
+        test_x, test_y = load("t10k")
+        test_x, self.test_y = test_x[:eval_limit or None], test_y[:eval_limit or None]
+        self.torch, self.dev, self.n = torch, dev, train_x.shape[0]
+        self.mean = torch.tensor(CIFAR_MEAN, device=dev).view(1, 3, 1, 1)
+        self.inv_std = 1.0 / torch.tensor(CIFAR_STD, device=dev).view(1, 3, 1, 1)
+        self.train_pad = F.pad(train_x, (4, 4, 4, 4))  # uint8 [N, 36, 36]
+        self.test_in = self.normalise(F.pad(test_x, (2, 2, 2, 2)).unsqueeze(1))  # [N, 3, 32, 32]
+        self.gen = torch.Generator(device=dev).manual_seed(seed)
+        self.ar = torch.arange(32, device=dev)
+
+    def normalise(self, img):  # uint8 [b, 1, 32, 32] -> (v - mean[c]) / std[c], [b, 3, 32, 32]
+        return (img.float() - self.mean) * self.inv_std
+
+    def crop_mirror(self, idx):  # random 32x32 crop of the padded images, random mirror: uint8 [b, 1, 32, 32]
+        torch, b, ar = self.torch, idx.numel(), self.ar
+        ox = torch.randint(0, 5, (b,), device=self.dev, generator=self.gen)
+        oy = torch.randint(0, 5, (b,), device=self.dev, generator=self.gen)
+        flip = torch.randint(0, 2, (b,), device=self.dev, generator=self.gen).bool()
+        cols = torch.where(flip[:, None], ox[:, None] + 31 - ar, ox[:, None] + ar)
+        rows = oy[:, None] + ar
+        return self.train_pad[idx[:, None, None], rows[:, :, None], cols[:, None, :]].unsqueeze(1)
+
+
+def sgd_with_weight_decay(torch, model, lr, momentum, weight_decay):
+    """TF momentum with L2 decay on conv and fc weights only, not on BN parameters or the fc bias."""
+    decay = [m.weight for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    decay_ids = {id(t) for t in decay}
+    no_decay = [t for t in model.parameters() if id(t) not in decay_ids]
+    return torch.optim.SGD([{"params": decay, "weight_decay": weight_decay},
+                            {"params": no_decay, "weight_decay": 0.0}],
+                           lr=lr, momentum=momentum, dampening=0, nesterov=False)
+
 def build_model(torch):
     nn, F = torch.nn, torch.nn.functional
 
@@ -146,44 +193,19 @@ def main():
         torch.backends.cudnn.benchmark = True
         set_tf32(torch, a.precision == "tf32")
 
-    def load(kind):
-        x = read_idx(torch, os.path.join(a.data, f"{kind}-images-idx3-ubyte.gz"))
-        y = read_idx(torch, os.path.join(a.data, f"{kind}-labels-idx1-ubyte.gz"))
-        return x.to(dev), y.long().to(dev)
-
-    train_x, train_y = load("train")
-    test_x, test_y = load("t10k")
-    test_x, test_y = test_x[:a.eval_limit or None], test_y[:a.eval_limit or None]
-    mean = torch.tensor(CIFAR_MEAN, device=dev).view(1, 3, 1, 1)
-    inv_std = 1.0 / torch.tensor(CIFAR_STD, device=dev).view(1, 3, 1, 1)
-    train_pad = F.pad(train_x, (4, 4, 4, 4))  # uint8 [N, 36, 36], zeros = pixel value 0
-    test_in = (F.pad(test_x, (2, 2, 2, 2)).unsqueeze(1).float() - mean) * inv_std  # [N, 3, 32, 32]
-
-    gen = torch.Generator(device=dev).manual_seed(a.seed)
-    ar = torch.arange(32, device=dev)
+    data = FashionData(torch, a.data, dev, a.seed, a.eval_limit)
+    train_y, test_in, test_y, gen = data.train_y, data.test_in, data.test_y, data.gen
 
     def train_batch(idx):  # random 32x32 crop of the padded image, random mirror, normalise
-        b = idx.numel()
-        ox = torch.randint(0, 5, (b,), device=dev, generator=gen)
-        oy = torch.randint(0, 5, (b,), device=dev, generator=gen)
-        flip = torch.randint(0, 2, (b,), device=dev, generator=gen).bool()
-        cols = torch.where(flip[:, None], ox[:, None] + 31 - ar, ox[:, None] + ar)
-        rows = oy[:, None] + ar
-        img = train_pad[idx[:, None, None], rows[:, :, None], cols[:, None, :]]  # [b, 32, 32]
-        return (img.unsqueeze(1).float() - mean) * inv_std, train_y[idx]
+        return data.normalise(data.crop_mirror(idx)), train_y[idx]
 
     model = build_model(torch).to(dev)
-    decay = [m.weight for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
-    decay_ids = {id(t) for t in decay}
-    no_decay = [t for t in model.parameters() if id(t) not in decay_ids]  # BN gamma/beta, fc bias
-    opt = torch.optim.SGD([{"params": decay, "weight_decay": a.weight_decay},
-                           {"params": no_decay, "weight_decay": 0.0}],
-                          lr=a.lr, momentum=a.momentum, dampening=0, nesterov=False)
+    opt = sgd_with_weight_decay(torch, model, a.lr, a.momentum, a.weight_decay)
     amp = cuda and a.precision == "amp"
     scaler = torch.amp.GradScaler("cuda") if amp else None
     autocast = (lambda: torch.autocast("cuda", dtype=torch.float16)) if amp else contextlib.nullcontext
 
-    n = train_x.shape[0]
+    n = data.n
     steps_per_epoch = min(n // a.batch_size, a.limit_steps or n)
     total = a.epochs * steps_per_epoch
 
