@@ -48,13 +48,14 @@ peer_flags() {
 echo "{\"machine\": \"$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)\", \"date\": \"$(date -u +%F)\", \"commit\": \"$(git -C "$here" rev-parse --short HEAD)\"}"
 for r in "${recipes[@]}"; do
   run=$WORK/run_$r
+  flags=$(fastnn_flags "$r")
   rm -rf "$run"
-  # shellcheck disable=SC2046
+  # shellcheck disable=SC2086
   "$FASTNN" train --model_name=resnet_cifar_20 --dataset_dir="$WORK/data" --output_dir="$run" --device=cpu \
     --batch_size=128 --optimizer=momentum --momentum=0.9 --learning_rate=0.1 --learning_rate_decay_type=cosine \
-    --weight_decay=5e-4 --num_epochs=10 --eval_every_n_steps=468 --seed=1 $(fastnn_flags "$r") \
+    --weight_decay=5e-4 --num_epochs=10 --eval_every_n_steps=468 --seed=1 $flags \
     > "$WORK/fastnn_$r.log" 2>&1
-  python3 - "$run/metrics.jsonl" "$r" "$(fastnn_flags "$r")" <<'PY'
+  python3 - "$run/metrics.jsonl" "$r" "$flags" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 evals = [r for r in rows if r.get("event") == "eval"]

@@ -46,21 +46,16 @@ double sum_of_chunks(size_t n, ChunkSum chunk_sum) {
   return total;
 }
 
-// The sum of term(b + j) for j in [0, count) over kReductionLanes lanes (lane j % 8), added pairwise.
-template <typename Term>
-double lane_sum(size_t b, size_t count, Term term) {
+// The sum of the squares of x[0, count) in double, x[j] going to lane j % kReductionLanes, the lanes added
+// pairwise: a plain loop over an array, which the compiler vectorises (a costlier term computed inside
+// such a loop does not vectorise: deterministic_sum_of_squares fills an array first).
+inline double lane_sum_of_squares(const float* x, size_t count) {
   double a[kReductionLanes] = {};
   size_t j = 0;
   for (; j + kReductionLanes <= count; j += kReductionLanes)
-    for (size_t l = 0; l < kReductionLanes; ++l) a[l] += term(b + j + l);
-  for (size_t l = 0; j < count; ++j, ++l) a[l] += term(b + j);
+    for (size_t l = 0; l < kReductionLanes; ++l) a[l] += static_cast<double>(x[j + l]) * x[j + l];
+  for (size_t l = 0; j < count; ++j, ++l) a[l] += static_cast<double>(x[j]) * x[j];
   return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
-// The sum of the squares of x[0, count) in double over the lanes, a plain loop over an array, which the
-// compiler vectorises (a costlier term inlined into lane_sum does not vectorise: the fill below).
-inline double lane_sum_of_squares(const float* x, size_t count) {
-  return lane_sum(0, count, [x](size_t k) { return static_cast<double>(x[k]) * x[k]; });
 }
 
 // The sum of value(k)^2 for k in [0, n) in the same order, where value is costly (LAMB's direction):

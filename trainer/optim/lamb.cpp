@@ -54,21 +54,21 @@ class Lamb final : public Optimizer {
       for (size_t k = b; k < e; ++k) optim::rule::lamb_moments(r, g[k], m[k], v[k]);
     });
     if (r.weight_decay != 0.0f) {
-      step_along(p, lr, [=](size_t k) {
+      step_along(p, lr, adapt, [=](size_t k) {
         return optim::rule::lamb_add_decay(r, optim::rule::lamb_adam_step(r, m[k], v[k]), w[k]);
       });
     } else {
-      step_along(p, lr, [=](size_t k) { return optim::rule::lamb_adam_step(r, m[k], v[k]); });
+      step_along(p, lr, adapt, [=](size_t k) { return optim::rule::lamb_adam_step(r, m[k], v[k]); });
     }
   }
 
   // w -= lr * trust * direction(k), trust = ||w|| / ||direction|| where the parameter adapts, else 1.
   // Whether the direction includes the decay is decided by the caller, once for the whole parameter.
   template <typename Direction>
-  void step_along(const ParamRef& p, float lr, Direction direction) {
+  static void step_along(const ParamRef& p, float lr, bool adapt, Direction direction) {
     float* w = p.value;
     float trust = 1.0f;
-    if (p.decay && weight_decay_ != 0.0) {
+    if (adapt) {
       const double u_norm = std::sqrt(deterministic_sum_of_squares(p.count, [=](size_t b, size_t e, float* out) {
         for (size_t k = b; k < e; ++k) out[k - b] = direction(k);
       }));
