@@ -21,7 +21,7 @@ import sys
 
 TIMING = {"wall_time", "images_per_sec", "data_wait_fraction", "train_seconds", "host_cpu_cores", "loop_thread_cpu_cores"}
 # Fields added to the eval lines after the reference was recorded (its metrics predate them).
-LATER = {"confusion_matrix"}
+LATER = {"confusion_matrix", "misclassified"}
 
 
 def blas_core(fastnn):
