@@ -37,6 +37,11 @@ inline dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
 std::optional<dnnl::reorder> reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
 void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to);
 
+// A pointwise convolution that runs as plain matrix products (conv1x1_matmul_dnnl.cpp): a 1x1 window,
+// stride 1, no padding, one group, no bias.
+bool is_pointwise_product(const Conv2dParams& p);
+std::unique_ptr<OpKernel> make_conv1x1_matmul(const Conv2dParams& p, const OpSignature& nchw_sig);
+
 // A copy of a parameter in a format oneDNN wants, made again only when the parameter was written since
 // (its storage's write count moved; valid where ForwardArgs::params_write_counted).
 class CachedWeights {

@@ -6,7 +6,8 @@
 // the forward's copy until the weight is written (ForwardArgs::params_write_counted). Passes: forward (bias
 // added by the primitive), backward-data, and backward-weights with the bias gradient. Each primitive
 // is described when the layer is made and generated at its pass's first run, once, for the layer's shape
-// (the kernel is its own primitive cache); its scratchpad is part of the workspace.
+// (the kernel is its own primitive cache); its scratchpad is part of the workspace. Pointwise
+// convolutions without bias run as matrix products instead (conv1x1_matmul_dnnl.cpp), with no reorders.
 //
 // Not bitwise the reference kernel (another summation order, FMA): ops_nhwc_cpu_test holds it to the
 // reference within f32 rounding, on the registry's cases and larger ones. At a fixed thread count the
@@ -174,7 +175,9 @@ void register_conv2d_dnnl(OpRegistry& r) {
   r.add_nhwc_kernel("conv2d", Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in) -> std::unique_ptr<OpKernel> {
     const std::optional<Conv2dParams> p = grouped_conv_params("conv2d", a, in);
     if (!p) return nullptr;
-    return std::make_unique<Conv2dDnnl>("conv2d", *p, conv2d_signature(*p, DType::kF32));
+    const OpSignature nchw = conv2d_signature(*p, DType::kF32);
+    if (is_pointwise_product(*p)) return make_conv1x1_matmul(*p, nchw);
+    return std::make_unique<Conv2dDnnl>("conv2d", *p, nchw);
   });
   r.add_batch_norm_fold("conv2d", Device::kCpu, make_batch_norm_fold);
 }

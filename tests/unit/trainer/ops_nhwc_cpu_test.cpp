@@ -53,6 +53,8 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"conv2d", {"stem_k7_s2_same", {{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}},
                   {{{2, 3, 32, 32}}}}},
       {"conv2d", {"mnist_c1_k5_same", {{"filters", 32}, {"kernel", 5}, {"padding", "same"}}, {{{4, 1, 12, 12}}}}},
+      // Runs as matrix products (conv1x1_matmul_dnnl.cpp): stride 1, no bias.
+      {"conv2d", {"pointwise", {{"filters", 96}, {"kernel", 1}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{2, 16, 9, 9}}}}},
       {"conv2d", {"one_image_k3", {{"filters", 48}, {"kernel", 3}, {"padding", 1}}, {{{1, 32, 10, 10}}}}},
