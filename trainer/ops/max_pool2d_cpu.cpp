@@ -1,7 +1,9 @@
 #include "trainer/ops/max_pool2d.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
+#include <type_traits>
 
 #include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/layout_adapter.h"
@@ -162,23 +164,46 @@ class MaxPool2dNhwcCpu final : public OpKernel {
       const T* xn = x + n * hw * c;
       T* dxn = dx + n * hw * c;
       for (int64_t i = 0; i < hw; ++i) std::fill(dxn + i * c + c0, dxn + i * c + c1, T(0));
+      // Per channel, the maximum so far and its window slot (row-major index within the window); then
+      // each of the window's pixels takes dy where it holds the maximum. Both channel loops choose by
+      // bit masks rather than branches (GCC vectorizes those; it leaves these selects as branches). A dx
+      // element still receives its additions in the order of the output pixels, so the sums are
+      // bitwise those of the NCHW kernel.
+      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
       T best[kChannelBlock];
-      int64_t at[kChannelBlock];  // pixel index of each channel's first maximum
+      Bits slot[kChannelBlock];
+      const int64_t width = c1 - c0;
       for (int64_t op = 0; op < p_.win.p; ++op)
         for (int64_t oq = 0; oq < p_.win.q; ++oq) {
           const WindowSpan b = window_span(p_.win, p_.h, p_.w, op, oq);
           if (b.empty()) continue;
-          bool first = true;
+          Bits j = 0;
           for (int64_t ih = b.hb; ih < b.he; ++ih)
-            for (int64_t iw = b.wb; iw < b.we; ++iw) {
-              const int64_t pix = ih * p_.w + iw;
-              const T* in = xn + pix * c;
-              for (int64_t ch = c0; ch < c1; ++ch)
-                if (first || in[ch] > best[ch - c0]) best[ch - c0] = in[ch], at[ch - c0] = pix;
-              first = false;
+            for (int64_t iw = b.wb; iw < b.we; ++iw, ++j) {
+              const T* in = xn + (ih * p_.w + iw) * c + c0;
+              if (j == 0) {
+                std::copy(in, in + width, best);
+                std::fill(slot, slot + width, Bits(0));
+                continue;
+              }
+              for (int64_t ch = 0; ch < width; ++ch) {
+                const T v = in[ch], held = best[ch];
+                const Bits above = Bits(0) - Bits(v > held);  // all ones where v is the new maximum
+                best[ch] = v > held ? v : held;
+                slot[ch] = (j & above) | (slot[ch] & ~above);
+              }
             }
-          const T* d = dy + ((n * p_.win.p + op) * p_.win.q + oq) * c;
-          for (int64_t ch = c0; ch < c1; ++ch) dxn[at[ch - c0] * c + ch] += d[ch];
+          const T* d = dy + ((n * p_.win.p + op) * p_.win.q + oq) * c + c0;
+          j = 0;
+          for (int64_t ih = b.hb; ih < b.he; ++ih)
+            for (int64_t iw = b.wb; iw < b.we; ++iw, ++j) {
+              T* out = dxn + (ih * p_.w + iw) * c + c0;
+              for (int64_t ch = 0; ch < width; ++ch) {
+                const Bits here = Bits(0) - Bits(slot[ch] == j);
+                const T kept = out[ch], added = kept + d[ch];
+                out[ch] = std::bit_cast<T>((std::bit_cast<Bits>(added) & here) | (std::bit_cast<Bits>(kept) & ~here));
+              }
+            }
         }
     });
   }
