@@ -3,7 +3,8 @@
 // run over a fixed number of row blocks (a function of M only), each adding its rows into a double per
 // channel (the inner loop runs along the channels, contiguous), then the blocks are added in order:
 // reproducible on any thread count, and within rounding of the NCHW kernel, whose per-plane order
-// differs. Cross-replica statistics as in the NCHW kernel.
+// differs. The forward's mean and variance come from one pass of shifted sums, the backward's two sums
+// from one pass; both loops are in batch_norm_row_sums.cpp. Cross-replica statistics as in the NCHW kernel.
 //
 // Also the CPU's one-pass fusions (OpRegistry::add_fusion; the fuse_ops rewrite, ops/fused.h):
 // batch_norm+relu, batch_norm+relu6 and batch_norm+add+relu. Their normalisation pass writes the
@@ -13,11 +14,13 @@
 // the composite of the two.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include <tbb/parallel_for.h>
 
 #include "trainer/ops/batch_norm.h"
+#include "trainer/ops/batch_norm_row_sums.h"
 #include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/fused.h"
@@ -133,23 +136,35 @@ class BatchNormRows {
       normalize_rows(m_, c, x, gamma, beta, mean, invstd, y, epilogue);
       return;
     }
-    std::vector<double> sums(static_cast<size_t>(c) + 1), mu(static_cast<size_t>(c));  // sum(x) per channel, count
-    channel_sums(m_, c, [&](int64_t r0, int64_t r1, double* acc) {
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t ch = 0; ch < c; ++ch) acc[ch] += static_cast<double>(x[r * c + ch]);
-    }, sums.data());
-    sums[static_cast<size_t>(c)] = static_cast<double>(m_);
-    if (a.replicas) a.replicas->sum(sums);
-    const double m = sums[static_cast<size_t>(c)];
-    for (int64_t ch = 0; ch < c; ++ch) mu[ch] = sums[ch] / m;
-    channel_sums(m_, c, [&](int64_t r0, int64_t r1, double* acc) {
+    // One pass for both statistics: per channel, the sums of d and d^2 with d = x - shift, shifted by
+    // the channel's first value so that they do not cancel where the mean is far from 0 beside the
+    // spread. Then the totals over replicas in two steps, as the mean comes before the variance:
+    // sum(x) = S1 + m*shift, and sum((x - mean)^2) = S2 - 2e*S1 + m*e^2 with e = mean - shift.
+    const auto channels = static_cast<size_t>(c);
+    std::vector<double> shift(x, x + c), shifted(2 * channels), sums(channels + 1), mu(channels);
+    channel_sums(m_, 2 * c, [&](int64_t r0, int64_t r1, double* acc) {
+      if constexpr (std::is_same_v<T, float>) {
+        cpu::add_shifted_sums(x + r0 * c, r1 - r0, c, shift.data(), acc);
+        return;
+      }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t ch = 0; ch < c; ++ch) {
-          const double d = static_cast<double>(x[r * c + ch]) - mu[ch];
-          acc[ch] += d * d;
+          const double d = static_cast<double>(x[r * c + ch]) - shift[ch];
+          acc[ch] += d;
+          acc[c + ch] += d * d;
         }
-    }, sums.data());
-    if (a.replicas) a.replicas->sum(std::span<double>(sums.data(), static_cast<size_t>(c)));
+    }, shifted.data());
+    const auto local = static_cast<double>(m_);
+    for (size_t ch = 0; ch < channels; ++ch) sums[ch] = shifted[ch] + local * shift[ch];
+    sums[channels] = local;
+    if (a.replicas) a.replicas->sum(sums);
+    const double m = sums[channels];
+    for (size_t ch = 0; ch < channels; ++ch) {
+      mu[ch] = sums[ch] / m;
+      const double e = mu[ch] - shift[ch];
+      sums[ch] = std::max(0.0, shifted[channels + ch] - 2 * e * shifted[ch] + local * e * e);
+    }
+    if (a.replicas) a.replicas->sum(std::span<double>(sums.data(), channels));
     for (int64_t ch = 0; ch < c; ++ch) {
       const double var = sums[ch] / m;
       mean[ch] = static_cast<T>(mu[ch]);
@@ -173,6 +188,10 @@ class BatchNormRows {
     // sum(dz) per channel, then sum(dz * (x - mean)) per channel, then the count.
     std::vector<double> sums(2 * channels + 1);
     channel_sums(m_, 2 * c, [&](int64_t r0, int64_t r1, double* acc) {
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<Gradient, PlainGradient<T>>) {
+        cpu::add_gradient_sums(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c, mean, acc);
+        return;
+      }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t ch = 0; ch < c; ++ch) {
           const double g = gradient(r * c + ch);
