@@ -4,7 +4,7 @@
 // channel (the inner loop runs along the channels, contiguous), then the blocks are added in order:
 // reproducible on any thread count, and within rounding of the NCHW kernel, whose per-plane order
 // differs. The forward's mean and variance come from one pass of shifted sums, the backward's two sums
-// from one pass; both loops are in batch_norm_row_sums.cpp. Cross-replica statistics as in the NCHW kernel.
+// from one pass; its float loops are in batch_norm_row_loops.cpp. Cross-replica statistics as in the NCHW kernel.
 //
 // Also the CPU's one-pass fusions (OpRegistry::add_fusion; the fuse_ops rewrite, ops/fused.h):
 // batch_norm+relu, batch_norm+relu6 and batch_norm+add+relu. Their normalisation pass writes the
@@ -20,7 +20,7 @@
 #include <tbb/parallel_for.h>
 
 #include "trainer/ops/batch_norm.h"
-#include "trainer/ops/batch_norm_row_sums.h"
+#include "trainer/ops/batch_norm_row_loops.h"
 #include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/fused.h"
@@ -52,23 +52,31 @@ void channel_sums(int64_t m, int64_t c, F&& terms, double* out) {
 
 // What a fused layer does to each normalised value v of element i before storing it: the activation's
 // own kernel's float operations (NoEpilogue for a plain batch norm).
+// `kind` and `residual` name the same epilogue to the float loops of batch_norm_row_loops.cpp.
 template <typename T>
 struct NoEpilogue {
+  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kNone;
+  const T* residual = nullptr;
   T operator()(T v, int64_t) const { return v; }
 };
 template <typename T>
 struct ReluEpilogue {
+  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kRelu;
+  const T* residual = nullptr;
   T operator()(T v, int64_t) const { return cpu::relu_value(v); }
 };
 template <typename T>
 struct Relu6Epilogue {
+  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kRelu6;
+  const T* residual = nullptr;
   T operator()(T v, int64_t) const { return cpu::relu6_value(v); }
 };
 template <typename T>
 struct AddReluEpilogue {
-  const T* r;  // the other addend
+  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kAddRelu;
+  const T* residual;  // the other addend
   T operator()(T v, int64_t i) const {
-    return cpu::relu_value(v + r[i]);  // IEEE addition commutes: whichever input of the add the batch norm fed
+    return cpu::relu_value(v + residual[i]);  // IEEE addition commutes: whichever input of the add the batch norm fed
   }
 };
 
@@ -81,6 +89,11 @@ void normalize_rows(int64_t m, int64_t c, const T* x, const T* gamma, const T* b
     shift[ch] = beta[ch] - mean[ch] * scale[ch];
   }
   cpu::parallel_range(m, std::max<int64_t>(1, cpu::kElementwiseGrain / c), [&](int64_t r0, int64_t r1) {
+    if constexpr (std::is_same_v<T, float>) {
+      cpu::normalize_rows(x + r0 * c, r1 - r0, c, scale.data(), shift.data(), Epilogue::kind,
+                          epilogue.residual ? epilogue.residual + r0 * c : nullptr, y + r0 * c);
+      return;
+    }
     const T* __restrict sc = scale.data();
     const T* __restrict sh = shift.data();
     for (int64_t r = r0; r < r1; ++r) {
@@ -217,6 +230,11 @@ class BatchNormRows {
       cb[ch] = a.training ? sums[channels + ch] / m : 0.0;
     }
     cpu::parallel_range(m_, std::max<int64_t>(1, cpu::kElementwiseGrain / c), [&](int64_t r0, int64_t r1) {
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<Gradient, PlainGradient<T>>) {
+        cpu::input_gradient_rows(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c,
+                                 {k.data(), ca.data(), mu.data(), is.data(), cb.data()}, dx + r0 * c);
+        return;
+      }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t ch = 0; ch < c; ++ch) {
           const int64_t i = r * c + ch;
