@@ -23,9 +23,16 @@ compilation inside the warm-up steps); the fastest is the peer.
 A config is model:size:batch[:classes] (classes default --classes). Prints one JSON line per round and
 config, then a summary line per config (medians of the rounds).
 
-OMP_WAIT_POLICY defaults to PASSIVE here (set it in the environment to override): with other
-processes on the 2 cores, libgomp's default spinning made PyTorch's step ~13x slower (mobilenet_v2 96x96
-batch 8: 12.2 s vs 0.95 s per step, measured), a measurement of the oversubscription, not of PyTorch.
+PyTorch runs with libgomp's default wait (its threads spin about 300,000 times, then sleep), as its
+users get it: OMP_WAIT_POLICY is removed before torch loads unless set to something other than "unset".
+On an idle machine that is PyTorch's faster setting (zen5, eager, medians of 3 rounds: ResNet-20 b64
+1048 img/s against 856 PASSIVE, MobileNet v2 96x96 b16 257 against 147). On a loaded machine set PASSIVE: then
+the default spinning made PyTorch's step ~13x slower (mobilenet_v2 96x96 batch 8: 12.2 s vs 0.95 s per
+step), a measurement of the oversubscription, not of PyTorch. Not ACTIVE: its threads never sleep, so
+they keep spinning in this process while fastnn's step is timed in a child process (fastnn fell from
+14.9 to 8.5 img/s on ResNet-50). fastnn always runs with its own default (the variable removed from its
+environment: it then sets PASSIVE with a short spin itself, as its oneTBB threads share the cores with
+libgomp's).
 """
 import argparse
 import json
@@ -34,7 +41,8 @@ import statistics
 import subprocess
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads libgomp
+if os.environ.get("OMP_WAIT_POLICY", "unset").lower() == "unset":  # before torch loads libgomp
+    os.environ.pop("OMP_WAIT_POLICY", None)
 
 import torch
 import torch.nn as nn
@@ -175,7 +183,8 @@ def fastnn_step_rate(binary, model, size, batch, steps, warmup, classes=1000):
     out = subprocess.run([binary, "bench", "train", f"--model_name={model}", f"--batch_size={batch}",
                           "--optimizer=momentum", "--momentum=0.9", "--learning_rate=0.01", "--weight_decay=0.00004",
                           f"--num_classes={classes}", "--image-size", str(size), "--steps", str(steps),
-                          "--warmup", str(warmup), "--json"], check=True, capture_output=True, text=True).stdout
+                          "--warmup", str(warmup), "--json"], check=True, capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return {"images_per_sec": r["images_per_sec"], "ms_per_step": r["ms_per_step"], "parameters": r.get("parameters")}
 
@@ -199,7 +208,7 @@ def depthwise(args):
                 reps += 1
             sec = (time.perf_counter() - start) / reps
             f = flops if name == "forward" else 3 * flops
-            print(json.dumps({"peer": "torch", "omp_wait_policy": os.environ["OMP_WAIT_POLICY"], "depthwise": f"{n}x{c}x{hw}x{hw}", "pass": name,
+            print(json.dumps({"peer": "torch", "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "depthwise": f"{n}x{c}x{hw}x{hw}", "pass": name,
                               "ms": round(1e3 * sec, 3), "gflops": round(f / sec * 1e-9, 2)}), flush=True)
 
 
@@ -239,7 +248,8 @@ def main():
                     res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, classes,
                                                who.startswith("torch-cl"), who.endswith("+compile"))
             best = min((w for w in res if w != "fastnn"), key=lambda w: res[w]["ms_per_step"])
-            row = {"round": rnd + 1, "torch": torch.__version__, "threads": args.threads, "model": model,
+            row = {"round": rnd + 1, "torch": torch.__version__, "threads": args.threads,
+                   "torch_omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "model": model,
                    "size": size, "batch": batch, "classes": classes,
                    **{f"{w}_img_s": round(r["images_per_sec"], 1) for w, r in res.items()},
                    "peer": best, "speedup_fastnn_over_peer": round(res[best]["ms_per_step"] / res["fastnn"]["ms_per_step"], 3),
