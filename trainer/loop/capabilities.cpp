@@ -1,11 +1,13 @@
 #include "trainer/loop/capabilities.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/check.h"
 #include "core/logging.h"
 #include "trainer/head/head_config.h"
 #include "trainer/loop/memory_estimate.h"
+#include "trainer/ops/blas_core.h"
 #include "trainer/runner/step_runner.h"
 #ifdef FASTNN_HAVE_CUDA
 #include "trainer/optim/device_optimizer.h"
@@ -50,6 +52,7 @@ void check_backend_supports(const JobConfig& c, const runner::ComputeTarget& t, 
       if (c.has_dynamic_loss_scale() && c.dynamic_loss_scale()) log_warn("dynamic_loss_scale", cpu);
       if (c.has_loss_scale_window() && c.dynamic_loss_scale()) log_warn("loss_scale_window=", c.loss_scale_window(), cpu);
     }
+    if (const std::string w = ops::cpu::openmp_wait_warning(std::getenv("OMP_WAIT_POLICY")); !w.empty()) log_warn(w);
     if (c.has_conv_search())
       log_warn("conv_search=", c.conv_search(), " has no effect on the CPU backend: it chooses cuDNN algorithms on device=cuda");
     if (c.has_depthwise_conv())

@@ -54,6 +54,11 @@ const BlasCore& blas_core();
 // Whether OMP_WAIT_POLICY=passive is to be set: in a build with oneDNN, when the user set none.
 bool openmp_needs_passive_wait(bool user_set_wait_policy);
 
+// A warning for CPU training where the user's OMP_WAIT_POLICY (`policy`, null when unset) is ACTIVE in a
+// build with oneDNN: libgomp's threads then never sleep and take the cores oneTBB's workers need. Empty
+// otherwise.
+std::string openmp_wait_warning(const char* policy);
+
 // When OpenBLAS fell back to Prescott on a CPU with better features and the user set no
 // OPENBLAS_CORETYPE, sets it (and a marker that this process set it); when the command runs CPU graphs
 // (`runs_cpu_graphs`: a new start costs about 80 ms, which `check` or `inspect` need not pay) and

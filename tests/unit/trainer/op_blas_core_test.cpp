@@ -74,5 +74,20 @@ TEST(BlasCore, GemmAfterThePickIsExact) {
   }
 }
 
+TEST(BlasCore, ActiveOpenMpWaitIsWarnedAboutWithOneDnn) {
+  EXPECT_EQ(openmp_wait_warning(nullptr), "");
+  EXPECT_EQ(openmp_wait_warning("passive"), "");
+  EXPECT_EQ(openmp_wait_warning("PASSIVE"), "");
+#ifdef FASTNN_HAVE_DNNL
+  for (const char* active : {"active", "ACTIVE", "Active"}) {
+    const std::string w = openmp_wait_warning(active);
+    EXPECT_NE(w.find(std::string("OMP_WAIT_POLICY=") + active), std::string::npos) << w;
+    EXPECT_NE(w.find("unset it"), std::string::npos) << w;
+  }
+#else
+  EXPECT_EQ(openmp_wait_warning("active"), "") << "no OpenMP library to warn about";
+#endif
+}
+
 }  // namespace
 }  // namespace fastnn::ops::cpu
