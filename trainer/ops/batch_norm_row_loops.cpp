@@ -4,10 +4,13 @@
 #include "trainer/ops/relu6.h"
 
 // Contraction off inside, so that no version fuses a multiply into its add (pushed and popped: in a unity
-// build the next file must keep the project's options).
+// build the next file must keep the project's options). GCC only; another compiler gets plain functions.
+#if defined(__GNUC__) && !defined(__clang__)
+#define FASTNN_GCC_LOOPS 1
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#endif
+#if defined(FASTNN_GCC_LOOPS) && defined(__x86_64__)
 #define FASTNN_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define FASTNN_VECTOR_CLONES
@@ -83,4 +86,7 @@ void input_gradient_rows(const float* g, const float* x, int64_t rows, int64_t c
 }  // namespace fastnn::ops::cpu
 
 #undef FASTNN_VECTOR_CLONES
+#ifdef FASTNN_GCC_LOOPS
+#undef FASTNN_GCC_LOOPS
 #pragma GCC pop_options
+#endif
