@@ -92,14 +92,14 @@ void normalize_rows(int64_t m, int64_t c, const T* x, const T* gamma, const T* b
     if constexpr (std::is_same_v<T, float>) {
       cpu::normalize_rows(x + r0 * c, r1 - r0, c, scale.data(), shift.data(), Epilogue::kind,
                           epilogue.residual ? epilogue.residual + r0 * c : nullptr, y + r0 * c);
-      return;
-    }
-    const T* __restrict sc = scale.data();
-    const T* __restrict sh = shift.data();
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* in = x + r * c;
-      T* out = y + r * c;
-      for (int64_t ch = 0; ch < c; ++ch) out[ch] = epilogue(in[ch] * sc[ch] + sh[ch], r * c + ch);
+    } else {
+      const T* __restrict sc = scale.data();
+      const T* __restrict sh = shift.data();
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* in = x + r * c;
+        T* out = y + r * c;
+        for (int64_t ch = 0; ch < c; ++ch) out[ch] = epilogue(in[ch] * sc[ch] + sh[ch], r * c + ch);
+      }
     }
   });
 }
@@ -158,14 +158,14 @@ class BatchNormRows {
     channel_sums(m_, 2 * c, [&](int64_t r0, int64_t r1, double* acc) {
       if constexpr (std::is_same_v<T, float>) {
         cpu::add_shifted_sums(x + r0 * c, r1 - r0, c, shift.data(), acc);
-        return;
+      } else {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const double d = static_cast<double>(x[r * c + ch]) - shift[ch];
+            acc[ch] += d;
+            acc[c + ch] += d * d;
+          }
       }
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const double d = static_cast<double>(x[r * c + ch]) - shift[ch];
-          acc[ch] += d;
-          acc[c + ch] += d * d;
-        }
     }, shifted.data());
     const auto local = static_cast<double>(m_);
     for (size_t ch = 0; ch < channels; ++ch) sums[ch] = shifted[ch] + local * shift[ch];
@@ -203,14 +203,14 @@ class BatchNormRows {
     channel_sums(m_, 2 * c, [&](int64_t r0, int64_t r1, double* acc) {
       if constexpr (std::is_same_v<T, float> && std::is_same_v<Gradient, PlainGradient<T>>) {
         cpu::add_gradient_sums(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c, mean, acc);
-        return;
+      } else {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const double g = gradient(r * c + ch);
+            acc[ch] += g;
+            acc[c + ch] += g * (static_cast<double>(x[r * c + ch]) - static_cast<double>(mean[ch]));
+          }
       }
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const double g = gradient(r * c + ch);
-          acc[ch] += g;
-          acc[c + ch] += g * (static_cast<double>(x[r * c + ch]) - static_cast<double>(mean[ch]));
-        }
     }, sums.data());
     for (int64_t ch = 0; ch < c; ++ch) {
       sums[channels + ch] *= static_cast<double>(invstd[ch]);  // sum(dz * xhat)
@@ -233,13 +233,13 @@ class BatchNormRows {
       if constexpr (std::is_same_v<T, float> && std::is_same_v<Gradient, PlainGradient<T>>) {
         cpu::input_gradient_rows(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c,
                                  {k.data(), ca.data(), mu.data(), is.data(), cb.data()}, dx + r0 * c);
-        return;
+      } else {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const int64_t i = r * c + ch;
+            dx[i] = static_cast<T>(k[ch] * (gradient(i) - ca[ch] - (x[i] - mu[ch]) * is[ch] * cb[ch]));
+          }
       }
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const int64_t i = r * c + ch;
-          dx[i] = static_cast<T>(k[ch] * (gradient(i) - ca[ch] - (x[i] - mu[ch]) * is[ch] * cb[ch]));
-        }
     });
   }
 

@@ -39,12 +39,10 @@ class Conv1x1Matmul final : public OpKernel {
     auto product = [&](memory::desc a, memory::desc b, memory::desc out) {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, out), attr, eng);
     };
-    x_md_ = memory::desc({m, c}, f32, Tag::ab);
-    y_md_ = memory::desc({m, k}, f32, Tag::ab);
-    w_md_ = memory::desc({k, c}, f32, Tag::ab);
-    fwd_pd_ = product(x_md_, memory::desc({c, k}, f32, Tag::ba), y_md_);
-    bwd_data_pd_ = product(y_md_, w_md_, x_md_);
-    bwd_w_pd_ = product(memory::desc({k, m}, f32, Tag::ba), x_md_, w_md_);
+    const memory::desc x({m, c}, f32, Tag::ab), y({m, k}, f32, Tag::ab), w({k, c}, f32, Tag::ab);
+    fwd_pd_ = product(x, memory::desc({c, k}, f32, Tag::ba), y);
+    bwd_data_pd_ = product(y, w, x);
+    bwd_w_pd_ = product(memory::desc({k, m}, f32, Tag::ba), x, w);
     sig_ = nhwc_signature(nchw_sig);
     sig_.workspace_bytes = dnnl_aligned(std::max({fwd_pd_.scratchpad_desc().get_size(),
                                                   bwd_data_pd_.scratchpad_desc().get_size(),
@@ -81,7 +79,6 @@ class Conv1x1Matmul final : public OpKernel {
                       {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), dnnl_cpu_engine(), bytes_of(workspace))}});
   }
 
-  memory::desc x_md_, y_md_, w_md_;
   dnnl::matmul::primitive_desc fwd_pd_, bwd_data_pd_, bwd_w_pd_;
   // Made at a pass's first run, as Conv2dDnnl's: an inference graph never generates the backward ones.
   std::optional<dnnl::matmul> fwd_, bwd_data_, bwd_w_;
