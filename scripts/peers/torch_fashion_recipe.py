@@ -36,7 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_fashion_resnet import FashionData, build_model, sgd_with_weight_decay  # noqa: E402
+from torch_fashion_resnet import FashionData, add_fashion_sgd_args, build_model, sgd_with_weight_decay  # noqa: E402
 
 
 def ema_update(torch, ema, model, decay):
@@ -52,14 +52,8 @@ def ema_update(torch, ema, model, decay):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", required=True, help="folder with the four Fashion-MNIST *-ubyte.gz files")
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
+    add_fashion_sgd_args(p, epochs=10, seed=1)
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
-    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--layout", default="cl", choices=["cl", "nchw"],
                    help="cl: channels_last, PyTorch's faster CPU layout here (docs/PERFORMANCE.md); nchw")
     p.add_argument("--auto-augment", default="", choices=["", "trivialaugmentwide", "randaugment"])
@@ -68,8 +62,6 @@ def main():
     p.add_argument("--ema-decay", type=float, default=0.0)
     p.add_argument("--mixup", type=float, default=0.0)
     p.add_argument("--cutmix", type=float, default=0.0)
-    p.add_argument("--limit-steps", type=int, default=0, help=argparse.SUPPRESS)  # steps per epoch cap
-    p.add_argument("--eval-limit", type=int, default=0, help=argparse.SUPPRESS)  # first N test images
     a = p.parse_args()
     try:
         import torch

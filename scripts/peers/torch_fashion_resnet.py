@@ -106,6 +106,20 @@ def sgd_with_weight_decay(torch, model, lr, momentum, weight_decay):
                             {"params": no_decay, "weight_decay": 0.0}],
                            lr=lr, momentum=momentum, dampening=0, nesterov=False)
 
+def add_fashion_sgd_args(p, epochs, seed):
+    """The flags both Fashion-MNIST peers take (this script and torch_fashion_recipe.py): the data, the SGD
+    recipe, the seed, and the caps the code checks use."""
+    p.add_argument("--data", required=True, help="folder with the four Fashion-MNIST *-ubyte.gz files")
+    p.add_argument("--epochs", type=int, default=epochs)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--seed", type=int, default=seed)
+    p.add_argument("--limit-steps", type=int, default=0, help=argparse.SUPPRESS)  # steps per epoch cap
+    p.add_argument("--eval-limit", type=int, default=0, help=argparse.SUPPRESS)  # first N test images
+
+
 def build_model(torch):
     nn, F = torch.nn, torch.nn.functional
 
@@ -162,20 +176,12 @@ def set_tf32(torch, on):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", required=True, help="folder with the four Fashion-MNIST *-ubyte.gz files")
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
+    add_fashion_sgd_args(p, epochs=15, seed=0)
     p.add_argument("--target", type=float, default=0.93)
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "amp"])
     p.add_argument("--workers", type=int, default=0, choices=[0], help="data stays on the GPU (0 only)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stop-at-target", action="store_true", help="stop after the first eval >= target")
     p.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: code check only
-    p.add_argument("--limit-steps", type=int, default=0, help=argparse.SUPPRESS)  # steps per epoch cap
-    p.add_argument("--eval-limit", type=int, default=0, help=argparse.SUPPRESS)  # first N test images
     a = p.parse_args()
     try:
         import torch
