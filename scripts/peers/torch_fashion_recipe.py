@@ -30,13 +30,13 @@ prints one JSON line (progress per epoch on stderr); exit 77 when PyTorch, torch
 import argparse
 import copy
 import json
-import math
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_fashion_resnet import FashionData, add_fashion_sgd_args, build_model, sgd_with_weight_decay  # noqa: E402
+from torch_fashion_resnet import (FashionData, add_fashion_sgd_args, build_model, set_cosine_lr,  # noqa: E402
+                                  sgd_with_weight_decay)
 
 
 def ema_update(torch, ema, model, decay):
@@ -125,9 +125,7 @@ def main():
         perm = torch.randperm(n, generator=data.gen)
         for k in range(steps_per_epoch):
             x, y = train_batch(perm[k * a.batch_size:(k + 1) * a.batch_size])
-            lr = a.lr * 0.5 * (1.0 + math.cos(math.pi * step / total))
-            for g in opt.param_groups:
-                g["lr"] = lr
+            set_cosine_lr(opt, a.lr, step, total)
             opt.zero_grad(set_to_none=True)
             out = model(x)
             loss = (torch.sum(-y * F.log_softmax(out, dim=-1), dim=-1).mean() if mix is not None

@@ -120,6 +120,12 @@ def add_fashion_sgd_args(p, epochs, seed):
     p.add_argument("--eval-limit", type=int, default=0, help=argparse.SUPPRESS)  # first N test images
 
 
+def set_cosine_lr(opt, base_lr, step, total):
+    """fastnn's cosine decay without warm-up (learning_rate_decay_type=cosine): base * (1 + cos(pi t/T)) / 2."""
+    for g in opt.param_groups:
+        g["lr"] = base_lr * 0.5 * (1.0 + math.cos(math.pi * step / total))
+
+
 def build_model(torch):
     nn, F = torch.nn, torch.nn.functional
 
@@ -232,9 +238,7 @@ def main():
         perm = torch.randperm(n, device=dev, generator=gen)
         for k in range(steps_per_epoch):
             x, y = train_batch(perm[k * a.batch_size:(k + 1) * a.batch_size])
-            lr = a.lr * 0.5 * (1.0 + math.cos(math.pi * step / total))
-            for g in opt.param_groups:
-                g["lr"] = lr
+            set_cosine_lr(opt, a.lr, step, total)
             opt.zero_grad(set_to_none=True)
             with autocast():
                 loss = F.cross_entropy(model(x), y)
