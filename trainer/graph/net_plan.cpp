@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "trainer/ops/conv2d.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 
 namespace fastnn::graph {
 
@@ -18,6 +20,19 @@ const ops::OpRegistry& builtin_op_registry() {
   static const ops::OpRegistry registry = [] {
     ops::OpRegistry r;
     ops::register_builtin_ops(r);
+    return r;
+  }();
+  return registry;
+}
+
+const ops::OpRegistry& cpu_bf16_op_registry() {
+  static const ops::OpRegistry registry = [] {
+    FASTNN_CHECK(ops::cpu_bf16_available(), "bf16 convolutions on the CPU need oneDNN with bf16 instructions; this CPU's kernels: ",
+                 ops::cpu_kernels_description());
+    ops::OpRegistry r = builtin_op_registry();
+#ifdef FASTNN_HAVE_DNNL
+    ops::register_bf16_convolutions_dnnl(r);
+#endif
     return r;
   }();
   return registry;

@@ -112,6 +112,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     }
   }
   int64_t act = 0, workspace = 0;
+  const bool cpu_bf16 = target.device == Device::kCpu && c.precision() == "bf16";
   for (size_t i = 0; i < nodes.size(); ++i) {
     const graph::PlanNode& n = nodes[i];
     const ops::OpSignature& sig = n.kernel->signature();
@@ -119,6 +120,8 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     const bool is_output = static_cast<int>(i) == plan.logits_node() || static_cast<int>(i) == plan.aux_logits_node();
     act += out;
     for (const ops::TensorSpec& t : sig.saved) act += shape_numel(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
+    // precision=bf16 on the CPU: each convolution keeps its input rounded to bf16 for the filter gradient.
+    if (cpu_bf16 && n.op.starts_with("conv2d")) act += shape_numel(sig.inputs[0].shape) * 2;
     if (needs_grad[i] || is_output) act += out;
     if (needs_grad[i] && total_uses[i] + (is_output ? 1 : 0) > 1) act += static_cast<int64_t>(max_uses[i]) * out;
     workspace = std::max(workspace, static_cast<int64_t>(sig.workspace_bytes));

@@ -13,8 +13,13 @@
 // and serve this kernel runs only for a pointwise convolution with no batch norm after it; it then packs
 // the weight on every call where Conv2dDnnl would keep its reordered copy.
 //
+// bf16 (as Conv2dDnnl's): each product's two operands are rounded to bfloat16 first (x into a saved tensor
+// for the filter gradient, dy once for both backward products), the products accumulate in f32 and
+// write f32.
+//
 // Not bitwise the reference (another summation order, FMA): ops_nhwc_cpu_test holds it to the reference
-// within f32 rounding. At a fixed thread count the same inputs give the same bits.
+// within f32 rounding (bf16: to the reference on the rounded tensors). At a fixed thread count the same
+// inputs give the same bits.
 #include <algorithm>
 
 #include "trainer/ops/conv2d_dnnl.h"
@@ -30,58 +35,85 @@ using namespace dnnl_conv;
 
 class Conv1x1Matmul final : public OpKernel {
  public:
-  Conv1x1Matmul(const Conv2dParams& p, const OpSignature& nchw_sig) : OpKernel("conv2d", Device::kCpu) {
+  Conv1x1Matmul(const Conv2dParams& p, const OpSignature& nchw_sig, bool bf16) : OpKernel("conv2d", Device::kCpu), bf16_(bf16) {
     const memory::dim m = p.n * p.h * p.w, c = p.c, k = p.k;
     const auto f32 = memory::data_type::f32;
+    const auto in = bf16 ? memory::data_type::bf16 : f32;  // what the products multiply
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const dnnl::engine& eng = dnnl_cpu_engine();
     auto product = [&](memory::desc a, memory::desc b, memory::desc out) {
       return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, out), attr, eng);
     };
-    const memory::desc x({m, c}, f32, Tag::ab), y({m, k}, f32, Tag::ab), w({k, c}, f32, Tag::ab);
-    fwd_pd_ = product(x, memory::desc({c, k}, f32, Tag::ba), y);
-    bwd_data_pd_ = product(y, w, x);
-    bwd_w_pd_ = product(memory::desc({k, m}, f32, Tag::ba), x, w);
+    fwd_pd_ = product(memory::desc({m, c}, in, Tag::ab), memory::desc({c, k}, in, Tag::ba), memory::desc({m, k}, f32, Tag::ab));
+    bwd_data_pd_ = product(memory::desc({m, k}, in, Tag::ab), memory::desc({k, c}, in, Tag::ab), memory::desc({m, c}, f32, Tag::ab));
+    bwd_w_pd_ = product(memory::desc({k, m}, in, Tag::ba), memory::desc({m, c}, in, Tag::ab), memory::desc({k, c}, f32, Tag::ab));
+    size_t rounded = 0;  // bf16: [dy][w] rounded, before the scratchpad; x in the last saved tensor
+    if (bf16) {
+      x_to_bf16_ = Bf16Rounding({m, c}, Tag::ab);
+      dy_to_bf16_ = Bf16Rounding({m, k}, Tag::ab);
+      w_to_bf16_ = Bf16Rounding({k, c}, Tag::ab);
+      w_offset_ = dy_to_bf16_.bytes();
+      rounded = w_offset_ + w_to_bf16_.bytes();
+    }
+    scratch_offset_ = rounded;
     sig_ = nhwc_signature(nchw_sig);
-    sig_.workspace_bytes = dnnl_aligned(std::max({fwd_pd_.scratchpad_desc().get_size(),
-                                                  bwd_data_pd_.scratchpad_desc().get_size(),
-                                                  bwd_w_pd_.scratchpad_desc().get_size()}));
+    if (bf16) save_input_in_bf16(sig_);
+    sig_.workspace_bytes = rounded + dnnl_aligned(std::max({fwd_pd_.scratchpad_desc().get_size(),
+                                                            bwd_data_pd_.scratchpad_desc().get_size(),
+                                                            bwd_w_pd_.scratchpad_desc().get_size()}));
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
     const PartMark part("conv2d fprop");
     if (!fwd_) fwd_ = dnnl::matmul(fwd_pd_);
-    run(*fwd_, fwd_pd_, a.inputs[0], a.params[0], a.outputs[0], a.workspace);
+    std::byte* ws = bytes_of(a.workspace);
+    const std::byte* x = bf16_ ? operand(x_to_bf16_, a.inputs[0], bytes_of(a.saved.back())) : bytes_of(a.inputs[0]);
+    run(*fwd_, fwd_pd_, x, operand(w_to_bf16_, a.params[0], ws + w_offset_), a.outputs[0], ws);
   }
 
   void run_backward(const BackwardArgs& a) override {
-    if (a.d_inputs[0].defined()) {
+    const bool want_dx = a.d_inputs[0].defined(), want_dw = a.d_params[0].defined();
+    if (!want_dx && !want_dw) return;
+    std::byte* ws = bytes_of(a.workspace);
+    const std::byte* dy = operand(dy_to_bf16_, a.d_outputs[0], ws);
+    if (want_dx) {
       const PartMark part("conv2d dgrad");
       if (!bwd_data_) bwd_data_ = dnnl::matmul(bwd_data_pd_);
-      run(*bwd_data_, bwd_data_pd_, a.d_outputs[0], a.params[0], a.d_inputs[0], a.workspace);
+      run(*bwd_data_, bwd_data_pd_, dy, operand(w_to_bf16_, a.params[0], ws + w_offset_), a.d_inputs[0], ws);
     }
-    if (a.d_params[0].defined()) {
+    if (want_dw) {
       const PartMark part("conv2d wgrad");
       if (!bwd_w_) bwd_w_ = dnnl::matmul(bwd_w_pd_);
-      run(*bwd_w_, bwd_w_pd_, a.d_outputs[0], a.inputs[0], a.d_params[0], a.workspace);
+      run(*bwd_w_, bwd_w_pd_, dy, bf16_ ? bytes_of(a.saved.back()) : bytes_of(a.inputs[0]), a.d_params[0], ws);
     }
   }
 
  private:
+  // An operand as the products take it: the tensor's own memory, or (bf16) rounded at `at`.
+  const std::byte* operand(const Bf16Rounding& rounding, const Tensor& t, std::byte* at) const {
+    if (!bf16_) return bytes_of(t);
+    rounding(t, at);
+    return at;
+  }
   // out = a * b with each operand's layout from the primitive's description.
-  static void run(const dnnl::matmul& mm, const dnnl::matmul::primitive_desc& pd, const Tensor& a, const Tensor& b,
-                  const Tensor& out, const Tensor& workspace) {
-    dnnl_execute(mm, {{DNNL_ARG_SRC, user_memory(pd.src_desc(), a)},
-                      {DNNL_ARG_WEIGHTS, user_memory(pd.weights_desc(), b)},
+  void run(const dnnl::matmul& mm, const dnnl::matmul::primitive_desc& pd, const std::byte* a, const std::byte* b,
+           const Tensor& out, std::byte* ws) const {
+    const dnnl::engine& eng = dnnl_cpu_engine();
+    auto at = [](const std::byte* p) { return const_cast<std::byte*>(p); };
+    dnnl_execute(mm, {{DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), eng, at(a))},
+                      {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), eng, at(b))},
                       {DNNL_ARG_DST, user_memory(pd.dst_desc(), out)},
-                      {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), dnnl_cpu_engine(), bytes_of(workspace))}});
+                      {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), eng, ws + scratch_offset_)}});
   }
 
+  bool bf16_;
   dnnl::matmul::primitive_desc fwd_pd_, bwd_data_pd_, bwd_w_pd_;
   // Made at a pass's first run, as Conv2dDnnl's: an inference graph never generates the backward ones.
   std::optional<dnnl::matmul> fwd_, bwd_data_, bwd_w_;
+  Bf16Rounding x_to_bf16_, dy_to_bf16_, w_to_bf16_;  // bf16 only
+  size_t w_offset_ = 0, scratch_offset_ = 0;  // dy at the workspace's start
 };
 
 }  // namespace
@@ -93,8 +125,8 @@ bool is_pointwise_product(const Conv2dParams& p) {
          g.pad_bottom == 0 && g.pad_left == 0 && g.pad_right == 0;
 }
 
-std::unique_ptr<OpKernel> make_conv1x1_matmul(const Conv2dParams& p, const OpSignature& nchw_sig) {
-  return std::make_unique<Conv1x1Matmul>(p, nchw_sig);
+std::unique_ptr<OpKernel> make_conv1x1_matmul(const Conv2dParams& p, const OpSignature& nchw_sig, bool bf16) {
+  return std::make_unique<Conv1x1Matmul>(p, nchw_sig, bf16);
 }
 }  // namespace dnnl_conv
 

@@ -100,6 +100,10 @@ void conv2d_backward_filter(const Conv2dParams& p, const T* x, const T* dy, T* d
 #ifdef FASTNN_HAVE_DNNL
 // The kCpu NHWC kernel on oneDNN, f32 (conv2d_nhwc_dnnl.cpp); register_conv2d adds it.
 void register_conv2d_dnnl(OpRegistry& registry);
+// Replaces conv2d's kCpu NHWC kernel by one that multiplies in bfloat16 and accumulates in f32
+// (precision=bf16 on the CPU; graph::cpu_bf16_op_registry()); depthwise_conv2d stays f32. Only where
+// oneDNN has bf16 instructions (ops::cpu_bf16_available(); Error elsewhere).
+void register_bf16_convolutions_dnnl(OpRegistry& registry);
 #endif
 #ifdef FASTNN_HAVE_CUDA
 // The kCuda kernel (conv2d_cuda.cpp); register_conv2d adds it.

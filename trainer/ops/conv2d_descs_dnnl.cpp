@@ -54,6 +54,23 @@ void run_reorder(const dnnl::reorder& r, const memory& from, const memory& to) {
   dnnl_execute(r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
+Bf16Rounding::Bf16Rounding(const memory::dims& dims, Tag tag)
+    : f32_md_(dims, kF32, tag), bf16_md_(dims, memory::data_type::bf16, tag) {
+  reorder_ = reorder_between(f32_md_, bf16_md_);
+}
+
+memory Bf16Rounding::operator()(const Tensor& t, std::byte* at) const {
+  memory out(bf16_md_, dnnl_cpu_engine(), at);
+  run_reorder(*reorder_, user_memory(f32_md_, t), out);
+  return out;
+}
+
+memory Bf16Rounding::rounded_at(std::byte* at) const { return memory(bf16_md_, dnnl_cpu_engine(), at); }
+
+void save_input_in_bf16(OpSignature& nhwc_sig) {
+  nhwc_sig.saved.push_back(TensorSpec{.name = "x_bf16", .shape = nhwc_sig.inputs[0].shape, .dtype = DType::kBF16});
+}
+
 bool CachedWeights::current(std::span<const Tensor> sources) const {
   if (!buffer_ || sources.size() != of_.size()) return false;
   for (size_t i = 0; i < sources.size(); ++i)

@@ -1,6 +1,7 @@
-// What the oneDNN convolution kernels (conv2d_nhwc_dnnl.cpp, conv_bn_fold_dnnl.cpp) share: conv2d's and
-// depthwise_conv2d's parameters as one grouped convolution, its oneDNN descriptors on NHWC activations,
-// and the weight plumbing (the user's [K, C/G, R, S] to oneDNN's blocked format). FASTNN_HAVE_DNNL only.
+// What the oneDNN convolution kernels (conv2d_nhwc_dnnl.cpp, conv1x1_matmul_dnnl.cpp, conv_bn_fold_dnnl.cpp)
+// share: conv2d's and depthwise_conv2d's parameters as one grouped convolution, its oneDNN descriptors on
+// NHWC activations, the weight plumbing (the user's [K, C/G, R, S] to oneDNN's blocked format) and the
+// rounding of f32 tensors to bfloat16 for the bf16 kernels. FASTNN_HAVE_DNNL only.
 #pragma once
 
 #ifdef FASTNN_HAVE_DNNL
@@ -37,10 +38,33 @@ inline dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
 std::optional<dnnl::reorder> reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
 void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to);
 
+// The bf16 kernels keep the forward's rounded input for the filter gradient: a saved tensor [N, H, W, C]
+// in bf16 (half the input's bytes), appended to the signature's, instead of rounding x twice.
+void save_input_in_bf16(OpSignature& nhwc_sig);
+
 // A pointwise convolution that runs as plain matrix products (conv1x1_matmul_dnnl.cpp): a 1x1 window,
 // stride 1, no padding, one group, no bias.
 bool is_pointwise_product(const Conv2dParams& p);
-std::unique_ptr<OpKernel> make_conv1x1_matmul(const Conv2dParams& p, const OpSignature& nchw_sig);
+// `bf16`: as Conv2dDnnl's (register_bf16_convolutions_dnnl).
+std::unique_ptr<OpKernel> make_conv1x1_matmul(const Conv2dParams& p, const OpSignature& nchw_sig, bool bf16);
+
+// An f32 tensor rounded to bfloat16 (round to nearest even), the same dims and layout, into memory the
+// caller gives (a kernel's workspace): the bf16 kernels' inputs. The reorder is made once.
+class Bf16Rounding {
+ public:
+  Bf16Rounding() = default;
+  Bf16Rounding(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag);
+  const dnnl::memory::desc& desc() const { return bf16_md_; }
+  size_t bytes() const { return dnnl_aligned(bf16_md_.get_size()); }
+  // `t` (f32, of those dims and format) rounded into `at`.
+  dnnl::memory operator()(const Tensor& t, std::byte* at) const;
+  // The bf16 memory at `at` (rounded before).
+  dnnl::memory rounded_at(std::byte* at) const;
+
+ private:
+  dnnl::memory::desc f32_md_, bf16_md_;
+  std::optional<dnnl::reorder> reorder_;
+};
 
 // A copy of a parameter in a format oneDNN wants, made again only when the parameter was written since
 // (its storage's write count moved; valid where ForwardArgs::params_write_counted).

@@ -85,6 +85,7 @@ StepRunnerOptions step_runner_options(const JobConfig& c, const ComputeTarget& t
   o.input_dtype = c.input_dtype();
   o.trainable_scopes = split_list(c.trainable_scopes());
   o.accumulation_steps = std::max(1, c.gradient_accumulation_steps());
+  o.cpu_bf16 = target.device == Device::kCpu && c.precision() == "bf16";
   return o;
 }
 
@@ -184,11 +185,36 @@ std::vector<ParamRef> model_params(const graph::Graph& g, HeadStep* head) {
 // node first (fuse_ops, bitwise the unfused plan), so that they fold too.
 bool folds_batch_norms(const StepRunnerOptions& o) { return o.inference && o.layout == Layout::kNHWC; }
 
+// Training and evaluation graphs with cpu_bf16 take the registry whose convolutions multiply in bf16;
+// inference graphs compute their folded convolutions in bf16 instead (fold_in_bf16).
+const ops::OpRegistry* cpu_registry(const StepRunnerOptions& o) {
+  return o.cpu_bf16 && !o.inference ? &graph::cpu_bf16_op_registry() : nullptr;
+}
+
+// precision=bf16 on the CPU (training, evaluation): refused where it would silently compute f32.
+void check_cpu_bf16(const NetDef& net, Layout layout, bool layout_was_auto) {
+  if (!ops::cpu_bf16_available())
+    throw ConfigError(str("precision bf16 on the CPU needs oneDNN with bf16 instructions (AVX512_BF16 or AMX); "
+                          "this CPU's kernels: ", ops::cpu_kernels_description(), ". Use precision fp32 here"));
+  if (layout != Layout::kNHWC)
+    throw ConfigError(str("precision bf16 on the CPU computes the NHWC convolutions in bfloat16, but ", net.name(),
+                          " runs in NCHW here (data_format ", layout_was_auto ? "auto chose NCHW: a layer has no NHWC CPU kernel" : "NCHW",
+                          "); use data_format NHWC or precision fp32"));
+}
+
+// The layers that multiply in bf16: every convolution node of the plan.
+int bf16_convolutions(const graph::NetPlan& plan) {
+  int n = 0;
+  for (const graph::PlanNode& node : plan.nodes()) n += node.op.find("conv2d") != std::string::npos;
+  return n;
+}
+
 class CpuStepRunner final : public StepRunner {
  public:
   CpuStepRunner(const NetDef& net, const StepRunnerOptions& o)
       : o_(o),
-        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .fuse = o.fuse || folds_batch_norms(o), .layout = o.layout,
+        graph_(net, {.batch_size = o.batch_size, .seed = o.seed, .registry = cpu_registry(o),
+                     .fuse = o.fuse || folds_batch_norms(o), .layout = o.layout,
                      .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = folds_batch_norms(o),
                      .fold_in_bf16 = o.cpu_bf16 && folds_batch_norms(o), .inference = o.inference,
                      .draw_variables = o.draw_variables, .keep = o.keep_layers}),
@@ -200,6 +226,9 @@ class CpuStepRunner final : public StepRunner {
     FASTNN_CHECK(!(o.inference && o.head), "an inference step runner takes no classifier head");
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",
                  o.target.describe());
+    if (cpu_registry(o) && bf16_convolutions(graph_.plan()) == 0)
+      throw ConfigError(str("precision bf16 on the CPU computes the convolutions in bfloat16; ", net.name(),
+                            " has none (use precision fp32)"));
     if (o.host_comm && o.host_comm->world_size() > 1)
       grads_ = std::make_unique<BucketedAllreduce>(*o.host_comm, grad_buffers(params_),
                                                    bucket_bytes_from_mib(o.allreduce_bucket_mb));
@@ -408,6 +437,7 @@ std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunner
     chosen.fuse = chosen.layout == Layout::kNHWC && ops::use_fast_cpu_kernels();
     chosen.fuse_by_layout = false;
   }
+  if (chosen.cpu_bf16 && !chosen.inference) check_cpu_bf16(net, chosen.layout, o.auto_cpu_layout);
   return std::make_unique<CpuStepRunner>(net, chosen);
 }
 

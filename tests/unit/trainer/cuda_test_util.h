@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/unit/trainer/rel_l2.h"
 #include "trainer/cuda/runtime.h"
 
 namespace fastnn::cuda_test {
@@ -24,18 +25,8 @@ inline bool have_gpu() {
   return ok;
 }
 
-// ||a - b|| / max(||b||, tiny) over one array (the runner tests' measure of how far two runs' weights are).
-// ||a - b|| / ||b||; with floor_rms > 0 the denominator is at least floor_rms * sqrt(size), so a quantity
-// that is rounding noise on both sides (an update that is zero in exact arithmetic) is held absolutely.
-inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b, double floor_rms = 0) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    n += static_cast<double>(b[i]) * b[i];
-  }
-  const double floor = floor_rms * std::sqrt(static_cast<double>(b.size()));
-  return std::sqrt(d) / std::max({std::sqrt(n), floor, 1e-30});
-}
+// The runner tests' measure of how far two runs' weights are (rel_l2.h).
+using test_util::rel_l2;
 
 }  // namespace fastnn::cuda_test
 

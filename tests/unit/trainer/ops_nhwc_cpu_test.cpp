@@ -3,7 +3,10 @@
 // case with a 4-D input, plus ResNet-sized ones, the NHWC kernel against the NCHW reference kernel
 // inside the layout adapter (exact transposes): outputs, updated state, input and parameter gradients.
 // The pools and global pooling scan in the reference's order and must agree bitwise; batch norm and the
-// convolution sum in another order and agree within f32 rounding.
+// convolution sum in another order and agree within f32 rounding. Where the CPU has bf16 instructions,
+// the convolutions that multiply in bfloat16 (graph::cpu_bf16_op_registry(), precision=bf16) take the
+// tensors as they are and must agree within f32 rounding with the reference given the same tensors
+// rounded to bfloat16 (the input, the weights, the output gradient), which an f32 kernel would not.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +42,7 @@ TEST(CpuNhwcOps, TheConvolutionIsOneDnnsInF32Only) {
   EXPECT_NE(cpu_kernels_description().find("oneDNN"), std::string::npos) << cpu_kernels_description();
 }
 
+// dt kBF16: f32 tensors, the kernel from cpu_bf16_op_registry().
 struct NhwcCase {
   std::string op;
   OpCase c;
@@ -46,6 +50,21 @@ struct NhwcCase {
 };
 
 void PrintTo(const NhwcCase& c, std::ostream* os) { *os << c.op << "/" << c.c.label << "/" << dtype_name(c.dt); }
+
+const OpRegistry& registry_of(DType dt) {
+  return dt == DType::kBF16 ? graph::cpu_bf16_op_registry() : graph::builtin_op_registry();
+}
+
+// Each element rounded to bfloat16 (to nearest, ties to even) and back to f32.
+void round_to_bf16(Tensor& t) {
+  float* v = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &v[i], 4);
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&v[i], &bits, 4);
+  }
+}
 
 std::vector<std::pair<std::string, OpCase>> larger_cases() {
   return {
@@ -76,16 +95,23 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
 // The convolutions' NHWC kernels are oneDNN's, f32 only; in f64 the graph adapts the reference.
 bool is_dnnl(const std::string& op) { return op == "conv2d" || op == "depthwise_conv2d"; }
 
+// The dtypes an op's NHWC kernel is tested in: f32 and f64 (the reference in the adapter), the oneDNN
+// convolutions f32 and, where the CPU has bf16 instructions, conv2d bf16 (depthwise stays f32 there).
+bool tested_in(const std::string& op, DType dt) {
+  if (!is_dnnl(op)) return dt != DType::kBF16;
+  return dt == DType::kF32 || (dt == DType::kBF16 && op == "conv2d" && cpu_bf16_available());
+}
+
 std::vector<NhwcCase> nhwc_cases() {
   std::vector<NhwcCase> v;
-  for (DType dt : {DType::kF32, DType::kF64}) {
+  for (DType dt : {DType::kF32, DType::kF64, DType::kBF16}) {
     for (const OpDef* d : graph::builtin_op_registry().all()) {
-      if (!d->nhwc_kernels.contains(Device::kCpu) || (is_dnnl(d->name) && dt != DType::kF32)) continue;
+      if (!d->nhwc_kernels.contains(Device::kCpu) || !tested_in(d->name, dt)) continue;
       for (const OpCase& c : d->test_cases())
         if (c.has_4d_input()) v.push_back({d->name, c, dt});
     }
     for (auto& [op, c] : larger_cases())
-      if (graph::builtin_op_registry().get(op).nhwc_kernels.contains(Device::kCpu) && (!is_dnnl(op) || dt == DType::kF32))
+      if (graph::builtin_op_registry().get(op).nhwc_kernels.contains(Device::kCpu) && tested_in(op, dt))
         v.push_back({op, c, dt});
   }
   return v;
@@ -107,7 +133,7 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& op, 
   const auto a = got.to_vector<double>(), b = want.to_vector<double>();
   double scale = 1;
   for (double v : b) scale = std::max(scale, std::fabs(v));
-  const double rel = dt == DType::kF32 ? 1e-4 : 1e-10, abs = dt == DType::kF32 ? 1e-5 : 1e-12;
+  const double rel = dt == DType::kF64 ? 1e-10 : 1e-4, abs = dt == DType::kF64 ? 1e-12 : 1e-5;
   int failures = 0;
   for (size_t i = 0; i < a.size() && failures < 5; ++i) {
     if (std::isnan(a[i]) != std::isnan(b[i]) || std::fabs(a[i] - b[i]) > rel * std::fabs(b[i]) + abs * scale) {
@@ -129,9 +155,10 @@ KernelTensors copy_of(const KernelTensors& t) {
 // One case; a test per op below (one process each in ctest, not one per case: about 70 cases).
 void expect_matches_reference(const NhwcCase& cr) {
   SCOPED_TRACE(testing::PrintToString(cr));
-  const std::vector<TensorSpec> specs = case_input_specs(cr.c, cr.dt);
+  const bool bf16 = cr.dt == DType::kBF16;
+  const std::vector<TensorSpec> specs = case_input_specs(cr.c, bf16 ? DType::kF32 : cr.dt);
   auto rk = adapt_to_nhwc(graph::builtin_op_registry().create(cr.op, Device::kCpu, cr.c.attrs, specs));
-  auto nk = graph::builtin_op_registry().create_nhwc(cr.op, Device::kCpu, cr.c.attrs, specs);
+  auto nk = registry_of(cr.dt).create_nhwc(cr.op, Device::kCpu, cr.c.attrs, specs);
   if (!nk) return;  // the reference (FASTNN_CPU_KERNELS=reference): nothing of its own to compare
   const OpSignature &rs = rk->signature(), &ns = nk->signature();
   ASSERT_EQ(ns.activation_layout, Layout::kNHWC);
@@ -154,6 +181,11 @@ void expect_matches_reference(const NhwcCase& cr) {
     if (t.defined()) fill_garbage(t);
   for (Tensor& t : own.d_params)
     if (t.defined()) fill_garbage(t);
+  if (bf16) {  // the reference multiplies what the bf16 kernel does: x, the weights (not the bias), dy
+    round_to_bf16(ref.inputs[0]);
+    round_to_bf16(ref.params[0]);
+    for (Tensor& t : ref.d_outputs) round_to_bf16(t);
+  }
 
   const bool training = cr.c.training;
   rk->forward(ref.forward_args(training));

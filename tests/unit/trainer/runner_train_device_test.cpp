@@ -38,7 +38,9 @@ TEST(TrainDeviceConfig, DefaultsAndFlags) {
   EXPECT_THROW(config_of({"--precision=fp8"}), ConfigError);
 }
 
-TEST(TrainDeviceConfig, CpuComputesFloat32WhateverThePrecision) {
+// The CPU's tensors are f32 whatever the precision; precision=bf16 makes its convolutions multiply in
+// bf16 (StepRunnerOptions::cpu_bf16, runner_cpu_bf16_test.cpp).
+TEST(TrainDeviceConfig, CpuTensorsAreFloat32WhateverThePrecision) {
   for (const char* p : {"--precision=auto", "--precision=fp16", "--precision=bf16"}) {
     const ComputeTarget t = resolve_compute_target(config_of({"--device=cpu", "--use_fp16=true", p}));
     EXPECT_EQ(t.device, Device::kCpu) << p;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# precision=bf16 on the CPU: the convolutions multiply in bfloat16 (f32 accumulation, f32 master weights
+# and everything else f32), where oneDNN has bf16 instructions (AVX512_BF16, AMX).
+#   - Refused, naming the instructions, with oneDNN capped below them (DNNL_MAX_CPU_ISA=AVX2), and on a
+#     CPU without them; refused in NCHW (data_format=NCHW), where no convolution would be bf16.
+#   - Where the CPU has them: LeNet on the real Fashion-MNIST with the quickstart's recipe reaches the f32
+#     bar (>= 88% test top-1, train_fashion_lenet.sh's), the log says what computes in bf16, and two runs of
+#     the same seed write bitwise the same weights (a fixed thread count).
+# Exit 77 (skipped) when the dataset is not installed. Takes ~1 min on 2 idle cores with bf16, seconds without.
+FASTNN=$1 SRC=$2 SCRATCH=$3
+DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+set -u
+[ -f "$DATA_SRC/train-images-idx3-ubyte.gz" ] || { echo "skip: $DATA_SRC has no Fashion-MNIST"; exit 77; }
+rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
+. "$SRC/scripts/lenet_recipe.sh"
+
+"$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 -q > /dev/null || fail "convert"
+short=(--model_name=lenet --dataset_dir=data --batch_size=64 --stop_at_step=20 --device=cpu --precision=bf16
+       --num_preprocessing_threads=1 --seed=3)
+
+# refused NAME NEEDLE ARGS...: the run fails before training and says NEEDLE; nothing is trained.
+refused() {
+  local name=$1 needle=$2
+  shift 2
+  "$FASTNN" train "${short[@]}" --output_dir="runs/$name" "$@" > "$name.log" 2>&1 && { cat "$name.log"; fail "$name: not refused"; }
+  grep -qF -- "$needle" "$name.log" || { cat "$name.log"; fail "$name: the refusal lacks \"$needle\""; }
+  ls runs/"$name"/ckpt-* > /dev/null 2>&1 && fail "$name: a refused run wrote a checkpoint"
+  echo "ok: $name refused"
+}
+
+DNNL_MAX_CPU_ISA=AVX2 refused capped_isa "needs oneDNN with bf16 instructions (AVX512_BF16 or AMX)"
+if ! "$FASTNN" --version | grep -q -E "CPU kernels: oneDNN .*(bf16|amx)"; then
+  refused no_bf16 "needs oneDNN with bf16 instructions"
+  echo "this CPU has no bf16 instructions: the bf16 training checks are skipped"
+  exit 0
+fi
+refused nchw "computes the NHWC convolutions in bfloat16" --data_format=NCHW
+
+# Bitwise reproducible: the same seed twice.
+for run in a b; do
+  "$FASTNN" train "${short[@]}" --output_dir="runs/same_$run" > "same_$run.log" 2>&1 || { cat "same_$run.log"; fail "short bf16 run $run"; }
+done
+grep -qF "on cpu (bf16 convolutions, f32 otherwise)" same_a.log || { cat same_a.log; fail "the log does not say what runs in bf16"; }
+cmp runs/same_a/ckpt-20.weights.safetensors runs/same_b/ckpt-20.weights.safetensors ||
+  fail "two bf16 runs of one seed wrote different weights"
+
+start=$(date +%s)
+"$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=run "${LENET_RECIPE[@]}" --device=cpu --precision=bf16 \
+  > train.log 2>&1 || { cat train.log; fail "train bf16"; }
+echo "train bf16: $(( $(date +%s) - start )) s"
+"$FASTNN" eval --model_name=lenet --dataset_dir=data --output_dir=run --batch_size=500 --json > eval.json 2> eval.err ||
+  { cat eval.err; fail "eval"; }
+python3 - eval.json <<'PY' || fail "bf16 test accuracy below 88%"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["num_examples"] == 10000, j
+print(f"Fashion-MNIST test top-1 after bf16 training {100 * j['top1']:.2f}%")
+assert j["top1"] >= 0.88, j["top1"]
+PY
+echo "train_cpu_bf16: ok"
