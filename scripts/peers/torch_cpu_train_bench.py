@@ -9,7 +9,10 @@ Training step on the same nets as fastnn's zoo, written out in PyTorch (no torch
                    depthwise 3x3 as groups=C convs, SAME padding (TF pads stride-2 convs (0, 1): F.pad
                    before them so the maps are TF's), global average pool, dropout (keep 0.999 / 0.8),
                    fully connected with bias.
-Softmax cross-entropy; SGD momentum 0.9, lr 0.01, weight decay 4e-5; fp32, random data held in memory.
+Softmax cross-entropy; SGD momentum 0.9, lr 0.01, weight decay 4e-5; random data held in memory; fp32,
+or with --precision bf16 mixed precision on both sides: PyTorch's CPU autocast (torch.autocast("cpu",
+torch.bfloat16) around the forward and the loss: its convolutions and matrix products in bf16, the
+parameters f32) against fastnn's precision=bf16 (its convolutions multiply in bf16, the rest f32).
 In the same run and alternating with the PyTorch steps, it runs `fastnn bench train` on the same net,
 batch, size, classes and optimizer (synthetic data there too, fastnn's default layout), so the ratio is
 taken under the same load. PyTorch runs in each --torch-layouts (nchw: contiguous; cl: channels_last,
@@ -18,7 +21,7 @@ compilation inside the warm-up steps); the fastest is the peer.
 
   scripts/peers/torch_cpu_train_bench.py --fastnn build/bin/fastnn [--threads 2] [--rounds 3]
       [--configs resnet_cifar_20:32:64:10,resnet_v1_50:224:8:1000] [--steps 10] [--warmup 3]
-      [--torch-layouts nchw,cl]
+      [--torch-layouts nchw,cl] [--precision fp32|bf16]
   scripts/peers/torch_cpu_train_bench.py --depthwise [--threads 2]   # PyTorch depthwise alone
 A config is model:size:batch[:classes] (classes default --classes). Prints one JSON line per round and
 config, then a summary line per config (medians of the rounds).
@@ -150,7 +153,8 @@ def build_net(model, classes):
     raise SystemExit(f"no PyTorch twin of {model}")
 
 
-def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_last=False, compiled=False):
+def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_last=False, compiled=False,
+                    precision="fp32"):
     torch.manual_seed(1)
     net = build_net(model, classes)
     net.train()
@@ -165,7 +169,8 @@ def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_la
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(run(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = F.cross_entropy(run(x), y)
         loss.backward()
         opt.step()
         return loss.item()
@@ -179,8 +184,8 @@ def torch_step_rate(model, size, batch, steps, warmup, classes=1000, channels_la
     return {"images_per_sec": batch * steps / sec, "ms_per_step": 1e3 * sec / steps, "parameters": params}
 
 
-def fastnn_step_rate(binary, model, size, batch, steps, warmup, classes=1000):
-    out = subprocess.run([binary, "bench", "train", f"--model_name={model}", f"--batch_size={batch}",
+def fastnn_step_rate(binary, model, size, batch, steps, warmup, classes=1000, precision="fp32"):
+    out = subprocess.run([binary, "bench", "train", f"--model_name={model}", f"--batch_size={batch}", f"--precision={precision}",
                           "--optimizer=momentum", "--momentum=0.9", "--learning_rate=0.01", "--weight_decay=0.00004",
                           f"--num_classes={classes}", "--image-size", str(size), "--steps", str(steps),
                           "--warmup", str(warmup), "--json"], check=True, capture_output=True, text=True,
@@ -225,6 +230,8 @@ def main():
     ap.add_argument("--torch-layouts", default="nchw,cl",
                     help="comma-separated: nchw, cl (channels_last), and either with +compile (torch.compile)")
     ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: PyTorch's CPU autocast against fastnn's precision=bf16")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.depthwise:
@@ -243,12 +250,13 @@ def main():
             res = {}
             for who in order:
                 if who == "fastnn":
-                    res[who] = fastnn_step_rate(args.fastnn, model, size, batch, args.steps, args.warmup, classes)
+                    res[who] = fastnn_step_rate(args.fastnn, model, size, batch, args.steps, args.warmup, classes,
+                                                args.precision)
                 else:
                     res[who] = torch_step_rate(model, size, batch, args.steps, args.warmup, classes,
-                                               who.startswith("torch-cl"), who.endswith("+compile"))
+                                               who.startswith("torch-cl"), who.endswith("+compile"), args.precision)
             best = min((w for w in res if w != "fastnn"), key=lambda w: res[w]["ms_per_step"])
-            row = {"round": rnd + 1, "torch": torch.__version__, "threads": args.threads,
+            row = {"round": rnd + 1, "torch": torch.__version__, "threads": args.threads, "precision": args.precision,
                    "torch_omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "model": model,
                    "size": size, "batch": batch, "classes": classes,
                    **{f"{w}_img_s": round(r["images_per_sec"], 1) for w, r in res.items()},
