@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "trainer/ops/conv2d.h"
 #include "trainer/ops/cpu_kernel_choice.h"
+#include "trainer/ops/fully_connected.h"
 
 namespace fastnn::graph {
 
@@ -32,6 +33,7 @@ const ops::OpRegistry& cpu_bf16_op_registry() {
     ops::OpRegistry r = builtin_op_registry();
 #ifdef FASTNN_HAVE_DNNL
     ops::register_bf16_convolutions_dnnl(r);
+    ops::register_bf16_fully_connected_dnnl(r);
 #endif
     return r;
   }();

@@ -34,8 +34,9 @@ namespace fastnn::graph {
 // Which op registry graphs use unless told otherwise: every built-in op with its CPU kernel (built once,
 // on first use). The CUDA backend passes its own registry (with CUDA kernels added) in PlanOptions.
 const ops::OpRegistry& builtin_op_registry();
-// The built-in ops with the CPU's NHWC conv2d multiplying in bfloat16 and accumulating in f32
-// (precision=bf16 on the CPU; depthwise_conv2d stays f32: ops/conv2d_nhwc_dnnl.cpp says why). Only where ops::cpu_bf16_available() (Error elsewhere).
+// The built-in ops with the CPU's conv2d (NHWC) and fully_connected multiplying in bfloat16 and
+// accumulating in f32 (precision=bf16 on the CPU; depthwise_conv2d stays f32: ops/conv2d_nhwc_dnnl.cpp
+// says why). Only where ops::cpu_bf16_available() (Error elsewhere).
 const ops::OpRegistry& cpu_bf16_op_registry();
 
 struct PlanOptions {

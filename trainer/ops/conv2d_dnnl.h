@@ -1,4 +1,4 @@
-// What the oneDNN convolution kernels (conv2d_nhwc_dnnl.cpp, conv1x1_matmul_dnnl.cpp, conv_bn_fold_dnnl.cpp)
+// What the oneDNN convolution kernels (conv2d_nhwc_dnnl.cpp, matmul_layer_dnnl.cpp, conv_bn_fold_dnnl.cpp)
 // share: conv2d's and depthwise_conv2d's parameters as one grouped convolution, its oneDNN descriptors on
 // NHWC activations, the weight plumbing (the user's [K, C/G, R, S] to oneDNN's blocked format) and the
 // rounding of f32 tensors to bfloat16 for the bf16 kernels. FASTNN_HAVE_DNNL only.
@@ -42,7 +42,7 @@ void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::m
 // in bf16 (half the input's bytes), appended to the signature's, instead of rounding x twice.
 void save_input_in_bf16(OpSignature& nhwc_sig);
 
-// A pointwise convolution that runs as plain matrix products (conv1x1_matmul_dnnl.cpp): a 1x1 window,
+// A pointwise convolution that runs as plain matrix products (matmul_layer_dnnl.cpp): a 1x1 window,
 // stride 1, no padding, one group, no bias.
 bool is_pointwise_product(const Conv2dParams& p);
 // `bf16`: as Conv2dDnnl's (register_bf16_convolutions_dnnl).

@@ -7,7 +7,7 @@
 // added by the primitive), backward-data, and backward-weights with the bias gradient. Each primitive
 // is described when the layer is made and generated at its pass's first run, once, for the layer's shape
 // (the kernel is its own primitive cache); its scratchpad is part of the workspace. Pointwise
-// convolutions without bias run as matrix products instead (conv1x1_matmul_dnnl.cpp), with no reorders.
+// convolutions without bias run as matrix products instead (matmul_layer_dnnl.cpp), with no reorders.
 //
 // bf16 (precision=bf16 on the CPU, register_bf16_convolutions_dnnl): what each pass multiplies (the input,
 // the weights, the incoming gradient) is rounded to bfloat16 first (the input into a saved tensor that the

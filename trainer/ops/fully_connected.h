@@ -38,6 +38,11 @@ template <typename T>
 void fully_connected_backward_filter(const FullyConnectedParams& p, const T* x, const T* dy, T* dw, T* db);
 }  // namespace cpu
 
+#ifdef FASTNN_HAVE_DNNL
+// Replaces the kCpu kernel by oneDNN matrix products that multiply in bfloat16 and accumulate in f32
+// (precision=bf16 on the CPU; graph::cpu_bf16_op_registry(); matmul_layer_dnnl.cpp).
+void register_bf16_fully_connected_dnnl(OpRegistry& registry);
+#endif
 #ifdef FASTNN_HAVE_CUDA
 // The kCuda kernel (fully_connected_cuda.cpp); register_fully_connected adds it.
 void register_fully_connected_cuda(OpRegistry& registry);

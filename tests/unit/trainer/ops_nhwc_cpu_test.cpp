@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/trainer/bf16_round.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/layout_adapter.h"
@@ -55,24 +56,13 @@ const OpRegistry& registry_of(DType dt) {
   return dt == DType::kBF16 ? graph::cpu_bf16_op_registry() : graph::builtin_op_registry();
 }
 
-// Each element rounded to bfloat16 (to nearest, ties to even) and back to f32.
-void round_to_bf16(Tensor& t) {
-  float* v = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &v[i], 4);
-    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    std::memcpy(&v[i], &bits, 4);
-  }
-}
-
 std::vector<std::pair<std::string, OpCase>> larger_cases() {
   return {
       {"conv2d", {"resnet_k3", {{"filters", 64}, {"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"stem_k7_s2_same", {{"filters", 64}, {"kernel", 7}, {"stride", 2}, {"padding", "same"}, {"bias", false}},
                   {{{2, 3, 32, 32}}}}},
       {"conv2d", {"mnist_c1_k5_same", {{"filters", 32}, {"kernel", 5}, {"padding", "same"}}, {{{4, 1, 12, 12}}}}},
-      // Runs as matrix products (conv1x1_matmul_dnnl.cpp): stride 1, no bias.
+      // Runs as matrix products (matmul_layer_dnnl.cpp): stride 1, no bias.
       {"conv2d", {"pointwise", {{"filters", 96}, {"kernel", 1}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{2, 16, 9, 9}}}}},
@@ -182,9 +172,9 @@ void expect_matches_reference(const NhwcCase& cr) {
   for (Tensor& t : own.d_params)
     if (t.defined()) fill_garbage(t);
   if (bf16) {  // the reference multiplies what the bf16 kernel does: x, the weights (not the bias), dy
-    round_to_bf16(ref.inputs[0]);
-    round_to_bf16(ref.params[0]);
-    for (Tensor& t : ref.d_outputs) round_to_bf16(t);
+    test_util::round_to_bf16(ref.inputs[0]);
+    test_util::round_to_bf16(ref.params[0]);
+    for (Tensor& t : ref.d_outputs) test_util::round_to_bf16(t);
   }
 
   const bool training = cr.c.training;
