@@ -13,8 +13,9 @@
 // the weights, the incoming gradient) is rounded to bfloat16 first (the input into a saved tensor that the
 // filter gradient reads again, the others into the workspace), and the products
 // accumulate in f32; the output, the gradients, the bias and the weights themselves stay f32 (mixed
-// precision: the optimizer updates f32 master weights). About 1.8x the f32 passes' speed on ResNet-50's
-// layers where the CPU has bf16 dot products (AVX512_BF16, AMX), the roundings included.
+// precision: the optimizer updates f32 master weights). Where the CPU has bf16 dot products (AVX512_BF16,
+// AMX) the three passes of ResNet-50's layer shapes ran about 1.8x the f32 ones, the roundings included
+// (batch 8, zen5), and its whole training step 1.5x (docs/PERFORMANCE.md).
 //
 // Not bitwise the reference kernel (another summation order, FMA): ops_nhwc_cpu_test holds it to the
 // reference within f32 rounding (the bf16 kernels: to the reference on the rounded tensors), on the

@@ -202,10 +202,11 @@ void check_cpu_bf16(const NetDef& net, Layout layout, bool layout_was_auto) {
                           "); use data_format NHWC or precision fp32"));
 }
 
-// The layers that multiply in bf16: every convolution node of the plan.
-int bf16_convolutions(const graph::NetPlan& plan) {
+// The layers that multiply in bf16: every conv2d (also inside a fused node) and fully_connected node.
+int bf16_layers(const graph::NetPlan& plan) {
   int n = 0;
-  for (const graph::PlanNode& node : plan.nodes()) n += node.op.find("conv2d") != std::string::npos;
+  for (const graph::PlanNode& node : plan.nodes())
+    n += node.op.starts_with("conv2d") || node.op == "fully_connected";
   return n;
 }
 
@@ -226,9 +227,9 @@ class CpuStepRunner final : public StepRunner {
     FASTNN_CHECK(!(o.inference && o.head), "an inference step runner takes no classifier head");
     FASTNN_CHECK(o.target.device == Device::kCpu && o.target.dtype == DType::kF32, "CPU step runner for ",
                  o.target.describe());
-    if (cpu_registry(o) && bf16_convolutions(graph_.plan()) == 0)
-      throw ConfigError(str("precision bf16 on the CPU computes the convolutions in bfloat16; ", net.name(),
-                            " has none (use precision fp32)"));
+    if (cpu_registry(o) && bf16_layers(graph_.plan()) == 0)
+      throw ConfigError(str("precision bf16 on the CPU computes the convolutions and fully connected layers in "
+                            "bfloat16; ", net.name(), " has none (use precision fp32)"));
     if (o.host_comm && o.host_comm->world_size() > 1)
       grads_ = std::make_unique<BucketedAllreduce>(*o.host_comm, grad_buffers(params_),
                                                    bucket_bytes_from_mib(o.allreduce_bucket_mb));

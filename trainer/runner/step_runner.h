@@ -169,9 +169,10 @@ struct StepRunnerOptions {
   std::vector<std::string> keep_layers;
   // GraphOptions::draw_variables: false where every variable is loaded right after (CPU runner).
   bool draw_variables = true;
-  // precision=bf16 on the CPU. Training and evaluation graphs: conv2d multiplies in bfloat16 and
-  // accumulates in f32, everything else stays f32 (graph::cpu_bf16_op_registry()); make_step_runner
-  // refuses it (ConfigError) without bf16 instructions, in NCHW, or for a net with no convolution.
+  // precision=bf16 on the CPU. Training and evaluation graphs: conv2d and fully_connected multiply in
+  // bfloat16 and accumulate in f32, everything else stays f32 (graph::cpu_bf16_op_registry());
+  // make_step_runner refuses it (ConfigError) without bf16 instructions, in NCHW, or for a net with no
+  // convolution.
   // Inference graphs (predict, serve): the convolutions folded with a batch norm compute in bfloat16
   // (GraphOptions::fold_in_bf16); the caller checks ops::cpu_bf16_available().
   bool cpu_bf16 = false;
