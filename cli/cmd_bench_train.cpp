@@ -46,7 +46,9 @@ void add_bench_train_command(CLI::App& bench) {
     } else {
       std::printf("train: %s %dx%d, %d classes, %lld parameters, batch %lld on %s, optimizer %s\n", r.model.c_str(),
                   r.height, r.width, r.classes, static_cast<long long>(r.parameters),
-                  static_cast<long long>(r.batch_size), r.target.describe().c_str(), config.optimizer().c_str());
+                  static_cast<long long>(r.batch_size),
+                  r.cpu_bf16 ? "cpu (bf16 convolutions and fully connected layers, f32 otherwise)" : r.target.describe().c_str(),
+                  config.optimizer().c_str());
       std::printf("  %.1f images/s, %.2f ms/step over %lld steps after %lld warm-up; loss %.4f -> %.4f",
                   r.images_per_sec, r.ms_per_step, static_cast<long long>(r.steps), static_cast<long long>(r.warmup),
                   r.first_loss, r.last_loss);

@@ -5,7 +5,7 @@
 #     CPU without them; refused in NCHW (data_format=NCHW), where no convolution would be bf16.
 #   - Where the CPU has them: LeNet on the real Fashion-MNIST with the quickstart's recipe reaches the f32
 #     bar (>= 88% test top-1, train_fashion_lenet.sh's), the log says what computes in bf16, and two runs of
-#     the same seed write bitwise the same weights (a fixed thread count).
+#     the same seed write bitwise the same weights (a fixed thread count); `bench train --json` says cpu_bf16.
 # Exit 77 (skipped) when the dataset is not installed. Takes ~1 min on 2 idle cores with bf16, seconds without.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
@@ -41,9 +41,11 @@ refused nchw "computes the NHWC convolutions in bfloat16" --data_format=NCHW
 for run in a b; do
   "$FASTNN" train "${short[@]}" --output_dir="runs/same_$run" > "same_$run.log" 2>&1 || { cat "same_$run.log"; fail "short bf16 run $run"; }
 done
-grep -qF "on cpu (bf16 convolutions, f32 otherwise)" same_a.log || { cat same_a.log; fail "the log does not say what runs in bf16"; }
+grep -qF "on cpu (bf16 convolutions and fully connected layers, f32 otherwise)" same_a.log || { cat same_a.log; fail "the log does not say what runs in bf16"; }
 cmp runs/same_a/ckpt-20.weights.safetensors runs/same_b/ckpt-20.weights.safetensors ||
   fail "two bf16 runs of one seed wrote different weights"
+"$FASTNN" bench train --model_name=lenet --batch_size=16 --image-size 28 --num_classes=10 --steps 2 --warmup 1 \
+  --precision=bf16 --json 2>/dev/null | grep -qF '"cpu_bf16":true' || fail "bench train --json does not say cpu_bf16"
 
 start=$(date +%s)
 "$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=run "${LENET_RECIPE[@]}" --device=cpu --precision=bf16 \

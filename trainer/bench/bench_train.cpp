@@ -51,6 +51,7 @@ TrainBenchResult run_train_bench(const JobConfig& c, const TrainBenchOptions& o)
   r.warmup = o.warmup;
   const bool nhwc = g.layout() == Layout::kNHWC;  // [N, H, W, C]
   r.data_format = nhwc ? "NHWC" : "NCHW";
+  r.cpu_bf16 = ro.cpu_bf16;
   r.height = static_cast<int>(g.input_shape()[nhwc ? 1 : 2]);
   r.width = static_cast<int>(g.input_shape()[nhwc ? 2 : 3]);
   r.classes = static_cast<int>(g.num_classes());
@@ -97,6 +98,7 @@ nlohmann::json train_bench_json(const TrainBenchResult& r) {
           {"device", r.target.device == Device::kCpu ? "cpu" : "cuda"},
           {"device_index", r.target.device_index},
           {"dtype", dtype_name(r.target.dtype)},
+          {"cpu_bf16", r.cpu_bf16},
           {"batch_size", r.batch_size},
           {"world_size", r.world_size},
           {"gradient_allreduce", r.gradient_allreduce},

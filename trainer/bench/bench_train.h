@@ -43,6 +43,7 @@ struct TrainBenchResult {
   std::string data_format;  // the graph's layout: NCHW or NHWC (data_format auto resolved)
   bool fused = false;       // fuse_ops as the run took it
   bool fuse_conv_bn = false;
+  bool cpu_bf16 = false;    // precision=bf16 on the CPU: conv2d and fully_connected multiply in bf16
   bool cuda_graph = false;
   std::string gradient_allreduce = "none";  // "nccl" when gradients are averaged every step
   int height = 0, width = 0, classes = 0;

@@ -254,7 +254,7 @@ TrainSummary TrainingRun::run() {
   if (c_.print_model_statistics() && dp_.chief()) print_model_statistics(runner_->graph());
   if (c_.log_device_placement() && dp_.chief()) log_info(device_placement_text(runner_->graph(), target_));
   const bool cpu_bf16 = target_.device == Device::kCpu && c_.precision() == "bf16";
-  log_info("training ", setup_.model_name, " on ", cpu_bf16 ? "cpu (bf16 convolutions, f32 otherwise)" : target_.describe(), " (", setup_.num_classes, " classes, ",
+  log_info("training ", setup_.model_name, " on ", cpu_bf16 ? "cpu (bf16 convolutions and fully connected layers, f32 otherwise)" : target_.describe(), " (", setup_.num_classes, " classes, ",
            runner_->graph().parameters().size(), " parameter tensors) on ", c_.dataset_dir(), ": ", bpe_,
            " batches of ", global_batch(), " per epoch",
            c_.gradient_accumulation_steps() > 1
