@@ -4,7 +4,7 @@
 // channel (the inner loop runs along the channels, contiguous), then the blocks are added in order:
 // reproducible on any thread count, and within rounding of the NCHW kernel, whose per-plane order
 // differs. The forward's mean and variance come from one pass of shifted sums, the backward's two sums
-// from one pass; its float loops are in batch_norm_row_loops.cpp. Cross-replica statistics as in the NCHW kernel.
+// from one pass; its loops are batch_norm_row_loops.h's (the float ones cloned per instruction set). Cross-replica statistics as in the NCHW kernel.
 //
 // Also the CPU's one-pass fusions (OpRegistry::add_fusion; the fuse_ops rewrite, ops/fused.h):
 // batch_norm+relu, batch_norm+relu6 and batch_norm+add+relu. Their normalisation pass writes the
@@ -50,35 +50,10 @@ void channel_sums(int64_t m, int64_t c, F&& terms, double* out) {
     for (int64_t ch = 0; ch < c; ++ch) out[ch] += partial[static_cast<size_t>(b * c + ch)];
 }
 
-// What a fused layer does to each normalised value v of element i before storing it: the activation's
-// own kernel's float operations (NoEpilogue for a plain batch norm).
-// `kind` and `residual` name the same epilogue to the float loops of batch_norm_row_loops.cpp.
-template <typename T>
-struct NoEpilogue {
-  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kNone;
-  const T* residual = nullptr;
-  T operator()(T v, int64_t) const { return v; }
-};
-template <typename T>
-struct ReluEpilogue {
-  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kRelu;
-  const T* residual = nullptr;
-  T operator()(T v, int64_t) const { return cpu::relu_value(v); }
-};
-template <typename T>
-struct Relu6Epilogue {
-  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kRelu6;
-  const T* residual = nullptr;
-  T operator()(T v, int64_t) const { return cpu::relu6_value(v); }
-};
-template <typename T>
-struct AddReluEpilogue {
-  static constexpr cpu::RowEpilogue kind = cpu::RowEpilogue::kAddRelu;
-  const T* residual;  // the other addend
-  T operator()(T v, int64_t i) const {
-    return cpu::relu_value(v + residual[i]);  // IEEE addition commutes: whichever input of the add the batch norm fed
-  }
-};
+using cpu::AddReluEpilogue;
+using cpu::NoEpilogue;
+using cpu::Relu6Epilogue;
+using cpu::ReluEpilogue;
 
 template <typename T, typename Epilogue>
 void normalize_rows(int64_t m, int64_t c, const T* x, const T* gamma, const T* beta, const T* mean, const T* invstd,
@@ -93,13 +68,7 @@ void normalize_rows(int64_t m, int64_t c, const T* x, const T* gamma, const T* b
       cpu::normalize_rows(x + r0 * c, r1 - r0, c, scale.data(), shift.data(), Epilogue::kind,
                           epilogue.residual ? epilogue.residual + r0 * c : nullptr, y + r0 * c);
     } else {
-      const T* __restrict sc = scale.data();
-      const T* __restrict sh = shift.data();
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* in = x + r * c;
-        T* out = y + r * c;
-        for (int64_t ch = 0; ch < c; ++ch) out[ch] = epilogue(in[ch] * sc[ch] + sh[ch], r * c + ch);
-      }
+      cpu::normalize_loop(x, r0, r1, c, scale.data(), shift.data(), epilogue, y);
     }
   });
 }
@@ -159,12 +128,7 @@ class BatchNormRows {
       if constexpr (std::is_same_v<T, float>) {
         cpu::add_shifted_sums(x + r0 * c, r1 - r0, c, shift.data(), acc);
       } else {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const double d = static_cast<double>(x[r * c + ch]) - shift[ch];
-            acc[ch] += d;
-            acc[c + ch] += d * d;
-          }
+        cpu::shifted_sums_loop(x, r0, r1, c, shift.data(), acc);
       }
     }, shifted.data());
     const auto local = static_cast<double>(m_);
@@ -204,12 +168,7 @@ class BatchNormRows {
       if constexpr (std::is_same_v<T, float> && std::is_same_v<Gradient, PlainGradient<T>>) {
         cpu::add_gradient_sums(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c, mean, acc);
       } else {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const double g = gradient(r * c + ch);
-            acc[ch] += g;
-            acc[c + ch] += g * (static_cast<double>(x[r * c + ch]) - static_cast<double>(mean[ch]));
-          }
+        cpu::gradient_sums_loop(gradient, x, r0, r1, c, mean, acc);
       }
     }, sums.data());
     for (int64_t ch = 0; ch < c; ++ch) {
@@ -230,15 +189,11 @@ class BatchNormRows {
       cb[ch] = a.training ? sums[channels + ch] / m : 0.0;
     }
     cpu::parallel_range(m_, std::max<int64_t>(1, cpu::kElementwiseGrain / c), [&](int64_t r0, int64_t r1) {
+      const cpu::InputGradientCoefficients co{k.data(), ca.data(), mu.data(), is.data(), cb.data()};
       if constexpr (std::is_same_v<T, float> && std::is_same_v<Gradient, PlainGradient<T>>) {
-        cpu::input_gradient_rows(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c,
-                                 {k.data(), ca.data(), mu.data(), is.data(), cb.data()}, dx + r0 * c);
+        cpu::input_gradient_rows(gradient.dy + r0 * c, x + r0 * c, r1 - r0, c, co, dx + r0 * c);
       } else {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const int64_t i = r * c + ch;
-            dx[i] = static_cast<T>(k[ch] * (gradient(i) - ca[ch] - (x[i] - mu[ch]) * is[ch] * cb[ch]));
-          }
+        cpu::input_gradient_loop(gradient, x, r0, r1, c, co, dx);
       }
     });
   }
