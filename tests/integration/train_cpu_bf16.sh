@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# precision=bf16 on the CPU: the convolutions multiply in bfloat16 (f32 accumulation, f32 master weights
-# and everything else f32), where oneDNN has bf16 instructions (AVX512_BF16, AMX).
+# precision=bf16 on the CPU: convolutions and fully connected layers multiply in bfloat16 (f32
+# accumulation, f32 master weights and everything else f32), where oneDNN has bf16 instructions
+# (AVX512_BF16, AMX).
 #   - Refused, naming the instructions, with oneDNN capped below them (DNNL_MAX_CPU_ISA=AVX2), and on a
 #     CPU without them; refused in NCHW (data_format=NCHW), where no convolution would be bf16.
 #   - Where the CPU has them: LeNet on the real Fashion-MNIST with the quickstart's recipe reaches the f32
@@ -8,34 +9,23 @@
 #     the same seed write bitwise the same weights (a fixed thread count); `bench train --json` says cpu_bf16.
 # Exit 77 (skipped) when the dataset is not installed. Takes ~1 min on 2 idle cores with bf16, seconds without.
 FASTNN=$1 SRC=$2 SCRATCH=$3
-DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$SRC/tests/integration/train_helpers.bash"
 set -u
-[ -f "$DATA_SRC/train-images-idx3-ubyte.gz" ] || { echo "skip: $DATA_SRC has no Fashion-MNIST"; exit 77; }
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 . "$SRC/scripts/lenet_recipe.sh"
 
-"$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 -q > /dev/null || fail "convert"
+convert_fashion_mnist data
 short=(--model_name=lenet --dataset_dir=data --batch_size=64 --stop_at_step=20 --device=cpu --precision=bf16
        --num_preprocessing_threads=1 --seed=3)
 
-# refused NAME NEEDLE ARGS...: the run fails before training and says NEEDLE; nothing is trained.
-refused() {
-  local name=$1 needle=$2
-  shift 2
-  "$FASTNN" train "${short[@]}" --output_dir="runs/$name" "$@" > "$name.log" 2>&1 && { cat "$name.log"; fail "$name: not refused"; }
-  grep -qF -- "$needle" "$name.log" || { cat "$name.log"; fail "$name: the refusal lacks \"$needle\""; }
-  ls runs/"$name"/ckpt-* > /dev/null 2>&1 && fail "$name: a refused run wrote a checkpoint"
-  echo "ok: $name refused"
-}
-
-DNNL_MAX_CPU_ISA=AVX2 refused capped_isa "needs oneDNN with bf16 instructions (AVX512_BF16 or AMX)"
+DNNL_MAX_CPU_ISA=AVX2 refused capped_isa "needs oneDNN with bf16 instructions (AVX512_BF16 or AMX)" -- "${short[@]}" --output_dir=runs/capped_isa
 if ! "$FASTNN" --version | grep -q -E "CPU kernels: oneDNN .*(bf16|amx)"; then
-  refused no_bf16 "needs oneDNN with bf16 instructions"
+  refused no_bf16 "needs oneDNN with bf16 instructions" -- "${short[@]}" --output_dir=runs/no_bf16
   echo "this CPU has no bf16 instructions: the bf16 training checks are skipped"
   exit 0
 fi
-refused nchw "computes the NHWC convolutions in bfloat16" --data_format=NCHW
+refused nchw "computes the NHWC convolutions in bfloat16" -- "${short[@]}" --output_dir=runs/nchw --data_format=NCHW
 
 # Bitwise reproducible: the same seed twice.
 for run in a b; do

@@ -10,14 +10,13 @@
 # default (fast) kernels.
 # Exit 77 (skipped) when the dataset is not installed. Takes ~3 min on 2 idle cores.
 FASTNN=$1 SRC=$2 SCRATCH=$3
-DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$SRC/tests/integration/train_helpers.bash"
 set -u
-[ -f "$DATA_SRC/train-images-idx3-ubyte.gz" ] || { echo "skip: $DATA_SRC has no Fashion-MNIST"; exit 77; }
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" && cd "$SCRATCH" || exit 1
 . "$SRC/scripts/lenet_recipe.sh"
 
-"$FASTNN" convert mnist --input "$DATA_SRC" --output data --num-gpus 1 -q > /dev/null || fail "convert"
+convert_fashion_mnist data
 start=$(date +%s)
 "$FASTNN" train --model_name=lenet --dataset_dir=data --output_dir=run "${LENET_RECIPE[@]}" --data_format=NCHW \
   --hooks=StopAtStepHook,LoggingTensorHook,CheckpointSaverHook,ProfilerHook --profile_every_n_iters="$LENET_STEPS" \

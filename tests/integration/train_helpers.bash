@@ -14,3 +14,11 @@ refused() {
   ! grep -q '^step ' "$name.log" || fail "$name: trained before refusing"
   echo "ok (refused): $name"
 }
+
+# convert_fashion_mnist DIR: the real Fashion-MNIST (FASHION_MNIST_DIR, else Debian's dataset-fashion-mnist)
+# converted into DIR; exits 77 (skipped) where it is not installed.
+convert_fashion_mnist() {
+  local src=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+  [ -f "$src/train-images-idx3-ubyte.gz" ] || { echo "skip: $src has no Fashion-MNIST"; exit 77; }
+  "$FASTNN" convert mnist --input "$src" --output "$1" --num-gpus 1 -q > /dev/null || fail "convert $src"
+}

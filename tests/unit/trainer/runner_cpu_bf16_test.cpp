@@ -51,7 +51,9 @@ TEST(CpuBf16Training, ResNetStepIsTheF32StepWithinBf16Rounding) {
     const StepResult a = f32->train(x, y, step, 0.02f), b = bf16->train(x, y, step, 0.02f);
     const StepResult c = again->train(x, y, step, 0.02f);
     EXPECT_NEAR(b.loss, a.loss, 0.02 * std::fabs(a.loss)) << step;
-    if (step == 0) EXPECT_NE(b.loss, a.loss) << "the bf16 step computed the f32 step's loss bitwise";
+    if (step == 0) {
+      EXPECT_NE(b.loss, a.loss) << "the bf16 step computed the f32 step's loss bitwise";
+    }
     EXPECT_EQ(b.loss, c.loss) << "run to run, step " << step;
   }
   // As the GPU's bf16 step is held (runner_nhwc_gpu_test): each variable within 5e-2 (relative L2), the
