@@ -8,6 +8,7 @@
 #include "trainer/loop/memory_estimate.h"
 #include "trainer/loop/moving_average.h"
 #include "trainer/loop/run_setup.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/runner/step_runner.h"
 #include "trainer/optim/optimizers.h"
 #include "trainer/zoo/zoo.h"
@@ -55,6 +56,28 @@ TEST(MemoryEstimate, MatchesWhatTheGraphAndOptimizerAllocate) {
     EXPECT_EQ(e.optimizer, 4 * state_floats(*make_optimizer(o.optimizer, g.param_refs())));
     EXPECT_GT(e.process, 0);  // VmRSS of this test
     EXPECT_EQ(e.device, 0);
+  }
+}
+
+// precision=bf16 on the CPU adds exactly the bf16 copies of the inputs its kernels keep (a saved tensor per
+// conv2d and fully_connected layer of the training graph).
+TEST(MemoryEstimate, CountsTheBf16InputCopies) {
+  if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
+  for (const char* model : {"lenet", "resnet_cifar_20"}) {
+    SCOPED_TRACE(model);
+    const RunSetup s = setup_for(model, model == std::string("lenet") ? 28 : 32, model == std::string("lenet") ? 1 : 3);
+    JobConfig c;
+    c.set_batch_size(4);
+    const int64_t f32 = estimate_training_memory(s, c, runner::ComputeTarget{}).activations;
+    c.set_precision("bf16");
+    const int64_t bf16 = estimate_training_memory(s, c, runner::ComputeTarget{}).activations;
+    const graph::Graph g(s.net, {.batch_size = 4, .registry = &graph::cpu_bf16_op_registry(), .layout = Layout::kNHWC});
+    int64_t copies = 0;
+    for (const graph::PlanNode& n : g.plan().nodes())
+      for (const ops::TensorSpec& t : n.kernel->signature().saved)
+        if (t.dtype == DType::kBF16) copies += shape_numel(t.shape) * 2;
+    EXPECT_GT(copies, 0);
+    EXPECT_EQ(bf16 - f32, copies);
   }
 }
 
