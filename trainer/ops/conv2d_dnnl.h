@@ -54,7 +54,6 @@ class Bf16Rounding {
  public:
   Bf16Rounding() = default;
   Bf16Rounding(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag);
-  const dnnl::memory::desc& desc() const { return bf16_md_; }
   size_t bytes() const { return dnnl_aligned(bf16_md_.get_size()); }
   // `t` (f32, of those dims and format) rounded into `at`.
   dnnl::memory operator()(const Tensor& t, std::byte* at) const;

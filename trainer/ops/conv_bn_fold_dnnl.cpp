@@ -62,10 +62,8 @@ class ConvBatchNormFold final : public OpKernel {
     pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
     FASTNN_CHECK(pd_.src_desc() == x_in && pd_.dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
     to_blocked_ = reorder_between(w_user_md_, pd_.weights_desc());
-    if (f.bf16) {
-      x_to_bf16_ = reorder_between(x_md_, x_in);
-      x_bf16_bytes_ = dnnl_aligned(x_in.get_size());
-    }
+    if (f.bf16) x_to_bf16_ = Bf16Rounding(d.x.dims(), memory::format_tag::nhwc);
+    x_bf16_bytes_ = f.bf16 ? x_to_bf16_.bytes() : 0;
 
     // The composite's signature (ops/fused.h) without its saved tensors.
     const OpSignature& sc = f.conv.signature();
@@ -99,12 +97,8 @@ class ConvBatchNormFold final : public OpKernel {
     if (tail_ == Tail::kAddRelu) std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
     const memory w = to_blocked_ ? memory(pd_.weights_desc(), dnnl_cpu_engine(), cache_.data()) : memory(w_user_md_, dnnl_cpu_engine(), folded_.data());
     std::byte* ws = bytes_of(a.workspace);
-    memory x = user_memory(x_md_, a.inputs[0]);
-    if (x_to_bf16_) {  // [input in bf16][scratchpad]
-      const memory x_bf16(pd_.src_desc(), dnnl_cpu_engine(), ws);
-      run_reorder(*x_to_bf16_, x, x_bf16);
-      x = x_bf16;
-    }
+    // bf16: [input in bf16][scratchpad]
+    const memory x = x_bf16_bytes_ > 0 ? x_to_bf16_(a.inputs[0], ws) : user_memory(x_md_, a.inputs[0]);
     if (!conv_) conv_ = dnnl::convolution_forward(pd_);
     dnnl_execute(*conv_, {{DNNL_ARG_SRC, x},
                           {DNNL_ARG_WEIGHTS, w},
@@ -155,8 +149,8 @@ class ConvBatchNormFold final : public OpKernel {
   dnnl::convolution_forward::primitive_desc pd_;
   std::optional<dnnl::primitive> conv_;  // made at the first forward
   std::optional<dnnl::reorder> to_blocked_;
-  std::optional<dnnl::reorder> x_to_bf16_;  // bf16: the input, rounded into the workspace
-  size_t x_bf16_bytes_ = 0;
+  Bf16Rounding x_to_bf16_;  // bf16: the input, rounded into the workspace
+  size_t x_bf16_bytes_ = 0;  // its bytes there; 0 in f32
   std::vector<float> folded_, bias_;
   CachedWeights cache_;
 };
