@@ -40,6 +40,8 @@ const ops::OpRegistry& cpu_bf16_op_registry() {
   return registry;
 }
 
+bool multiplies_in_cpu_bf16(std::string_view op) { return op.starts_with("conv2d") || op == "fully_connected"; }
+
 int64_t PlanNode::trainable_params() const {
   int64_t n = 0;
   for (const PlannedTensor& p : params)

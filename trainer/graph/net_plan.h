@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "schemas/net.pb.h"
@@ -38,6 +39,9 @@ const ops::OpRegistry& builtin_op_registry();
 // accumulating in f32 (precision=bf16 on the CPU; depthwise_conv2d stays f32: ops/conv2d_nhwc_dnnl.cpp
 // says why). Only where ops::cpu_bf16_available() (Error elsewhere).
 const ops::OpRegistry& cpu_bf16_op_registry();
+// Whether a plan node of op `op` multiplies in bf16 when planned from cpu_bf16_op_registry(): conv2d, alone or
+// first in a fused node, and fully_connected (each keeps its input rounded to bf16 as a saved tensor).
+bool multiplies_in_cpu_bf16(std::string_view op);
 
 struct PlanOptions {
   int64_t batch_size = 1;

@@ -41,10 +41,10 @@ void check_backend_supports(const JobConfig& c, const runner::ComputeTarget& t, 
     if (c.input_dtype() == "uint8" || c.input_dtype() == "float16")
       throw ConfigError(str("input_dtype=", c.input_dtype(), " is for the GPU (normalised there); the CPU step takes "
                             "float32 batches: use input_dtype=auto or float32 on device=cpu"));
-    // precision=bf16 is the CPU's too (its convolutions multiply in bfloat16; step_runner.cpp refuses it
-    // where the CPU has no bf16 instructions); fp16 and loss scaling are the GPU's alone.
+    // precision=bf16 is the CPU's too (its convolutions and fully connected layers multiply in bfloat16;
+    // step_runner.cpp refuses it where the CPU has no bf16 instructions); fp16 and loss scaling are the GPU's alone.
     const char* cpu = " has no effect on the CPU backend: it computes in float32 or, with precision=bf16, its convolutions "
-                      "in bfloat16 (loss scaling and fp16 are for device=cuda)";
+                      "and fully connected layers in bfloat16 (loss scaling and fp16 are for device=cuda)";
     const bool explicit_half = ((c.has_use_fp16() && c.use_fp16()) && c.precision() == "auto") || c.precision() == "fp16";
     if (explicit_half) log_warn("use_fp16 / precision=", c.precision(), cpu);
     else if (c.use_fp16() && c.precision() == "auto") log_info("use_fp16 (the default) has no effect on the CPU backend (it computes in float32)");

@@ -122,7 +122,7 @@ MemoryEstimate estimate_training_memory(const RunSetup& s, const JobConfig& c, c
     for (const ops::TensorSpec& t : sig.saved) act += shape_numel(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
     // precision=bf16 on the CPU: each convolution and fully connected layer keeps its input rounded to
     // bf16 for the filter gradient.
-    if (cpu_bf16 && (n.op.starts_with("conv2d") || n.op == "fully_connected")) act += shape_numel(sig.inputs[0].shape) * 2;
+    if (cpu_bf16 && graph::multiplies_in_cpu_bf16(n.op)) act += shape_numel(sig.inputs[0].shape) * 2;
     if (needs_grad[i] || is_output) act += out;
     if (needs_grad[i] && total_uses[i] + (is_output ? 1 : 0) > 1) act += static_cast<int64_t>(max_uses[i]) * out;
     workspace = std::max(workspace, static_cast<int64_t>(sig.workspace_bytes));

@@ -202,11 +202,10 @@ void check_cpu_bf16(const NetDef& net, Layout layout, bool layout_was_auto) {
                           "); use data_format NHWC or precision fp32"));
 }
 
-// The layers that multiply in bf16: every conv2d (also inside a fused node) and fully_connected node.
+// The layers that multiply in bf16.
 int bf16_layers(const graph::NetPlan& plan) {
   int n = 0;
-  for (const graph::PlanNode& node : plan.nodes())
-    n += node.op.starts_with("conv2d") || node.op == "fully_connected";
+  for (const graph::PlanNode& node : plan.nodes()) n += graph::multiplies_in_cpu_bf16(node.op);
   return n;
 }
 
