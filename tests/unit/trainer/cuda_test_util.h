@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "tests/unit/trainer/rel_l2.h"
+#include "tests/unit/trainer/tensor_compare.h"
 #include "trainer/cuda/runtime.h"
 
 namespace fastnn::cuda_test {
@@ -25,7 +25,7 @@ inline bool have_gpu() {
   return ok;
 }
 
-// The runner tests' measure of how far two runs' weights are (rel_l2.h).
+// The runner tests' measure of how far two runs' weights are (tensor_compare.h).
 using test_util::rel_l2;
 
 }  // namespace fastnn::cuda_test

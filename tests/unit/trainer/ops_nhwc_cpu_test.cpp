@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/unit/trainer/bf16_round.h"
+#include "tests/unit/trainer/tensor_compare.h"
 #include "trainer/graph/net_plan.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/layout_adapter.h"
@@ -120,17 +121,8 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& op, 
     EXPECT_EQ(0, std::memcmp(got.raw(), want.raw(), want.nbytes())) << what << ": not bitwise the reference";
     return;
   }
-  const auto a = got.to_vector<double>(), b = want.to_vector<double>();
-  double scale = 1;
-  for (double v : b) scale = std::max(scale, std::fabs(v));
   const double rel = dt == DType::kF64 ? 1e-10 : 1e-4, abs = dt == DType::kF64 ? 1e-12 : 1e-5;
-  int failures = 0;
-  for (size_t i = 0; i < a.size() && failures < 5; ++i) {
-    if (std::isnan(a[i]) != std::isnan(b[i]) || std::fabs(a[i] - b[i]) > rel * std::fabs(b[i]) + abs * scale) {
-      ADD_FAILURE() << what << "[" << i << "]: nhwc " << a[i] << " reference " << b[i];
-      ++failures;
-    }
-  }
+  test_util::expect_elementwise_near(got, want, rel, abs, what);
 }
 
 // Tensors of the reference case, copied (the kernels under test get their own buffers).

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tests/unit/trainer/config_test_util.h"
-#include "tests/unit/trainer/rel_l2.h"
+#include "tests/unit/trainer/tensor_compare.h"
 #include "trainer/config/job_config.h"
 #include "trainer/runner/device_setup.h"
 #include "trainer/runner/step_runner.h"
