@@ -42,6 +42,13 @@ void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::m
 // in bf16 (half the input's bytes), appended to the signature's, instead of rounding x twice.
 void save_input_in_bf16(OpSignature& nhwc_sig);
 
+// Whether an inference convolution runs faster as oneDNN's Winograd convolution (AVX-512 only; F(2x2,3x3)
+// or F(4x4,3x3), on oneDNN's blocked activations) than as the direct one on NHWC, the reorders in and out
+// included: a 3x3 window, stride 1, no dilation, one group, at least 32 input and output channels, 4x4
+// output tiles at least 70% filled, at least 25 M multiply-adds (conv2d_descs_dnnl.cpp says what was
+// measured).
+bool winograd_pays_in_inference(const Conv2dParams& p);
+
 // A pointwise convolution that runs as plain matrix products (matmul_layer_dnnl.cpp): a 1x1 window,
 // stride 1, no padding, one group, no bias.
 bool is_pointwise_product(const Conv2dParams& p);

@@ -13,12 +13,19 @@
 //
 // bf16 (BatchNormFold::bf16, where oneDNN has bf16 instructions): the input is rounded to bfloat16 into the
 // workspace and the folded weights are kept in bfloat16; accumulation, bias, post-ops and output stay f32.
+//
+// Winograd (f32, where winograd_pays_in_inference and oneDNN has it: AVX-512): the convolution runs on
+// oneDNN's blocked activations, the input reordered into the workspace, the output (and, for the residual
+// add, the residual first) reordered back; ResNet-50's 3x3 layers ran 1.1-1.9x the direct ones so. Its
+// rounding differs from the direct convolution's (the transforms), still within f32's: graph_layout_test
+// holds both to the unfolded graph. FASTNN_CPU_WINOGRAD=0 keeps the direct convolutions.
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "trainer/ops/batch_norm.h"
 #include "trainer/ops/conv2d_dnnl.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/part_marks.h"
 
 namespace fastnn::ops {
@@ -56,14 +63,25 @@ class ConvBatchNormFold final : public OpKernel {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     attr.set_post_ops(ops);
-    using namespace dnnl;
-    const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, x_in, w_any,
-                                                d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
-    pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
-    FASTNN_CHECK(pd_.src_desc() == x_in && pd_.dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
-    to_blocked_ = reorder_between(w_user_md_, pd_.weights_desc());
+    if (!f.bf16 && use_winograd_convolutions() && winograd_pays_in_inference(p)) pd_ = winograd_pd(d, attr);
+    const bool winograd = pd_.has_value();
+    if (!winograd) {
+      using namespace dnnl;
+      const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, x_in, w_any,
+                                                  d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
+      pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
+      FASTNN_CHECK(pd_->src_desc() == x_in && pd_->dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
+    }
+    to_blocked_ = reorder_between(w_user_md_, pd_->weights_desc());
     if (f.bf16) x_to_bf16_ = Bf16Rounding(d.x.dims(), memory::format_tag::nhwc);
     x_bf16_bytes_ = f.bf16 ? x_to_bf16_.bytes() : 0;
+    if (winograd) {
+      x_to_blocked_ = reorder_between(x_md_, pd_->src_desc());
+      y_to_blocked_ = reorder_between(y_md_, pd_->dst_desc());
+      y_from_blocked_ = reorder_between(pd_->dst_desc(), y_md_);
+    }
+    x_blocked_bytes_ = x_to_blocked_ ? dnnl_aligned(pd_->src_desc().get_size()) : 0;
+    y_blocked_bytes_ = y_from_blocked_ ? dnnl_aligned(pd_->dst_desc().get_size()) : 0;
 
     // The composite's signature (ops/fused.h) without its saved tensors.
     const OpSignature& sc = f.conv.signature();
@@ -81,7 +99,7 @@ class ConvBatchNormFold final : public OpKernel {
     sig_.outputs = sb.outputs;
     sig_.activation_layout = Layout::kNHWC;
     sig_.has_backward = false;
-    sig_.workspace_bytes = x_bf16_bytes_ + dnnl_aligned(pd_.scratchpad_desc().get_size());
+    sig_.workspace_bytes = x_bf16_bytes_ + x_blocked_bytes_ + y_blocked_bytes_ + dnnl_aligned(pd_->scratchpad_desc().get_size());
     FASTNN_CHECK(sig_.params.size() == (p.bias ? 4u : 3u) && sig_.state.size() == 2 &&
                      sig_.inputs.size() == (tail == Tail::kAddRelu ? 2u : 1u),
                  name(), ": unexpected parameters, statistics or inputs");
@@ -94,23 +112,40 @@ class ConvBatchNormFold final : public OpKernel {
     std::vector<Tensor> sources(a.params.begin(), a.params.end());
     sources.insert(sources.end(), a.state.begin(), a.state.end());
     if (!a.params_write_counted || !cache_.current(sources)) fold(a, sources);
-    if (tail_ == Tail::kAddRelu) std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
-    const memory w = to_blocked_ ? memory(pd_.weights_desc(), dnnl_cpu_engine(), cache_.data()) : memory(w_user_md_, dnnl_cpu_engine(), folded_.data());
+    const memory w = to_blocked_ ? memory(pd_->weights_desc(), dnnl_cpu_engine(), cache_.data()) : memory(w_user_md_, dnnl_cpu_engine(), folded_.data());
+    // Workspace: [input in bf16 (bf16)][blocked input][blocked output (Winograd)][scratchpad]
     std::byte* ws = bytes_of(a.workspace);
-    // bf16: [input in bf16][scratchpad]
-    const memory x = x_bf16_bytes_ > 0 ? x_to_bf16_(a.inputs[0], ws) : user_memory(x_md_, a.inputs[0]);
-    if (!conv_) conv_ = dnnl::convolution_forward(pd_);
+    std::byte* x_blocked_at = ws + x_bf16_bytes_;
+    std::byte* y_blocked_at = x_blocked_at + x_blocked_bytes_;
+    memory x = x_bf16_bytes_ > 0 ? x_to_bf16_(a.inputs[0], ws) : user_memory(x_md_, a.inputs[0]);
+    if (x_to_blocked_) {
+      const memory blocked(pd_->src_desc(), dnnl_cpu_engine(), x_blocked_at);
+      run_reorder(*x_to_blocked_, x, blocked);
+      x = blocked;
+    }
+    const memory out = user_memory(y_md_, a.outputs[0]);
+    const memory y = y_from_blocked_ ? memory(pd_->dst_desc(), dnnl_cpu_engine(), y_blocked_at) : out;
+    // The sum post-op adds to what the output holds: the residual.
+    if (tail_ == Tail::kAddRelu) {
+      if (y_to_blocked_) {
+        run_reorder(*y_to_blocked_, user_memory(y_md_, a.inputs[1]), y);
+      } else {
+        std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
+      }
+    }
+    if (!conv_) conv_ = dnnl::convolution_forward(*pd_);
     dnnl_execute(*conv_, {{DNNL_ARG_SRC, x},
                           {DNNL_ARG_WEIGHTS, w},
                           {DNNL_ARG_BIAS, memory(bias_md_, dnnl_cpu_engine(), bias_.data())},
-                          {DNNL_ARG_DST, user_memory(y_md_, a.outputs[0])},
-                          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), dnnl_cpu_engine(), ws + x_bf16_bytes_)}});
+                          {DNNL_ARG_DST, y},
+                          {DNNL_ARG_SCRATCHPAD, memory(pd_->scratchpad_desc(), dnnl_cpu_engine(), y_blocked_at + y_blocked_bytes_)}});
+    if (y_from_blocked_) run_reorder(*y_from_blocked_, y, out);
   }
 
  public:
   void inherit_derived(OpKernel& previous) override {
     auto* old = dynamic_cast<ConvBatchNormFold*>(&previous);
-    if (!old || old->pd_.weights_desc() != pd_.weights_desc()) return;
+    if (!old || old->pd_->weights_desc() != pd_->weights_desc()) return;
     cache_ = std::move(old->cache_);
     folded_ = std::move(old->folded_);
     bias_ = std::move(old->bias_);
@@ -137,18 +172,36 @@ class ConvBatchNormFold final : public OpKernel {
       bias_[k] = static_cast<float>(beta[k] + (b_k - mean[k]) * s);
       for (size_t i = 0; i < per_k; ++i) folded_[k * per_k + i] = static_cast<float>(w[k * per_k + i] * s);
     }
-    std::byte* at = cache_.update(sources, to_blocked_ ? dnnl_aligned(pd_.weights_desc().get_size()) : 64);
+    std::byte* at = cache_.update(sources, to_blocked_ ? dnnl_aligned(pd_->weights_desc().get_size()) : 64);
     if (to_blocked_)
-      run_reorder(*to_blocked_, memory(w_user_md_, dnnl_cpu_engine(), folded_.data()), memory(pd_.weights_desc(), dnnl_cpu_engine(), at));
+      run_reorder(*to_blocked_, memory(w_user_md_, dnnl_cpu_engine(), folded_.data()), memory(pd_->weights_desc(), dnnl_cpu_engine(), at));
+  }
+
+  // oneDNN's Winograd convolution with these post-ops on the activation formats it picks; nullopt where
+  // this oneDNN or CPU has none for the layer (before AVX-512).
+  static std::optional<dnnl::convolution_forward::primitive_desc> winograd_pd(const ConvDescs& d, const dnnl::primitive_attr& attr) {
+    using namespace dnnl;
+    const memory::desc x_any(d.x.dims(), memory::data_type::f32, memory::format_tag::any);
+    const memory::desc y_any(d.y.dims(), memory::data_type::f32, memory::format_tag::any);
+    try {
+      const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_winograd, x_any,
+                                                  d.w_any, d.bias, y_any, d.strides, d.dilation, d.pad_l, d.pad_r);
+      return convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
   }
 
   Conv2dParams p_;
   Tail tail_;
   double epsilon_;
   memory::desc x_md_, y_md_, w_user_md_, bias_md_;
-  dnnl::convolution_forward::primitive_desc pd_;
+  std::optional<dnnl::convolution_forward::primitive_desc> pd_;
   std::optional<dnnl::primitive> conv_;  // made at the first forward
   std::optional<dnnl::reorder> to_blocked_;
+  // Winograd only: the activations into and out of the formats its primitive picked.
+  std::optional<dnnl::reorder> x_to_blocked_, y_to_blocked_, y_from_blocked_;
+  size_t x_blocked_bytes_ = 0, y_blocked_bytes_ = 0;
   Bf16Rounding x_to_bf16_;  // bf16: the input, rounded into the workspace
   size_t x_bf16_bytes_ = 0;  // its bytes there; 0 in f32
   std::vector<float> folded_, bias_;

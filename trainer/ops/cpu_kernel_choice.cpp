@@ -15,6 +15,18 @@ bool dnnl_has_bf16();
 
 namespace {
 std::atomic<int> reference_scopes{0};
+std::atomic<int> direct_scopes{0};
+
+bool winograd_refused() {
+  static const bool refused = [] {
+    const char* v = std::getenv("FASTNN_CPU_WINOGRAD");
+    const std::string_view s = v ? v : "";
+    if (s.empty() || s == "1") return false;
+    if (s == "0") return true;
+    throw ConfigError(str("FASTNN_CPU_WINOGRAD='", s, "': use 1 (the default) or 0"));
+  }();
+  return refused;
+}
 
 bool reference_requested() {
   static const bool reference = [] {
@@ -41,6 +53,10 @@ bool use_dnnl_kernels() { return have_dnnl_kernels() && use_fast_cpu_kernels(); 
 
 ScopedReferenceCpuKernels::ScopedReferenceCpuKernels() { ++reference_scopes; }
 ScopedReferenceCpuKernels::~ScopedReferenceCpuKernels() { --reference_scopes; }
+
+bool use_winograd_convolutions() { return use_dnnl_kernels() && !winograd_refused() && direct_scopes.load() == 0; }
+ScopedDirectConvolutions::ScopedDirectConvolutions() { ++direct_scopes; }
+ScopedDirectConvolutions::~ScopedDirectConvolutions() { --direct_scopes; }
 
 bool cpu_bf16_available() {
 #ifdef FASTNN_HAVE_DNNL

@@ -28,6 +28,19 @@ class ScopedReferenceCpuKernels {
   ScopedReferenceCpuKernels& operator=(const ScopedReferenceCpuKernels&) = delete;
 };
 
+// Whether the fast kernels made now may use Winograd convolutions where they pay (conv_bn_fold_dnnl.cpp):
+// not with FASTNN_CPU_WINOGRAD=0 (for debugging: the direct convolutions' rounding) nor while a
+// ScopedDirectConvolutions exists. Throws ConfigError on a value other than 0 or 1.
+bool use_winograd_convolutions();
+// While one exists, kernels made use direct convolutions only: for the tests that compare the two.
+class ScopedDirectConvolutions {
+ public:
+  ScopedDirectConvolutions();
+  ~ScopedDirectConvolutions();
+  ScopedDirectConvolutions(const ScopedDirectConvolutions&) = delete;
+  ScopedDirectConvolutions& operator=(const ScopedDirectConvolutions&) = delete;
+};
+
 // Whether the fast kernels can compute in bfloat16 here: oneDNN's, with bf16 instructions.
 bool cpu_bf16_available();
 

@@ -281,6 +281,26 @@ TEST(GraphLayout, InferenceGraphFoldsBatchNormsWithinRounding) {
   expect_folded_graph_is_close("mobilenet_v2", 32);
 }
 
+// ResNet-50 at 112x112: its 3x3 layers at 28, 14 and 7 pixels (batch 2) are where Winograd pays
+// (winograd_pays_in_inference), on AVX-512; elsewhere the direct convolutions, bitwise.
+TEST(GraphLayout, InferenceGraphFoldsIntoWinogradWithinRounding) {
+  if (!ops::use_winograd_convolutions()) GTEST_SKIP() << ops::cpu_kernels_description();
+  expect_folded_graph_is_close("resnet_v1_50", 112);
+  const NetDef net = zoo::build_net("resnet_v1_50", {.num_classes = 10, .height = 112, .width = 112});
+  const GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true, .inference = true};
+  Graph winograd(net, o);
+  std::optional<Graph> direct;
+  {
+    const ops::ScopedDirectConvolutions scope;
+    direct.emplace(net, o);
+  }
+  const Tensor x = testing_util::random_tensor(winograd.input_shape(), DType::kF32, 3);
+  winograd.forward(x, false);
+  direct->forward(x, false);
+  if (ops::cpu_kernels_description().find("avx512") == std::string::npos) GTEST_SKIP() << "no Winograd before AVX-512";
+  EXPECT_FALSE(same_bits(winograd.output(0), direct->output(0))) << "no layer took the Winograd convolution";
+}
+
 TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
   if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
   expect_folded_graph_is_close("resnet_cifar_20", 16, true);
