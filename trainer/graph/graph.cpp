@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "trainer/ops/init.h"
 
@@ -269,10 +270,22 @@ void Graph::initialize(uint64_t seed) {
 
 void Graph::set_batch_size(int64_t batch_size) {
   if (batch_size == plan_.batch_size()) return;
-  NetPlan plan = NetPlan::make(net_, plan_options(options_, batch_size));
-  FASTNN_CHECK(plan.nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
-  for (size_t i = 0; i < plan.nodes().size(); ++i) plan.nodes()[i].kernel->inherit_derived(*plan_.nodes()[i].kernel);
-  plan_ = std::move(plan);
+  const bool keep = options_.inference && options_.device == Device::kCpu;
+  auto kept = std::find_if(kept_plans_.begin(), kept_plans_.end(), [&](const NetPlan& p) { return p.batch_size() == batch_size; });
+  std::optional<NetPlan> plan;
+  if (kept != kept_plans_.end()) {
+    plan.emplace(std::move(*kept));
+    kept_plans_.erase(kept);
+  } else {
+    plan.emplace(NetPlan::make(net_, plan_options(options_, batch_size)));
+    FASTNN_CHECK(plan->nodes().size() == plan_.nodes().size(), "set_batch_size: the plan changed shape");
+    for (size_t i = 0; i < plan->nodes().size(); ++i) plan->nodes()[i].kernel->inherit_derived(*plan_.nodes()[i].kernel);
+  }
+  if (keep) {
+    kept_plans_.push_back(std::move(plan_));
+    if (kept_plans_.size() > kKeptPlans) kept_plans_.erase(kept_plans_.begin());
+  }
+  plan_ = std::move(*plan);
   options_.batch_size = batch_size;
   allocate_activations();
 }

@@ -164,7 +164,7 @@ class Conv2dDnnl final : public OpKernel {
  public:
   void inherit_derived(OpKernel& previous) override {
     auto* old = dynamic_cast<Conv2dDnnl*>(&previous);
-    if (old && old->fwd_pd_.weights_desc() == fwd_pd_.weights_desc()) cache_ = std::move(old->cache_);
+    if (old && old->fwd_pd_.weights_desc() == fwd_pd_.weights_desc()) cache_ = old->cache_;
   }
 
  private:

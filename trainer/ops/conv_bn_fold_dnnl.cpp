@@ -21,6 +21,7 @@
 // holds both to the unfolded graph. FASTNN_CPU_WINOGRAD=0 keeps the direct convolutions.
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "trainer/ops/batch_norm.h"
@@ -43,6 +44,21 @@ std::optional<Tail> tail_of(std::string_view then_op) {
   if (then_op == "batch_norm+add+relu") return Tail::kAddRelu;
   return std::nullopt;
 }
+
+// One layer's folded weights and bias, and those weights in each format a primitive for the layer
+// asked for: shared by its kernels at every batch size (inherit_derived). A server's batches change
+// size, and oneDNN's Winograd picks its weights' format by the batch (F(2,3) or F(4,3) tiles and their
+// blocking): transforming them again at each change cost ResNet-50 60-150 ms a batch.
+struct FoldedWeights {
+  std::vector<float> folded, bias;
+  std::vector<std::pair<memory::desc, CachedWeights>> by_format;
+
+  CachedWeights& in(const memory::desc& format) {
+    for (auto& [md, cache] : by_format)
+      if (md == format) return cache;
+    return by_format.emplace_back(format, CachedWeights{}).second;
+  }
+};
 
 class ConvBatchNormFold final : public OpKernel {
  public:
@@ -111,8 +127,10 @@ class ConvBatchNormFold final : public OpKernel {
     const PartMark part("conv2d fprop");
     std::vector<Tensor> sources(a.params.begin(), a.params.end());
     sources.insert(sources.end(), a.state.begin(), a.state.end());
-    if (!a.params_write_counted || !cache_.current(sources)) fold(a, sources);
-    const memory w = to_blocked_ ? memory(pd_->weights_desc(), dnnl_cpu_engine(), cache_.data()) : memory(w_user_md_, dnnl_cpu_engine(), folded_.data());
+    CachedWeights& cache = weights_->in(to_blocked_ ? pd_->weights_desc() : w_user_md_);
+    if (!a.params_write_counted || !cache.current(sources)) fold(a, sources, cache);
+    const memory w = to_blocked_ ? memory(pd_->weights_desc(), dnnl_cpu_engine(), cache.data())
+                                 : memory(w_user_md_, dnnl_cpu_engine(), weights_->folded.data());
     // Workspace: [input in bf16 (bf16)][blocked input][blocked output (Winograd)][scratchpad]
     std::byte* ws = bytes_of(a.workspace);
     std::byte* x_blocked_at = ws + x_bf16_bytes_;
@@ -136,7 +154,7 @@ class ConvBatchNormFold final : public OpKernel {
     if (!conv_) conv_ = dnnl::convolution_forward(*pd_);
     dnnl_execute(*conv_, {{DNNL_ARG_SRC, x},
                           {DNNL_ARG_WEIGHTS, w},
-                          {DNNL_ARG_BIAS, memory(bias_md_, dnnl_cpu_engine(), bias_.data())},
+                          {DNNL_ARG_BIAS, memory(bias_md_, dnnl_cpu_engine(), weights_->bias.data())},
                           {DNNL_ARG_DST, y},
                           {DNNL_ARG_SCRATCHPAD, memory(pd_->scratchpad_desc(), dnnl_cpu_engine(), y_blocked_at + y_blocked_bytes_)}});
     if (y_from_blocked_) run_reorder(*y_from_blocked_, y, out);
@@ -145,36 +163,37 @@ class ConvBatchNormFold final : public OpKernel {
  public:
   void inherit_derived(OpKernel& previous) override {
     auto* old = dynamic_cast<ConvBatchNormFold*>(&previous);
-    if (!old || old->pd_->weights_desc() != pd_->weights_desc()) return;
-    cache_ = std::move(old->cache_);
-    folded_ = std::move(old->folded_);
-    bias_ = std::move(old->bias_);
+    if (old && old->w_user_md_ == w_user_md_) weights_ = old->weights_;
   }
 
  private:
-  // The batch norm into the weights (folded_, [K, C/G, R, S]) and bias (bias_), then the weights into
-  // oneDNN's blocked format (the cache).
-  void fold(const ForwardArgs& a, std::span<const Tensor> sources) {
+  // The batch norm into the weights (folded, [K, C/G, R, S]) and bias, then the weights into the
+  // primitive's format (`cache`).
+  void fold(const ForwardArgs& a, std::span<const Tensor> sources, CachedWeights& cache) {
     const size_t b = p_.bias ? 1 : 0;
     const float* w = a.params[0].data<float>();
     const float* conv_bias = p_.bias ? a.params[1].data<float>() : nullptr;
     const float* gamma = a.params[b + 1].data<float>();
     const float* beta = a.params[b + 2].data<float>();
-    const float* mean = a.state[0].data<float>();
-    const float* var = a.state[1].data<float>();
+    // Read through const tensors: a writable pointer would count as a write to the statistics and
+    // make every other format's copy stale.
+    const float* mean = std::as_const(a.state[0]).data<float>();
+    const float* var = std::as_const(a.state[1]).data<float>();
     const auto k_count = static_cast<size_t>(p_.k);
     const size_t per_k = static_cast<size_t>(a.params[0].numel()) / k_count;
-    folded_.resize(static_cast<size_t>(a.params[0].numel()));
-    bias_.resize(k_count);
+    std::vector<float>& folded = weights_->folded;
+    std::vector<float>& bias = weights_->bias;
+    folded.resize(static_cast<size_t>(a.params[0].numel()));
+    bias.resize(k_count);
     for (size_t k = 0; k < k_count; ++k) {
       const double s = gamma[k] / std::sqrt(static_cast<double>(var[k]) + epsilon_);
       const double b_k = conv_bias ? conv_bias[k] : 0.0;
-      bias_[k] = static_cast<float>(beta[k] + (b_k - mean[k]) * s);
-      for (size_t i = 0; i < per_k; ++i) folded_[k * per_k + i] = static_cast<float>(w[k * per_k + i] * s);
+      bias[k] = static_cast<float>(beta[k] + (b_k - mean[k]) * s);
+      for (size_t i = 0; i < per_k; ++i) folded[k * per_k + i] = static_cast<float>(w[k * per_k + i] * s);
     }
-    std::byte* at = cache_.update(sources, to_blocked_ ? dnnl_aligned(pd_->weights_desc().get_size()) : 64);
+    std::byte* at = cache.update(sources, to_blocked_ ? dnnl_aligned(pd_->weights_desc().get_size()) : 64);
     if (to_blocked_)
-      run_reorder(*to_blocked_, memory(w_user_md_, dnnl_cpu_engine(), folded_.data()), memory(pd_->weights_desc(), dnnl_cpu_engine(), at));
+      run_reorder(*to_blocked_, memory(w_user_md_, dnnl_cpu_engine(), folded.data()), memory(pd_->weights_desc(), dnnl_cpu_engine(), at));
   }
 
   // oneDNN's Winograd convolution with these post-ops on the activation formats it picks; nullopt where
@@ -204,8 +223,7 @@ class ConvBatchNormFold final : public OpKernel {
   size_t x_blocked_bytes_ = 0, y_blocked_bytes_ = 0;
   Bf16Rounding x_to_bf16_;  // bf16: the input, rounded into the workspace
   size_t x_bf16_bytes_ = 0;  // its bytes there; 0 in f32
-  std::vector<float> folded_, bias_;
-  CachedWeights cache_;
+  std::shared_ptr<FoldedWeights> weights_ = std::make_shared<FoldedWeights>();
 };
 
 }  // namespace

@@ -190,9 +190,10 @@ class OpKernel {
   virtual bool takes_channel_sums() const { return false; }
   virtual void forward_from_channel_sums(const ForwardArgs& a, const float* sums);
 
-  // Graph::set_batch_size made this kernel for the layer `previous` computed at the old batch size: take
+  // Graph::set_batch_size made this kernel for the layer `previous` computed at the old batch size: share
   // what `previous` derived from the parameters (a weight in oneDNN's format) where it fits, so that a
-  // server whose batches vary does not derive it again for every size. Default: nothing to take.
+  // server whose batches vary does not derive it again for every size. Share, not take: the graph may
+  // keep `previous` and run it again. Default: nothing to share.
   virtual void inherit_derived(OpKernel& previous) {}
 
  protected:
