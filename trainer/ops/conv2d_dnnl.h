@@ -48,6 +48,8 @@ void save_input_in_bf16(OpSignature& nhwc_sig);
 // output tiles at least 70% filled, at least 25 M multiply-adds (conv2d_descs_dnnl.cpp says what was
 // measured).
 bool winograd_pays_in_inference(const Conv2dParams& p);
+// The same for a training convolution's three passes; also at least 128 4x4 output tiles in the batch.
+bool winograd_pays_in_training(const Conv2dParams& p);
 
 // A pointwise convolution that runs as plain matrix products (matmul_layer_dnnl.cpp): a 1x1 window,
 // stride 1, no padding, one group, no bias.

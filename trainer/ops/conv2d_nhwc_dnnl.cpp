@@ -9,6 +9,12 @@
 // (the kernel is its own primitive cache); its scratchpad is part of the workspace. Pointwise
 // convolutions without bias run as matrix products instead (matmul_layer_dnnl.cpp), with no reorders.
 //
+// Winograd (f32, where winograd_pays_in_training and oneDNN has it: AVX-512): the three passes are
+// oneDNN's Winograd convolutions, on its blocked activations: x reordered into the workspace for the
+// forward and again for backward-weights, y and dx reordered out of it, dy into it. ResNet-50's 3x3
+// layers at batch 8 ran 1.4-1.8x the direct passes so (conv2d_descs_dnnl.cpp); the rounding differs (the
+// transforms), within the same tolerance of the reference. FASTNN_CPU_WINOGRAD=0 keeps the direct ones.
+//
 // bf16 (precision=bf16 on the CPU, register_bf16_convolutions_dnnl): what each pass multiplies (the input,
 // the weights, the incoming gradient) is rounded to bfloat16 first (the input into a saved tensor that the
 // filter gradient reads again, the others into the workspace), and the products
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "trainer/ops/conv2d_dnnl.h"
+#include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/part_marks.h"
@@ -54,24 +61,40 @@ class Conv2dDnnl final : public OpKernel {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
     using namespace dnnl;
-    const auto fwd_d = convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_in,
-                                                 w_in, d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
-    fwd_pd_ = convolution_forward::primitive_desc(fwd_d, attr, eng);
-    const auto bwd_data_d = convolution_backward_data::desc(algorithm::convolution_direct, d.x, w_in, dy_in,
-                                                            d.strides, d.dilation, d.pad_l, d.pad_r);
-    bwd_data_pd_ = convolution_backward_data::primitive_desc(bwd_data_d, attr, eng, fwd_pd_);
-    const auto bwd_w_d = convolution_backward_weights::desc(algorithm::convolution_direct, x_in, d.w_any, d.bias, dy_in,
-                                                            d.strides, d.dilation, d.pad_l, d.pad_r);
-    bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd_w_d, attr, eng, fwd_pd_);
-    // The primitives must take the activations as given: a kernel that asked for another layout would
-    // need per-pass reorders of them, which this kernel does not do.
-    FASTNN_CHECK(fwd_pd_.src_desc() == x_in && fwd_pd_.dst_desc() == y_md_ && bwd_data_pd_.diff_src_desc() == x_md_ &&
-                     bwd_data_pd_.diff_dst_desc() == dy_in && bwd_w_pd_.src_desc() == x_in &&
-                     bwd_w_pd_.diff_dst_desc() == dy_in,
-                 "conv2d: oneDNN chose other activation layouts than NHWC");
+    std::optional<Passes> winograd;
+    if (!bf16 && use_winograd_convolutions() && winograd_pays_in_training(p)) winograd = winograd_passes(d, attr);
+    if (winograd) {
+      fwd_pd_ = winograd->fwd;
+      bwd_data_pd_ = winograd->bwd_data;
+      bwd_w_pd_ = winograd->bwd_w;
+    } else {
+      const auto fwd_d = convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_in,
+                                                   w_in, d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
+      fwd_pd_ = convolution_forward::primitive_desc(fwd_d, attr, eng);
+      const auto bwd_data_d = convolution_backward_data::desc(algorithm::convolution_direct, d.x, w_in, dy_in,
+                                                              d.strides, d.dilation, d.pad_l, d.pad_r);
+      bwd_data_pd_ = convolution_backward_data::primitive_desc(bwd_data_d, attr, eng, fwd_pd_);
+      const auto bwd_w_d = convolution_backward_weights::desc(algorithm::convolution_direct, x_in, d.w_any, d.bias,
+                                                              dy_in, d.strides, d.dilation, d.pad_l, d.pad_r);
+      bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd_w_d, attr, eng, fwd_pd_);
+      // The direct primitives take the activations as given, with no reorders.
+      FASTNN_CHECK(fwd_pd_.src_desc() == x_in && fwd_pd_.dst_desc() == y_md_ && bwd_data_pd_.diff_src_desc() == x_md_ &&
+                       bwd_data_pd_.diff_dst_desc() == dy_in && bwd_w_pd_.src_desc() == x_in &&
+                       bwd_w_pd_.diff_dst_desc() == dy_in,
+                   "conv2d: oneDNN chose other activation layouts than NHWC");
+    }
+    // Winograd: the activations into and out of its blocked formats. (Not otherwise: in bf16 the passes
+    // take bf16 activations, which Bf16Rounding makes.)
+    if (winograd) {
+      x_to_blocked_ = reorder_between(x_md_, fwd_pd_.src_desc());
+      y_from_blocked_ = reorder_between(fwd_pd_.dst_desc(), y_md_);
+      dy_to_blocked_ = reorder_between(y_md_, bwd_data_pd_.diff_dst_desc());
+      dx_from_blocked_ = reorder_between(bwd_data_pd_.diff_src_desc(), x_md_);
+    }
 
-    // Workspace: [forward weights][backward-data weights][filter gradient][bf16 dy][scratchpad]; the bf16
-    // x is the last saved tensor (save_input_in_bf16).
+    // Workspace: [forward weights][backward-data weights][filter gradient][bf16 dy][blocked x or dx][blocked
+    // y or dy][scratchpad] (the blocked ones: Winograd only); the bf16 x is the last saved tensor
+    // (save_input_in_bf16).
     const size_t w_fwd = blocked_bytes(fwd_pd_.weights_desc()), w_bwd = blocked_bytes(bwd_data_pd_.weights_desc());
     const size_t dw = blocked_bytes(bwd_w_pd_.diff_weights_desc());
     const size_t scratch = std::max({fwd_pd_.scratchpad_desc().get_size(), bwd_data_pd_.scratchpad_desc().get_size(),
@@ -86,7 +109,9 @@ class Conv2dDnnl final : public OpKernel {
     w_bwd_offset_ = w_fwd;
     dw_offset_ = w_bwd_offset_ + w_bwd;
     dy_bf16_offset_ = dw_offset_ + dw;
-    scratch_offset_ = dy_bf16_offset_ + (bf16 ? dy_to_bf16_.bytes() : 0);
+    x_blocked_offset_ = dy_bf16_offset_ + (bf16 ? dy_to_bf16_.bytes() : 0);
+    y_blocked_offset_ = x_blocked_offset_ + (winograd ? blocked_bytes(fwd_pd_.src_desc()) : 0);
+    scratch_offset_ = y_blocked_offset_ + (winograd ? blocked_bytes(fwd_pd_.dst_desc()) : 0);
     sig_ = nhwc_signature(nchw_sig);
     if (bf16) save_input_in_bf16(sig_);
     sig_.workspace_bytes = scratch_offset_ + dnnl_aligned(scratch);
@@ -110,14 +135,18 @@ class Conv2dDnnl final : public OpKernel {
     }
     const memory w = cached ? memory(fwd_pd_.weights_desc(), dnnl_cpu_engine(), w_at)
                             : weights_as(fwd_pd_.weights_desc(), to_fwd_weights_, a.params[0], w_at);
-    const memory x = bf16_ ? x_to_bf16_(a.inputs[0], bytes_of(a.saved.back())) : user_memory(x_md_, a.inputs[0]);
+    memory x = bf16_ ? x_to_bf16_(a.inputs[0], bytes_of(a.saved.back())) : user_memory(x_md_, a.inputs[0]);
+    x = blocked(x_to_blocked_, x, fwd_pd_.src_desc(), ws + x_blocked_offset_);
+    const memory out = user_memory(y_md_, a.outputs[0]);
+    const memory y = y_from_blocked_ ? memory(fwd_pd_.dst_desc(), dnnl_cpu_engine(), ws + y_blocked_offset_) : out;
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x},
                                          {DNNL_ARG_WEIGHTS, w},
-                                         {DNNL_ARG_DST, user_memory(y_md_, a.outputs[0])},
+                                         {DNNL_ARG_DST, y},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(fwd_pd_, ws)}};
     if (p_.bias) args.emplace(DNNL_ARG_BIAS, user_memory(fwd_pd_.bias_desc(), a.params[1]));
     if (!fwd_) fwd_ = dnnl::convolution_forward(fwd_pd_);
     dnnl_execute(*fwd_, args);
+    if (y_from_blocked_) run_reorder(*y_from_blocked_, y, out);
   }
 
   void run_backward(const BackwardArgs& a) override {
@@ -126,15 +155,20 @@ class Conv2dDnnl final : public OpKernel {
     const bool want_dw = a.d_params[0].defined(), want_db = p_.bias && a.d_params[1].defined();
     if (!want_dx && !want_dw && !want_db) return;
     // bf16: dy rounded once, for both passes.
-    const memory dy = bf16_ ? dy_to_bf16_(a.d_outputs[0], ws + dy_bf16_offset_) : user_memory(y_md_, a.d_outputs[0]);
+    memory dy = bf16_ ? dy_to_bf16_(a.d_outputs[0], ws + dy_bf16_offset_) : user_memory(y_md_, a.d_outputs[0]);
+    dy = blocked(dy_to_blocked_, dy, bwd_data_pd_.diff_dst_desc(), ws + y_blocked_offset_);
     if (want_dx) {
       const PartMark part("conv2d dgrad");
       const memory w = weights_as(bwd_data_pd_.weights_desc(), to_bwd_weights_, a.params[0], ws + w_bwd_offset_);
+      const memory dx_out = user_memory(x_md_, a.d_inputs[0]);
+      // Winograd: dx in the blocked input's place, which backward-weights fills again after.
+      const memory dx = dx_from_blocked_ ? memory(bwd_data_pd_.diff_src_desc(), dnnl_cpu_engine(), ws + x_blocked_offset_) : dx_out;
       if (!bwd_data_) bwd_data_ = dnnl::convolution_backward_data(bwd_data_pd_);
       dnnl_execute(*bwd_data_, {{DNNL_ARG_DIFF_DST, dy},
                                {DNNL_ARG_WEIGHTS, w},
-                               {DNNL_ARG_DIFF_SRC, user_memory(x_md_, a.d_inputs[0])},
+                               {DNNL_ARG_DIFF_SRC, dx},
                                {DNNL_ARG_SCRATCHPAD, scratchpad(bwd_data_pd_, ws)}});
+      if (dx_from_blocked_) run_reorder(*dx_from_blocked_, dx, dx_out);
     }
     if (!want_dw && !want_db) return;
     const PartMark part("conv2d wgrad");
@@ -142,7 +176,8 @@ class Conv2dDnnl final : public OpKernel {
     const bool dw_direct = want_dw && !from_filter_grad_;
     // The bias gradient always has its own buffer: the primitive computes it with the filter gradient.
     const memory dw = dw_direct ? user_memory(w_user_md_, a.d_params[0]) : memory(dw_md, dnnl_cpu_engine(), ws + dw_offset_);
-    const memory x = bf16_ ? x_to_bf16_.rounded_at(bytes_of(a.saved.back())) : user_memory(x_md_, a.inputs[0]);
+    memory x = bf16_ ? x_to_bf16_.rounded_at(bytes_of(a.saved.back())) : user_memory(x_md_, a.inputs[0]);
+    x = blocked(x_to_blocked_, x, bwd_w_pd_.src_desc(), ws + x_blocked_offset_);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x},
                                          {DNNL_ARG_DIFF_DST, dy},
                                          {DNNL_ARG_DIFF_WEIGHTS, dw},
@@ -172,6 +207,13 @@ class Conv2dDnnl final : public OpKernel {
   memory scratchpad(const dnnl::primitive_desc& pd, std::byte* ws) const {
     return memory(pd.scratchpad_desc(), dnnl_cpu_engine(), ws + scratch_offset_);
   }
+  // `m` in the format `md` (a reorder `r` into it at `at`), or `m` itself where there is no reorder.
+  static memory blocked(const std::optional<dnnl::reorder>& r, const memory& m, const memory::desc& md, std::byte* at) {
+    if (!r) return m;
+    memory to(md, dnnl_cpu_engine(), at);
+    run_reorder(*r, m, to);
+    return to;
+  }
   // The weight in the format `md` the primitive wants: the parameter itself when that is its layout,
   // else a copy reordered at `at`.
   memory weights_as(const memory::desc& md, const std::optional<dnnl::reorder>& r, const Tensor& weight,
@@ -181,6 +223,41 @@ class Conv2dDnnl final : public OpKernel {
     memory blocked(md, dnnl_cpu_engine(), at);
     run_reorder(*r, given, blocked);
     return blocked;
+  }
+
+  struct Passes {
+    dnnl::convolution_forward::primitive_desc fwd;
+    dnnl::convolution_backward_data::primitive_desc bwd_data;
+    dnnl::convolution_backward_weights::primitive_desc bwd_w;
+  };
+  // oneDNN's Winograd primitives for the three passes, on the activation formats they pick; nullopt where
+  // this oneDNN or CPU has none (before AVX-512) or where the passes want the input or the output
+  // gradient in different formats (one blocked copy of each serves all passes here).
+  static std::optional<Passes> winograd_passes(const ConvDescs& d, const dnnl::primitive_attr& attr) {
+    using namespace dnnl;
+    const engine& eng = dnnl_cpu_engine();
+    const memory::desc x_any(d.x.dims(), memory::data_type::f32, memory::format_tag::any);
+    const memory::desc y_any(d.y.dims(), memory::data_type::f32, memory::format_tag::any);
+    try {
+      const convolution_forward::primitive_desc fwd(
+          convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_winograd, x_any, d.w_any, d.bias,
+                                    y_any, d.strides, d.dilation, d.pad_l, d.pad_r),
+          attr, eng);
+      const convolution_backward_data::primitive_desc bwd_data(
+          convolution_backward_data::desc(algorithm::convolution_winograd, x_any, d.w_any, y_any, d.strides, d.dilation,
+                                          d.pad_l, d.pad_r),
+          attr, eng, fwd);
+      const convolution_backward_weights::primitive_desc bwd_w(
+          convolution_backward_weights::desc(algorithm::convolution_winograd, x_any, d.w_any, d.bias, y_any, d.strides,
+                                             d.dilation, d.pad_l, d.pad_r),
+          attr, eng, fwd);
+      const bool one_x = bwd_data.diff_src_desc() == fwd.src_desc() && bwd_w.src_desc() == fwd.src_desc();
+      const bool one_y = bwd_data.diff_dst_desc() == fwd.dst_desc() && bwd_w.diff_dst_desc() == fwd.dst_desc();
+      if (!one_x || !one_y) return std::nullopt;
+      return Passes{fwd, bwd_data, bwd_w};
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
   }
 
   Conv2dParams p_;
@@ -194,8 +271,10 @@ class Conv2dDnnl final : public OpKernel {
   // backward ones.
   std::optional<dnnl::primitive> fwd_, bwd_data_, bwd_w_;
   std::optional<dnnl::reorder> to_fwd_weights_, to_bwd_weights_, from_filter_grad_;
+  std::optional<dnnl::reorder> x_to_blocked_, y_from_blocked_, dy_to_blocked_, dx_from_blocked_;  // Winograd only
   Bf16Rounding x_to_bf16_, dy_to_bf16_;  // bf16 only
-  size_t w_bwd_offset_ = 0, dw_offset_ = 0, dy_bf16_offset_ = 0, scratch_offset_ = 0;
+  size_t w_bwd_offset_ = 0, dw_offset_ = 0, dy_bf16_offset_ = 0, x_blocked_offset_ = 0, y_blocked_offset_ = 0;
+  size_t scratch_offset_ = 0;
 };
 
 // The convolutions' NHWC kernels, f32 or (conv2d's, bf16) multiplying in bfloat16. Null (f64: the gradient

@@ -68,6 +68,8 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{2, 16, 9, 9}}}}},
       {"conv2d", {"one_image_k3", {{"filters", 48}, {"kernel", 3}, {"padding", 1}}, {{{1, 32, 10, 10}}}}},
+      // Large enough for the Winograd passes on AVX-512 (winograd_pays_in_training: 128 tiles, 42 M MACs).
+      {"conv2d", {"winograd_k3", {{"filters", 48}, {"kernel", 3}, {"padding", "same"}}, {{{8, 48, 16, 16}}}}},
       {"depthwise_conv2d", {"mobilenet_k3", {{"kernel", 3}, {"padding", "same"}, {"bias", false}}, {{{4, 96, 14, 14}}}}},
       {"depthwise_conv2d", {"k3_s2_bias_m2", {{"kernel", 3}, {"stride", 2}, {"padding", "same"}, {"multiplier", 2}},
                             {{{2, 40, 15, 15}}}}},
@@ -192,6 +194,40 @@ void expect_matches_reference(const NhwcCase& cr) {
   }
   for (size_t i = 0; i < runs[0].outputs.size(); ++i)
     EXPECT_EQ(0, std::memcmp(runs[0].outputs[i].raw(), runs[1].outputs[i].raw(), runs[0].outputs[i].nbytes())) << "run to run";
+}
+
+// The winograd_k3 case above is held to the reference like any other; this checks that it ran as
+// Winograd at all (its rounding differs from the direct passes') where the CPU has AVX-512.
+TEST(CpuNhwcOps, LargeThreeByThreeConvolutionsTrainAsWinograd) {
+  if (!use_winograd_convolutions()) GTEST_SKIP() << cpu_kernels_description();
+  OpCase c;
+  for (auto& [op, oc] : larger_cases())
+    if (oc.label == "winograd_k3") c = oc;
+  ASSERT_EQ(c.label, "winograd_k3");
+  const std::vector<TensorSpec> specs = case_input_specs(c, DType::kF32);
+  auto winograd = graph::builtin_op_registry().create_nhwc("conv2d", Device::kCpu, c.attrs, specs);
+  std::unique_ptr<OpKernel> direct;
+  {
+    const ScopedDirectConvolutions scope;
+    direct = graph::builtin_op_registry().create_nhwc("conv2d", Device::kCpu, c.attrs, specs);
+  }
+  ASSERT_TRUE(winograd && direct);
+  KernelTensors w = allocate_kernel_tensors(winograd->signature());
+  fill_case_tensors(w, winograd->signature(), c, /*seed=*/3);
+  for (Tensor& t : w.inputs) t.set_layout(Layout::kNHWC);
+  KernelTensors d = allocate_kernel_tensors(direct->signature());
+  d.inputs = copy_of(w).inputs;
+  d.params = copy_of(w).params;
+  d.d_outputs = copy_of(w).d_outputs;
+  winograd->forward(w.forward_args(true));
+  direct->forward(d.forward_args(true));
+  winograd->backward(w.backward_args(true));
+  direct->backward(d.backward_args(true));
+  if (cpu_kernels_description().find("avx512") == std::string::npos) GTEST_SKIP() << "no Winograd before AVX-512";
+  auto same = [](const Tensor& a, const Tensor& b) { return std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0; };
+  EXPECT_FALSE(same(w.outputs[0], d.outputs[0])) << "the forward was the direct convolution";
+  EXPECT_FALSE(same(w.d_inputs[0], d.d_inputs[0])) << "backward-data was the direct convolution";
+  EXPECT_FALSE(same(w.d_params[0], d.d_params[0])) << "backward-weights was the direct convolution";
 }
 
 class CpuNhwcOp : public testing::TestWithParam<std::string> {};
