@@ -17,25 +17,23 @@ namespace {
 std::atomic<int> reference_scopes{0};
 std::atomic<int> direct_scopes{0};
 
+// Whether the environment variable `name` selects `other` over `usual` (unset or empty: `usual`); any other
+// value is a ConfigError that names both.
+bool env_selects(const char* name, std::string_view usual, std::string_view other) {
+  const char* v = std::getenv(name);
+  const std::string_view s = v ? v : "";
+  if (s.empty() || s == usual) return false;
+  if (s == other) return true;
+  throw ConfigError(str(name, "='", s, "': use '", usual, "' (the default) or '", other, "'"));
+}
+
 bool winograd_refused() {
-  static const bool refused = [] {
-    const char* v = std::getenv("FASTNN_CPU_WINOGRAD");
-    const std::string_view s = v ? v : "";
-    if (s.empty() || s == "1") return false;
-    if (s == "0") return true;
-    throw ConfigError(str("FASTNN_CPU_WINOGRAD='", s, "': use 1 (the default) or 0"));
-  }();
+  static const bool refused = env_selects("FASTNN_CPU_WINOGRAD", "1", "0");
   return refused;
 }
 
 bool reference_requested() {
-  static const bool reference = [] {
-    const char* v = std::getenv("FASTNN_CPU_KERNELS");
-    const std::string_view s = v ? v : "";
-    if (s.empty() || s == "fast") return false;
-    if (s == "reference") return true;
-    throw ConfigError(str("FASTNN_CPU_KERNELS='", s, "': use 'fast' (the default) or 'reference'"));
-  }();
+  static const bool reference = env_selects("FASTNN_CPU_KERNELS", "fast", "reference");
   return reference;
 }
 }  // namespace
