@@ -1,5 +1,7 @@
 #include "trainer/ops/conv2d_dnnl.h"
 
+#include <memory>
+
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/op_spec_checks.h"
@@ -71,11 +73,24 @@ bool winograd_pays_in_training(const Conv2dParams& p) {
 std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
   const dnnl::engine& eng = dnnl_cpu_engine();
-  return dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to));
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to, attr));
 }
 
+// The scratchpad is the caller's, for this run only: oneDNN's own would stay allocated as long as the
+// reorder lives, and its Winograd weight transform (an inference fold's, once per weight format) needs
+// tens of MB: ResNet-50's kept plans held 110-160 MB each so.
 void run_reorder(const dnnl::reorder& r, const memory& from, const memory& to) {
-  dnnl_execute(r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  const dnnl_memory_desc_t* scratch_c = dnnl_primitive_desc_query_md(r.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  const memory::desc scratch_md = scratch_c ? memory::desc(*scratch_c) : memory::desc();
+  if (scratch_md.get_size() == 0) {
+    dnnl_execute(r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    return;
+  }
+  const std::unique_ptr<std::byte[]> scratch(new std::byte[scratch_md.get_size()]);
+  dnnl_execute(r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
+                   {DNNL_ARG_SCRATCHPAD, memory(scratch_md, dnnl_cpu_engine(), scratch.get())}});
 }
 
 Bf16Rounding::Bf16Rounding(const memory::dims& dims, Tag tag)
