@@ -1,7 +1,5 @@
 #include "trainer/ops/conv2d_dnnl.h"
 
-#include <memory>
-
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/op_spec_checks.h"
@@ -51,12 +49,15 @@ ConvDescs conv_descs(const Conv2dParams& p, bool with_bias) {
 // - ResNet-50's 3x3 layers (C 64..512 at 56..7 pixels): 1.1-1.7x at batch 1, 1.3-1.9x at 4, 8 and 32;
 // - C = 32 at 7x7 and C = 64 at 7x7 below batch 32 (under 25 M multiply-adds): 0.25-0.6x;
 // - 6x6 outputs (4x4 tiles 56% filled), C = 192: 0.8-0.97x; C = 96 at 12x12, batch 1 (12 M): 0.69x.
+namespace {
+int64_t tiles_of_4(int64_t n) { return (n + 3) / 4; }
+}  // namespace
+
 bool winograd_pays_in_inference(const Conv2dParams& p) {
   const Window2d& g = p.win;
   if (g.r != 3 || g.s != 3 || g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 || p.groups != 1) return false;
   if (p.c < 32 || p.k < 32) return false;
-  const auto tiled = [](int64_t n) { return (n + 3) / 4 * 4; };
-  const double filled = static_cast<double>(g.p) * g.q / static_cast<double>(tiled(g.p) * tiled(g.q));
+  const double filled = static_cast<double>(g.p) * g.q / static_cast<double>(tiles_of_4(g.p) * 4 * tiles_of_4(g.q) * 4);
   const double macs = static_cast<double>(p.n) * g.p * g.q * p.c * p.k * 9.0;
   return filled >= 0.7 && macs >= 25e6;
 }
@@ -66,7 +67,7 @@ bool winograd_pays_in_inference(const Conv2dParams& p) {
 // 1.55x, 128 at 28 1.77x, 256 at 14 1.39x, 512 at 7 (32 tiles) 0.90x; ResNet-20's at batch 64: C = 32 at
 // 16 1.09x, 64 at 8 1.38x, 16 at 32 0.59x; C = 96 at 12, batch 16: 1.23x; 6x6 outputs 0.79x.
 bool winograd_pays_in_training(const Conv2dParams& p) {
-  const int64_t tiles = p.n * ((p.win.p + 3) / 4) * ((p.win.q + 3) / 4);
+  const int64_t tiles = p.n * tiles_of_4(p.win.p) * tiles_of_4(p.win.q);
   return winograd_pays_in_inference(p) && tiles >= 128;
 }
 
@@ -88,9 +89,16 @@ void run_reorder(const dnnl::reorder& r, const memory& from, const memory& to) {
     dnnl_execute(r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
     return;
   }
-  const std::unique_ptr<std::byte[]> scratch(new std::byte[scratch_md.get_size()]);
+  const std::shared_ptr<Storage> scratch = allocate_cpu_storage(scratch_md.get_size());
   dnnl_execute(r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
-                   {DNNL_ARG_SCRATCHPAD, memory(scratch_md, dnnl_cpu_engine(), scratch.get())}});
+                   {DNNL_ARG_SCRATCHPAD, memory(scratch_md, dnnl_cpu_engine(), scratch->data())}});
+}
+
+memory reordered(const std::optional<dnnl::reorder>& r, const memory& m, const memory::desc& md, std::byte* at) {
+  if (!r) return m;
+  memory to(md, dnnl_cpu_engine(), at);
+  run_reorder(*r, m, to);
+  return to;
 }
 
 Bf16Rounding::Bf16Rounding(const memory::dims& dims, Tag tag)

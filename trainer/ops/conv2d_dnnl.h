@@ -37,6 +37,9 @@ inline dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
 // The reorder from one format to another, made once; none when they are the same.
 std::optional<dnnl::reorder> reorder_between(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
 void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to);
+// `m` in the format `md`: reordered by `r` into the memory at `at`, or `m` itself where there is no reorder.
+dnnl::memory reordered(const std::optional<dnnl::reorder>& r, const dnnl::memory& m, const dnnl::memory::desc& md,
+                       std::byte* at);
 
 // The bf16 kernels keep the forward's rounded input for the filter gradient: a saved tensor [N, H, W, C]
 // in bf16 (half the input's bytes), appended to the signature's, instead of rounding x twice.

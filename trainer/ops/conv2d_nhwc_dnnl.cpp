@@ -67,6 +67,12 @@ class Conv2dDnnl final : public OpKernel {
       fwd_pd_ = winograd->fwd;
       bwd_data_pd_ = winograd->bwd_data;
       bwd_w_pd_ = winograd->bwd_w;
+      // The activations into and out of its blocked formats. (Only here: in bf16 the direct passes take
+      // bf16 activations, which Bf16Rounding makes.)
+      x_to_blocked_ = reorder_between(x_md_, fwd_pd_.src_desc());
+      y_from_blocked_ = reorder_between(fwd_pd_.dst_desc(), y_md_);
+      dy_to_blocked_ = reorder_between(y_md_, bwd_data_pd_.diff_dst_desc());
+      dx_from_blocked_ = reorder_between(bwd_data_pd_.diff_src_desc(), x_md_);
     } else {
       const auto fwd_d = convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_in,
                                                    w_in, d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
@@ -82,14 +88,6 @@ class Conv2dDnnl final : public OpKernel {
                        bwd_data_pd_.diff_dst_desc() == dy_in && bwd_w_pd_.src_desc() == x_in &&
                        bwd_w_pd_.diff_dst_desc() == dy_in,
                    "conv2d: oneDNN chose other activation layouts than NHWC");
-    }
-    // Winograd: the activations into and out of its blocked formats. (Not otherwise: in bf16 the passes
-    // take bf16 activations, which Bf16Rounding makes.)
-    if (winograd) {
-      x_to_blocked_ = reorder_between(x_md_, fwd_pd_.src_desc());
-      y_from_blocked_ = reorder_between(fwd_pd_.dst_desc(), y_md_);
-      dy_to_blocked_ = reorder_between(y_md_, bwd_data_pd_.diff_dst_desc());
-      dx_from_blocked_ = reorder_between(bwd_data_pd_.diff_src_desc(), x_md_);
     }
 
     // Workspace: [forward weights][backward-data weights][filter gradient][bf16 dy][blocked x or dx][blocked
@@ -136,7 +134,7 @@ class Conv2dDnnl final : public OpKernel {
     const memory w = cached ? memory(fwd_pd_.weights_desc(), dnnl_cpu_engine(), w_at)
                             : weights_as(fwd_pd_.weights_desc(), to_fwd_weights_, a.params[0], w_at);
     memory x = bf16_ ? x_to_bf16_(a.inputs[0], bytes_of(a.saved.back())) : user_memory(x_md_, a.inputs[0]);
-    x = blocked(x_to_blocked_, x, fwd_pd_.src_desc(), ws + x_blocked_offset_);
+    x = reordered(x_to_blocked_, x, fwd_pd_.src_desc(), ws + x_blocked_offset_);
     const memory out = user_memory(y_md_, a.outputs[0]);
     const memory y = y_from_blocked_ ? memory(fwd_pd_.dst_desc(), dnnl_cpu_engine(), ws + y_blocked_offset_) : out;
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x},
@@ -156,7 +154,7 @@ class Conv2dDnnl final : public OpKernel {
     if (!want_dx && !want_dw && !want_db) return;
     // bf16: dy rounded once, for both passes.
     memory dy = bf16_ ? dy_to_bf16_(a.d_outputs[0], ws + dy_bf16_offset_) : user_memory(y_md_, a.d_outputs[0]);
-    dy = blocked(dy_to_blocked_, dy, bwd_data_pd_.diff_dst_desc(), ws + y_blocked_offset_);
+    dy = reordered(dy_to_blocked_, dy, bwd_data_pd_.diff_dst_desc(), ws + y_blocked_offset_);
     if (want_dx) {
       const PartMark part("conv2d dgrad");
       const memory w = weights_as(bwd_data_pd_.weights_desc(), to_bwd_weights_, a.params[0], ws + w_bwd_offset_);
@@ -177,7 +175,7 @@ class Conv2dDnnl final : public OpKernel {
     // The bias gradient always has its own buffer: the primitive computes it with the filter gradient.
     const memory dw = dw_direct ? user_memory(w_user_md_, a.d_params[0]) : memory(dw_md, dnnl_cpu_engine(), ws + dw_offset_);
     memory x = bf16_ ? x_to_bf16_.rounded_at(bytes_of(a.saved.back())) : user_memory(x_md_, a.inputs[0]);
-    x = blocked(x_to_blocked_, x, bwd_w_pd_.src_desc(), ws + x_blocked_offset_);
+    x = reordered(x_to_blocked_, x, bwd_w_pd_.src_desc(), ws + x_blocked_offset_);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x},
                                          {DNNL_ARG_DIFF_DST, dy},
                                          {DNNL_ARG_DIFF_WEIGHTS, dw},
@@ -207,22 +205,11 @@ class Conv2dDnnl final : public OpKernel {
   memory scratchpad(const dnnl::primitive_desc& pd, std::byte* ws) const {
     return memory(pd.scratchpad_desc(), dnnl_cpu_engine(), ws + scratch_offset_);
   }
-  // `m` in the format `md` (a reorder `r` into it at `at`), or `m` itself where there is no reorder.
-  static memory blocked(const std::optional<dnnl::reorder>& r, const memory& m, const memory::desc& md, std::byte* at) {
-    if (!r) return m;
-    memory to(md, dnnl_cpu_engine(), at);
-    run_reorder(*r, m, to);
-    return to;
-  }
   // The weight in the format `md` the primitive wants: the parameter itself when that is its layout,
   // else a copy reordered at `at`.
   memory weights_as(const memory::desc& md, const std::optional<dnnl::reorder>& r, const Tensor& weight,
                     std::byte* at) const {
-    const memory given = user_memory(w_user_md_, weight);
-    if (!r) return given;
-    memory blocked(md, dnnl_cpu_engine(), at);
-    run_reorder(*r, given, blocked);
-    return blocked;
+    return reordered(r, user_memory(w_user_md_, weight), md, at);
   }
 
   struct Passes {

@@ -135,12 +135,8 @@ class ConvBatchNormFold final : public OpKernel {
     std::byte* ws = bytes_of(a.workspace);
     std::byte* x_blocked_at = ws + x_bf16_bytes_;
     std::byte* y_blocked_at = x_blocked_at + x_blocked_bytes_;
-    memory x = x_bf16_bytes_ > 0 ? x_to_bf16_(a.inputs[0], ws) : user_memory(x_md_, a.inputs[0]);
-    if (x_to_blocked_) {
-      const memory blocked(pd_->src_desc(), dnnl_cpu_engine(), x_blocked_at);
-      run_reorder(*x_to_blocked_, x, blocked);
-      x = blocked;
-    }
+    const memory x_given = x_bf16_bytes_ > 0 ? x_to_bf16_(a.inputs[0], ws) : user_memory(x_md_, a.inputs[0]);
+    const memory x = reordered(x_to_blocked_, x_given, pd_->src_desc(), x_blocked_at);
     const memory out = user_memory(y_md_, a.outputs[0]);
     const memory y = y_from_blocked_ ? memory(pd_->dst_desc(), dnnl_cpu_engine(), y_blocked_at) : out;
     // The sum post-op adds to what the output holds: the residual.
