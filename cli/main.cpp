@@ -15,6 +15,7 @@
 #include "cli/error_report.h"
 #include "core/check.h"
 #include "core/crash_report.h"
+#include "core/logging.h"
 #include "trainer/config/config_fields.h"
 #include "trainer/runner/build_info.h"
 #include "trainer/ops/blas_core.h"
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
     return with_stdout_checked(2);
   }
   try {
+    fastnn::check_log_level_env();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // CLI11 prints the message (or the help / version); its own codes (105, 106, 109...) become

@@ -7,19 +7,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <string_view>
 
 namespace fastnn {
 namespace {
 
-LogLevel level_from_env() {
-  const char* v = std::getenv("FASTNN_LOG_LEVEL");
-  if (!v) return LogLevel::kInfo;
-  std::string_view s(v);
+std::optional<LogLevel> parse_level(std::string_view s) {
   if (s == "debug") return LogLevel::kDebug;
+  if (s == "info") return LogLevel::kInfo;
   if (s == "warn" || s == "warning") return LogLevel::kWarn;
   if (s == "error") return LogLevel::kError;
-  return LogLevel::kInfo;
+  return std::nullopt;
+}
+
+// Unset or empty: info. A value check_log_level_env() refuses also means info here, for the library's
+// other users; the CLI refuses it before logging anything.
+LogLevel level_from_env() {
+  const char* v = std::getenv("FASTNN_LOG_LEVEL");
+  return v ? parse_level(v).value_or(LogLevel::kInfo) : LogLevel::kInfo;
 }
 
 std::atomic<LogLevel>& level_ref() {
@@ -28,6 +34,12 @@ std::atomic<LogLevel>& level_ref() {
 }
 
 }  // namespace
+
+void check_log_level_env() {
+  const char* v = std::getenv("FASTNN_LOG_LEVEL");
+  if (v && *v && !parse_level(v))
+    throw ConfigError(str("FASTNN_LOG_LEVEL='", v, "': use debug, info (the default), warn or error"));
+}
 
 void set_log_level(LogLevel level) { level_ref().store(level); }
 LogLevel log_level() { return level_ref().load(std::memory_order_relaxed); }

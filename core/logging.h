@@ -10,6 +10,9 @@ namespace fastnn {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
+// A ConfigError naming the variable and its values when FASTNN_LOG_LEVEL is set to none of them (a typo
+// such as "verbose" would otherwise mean info, silently).
+void check_log_level_env();
 void set_log_level(LogLevel level);
 LogLevel log_level();
 void log_line(LogLevel level, const std::string& message);

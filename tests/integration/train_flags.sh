@@ -168,9 +168,11 @@ FASTNN_CPU_KERNELS=reference ok nhwc_reference 'batches float32 NHWC' --data_for
 ok nhwc 'batches float32 NHWC' --data_format=NHWC --log_loss_every_n_iters=1 --seed=3
 ok auto "batches float32 $("$FASTNN" --version | grep -q '^CPU kernels: oneDNN' && echo NHWC || echo NCHW)" \
   --log_loss_every_n_iters=1 --seed=3
-# The CPU kernel choices read from the environment take their documented values only.
+# The CPU kernel choices and the log level read from the environment take their documented values only.
 FASTNN_CPU_KERNELS=fastest refused cpu_kernels_env "FASTNN_CPU_KERNELS='fastest': use 'fast' (the default) or 'reference'" \
   -- "${base[@]}" --output_dir=runs/cpu_kernels_env
+FASTNN_LOG_LEVEL=verbose refused log_level_env "FASTNN_LOG_LEVEL='verbose': use debug, info (the default), warn or error" \
+  -- "${base[@]}" --output_dir=runs/log_level_env
 if "$FASTNN" --version | grep -q '^CPU kernels: oneDNN'; then
   FASTNN_CPU_WINOGRAD=yes refused winograd_env "FASTNN_CPU_WINOGRAD='yes': use '1' (the default) or '0'" \
     -- "${base[@]}" --output_dir=runs/winograd_env
