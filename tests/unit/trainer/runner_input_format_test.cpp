@@ -7,7 +7,6 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,13 +16,14 @@
 #include "core/tfrecord.h"
 #include "pipeline/dataset.h"
 #include "pipeline/preprocess.h"
+#include "tests/unit/trainer/checkpoint_test_util.h"
 #include "trainer/runner/batch_tensors.h"
 #include "trainer/runner/input_format.h"
 
 namespace fastnn::runner {
 namespace {
 
-namespace fs = std::filesystem;
+using testing_util::ScratchDir;
 
 std::string example(const std::string& encoded, const char* format, int64_t label) {
   ExampleBuilder b;
@@ -33,10 +33,8 @@ std::string example(const std::string& encoded, const char* format, int64_t labe
   return b.serialize();
 }
 
-std::string write_shard(const std::string& name, const std::vector<std::string>& records) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("fastnn_input_" + name + "_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / "train-0.tfrecord").string();
+std::string write_shard(const ScratchDir& dir, const std::vector<std::string>& records) {
+  const std::string path = dir.file("train-0.tfrecord");
   TFRecordWriter w(path);
   for (const std::string& r : records) w.write(r);
   w.close();
@@ -93,7 +91,8 @@ TEST(InputFormat, Uint8LenetOnFashionMnistEqualsTheFloatPipeline) {
     records.push_back(example(encode_png(px.data(), 28, 28, 1), "png", i % 10));
   }
   gzclose(f);
-  expect_uint8_path_equals_float_path(write_shard("fm", records), 40, "lenet");
+  const ScratchDir dir("input-fm");
+  expect_uint8_path_equals_float_path(write_shard(dir, records), 40, "lenet");
 }
 
 TEST(InputFormat, Uint8CifarnetCropsOfAPhotographEqualTheFloatPipeline) {
@@ -102,7 +101,8 @@ TEST(InputFormat, Uint8CifarnetCropsOfAPhotographEqualTheFloatPipeline) {
   if (!in) GTEST_SKIP() << photo << " is not there (scripts/setup.sh fetches it)";
   const std::string jpeg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::string> records(24, example(jpeg, "jpeg", 3));
-  expect_uint8_path_equals_float_path(write_shard("photo", records), 24, "cifarnet");  // random crops, mirrors
+  const ScratchDir dir("input-photo");
+  expect_uint8_path_equals_float_path(write_shard(dir, records), 24, "cifarnet");  // random crops, mirrors
 }
 
 TEST(InputFormat, ReferenceNormalisesUint8AndConvertsTheRest) {
