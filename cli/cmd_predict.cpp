@@ -46,6 +46,14 @@ void agree_on_setup(Communicator& comm, const std::exception_ptr& error) {
   exit_with_the_other_ranks(reporter ? error : nullptr, [&comm] { comm.barrier(); });
 }
 
+// The images the job classifies, where the inputs say how many they hold (0: unknown): with few, setups
+// that only repay over many images are left out (PredictorOptions::job_images). The whole job's count on
+// every rank, not the rank's share, so that each rank picks the kernels one process would and the output
+// stays equal to one process's whatever the rank count.
+int64_t job_images(const std::vector<inference::PredictInput>& inputs) {
+  return static_cast<int64_t>(inference::known_total(inputs));
+}
+
 void predict(const PredictArgs& a, Communicator& comm) {
   const bool writer = comm.rank() == 0;
   inference::PredictFormat format{};
@@ -61,7 +69,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
     predictor_owner = std::make_unique<inference::Predictor>(
         a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
                                                   .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank(),
-                                                  .precision = a.precision});
+                                                  .precision = a.precision, .job_images = job_images(inputs)});
     inference::check_input_classes(inputs, predictor_owner->model());  // shards numbered otherwise are refused
     if (writer && (!a.output.empty() || !a.embeddings.empty())) {
       // What this command reads must survive it: -o naming an input image or the checkpoint is refused.

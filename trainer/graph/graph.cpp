@@ -16,7 +16,7 @@ PlanOptions plan_options(const GraphOptions& o, int64_t batch_size) {
   FASTNN_CHECK(!o.fold_batch_norms || o.inference, "GraphOptions::fold_batch_norms is for inference graphs only");
   return PlanOptions{.batch_size = batch_size, .dtype = o.dtype, .device = o.device, .registry = o.registry, .fuse = o.fuse,
                      .layout = o.layout, .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = o.fold_batch_norms,
-                     .fold_in_bf16 = o.fold_in_bf16};
+                     .fold_in_bf16 = o.fold_in_bf16, .fold_job_images = o.fold_job_images};
 }
 
 uint64_t fnv1a(const std::string& s) {

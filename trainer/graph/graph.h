@@ -58,6 +58,7 @@ struct GraphOptions {
   bool fuse_conv_bn = false;      // PlanOptions::fuse_conv_bn: a convolution joins the batch norm after it
   bool fold_batch_norms = false;  // PlanOptions::fold_batch_norms (inference graphs only)
   bool fold_in_bf16 = false;      // PlanOptions::fold_in_bf16
+  int64_t fold_job_images = 0;    // PlanOptions::fold_job_images
   // Forward only, in evaluation mode (predict, serve): no gradient buffers; a layer's output buffer is
   // taken over by a later layer once every layer reading it has run (the logits, the aux logits and the
   // `keep` layers excepted), and every layer's saved tensors share one set of buffers (only backward

@@ -448,7 +448,8 @@ void NetPlan::fold_batch_norms() {
     if (options_.layout == Layout::kNHWC && x.shape.size() == 4) x.shape = {x.shape[0], x.shape[3], x.shape[1], x.shape[2]};
     const ops::TensorSpec nchw_inputs[] = {x};
     std::unique_ptr<ops::OpKernel> folded = registry.create_batch_norm_fold(
-        {conv.op, conv.attrs, nchw_inputs, *conv.kernel, bn.op, bn.attrs, *bn.kernel, options_.fold_in_bf16});
+        {conv.op, conv.attrs, nchw_inputs, *conv.kernel, bn.op, bn.attrs, *bn.kernel, options_.fold_in_bf16,
+         options_.fold_job_images});
     if (!folded) continue;
     join_conv_into(*i, j, std::move(folded));
     into[*i] = static_cast<int>(j);

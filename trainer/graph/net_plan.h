@@ -80,6 +80,11 @@ struct PlanOptions {
   // rounded to it; f32 accumulation, bias, post-ops and output). Only where the device has such a kernel
   // (the CPU's with bf16 instructions: ops::cpu_bf16_available(); the caller refuses elsewhere).
   bool fold_in_bf16 = false;
+  // With fold_batch_norms: how many images the graph is to run in its life (predict knows its inputs),
+  // 0 where that is unbounded (serve). A folded kernel whose faster form costs a one-off transform of its
+  // weights takes it only where that many images repay it (the CPU's Winograd convolutions,
+  // ops/conv2d_dnnl.h).
+  int64_t fold_job_images = 0;
 };
 
 // A parameter or state tensor of a layer.

@@ -172,6 +172,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   m.device = target.describe();
   runner::StepRunnerOptions o = runner::forward_only(runner::step_runner_options(run, target));
   o.cpu_bf16 = target.device == Device::kCpu && cpu_bf16_requested(options.precision);
+  o.job_images = options.job_images;
   o.label_smoothing = 0;
   pipeline::PreprocessConfig p;
   p.preset = m.preset;

@@ -49,17 +49,27 @@ ConvDescs conv_descs(const Conv2dParams& p, bool with_bias) {
 // - ResNet-50's 3x3 layers (C 64..512 at 56..7 pixels): 1.1-1.7x at batch 1, 1.3-1.9x at 4, 8 and 32;
 // - C = 32 at 7x7 and C = 64 at 7x7 below batch 32 (under 25 M multiply-adds): 0.25-0.6x;
 // - 6x6 outputs (4x4 tiles 56% filled), C = 192: 0.8-0.97x; C = 96 at 12x12, batch 1 (12 M): 0.69x.
+// Over a job of few images the one-off transform of the weights into Winograd's format costs more than
+// the faster convolution saves. The transform grows with C*K, the saving per image with P*Q*C*K, so a
+// layer repays it once the job's output pixels (images * P * Q) pass a threshold. `fastnn predict` of
+// ResNet-50 at 224, batch 32 (zen5, 2 threads), over 1, 8, 32, 96, 160, 320 images, twice, thresholds
+// 1 (always) to infinity (never): 6,000 was within noise of the faster extreme at every count (1 image
+// 0.28 s against 0.37 always; 320 images 5.32-5.44 s against 5.91-5.94 never), 23,000 and 90,000 gave
+// up to 0.4 s of the saving at 320.
+constexpr double kWinogradJobPixels = 6000;
+
 namespace {
 int64_t tiles_of_4(int64_t n) { return (n + 3) / 4; }
 }  // namespace
 
-bool winograd_pays_in_inference(const Conv2dParams& p) {
+bool winograd_pays_in_inference(const Conv2dParams& p, int64_t job_images) {
   const Window2d& g = p.win;
   if (g.r != 3 || g.s != 3 || g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 || p.groups != 1) return false;
   if (p.c < 32 || p.k < 32) return false;
   const double filled = static_cast<double>(g.p) * g.q / static_cast<double>(tiles_of_4(g.p) * 4 * tiles_of_4(g.q) * 4);
   const double macs = static_cast<double>(p.n) * g.p * g.q * p.c * p.k * 9.0;
-  return filled >= 0.7 && macs >= 25e6;
+  const bool repaid = job_images == 0 || static_cast<double>(job_images) * g.p * g.q >= kWinogradJobPixels;
+  return filled >= 0.7 && macs >= 25e6 && repaid;
 }
 
 // Measured the same way for the three training passes (forward, backward-data, backward-weights, the four

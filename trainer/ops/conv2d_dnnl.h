@@ -49,8 +49,9 @@ void save_input_in_bf16(OpSignature& nhwc_sig);
 // or F(4x4,3x3), on oneDNN's blocked activations) than as the direct one on NHWC, the reorders in and out
 // included: a 3x3 window, stride 1, no dilation, one group, at least 32 input and output channels, 4x4
 // output tiles at least 70% filled, at least 25 M multiply-adds (conv2d_descs_dnnl.cpp says what was
-// measured).
-bool winograd_pays_in_inference(const Conv2dParams& p);
+// measured); and, over a job of `job_images` images (0: unbounded), at least 6,000 output pixels in the
+// job (images * P * Q), which repay the weights' one-off transform.
+bool winograd_pays_in_inference(const Conv2dParams& p, int64_t job_images = 0);
 // The same for a training convolution's three passes; also at least 128 4x4 output tiles in the batch.
 bool winograd_pays_in_training(const Conv2dParams& p);
 

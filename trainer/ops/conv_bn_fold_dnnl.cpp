@@ -79,7 +79,7 @@ class ConvBatchNormFold final : public OpKernel {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     attr.set_post_ops(ops);
-    if (!f.bf16 && use_winograd_convolutions() && winograd_pays_in_inference(p)) pd_ = winograd_pd(d, attr);
+    if (!f.bf16 && use_winograd_convolutions() && winograd_pays_in_inference(p, f.job_images)) pd_ = winograd_pd(d, attr);
     const bool winograd = pd_.has_value();
     if (!winograd) {
       using namespace dnnl;

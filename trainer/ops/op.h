@@ -262,6 +262,8 @@ struct BatchNormFold {
   // Compute in bfloat16 (activations and folded weights rounded to it; f32 accumulation, bias and
   // output), PlanOptions::fold_in_bf16.
   bool bf16 = false;
+  // PlanOptions::fold_job_images: the images the graph is to run in its life, 0 when unbounded.
+  int64_t job_images = 0;
 };
 // An evaluation-only kernel computing the pair with the batch norm folded into the convolution's weights
 // and bias. Its signature is the composite's (ops/fused.h) but for `saved`, which it has none of, and it

@@ -176,6 +176,8 @@ struct StepRunnerOptions {
   // Inference graphs (predict, serve): the convolutions folded with a batch norm compute in bfloat16
   // (GraphOptions::fold_in_bf16); the caller checks ops::cpu_bf16_available().
   bool cpu_bf16 = false;
+  // Inference graphs: the images they are to run in their life, 0 when unbounded (GraphOptions::fold_job_images).
+  int64_t job_images = 0;
   // TF-slim's trainable_scopes: only parameters under one of these name prefixes are updated (weight
   // decay, the global norm and the optimizer see only them; gradients are still averaged whole; the
   // others keep their values bitwise, while batch-norm moving statistics update everywhere, as TF-slim's

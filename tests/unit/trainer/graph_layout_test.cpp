@@ -342,6 +342,31 @@ TEST(GraphLayout, InferenceGraphFoldsIntoWinogradWithinRounding) {
   EXPECT_FALSE(same_bits(winograd.output(0), direct->output(0))) << "no layer took the Winograd convolution";
 }
 
+// A graph for a job of few images keeps the direct convolutions where Winograd's weight transform would
+// not be repaid (2 images * 28 * 28 pixels at most: under winograd_pays_in_inference's 6,000); over many
+// images it takes Winograd as an unbounded graph does.
+TEST(GraphLayout, InferenceGraphForFewImagesKeepsDirectConvolutions) {
+  if (!ops::use_winograd_convolutions() || ops::cpu_kernels_description().find("avx512") == std::string::npos)
+    GTEST_SKIP() << "no Winograd: " << ops::cpu_kernels_description();
+  const NetDef net = zoo::build_net("resnet_v1_50", {.num_classes = 10, .height = 112, .width = 112});
+  GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true, .inference = true};
+  std::optional<Graph> direct;
+  {
+    const ops::ScopedDirectConvolutions scope;
+    direct.emplace(net, o);
+  }
+  o.fold_job_images = 2;
+  Graph few(net, o);
+  o.fold_job_images = 1000;
+  Graph many(net, o);
+  const Tensor x = testing_util::random_tensor(few.input_shape(), DType::kF32, 3);
+  direct->forward(x, false);
+  few.forward(x, false);
+  many.forward(x, false);
+  EXPECT_TRUE(same_bits(few.output(0), direct->output(0))) << "a layer took Winograd for a job of 2 images";
+  EXPECT_FALSE(same_bits(many.output(0), direct->output(0))) << "no layer took Winograd for a job of 1000 images";
+}
+
 TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
   if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
   expect_folded_graph_is_close("resnet_cifar_20", 16, true);
