@@ -125,6 +125,19 @@ FolderWalk decode_walk(std::string_view bytes) {
 // size-th class folder (listing and stat'ing the files is what costs on a network file system) and the
 // walks travel to every rank. Walks that entered a common folder would differ from one process's,
 // so then every rank walks them all itself: the result is one process's either way.
+// Why a class folder gave no file. A class folder that another class's walk entered first (through a
+// symbolic link) is the case to name: its files went to that class and would have taken its label.
+std::string empty_class_folder(const ClassWalk& w) {
+  const std::vector<IgnoredEntry>& ignored = w.walk.ignored;
+  if (!ignored.empty() && ignored.front().path == w.dir)
+    return str(w.dir, ": class folder ", ignored.front().reason,
+               " through a symbolic link in another class folder, whose label its files would take; remove the link");
+  if (!ignored.empty())
+    return str(w.dir, ": empty class folder (no files; ", ignored.size(), ignored.size() == 1 ? " entry" : " entries",
+               " passed over, the first ", ignored.front().path, ": ", ignored.front().reason, ")");
+  return str(w.dir, ": empty class folder (no files)");
+}
+
 void walk_class_folders(std::vector<ClassWalk>& walks, RankGroup* group) {
   if (group == nullptr || group->size() == 1 || walks.size() < 2) return walk_in_order(walks);
   const size_t ranks = static_cast<size_t>(group->size());
@@ -262,7 +275,7 @@ void ImageFolderSource::scan_split(const std::map<std::string, std::vector<std::
   std::vector<Candidate> candidates;
   std::map<int32_t, uint64_t> class_files;  // label → files found
   for (ClassWalk& w : walks) {
-    if (w.walk.files.empty()) throw FormatError(str(w.dir, ": empty class folder (no files)"));
+    if (w.walk.files.empty()) throw FormatError(empty_class_folder(w));
     for (WalkedFile& f : w.walk.files) candidates.push_back({std::move(f.path), w.label, std::move(f.problem)});
     class_files[w.label] += w.walk.files.size();
     for (IgnoredEntry& e : w.walk.ignored) split->ignored.push_back({std::move(e.path), std::move(e.reason)});

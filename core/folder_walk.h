@@ -18,7 +18,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,7 +43,7 @@ struct WalkedFile {
 
 struct IgnoredEntry {
   std::string path;
-  std::string reason;  // "hidden", "not an image name", "already walked as PATH", "is a socket, ..."
+  std::string reason;  // "hidden", "not an image", "already walked as PATH" (a folder linked twice), "is a socket, ..."
 };
 
 struct FolderWalk {
@@ -66,7 +66,7 @@ class FolderWalker {
   Wanted wanted_;
   std::string unwanted_reason_;
   bool keep_unwanted_;
-  std::set<std::pair<uint64_t, uint64_t>> visited_;  // (device, inode) of every folder entered
+  std::map<std::pair<uint64_t, uint64_t>, std::string> visited_;  // (device, inode) of every folder entered -> its path then
 };
 
 }  // namespace fastnn

@@ -129,11 +129,28 @@ TEST(ImageFolder, EmptyClassFolder) {
   fs::create_directories(t / "flowers/tulips");
   expect_error([&] { convert_folder({t / "flowers"}, options_for(t / "out", 1, 1)); }, {"flowers/tulips", "empty class folder"});
   EXPECT_EQ(names_except_lock(t / "out"), std::set<std::string>{});
+  // Hidden files alone: empty too, and the error says what was passed over.
+  write_file(t / "flowers/tulips/.DS_Store", "x");
+  expect_error([&] { convert_folder({t / "flowers"}, options_for(t / "out", 1, 1)); },
+               {"flowers/tulips: empty class folder (no files; 1 entry passed over", ".DS_Store: hidden"});
+  fs::remove(t / "flowers/tulips/.DS_Store");
   // Only non-images inside: also an error, even with --skip-bad.
   write_file(t / "flowers/tulips/notes.txt", "x");
   ConvertOptions o = options_for(t / "out", 1, 1);
   o.skip_bad = true;
   expect_error([&] { convert_folder({t / "flowers"}, o); }, {"\"tulips\"", "no usable image"});
+}
+
+// A symbolic link in one class folder to another class folder: the class walked first takes the other's
+// files, so the other is empty. The error says so and names the path it was walked as, not "empty".
+TEST(ImageFolder, ClassFolderLinkedFromAnotherClassIsNamed) {
+  TempDir t;
+  write_flowers(t / "flowers");
+  for (int i = 0; i < 2; ++i) write_file(t / str("flowers/tulips/t", i, ".jpg"), jpeg(20 + i, 20, 3, 30 + i));
+  fs::create_directory_symlink("../tulips", t / "flowers/daisy/more");  // daisy < roses < tulips
+  expect_error([&] { convert_folder({t / "flowers"}, options_for(t / "out", 1, 1)); },
+               {"flowers/tulips: class folder already walked as ", "flowers/daisy/more", "remove the link"});
+  EXPECT_EQ(names_except_lock(t / "out"), std::set<std::string>{});
 }
 
 TEST(ImageFolder, ValidationHoldOutAndTwoRoots) {
@@ -275,7 +292,7 @@ TEST(ImageFolder, RanksSplitTheClassFolderWalkAndKeepOneProcesssResult) {
     o.quiet = true;
     convert_folder({t / tree}, o);
     const std::string manifest = read_file(t / str(tree, "-one/manifest.json"));
-    EXPECT_EQ(manifest.find("a folder already walked") != std::string::npos, std::string(tree) == "crosslinked");
+    EXPECT_EQ(manifest.find("already walked as ") != std::string::npos, std::string(tree) == "crosslinked");
     for (int n : {2, 3}) {
       ThreadRanks job(n);
       const std::string out = t / str(tree, "-", n);
