@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <oneapi/tbb/parallel_for.h>
@@ -95,7 +96,7 @@ std::string encode_walk(const FolderWalk& w) {
   out.u64(w.files.size());
   for (const WalkedFile& f : w.files) out.text(f.path).text(f.problem);
   out.u64(w.ignored.size());
-  for (const IgnoredEntry& e : w.ignored) out.text(e.path).text(e.reason);
+  for (const IgnoredEntry& e : w.ignored) out.text(e.path).text(e.reason).text(e.walked_as);
   out.u64(w.folders.size());
   for (const auto& [device, inode] : w.folders) out.u64(device).u64(inode);
   return out.take();
@@ -110,7 +111,8 @@ FolderWalk decode_walk(std::string_view bytes) {
   }
   for (uint64_t n = in.u64(), i = 0; i < n; ++i) {
     std::string path = in.text();
-    w.ignored.push_back({std::move(path), in.text()});
+    std::string reason = in.text();
+    w.ignored.push_back({std::move(path), std::move(reason), in.text()});
   }
   for (uint64_t n = in.u64(), i = 0; i < n; ++i) {
     const uint64_t device = in.u64();
@@ -125,13 +127,50 @@ FolderWalk decode_walk(std::string_view bytes) {
 // size-th class folder (listing and stat'ing the files is what costs on a network file system) and the
 // walks travel to every rank. Walks that entered a common folder would differ from one process's,
 // so then every rank walks them all itself: the result is one process's either way.
-// Why a class folder gave no file. A class folder that another class's walk entered first (through a
-// symbolic link) is the case to name: its files went to that class and would have taken its label.
+// The class folder among `dirs` holding `path` (the longest that is a prefix), or null.
+const ClassWalk* holder(const std::vector<ClassWalk>& walks, const std::vector<std::string>& dirs, const std::string& path) {
+  const ClassWalk* best = nullptr;
+  size_t best_size = 0;
+  for (size_t i = 0; i < walks.size(); ++i)
+    if ((path == dirs[i] || path.starts_with(dirs[i] + "/")) && (!best || dirs[i].size() > best_size)) {
+      best = &walks[i];
+      best_size = dirs[i].size();
+    }
+  return best;
+}
+
+std::string real_path(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+// A folder that class folders of two classes reach (a symbolic link in one to the other, to a folder
+// inside it, or to one outside both) is walked once, with the class walked first; the other's link is
+// ignored ("already walked as PATH"). That is right where the first class is the one whose folder holds
+// it, and a label silently wrong otherwise: then a FormatError names both paths.
+void refuse_folders_taken_by_another_class(const std::vector<ClassWalk>& walks) {
+  std::vector<std::string> dirs, real_dirs;
+  for (const ClassWalk& w : walks) {
+    dirs.push_back(w.dir);
+    real_dirs.push_back(real_path(w.dir));
+  }
+  for (const ClassWalk& w : walks)
+    for (const IgnoredEntry& e : w.walk.ignored) {
+      if (e.walked_as.empty()) continue;
+      const ClassWalk* first = holder(walks, dirs, e.walked_as);      // took its images
+      const ClassWalk* owner = holder(walks, real_dirs, real_path(e.walked_as));  // holds it on disk
+      if (!first || first->label == w.label || (owner && owner->label == first->label)) continue;
+      throw FormatError(str(e.walked_as, ": walked as part of class folder ", first->dir, " through a symbolic link, but ",
+                            owner ? str("it is in class folder ", owner->dir)
+                                  : str("it lies outside the class folders and ", w.dir, " reaches it too (as ", e.path, ")"),
+                            ": its images would take the label of ", first->dir, "; remove the link"));
+    }
+}
+
+// Why a class folder gave no file: the entries it passed over, if any.
 std::string empty_class_folder(const ClassWalk& w) {
   const std::vector<IgnoredEntry>& ignored = w.walk.ignored;
-  if (!ignored.empty() && ignored.front().path == w.dir)
-    return str(w.dir, ": class folder ", ignored.front().reason,
-               " through a symbolic link in another class folder, whose label its files would take; remove the link");
   if (!ignored.empty())
     return str(w.dir, ": empty class folder (no files; ", ignored.size(), ignored.size() == 1 ? " entry" : " entries",
                " passed over, the first ", ignored.front().path, ": ", ignored.front().reason, ")");
@@ -272,6 +311,7 @@ void ImageFolderSource::scan_split(const std::map<std::string, std::vector<std::
   for (const auto& [name, dirs] : class_dirs)
     for (const std::string& d : dirs) walks.push_back({label_of.at(name), d, {}});
   walk_class_folders(walks, scan.group);
+  refuse_folders_taken_by_another_class(walks);
   std::vector<Candidate> candidates;
   std::map<int32_t, uint64_t> class_files;  // label → files found
   for (ClassWalk& w : walks) {

@@ -67,7 +67,7 @@ void FolderWalker::walk_at(const std::string& dir, int depth, FolderWalk* out) {
   if (::stat(dir.c_str(), &st) != 0) throw_io_error(dir, "open folder");
   const std::pair<uint64_t, uint64_t> id{st.st_dev, st.st_ino};
   if (const auto [at, first] = visited_.emplace(id, dir); !first) {
-    out->ignored.push_back({dir, str("already walked as ", at->second)});
+    out->ignored.push_back({dir, str("already walked as ", at->second), at->second});
     return;
   }
   out->folders.push_back(id);

@@ -44,6 +44,7 @@ struct WalkedFile {
 struct IgnoredEntry {
   std::string path;
   std::string reason;  // "hidden", "not an image", "already walked as PATH" (a folder linked twice), "is a socket, ..."
+  std::string walked_as;  // a folder already walked: the path it was walked at (empty otherwise)
 };
 
 struct FolderWalk {

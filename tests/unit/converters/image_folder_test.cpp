@@ -141,15 +141,23 @@ TEST(ImageFolder, EmptyClassFolder) {
   expect_error([&] { convert_folder({t / "flowers"}, o); }, {"\"tulips\"", "no usable image"});
 }
 
-// A symbolic link in one class folder to another class folder: the class walked first takes the other's
-// files, so the other is empty. The error says so and names the path it was walked as, not "empty".
-TEST(ImageFolder, ClassFolderLinkedFromAnotherClassIsNamed) {
+// A symbolic link in one class folder into another class's folder: the folder is walked once, with the
+// class walked first. Where that is not the class whose folder holds it, its images would take the wrong
+// label: an error naming the link's path and both classes (the link in a class walked after the holder
+// is ignored instead, as RanksSplitTheClassFolderWalkAndKeepOneProcesssResult's crosslinked tree shows).
+TEST(ImageFolder, AFolderTakenThroughALinkFromAnotherClassIsRefused) {
   TempDir t;
   write_flowers(t / "flowers");
   for (int i = 0; i < 2; ++i) write_file(t / str("flowers/tulips/t", i, ".jpg"), jpeg(20 + i, 20, 3, 30 + i));
-  fs::create_directory_symlink("../tulips", t / "flowers/daisy/more");  // daisy < roses < tulips
+  fs::create_directory_symlink("../tulips", t / "flowers/daisy/more");  // daisy < roses < tulips: a whole class
   expect_error([&] { convert_folder({t / "flowers"}, options_for(t / "out", 1, 1)); },
-               {"flowers/tulips: class folder already walked as ", "flowers/daisy/more", "remove the link"});
+               {"flowers/daisy/more: walked as part of class folder ", "it is in class folder ", "flowers/tulips",
+                "remove the link"});
+  EXPECT_EQ(names_except_lock(t / "out"), std::set<std::string>{});
+  fs::remove(t / "flowers/daisy/more");
+  fs::create_directory_symlink("../roses/deeper", t / "flowers/daisy/deeper_roses");  // a folder inside roses
+  expect_error([&] { convert_folder({t / "flowers"}, options_for(t / "out", 1, 1)); },
+               {"flowers/daisy/deeper_roses: walked as part of class folder ", "flowers/roses"});
   EXPECT_EQ(names_except_lock(t / "out"), std::set<std::string>{});
 }
 
