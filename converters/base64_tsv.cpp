@@ -75,6 +75,11 @@ TsvLine parse_tsv_line(std::string_view line, bool label_first, int64_t max_labe
     return r;
   }
   r.status = TsvLine::kBad;
+  if (line.starts_with("\xEF\xBB\xBF")) {  // what Windows editors put at a text file's start
+    r.reason = "starts with a UTF-8 byte-order mark (bytes EF BB BF), which is neither base64 nor a label: save the "
+               "file without it";
+    return r;
+  }
   size_t tab = line.find('\t');
   if (tab == std::string_view::npos || line.find('\t', tab + 1) != std::string_view::npos) {
     r.reason = str("expected 2 tab-separated fields (", label_first ? "label, base64" : "base64, label", "), found ",

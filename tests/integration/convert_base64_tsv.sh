@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fastnn convert base64-tsv through the CLI: lines of base64(image)<TAB>label → shards `check --decode`
 # accepts; invalid base64 is an error naming file:line and column (skipped with --skip-bad); a label
-# over --num-classes is an error; the input is left untouched.
+# over --num-classes is an error; blank lines are passed over and counted; a byte-order mark is named;
+# the input is left untouched.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 source "$SRC/tests/integration/convert_helpers.bash"
 cd "$SCRATCH"
@@ -21,6 +22,14 @@ expect_fail "bad.tsv:5" "invalid base64 at column 13" -- "$FASTNN" convert base6
 no_output bad.out
 "$FASTNN" convert base64-tsv -i bad.tsv -o skip.out --num-gpus 1 --shards-per-gpu 1 --skip-bad -q > /dev/null
 grep -q '"source": "bad.tsv:5"' skip.out/manifest.json || fail "skipped line not listed"
+# Blank lines are passed over and said so (not as "ignored input files"); a byte-order mark is named.
+{ head -3 a.tsv; echo; echo; tail -n +4 a.tsv; } > blank.tsv
+"$FASTNN" convert base64-tsv -i blank.tsv -o blank.out --num-gpus 1 --shards-per-gpu 1 -q > blank.txt
+grep -q "^passed over 2 blank line(s)$" blank.txt || { cat blank.txt; fail "blank lines not reported"; }
+! grep -q "input file" blank.txt || fail "blank lines reported as input files"
+{ printf '\xEF\xBB\xBF'; cat a.tsv; } > bom.tsv
+expect_fail "bom.tsv:1" "byte-order mark" -- "$FASTNN" convert base64-tsv -i bom.tsv -o bom.out --num-gpus 1
+no_output bom.out
 expect_fail "a.tsv:4" "label 3 is outside 0..2" -- "$FASTNN" convert base64-tsv -i a.tsv -o range.out --num-gpus 1 --num-classes 3
 no_output range.out
 echo PASS

@@ -126,6 +126,8 @@ TEST(Base64Tsv, BadLines) {
   fails(with_line3("label.tsv", [](std::string& l) { l += "x"; }), {"label.tsv:3", "not a non-negative integer"});
   fails(with_line3("neg.tsv", [](std::string& l) { l = l.substr(0, l.rfind('\t')) + "\t-1"; }), {"neg.tsv:3", "\"-1\""});
   fails(with_line3("fields.tsv", [](std::string& l) { l += "\t3"; }), {"fields.tsv:3", "found 3"});
+  // A file saved with a byte-order mark: said so, not "invalid base64 at column 262205".
+  fails(with_line3("bom.tsv", [](std::string& l) { l = "\xEF\xBB\xBF" + l; }), {"bom.tsv:3", "byte-order mark"});
   fails(with_line3("notimg.tsv", [](std::string& l) { l = base64_encode("hello world") + "\t1"; }), {"notimg.tsv:3", "not a JPEG or PNG"});
   // A JPEG cut in half, correctly base64-encoded: truncated.
   std::vector<uint8_t> px(200 * 150 * 3);
