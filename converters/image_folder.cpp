@@ -122,11 +122,6 @@ FolderWalk decode_walk(std::string_view bytes) {
   return w;
 }
 
-// Walks the class folders as one process does: one walker, in order, so a folder reached from two
-// class folders (a symbolic link across classes) is walked once. Under mpirun rank r walks every
-// size-th class folder (listing and stat'ing the files is what costs on a network file system) and the
-// walks travel to every rank. Walks that entered a common folder would differ from one process's,
-// so then every rank walks them all itself: the result is one process's either way.
 // The class folder among `dirs` holding `path` (the longest that is a prefix), or null.
 const ClassWalk* holder(const std::vector<ClassWalk>& walks, const std::vector<std::string>& dirs, const std::string& path) {
   const ClassWalk* best = nullptr;
@@ -177,6 +172,11 @@ std::string empty_class_folder(const ClassWalk& w) {
   return str(w.dir, ": empty class folder (no files)");
 }
 
+// Walks the class folders as one process does: one walker, in order, so a folder reached from two
+// class folders (a symbolic link across classes) is walked once. Under mpirun rank r walks every
+// size-th class folder (listing and stat'ing the files is what costs on a network file system) and the
+// walks travel to every rank. Walks that entered a common folder would differ from one process's,
+// so then every rank walks them all itself: the result is one process's either way.
 void walk_class_folders(std::vector<ClassWalk>& walks, RankGroup* group) {
   if (group == nullptr || group->size() == 1 || walks.size() < 2) return walk_in_order(walks);
   const size_t ranks = static_cast<size_t>(group->size());
