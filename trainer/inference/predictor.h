@@ -53,8 +53,8 @@ struct PredictorOptions {
   // convolutions folded with a batch norm in bfloat16 (ops/conv_bn_fold_dnnl.cpp), refused (ConfigError)
   // without bf16 instructions or where the model has no such convolution; fp16 is refused.
   std::string precision;
-  // How many images this predictor is to classify in its life (predict: its inputs, per rank), 0 when
-  // unbounded (serve) or unknown. Kernels whose faster form costs a one-off setup take it only where that
+  // How many images this predictor's job classifies in its life (predict: all its inputs, on every rank,
+  // so that the ranks choose their kernels as one process does), 0 when unbounded (serve) or unknown. Kernels whose faster form costs a one-off setup take it only where that
   // many images repay it (StepRunnerOptions::job_images).
   int64_t job_images = 0;
 };
