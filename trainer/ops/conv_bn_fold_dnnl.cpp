@@ -19,6 +19,11 @@
 // add, the residual first) reordered back; ResNet-50's 3x3 layers ran 1.1-1.9x the direct ones so. Its
 // rounding differs from the direct convolution's (the transforms), still within f32's: graph_layout_test
 // holds both to the unfolded graph. FASTNN_CPU_WINOGRAD=0 keeps the direct convolutions.
+//
+// Where oneDNN has no Winograd (before AVX-512) and own_winograd_pays, the layer runs as fastnn's own
+// F(4x4, 3x3) (winograd_f43_cpu.h) on the NHWC activations, with no reorders, its bias and tail applied
+// as the outputs are carried back; its transformed weights ([36][C][K], 4x the direct ones) are kept like
+// the blocked ones, one copy for every batch size.
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -28,6 +33,7 @@
 #include "trainer/ops/conv2d_dnnl.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/part_marks.h"
+#include "trainer/ops/winograd_f43_cpu.h"
 
 namespace fastnn::ops {
 namespace {
@@ -36,6 +42,16 @@ using dnnl::memory;
 using namespace dnnl_conv;
 
 enum class Tail { kNone, kRelu, kRelu6, kAddRelu };
+
+cpu::WinogradTail winograd_tail(Tail t) {
+  switch (t) {
+    case Tail::kNone: return cpu::WinogradTail::kNone;
+    case Tail::kRelu: return cpu::WinogradTail::kRelu;
+    case Tail::kRelu6: return cpu::WinogradTail::kRelu6;
+    case Tail::kAddRelu: return cpu::WinogradTail::kAddRelu;
+  }
+  return cpu::WinogradTail::kNone;
+}
 
 std::optional<Tail> tail_of(std::string_view then_op) {
   if (then_op == "batch_norm") return Tail::kNone;
@@ -79,16 +95,21 @@ class ConvBatchNormFold final : public OpKernel {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     attr.set_post_ops(ops);
-    if (!f.bf16 && use_winograd_convolutions() && winograd_pays_in_inference(p, f.job_images)) pd_ = winograd_pd(d, attr);
+    const bool winograd_pays = !f.bf16 && use_winograd_convolutions() && winograd_pays_in_inference(p, f.job_images);
+    if (winograd_pays) pd_ = winograd_pd(d, attr);
     const bool winograd = pd_.has_value();
-    if (!winograd) {
+    if (!winograd && winograd_pays && own_winograd_pays(p)) {
+      f43_.emplace(cpu::WinogradShape{.n = p.n, .h = p.h, .w = p.w, .c = p.c, .k = p.k, .p = p.win.p, .q = p.win.q,
+                                      .pad_top = p.win.pad_top, .pad_left = p.win.pad_left});
+      f43_weights_md_ = memory::desc({36, p.c, p.k}, memory::data_type::f32, memory::format_tag::abc);
+    } else if (!winograd) {
       using namespace dnnl;
       const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, x_in, w_any,
                                                   d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
       pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
       FASTNN_CHECK(pd_->src_desc() == x_in && pd_->dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
     }
-    to_blocked_ = reorder_between(w_user_md_, pd_->weights_desc());
+    if (pd_) to_blocked_ = reorder_between(w_user_md_, pd_->weights_desc());
     if (f.bf16) x_to_bf16_ = Bf16Rounding(d.x.dims(), memory::format_tag::nhwc);
     x_bf16_bytes_ = f.bf16 ? x_to_bf16_.bytes() : 0;
     if (winograd) {
@@ -97,6 +118,7 @@ class ConvBatchNormFold final : public OpKernel {
       y_from_blocked_ = reorder_between(pd_->dst_desc(), y_md_);
     }
     x_blocked_bytes_ = x_to_blocked_ ? dnnl_aligned(pd_->src_desc().get_size()) : 0;
+    scratch_bytes_ = f43_ ? f43_->workspace_bytes() : dnnl_aligned(pd_->scratchpad_desc().get_size());
     y_blocked_bytes_ = y_from_blocked_ ? dnnl_aligned(pd_->dst_desc().get_size()) : 0;
 
     // The composite's signature (ops/fused.h) without its saved tensors.
@@ -115,7 +137,7 @@ class ConvBatchNormFold final : public OpKernel {
     sig_.outputs = sb.outputs;
     sig_.activation_layout = Layout::kNHWC;
     sig_.has_backward = false;
-    sig_.workspace_bytes = x_bf16_bytes_ + x_blocked_bytes_ + y_blocked_bytes_ + dnnl_aligned(pd_->scratchpad_desc().get_size());
+    sig_.workspace_bytes = x_bf16_bytes_ + x_blocked_bytes_ + y_blocked_bytes_ + scratch_bytes_;
     FASTNN_CHECK(sig_.params.size() == (p.bias ? 4u : 3u) && sig_.state.size() == 2 &&
                      sig_.inputs.size() == (tail == Tail::kAddRelu ? 2u : 1u),
                  name(), ": unexpected parameters, statistics or inputs");
@@ -127,8 +149,14 @@ class ConvBatchNormFold final : public OpKernel {
     const PartMark part("conv2d fprop");
     std::vector<Tensor> sources(a.params.begin(), a.params.end());
     sources.insert(sources.end(), a.state.begin(), a.state.end());
-    CachedWeights& cache = weights_->in(to_blocked_ ? pd_->weights_desc() : w_user_md_);
+    CachedWeights& cache = weights_->in(f43_ ? f43_weights_md_ : to_blocked_ ? pd_->weights_desc() : w_user_md_);
     if (!a.params_write_counted || !cache.current(sources)) fold(a, sources, cache);
+    if (f43_) {
+      f43_->forward(a.inputs[0].data<float>(), reinterpret_cast<const float*>(cache.data()), weights_->bias.data(),
+                    tail_ == Tail::kAddRelu ? a.inputs[1].data<float>() : nullptr, winograd_tail(tail_),
+                    a.outputs[0].data<float>(), bytes_of(a.workspace));
+      return;
+    }
     const memory w = to_blocked_ ? memory(pd_->weights_desc(), dnnl_cpu_engine(), cache.data())
                                  : memory(w_user_md_, dnnl_cpu_engine(), weights_->folded.data());
     // Workspace: [input in bf16 (bf16)][blocked input][blocked output (Winograd)][scratchpad]
@@ -187,6 +215,12 @@ class ConvBatchNormFold final : public OpKernel {
       bias[k] = static_cast<float>(beta[k] + (b_k - mean[k]) * s);
       for (size_t i = 0; i < per_k; ++i) folded[k * per_k + i] = static_cast<float>(w[k * per_k + i] * s);
     }
+    if (f43_) {
+      const size_t floats = cpu::WinogradF43::weights_floats(p_.k, p_.c);
+      auto* u = reinterpret_cast<float*>(cache.update(sources, floats * sizeof(float)));
+      cpu::WinogradF43::transform_weights(folded.data(), p_.k, p_.c, u);
+      return;
+    }
     std::byte* at = cache.update(sources, to_blocked_ ? dnnl_aligned(pd_->weights_desc().get_size()) : 64);
     if (to_blocked_)
       run_reorder(*to_blocked_, memory(w_user_md_, dnnl_cpu_engine(), folded.data()), memory(pd_->weights_desc(), dnnl_cpu_engine(), at));
@@ -217,6 +251,9 @@ class ConvBatchNormFold final : public OpKernel {
   // Winograd only: the activations into and out of the formats its primitive picked.
   std::optional<dnnl::reorder> x_to_blocked_, y_to_blocked_, y_from_blocked_;
   size_t x_blocked_bytes_ = 0, y_blocked_bytes_ = 0;
+  size_t scratch_bytes_ = 0;  // oneDNN's scratchpad or fastnn's Winograd's, at the workspace's end
+  std::optional<cpu::WinogradF43> f43_;  // fastnn's own Winograd, instead of pd_
+  memory::desc f43_weights_md_;          // its weights' format: only the key of their cache
   Bf16Rounding x_to_bf16_;  // bf16: the input, rounded into the workspace
   size_t x_bf16_bytes_ = 0;  // its bytes there; 0 in f32
   std::shared_ptr<FoldedWeights> weights_ = std::make_shared<FoldedWeights>();

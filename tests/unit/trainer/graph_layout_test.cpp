@@ -17,6 +17,7 @@
 
 #include "tests/unit/trainer/graph_test_util.h"
 #include "trainer/graph/graph.h"
+#include "trainer/ops/blas_core.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/train_step.h"
@@ -322,8 +323,14 @@ TEST(GraphLayout, InferenceGraphFoldsBatchNormsWithinRounding) {
   expect_folded_graph_is_close("mobilenet_v2", 32);
 }
 
+// Whether some Winograd convolution runs here: oneDNN's (AVX-512) or fastnn's own (AVX2 with FMA).
+bool cpu_has_winograd() {
+  return ops::cpu_kernels_description().find("avx512") != std::string::npos || ops::cpu::this_cpu_features().avx2_fma;
+}
+
 // ResNet-50 at 112x112: its 3x3 layers at 28, 14 and 7 pixels (batch 2) are where Winograd pays
-// (winograd_pays_in_inference), on AVX-512; elsewhere the direct convolutions, bitwise.
+// (winograd_pays_in_inference; fastnn's own, before AVX-512, at 28 and 14: own_winograd_pays); elsewhere
+// the direct convolutions, bitwise.
 TEST(GraphLayout, InferenceGraphFoldsIntoWinogradWithinRounding) {
   if (!ops::use_winograd_convolutions()) GTEST_SKIP() << ops::cpu_kernels_description();
   expect_folded_graph_is_close("resnet_v1_50", 112);
@@ -338,7 +345,7 @@ TEST(GraphLayout, InferenceGraphFoldsIntoWinogradWithinRounding) {
   const Tensor x = testing_util::random_tensor(winograd.input_shape(), DType::kF32, 3);
   winograd.forward(x, false);
   direct->forward(x, false);
-  if (ops::cpu_kernels_description().find("avx512") == std::string::npos) GTEST_SKIP() << "no Winograd before AVX-512";
+  if (!cpu_has_winograd()) GTEST_SKIP() << "no Winograd before AVX2: " << ops::cpu_kernels_description();
   EXPECT_FALSE(same_bits(winograd.output(0), direct->output(0))) << "no layer took the Winograd convolution";
 }
 
@@ -346,7 +353,7 @@ TEST(GraphLayout, InferenceGraphFoldsIntoWinogradWithinRounding) {
 // not be repaid (2 images * 28 * 28 pixels at most: under winograd_pays_in_inference's 6,000); over many
 // images it takes Winograd as an unbounded graph does.
 TEST(GraphLayout, InferenceGraphForFewImagesKeepsDirectConvolutions) {
-  if (!ops::use_winograd_convolutions() || ops::cpu_kernels_description().find("avx512") == std::string::npos)
+  if (!ops::use_winograd_convolutions() || !cpu_has_winograd())
     GTEST_SKIP() << "no Winograd: " << ops::cpu_kernels_description();
   const NetDef net = zoo::build_net("resnet_v1_50", {.num_classes = 10, .height = 112, .width = 112});
   GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true, .inference = true};

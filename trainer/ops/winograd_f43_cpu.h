@@ -1,0 +1,55 @@
+// A 3x3, stride-1 convolution of NHWC f32 activations as Winograd's F(4x4, 3x3), for inference on CPUs
+// where oneDNN has no Winograd convolution of its own (oneDNN 2.6: none before AVX-512).
+//
+// Each 4x4 block of output pixels ("tile") is computed from the 6x6 block of input around it: the input
+// block and the 3x3 filter are carried into a 6x6 "transformed" space (V = Bt d B, U = G g Gt) where the
+// convolution is an element-wise product, summed over input channels: for each of the 36 positions a
+// matrix product [tiles, C] x [C, K] (OpenBLAS), then carried back (Y = At M A). 36 multiply-adds per
+// 16 outputs instead of 144: 4x fewer; the transforms cost a few additions per element. Measured beside
+// oneDNN's direct convolution on AVX2 (winograd_f43_cpu.cpp).
+//
+// The rounding differs from a direct convolution's (the transforms' constants 1/4, 1/6, 1/24 and
+// sums of up to 36 terms), within f32's: ops_winograd_cpu_test holds it to the reference kernel.
+// At a fixed thread count the same inputs give the same bits (each tile's sums are one thread's).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fastnn::ops::cpu {
+
+// What follows the convolution and its bias, per output element.
+enum class WinogradTail { kNone, kRelu, kRelu6, kAddRelu };
+
+struct WinogradShape {
+  int64_t n = 0, h = 0, w = 0, c = 0;  // input [N, H, W, C]
+  int64_t k = 0, p = 0, q = 0;         // output [N, P, Q, K]
+  int64_t pad_top = 0, pad_left = 0;   // the bottom and right padding follow from P and Q
+};
+
+class WinogradF43 {
+ public:
+  explicit WinogradF43(const WinogradShape& s);
+
+  // Filters [K, C, 3, 3] (fastnn's layout) into the transformed space: u [36][C][K] of weights_floats(),
+  // computed in double and rounded once.
+  static size_t weights_floats(int64_t k, int64_t c);
+  static void transform_weights(const float* kcrs, int64_t k, int64_t c, float* u);
+
+  // Bytes of scratch forward() needs: one block of transformed inputs and products per worker thread.
+  size_t workspace_bytes() const;
+
+  // y [N, P, Q, K] = tail(conv(x, weights) + bias); `residual` ([N, P, Q, K]) only for kAddRelu, added
+  // before the relu. `u` from transform_weights, `scratch` of workspace_bytes().
+  void forward(const float* x, const float* u, const float* bias, const float* residual, WinogradTail tail,
+               float* y, std::byte* scratch) const;
+
+ private:
+  WinogradShape s_;
+  int64_t tiles_h_, tiles_w_, tiles_;  // 4x4 output tiles per image row / column, in the batch
+  int64_t block_tiles_;                // tiles a worker transforms and multiplies at a time
+  int64_t k_chunk_;                    // output channels a worker multiplies at a time
+  int64_t slots_;                      // workers with a scratch block
+};
+
+}  // namespace fastnn::ops::cpu
