@@ -83,13 +83,13 @@ bool winograd_pays_in_training(const Conv2dParams& p) {
 }
 
 // fastnn's F(4x4, 3x3) (winograd_f43_cpu.cpp) against oneDNN's direct convolution, both on NHWC with bias
-// and relu, AVX2 (zen3, 2 threads), C = K, for ResNet-50's 3x3 layers: 1.2-2.0x at batch 1 (C = 64 at 56
-// pixels 1.4x, 128 at 28 1.9-2.0x, 256 at 14 1.2-1.3x), 1.6-2.9x at batch 8 and 1.8-2.8x at 32; but C = 512
-// at 7x7 0.55-0.64x at batch 1 (4 tiles: its weights, 4x the direct ones', are read for few outputs),
-// 0.89x at 2 (8 tiles), 1.18x at 4 (16 tiles).
+// and relu, AVX2 (zen3, 2 threads), C = K, for ResNet-50's 3x3 layers: 1.7-2.3x at batch 1 (C = 64 at 56
+// pixels 1.7x, 128 at 28 2.3x, 256 at 14 1.8x), 2.0-3.3x at batch 8 and 2.3-2.9x at 32; but C = 512 at 7x7
+// only 1.00x at batch 1 (4 tiles: its weights, 4x the direct ones', are read for few outputs), 1.22x at 2
+// (8 tiles), 1.74x at 4.
 bool own_winograd_pays(const Conv2dParams& p) {
   const int64_t tiles = p.n * tiles_of_4(p.win.p) * tiles_of_4(p.win.q);
-  return cpu::this_cpu_features().avx2_fma && tiles >= 16;
+  return cpu::this_cpu_features().avx2_fma && tiles >= 8;
 }
 
 std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to) {

@@ -5,7 +5,12 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
-#include "trainer/ops/cpu_kernel.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "trainer/ops/blas_core.h"
+#include "core/check.h"
 
 namespace fastnn::ops::cpu {
 namespace {
@@ -20,7 +25,75 @@ constexpr size_t kF43Align = 64;
 // batch 32: 128 was 10% faster).
 constexpr int64_t kF43BlockTiles = 64;
 
+// The transformed weights are kept in panels of 16 output channels ([36][K / 16][C][16], K rounded up
+// with zeros), the order the products read them in: no copy of them per product, as a BLAS's packing
+// makes (OpenBLAS's took as long as its multiplications at batch 1).
+constexpr int64_t kF43Panel = 16;
+
 size_t f43_aligned(size_t bytes) { return (bytes + kF43Align - 1) / kF43Align * kF43Align; }
+int64_t f43_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t f43_panels(int64_t k) { return f43_ceil_div(k, kF43Panel); }
+
+#if defined(__x86_64__)
+// 6 x 16 products m[r][0..16) = sum over c of v[r][c] * panel[c][0..16): twelve accumulators held in
+// registers across C (AVX2 + FMA), named one by one: as an array GCC 12 stored them on every step.
+__attribute__((target("avx2,fma"))) void f43_six_rows_by_panel(const float* v, int64_t ldv, const float* panel,
+                                                                int64_t c, float* m, int64_t ldm) {
+  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0, a4 = a0, b4 = a0,
+         a5 = a0, b5 = a0;
+  const float *v0 = v, *v1 = v + ldv, *v2 = v + 2 * ldv, *v3 = v + 3 * ldv, *v4 = v + 4 * ldv, *v5 = v + 5 * ldv;
+  for (int64_t i = 0; i < c; ++i) {
+    const __m256 lo = _mm256_loadu_ps(panel + i * kF43Panel), hi = _mm256_loadu_ps(panel + i * kF43Panel + 8);
+    __m256 x = _mm256_broadcast_ss(v0 + i);
+    a0 = _mm256_fmadd_ps(x, lo, a0);
+    b0 = _mm256_fmadd_ps(x, hi, b0);
+    x = _mm256_broadcast_ss(v1 + i);
+    a1 = _mm256_fmadd_ps(x, lo, a1);
+    b1 = _mm256_fmadd_ps(x, hi, b1);
+    x = _mm256_broadcast_ss(v2 + i);
+    a2 = _mm256_fmadd_ps(x, lo, a2);
+    b2 = _mm256_fmadd_ps(x, hi, b2);
+    x = _mm256_broadcast_ss(v3 + i);
+    a3 = _mm256_fmadd_ps(x, lo, a3);
+    b3 = _mm256_fmadd_ps(x, hi, b3);
+    x = _mm256_broadcast_ss(v4 + i);
+    a4 = _mm256_fmadd_ps(x, lo, a4);
+    b4 = _mm256_fmadd_ps(x, hi, b4);
+    x = _mm256_broadcast_ss(v5 + i);
+    a5 = _mm256_fmadd_ps(x, lo, a5);
+    b5 = _mm256_fmadd_ps(x, hi, b5);
+  }
+  const __m256 out[12] = {a0, b0, a1, b1, a2, b2, a3, b3, a4, b4, a5, b5};
+  for (int r = 0; r < 6; ++r) {
+    _mm256_storeu_ps(m + r * ldm, out[2 * r]);
+    _mm256_storeu_ps(m + r * ldm + 8, out[2 * r + 1]);
+  }
+}
+
+// m [rows][panels * 16] = v [rows][C] x the panels, 6 rows at a time; the last rows through a copy
+// padded with zero rows (`pad`: 6 x C floats).
+__attribute__((target("avx2,fma"))) void f43_products(const float* v, int64_t rows, int64_t c, const float* panels,
+                                                      int64_t panel_count, float* m, int64_t ldm, float* pad) {
+  const int64_t whole = rows / 6 * 6, rest = rows - whole;
+  if (rest > 0) {
+    std::copy(v + whole * c, v + rows * c, pad);
+    std::fill(pad + rest * c, pad + 6 * c, 0.0f);
+  }
+  for (int64_t j = 0; j < panel_count; ++j) {
+    const float* panel = panels + j * c * kF43Panel;
+    float* mj = m + j * kF43Panel;
+    for (int64_t r = 0; r < whole; r += 6) f43_six_rows_by_panel(v + r * c, c, panel, c, mj + r * ldm, ldm);
+    if (rest == 0) continue;
+    float last[6 * kF43Panel];
+    f43_six_rows_by_panel(pad, c, panel, c, last, kF43Panel);
+    for (int64_t r = 0; r < rest; ++r) std::copy(last + r * kF43Panel, last + (r + 1) * kF43Panel, mj + (whole + r) * ldm);
+  }
+}
+#else
+void f43_products(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, float*) {
+  FASTNN_CHECK(false, "winograd: x86-64 only");
+}
+#endif
 
 // The transforms run on kF43Lanes channels at once; built for AVX2 + FMA too (the function picked at load
 // time by the CPU), as fastnn's binaries are built for any x86-64.
@@ -147,11 +220,10 @@ void output_tile(const float* m, int64_t pos_stride, int64_t lanes, const Winogr
   }
 }
 
-int64_t f43_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 WinogradF43::WinogradF43(const WinogradShape& s) : s_(s) {
+  FASTNN_CHECK(this_cpu_features().avx2_fma, "winograd: needs a CPU with AVX2 and FMA");
   tiles_h_ = f43_ceil_div(s.p, 4);
   tiles_w_ = f43_ceil_div(s.q, 4);
   tiles_ = s.n * tiles_h_ * tiles_w_;
@@ -160,12 +232,14 @@ WinogradF43::WinogradF43(const WinogradShape& s) : s_(s) {
   const int64_t threads = tbb::this_task_arena::max_concurrency();
   // Too few tile blocks to keep every thread busy: the output channels are split too (each part
   // transforms its block's inputs again, a few percent of its multiplications).
-  k_chunk_ = s.k;
-  while (blocks * f43_ceil_div(s.k, k_chunk_) < 2 * threads && k_chunk_ > 64) k_chunk_ = f43_ceil_div(k_chunk_ / 2, kF43Lanes) * kF43Lanes;
+  k_chunk_ = f43_panels(s.k) * kF43Panel;
+  while (blocks * f43_ceil_div(s.k, k_chunk_) < 2 * threads && k_chunk_ > 64) k_chunk_ = f43_panels(k_chunk_ / 2) * kF43Panel;
   slots_ = threads;
 }
 
-size_t WinogradF43::weights_floats(int64_t k, int64_t c) { return static_cast<size_t>(kF43Positions * c * k); }
+size_t WinogradF43::weights_floats(int64_t k, int64_t c) {
+  return static_cast<size_t>(kF43Positions * c * f43_panels(k) * kF43Panel);
+}
 
 void WinogradF43::transform_weights(const float* kcrs, int64_t k, int64_t c, float* u) {
   // G (6x3): rows (1/4, 0, 0), (-1/6, -1/6, -1/6), (-1/6, 1/6, -1/6), (1/24, 1/12, 1/6),
@@ -176,6 +250,8 @@ void WinogradF43::transform_weights(const float* kcrs, int64_t k, int64_t c, flo
                                       {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                       {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                       {0, 0, 1}};
+  const int64_t panels = f43_panels(k);
+  std::fill(u, u + weights_floats(k, c), 0.0f);
   tbb::parallel_for(int64_t{0}, k, [&](int64_t ko) {
     for (int64_t ci = 0; ci < c; ++ci) {
       const float* f = kcrs + (ko * c + ci) * 9;
@@ -184,30 +260,35 @@ void WinogradF43::transform_weights(const float* kcrs, int64_t k, int64_t c, flo
         for (int64_t j = 0; j < 3; ++j) gf[i][j] = g[i][0] * f[j] + g[i][1] * f[3 + j] + g[i][2] * f[6 + j];
       for (int64_t i = 0; i < kF43Alpha; ++i)
         for (int64_t j = 0; j < kF43Alpha; ++j)
-          u[static_cast<size_t>(((i * kF43Alpha + j) * c + ci) * k + ko)] =
+          u[static_cast<size_t>((((i * kF43Alpha + j) * panels + ko / kF43Panel) * c + ci) * kF43Panel + ko % kF43Panel)] =
               static_cast<float>(gf[i][0] * g[j][0] + gf[i][1] * g[j][1] + gf[i][2] * g[j][2]);
     }
   });
 }
 
+size_t WinogradF43::slot_bytes() const {
+  // [V: 36 x tiles x C][M: 36 x tiles x output channels][6 rows of V padded with zero rows]
+  return f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * s_.c) +
+         f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_) + f43_aligned(sizeof(float) * 6 * s_.c);
+}
+
 size_t WinogradF43::workspace_bytes() const {
-  const size_t per_slot = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * s_.c) +
-                          f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_);
-  return static_cast<size_t>(slots_) * per_slot;
+  return static_cast<size_t>(slots_) * slot_bytes();
 }
 
 void WinogradF43::forward(const float* x, const float* u, const float* bias, const float* residual, WinogradTail tail,
                           float* y, std::byte* scratch) const {
-  use_single_threaded_blas();
   const int64_t blocks = f43_ceil_div(tiles_, block_tiles_), k_chunks = f43_ceil_div(s_.k, k_chunk_);
   const size_t v_bytes = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * s_.c);
-  const size_t per_slot = v_bytes + f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_);
+  const size_t m_bytes = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_);
+  const size_t per_slot = slot_bytes();
   const int64_t per_image = tiles_h_ * tiles_w_;
   tbb::parallel_for(int64_t{0}, blocks * k_chunks, [&](int64_t task) {
     const int64_t slot = tbb::this_task_arena::current_thread_index();
     FASTNN_CHECK(slot >= 0 && slot < slots_, "winograd: worker ", slot, " outside the ", slots_, " planned");
     float* v = reinterpret_cast<float*>(scratch + static_cast<size_t>(slot) * per_slot);
     float* m = reinterpret_cast<float*>(scratch + static_cast<size_t>(slot) * per_slot + v_bytes);
+    float* pad = reinterpret_cast<float*>(scratch + static_cast<size_t>(slot) * per_slot + v_bytes + m_bytes);
     const int64_t block = task / k_chunks, k0 = (task % k_chunks) * k_chunk_;
     const int64_t t0 = block * block_tiles_, tb = std::min(block_tiles_, tiles_ - t0);
     const int64_t kc = std::min(k_chunk_, s_.k - k0);
@@ -218,15 +299,16 @@ void WinogradF43::forward(const float* x, const float* u, const float* bias, con
       const float* img = x + image * s_.h * s_.w * s_.c;
       for (int64_t c0 = 0; c0 < s_.c; c0 += kF43Lanes) input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c);
     }
-    // M: [36][tb][kc] = V[pos] x U[pos][:, k0:k0+kc]
+    // M: [36][tb][kc rounded up to panels] = V[pos] x U[pos]'s panels of channels [k0, k0 + kc)
+    const int64_t panels = f43_panels(kc), ldm = panels * kF43Panel;
     for (int64_t pos = 0; pos < kF43Positions; ++pos)
-      gemm(false, false, tb, kc, s_.c, 1.0f, v + pos * tb * s_.c, s_.c, u + pos * s_.c * s_.k + k0, s_.k, 0.0f,
-           m + pos * tb * kc, kc);
+      f43_products(v + pos * tb * s_.c, tb, s_.c, u + (pos * f43_panels(s_.k) + k0 / kF43Panel) * s_.c * kF43Panel,
+                   panels, m + pos * tb * ldm, ldm, pad);
     for (int64_t t = 0; t < tb; ++t) {
       const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
       const int64_t row0 = (in_image / tiles_w_) * 4, col0 = (in_image % tiles_w_) * 4;
       for (int64_t kk = 0; kk < kc; kk += kF43Lanes) {
-        output_tile(m + t * kc + kk, tb * kc, std::min(kF43Lanes, kc - kk), s_, image, row0, col0, k0 + kk, bias,
+        output_tile(m + t * ldm + kk, tb * ldm, std::min(kF43Lanes, kc - kk), s_, image, row0, col0, k0 + kk, bias,
                     residual, tail, y);
       }
     }

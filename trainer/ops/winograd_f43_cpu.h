@@ -4,9 +4,10 @@
 // Each 4x4 block of output pixels ("tile") is computed from the 6x6 block of input around it: the input
 // block and the 3x3 filter are carried into a 6x6 "transformed" space (V = Bt d B, U = G g Gt) where the
 // convolution is an element-wise product, summed over input channels: for each of the 36 positions a
-// matrix product [tiles, C] x [C, K] (OpenBLAS), then carried back (Y = At M A). 36 multiply-adds per
-// 16 outputs instead of 144: 4x fewer; the transforms cost a few additions per element. Measured beside
-// oneDNN's direct convolution on AVX2 (winograd_f43_cpu.cpp).
+// matrix product [tiles, C] x [C, K], then carried back (Y = At M A). 36 multiply-adds per 16 outputs
+// instead of 144: 4x fewer; the transforms cost a few additions per element. AVX2 + FMA only (the
+// products are register-blocked for them); measured beside oneDNN's direct convolution in
+// conv2d_descs_dnnl.cpp.
 //
 // The rounding differs from a direct convolution's (the transforms' constants 1/4, 1/6, 1/24 and
 // sums of up to 36 terms), within f32's: ops_winograd_cpu_test holds it to the reference kernel.
@@ -29,10 +30,11 @@ struct WinogradShape {
 
 class WinogradF43 {
  public:
+  // Throws on a CPU without AVX2 and FMA.
   explicit WinogradF43(const WinogradShape& s);
 
-  // Filters [K, C, 3, 3] (fastnn's layout) into the transformed space: u [36][C][K] of weights_floats(),
-  // computed in double and rounded once.
+  // Filters [K, C, 3, 3] (fastnn's layout) into the transformed space: u of weights_floats(), [36][K / 16]
+  // [C][16] (K rounded up with zeros), computed in double and rounded once.
   static size_t weights_floats(int64_t k, int64_t c);
   static void transform_weights(const float* kcrs, int64_t k, int64_t c, float* u);
 
@@ -45,6 +47,8 @@ class WinogradF43 {
                float* y, std::byte* scratch) const;
 
  private:
+  size_t slot_bytes() const;  // one worker's scratch
+
   WinogradShape s_;
   int64_t tiles_h_, tiles_w_, tiles_;  // 4x4 output tiles per image row / column, in the batch
   int64_t block_tiles_;                // tiles a worker transforms and multiplies at a time

@@ -329,7 +329,7 @@ bool cpu_has_winograd() {
 }
 
 // ResNet-50 at 112x112: its 3x3 layers at 28, 14 and 7 pixels (batch 2) are where Winograd pays
-// (winograd_pays_in_inference; fastnn's own, before AVX-512, at 28 and 14: own_winograd_pays); elsewhere
+// (winograd_pays_in_inference; before AVX-512 fastnn's own, own_winograd_pays: at 28 and 14); elsewhere
 // the direct convolutions, bitwise.
 TEST(GraphLayout, InferenceGraphFoldsIntoWinogradWithinRounding) {
   if (!ops::use_winograd_convolutions()) GTEST_SKIP() << ops::cpu_kernels_description();

@@ -12,6 +12,7 @@
 
 #include <tbb/task_arena.h>
 
+#include "trainer/ops/blas_core.h"
 #include "trainer/ops/winograd_f43_cpu.h"
 
 namespace fastnn::ops::cpu {
@@ -113,7 +114,11 @@ const Case kCases[] = {
     {"ResNet-like 14x14, two blocks of tiles", {.n = 3, .h = 14, .w = 14, .c = 64, .k = 48, .p = 14, .q = 14, .pad_top = 1, .pad_left = 1}},
 };
 
+#define SKIP_WITHOUT_AVX2() \
+  if (!this_cpu_features().avx2_fma) GTEST_SKIP() << "fastnn's Winograd needs AVX2 and FMA"
+
 TEST(WinogradF43, MatchesTheDirectConvolutionWithEveryTail) {
+  SKIP_WITHOUT_AVX2();
   uint32_t seed = 1;
   for (const Case& c : kCases) {
     const Problem pr = random_problem(c.s, seed++);
@@ -124,6 +129,7 @@ TEST(WinogradF43, MatchesTheDirectConvolutionWithEveryTail) {
 
 // Few tiles and many output channels on 8 threads: the output channels split into chunks of 64.
 TEST(WinogradF43, SplitsTheOutputChannelsOverThreadsAndStaysExact) {
+  SKIP_WITHOUT_AVX2();
   const Problem pr = random_problem({.n = 1, .h = 8, .w = 8, .c = 32, .k = 256, .p = 8, .q = 8, .pad_top = 1, .pad_left = 1}, 7);
   std::vector<float> eight, eight_again, one;
   tbb::task_arena(8).execute([&] {
@@ -137,14 +143,19 @@ TEST(WinogradF43, SplitsTheOutputChannelsOverThreadsAndStaysExact) {
 }
 
 // The weights' transform against G g Gt written out for one filter: a filter of ones sums, at position
-// (i, j), G's row sums: (1/4, -1/2, -1/6, 7/24, 1/8, 1) times each other.
+// (i, j), G's row sums: (1/4, -1/2, -1/6, 7/24, 1/8, 1) times each other; in a panel of 16 output
+// channels, the 15 past the one filter zero.
 TEST(WinogradF43, TransformsAFilterOfOnesToTheProductsOfGsRowSums) {
   const std::vector<float> ones(9, 1.0f);
-  std::vector<float> u(WinogradF43::weights_floats(1, 1));
+  std::vector<float> u(WinogradF43::weights_floats(1, 1), -1.0f);
+  ASSERT_EQ(u.size(), 36u * 16u);
   WinogradF43::transform_weights(ones.data(), 1, 1, u.data());
   const double row_sums[6] = {0.25, -0.5, -1.0 / 6, 7.0 / 24, 1.0 / 8, 1.0};
   for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j) EXPECT_FLOAT_EQ(u[i * 6 + j], static_cast<float>(row_sums[i] * row_sums[j])) << i << "," << j;
+    for (int j = 0; j < 6; ++j) {
+      EXPECT_FLOAT_EQ(u[(i * 6 + j) * 16], static_cast<float>(row_sums[i] * row_sums[j])) << i << "," << j;
+      for (int lane = 1; lane < 16; ++lane) EXPECT_EQ(u[(i * 6 + j) * 16 + lane], 0.0f) << i << "," << j << " lane " << lane;
+    }
 }
 
 }  // namespace
