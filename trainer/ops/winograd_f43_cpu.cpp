@@ -234,7 +234,8 @@ WinogradF43::WinogradF43(const WinogradShape& s) : s_(s) {
   // transforms its block's inputs again, a few percent of its multiplications).
   k_chunk_ = f43_panels(s.k) * kF43Panel;
   while (blocks * f43_ceil_div(s.k, k_chunk_) < 2 * threads && k_chunk_ > 64) k_chunk_ = f43_panels(k_chunk_ / 2) * kF43Panel;
-  slots_ = threads;
+  // As many scratch blocks as workers that can have a task at once.
+  slots_ = std::min(threads, blocks * f43_ceil_div(s.k, k_chunk_));
 }
 
 size_t WinogradF43::weights_floats(int64_t k, int64_t c) {
@@ -278,41 +279,44 @@ size_t WinogradF43::workspace_bytes() const {
 
 void WinogradF43::forward(const float* x, const float* u, const float* bias, const float* residual, WinogradTail tail,
                           float* y, std::byte* scratch) const {
-  const int64_t blocks = f43_ceil_div(tiles_, block_tiles_), k_chunks = f43_ceil_div(s_.k, k_chunk_);
+  const int64_t tasks = f43_ceil_div(tiles_, block_tiles_) * f43_ceil_div(s_.k, k_chunk_);
+  // Each worker takes every slots_-th task, with its own scratch.
+  tbb::parallel_for(int64_t{0}, slots_, [&](int64_t slot) {
+    std::byte* own = scratch + static_cast<size_t>(slot) * slot_bytes();
+    for (int64_t task = slot; task < tasks; task += slots_) run_task(task, x, u, bias, residual, tail, y, own);
+  });
+}
+
+void WinogradF43::run_task(int64_t task, const float* x, const float* u, const float* bias, const float* residual,
+                           WinogradTail tail, float* y, std::byte* scratch) const {
   const size_t v_bytes = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * s_.c);
   const size_t m_bytes = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_);
-  const size_t per_slot = slot_bytes();
-  const int64_t per_image = tiles_h_ * tiles_w_;
-  tbb::parallel_for(int64_t{0}, blocks * k_chunks, [&](int64_t task) {
-    const int64_t slot = tbb::this_task_arena::current_thread_index();
-    FASTNN_CHECK(slot >= 0 && slot < slots_, "winograd: worker ", slot, " outside the ", slots_, " planned");
-    float* v = reinterpret_cast<float*>(scratch + static_cast<size_t>(slot) * per_slot);
-    float* m = reinterpret_cast<float*>(scratch + static_cast<size_t>(slot) * per_slot + v_bytes);
-    float* pad = reinterpret_cast<float*>(scratch + static_cast<size_t>(slot) * per_slot + v_bytes + m_bytes);
-    const int64_t block = task / k_chunks, k0 = (task % k_chunks) * k_chunk_;
-    const int64_t t0 = block * block_tiles_, tb = std::min(block_tiles_, tiles_ - t0);
-    const int64_t kc = std::min(k_chunk_, s_.k - k0);
-    // V: [36][tb][C]
-    for (int64_t t = 0; t < tb; ++t) {
-      const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
-      const int64_t row0 = (in_image / tiles_w_) * 4 - s_.pad_top, col0 = (in_image % tiles_w_) * 4 - s_.pad_left;
-      const float* img = x + image * s_.h * s_.w * s_.c;
-      for (int64_t c0 = 0; c0 < s_.c; c0 += kF43Lanes) input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c);
-    }
-    // M: [36][tb][kc rounded up to panels] = V[pos] x U[pos]'s panels of channels [k0, k0 + kc)
-    const int64_t panels = f43_panels(kc), ldm = panels * kF43Panel;
-    for (int64_t pos = 0; pos < kF43Positions; ++pos)
-      f43_products(v + pos * tb * s_.c, tb, s_.c, u + (pos * f43_panels(s_.k) + k0 / kF43Panel) * s_.c * kF43Panel,
-                   panels, m + pos * tb * ldm, ldm, pad);
-    for (int64_t t = 0; t < tb; ++t) {
-      const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
-      const int64_t row0 = (in_image / tiles_w_) * 4, col0 = (in_image % tiles_w_) * 4;
-      for (int64_t kk = 0; kk < kc; kk += kF43Lanes) {
-        output_tile(m + t * ldm + kk, tb * ldm, std::min(kF43Lanes, kc - kk), s_, image, row0, col0, k0 + kk, bias,
-                    residual, tail, y);
-      }
-    }
-  });
+  float* v = reinterpret_cast<float*>(scratch);
+  float* m = reinterpret_cast<float*>(scratch + v_bytes);
+  float* pad = reinterpret_cast<float*>(scratch + v_bytes + m_bytes);
+  const int64_t k_chunks = f43_ceil_div(s_.k, k_chunk_), per_image = tiles_h_ * tiles_w_;
+  const int64_t block = task / k_chunks, k0 = (task % k_chunks) * k_chunk_;
+  const int64_t t0 = block * block_tiles_, tb = std::min(block_tiles_, tiles_ - t0);
+  const int64_t kc = std::min(k_chunk_, s_.k - k0);
+  // V: [36][tb][C]
+  for (int64_t t = 0; t < tb; ++t) {
+    const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
+    const int64_t row0 = (in_image / tiles_w_) * 4 - s_.pad_top, col0 = (in_image % tiles_w_) * 4 - s_.pad_left;
+    const float* img = x + image * s_.h * s_.w * s_.c;
+    for (int64_t c0 = 0; c0 < s_.c; c0 += kF43Lanes) input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c);
+  }
+  // M: [36][tb][kc rounded up to panels] = V[pos] x U[pos]'s panels of channels [k0, k0 + kc)
+  const int64_t panels = f43_panels(kc), ldm = panels * kF43Panel;
+  for (int64_t pos = 0; pos < kF43Positions; ++pos)
+    f43_products(v + pos * tb * s_.c, tb, s_.c, u + (pos * f43_panels(s_.k) + k0 / kF43Panel) * s_.c * kF43Panel,
+                 panels, m + pos * tb * ldm, ldm, pad);
+  for (int64_t t = 0; t < tb; ++t) {
+    const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
+    const int64_t row0 = (in_image / tiles_w_) * 4, col0 = (in_image % tiles_w_) * 4;
+    for (int64_t kk = 0; kk < kc; kk += kF43Lanes)
+      output_tile(m + t * ldm + kk, tb * ldm, std::min(kF43Lanes, kc - kk), s_, image, row0, col0, k0 + kk, bias,
+                  residual, tail, y);
+  }
 }
 
 }  // namespace fastnn::ops::cpu

@@ -11,7 +11,8 @@
 //
 // The rounding differs from a direct convolution's (the transforms' constants 1/4, 1/6, 1/24 and
 // sums of up to 36 terms), within f32's: ops_winograd_cpu_test holds it to the reference kernel.
-// At a fixed thread count the same inputs give the same bits (each tile's sums are one thread's).
+// At a fixed thread count the same inputs give the same bits (each output is one task's, summed in a fixed
+// order).
 #pragma once
 
 #include <cstddef>
@@ -48,12 +49,15 @@ class WinogradF43 {
 
  private:
   size_t slot_bytes() const;  // one worker's scratch
+  // One block of tiles and chunk of output channels, with the worker's `scratch`.
+  void run_task(int64_t task, const float* x, const float* u, const float* bias, const float* residual,
+                WinogradTail tail, float* y, std::byte* scratch) const;
 
   WinogradShape s_;
   int64_t tiles_h_, tiles_w_, tiles_;  // 4x4 output tiles per image row / column, in the batch
   int64_t block_tiles_;                // tiles a worker transforms and multiplies at a time
   int64_t k_chunk_;                    // output channels a worker multiplies at a time
-  int64_t slots_;                      // workers with a scratch block
+  int64_t slots_;                      // workers, each with a scratch block
 };
 
 }  // namespace fastnn::ops::cpu
