@@ -14,6 +14,10 @@
 // forward and again for backward-weights, y and dx reordered out of it, dy into it. ResNet-50's 3x3
 // layers at batch 8 ran 1.4-1.8x the direct passes so (conv2d_descs_dnnl.cpp); the rounding differs (the
 // transforms), within the same tolerance of the reference. FASTNN_CPU_WINOGRAD=0 keeps the direct ones.
+// Where oneDNN has none (AVX2) and own_winograd_pays, the forward and backward-data passes are fastnn's
+// own F(4x4, 3x3) on the NHWC activations (winograd_f43_cpu.h; backward-data as the convolution of dy
+// with the turned filters), the filters transformed into the workspace at every pass (the weights change
+// every step); backward-weights stays oneDNN's direct one.
 //
 // bf16 (precision=bf16 on the CPU, register_bf16_convolutions_dnnl): what each pass multiplies (the input,
 // the weights, the incoming gradient) is rounded to bfloat16 first (the input into a saved tensor that the
@@ -35,6 +39,7 @@
 #include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/part_marks.h"
+#include "trainer/ops/winograd_f43_cpu.h"
 
 namespace fastnn::ops {
 namespace {
@@ -112,13 +117,33 @@ class Conv2dDnnl final : public OpKernel {
     scratch_offset_ = y_blocked_offset_ + (winograd ? blocked_bytes(fwd_pd_.dst_desc()) : 0);
     sig_ = nhwc_signature(nchw_sig);
     if (bf16) save_input_in_bf16(sig_);
-    sig_.workspace_bytes = scratch_offset_ + dnnl_aligned(scratch);
+    f43_offset_ = scratch_offset_ + dnnl_aligned(scratch);
+    if (!winograd && !bf16 && use_winograd_convolutions() && winograd_pays_in_training(p) && own_winograd_pays(p)) {
+      const Window2d& g = p.win;
+      f43_fwd_.emplace(cpu::WinogradShape{.n = p.n, .h = p.h, .w = p.w, .c = p.c, .k = p.k, .p = g.p, .q = g.q,
+                                          .pad_top = g.pad_top, .pad_left = g.pad_left});
+      f43_dgrad_.emplace(cpu::WinogradShape{.n = p.n, .h = g.p, .w = g.q, .c = p.k, .k = p.c, .p = p.h, .q = p.w,
+                                            .pad_top = 2 - g.pad_top, .pad_left = 2 - g.pad_left});
+      zero_bias_.assign(static_cast<size_t>(std::max(p.c, p.k)), 0.0f);
+      f43_u_bytes_ = dnnl_aligned(sizeof(float) * std::max(cpu::WinogradF43::weights_floats(p.k, p.c),
+                                                           cpu::WinogradF43::weights_floats(p.c, p.k)));
+      f43_scratch_bytes_ = std::max(f43_fwd_->workspace_bytes(), f43_dgrad_->workspace_bytes());
+    }
+    // [...][fastnn's Winograd: transformed filters][its scratch]
+    sig_.workspace_bytes = f43_offset_ + f43_u_bytes_ + f43_scratch_bytes_;
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
     const PartMark part("conv2d fprop");
     std::byte* ws = bytes_of(a.workspace);
+    if (f43_fwd_) {
+      auto* u = reinterpret_cast<float*>(ws + f43_offset_);
+      cpu::WinogradF43::transform_weights(a.params[0].data<float>(), p_.k, p_.c, u);
+      f43_fwd_->forward(a.inputs[0].data<float>(), u, p_.bias ? a.params[1].data<float>() : zero_bias_.data(), nullptr,
+                        cpu::WinogradTail::kNone, a.outputs[0].data<float>(), ws + f43_offset_ + f43_u_bytes_);
+      return;
+    }
     // An inference graph keeps the reordered weight until it is written (ForwardArgs::params_write_counted):
     // at batch 1 the reorder of every weight took about as long as the convolutions (ResNet-50).
     std::byte* w_at = ws;
@@ -155,7 +180,13 @@ class Conv2dDnnl final : public OpKernel {
     // bf16: dy rounded once, for both passes.
     memory dy = bf16_ ? dy_to_bf16_(a.d_outputs[0], ws + dy_bf16_offset_) : user_memory(y_md_, a.d_outputs[0]);
     dy = reordered(dy_to_blocked_, dy, bwd_data_pd_.diff_dst_desc(), ws + y_blocked_offset_);
-    if (want_dx) {
+    if (want_dx && f43_dgrad_) {
+      const PartMark part("conv2d dgrad");
+      auto* u = reinterpret_cast<float*>(ws + f43_offset_);
+      cpu::WinogradF43::transform_flipped_weights(a.params[0].data<float>(), p_.k, p_.c, u);
+      f43_dgrad_->forward(a.d_outputs[0].data<float>(), u, zero_bias_.data(), nullptr, cpu::WinogradTail::kNone,
+                          a.d_inputs[0].data<float>(), ws + f43_offset_ + f43_u_bytes_);
+    } else if (want_dx) {
       const PartMark part("conv2d dgrad");
       const memory w = weights_as(bwd_data_pd_.weights_desc(), to_bwd_weights_, a.params[0], ws + w_bwd_offset_);
       const memory dx_out = user_memory(x_md_, a.d_inputs[0]);
@@ -260,6 +291,10 @@ class Conv2dDnnl final : public OpKernel {
   std::optional<dnnl::reorder> to_fwd_weights_, to_bwd_weights_, from_filter_grad_;
   std::optional<dnnl::reorder> x_to_blocked_, y_from_blocked_, dy_to_blocked_, dx_from_blocked_;  // Winograd only
   Bf16Rounding x_to_bf16_, dy_to_bf16_;  // bf16 only
+  // fastnn's own Winograd forward and backward-data (AVX2), their filters and scratch in the workspace.
+  std::optional<cpu::WinogradF43> f43_fwd_, f43_dgrad_;
+  std::vector<float> zero_bias_;
+  size_t f43_offset_ = 0, f43_u_bytes_ = 0, f43_scratch_bytes_ = 0;
   size_t w_bwd_offset_ = 0, dw_offset_ = 0, dy_bf16_offset_ = 0, x_blocked_offset_ = 0, y_blocked_offset_ = 0;
   size_t scratch_offset_ = 0;
 };

@@ -220,6 +220,47 @@ void output_tile(const float* m, int64_t pos_stride, int64_t lanes, const Winogr
   }
 }
 
+// G (6x3): rows (1/4, 0, 0), (-1/6, -1/6, -1/6), (-1/6, 1/6, -1/6), (1/24, 1/12, 1/6), (1/24, -1/12, 1/6),
+// (0, 0, 1); U = G f Gt for 16 output channels at once (one panel), in f32. `flipped`: the filters of
+// the backward-data convolution, out channel o and in channel i taking kcrs[i][o] turned by 180 degrees.
+FASTNN_WINOGRAD_CLONES
+void transform_panel(const float* kcrs, int64_t outs, int64_t ins, bool flipped, int64_t panel, int64_t in,
+                     int64_t panels, float* u) {
+  static constexpr float g[kF43Alpha][3] = {{0.25f, 0, 0},
+                                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                            {0, 0, 1}};
+  float f[9][kF43Panel];
+  for (int64_t l = 0; l < kF43Panel; ++l) {
+    const int64_t out = panel * kF43Panel + l;
+    for (int64_t rs = 0; rs < 9; ++rs) {
+      if (out >= outs) {
+        f[rs][l] = 0.0f;
+      } else {
+        f[rs][l] = flipped ? kcrs[(in * outs + out) * 9 + (8 - rs)] : kcrs[(out * ins + in) * 9 + rs];
+      }
+    }
+  }
+  float gf[kF43Alpha][3][kF43Panel];  // G f
+  for (int64_t i = 0; i < kF43Alpha; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t l = 0; l < kF43Panel; ++l) gf[i][j][l] = g[i][0] * f[j][l] + g[i][1] * f[3 + j][l] + g[i][2] * f[6 + j][l];
+  for (int64_t i = 0; i < kF43Alpha; ++i)
+    for (int64_t j = 0; j < kF43Alpha; ++j) {
+      float* dst = u + (((i * kF43Alpha + j) * panels + panel) * ins + in) * kF43Panel;
+      for (int64_t l = 0; l < kF43Panel; ++l) dst[l] = gf[i][0][l] * g[j][0] + gf[i][1][l] * g[j][1] + gf[i][2][l] * g[j][2];
+    }
+}
+
+void transform_filters(const float* kcrs, int64_t outs, int64_t ins, bool flipped, float* u) {
+  const int64_t panels = f43_panels(outs);
+  tbb::parallel_for(int64_t{0}, panels * ins, [&](int64_t job) {
+    transform_panel(kcrs, outs, ins, flipped, job / ins, job % ins, panels, u);
+  });
+}
+
 }  // namespace
 
 WinogradF43::WinogradF43(const WinogradShape& s) : s_(s) {
@@ -243,28 +284,11 @@ size_t WinogradF43::weights_floats(int64_t k, int64_t c) {
 }
 
 void WinogradF43::transform_weights(const float* kcrs, int64_t k, int64_t c, float* u) {
-  // G (6x3): rows (1/4, 0, 0), (-1/6, -1/6, -1/6), (-1/6, 1/6, -1/6), (1/24, 1/12, 1/6),
-  // (1/24, -1/12, 1/6), (0, 0, 1).
-  static const double g[kF43Alpha][3] = {{0.25, 0, 0},
-                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                      {0, 0, 1}};
-  const int64_t panels = f43_panels(k);
-  std::fill(u, u + weights_floats(k, c), 0.0f);
-  tbb::parallel_for(int64_t{0}, k, [&](int64_t ko) {
-    for (int64_t ci = 0; ci < c; ++ci) {
-      const float* f = kcrs + (ko * c + ci) * 9;
-      double gf[kF43Alpha][3];  // G f
-      for (int64_t i = 0; i < kF43Alpha; ++i)
-        for (int64_t j = 0; j < 3; ++j) gf[i][j] = g[i][0] * f[j] + g[i][1] * f[3 + j] + g[i][2] * f[6 + j];
-      for (int64_t i = 0; i < kF43Alpha; ++i)
-        for (int64_t j = 0; j < kF43Alpha; ++j)
-          u[static_cast<size_t>((((i * kF43Alpha + j) * panels + ko / kF43Panel) * c + ci) * kF43Panel + ko % kF43Panel)] =
-              static_cast<float>(gf[i][0] * g[j][0] + gf[i][1] * g[j][1] + gf[i][2] * g[j][2]);
-    }
-  });
+  transform_filters(kcrs, k, c, /*flipped=*/false, u);
+}
+
+void WinogradF43::transform_flipped_weights(const float* kcrs, int64_t k, int64_t c, float* u) {
+  transform_filters(kcrs, c, k, /*flipped=*/true, u);
 }
 
 size_t WinogradF43::slot_bytes() const {

@@ -34,10 +34,14 @@ class WinogradF43 {
   // Throws on a CPU without AVX2 and FMA.
   explicit WinogradF43(const WinogradShape& s);
 
-  // Filters [K, C, 3, 3] (fastnn's layout) into the transformed space: u of weights_floats(), [36][K / 16]
-  // [C][16] (K rounded up with zeros), computed in double and rounded once.
+  // Filters [K, C, 3, 3] (fastnn's layout) into the transformed space: u of weights_floats(k, c), [36]
+  // [K / 16][C][16] (K rounded up with zeros).
   static size_t weights_floats(int64_t k, int64_t c);
   static void transform_weights(const float* kcrs, int64_t k, int64_t c, float* u);
+  // The same filters as those of the convolution that carries an output gradient [N, P, Q, K] back to
+  // the input's [N, H, W, C] (each turned by 180 degrees, in and out channels swapped; padding 2 - the
+  // forward's): u of weights_floats(c, k).
+  static void transform_flipped_weights(const float* kcrs, int64_t k, int64_t c, float* u);
 
   // Bytes of scratch forward() needs: one block of transformed inputs and products per worker thread.
   size_t workspace_bytes() const;

@@ -142,6 +142,34 @@ TEST(WinogradF43, SplitsTheOutputChannelsOverThreadsAndStaysExact) {
   EXPECT_EQ(std::memcmp(eight.data(), eight_again.data(), eight.size() * sizeof(float)), 0) << "the same inputs gave other bits";
 }
 
+// Backward-data as the convolution of dy with the turned filters (padding 2 - the forward's) is the
+// forward's adjoint: sum(conv(x) * dy) == sum(x * dx), for "same" and "valid" padding.
+TEST(WinogradF43, CarriesGradientsBackAsTheForwardsAdjoint) {
+  SKIP_WITHOUT_AVX2();
+  for (const int64_t pad : {1, 0}) {
+    const int64_t h = 13, w = 10, p = h + 2 * pad - 2, q = w + 2 * pad - 2;
+    Problem fwd = random_problem({.n = 2, .h = h, .w = w, .c = 24, .k = 40, .p = p, .q = q, .pad_top = pad, .pad_left = pad}, 11);
+    std::fill(fwd.bias.begin(), fwd.bias.end(), 0.0f);
+    std::vector<double> magnitude;
+    const std::vector<double> y = direct(fwd, WinogradTail::kNone, magnitude);
+    const std::vector<float>& dy = fwd.residual;  // any tensor of the output's shape
+    const WinogradF43 back({.n = 2, .h = p, .w = q, .c = 40, .k = 24, .p = h, .q = w, .pad_top = 2 - pad, .pad_left = 2 - pad});
+    std::vector<float> u(WinogradF43::weights_floats(24, 40));
+    WinogradF43::transform_flipped_weights(fwd.w.data(), 40, 24, u.data());
+    std::vector<std::byte> scratch(back.workspace_bytes());
+    const std::vector<float> zeros(24, 0.0f);
+    std::vector<float> dx(fwd.x.size(), std::nanf(""));
+    back.forward(dy.data(), u.data(), zeros.data(), nullptr, WinogradTail::kNone, dx.data(), scratch.data());
+    double y_dy = 0, x_dx = 0, scale = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      y_dy += y[i] * dy[i];
+      scale += std::fabs(y[i] * dy[i]);
+    }
+    for (size_t i = 0; i < dx.size(); ++i) x_dx += static_cast<double>(fwd.x[i]) * dx[i];
+    EXPECT_NEAR(x_dx, y_dy, 1e-5 * scale) << "padding " << pad;
+  }
+}
+
 // The weights' transform against G g Gt written out for one filter: a filter of ones sums, at position
 // (i, j), G's row sums: (1/4, -1/2, -1/6, 7/24, 1/8, 1) times each other; in a panel of 16 output
 // channels, the 15 past the one filter zero.
