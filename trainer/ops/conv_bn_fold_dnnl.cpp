@@ -22,7 +22,7 @@
 //
 // Where oneDNN has no Winograd (before AVX-512) and own_winograd_pays, the layer runs as fastnn's own
 // F(4x4, 3x3) (winograd_f43_cpu.h) on the NHWC activations, with no reorders, its bias and tail applied
-// as the outputs are carried back; its transformed weights ([36][C][K], 4x the direct ones) are kept like
+// as the outputs are carried back; its transformed weights (36 per 9 of the direct ones) are kept like
 // the blocked ones, one copy for every batch size.
 #include <cmath>
 #include <cstring>
