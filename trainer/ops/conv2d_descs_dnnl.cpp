@@ -82,7 +82,7 @@ bool winograd_pays_in_training(const Conv2dParams& p) {
   return winograd_pays_in_inference(p) && tiles >= 128;
 }
 
-// fastnn's F(4x4, 3x3) (winograd_f43_cpu.cpp) against oneDNN's direct convolution, both on NHWC with bias
+// fastnn's F(4x4, 3x3) (winograd_f43.cpp) against oneDNN's direct convolution, both on NHWC with bias
 // and relu, AVX2 (zen3, 2 threads), C = K, for ResNet-50's 3x3 layers: 1.7-2.3x at batch 1 (C = 64 at 56
 // pixels 1.7x, 128 at 28 2.3x, 256 at 14 1.8x), 2.0-3.3x at batch 8 and 2.3-2.9x at 32; but C = 512 at 7x7
 // only 1.00x at batch 1 (4 tiles: its weights, 4x the direct ones', are read for few outputs), 1.22x at 2

@@ -55,7 +55,7 @@ bool winograd_pays_in_inference(const Conv2dParams& p, int64_t job_images = 0);
 // The same for a training convolution's three passes; also at least 128 4x4 output tiles in the batch.
 bool winograd_pays_in_training(const Conv2dParams& p);
 // Where oneDNN has no Winograd convolution (before AVX-512), whether one that winograd_pays_in_inference
-// (or, training, winograd_pays_in_training) runs faster as fastnn's own F(4x4, 3x3) (winograd_f43_cpu.h):
+// (or, training, winograd_pays_in_training) runs faster as fastnn's own F(4x4, 3x3) (winograd_f43.h):
 // a CPU with AVX2 and FMA, and at least 8 4x4 output tiles in the batch.
 bool own_winograd_pays(const Conv2dParams& p);
 

@@ -15,7 +15,7 @@
 // layers at batch 8 ran 1.4-1.8x the direct passes so (conv2d_descs_dnnl.cpp); the rounding differs (the
 // transforms), within the same tolerance of the reference. FASTNN_CPU_WINOGRAD=0 keeps the direct ones.
 // Where oneDNN has none (AVX2) and own_winograd_pays, the forward and backward-data passes are fastnn's
-// own F(4x4, 3x3) on the NHWC activations (winograd_f43_cpu.h; backward-data as the convolution of dy
+// own F(4x4, 3x3) on the NHWC activations (winograd_f43.h; backward-data as the convolution of dy
 // with the turned filters), the filters transformed into the workspace at every pass (the weights change
 // every step); backward-weights stays oneDNN's direct one.
 //
@@ -39,7 +39,7 @@
 #include "trainer/ops/depthwise_conv2d.h"
 #include "trainer/ops/layout_adapter.h"
 #include "trainer/ops/part_marks.h"
-#include "trainer/ops/winograd_f43_cpu.h"
+#include "trainer/ops/winograd_f43.h"
 
 namespace fastnn::ops {
 namespace {

@@ -21,7 +21,7 @@
 // holds both to the unfolded graph. FASTNN_CPU_WINOGRAD=0 keeps the direct convolutions.
 //
 // Where oneDNN has no Winograd (before AVX-512) and own_winograd_pays, the layer runs as fastnn's own
-// F(4x4, 3x3) (winograd_f43_cpu.h) on the NHWC activations, with no reorders, its bias and tail applied
+// F(4x4, 3x3) (winograd_f43.h) on the NHWC activations, with no reorders, its bias and tail applied
 // as the outputs are carried back; its transformed weights (36 per 9 of the direct ones) are kept like
 // the blocked ones, one copy for every batch size.
 #include <cmath>
@@ -33,7 +33,7 @@
 #include "trainer/ops/conv2d_dnnl.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/part_marks.h"
-#include "trainer/ops/winograd_f43_cpu.h"
+#include "trainer/ops/winograd_f43.h"
 
 namespace fastnn::ops {
 namespace {

@@ -1,4 +1,4 @@
-// fastnn's own F(4x4, 3x3) Winograd convolution (trainer/ops/winograd_f43_cpu.h) against a direct
+// fastnn's own F(4x4, 3x3) Winograd convolution (trainer/ops/winograd_f43.h) against a direct
 // convolution summed in double: shapes whose outputs are not whole 4x4 tiles, channel counts that are not
 // whole 16-lane chunks, "same" and "valid" padding and the padding that only the bottom and right get,
 // every tail, one thread and several (the output channels then split between them), and the same bits
@@ -13,7 +13,7 @@
 #include <tbb/task_arena.h>
 
 #include "trainer/ops/blas_core.h"
-#include "trainer/ops/winograd_f43_cpu.h"
+#include "trainer/ops/winograd_f43.h"
 
 namespace fastnn::ops::cpu {
 namespace {

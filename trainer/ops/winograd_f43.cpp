@@ -1,4 +1,4 @@
-#include "trainer/ops/winograd_f43_cpu.h"
+#include "trainer/ops/winograd_f43.h"
 
 #include <algorithm>
 
