@@ -1,5 +1,5 @@
-// A 3x3, stride-1 convolution of NHWC f32 activations as Winograd's F(4x4, 3x3), for inference on CPUs
-// where oneDNN has no Winograd convolution of its own (oneDNN 2.6: none before AVX-512).
+// A 3x3, stride-1 convolution of NHWC f32 activations as Winograd's F(4x4, 3x3), its three passes, for
+// CPUs where oneDNN has no Winograd convolution of its own (oneDNN 2.6: none before AVX-512).
 //
 // Each 4x4 block of output pixels ("tile") is computed from the 6x6 block of input around it: the input
 // block and the 3x3 filter are carried into a 6x6 "transformed" space (V = Bt d B, U = G g Gt) where the
@@ -11,8 +11,11 @@
 //
 // The rounding differs from a direct convolution's (the transforms' constants 1/4, 1/6, 1/24 and
 // sums of up to 36 terms), within f32's: ops_winograd_cpu_test holds it to the reference kernel.
+// The filter gradient is the forward's adjoint in the same space: per tile the output gradient carried
+// in (A dy At) times the transformed input (V), summed over the tiles for each of the 36 positions (a
+// matrix product [K, tiles] x [tiles, C]) and carried back to 3x3 (Gt dU G).
 // At a fixed thread count the same inputs give the same bits (each output is one task's, summed in a fixed
-// order).
+// order); the filter gradient's bits do not depend on the thread count at all.
 #pragma once
 
 #include <cstddef>
@@ -51,8 +54,15 @@ class WinogradF43 {
   void forward(const float* x, const float* u, const float* bias, const float* residual, WinogradTail tail,
                float* y, std::byte* scratch) const;
 
+  // Bytes of scratch filter_gradient() needs.
+  size_t filter_gradient_workspace_bytes() const;
+  // dw [K, C, 3, 3] = the gradient of the filters from the forward's input x [N, H, W, C] and the output
+  // gradient dy [N, P, Q, K] (written, not added to).
+  void filter_gradient(const float* x, const float* dy, float* dw, std::byte* scratch) const;
+
  private:
   size_t slot_bytes() const;  // one worker's scratch
+  int64_t grad_block_tiles() const;  // tiles the filter gradient carries into the transformed space at a time
   // One block of tiles and chunk of output channels, with the worker's `scratch`.
   void run_task(int64_t task, const float* x, const float* u, const float* bias, const float* residual,
                 WinogradTail tail, float* y, std::byte* scratch) const;
