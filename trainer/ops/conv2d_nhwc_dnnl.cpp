@@ -14,10 +14,10 @@
 // forward and again for backward-weights, y and dx reordered out of it, dy into it. ResNet-50's 3x3
 // layers at batch 8 ran 1.4-1.8x the direct passes so (conv2d_descs_dnnl.cpp); the rounding differs (the
 // transforms), within the same tolerance of the reference. FASTNN_CPU_WINOGRAD=0 keeps the direct ones.
-// Where oneDNN has none (AVX2) and own_winograd_pays, the forward and backward-data passes are fastnn's
-// own F(4x4, 3x3) on the NHWC activations (winograd_f43.h; backward-data as the convolution of dy
-// with the turned filters), the filters transformed into the workspace at every pass (the weights change
-// every step); backward-weights stays oneDNN's direct one.
+// Where oneDNN has none (AVX2) and own_winograd_pays, the three passes are fastnn's own F(4x4, 3x3) on
+// the NHWC activations (winograd_f43.h; backward-data as the convolution of dy with the turned filters),
+// the filters transformed into the workspace at every pass (the weights change every step); the bias
+// gradient, if any, dy's column sums.
 //
 // bf16 (precision=bf16 on the CPU, register_bf16_convolutions_dnnl): what each pass multiplies (the input,
 // the weights, the incoming gradient) is rounded to bfloat16 first (the input into a saved tensor that the
@@ -127,7 +127,8 @@ class Conv2dDnnl final : public OpKernel {
       zero_bias_.assign(static_cast<size_t>(std::max(p.c, p.k)), 0.0f);
       f43_u_bytes_ = dnnl_aligned(sizeof(float) * std::max(cpu::WinogradF43::weights_floats(p.k, p.c),
                                                            cpu::WinogradF43::weights_floats(p.c, p.k)));
-      f43_scratch_bytes_ = std::max(f43_fwd_->workspace_bytes(), f43_dgrad_->workspace_bytes());
+      f43_scratch_bytes_ = std::max({f43_fwd_->workspace_bytes(), f43_dgrad_->workspace_bytes(),
+                                     f43_fwd_->filter_gradient_workspace_bytes()});
     }
     // [...][fastnn's Winograd: transformed filters][its scratch]
     sig_.workspace_bytes = f43_offset_ + f43_u_bytes_ + f43_scratch_bytes_;
@@ -201,6 +202,13 @@ class Conv2dDnnl final : public OpKernel {
     }
     if (!want_dw && !want_db) return;
     const PartMark part("conv2d wgrad");
+    if (f43_fwd_) {
+      if (want_dw)
+        f43_fwd_->filter_gradient(a.inputs[0].data<float>(), a.d_outputs[0].data<float>(), a.d_params[0].data<float>(),
+                                  ws + f43_offset_ + f43_u_bytes_);
+      if (want_db) column_sums(a.d_outputs[0].data<float>(), p_.n * p_.win.p * p_.win.q, p_.k, a.d_params[1].data<float>());
+      return;
+    }
     const memory::desc& dw_md = bwd_w_pd_.diff_weights_desc();
     const bool dw_direct = want_dw && !from_filter_grad_;
     // The bias gradient always has its own buffer: the primitive computes it with the filter gradient.
@@ -233,6 +241,13 @@ class Conv2dDnnl final : public OpKernel {
 
  private:
   static size_t blocked_bytes(const memory::desc& md) { return dnnl_aligned(md.get_size()); }
+  // sums [cols] = the column sums of m [rows, cols], in double (the bias gradient beside fastnn's Winograd).
+  static void column_sums(const float* m, int64_t rows, int64_t cols, float* sums) {
+    std::vector<double> acc(static_cast<size_t>(cols), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j) acc[static_cast<size_t>(j)] += m[r * cols + j];
+    for (int64_t j = 0; j < cols; ++j) sums[j] = static_cast<float>(acc[static_cast<size_t>(j)]);
+  }
   memory scratchpad(const dnnl::primitive_desc& pd, std::byte* ws) const {
     return memory(pd.scratchpad_desc(), dnnl_cpu_engine(), ws + scratch_offset_);
   }
@@ -291,7 +306,8 @@ class Conv2dDnnl final : public OpKernel {
   std::optional<dnnl::reorder> to_fwd_weights_, to_bwd_weights_, from_filter_grad_;
   std::optional<dnnl::reorder> x_to_blocked_, y_from_blocked_, dy_to_blocked_, dx_from_blocked_;  // Winograd only
   Bf16Rounding x_to_bf16_, dy_to_bf16_;  // bf16 only
-  // fastnn's own Winograd forward and backward-data (AVX2), their filters and scratch in the workspace.
+  // fastnn's own Winograd passes (AVX2): the forward's (its filter gradient too) and backward-data's;
+  // their filters and scratch in the workspace.
   std::optional<cpu::WinogradF43> f43_fwd_, f43_dgrad_;
   std::vector<float> zero_bias_;
   size_t f43_offset_ = 0, f43_u_bytes_ = 0, f43_scratch_bytes_ = 0;
