@@ -16,8 +16,8 @@
 // transforms), within the same tolerance of the reference. FASTNN_CPU_WINOGRAD=0 keeps the direct ones.
 // Where oneDNN has none (AVX2) and own_winograd_pays, the three passes are fastnn's own F(4x4, 3x3) on
 // the NHWC activations (winograd_f43.h; backward-data as the convolution of dy with the turned filters),
-// the filters transformed into the workspace at every pass (the weights change every step); the bias
-// gradient, if any, dy's column sums.
+// the filters transformed into the workspace at every pass (the weights change every step; an inference
+// graph keeps the forward's, as the reordered ones); the bias gradient, if any, dy's column sums.
 //
 // bf16 (precision=bf16 on the CPU, register_bf16_convolutions_dnnl): what each pass multiplies (the input,
 // the weights, the incoming gradient) is rounded to bfloat16 first (the input into a saved tensor that the
@@ -139,8 +139,15 @@ class Conv2dDnnl final : public OpKernel {
     const PartMark part("conv2d fprop");
     std::byte* ws = bytes_of(a.workspace);
     if (f43_fwd_) {
-      auto* u = reinterpret_cast<float*>(ws + f43_offset_);
-      cpu::WinogradF43::transform_weights(a.params[0].data<float>(), p_.k, p_.c, u);
+      // The transformed filters: kept, as the reordered ones below, in an inference graph.
+      auto transformed_at = [&](std::byte* at) {
+        cpu::WinogradF43::transform_weights(a.params[0].data<float>(), p_.k, p_.c, reinterpret_cast<float*>(at));
+        return reinterpret_cast<const float*>(at);
+      };
+      const std::span<const Tensor> weight = a.params.first(1);
+      const float* u = !a.params_write_counted ? transformed_at(ws + f43_offset_)
+                       : cache_.current(weight) ? reinterpret_cast<const float*>(cache_.data())
+                                                : transformed_at(cache_.update(weight, f43_u_bytes_));
       f43_fwd_->forward(a.inputs[0].data<float>(), u, p_.bias ? a.params[1].data<float>() : zero_bias_.data(), nullptr,
                         cpu::WinogradTail::kNone, a.outputs[0].data<float>(), ws + f43_offset_ + f43_u_bytes_);
       return;
@@ -236,7 +243,9 @@ class Conv2dDnnl final : public OpKernel {
  public:
   void inherit_derived(OpKernel& previous) override {
     auto* old = dynamic_cast<Conv2dDnnl*>(&previous);
-    if (old && old->fwd_pd_.weights_desc() == fwd_pd_.weights_desc()) cache_ = old->cache_;
+    // (The same weight format; fastnn's Winograd or not depends on the batch, as its tiles.)
+    if (old && old->fwd_pd_.weights_desc() == fwd_pd_.weights_desc() && old->f43_fwd_.has_value() == f43_fwd_.has_value())
+      cache_ = old->cache_;
   }
 
  private:
@@ -295,7 +304,7 @@ class Conv2dDnnl final : public OpKernel {
 
   Conv2dParams p_;
   bool bf16_;
-  CachedWeights cache_;  // an inference graph's forward weights
+  CachedWeights cache_;  // an inference graph's forward weights (reordered, or fastnn's Winograd's transformed)
   memory::desc x_md_, y_md_, w_user_md_;
   dnnl::convolution_forward::primitive_desc fwd_pd_;
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd_;

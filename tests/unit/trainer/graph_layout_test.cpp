@@ -167,11 +167,12 @@ TEST(GraphLayout, FastCpuKernelsAgreeWithinRounding) {
 // An inference graph keeps oneDNN's blocked copy of each convolution weight between forwards
 // (ForwardArgs::params_write_counted). A weight written after a forward, even through a tensor taken
 // before it, must be seen by the next one: the logits are then bitwise those of a fresh graph holding the
-// new weights.
+// new weights. At 32x32 and batch 32 the 32- and 64-channel layers are Winograd convolutions (fastnn's
+// own before AVX-512: its transformed filters are what is kept), the 16-channel ones direct.
 TEST(GraphLayout, InferenceGraphSeesWeightsWrittenBetweenForwards) {
   if (!ops::use_fast_cpu_kernels()) GTEST_SKIP() << ops::cpu_kernels_description();
-  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 16, .width = 16});
-  const GraphOptions o{.batch_size = 2, .seed = 5, .layout = Layout::kNHWC, .inference = true};
+  const NetDef net = zoo::build_net("resnet_cifar_20", {.num_classes = 10, .height = 32, .width = 32});
+  const GraphOptions o{.batch_size = 32, .seed = 5, .layout = Layout::kNHWC, .inference = true};
   Graph g(net, o);
   const Tensor x = testing_util::random_tensor(g.input_shape(), DType::kF32, 3);
   std::vector<NamedTensor> held = g.variables();  // taken before the forwards, written after them
