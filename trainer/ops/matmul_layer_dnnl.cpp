@@ -17,6 +17,14 @@
 // - fully_connected's CPU kernel under precision=bf16 (register_bf16_fully_connected_dnnl), M = N, x
 //   flattened; in f32 fully_connected keeps its OpenBLAS kernel.
 //
+// The filter gradient in f32 on a CPU without AVX-512, at 1,024 to 8,192 rows and at least 128 channels
+// in and out (ResNet-50's 1x1 layers at 14x14 and 28x28, batch 8), is OpenBLAS's instead: one
+// single-threaded product per chunk of output channels, a chunk per thread. oneDNN 2.6's matmul with the
+// transposed dy took 1.5-2x as long there (zen3, 2 threads: [1568, 1024] x 256 channels 11.3 against
+// 6.2-6.5 ms, [1568, 256] x 1024 14.0 against 6.2-6.8, [6272, 512] x 128 9.5 against 6.4), but was faster
+// at 25,088 rows (56x56: 8.4 against 12.0); MobileNet v2's 12x12 layers (64 or 96 channels on one side)
+// stepped 0.92-1.04x on OpenBLAS, so they stay on oneDNN. Not measured on AVX-512.
+//
 // bf16 (as Conv2dDnnl's): each product's two operands are rounded to bfloat16 first (x into a saved tensor
 // for the filter gradient, dy once for both backward products and the bias gradient), the products
 // accumulate in f32 and write f32.
@@ -29,7 +37,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "trainer/ops/blas_core.h"
 #include "trainer/ops/conv2d_dnnl.h"
+#include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/ops/fully_connected.h"
 #include "trainer/ops/layout_adapter.h"
@@ -79,6 +89,7 @@ class MatmulLayer final : public OpKernel {
       rounded = w_offset_ + w_to_bf16_.bytes();
     }
     scratch_offset_ = rounded;
+    blas_filter_gradient_ = !bf16 && !cpu::this_cpu_features().avx512 && m >= 1024 && m <= 8192 && std::min(c, k) >= 128;
     sig_ = std::move(sig);
     if (bf16) save_input_in_bf16(sig_);
     sig_.workspace_bytes = rounded + dnnl_aligned(std::max({fwd_pd_.scratchpad_desc().get_size(),
@@ -109,7 +120,9 @@ class MatmulLayer final : public OpKernel {
     }
     if (!want_dw && !want_db) return;
     const PartMark part(p_.wgrad);
-    if (want_dw) {
+    if (want_dw && blas_filter_gradient_) {
+      blas_filter_gradient(a.d_outputs[0].data<float>(), a.inputs[0].data<float>(), a.d_params[0].data<float>());
+    } else if (want_dw) {
       if (!bwd_w_) bwd_w_ = dnnl::matmul(bwd_w_pd_);
       run(*bwd_w_, bwd_w_pd_, dy, bf16_ ? bytes_of(a.saved.back()) : bytes_of(a.inputs[0]), a.d_params[0], ws);
     }
@@ -143,6 +156,15 @@ class MatmulLayer final : public OpKernel {
       for (memory::dim j = 0; j < p_.k; ++j) acc[static_cast<size_t>(j)] += element(dy, r * p_.k + j);
     for (memory::dim j = 0; j < p_.k; ++j) db[j] = static_cast<float>(acc[static_cast<size_t>(j)]);
   }
+  // dw [K, C] = dy^T x on OpenBLAS (the file comment), the output channels split between the threads.
+  void blas_filter_gradient(const float* dy, const float* x, float* dw) const {
+    cpu::use_single_threaded_blas();
+    const int64_t chunks = cpu::parallel_slots((p_.k + 15) / 16), per = (p_.k + chunks - 1) / chunks;
+    tbb::parallel_for(int64_t{0}, chunks, [&](int64_t j) {
+      const int64_t k0 = j * per, rows = std::min(per, p_.k - k0);
+      if (rows > 0) cpu::gemm(true, false, rows, p_.c, p_.m, 1.0f, dy + k0, p_.k, x, p_.c, 0.0f, dw + k0 * p_.c, p_.c);
+    });
+  }
   float element(const std::byte* v, memory::dim i) const {
     if (!bf16_) return reinterpret_cast<const float*>(v)[i];
     const uint32_t bits = uint32_t{reinterpret_cast<const uint16_t*>(v)[i]} << 16;
@@ -156,6 +178,7 @@ class MatmulLayer final : public OpKernel {
   std::optional<dnnl::matmul> fwd_, bwd_data_, bwd_w_;
   Bf16Rounding x_to_bf16_, dy_to_bf16_, w_to_bf16_;  // bf16 only
   size_t w_offset_ = 0, scratch_offset_ = 0;  // dy at the workspace's start
+  bool blas_filter_gradient_ = false;          // the file comment
 };
 
 }  // namespace

@@ -66,6 +66,9 @@ std::vector<std::pair<std::string, OpCase>> larger_cases() {
       {"conv2d", {"mnist_c1_k5_same", {{"filters", 32}, {"kernel", 5}, {"padding", "same"}}, {{{4, 1, 12, 12}}}}},
       // Runs as matrix products (matmul_layer_dnnl.cpp): stride 1, no bias.
       {"conv2d", {"pointwise", {{"filters", 96}, {"kernel", 1}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
+      // 1,568 rows, 136 and 144 channels: before AVX-512 its filter gradient is OpenBLAS's, split over the
+      // threads (matmul_layer_dnnl.cpp).
+      {"conv2d", {"pointwise_1568_rows", {{"filters", 136}, {"kernel", 1}, {"bias", false}}, {{{8, 144, 14, 14}}}}},
       {"conv2d", {"pointwise_s2", {{"filters", 128}, {"kernel", 1}, {"stride", 2}, {"bias", false}}, {{{4, 64, 14, 14}}}}},
       {"conv2d", {"grouped", {{"filters", 32}, {"kernel", 3}, {"groups", 4}, {"padding", "same"}}, {{{2, 16, 9, 9}}}}},
       {"conv2d", {"one_image_k3", {{"filters", 48}, {"kernel", 3}, {"padding", 1}}, {{{1, 32, 10, 10}}}}},
