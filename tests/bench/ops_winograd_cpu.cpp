@@ -88,6 +88,17 @@ void BM_OwnWinograd(benchmark::State& st, Layer l, Pass pass) {
   set_counters(st, l);
 }
 
+// The filters' transform alone (each training forward and backward-data pass makes one).
+void BM_TransformWeights(benchmark::State& st, int64_t channels) {
+  const std::vector<float> w = random_floats(channels * channels * 9, 2);
+  std::vector<float> u(cpu::WinogradF43::weights_floats(channels, channels));
+  for (auto _ : st) cpu::WinogradF43::transform_weights(w.data(), channels, channels, u.data());
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(sizeof(float) * (w.size() + u.size())) * 1e-9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_TransformWeights, c256, 256)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TransformWeights, c512, 512)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 #define FASTNN_WINOGRAD_BENCH(name, layer)                                                                      \
   BENCHMARK_CAPTURE(BM_Direct, name##_fwd, layer, kForward)->UseRealTime()->Unit(benchmark::kMillisecond);       \
   BENCHMARK_CAPTURE(BM_OwnWinograd, name##_fwd, layer, kForward)->UseRealTime()->Unit(benchmark::kMillisecond);  \
