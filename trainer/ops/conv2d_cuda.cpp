@@ -21,17 +21,13 @@
 // computed into the staged buffer and cropped (so it cannot add into dx). The zero channels contribute
 // exact zeros: the C-channel convolution's result.
 //
-// Algorithms: chosen once per kernel object when it is created (and shared through a process-wide
-// cache keyed by the full problem, so identical layers do not search twice): cuDNN's heuristics
-// (cudnnGet*_v7) by default, timed search (cudnnFind*) with Policy::conv_search = kExhaustive. A
-// candidate is skipped when its workspace exceeds Policy::max_conv_workspace, when it is not
-// deterministic and Policy::deterministic is set, or when it uses tensor cores on f32 data while
-// TF32 is not allowed (the descriptor is also set to CUDNN_FMA_MATH then). With Policy::conv_graph_api
-// (conv_api=graph) the three passes run through cuDNN's graph API instead (conv2d_graph_cuda.h: its
-// heuristics reach engines the legacy calls do not), with the same rules; a shape it has no engine for
-// keeps the legacy calls, with a warning. Workspace:
-// max(fwd, bwd-data, bwd-filter) + the staged input when padding is asymmetric or channels are padded
-// (+ the channel-padded, spatially unpadded input when both) + NHWC's weight-sized buffers.
+// Algorithms: chosen once per kernel object when it is created, under the policy's rules, and kept
+// process-wide by the full problem so identical layers do not search twice (conv2d_algos_cuda.h). With
+// Policy::conv_graph_api (conv_api=graph) the three passes run through cuDNN's graph API instead
+// (conv2d_graph_cuda.h: its heuristics reach engines the legacy calls do not), with the same rules; a
+// shape it has no engine for keeps the legacy calls, with a warning. Workspace: max(fwd, bwd-data,
+// bwd-filter) + the staged input when padding is asymmetric or channels are padded (+ the
+// channel-padded, spatially unpadded input when both) + NHWC's weight-sized buffers.
 //
 // fuse_conv_bn (op.h's channel sums): asked by the fused layer, an fp16 NHWC convolution that is not
 // staged builds cuDNN's conv + statistics graph (conv_bn_graph_cuda.h) and its training forward then also
@@ -50,6 +46,7 @@
 #include "trainer/ops/cuda_helpers.h"
 #include "trainer/ops/cuda_kernel.h"
 #include "trainer/ops/conv2d.h"
+#include "trainer/ops/conv2d_algos_cuda.h"
 #include "trainer/ops/conv2d_graph_cuda.h"
 #include "trainer/ops/conv_bn_graph_cuda.h"
 #include "trainer/ops/layout_adapter.h"
@@ -67,38 +64,6 @@ cudnnDataType_t cudnn_type(DType dt) {
   return dt == DType::kF32 ? CUDNN_DATA_FLOAT : dt == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
 }
 
-// Owning wrappers for the three descriptor kinds.
-struct TensorDesc {
-  cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc() { CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
-  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
-};
-struct FilterDesc {
-  cudnnFilterDescriptor_t d = nullptr;
-  FilterDesc() { CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
-  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
-  FilterDesc(const FilterDesc&) = delete;
-  FilterDesc& operator=(const FilterDesc&) = delete;
-};
-struct ConvDesc {
-  cudnnConvolutionDescriptor_t d = nullptr;
-  ConvDesc() { CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
-  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
-  ConvDesc(const ConvDesc&) = delete;
-  ConvDesc& operator=(const ConvDesc&) = delete;
-};
-
-struct AlgoChoice {
-  int algo = 0;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  size_t bytes = 0;
-};
-struct Algos {
-  AlgoChoice fwd, bwd_data, bwd_filter;
-};
-
 // The graph API's plans for the three passes (bwd_data_add: beta = 1, built when the data gradient may
 // add into dx; null: the layer does not add, the graph sums a scratch buffer instead).
 struct GraphPlans {
@@ -106,7 +71,6 @@ struct GraphPlans {
 };
 
 std::mutex g_cache_mu;
-std::map<std::string, Algos> g_algo_cache;
 // Graph-API plans by problem, pass, beta and thread (cuDNN does not promise that one plan may execute on
 // two threads at once: the thread-per-rank worlds would); null: no engine (warned once). Never freed:
 // cuDNN >= 9.10 may crash destroying plans during static destruction (PyTorch leaks its cache too).
@@ -138,23 +102,6 @@ std::shared_ptr<const Plan> cached_plan(std::map<std::string, std::shared_ptr<co
   return made;
 }
 
-// The first acceptable candidate of a perf list (cuDNN sorts them best first).
-template <typename Perf>
-AlgoChoice pick(const char* pass, const Perf* perf, int count, bool fp32_no_tf32, const ::fastnn::cuda::Policy& pol) {
-  std::string seen;
-  for (int i = 0; i < count; ++i) {
-    const Perf& c = perf[i];
-    seen += str(seen.empty() ? "" : ", ", "algo ", static_cast<int>(c.algo), " status ", static_cast<int>(c.status),
-                " ws ", c.memory, " math ", static_cast<int>(c.mathType));
-    if (c.status != CUDNN_STATUS_SUCCESS || c.memory > pol.max_conv_workspace) continue;
-    if (pol.deterministic && c.determinism != CUDNN_DETERMINISTIC) continue;
-    if (fp32_no_tf32 && (c.mathType == CUDNN_TENSOR_OP_MATH || c.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
-      continue;
-    return AlgoChoice{static_cast<int>(c.algo), c.mathType, c.memory};
-  }
-  throw ConfigError(str("conv2d: no usable cuDNN ", pass, " algorithm (", seen, ")"));
-}
-
 // What conv2d_runs_on_graph_api asks of a Conv2dCuda<T>, whatever its T.
 class GraphApiUser {
  public:
@@ -184,16 +131,16 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
 
     const cudnnDataType_t t = cudnn_type(dt);
     const cudnnTensorFormat_t f = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, f, t, to_int(p.n), to_int(cp_), to_int(hp_), to_int(wp_)));
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_.d, f, t, to_int(p.n), to_int(p.k), to_int(g.p), to_int(g.q)));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, t, f, to_int(p.k), to_int(cp_ / p.groups), to_int(g.r), to_int(g.s)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(descs_.x.d, f, t, to_int(p.n), to_int(cp_), to_int(hp_), to_int(wp_)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(descs_.y.d, f, t, to_int(p.n), to_int(p.k), to_int(g.p), to_int(g.q)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(descs_.w.d, t, f, to_int(p.k), to_int(cp_ / p.groups), to_int(g.r), to_int(g.s)));
     if (nhwc)  // the weights in cuDNN's NHWC filter order, written by forward for the data gradient
       sig_.saved.push_back(TensorSpec{.name = "weight_krsc", .shape = {p.k, g.r, g.s, cp_ / p.groups}, .dtype = dt});
     const bool fp32_no_tf32 = dt == DType::kF32 && !pol.allow_tf32;
     // f32 without TF32: FMA kernels only; otherwise tensor cores are welcome.
     const cudnnMathType_t math =
         fp32_no_tf32 ? CUDNN_FMA_MATH : dt == DType::kF32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
-    for (ConvDesc* c : {&conv_fwd_, &conv_bwd_data_, &conv_bwd_filter_}) {
+    for (CudnnConvDesc* c : {&descs_.fwd, &descs_.bwd_data, &descs_.bwd_filter}) {
       CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c->d, to_int(sym_h), to_int(sym_w), to_int(g.stride_h),
                                                   to_int(g.stride_w), to_int(g.dil_h), to_int(g.dil_w),
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -201,7 +148,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
       CUDNN_CHECK(cudnnSetConvolutionMathType(c->d, math));
     }
     int on, oc, oh, ow;
-    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv_fwd_.d, x_.d, w_.d, &on, &oc, &oh, &ow));
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(descs_.fwd.d, descs_.x.d, descs_.w.d, &on, &oc, &oh, &ow));
     FASTNN_CHECK(on == p.n && oc == p.k && oh == g.p && ow == g.q, "conv2d: cuDNN output ", on, "x", oc, "x", oh, "x",
                  ow, " differs from the op's ", p.n, "x", p.k, "x", g.p, "x", g.q, " for ", g.to_string());
 
@@ -211,13 +158,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
                                           plans_.bwd_filter->workspace_bytes(),
                                           plans_.bwd_data_add ? plans_.bwd_data_add->workspace_bytes() : 0}));
     } else {
-      algos_ = choose_algos(pol, fp32_no_tf32);
-      // The chosen math type goes on each pass's descriptor (FMA stays FMA for f32 without TF32).
-      if (!fp32_no_tf32) {
-        CUDNN_CHECK(cudnnSetConvolutionMathType(conv_fwd_.d, algos_.fwd.math));
-        CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_data_.d, algos_.bwd_data.math));
-        CUDNN_CHECK(cudnnSetConvolutionMathType(conv_bwd_filter_.d, algos_.bwd_filter.math));
-      }
+      algos_ = choose_conv_algos(descs_, cache_key(pol), pol, fp32_no_tf32);  // each pass's math type set too
       conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
     }
     stage_bytes_ = staged_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * hp_ * wp_) * sizeof(T)) : 0;
@@ -340,17 +281,17 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const PartMark part("conv2d fprop");
     if (graph_) return plans_.fwd->execute(h, x, w, y, ws);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_.d, x, w_.d, w, conv_fwd_.d,
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, descs_.x.d, x, descs_.w.d, w, descs_.fwd.d,
                                         static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo), ws, conv_ws_, &zero,
-                                        y_.d, y));
+                                        descs_.y.d, y));
   }
   void wgrad(cudnnHandle_t h, const void* x, void* dw, const T* dy, char* ws) const {
     const PartMark part("conv2d wgrad");
     if (graph_) return plans_.bwd_filter->execute(h, x, dw, dy, ws);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_.d, x, y_.d, dy, conv_bwd_filter_.d,
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, descs_.x.d, x, descs_.y.d, dy, descs_.bwd_filter.d,
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo),
-                                               ws, conv_ws_, &zero, w_.d, dw));
+                                               ws, conv_ws_, &zero, descs_.w.d, dw));
   }
   // add: into what dx holds (beta = 1).
   void dgrad(cudnnHandle_t h, void* dx, const void* w, const T* dy, char* ws, bool add) const {
@@ -360,9 +301,9 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
       return (add ? plans_.bwd_data_add : plans_.bwd_data)->execute(h, dx, w, dy, ws);
     }
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_.d, w, y_.d, dy, conv_bwd_data_.d,
+    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, descs_.w.d, w, descs_.y.d, dy, descs_.bwd_data.d,
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), ws,
-                                             conv_ws_, add ? &one : &zero, x_.d, dx));
+                                             conv_ws_, add ? &one : &zero, descs_.x.d, dx));
   }
 
   // x itself, or x staged for cuDNN in the workspace: its channels zero-padded to Cp (as [N*H*W, C]
@@ -491,71 +432,6 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     return true;
   }
 
-  Algos choose_algos(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
-    const std::string key = cache_key(pol);
-    {
-      std::lock_guard<std::mutex> lock(g_cache_mu);
-      auto it = g_algo_cache.find(key);
-      if (it != g_algo_cache.end()) return it->second;
-    }
-    const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(::fastnn::cuda::current_stream());
-    const bool find = pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive;
-    Algos out;
-    int got = 0;
-    {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      if (find)
-        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, x_.d, w_.d, conv_fwd_.d, y_.d,
-                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-      else
-        CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_.d, w_.d, conv_fwd_.d, y_.d,
-                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-      out.fwd = pick("forward", perf, got, fp32_no_tf32, pol);
-    }
-    {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      if (find)
-        CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, w_.d, y_.d, conv_bwd_data_.d, x_.d,
-                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-      else
-        CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_.d, y_.d, conv_bwd_data_.d, x_.d,
-                                                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-      out.bwd_data = pick("backward-data", perf, got, fp32_no_tf32, pol);
-    }
-    {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      if (find)
-        CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, x_.d, y_.d, conv_bwd_filter_.d, w_.d,
-                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
-      else
-        CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_.d, y_.d, conv_bwd_filter_.d, w_.d,
-                                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
-      out.bwd_filter = pick("backward-filter", perf, got, fp32_no_tf32, pol);
-    }
-    // The perf lists' memory is an estimate; ask for the exact sizes of the chosen algorithms under the
-    // math type each pass will run with.
-    auto with_math = [&](ConvDesc& c, const AlgoChoice& a) {
-      CUDNN_CHECK(cudnnSetConvolutionMathType(c.d, fp32_no_tf32 ? CUDNN_FMA_MATH : a.math));
-    };
-    size_t bytes = 0;
-    with_math(conv_fwd_, out.fwd);
-    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_.d, w_.d, conv_fwd_.d, y_.d,
-                                                        static_cast<cudnnConvolutionFwdAlgo_t>(out.fwd.algo), &bytes));
-    out.fwd.bytes = std::max(out.fwd.bytes, bytes);
-    with_math(conv_bwd_data_, out.bwd_data);
-    CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        h, w_.d, y_.d, conv_bwd_data_.d, x_.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(out.bwd_data.algo), &bytes));
-    out.bwd_data.bytes = std::max(out.bwd_data.bytes, bytes);
-    with_math(conv_bwd_filter_, out.bwd_filter);
-    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        h, x_.d, y_.d, conv_bwd_filter_.d, w_.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(out.bwd_filter.algo),
-        &bytes));
-    out.bwd_filter.bytes = std::max(out.bwd_filter.bytes, bytes);
-    std::lock_guard<std::mutex> lock(g_cache_mu);
-    g_algo_cache.emplace(key, out);
-    return out;
-  }
-
   Conv2dParams p_;
   DType dt_;
   bool nhwc_ = false;
@@ -564,10 +440,8 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
   int64_t cp_ = 0;        // the input channels cuDNN sees (conv_channels_for_cudnn)
   bool chpad_ = false;    // cp_ > C: zero channels added
   bool staged_ = false;   // x goes through the workspace (asymmetric padding or padded channels)
-  TensorDesc x_, y_;
-  FilterDesc w_;
-  ConvDesc conv_fwd_, conv_bwd_data_, conv_bwd_filter_;
-  Algos algos_;
+  ConvCallDescs descs_;  // the legacy calls' (conv2d_algos_cuda.h)
+  ConvAlgos algos_;
   bool graph_ = false;  // the passes run on plans_ (conv_api=graph), not the legacy calls with algos_
   GraphPlans plans_;
   std::shared_ptr<const cudnn_graph::ConvBnPlan> stats_plan_;  // fuse_conv_bn's, once asked for
