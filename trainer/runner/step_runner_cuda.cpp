@@ -8,11 +8,13 @@
 #include "core/check.h"
 #include "trainer/cuda/runtime.h"
 #include "trainer/cuda/storage_types.h"
+#include "trainer/runner/gradient_buckets_cuda.h"
 #include "trainer/runner/head_step_cuda.h"
 #include "trainer/runner/input_stages_cuda.h"
 #include "trainer/runner/step_graphs_cuda.h"
 #include "trainer/runner/step_kernels.h"
 #include "trainer/runner/step_runner.h"
+#include "trainer/runner/step_timeline.h"
 #include "trainer/runner/update_order.h"
 #include "trainer/optim/device_optimizer.h"
 #include "trainer/optim/update_kernels.h"
@@ -61,51 +63,6 @@ struct ParamState {
   Tensor value, grad;  // the graph's (compute dtype)
   Tensor master, g32;  // f32; the same tensors as value / grad for f32 graphs
   bool decay = false;
-};
-
-// A bucket of gradients averaged by one collective call (data parallel).
-struct GradBucket {
-  std::vector<DeviceCollectives::Buffer> buffers;
-  size_t pending = 0;  // gradients the backward pass has still to write this step
-  bool launched = false;
-};
-
-// ProfilerHook's timeline on a GPU: events recorded on the compute stream, read after the step.
-class CudaTimeline final : public StepTimeline {
- public:
-  ~CudaTimeline() override {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  }
-  void start() override {
-    used_ = 0;
-    record();  // events_[0]: the zero point
-  }
-  size_t mark() override { return record() - 1; }  // mark k is events_[k + 1]
-  std::vector<double> resolve_us() override {
-    std::vector<double> out;
-    if (used_ == 0) return out;
-    CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1]));
-    for (size_t i = 1; i < used_; ++i) {
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, events_[0], events_[i]));
-      out.push_back(1000.0 * ms);
-    }
-    return out;
-  }
-
- private:
-  size_t record() {
-    if (used_ == events_.size()) {
-      cudaEvent_t e;
-      CUDA_CHECK(cudaEventCreate(&e));
-      events_.push_back(e);
-    }
-    CUDA_CHECK(cudaEventRecord(events_[used_], cuda::current_stream()));
-    return used_++;
-  }
-
-  std::vector<cudaEvent_t> events_;  // reused step after step
-  size_t used_ = 0;
 };
 
 // The graph's layer observer while a data-parallel step runs backward: launches buckets as they fill.
@@ -165,14 +122,8 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   ~CudaStepRunner() override {
     cudaStreamSynchronize(cuda::current_stream());
     if (queued_) cuda::forget_label_checks();  // a step never drained: its checks (maybe a graph's slots) go too
-    if (comm_stream_) {
-      cudaStreamSynchronize(comm_stream_);
-      cudaStreamDestroy(comm_stream_);
-    }
     for (QueuedResults& q : queued_results_)
       if (q.done) cudaEventDestroy(q.done);
-    if (grads_ready_) cudaEventDestroy(grads_ready_);
-    if (comm_done_) cudaEventDestroy(comm_done_);
   }
 
   const ComputeTarget& target() const override { return o_.target; }
@@ -377,14 +328,14 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     external_ = observer;
     graph_.set_layer_observer(observer);
   }
-  std::unique_ptr<StepTimeline> make_timeline() override { return std::make_unique<CudaTimeline>(); }
+  std::unique_ptr<StepTimeline> make_timeline() override { return make_cuda_timeline(); }
 
   void broadcast_variables() override {
     if (!o_.collectives) return;
     std::vector<DeviceCollectives::Buffer> buffers;
-    for (const ParamState& p : params_) buffers.push_back(buffer_of(p.master));
-    for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(buffer_of(st.value));
-    if (head_ && !head_->sharded()) buffers.push_back(buffer_of(head_->variable().value));
+    for (const ParamState& p : params_) buffers.push_back(collective_buffer(p.master));
+    for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(collective_buffer(st.value));
+    if (head_ && !head_->sharded()) buffers.push_back(collective_buffer(head_->variable().value));
     o_.collectives->broadcast(buffers, 0, cuda::current_stream());
     if (o_.target.dtype != DType::kF32) cast_masters_to_values(cuda::current_stream());
   }
@@ -392,7 +343,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   void average_state() override {
     if (!o_.collectives) return;
     std::vector<DeviceCollectives::Buffer> buffers;
-    for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(buffer_of(st.value));
+    for (const graph::NamedTensor& st : graph_.state()) buffers.push_back(collective_buffer(st.value));
     if (!buffers.empty()) o_.collectives->average(buffers, cuda::current_stream());
   }
 
@@ -436,7 +387,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     graph_.forward(x, true, step);
     head_->queue_train(graph_, y, step,
                        optim::cuda::loss_scale_of(static_cast<const optim::cuda::StepControl*>(optimizer_->control())));
-    if (head_bucket_) launch_bucket(*head_bucket_);
+    if (buckets_) buckets_->launch_head();
     graph_.backward();
     return head_->read_results();
   }
@@ -462,10 +413,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   template <typename Run>
   void forward_backward(Run&& run, const Tensor& labels) {
     if (o_.collectives) {
-      for (GradBucket& b : buckets_) {
-        b.pending = b.buffers.size();
-        b.launched = false;
-      }
+      buckets_->start_step();
       graph_.set_layer_observer(this);  // layer_end() launches the buckets during backward
     }
     try {
@@ -498,36 +446,19 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     });
   }
 
-  // Data parallel: buckets of gradients in backward order, and for each graph node the buckets its
-  // trainable parameters belong to (one entry per parameter).
+  // Data parallel: the gradients' buckets (gradient_buckets_cuda.h), each parameter's owner the plan node
+  // that has it.
   void plan_buckets() {
     const auto& nodes = graph_.plan().nodes();
-    std::vector<size_t> owner;  // plan node of each parameter, in parameters() order
+    std::vector<size_t> owner;  // in parameters() order
     for (size_t i = 0; i < nodes.size(); ++i)
       for (const auto& p : nodes[i].params)
         if (p.trainable) owner.push_back(i);
-    FASTNN_CHECK(owner.size() == params_.size(), "cuda step: ", owner.size(), " trainable parameters in the plan, ",
-                 params_.size(), " in the graph");
-    node_buckets_.assign(nodes.size(), {});
-    const auto cap = static_cast<size_t>(std::max(1.0, o_.allreduce_bucket_mb * 1024 * 1024));
-    size_t bytes = 0;
-    for (size_t j = params_.size(); j-- > 0;) {  // backward writes the last layers' gradients first
-      const Tensor& g = params_[j].grad;
-      if (buckets_.empty() || (bytes + g.nbytes() > cap && !buckets_.back().buffers.empty())) {
-        buckets_.emplace_back();
-        bytes = 0;
-      }
-      buckets_.back().buffers.push_back(buffer_of(g));
-      bytes += g.nbytes();
-      node_buckets_[owner[j]].push_back(buckets_.size() - 1);
-    }
-    if (head_ && !head_->sharded()) {  // issued by head_train(), not by a layer of the graph
-      head_bucket_ = buckets_.size();
-      buckets_.push_back({{buffer_of(head_->gradient())}, 1, false});
-    }
-    CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreateWithFlags(&grads_ready_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+    std::vector<Tensor> grads;
+    for (const ParamState& p : params_) grads.push_back(p.grad);
+    const Tensor head_gradient = head_ && !head_->sharded() ? head_->gradient() : Tensor();
+    buckets_ = std::make_unique<GradientBuckets>(*o_.collectives, grads, owner, nodes.size(), o_.allreduce_bucket_mb,
+                                                 head_gradient.defined() ? &head_gradient : nullptr);
   }
 
   void layer_begin(size_t node, bool backward) override {
@@ -536,30 +467,10 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   void layer_end(size_t node, bool backward) override {
     if (external_) external_->layer_end(node, backward);
     if (!backward) return;
-    for (size_t b : node_buckets_[node])
-      if (--buckets_[b].pending == 0) launch_bucket(b);
+    buckets_->layer_done(node);
   }
   void phase(const char* name) {
     if (external_) external_->phase_end(name);
-  }
-
-  // The bucket's gradients are written by work already queued on the compute stream: the
-  // communication stream waits for that point, then averages them while backward goes on.
-  void launch_bucket(size_t b) {
-    CUDA_CHECK(cudaEventRecord(grads_ready_, cuda::current_stream()));
-    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, grads_ready_, 0));
-    o_.collectives->average_async(buckets_[b].buffers, comm_stream_);
-    buckets_[b].launched = true;
-  }
-
-  // Every bucket issued (in bucket order on every rank; a bucket whose layers backward skipped goes
-  // now), waited for under the collective timeout, and the compute stream ordered after them.
-  void finish_gradient_average(cudaStream_t s) {
-    for (size_t b = 0; b < buckets_.size(); ++b)
-      if (!buckets_[b].launched) launch_bucket(b);
-    o_.collectives->wait(comm_stream_);
-    CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(s, comm_done_, 0));
   }
 
   // The update in FastNN's order (update_order.h), three launches and no host read: the preparation
@@ -570,7 +481,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     cudaStream_t s = cuda::current_stream();
     UpdateStages stages;
     if (o_.collectives) stages.average = [this, s] {  // the gradients are every rank's average from here
-      finish_gradient_average(s);
+      buckets_->finish(s);
       phase("allreduce");
     };
     HeadStepCuda* rows = head_ && head_->sharded() ? head_.get() : nullptr;  // a sharded head's own update
@@ -610,21 +521,12 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
       });
   }
 
-  static DeviceCollectives::Buffer buffer_of(const Tensor& t) {
-    return {const_cast<void*>(t.raw()), static_cast<size_t>(t.numel()), t.dtype()};
-  }
-
   StepRunnerOptions o_;
   graph::Graph graph_;
   TrainStep step_;
   LossScaler scaler_;
   std::vector<ParamState> params_;
-  std::vector<GradBucket> buckets_;                  // data parallel only
-  std::vector<std::vector<size_t>> node_buckets_;    // per plan node
-  cudaStream_t comm_stream_ = nullptr;
-  cudaEvent_t grads_ready_ = nullptr, comm_done_ = nullptr;
   std::unique_ptr<HeadStepCuda> head_;     // the classifier head after the embedding; null: TrainStep's loss
-  std::optional<size_t> head_bucket_;      // data parallel, replicated head: its gradient's bucket
   std::optional<StepResult> head_held_;    // queue_train() with a head: the last step's results
   std::unique_ptr<DeviceOptimizer> optimizer_;
   InputStages input_;  // host batches to the device (input_stages_cuda.h)
@@ -633,6 +535,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   QueuedResults* queued_ = nullptr;
   StepGraphs graphs_;  // CUDA graphs of the queued step (options.cuda_graphs)
   graph::LayerObserver* external_ = nullptr;  // the profiler's, when set
+  std::unique_ptr<GradientBuckets> buckets_;  // data parallel only
 };
 
 }  // namespace

@@ -46,4 +46,7 @@ class HostTimeline final : public StepTimeline {
   std::vector<double> marks_;
 };
 
+// CUDA events recorded on the calling thread's current stream (step_timeline_cuda.cpp; CUDA builds only).
+std::unique_ptr<StepTimeline> make_cuda_timeline();
+
 }  // namespace fastnn::runner
