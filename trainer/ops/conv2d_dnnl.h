@@ -82,6 +82,16 @@ class Bf16Rounding {
   std::optional<dnnl::reorder> reorder_;
 };
 
+// The bias gradient where the products ran without one (fastnn's Winograd, OpenBLAS): sums[j] = the sum
+// over rows r of element(r * cols + j), in double and the reference's order of rows, rounded once.
+template <typename Element>
+void column_sums_in_double(int64_t rows, int64_t cols, Element element, float* sums) {
+  std::vector<double> acc(static_cast<size_t>(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) acc[static_cast<size_t>(j)] += element(r * cols + j);
+  for (int64_t j = 0; j < cols; ++j) sums[j] = static_cast<float>(acc[static_cast<size_t>(j)]);
+}
+
 // A copy of a parameter in a format oneDNN wants, made again only when the parameter was written since
 // (its storage's write count moved; valid where ForwardArgs::params_write_counted).
 class CachedWeights {

@@ -213,7 +213,11 @@ class Conv2dDnnl final : public OpKernel {
       if (want_dw)
         f43_fwd_->filter_gradient(a.inputs[0].data<float>(), a.d_outputs[0].data<float>(), a.d_params[0].data<float>(),
                                   ws + f43_offset_ + f43_u_bytes_);
-      if (want_db) column_sums(a.d_outputs[0].data<float>(), p_.n * p_.win.p * p_.win.q, p_.k, a.d_params[1].data<float>());
+      if (want_db) {
+        const float* dy = a.d_outputs[0].data<float>();
+        column_sums_in_double(p_.n * p_.win.p * p_.win.q, p_.k, [dy](int64_t i) { return dy[i]; },
+                              a.d_params[1].data<float>());
+      }
       return;
     }
     const memory::desc& dw_md = bwd_w_pd_.diff_weights_desc();
@@ -250,13 +254,6 @@ class Conv2dDnnl final : public OpKernel {
 
  private:
   static size_t blocked_bytes(const memory::desc& md) { return dnnl_aligned(md.get_size()); }
-  // sums [cols] = the column sums of m [rows, cols], in double (the bias gradient beside fastnn's Winograd).
-  static void column_sums(const float* m, int64_t rows, int64_t cols, float* sums) {
-    std::vector<double> acc(static_cast<size_t>(cols), 0.0);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < cols; ++j) acc[static_cast<size_t>(j)] += m[r * cols + j];
-    for (int64_t j = 0; j < cols; ++j) sums[j] = static_cast<float>(acc[static_cast<size_t>(j)]);
-  }
   memory scratchpad(const dnnl::primitive_desc& pd, std::byte* ws) const {
     return memory(pd.scratchpad_desc(), dnnl_cpu_engine(), ws + scratch_offset_);
   }

@@ -126,7 +126,8 @@ class MatmulLayer final : public OpKernel {
       if (!bwd_w_) bwd_w_ = dnnl::matmul(bwd_w_pd_);
       run(*bwd_w_, bwd_w_pd_, dy, bf16_ ? bytes_of(a.saved.back()) : bytes_of(a.inputs[0]), a.d_params[0], ws);
     }
-    if (want_db) column_sums(dy, a.d_params[1].data<float>());
+    // db [K]: the sums of dy's [M, K] columns, from dy as the products took it (bf16: rounded).
+    if (want_db) column_sums_in_double(p_.m, p_.k, [&](int64_t i) { return element(dy, i); }, a.d_params[1].data<float>());
   }
 
  private:
@@ -147,14 +148,6 @@ class MatmulLayer final : public OpKernel {
                                                {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), eng, ws + scratch_offset_)}};
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(pd.bias_desc(), eng, at(bias)));
     dnnl_execute(mm, args);
-  }
-  // db [K]: the sums of dy's [M, K] columns in double (the reference's order of rows), from dy as the
-  // products took it (bf16: rounded).
-  void column_sums(const std::byte* dy, float* db) const {
-    std::vector<double> acc(static_cast<size_t>(p_.k), 0.0);
-    for (memory::dim r = 0; r < p_.m; ++r)
-      for (memory::dim j = 0; j < p_.k; ++j) acc[static_cast<size_t>(j)] += element(dy, r * p_.k + j);
-    for (memory::dim j = 0; j < p_.k; ++j) db[j] = static_cast<float>(acc[static_cast<size_t>(j)]);
   }
   // dw [K, C] = dy^T x on OpenBLAS (the file comment), the output channels split between the threads.
   void blas_filter_gradient(const float* dy, const float* x, float* dw) const {

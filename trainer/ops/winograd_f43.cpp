@@ -10,15 +10,16 @@
 #endif
 
 #include "trainer/ops/blas_core.h"
+#include "trainer/ops/winograd_f43_tiles.h"
 #include "core/check.h"
 
 namespace fastnn::ops::cpu {
 namespace {
 
-constexpr int64_t kF43Alpha = 6;                // the transformed tile's side: 4 outputs + 3 - 1
-constexpr int64_t kF43Positions = kF43Alpha * kF43Alpha;
-constexpr int64_t kF43Lanes = 16;               // channels a transform carries at once (two AVX2 registers)
-constexpr size_t kF43Align = 64;
+using f43::ceil_div;
+using f43::kAlpha;
+using f43::kLanes;
+using f43::kPositions;
 // Tiles a worker carries through the transforms and products at a time: their transformed inputs and
 // products stay in the core's caches. ResNet-50's 3x3 layers at batch 1, 8 and 32 (AVX2, 2 threads): 64
 // within noise of the fastest of 16, 32, 64, 128 and 256 at every shape but one (C = 128 at 28x28,
@@ -30,9 +31,7 @@ constexpr int64_t kF43BlockTiles = 64;
 // makes (OpenBLAS's took as long as its multiplications at batch 1).
 constexpr int64_t kF43Panel = 16;
 
-size_t f43_aligned(size_t bytes) { return (bytes + kF43Align - 1) / kF43Align * kF43Align; }
-int64_t f43_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t f43_panels(int64_t k) { return f43_ceil_div(k, kF43Panel); }
+int64_t f43_panels(int64_t k) { return ceil_div(k, kF43Panel); }
 
 #if defined(__x86_64__)
 // 6 x 16 products m[r][0..16) = sum over c of v[r][c] * panel[c][0..16): twelve accumulators held in
@@ -95,42 +94,34 @@ void f43_products(const float*, int64_t, int64_t, const float*, int64_t, float*,
 }
 #endif
 
-// The transforms run on kF43Lanes channels at once; built for AVX2 + FMA too (the function picked at load
-// time by the CPU), as fastnn's binaries are built for any x86-64.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define FASTNN_WINOGRAD_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define FASTNN_WINOGRAD_CLONES
-#endif
-
-// One tile's 6x6 input block d, channels [c0, c0 + kF43Lanes) (zero where the block leaves the image or
+// One tile's 6x6 input block d, channels [c0, c0 + kLanes) (zero where the block leaves the image or
 // the channels run out), into V = Bt d B at v[pos * pos_stride + lane].
 FASTNN_WINOGRAD_CLONES
 void input_tile(const float* image, const WinogradShape& s, int64_t row0, int64_t col0, int64_t c0, float* v,
                 int64_t pos_stride) {
-  const int64_t lanes = std::min(kF43Lanes, s.c - c0);
-  float d[kF43Alpha][kF43Alpha][kF43Lanes];
-  for (int64_t i = 0; i < kF43Alpha; ++i) {
+  const int64_t lanes = std::min(kLanes, s.c - c0);
+  float d[kAlpha][kAlpha][kLanes];
+  for (int64_t i = 0; i < kAlpha; ++i) {
     const int64_t row = row0 + i;
-    for (int64_t j = 0; j < kF43Alpha; ++j) {
+    for (int64_t j = 0; j < kAlpha; ++j) {
       const int64_t col = col0 + j;
       float* dst = d[i][j];
       if (row < 0 || row >= s.h || col < 0 || col >= s.w) {
-        for (int64_t l = 0; l < kF43Lanes; ++l) dst[l] = 0.0f;
+        for (int64_t l = 0; l < kLanes; ++l) dst[l] = 0.0f;
         continue;
       }
       const float* src = image + (row * s.w + col) * s.c + c0;
-      if (lanes == kF43Lanes) {
-        for (int64_t l = 0; l < kF43Lanes; ++l) dst[l] = src[l];
+      if (lanes == kLanes) {
+        for (int64_t l = 0; l < kLanes; ++l) dst[l] = src[l];
       } else {
-        for (int64_t l = 0; l < kF43Lanes; ++l) dst[l] = l < lanes ? src[l] : 0.0f;
+        for (int64_t l = 0; l < kLanes; ++l) dst[l] = l < lanes ? src[l] : 0.0f;
       }
     }
   }
   // Bt's rows (points 0, 1, -1, 2, -2 and infinity), first down the columns, then along the rows.
-  float t[kF43Alpha][kF43Alpha][kF43Lanes];
-  for (int64_t j = 0; j < kF43Alpha; ++j) {
-    for (int64_t l = 0; l < kF43Lanes; ++l) {
+  float t[kAlpha][kAlpha][kLanes];
+  for (int64_t j = 0; j < kAlpha; ++j) {
+    for (int64_t l = 0; l < kLanes; ++l) {
       const float d0 = d[0][j][l], d1 = d[1][j][l], d2 = d[2][j][l], d3 = d[3][j][l], d4 = d[4][j][l], d5 = d[5][j][l];
       t[0][j][l] = 4.0f * d0 - 5.0f * d2 + d4;
       t[1][j][l] = -4.0f * (d1 + d2) + d3 + d4;
@@ -140,9 +131,9 @@ void input_tile(const float* image, const WinogradShape& s, int64_t row0, int64_
       t[5][j][l] = 4.0f * d1 - 5.0f * d3 + d5;
     }
   }
-  for (int64_t i = 0; i < kF43Alpha; ++i) {
-    float out[kF43Alpha][kF43Lanes];
-    for (int64_t l = 0; l < kF43Lanes; ++l) {
+  for (int64_t i = 0; i < kAlpha; ++i) {
+    float out[kAlpha][kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) {
       const float d0 = t[i][0][l], d1 = t[i][1][l], d2 = t[i][2][l], d3 = t[i][3][l], d4 = t[i][4][l], d5 = t[i][5][l];
       out[0][l] = 4.0f * d0 - 5.0f * d2 + d4;
       out[1][l] = -4.0f * (d1 + d2) + d3 + d4;
@@ -151,8 +142,8 @@ void input_tile(const float* image, const WinogradShape& s, int64_t row0, int64_
       out[4][l] = 2.0f * (d1 - d3) - d2 + d4;
       out[5][l] = 4.0f * d1 - 5.0f * d3 + d5;
     }
-    for (int64_t j = 0; j < kF43Alpha; ++j) {
-      float* dst = v + (i * kF43Alpha + j) * pos_stride;
+    for (int64_t j = 0; j < kAlpha; ++j) {
+      float* dst = v + (i * kAlpha + j) * pos_stride;
       for (int64_t l = 0; l < lanes; ++l) dst[l] = out[j][l];
     }
   }
@@ -164,16 +155,16 @@ FASTNN_WINOGRAD_CLONES
 void output_tile(const float* m, int64_t pos_stride, int64_t lanes, const WinogradShape& s, int64_t image,
                  int64_t row0, int64_t col0, int64_t k0, const float* bias, const float* residual, WinogradTail tail,
                  float* y) {
-  float mm[kF43Alpha][kF43Alpha][kF43Lanes];
-  for (int64_t pos = 0; pos < kF43Positions; ++pos) {
+  float mm[kAlpha][kAlpha][kLanes];
+  for (int64_t pos = 0; pos < kPositions; ++pos) {
     const float* src = m + pos * pos_stride;
-    float* dst = mm[pos / kF43Alpha][pos % kF43Alpha];
-    for (int64_t l = 0; l < kF43Lanes; ++l) dst[l] = l < lanes ? src[l] : 0.0f;
+    float* dst = mm[pos / kAlpha][pos % kAlpha];
+    for (int64_t l = 0; l < kLanes; ++l) dst[l] = l < lanes ? src[l] : 0.0f;
   }
   // At's rows: y0 = m0+m1+m2+m3+m4, y1 = m1-m2+2(m3-m4), y2 = m1+m2+4(m3+m4), y3 = m1-m2+8(m3-m4)+m5.
-  float t[4][kF43Alpha][kF43Lanes];
-  for (int64_t j = 0; j < kF43Alpha; ++j) {
-    for (int64_t l = 0; l < kF43Lanes; ++l) {
+  float t[4][kAlpha][kLanes];
+  for (int64_t j = 0; j < kAlpha; ++j) {
+    for (int64_t l = 0; l < kLanes; ++l) {
       const float a = mm[1][j][l] + mm[2][j][l], b = mm[1][j][l] - mm[2][j][l];
       const float c = mm[3][j][l] + mm[4][j][l], e = mm[3][j][l] - mm[4][j][l];
       t[0][j][l] = mm[0][j][l] + a + c;
@@ -182,13 +173,13 @@ void output_tile(const float* m, int64_t pos_stride, int64_t lanes, const Winogr
       t[3][j][l] = b + 8.0f * e + mm[5][j][l];
     }
   }
-  float b_k[kF43Lanes];
-  for (int64_t l = 0; l < kF43Lanes; ++l) b_k[l] = l < lanes ? bias[k0 + l] : 0.0f;
+  float b_k[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) b_k[l] = l < lanes ? bias[k0 + l] : 0.0f;
   for (int64_t i = 0; i < 4; ++i) {
     const int64_t row = row0 + i;
     if (row >= s.p) break;
-    float out[4][kF43Lanes];
-    for (int64_t l = 0; l < kF43Lanes; ++l) {
+    float out[4][kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) {
       const float a = t[i][1][l] + t[i][2][l], b = t[i][1][l] - t[i][2][l];
       const float c = t[i][3][l] + t[i][4][l], e = t[i][3][l] - t[i][4][l];
       out[0][l] = t[i][0][l] + a + c + b_k[l];
@@ -226,12 +217,7 @@ void output_tile(const float* m, int64_t pos_stride, int64_t lanes, const Winogr
 FASTNN_WINOGRAD_CLONES
 void transform_panel(const float* kcrs, int64_t outs, int64_t ins, bool flipped, int64_t panel, int64_t in,
                      int64_t panels, float* u) {
-  static constexpr float g[kF43Alpha][3] = {{0.25f, 0, 0},
-                                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                            {0, 0, 1}};
+  const auto& g = f43::kG;
   float f[9][kF43Panel];
   for (int64_t l = 0; l < kF43Panel; ++l) {
     const int64_t out = panel * kF43Panel + l;
@@ -243,13 +229,13 @@ void transform_panel(const float* kcrs, int64_t outs, int64_t ins, bool flipped,
       }
     }
   }
-  float gf[kF43Alpha][3][kF43Panel];  // G f
-  for (int64_t i = 0; i < kF43Alpha; ++i)
+  float gf[kAlpha][3][kF43Panel];  // G f
+  for (int64_t i = 0; i < kAlpha; ++i)
     for (int64_t j = 0; j < 3; ++j)
       for (int64_t l = 0; l < kF43Panel; ++l) gf[i][j][l] = g[i][0] * f[j][l] + g[i][1] * f[3 + j][l] + g[i][2] * f[6 + j][l];
-  for (int64_t i = 0; i < kF43Alpha; ++i)
-    for (int64_t j = 0; j < kF43Alpha; ++j) {
-      float* dst = u + (((i * kF43Alpha + j) * panels + panel) * ins + in) * kF43Panel;
+  for (int64_t i = 0; i < kAlpha; ++i)
+    for (int64_t j = 0; j < kAlpha; ++j) {
+      float* dst = u + (((i * kAlpha + j) * panels + panel) * ins + in) * kF43Panel;
       for (int64_t l = 0; l < kF43Panel; ++l) dst[l] = gf[i][0][l] * g[j][0] + gf[i][1][l] * g[j][1] + gf[i][2][l] * g[j][2];
     }
 }
@@ -265,22 +251,22 @@ void transform_filters(const float* kcrs, int64_t outs, int64_t ins, bool flippe
 
 WinogradF43::WinogradF43(const WinogradShape& s) : s_(s) {
   FASTNN_CHECK(this_cpu_features().avx2_fma, "winograd: needs a CPU with AVX2 and FMA");
-  tiles_h_ = f43_ceil_div(s.p, 4);
-  tiles_w_ = f43_ceil_div(s.q, 4);
+  tiles_h_ = ceil_div(s.p, 4);
+  tiles_w_ = ceil_div(s.q, 4);
   tiles_ = s.n * tiles_h_ * tiles_w_;
   block_tiles_ = std::min<int64_t>(tiles_, kF43BlockTiles);
-  const int64_t blocks = f43_ceil_div(tiles_, block_tiles_);
+  const int64_t blocks = ceil_div(tiles_, block_tiles_);
   const int64_t threads = tbb::this_task_arena::max_concurrency();
   // Too few tile blocks to keep every thread busy: the output channels are split too (each part
   // transforms its block's inputs again, a few percent of its multiplications).
   k_chunk_ = f43_panels(s.k) * kF43Panel;
-  while (blocks * f43_ceil_div(s.k, k_chunk_) < 2 * threads && k_chunk_ > 64) k_chunk_ = f43_panels(k_chunk_ / 2) * kF43Panel;
+  while (blocks * ceil_div(s.k, k_chunk_) < 2 * threads && k_chunk_ > 64) k_chunk_ = f43_panels(k_chunk_ / 2) * kF43Panel;
   // As many scratch blocks as workers that can have a task at once.
-  slots_ = std::min(threads, blocks * f43_ceil_div(s.k, k_chunk_));
+  slots_ = std::min(threads, blocks * ceil_div(s.k, k_chunk_));
 }
 
 size_t WinogradF43::weights_floats(int64_t k, int64_t c) {
-  return static_cast<size_t>(kF43Positions * c * f43_panels(k) * kF43Panel);
+  return static_cast<size_t>(kPositions * c * f43_panels(k) * kF43Panel);
 }
 
 void WinogradF43::transform_weights(const float* kcrs, int64_t k, int64_t c, float* u) {
@@ -293,8 +279,8 @@ void WinogradF43::transform_flipped_weights(const float* kcrs, int64_t k, int64_
 
 size_t WinogradF43::slot_bytes() const {
   // [V: 36 x tiles x C][M: 36 x tiles x output channels][6 rows of V padded with zero rows]
-  return f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * s_.c) +
-         f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_) + f43_aligned(sizeof(float) * 6 * s_.c);
+  return f43::aligned(sizeof(float) * kPositions * block_tiles_ * s_.c) +
+         f43::aligned(sizeof(float) * kPositions * block_tiles_ * k_chunk_) + f43::aligned(sizeof(float) * 6 * s_.c);
 }
 
 size_t WinogradF43::workspace_bytes() const {
@@ -303,7 +289,7 @@ size_t WinogradF43::workspace_bytes() const {
 
 void WinogradF43::forward(const float* x, const float* u, const float* bias, const float* residual, WinogradTail tail,
                           float* y, std::byte* scratch) const {
-  const int64_t tasks = f43_ceil_div(tiles_, block_tiles_) * f43_ceil_div(s_.k, k_chunk_);
+  const int64_t tasks = ceil_div(tiles_, block_tiles_) * ceil_div(s_.k, k_chunk_);
   // Each worker takes every slots_-th task, with its own scratch.
   tbb::parallel_for(int64_t{0}, slots_, [&](int64_t slot) {
     std::byte* own = scratch + static_cast<size_t>(slot) * slot_bytes();
@@ -313,12 +299,12 @@ void WinogradF43::forward(const float* x, const float* u, const float* bias, con
 
 void WinogradF43::run_task(int64_t task, const float* x, const float* u, const float* bias, const float* residual,
                            WinogradTail tail, float* y, std::byte* scratch) const {
-  const size_t v_bytes = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * s_.c);
-  const size_t m_bytes = f43_aligned(sizeof(float) * kF43Positions * block_tiles_ * k_chunk_);
+  const size_t v_bytes = f43::aligned(sizeof(float) * kPositions * block_tiles_ * s_.c);
+  const size_t m_bytes = f43::aligned(sizeof(float) * kPositions * block_tiles_ * k_chunk_);
   float* v = reinterpret_cast<float*>(scratch);
   float* m = reinterpret_cast<float*>(scratch + v_bytes);
   float* pad = reinterpret_cast<float*>(scratch + v_bytes + m_bytes);
-  const int64_t k_chunks = f43_ceil_div(s_.k, k_chunk_), per_image = tiles_h_ * tiles_w_;
+  const int64_t k_chunks = ceil_div(s_.k, k_chunk_), per_image = tiles_h_ * tiles_w_;
   const int64_t block = task / k_chunks, k0 = (task % k_chunks) * k_chunk_;
   const int64_t t0 = block * block_tiles_, tb = std::min(block_tiles_, tiles_ - t0);
   const int64_t kc = std::min(k_chunk_, s_.k - k0);
@@ -327,18 +313,18 @@ void WinogradF43::run_task(int64_t task, const float* x, const float* u, const f
     const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
     const int64_t row0 = (in_image / tiles_w_) * 4 - s_.pad_top, col0 = (in_image % tiles_w_) * 4 - s_.pad_left;
     const float* img = x + image * s_.h * s_.w * s_.c;
-    for (int64_t c0 = 0; c0 < s_.c; c0 += kF43Lanes) input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c);
+    for (int64_t c0 = 0; c0 < s_.c; c0 += kLanes) input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c);
   }
   // M: [36][tb][kc rounded up to panels] = V[pos] x U[pos]'s panels of channels [k0, k0 + kc)
   const int64_t panels = f43_panels(kc), ldm = panels * kF43Panel;
-  for (int64_t pos = 0; pos < kF43Positions; ++pos)
+  for (int64_t pos = 0; pos < kPositions; ++pos)
     f43_products(v + pos * tb * s_.c, tb, s_.c, u + (pos * f43_panels(s_.k) + k0 / kF43Panel) * s_.c * kF43Panel,
                  panels, m + pos * tb * ldm, ldm, pad);
   for (int64_t t = 0; t < tb; ++t) {
     const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
     const int64_t row0 = (in_image / tiles_w_) * 4, col0 = (in_image % tiles_w_) * 4;
-    for (int64_t kk = 0; kk < kc; kk += kF43Lanes)
-      output_tile(m + t * ldm + kk, tb * ldm, std::min(kF43Lanes, kc - kk), s_, image, row0, col0, k0 + kk, bias,
+    for (int64_t kk = 0; kk < kc; kk += kLanes)
+      output_tile(m + t * ldm + kk, tb * ldm, std::min(kLanes, kc - kk), s_, image, row0, col0, k0 + kk, bias,
                   residual, tail, y);
   }
 }
