@@ -94,61 +94,6 @@ void f43_products(const float*, int64_t, int64_t, const float*, int64_t, float*,
 }
 #endif
 
-// One tile's 6x6 input block d, channels [c0, c0 + kLanes) (zero where the block leaves the image or
-// the channels run out), into V = Bt d B at v[pos * pos_stride + lane].
-FASTNN_WINOGRAD_CLONES
-void input_tile(const float* image, const WinogradShape& s, int64_t row0, int64_t col0, int64_t c0, float* v,
-                int64_t pos_stride) {
-  const int64_t lanes = std::min(kLanes, s.c - c0);
-  float d[kAlpha][kAlpha][kLanes];
-  for (int64_t i = 0; i < kAlpha; ++i) {
-    const int64_t row = row0 + i;
-    for (int64_t j = 0; j < kAlpha; ++j) {
-      const int64_t col = col0 + j;
-      float* dst = d[i][j];
-      if (row < 0 || row >= s.h || col < 0 || col >= s.w) {
-        for (int64_t l = 0; l < kLanes; ++l) dst[l] = 0.0f;
-        continue;
-      }
-      const float* src = image + (row * s.w + col) * s.c + c0;
-      if (lanes == kLanes) {
-        for (int64_t l = 0; l < kLanes; ++l) dst[l] = src[l];
-      } else {
-        for (int64_t l = 0; l < kLanes; ++l) dst[l] = l < lanes ? src[l] : 0.0f;
-      }
-    }
-  }
-  // Bt's rows (points 0, 1, -1, 2, -2 and infinity), first down the columns, then along the rows.
-  float t[kAlpha][kAlpha][kLanes];
-  for (int64_t j = 0; j < kAlpha; ++j) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const float d0 = d[0][j][l], d1 = d[1][j][l], d2 = d[2][j][l], d3 = d[3][j][l], d4 = d[4][j][l], d5 = d[5][j][l];
-      t[0][j][l] = 4.0f * d0 - 5.0f * d2 + d4;
-      t[1][j][l] = -4.0f * (d1 + d2) + d3 + d4;
-      t[2][j][l] = 4.0f * (d1 - d2) - d3 + d4;
-      t[3][j][l] = 2.0f * (d3 - d1) - d2 + d4;
-      t[4][j][l] = 2.0f * (d1 - d3) - d2 + d4;
-      t[5][j][l] = 4.0f * d1 - 5.0f * d3 + d5;
-    }
-  }
-  for (int64_t i = 0; i < kAlpha; ++i) {
-    float out[kAlpha][kLanes];
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const float d0 = t[i][0][l], d1 = t[i][1][l], d2 = t[i][2][l], d3 = t[i][3][l], d4 = t[i][4][l], d5 = t[i][5][l];
-      out[0][l] = 4.0f * d0 - 5.0f * d2 + d4;
-      out[1][l] = -4.0f * (d1 + d2) + d3 + d4;
-      out[2][l] = 4.0f * (d1 - d2) - d3 + d4;
-      out[3][l] = 2.0f * (d3 - d1) - d2 + d4;
-      out[4][l] = 2.0f * (d1 - d3) - d2 + d4;
-      out[5][l] = 4.0f * d1 - 5.0f * d3 + d5;
-    }
-    for (int64_t j = 0; j < kAlpha; ++j) {
-      float* dst = v + (i * kAlpha + j) * pos_stride;
-      for (int64_t l = 0; l < lanes; ++l) dst[l] = out[j][l];
-    }
-  }
-}
-
 // One tile's products M (m[pos * pos_stride + lane], output channels [k0, k0 + lanes)) back to its 4x4
 // outputs Y = At M A, plus the bias and the tail, written where they fall inside the output.
 FASTNN_WINOGRAD_CLONES
@@ -313,7 +258,7 @@ void WinogradF43::run_task(int64_t task, const float* x, const float* u, const f
     const int64_t tile = t0 + t, image = tile / per_image, in_image = tile % per_image;
     const int64_t row0 = (in_image / tiles_w_) * 4 - s_.pad_top, col0 = (in_image % tiles_w_) * 4 - s_.pad_left;
     const float* img = x + image * s_.h * s_.w * s_.c;
-    for (int64_t c0 = 0; c0 < s_.c; c0 += kLanes) input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c);
+    for (int64_t c0 = 0; c0 < s_.c; c0 += kLanes) f43::input_tile(img, s_, row0, col0, c0, v + t * s_.c + c0, tb * s_.c, false);
   }
   // M: [36][tb][kc rounded up to panels] = V[pos] x U[pos]'s panels of channels [k0, k0 + kc)
   const int64_t panels = f43_panels(kc), ldm = panels * kF43Panel;

@@ -1,8 +1,9 @@
-// The pieces of fastnn's F(4x4, 3x3) Winograd convolution (winograd_f43.h) that its filter gradient
-// (winograd_f43_filter_grad.cpp) is made of: the sizes of the transformed space, the transforms of one
-// tile into it, and register-blocked products in it with any strides and row count. The forward
-// (winograd_f43.cpp) keeps its own input transform and products, with their strides fixed: built on
-// these, it ran 7-17% slower on ResNet-50's 64- and 128-channel layers (zen3, 12 interleaved rounds).
+// The pieces of fastnn's F(4x4, 3x3) Winograd convolution (winograd_f43.h) that its forward
+// (winograd_f43.cpp) and filter gradient (winograd_f43_filter_grad.cpp) share: the sizes of the
+// transformed space, the transforms of one tile into it, and register-blocked products in it with any
+// strides and row count. The forward keeps its own products, with their strides fixed: built on
+// six_rows_of_sixteen it ran 7-17% slower on ResNet-50's 64- and 128-channel layers (zen3, 12 interleaved
+// rounds); sharing input_tile cost nothing measurable (4 interleaved rounds, one thread).
 #pragma once
 
 #include <cstddef>
