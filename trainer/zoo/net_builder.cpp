@@ -98,16 +98,7 @@ std::string NetBuilder::conv2d(const std::string& in, const std::string& name, c
   c->set_weight_decay(d.weight_decay);
   c->set_bias_weight_decay(d.bias_weight_decay);
   dims_[full] = window_dims(dims(in), a.filters, a.kernel, a.stride, padding, a.pad);
-  std::string out = full;
-  if (normalize) {
-    auto s = scope(name);
-    out = batch_norm(out, "BatchNorm", *d.batch_norm);
-  }
-  if (a.relu.value_or(d.relu)) {
-    auto s = scope(name);
-    out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
-  }
-  return out;
+  return normalized_and_activated(full, name, normalize, a.relu.value_or(d.relu));
 }
 
 std::string NetBuilder::depthwise_conv2d(const std::string& in, const std::string& name, const DepthwiseArgs& a) {
@@ -128,16 +119,7 @@ std::string NetBuilder::depthwise_conv2d(const std::string& in, const std::strin
   c->set_weight_decay(a.weight_decay);
   c->set_bias_weight_decay(d.bias_weight_decay);
   dims_[full] = window_dims(dims(in), dims(in).at(0) * a.multiplier, a.kernel, a.stride, padding, {});
-  std::string out = full;
-  if (normalize) {
-    auto s = scope(name);
-    out = batch_norm(out, "BatchNorm", *d.batch_norm);
-  }
-  if (a.relu.value_or(d.relu)) {
-    auto s = scope(name);
-    out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
-  }
-  return out;
+  return normalized_and_activated(full, name, normalize, a.relu.value_or(d.relu));
 }
 
 std::string NetBuilder::separable_conv2d(const std::string& in, const std::string& name, const SeparableArgs& a) {
@@ -176,15 +158,17 @@ std::string NetBuilder::separable_conv2d(const std::string& in, const std::strin
   c->set_weight_decay(a.weight_decay.value_or(d.weight_decay));
   c->set_bias_weight_decay(d.bias_weight_decay);
   dims_[full] = {a.filters, dims(dw)[1], dims(dw)[2]};
-  std::string out = full;
-  if (normalize) {
-    auto s = scope(name);
-    out = batch_norm(out, "BatchNorm", *d.batch_norm);
-  }
-  if (a.relu.value_or(d.relu)) {
-    auto s = scope(name);
-    out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
-  }
+  return normalized_and_activated(full, name, normalize, a.relu.value_or(d.relu));
+}
+
+// TF-slim's normalizer_fn and activation_fn after a convolution, in the convolution's scope.
+std::string NetBuilder::normalized_and_activated(const std::string& conv, const std::string& name, bool normalize,
+                                                 bool activate) {
+  const ConvDefaults& d = conv_defaults;
+  auto s = scope(name);
+  std::string out = conv;
+  if (normalize) out = batch_norm(out, "BatchNorm", *d.batch_norm);
+  if (activate) out = d.relu6 ? relu6(out, "Relu6") : relu(out, "Relu");
   return out;
 }
 

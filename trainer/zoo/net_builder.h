@@ -144,6 +144,7 @@ class NetBuilder {
   LayerDef& add_layer(const std::string& name, const std::vector<std::string>& inputs);
   std::string pool(const std::string& in, const std::string& name, bool avg, std::vector<int> kernel,
                    std::vector<int> stride, std::optional<std::string> padding);
+  std::string normalized_and_activated(const std::string& conv, const std::string& name, bool normalize, bool activate);
 
   NetDef net_;
   std::vector<std::string> scopes_;
