@@ -163,6 +163,16 @@ void Graph::allocate_activations() {
   forward_done_ = false;
 }
 
+int Graph::taken_input(size_t i, std::span<const int64_t> last_reader) const {
+  const PlanNode& node = plan_.nodes()[i];
+  const int k = node.kernel->signature().output_may_take_input;
+  if (k < 0 || static_cast<size_t>(k) >= node.inputs.size()) return -1;
+  const int p = node.inputs[static_cast<size_t>(k)];
+  if (p == kDataInput || readable_[static_cast<size_t>(p)] || last_reader[static_cast<size_t>(p)] != static_cast<int64_t>(i)) return -1;
+  if (std::count(node.inputs.begin(), node.inputs.end(), p) != 1) return -1;  // also read through another input
+  return p;
+}
+
 void Graph::share_inference_buffers() {
   const auto& nodes = plan_.nodes();
   const size_t n = nodes.size();
@@ -181,29 +191,38 @@ void Graph::share_inference_buffers() {
   }
   // Layers in order: each output takes the free buffer that fits it most tightly (else the largest free
   // one, which grows, else a new one); a buffer is free again once its last reader has run. A layer's
-  // output is placed before its inputs are released, so it never shares a buffer with them.
+  // output is placed before its inputs are released, so it never shares a buffer with them, except the
+  // one input its op lets the output take (OpSignature::output_may_take_input) when this layer reads
+  // it last and through no other input.
   std::vector<size_t> need, owner(n), free;
+  layers_over_input_ = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t bytes = static_cast<size_t>(shape_numel(nodes[i].output_shape)) * dtype_size(options_.dtype);
-    auto better = [&](size_t a, size_t b) {  // buffer a suits this output better than buffer b
-      const bool fa = need[a] >= bytes, fb = need[b] >= bytes;
-      if (fa != fb) return fa;
-      return fa ? need[a] < need[b] : need[a] > need[b];
-    };
-    auto best = free.end();
-    for (auto it = free.begin(); it != free.end(); ++it)
-      if (best == free.end() || better(*it, *best)) best = it;
+    const int taken = taken_input(i, last_reader);
     size_t id = need.size();
-    if (best != free.end()) {
-      id = *best;
-      free.erase(best);
+    if (taken >= 0) {
+      id = owner[static_cast<size_t>(taken)];
+      ++layers_over_input_;
     } else {
-      need.push_back(0);
+      auto better = [&](size_t a, size_t b) {  // buffer a suits this output better than buffer b
+        const bool fa = need[a] >= bytes, fb = need[b] >= bytes;
+        if (fa != fb) return fa;
+        return fa ? need[a] < need[b] : need[a] > need[b];
+      };
+      auto best = free.end();
+      for (auto it = free.begin(); it != free.end(); ++it)
+        if (best == free.end() || better(*it, *best)) best = it;
+      if (best != free.end()) {
+        id = *best;
+        free.erase(best);
+      } else {
+        need.push_back(0);
+      }
     }
     need[id] = std::max(need[id], bytes);
     owner[i] = id;
     for (int p : nodes[i].inputs) {
-      if (p == kDataInput) continue;
+      if (p == kDataInput || p == taken) continue;
       const size_t q = static_cast<size_t>(p);
       if (!readable_[q] && last_reader[q] == static_cast<int64_t>(i) && std::find(free.begin(), free.end(), owner[q]) == free.end())
         free.push_back(owner[q]);

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,9 @@ class Graph {
   size_t activation_bytes() const;
   size_t workspace_bytes() const { return workspace_.defined() ? workspace_.nbytes() : 0; }  // part of the above
   size_t parameter_bytes() const;
+  // Inference graphs: how many layers write their output over an input's buffer
+  // (ops::OpSignature::output_may_take_input), the residual of ResNet's fused convolutions.
+  size_t layers_writing_over_an_input() const { return layers_over_input_; }
 
   // Null (the default) turns it off; the observer must outlive its use.
   void set_layer_observer(LayerObserver* observer) { observer_ = observer; }
@@ -169,6 +173,9 @@ class Graph {
   struct NodeMemory;
   void allocate_activations();
   void share_inference_buffers();
+  // The producer of the input whose buffer node i's output takes (OpSignature::output_may_take_input),
+  // or -1.
+  int taken_input(size_t i, std::span<const int64_t> last_reader) const;
   void check_images(const Tensor& images) const;
 
   GraphOptions options_;
@@ -181,6 +188,7 @@ class Graph {
   // layer), each layer's output buffer, and which outputs stay readable after forward.
   std::vector<std::shared_ptr<Storage>> pool_, saved_pool_;
   std::vector<bool> readable_;
+  size_t layers_over_input_ = 0;
   bool forward_done_ = false, last_training_ = false;
   LayerObserver* observer_ = nullptr;
   Tensor input_;

@@ -138,6 +138,10 @@ class ConvBatchNormFold final : public OpKernel {
     sig_.activation_layout = Layout::kNHWC;
     sig_.has_backward = false;
     sig_.workspace_bytes = x_bf16_bytes_ + x_blocked_bytes_ + y_blocked_bytes_ + scratch_bytes_;
+    // The residual is read (copied or reordered into the output, or read tile by tile by the Winograd
+    // tail at the place it writes) before that place is written, so the output may take its buffer.
+    if (tail == Tail::kAddRelu && sig_.inputs[1].shape == sig_.outputs[0].shape && sig_.inputs[1].dtype == sig_.outputs[0].dtype)
+      sig_.output_may_take_input = 1;
     FASTNN_CHECK(sig_.params.size() == (p.bias ? 4u : 3u) && sig_.state.size() == 2 &&
                      sig_.inputs.size() == (tail == Tail::kAddRelu ? 2u : 1u),
                  name(), ": unexpected parameters, statistics or inputs");
@@ -171,7 +175,7 @@ class ConvBatchNormFold final : public OpKernel {
     if (tail_ == Tail::kAddRelu) {
       if (y_to_blocked_) {
         run_reorder(*y_to_blocked_, user_memory(y_md_, a.inputs[1]), y);
-      } else {
+      } else if (a.outputs[0].raw() != a.inputs[1].raw()) {
         std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
       }
     }

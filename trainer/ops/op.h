@@ -108,6 +108,11 @@ struct OpSignature {
   // them: a fan-out gradient then needs no buffer of its own and no summing pass (the CUDA convolution:
   // cuDNN's beta = 1).
   bool accumulates_input_grads = false;
+  // An inference graph may give outputs[0] the buffer of this input (same shape and dtype) when this op
+  // is its last reader; the kernel then finds outputs[0].raw() == inputs[k].raw() and must read that
+  // input's values before writing over them. -1: never (the rule above: no aliasing). The fused
+  // convolution with a residual sets it: oneDNN's sum post-op wants the residual in the output anyway.
+  int output_may_take_input = -1;
 };
 
 // Element-wise sums over the replicas (ranks) of a data-parallel job, for ops whose training step

@@ -375,6 +375,38 @@ TEST(GraphLayout, InferenceGraphForFewImagesKeepsDirectConvolutions) {
   EXPECT_FALSE(same_bits(many.output(0), direct->output(0))) << "no layer took Winograd for a job of 1000 images";
 }
 
+// A folded convolution with a residual writes its output over the residual's buffer when it reads the
+// residual last (ops::OpSignature::output_may_take_input; oneDNN's sum post-op needs the residual in
+// the output, which was a copy): the logits stay bitwise those of a graph that keeps every residual (so
+// none is written over). ResNet-20's basic blocks at 32x32, batch 12 (on AVX2 fastnn's Winograd, whose
+// tail reads the residual where it writes) and ResNet-50's bottlenecks (oneDNN's 1x1 convolutions).
+void expect_residual_taken_bitwise(const std::string& model, int size, int64_t batch) {
+  SCOPED_TRACE(model);
+  const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = size, .width = size});
+  GraphOptions o{.batch_size = batch, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true, .inference = true};
+  Graph in_place(net, o);
+  for (const PlanNode& n : in_place.plan().nodes()) {
+    const int k = n.kernel->signature().output_may_take_input;
+    if (k >= 0) o.keep.push_back(in_place.plan().nodes()[static_cast<size_t>(n.inputs[static_cast<size_t>(k)])].name);
+  }
+  ASSERT_FALSE(o.keep.empty()) << "no folded convolution takes its residual";
+  EXPECT_EQ(in_place.layers_writing_over_an_input(), o.keep.size());
+  Graph kept(net, o);
+  EXPECT_EQ(kept.layers_writing_over_an_input(), 0u);
+  for (uint64_t seed : {3, 4}) {
+    const Tensor x = testing_util::random_tensor(in_place.input_shape(), DType::kF32, seed);
+    in_place.forward(x, false);
+    kept.forward(x, false);
+    EXPECT_TRUE(same_bits(in_place.output(0), kept.output(0))) << "images " << seed;
+  }
+}
+
+TEST(GraphLayout, FoldedConvolutionWritesOverItsResidual) {
+  if (!ops::use_fast_cpu_kernels()) GTEST_SKIP() << ops::cpu_kernels_description();
+  expect_residual_taken_bitwise("resnet_cifar_20", 32, 12);
+  expect_residual_taken_bitwise("resnet_v1_50", 64, 2);
+}
+
 TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
   if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
   expect_folded_graph_is_close("resnet_cifar_20", 16, true);
