@@ -3,7 +3,8 @@
 # LeNet trained 200 steps on the CPU; predict on the test shard folder must give one line per record in
 # the manifest's order, targets whose per-shard histograms are the manifest's, and a top-1 computed from
 # its labels equal to eval's top1 exactly. Also: --format csv, --output, a run directory or a ckpt prefix,
-# a damaged record is fatal (naming the shard, record and offset). Exit 77 when the dataset is absent.
+# a damaged record is fatal (naming the shard, record and offset) once the batches before it are written.
+# Exit 77 when the dataset is absent.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 DATA_SRC=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -83,4 +84,19 @@ if "$FASTNN" predict --checkpoint run --input bad.tfrecord --device=cpu -q > /de
   fail "a damaged record was accepted"
 fi
 grep -q "bad.tfrecord" bad.err || { cat bad.err; fail "error does not name the file"; }
+# Damaged three quarters in, read in batches of 250 to stdout: every batch before the damaged record's is
+# written, in order, and nothing of its own batch or after.
+cp "$shard" late.tfrecord
+printf '\xff\xff\xff\xff' | dd of=late.tfrecord bs=1 seek=$(( $(stat -c %s late.tfrecord) * 3 / 4 )) conv=notrunc status=none
+"$FASTNN" predict --checkpoint run --input late.tfrecord --device=cpu --batch_size=250 -q > late.jsonl 2> late.err &&
+  fail "a damaged record late in the file was accepted"
+bad_record=$(sed -n 's/.*late\.tfrecord: record \([0-9]*\) at offset.*/\1/p' late.err)
+[ -n "$bad_record" ] || { cat late.err; fail "the error does not name the record"; }
+python3 - late.jsonl "$bad_record" <<'PY' || fail "the lines before the damaged record's batch"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+bad = int(sys.argv[2])
+assert bad >= 500, bad
+assert [r["record"] for r in rows] == list(range(bad - bad % 250)), (len(rows), bad)
+PY
 echo "ok"
