@@ -2,7 +2,9 @@
 // of a run that cannot fit (issue 17: FastNN's defaults, Inception-ResNet-v2 at 299² on 28×28 data, were
 // killed by the kernel with no warning).
 //
-// Host parts (bytes), from the run's NetPlan (shape inference only) and the job config:
+// Host parts (bytes), from the run's NetPlan (shape inference only; on the CPU the plan of the graph its
+// runner builds: data_format auto's layout and the fusions that go with it, runner::with_cpu_choices) and
+// the job config:
 //   parameters   values + gradients of trainable parameters + batch-norm moving statistics (f32)
 //   optimizer    the optimizer's slots per updated parameter (momentum 1, adam 2, ...; trainable_scopes),
 //                plus one f32 shadow per variable with moving_average_decay

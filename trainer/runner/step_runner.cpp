@@ -421,15 +421,9 @@ class CpuStepRunner final : public StepRunner {
 
 }  // namespace
 
-std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& o) {
-  if (o.target.device != Device::kCpu) {
-    if (o.accumulation_steps != 1)
-      throw ConfigError(str("gradient accumulation is the CPU runner's; ", o.target.describe(), " updates every batch"));
-    if (!o.class_weights.empty())
-      throw ConfigError(str("class weights are the CPU runner's; ", o.target.describe(), " has an unweighted loss"));
-    return make_cuda_step_runner(net, o);
-  }
+StepRunnerOptions with_cpu_choices(const NetDef& net, const StepRunnerOptions& o) {
   StepRunnerOptions chosen = o;
+  if (o.target.device != Device::kCpu) return chosen;
   if (o.auto_cpu_layout) {
     chosen.layout = auto_cpu_layout(net, o);
     chosen.auto_cpu_layout = false;
@@ -438,6 +432,18 @@ std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunner
     chosen.fuse = chosen.layout == Layout::kNHWC && ops::use_fast_cpu_kernels();
     chosen.fuse_by_layout = false;
   }
+  return chosen;
+}
+
+std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& o) {
+  if (o.target.device != Device::kCpu) {
+    if (o.accumulation_steps != 1)
+      throw ConfigError(str("gradient accumulation is the CPU runner's; ", o.target.describe(), " updates every batch"));
+    if (!o.class_weights.empty())
+      throw ConfigError(str("class weights are the CPU runner's; ", o.target.describe(), " has an unweighted loss"));
+    return make_cuda_step_runner(net, o);
+  }
+  const StepRunnerOptions chosen = with_cpu_choices(net, o);
   if (chosen.cpu_bf16 && !chosen.inference) check_cpu_bf16(net, chosen.layout, o.auto_cpu_layout);
   return std::make_unique<CpuStepRunner>(net, chosen);
 }

@@ -312,6 +312,10 @@ StepRunnerOptions forward_only(StepRunnerOptions o);
 Layout layout_for(const JobConfig& config, Device device);
 bool fuse_ops_for(const JobConfig& config, Device device);
 
+// `options` with the CPU's choices for `net` made, as make_step_runner makes them: data_format auto's
+// layout (auto_cpu_layout) and fuse_by_layout's fusion. Other devices' options are returned as given.
+// The memory estimate plans the graph a runner will build from these (trainer/loop/memory_estimate.h).
+StepRunnerOptions with_cpu_choices(const NetDef& net, const StepRunnerOptions& options);
 std::unique_ptr<StepRunner> make_step_runner(const NetDef& net, const StepRunnerOptions& options);
 // The CUDA runner (defined in CUDA builds only; make_step_runner throws ConfigError otherwise).
 std::unique_ptr<StepRunner> make_cuda_step_runner(const NetDef& net, const StepRunnerOptions& options);
