@@ -26,8 +26,8 @@
 // optimizer slots, activations in the compute dtype, two staged input batches. It leaves out cuDNN's
 // workspaces and the CUDA context (a few hundred MiB); it is compiled but unmeasured (no GPU here).
 //
-// Accuracy on the CPU: within 25% of the measured peak resident memory for LeNet, ResNet-50 and
-// Inception-ResNet-v2 at two batch sizes each (docs/PERFORMANCE.md, the command and the table).
+// Accuracy on the CPU: within 2% of the measured peak resident memory for LeNet, ResNet-50 and
+// Inception-ResNet-v2 at two batch sizes each (docs/PERFORMANCE.md, the command and the figures).
 //
 // The limit (host): memory_limit_mb when set, else MemAvailable (/proc/meminfo), lowered by the cgroup's
 // memory.max when there is one, plus the process's own VmRSS (already counted in the estimate).
