@@ -32,6 +32,14 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
               to_blas(m), to_blas(n), to_blas(k), alpha, a, to_blas(lda), b, to_blas(ldb), beta, c, to_blas(ldc));
 }
 
+void gemv(int64_t m, int64_t n, const float* a, int64_t lda, const float* x, float* y) {
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, to_blas(m), to_blas(n), 1.0f, a, to_blas(lda), x, 1, 0.0f, y, 1);
+}
+
+void gemv(int64_t m, int64_t n, const double* a, int64_t lda, const double* x, double* y) {
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, to_blas(m), to_blas(n), 1.0, a, to_blas(lda), x, 1, 0.0, y, 1);
+}
+
 void use_single_threaded_blas() {
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }

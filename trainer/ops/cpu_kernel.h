@@ -35,6 +35,10 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// Row-major y[m] = A[m,n] * x[n] (beta 0), OpenBLAS on the calling thread.
+void gemv(int64_t m, int64_t n, const float* a, int64_t lda, const float* x, float* y);
+void gemv(int64_t m, int64_t n, const double* a, int64_t lda, const double* x, double* y);
+
 // Sets OpenBLAS to one thread unless it already is; call outside parallel regions, before GEMMs.
 void use_single_threaded_blas();
 

@@ -14,6 +14,14 @@ namespace {
 // Fixed sizes: the split, hence every result bit, does not depend on the thread count.
 constexpr int64_t kUnitBlock = 128, kInputBlock = 256;
 
+// Below this many rows the forward is a matrix-vector product per row: a GEMM packs its W slice on every
+// call, which at one row took five to six times the product itself (LeNet's fc3, 3136 -> 1024: 0.17
+// against 0.95-1.06 ms; ResNet-50's logits, 2048 -> 1001: 0.11 against 0.56-0.58 ms; zen3, 2 threads).
+// At 4 rows the two were about even (0.70 against 0.77-0.86 ms), at 8 the GEMM won. Batch 1 is what a
+// server answering one client at a time and `predict --batch_size 1` run. The rows' summation order then
+// differs from a larger batch's, which the CPU kernels already allow (docs/INFERENCE.md).
+constexpr int64_t kGemvRows = 4;
+
 template <typename F>
 void for_blocks(int64_t count, int64_t block, F&& f) {
   parallel_range((count + block - 1) / block, 1, [&](int64_t b, int64_t e) {
@@ -26,7 +34,10 @@ template <typename T>
 void fully_connected_forward(const FullyConnectedParams& p, const T* x, const T* w, const T* b, T* y) {
   use_single_threaded_blas();
   for_blocks(p.units, kUnitBlock, [&](int64_t u0, int64_t u1) {  // y[:, u0:u1] = x W[u0:u1]^T
-    gemm(false, true, p.n, u1 - u0, p.d, T(1), x, p.d, w + u0 * p.d, p.d, T(0), y + u0, p.units);
+    if (p.n < kGemvRows)
+      for (int64_t r = 0; r < p.n; ++r) gemv(u1 - u0, p.d, w + u0 * p.d, p.d, x + r * p.d, y + r * p.units + u0);
+    else
+      gemm(false, true, p.n, u1 - u0, p.d, T(1), x, p.d, w + u0 * p.d, p.d, T(0), y + u0, p.units);
     if (b)
       for (int64_t r = 0; r < p.n; ++r)
         for (int64_t u = u0; u < u1; ++u) y[r * p.units + u] += b[u];

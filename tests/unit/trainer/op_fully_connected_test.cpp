@@ -1,6 +1,8 @@
-// fully_connected: hand-computed values and the blocked GEMMs against a triple loop.
+// fully_connected: hand-computed values and the blocked GEMMs (matrix-vector products below 4 rows)
+// against a triple loop.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "trainer/ops/fully_connected.h"
@@ -61,6 +63,28 @@ TEST(FullyConnected, FlattensInputAndMatchesTripleLoop) {
       ASSERT_NEAR(dw[o * 12 + d], acc, 1e-12);
     }
   }
+}
+
+TEST(FullyConnected, FewRowsMatchTheTripleLoop) {
+  // 1-3 rows take one matrix-vector product per row, 4 the GEMM; 300 units span three 128-unit blocks,
+  // the last ragged. float, as inference runs them; the loop sums in double.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t rows = 1; rows <= 4; ++rows)
+    for (bool bias : {true, false}) {
+      SCOPED_TRACE(testing::Message() << rows << " rows, bias " << bias);
+      const FullyConnectedParams p = fc({{"units", 300}}, {rows, 50});
+      std::vector<float> x(rows * 50), w(300 * 50), b(300), y(rows * 300, std::nanf(""));
+      for (auto* v : {&x, &w, &b})
+        for (float& e : *v) e = u(rng);
+      cpu::fully_connected_forward<float>(p, x.data(), w.data(), bias ? b.data() : nullptr, y.data());
+      for (int64_t n = 0; n < rows; ++n)
+        for (int64_t o = 0; o < 300; ++o) {
+          double acc = bias ? b[o] : 0.0;
+          for (int64_t d = 0; d < 50; ++d) acc += double{x[n * 50 + d]} * w[o * 50 + d];
+          ASSERT_NEAR(y[n * 300 + o], acc, 1e-5) << "row " << n << ", unit " << o;
+        }
+    }
 }
 
 TEST(FullyConnected, RejectsBadAttributes) {
