@@ -364,7 +364,11 @@ def main():
             code = ("import json, sys; sys.path.insert(0, %r); import serve_bench as b; "
                     "print(json.dumps(b.peer_inproc(%r, %r, %r, %d, [1, 8, 32], %f)))"
                     % (HERE, peer, model, onnx_path, a.threads, a.seconds / 2))
-            res = json.loads(subprocess.run([py, "-c", code], check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+            run = subprocess.run([py, "-c", code], capture_output=True, text=True)
+            if run.returncode != 0:  # one peer's failure costs its rows, not the run's other results
+                print(f"{peer}-inproc failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}", file=sys.stderr)
+                continue
+            res = json.loads(run.stdout.splitlines()[-1])
             for r in res:
                 r = {"model": model, "server": peer + "-inproc", **r}
                 print(json.dumps(r), flush=True)
