@@ -91,7 +91,9 @@ def torch_forward(model, model_path, threads, mode):
     if mode == "compile":
         import torch._inductor.config as inductor_config
         inductor_config.freezing = True
-        net = torch.compile(net)
+        # A static graph per batch size: after a second size torch.compile would trace a dynamic one, and
+        # PyTorch 2.15's frozen channels_last LeNet then failed its own stride check at batch 8.
+        net = torch.compile(net, dynamic=False)
 
     def forward(x):
         with torch.inference_mode():
