@@ -51,8 +51,8 @@ TEST(MemoryEstimate, MatchesWhatTheGraphAndOptimizerAllocate) {
       c.set_optimizer(k.optimizer);
       c.set_data_format(data_format);
       const MemoryEstimate e = estimate_training_memory(s, c, runner::ComputeTarget{});
-      const auto runner = runner::make_step_runner(s.net, runner::step_runner_options(c, runner::ComputeTarget{}));
-      const graph::Graph& g = runner->graph();
+      const auto step_runner = runner::make_step_runner(s.net, runner::step_runner_options(c, runner::ComputeTarget{}));
+      const graph::Graph& g = step_runner->graph();
       const int64_t input = int64_t{k.batch} * k.channels * k.size * k.size * 4 + k.batch * 8;
       EXPECT_EQ(e.activations - input, static_cast<int64_t>(g.activation_bytes()));
       EXPECT_EQ(e.parameters, static_cast<int64_t>(g.parameter_bytes()));
