@@ -128,16 +128,24 @@ bool cpu_bf16_requested(const std::string& precision) {
   return true;
 }
 
-// The folded convolutions that compute in bf16 (every "conv2d+batch_norm..." node of an inference plan,
-// where fuse_conv_bn is off); ConfigError when there is none, so that bf16 never silently means f32.
+// The folded convolutions that compute in bf16 (the "conv2d+batch_norm..." nodes of an inference plan, where
+// fuse_conv_bn is off, with enough multiply-adds per input element to repay rounding it: ops/conv2d_dnnl.h);
+// ConfigError when there is none, so that bf16 never silently means f32.
 int check_bf16_folds(const graph::NetPlan& plan) {
-  int folds = 0;
-  for (const graph::PlanNode& n : plan.nodes()) folds += n.op.find("conv2d+batch_norm") != std::string::npos;
+  int folds = 0, in_bf16 = 0;
+  for (const graph::PlanNode& n : plan.nodes()) {
+    folds += n.op.find("conv2d+batch_norm") != std::string::npos;
+    in_bf16 += n.kernel && n.kernel->signature().multiplies_in_bf16;
+  }
   if (folds == 0)
     throw ConfigError(str("precision bf16 on the CPU computes the convolutions followed by a batch norm, in NHWC; ",
                           plan.net_name(), " has none here (data_format ",
                           plan.options().layout == Layout::kNHWC ? "NHWC" : "NCHW", ")"));
-  return folds;
+  if (in_bf16 == 0)
+    throw ConfigError(str("precision bf16: none of ", plan.net_name(), "'s ", folds, " convolutions followed by a ",
+                          "batch norm does the 64 multiply-adds per input element that repay rounding its input to ",
+                          "bfloat16 (depthwise ones do 9); it would compute in f32 (--precision fp32)"));
+  return in_bf16;
 }
 
 }  // namespace

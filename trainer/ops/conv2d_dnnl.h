@@ -58,6 +58,10 @@ bool winograd_pays_in_training(const Conv2dParams& p);
 // (or, training, winograd_pays_in_training) runs faster as fastnn's own F(4x4, 3x3) (winograd_f43.h):
 // a CPU with AVX2 and FMA, and at least 8 4x4 output tiles in the batch.
 bool own_winograd_pays(const Conv2dParams& p);
+// Whether an inference convolution (a batch norm fold) under precision bf16 runs faster in bf16, its input
+// rounded by a pass of its own, than in f32: where it does enough multiply-adds per input element
+// (conv2d_descs_dnnl.cpp has the measurements).
+bool bf16_pays_in_inference(const Conv2dParams& p);
 
 // A pointwise convolution that runs as plain matrix products (matmul_layer_dnnl.cpp): a 1x1 window,
 // stride 1, no padding, one group, no bias.

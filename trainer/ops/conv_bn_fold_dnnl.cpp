@@ -11,8 +11,9 @@
 // Not bitwise the unfolded pair (the fold rounds the weights): graph_layout_test holds an inference graph
 // with folds to the one without within f32 rounding. Evaluation mode only, no backward.
 //
-// bf16 (BatchNormFold::bf16, where oneDNN has bf16 instructions): the input is rounded to bfloat16 into the
-// workspace and the folded weights are kept in bfloat16; accumulation, bias, post-ops and output stay f32.
+// bf16 (BatchNormFold::bf16, where oneDNN has bf16 instructions and bf16_pays_in_inference; the other layers
+// stay f32): the input is rounded to bfloat16 into the workspace and the folded weights are kept in
+// bfloat16; accumulation, bias, post-ops and output stay f32.
 //
 // Winograd (f32, where winograd_pays_in_inference and oneDNN has it: AVX-512): the convolution runs on
 // oneDNN's blocked activations, the input reordered into the workspace, the output (and, for the residual
@@ -138,6 +139,7 @@ class ConvBatchNormFold final : public OpKernel {
     sig_.activation_layout = Layout::kNHWC;
     sig_.has_backward = false;
     sig_.workspace_bytes = x_bf16_bytes_ + x_blocked_bytes_ + y_blocked_bytes_ + scratch_bytes_;
+    sig_.multiplies_in_bf16 = f.bf16;
     // The residual is read (copied or reordered into the output, or read tile by tile by the Winograd
     // tail at the place it writes) before that place is written, so the output may take its buffer.
     if (tail == Tail::kAddRelu && sig_.inputs[1].shape == sig_.outputs[0].shape && sig_.inputs[1].dtype == sig_.outputs[0].dtype)
@@ -275,7 +277,9 @@ std::unique_ptr<OpKernel> make_batch_norm_fold(const BatchNormFold& f) {
   const Shape nchw{bn_x.shape[0], bn_x.shape[3], bn_x.shape[1], bn_x.shape[2]};
   const TensorSpec bn_in[] = {TensorSpec{.name = "x", .shape = nchw, .dtype = bn_x.dtype}};
   const double epsilon = batch_norm_params(f.batch_norm_attrs, bn_in).epsilon;
-  return std::make_unique<ConvBatchNormFold>(f, *p, *tail, epsilon);
+  BatchNormFold fold = f;
+  fold.bf16 = f.bf16 && bf16_pays_in_inference(*p);  // the others stay f32
+  return std::make_unique<ConvBatchNormFold>(fold, *p, *tail, epsilon);
 }
 
 }  // namespace fastnn::ops

@@ -413,6 +413,44 @@ TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
   expect_folded_graph_is_close("mobilenet_v2", 32, true);
 }
 
+// Under fold_in_bf16 a folded convolution multiplies in bf16 only where it does at least 64 multiply-adds
+// per input element (ops::bf16_pays_in_inference): every one of ResNet-50's; of MobileNet v2's, the 1x1
+// layers with 64 or more output channels and the stem (32 * 9 / 4 = 72), never a depthwise one (9) nor a
+// projection to 16, 24 or 32 channels.
+TEST(GraphLayout, InferenceGraphMultipliesInBfloat16WhereItPays) {
+  if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
+  const GraphOptions o{.batch_size = 1, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true,
+                       .fold_in_bf16 = true, .inference = true};
+  auto count = [&](const std::string& model, auto&& pick) {
+    const Graph g(zoo::build_net(model, {.num_classes = 10, .height = 64, .width = 64}), o);
+    int picked = 0, in_bf16 = 0;
+    for (const PlanNode& n : g.plan().nodes()) {
+      if (n.op.find("conv2d+batch_norm") == std::string::npos || !pick(n)) continue;
+      ++picked;
+      in_bf16 += n.kernel->signature().multiplies_in_bf16;
+    }
+    return std::pair{picked, in_bf16};
+  };
+  auto any = [](const PlanNode&) { return true; };
+  auto depthwise = [](const PlanNode& n) { return n.op.starts_with("depthwise"); };
+  // The weights are [K, C, R, S]: K is the output channels.
+  auto narrow_1x1 = [](const PlanNode& n) {
+    const Shape& w = n.kernel->signature().params[0].shape;
+    return !n.op.starts_with("depthwise") && w[2] == 1 && w[0] <= 32;
+  };
+  const auto [resnet, resnet_bf16] = count("resnet_v1_50", any);
+  EXPECT_EQ(resnet, 53);
+  EXPECT_EQ(resnet_bf16, resnet);
+  const auto [folds, folds_bf16] = count("mobilenet_v2", any);
+  const auto [dw, dw_bf16] = count("mobilenet_v2", depthwise);
+  const auto [narrow, narrow_bf16] = count("mobilenet_v2", narrow_1x1);
+  EXPECT_EQ(dw, 17);
+  EXPECT_EQ(dw_bf16, 0);
+  EXPECT_EQ(narrow, 6);
+  EXPECT_EQ(narrow_bf16, 0);
+  EXPECT_EQ(folds_bf16, folds - dw - narrow);
+}
+
 TEST(GraphLayout, MobileNetDepthwise) { expect_nhwc_graph_is_bitwise("mobilenet_v2", 32, false); }
 
 TEST(GraphLayout, RefusesNchwImagesAndAdaptsDeviceKernels) {
