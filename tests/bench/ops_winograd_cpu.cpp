@@ -118,6 +118,10 @@ FASTNN_WINOGRAD_BENCH(b8_c64_56, (Layer{8, 64, 56}))
 FASTNN_WINOGRAD_BENCH(b8_c128_28, (Layer{8, 128, 28}))
 FASTNN_WINOGRAD_BENCH(b8_c256_14, (Layer{8, 256, 14}))
 FASTNN_WINOGRAD_BENCH(b8_c512_7, (Layer{8, 512, 7}))
+// ResNet-20's (CIFAR-sized, 32x32 inputs) at its training benchmark's batch 64.
+FASTNN_WINOGRAD_BENCH(b64_c16_32, (Layer{64, 16, 32}))
+FASTNN_WINOGRAD_BENCH(b64_c32_16, (Layer{64, 32, 16}))
+FASTNN_WINOGRAD_BENCH(b64_c64_8, (Layer{64, 64, 8}))
 
 }  // namespace
 }  // namespace fastnn::ops
