@@ -77,8 +77,8 @@ def torch_forward(model, model_path, threads, mode):
     """PyTorch on the same network (scripts/peers/torch_cpu_train_bench.py's twin of the zoo net, random
     weights: the work does not depend on them), evaluation mode, channels_last, inference_mode.
     mode eager: as written; compile: torch.compile with inductor's freezing (weights constant, batch norm
-    folded into the convolutions, as fastnn's inference plans fold it). The first call per batch size
-    compiles."""
+    folded into the convolutions, as fastnn's inference plans fold it); compile-bf16: the same under CPU
+    autocast to bfloat16 (the peer of `--precision bf16`). The first call per batch size compiles."""
     import numpy as np
     import torch
 
@@ -88,7 +88,8 @@ def torch_forward(model, model_path, threads, mode):
     torch.set_num_threads(threads)
     h, w, c, classes, _, _ = input_metadata(model_path)
     net = build_net(model, classes).eval().to(memory_format=torch.channels_last)
-    if mode == "compile":
+    bf16 = mode == "compile-bf16"
+    if mode in ("compile", "compile-bf16"):
         import torch._inductor.config as inductor_config
         inductor_config.freezing = True
         # A static graph per batch size: after a second size torch.compile would trace a dynamic one, and
@@ -96,9 +97,9 @@ def torch_forward(model, model_path, threads, mode):
         net = torch.compile(net, dynamic=False)
 
     def forward(x):
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             t = torch.from_numpy(np.ascontiguousarray(x)).contiguous(memory_format=torch.channels_last)
-            return net(t).numpy()
+            return net(t).float().numpy()
     return forward
 
 

@@ -3,7 +3,7 @@
 network, decoding included, as a user would write it.
 
     VENV/bin/python scripts/peers/ort_predict_peer.py --model MODEL.onnx --input FOLDER --batch_size B
-        [--threads 2] [--peer ort|torch-compile --zoo_model resnet_v1_50] -o OUT.jsonl
+        [--threads 2] [--peer ort|torch-compile|torch-compile-bf16 --zoo_model resnet_v1_50] -o OUT.jsonl
 
 Every *.jpg / *.jpeg / *.png under FOLDER, sorted by path, is decoded by PIL (RGB), resized to the model's
 input (bilinear) and normalised with the mean and scale `fastnn export` wrote into the model's metadata
@@ -38,7 +38,7 @@ def main():
     ap.add_argument("--input", required=True)
     ap.add_argument("--batch_size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--peer", default="ort", choices=["ort", "torch-eager", "torch-compile"])
+    ap.add_argument("--peer", default="ort", choices=["ort", "torch-eager", "torch-compile", "torch-compile-bf16"])
     ap.add_argument("--zoo_model", default="", help="the zoo net's name, for the PyTorch peers")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
