@@ -113,8 +113,9 @@ struct OpSignature {
   // input's values before writing over them. -1: never (the rule above: no aliasing). The fused
   // convolution with a residual sets it: oneDNN's sum post-op wants the residual in the output anyway.
   int output_may_take_input = -1;
-  // The kernel multiplies in bfloat16 (a CPU convolution under precision bf16): what `predict --precision
-  // bf16` counts, and refuses to run without.
+  // The kernel multiplies in bfloat16: set by the CPU's batch-norm folds under precision bf16 (the
+  // training graph's bf16 convolutions leave it unset); what `predict --precision bf16` counts, and
+  // refuses to run without.
   bool multiplies_in_bf16 = false;
 };
 
