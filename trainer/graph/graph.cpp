@@ -16,7 +16,7 @@ PlanOptions plan_options(const GraphOptions& o, int64_t batch_size) {
   FASTNN_CHECK(!o.fold_batch_norms || o.inference, "GraphOptions::fold_batch_norms is for inference graphs only");
   return PlanOptions{.batch_size = batch_size, .dtype = o.dtype, .device = o.device, .registry = o.registry, .fuse = o.fuse,
                      .layout = o.layout, .fuse_conv_bn = o.fuse_conv_bn, .fold_batch_norms = o.fold_batch_norms,
-                     .fold_in_bf16 = o.fold_in_bf16, .fold_job_images = o.fold_job_images};
+                     .fold_in_bf16 = o.fold_in_bf16, .fold_job_images = o.fold_job_images, .keep = o.keep};
 }
 
 uint64_t fnv1a(const std::string& s) {
@@ -197,7 +197,7 @@ void Graph::share_inference_buffers() {
   std::vector<size_t> need, owner(n), free;
   layers_over_input_ = 0;
   for (size_t i = 0; i < n; ++i) {
-    const size_t bytes = static_cast<size_t>(shape_numel(nodes[i].output_shape)) * dtype_size(options_.dtype);
+    const size_t bytes = static_cast<size_t>(shape_numel(nodes[i].output_shape)) * dtype_size(output_dtype(i));
     const int taken = taken_input(i, last_reader);
     size_t id = need.size();
     if (taken >= 0) {
@@ -246,7 +246,7 @@ void Graph::share_inference_buffers() {
   grow(saved_pool_, saved_need);
   for (size_t i = 0; i < n; ++i) {
     NodeMemory& m = mem_[i];
-    m.outputs = {Tensor(nodes[i].output_shape, options_.dtype, pool_[owner[i]])};
+    m.outputs = {Tensor(nodes[i].output_shape, output_dtype(i), pool_[owner[i]])};
     m.saved.clear();
     const auto& saved = nodes[i].kernel->signature().saved;
     for (size_t k = 0; k < saved.size(); ++k) m.saved.push_back(Tensor(saved[k].shape, saved[k].dtype, saved_pool_[k]));

@@ -176,6 +176,9 @@ class Graph {
   // The producer of the input whose buffer node i's output takes (OpSignature::output_may_take_input),
   // or -1.
   int taken_input(size_t i, std::span<const int64_t> last_reader) const;
+  // Node i's output type, as its kernel declares it: the graph's dtype but between bf16 folds of an
+  // inference plan (PlanOptions::fold_in_bf16).
+  DType output_dtype(size_t i) const { return plan_.nodes()[i].kernel->signature().outputs[0].dtype; }
   void check_images(const Tensor& images) const;
 
   GraphOptions options_;

@@ -438,23 +438,80 @@ void NetPlan::fold_batch_norms() {
   const ops::OpRegistry& registry = options_.registry ? *options_.registry : builtin_op_registry();
   const size_t n = nodes_.size();
   std::vector<int> readers = reader_counts();
-  std::vector<int> into(n, -1);  // a folded-away convolution -> the batch norm node it joined
-  for (size_t j = 0; j < n; ++j) {
-    const std::optional<size_t> i = conv_read_only_by(j, readers);
-    if (!i) continue;
-    const PlanNode& conv = nodes_[*i];
+  // Every fold is made before any joins its nodes: which activations stay bf16 depends on the folds
+  // around each one.
+  std::vector<BatchNormFoldPair> folds;
+  const auto make = [&](size_t i, size_t j, ops::BatchNormFold::Bf16Activations bf16_activations) {
+    const PlanNode& conv = nodes_[i];
     const PlanNode& bn = nodes_[j];
     ops::TensorSpec x = conv.kernel->signature().inputs[0];
     if (options_.layout == Layout::kNHWC && x.shape.size() == 4) x.shape = {x.shape[0], x.shape[3], x.shape[1], x.shape[2]};
     const ops::TensorSpec nchw_inputs[] = {x};
-    std::unique_ptr<ops::OpKernel> folded = registry.create_batch_norm_fold(
-        {conv.op, conv.attrs, nchw_inputs, *conv.kernel, bn.op, bn.attrs, *bn.kernel, options_.fold_in_bf16,
-         options_.fold_job_images});
-    if (!folded) continue;
-    join_conv_into(*i, j, std::move(folded));
-    into[*i] = static_cast<int>(j);
+    return registry.create_batch_norm_fold({conv.op, conv.attrs, nchw_inputs, *conv.kernel, bn.op, bn.attrs, *bn.kernel,
+                                            options_.fold_in_bf16, options_.fold_job_images, bf16_activations});
+  };
+  for (size_t j = 0; j < n; ++j) {
+    const std::optional<size_t> i = conv_read_only_by(j, readers);
+    if (!i) continue;
+    std::unique_ptr<ops::OpKernel> folded = make(*i, j, {});
+    if (folded) folds.push_back({*i, j, std::move(folded)});
+  }
+  if (options_.fold_in_bf16) {
+    const std::vector<bool> stays_bf16 = bf16_outputs(folds);
+    std::vector<int> fold_at(n, -1);  // a batch norm node -> the fold writing its output
+    for (size_t f = 0; f < folds.size(); ++f) fold_at[folds[f].bn] = static_cast<int>(f);
+    const auto written_in_bf16 = [&](int node) {
+      return node != kDataInput && fold_at[static_cast<size_t>(node)] >= 0 && stays_bf16[static_cast<size_t>(fold_at[static_cast<size_t>(node)])];
+    };
+    for (size_t f = 0; f < folds.size(); ++f) {
+      const PlanNode& conv = nodes_[folds[f].conv];
+      const PlanNode& bn = nodes_[folds[f].bn];
+      const ops::BatchNormFold::Bf16Activations a{
+          .input = !conv.inputs.empty() && written_in_bf16(conv.inputs[0]),
+          .residual = bn.op == "batch_norm+add+relu" && bn.inputs.size() > 1 && written_in_bf16(bn.inputs[1]),
+          .output = stays_bf16[f]};
+      if (!a.any()) continue;
+      folds[f].kernel = make(folds[f].conv, folds[f].bn, a);
+      FASTNN_CHECK(folds[f].kernel, "graph '", net_name_, "': layer '", bn.name, "' has no fold with bfloat16 activations");
+    }
+  }
+  std::vector<int> into(n, -1);  // a folded-away convolution -> the batch norm node it joined
+  for (BatchNormFoldPair& f : folds) {
+    join_conv_into(f.conv, f.bn, std::move(f.kernel));
+    into[f.conv] = static_cast<int>(f.bn);
   }
   drop_fused(into);
+}
+
+// Whether each fold's output stays bf16: a bf16 fold writes it, every reader is a bf16 fold reading it as
+// its convolution's input or as its residual, and no one reads it after the forward (PlanOptions::keep).
+// Before any fold has joined its nodes.
+std::vector<bool> NetPlan::bf16_outputs(const std::vector<BatchNormFoldPair>& folds) const {
+  const size_t n = nodes_.size();
+  std::vector<const BatchNormFoldPair*> by_conv(n, nullptr), by_bn(n, nullptr);
+  for (const BatchNormFoldPair& f : folds) {
+    by_conv[f.conv] = &f;
+    by_bn[f.bn] = &f;
+  }
+  const auto in_bf16 = [](const BatchNormFoldPair* f) { return f && f->kernel->signature().multiplies_in_bf16; };
+  // Every node's output: read, and read by bf16 folds only.
+  std::vector<bool> read(n, false), only_bf16_readers(n, true);
+  for (size_t r = 0; r < n; ++r)
+    for (size_t s = 0; s < nodes_[r].inputs.size(); ++s) {
+      const int p = nodes_[r].inputs[s];
+      if (p == kDataInput) continue;
+      const bool as_input = s == 0 && in_bf16(by_conv[r]);
+      const bool as_residual = s == 1 && in_bf16(by_bn[r]) && nodes_[r].op == "batch_norm+add+relu";
+      read[static_cast<size_t>(p)] = true;
+      if (!as_input && !as_residual) only_bf16_readers[static_cast<size_t>(p)] = false;
+    }
+  std::vector<bool> kept(n, false);
+  for (const std::string& name : options_.keep)
+    if (const int k = find(name); k >= 0) kept[static_cast<size_t>(k)] = true;
+  std::vector<bool> out;
+  for (const BatchNormFoldPair& f : folds)
+    out.push_back(in_bf16(&f) && read[f.bn] && only_bf16_readers[f.bn] && !kept[f.conv] && !kept[f.bn]);
+  return out;
 }
 
 // The convolution (conv2d, depthwise_conv2d) that batch norm node j alone reads as its first input, where

@@ -77,14 +77,20 @@ struct PlanOptions {
   // it has none the two nodes stay. Not bitwise the unfolded plan (the fold rounds the weights).
   bool fold_batch_norms = false;
   // With fold_batch_norms: the folded convolutions compute in bfloat16 (their input and folded weights
-  // rounded to it; f32 accumulation, bias, post-ops and output). Only where the device has such a kernel
-  // (the CPU's with bf16 instructions: ops::cpu_bf16_available(); the caller refuses elsewhere).
+  // rounded to it; f32 accumulation, bias and post-ops). Only where the device has such a kernel (the
+  // CPU's with bf16 instructions: ops::cpu_bf16_available(); the caller refuses elsewhere), and only where
+  // it pays (the kernel says so: OpSignature::multiplies_in_bf16). An activation a bf16 fold writes and
+  // only bf16 folds read stays bfloat16 (not `keep`), so it is rounded once, not by every reader; the
+  // others, and every output read by another node, stay in `dtype`.
   bool fold_in_bf16 = false;
   // With fold_batch_norms: how many images the graph is to run in its life (predict knows its inputs),
   // 0 where that is unbounded (serve). A folded kernel whose faster form costs a one-off transform of its
   // weights takes it only where that many images repay it (the CPU's Winograd convolutions,
   // ops/conv2d_dnnl.h).
   int64_t fold_job_images = 0;
+  // Inference: layers whose output is read after the forward (GraphOptions::keep); their outputs stay in
+  // `dtype` (with fold_in_bf16 the others between bf16 folds are bfloat16).
+  std::vector<std::string> keep;
 };
 
 // A parameter or state tensor of a layer.
@@ -143,7 +149,13 @@ class NetPlan {
   void fuse_activations();
   void fuse_residual_batch_norms();
   void fuse_conv_batch_norms();
+  // A convolution, the batch norm node it is to join, and the fold of the two (fold_batch_norms).
+  struct BatchNormFoldPair {
+    size_t conv, bn;
+    std::unique_ptr<ops::OpKernel> kernel;
+  };
   void fold_batch_norms();
+  std::vector<bool> bf16_outputs(const std::vector<BatchNormFoldPair>& folds) const;
   std::optional<size_t> conv_read_only_by(size_t bn_node, const std::vector<int>& readers) const;
   void join_conv_into(size_t conv_node, size_t bn_node, std::unique_ptr<ops::OpKernel> kernel);
   std::vector<int> reader_counts() const;

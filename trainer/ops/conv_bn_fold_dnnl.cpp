@@ -12,8 +12,11 @@
 // with folds to the one without within f32 rounding. Evaluation mode only, no backward.
 //
 // bf16 (BatchNormFold::bf16, where oneDNN has bf16 instructions and bf16_pays_in_inference; the other layers
-// stay f32): the input is rounded to bfloat16 into the workspace and the folded weights are kept in
-// bfloat16; accumulation, bias, post-ops and output stay f32.
+// stay f32): the folded weights are kept in bfloat16 and the input is rounded to it into the workspace,
+// unless it arrives in bfloat16 (BatchNormFold::bf16_activations: a tensor between two such folds is
+// written and read in bf16, as PyTorch's CPU autocast keeps it); accumulation, bias and post-ops are f32,
+// and the output is f32 unless it stays bf16 for the folds that read it. A residual in bf16 is widened
+// into an f32 output before the sum post-op adds to it (or copied into a bf16 one, the sum rounding once).
 //
 // Winograd (f32, where winograd_pays_in_inference and oneDNN has it: AVX-512): the convolution runs on
 // oneDNN's blocked activations, the input reordered into the workspace, the output (and, for the residual
@@ -82,11 +85,17 @@ class ConvBatchNormFold final : public OpKernel {
   ConvBatchNormFold(const BatchNormFold& f, const Conv2dParams& p, Tail tail, double epsilon)
       : OpKernel(str(f.conv_op, "+", f.then_op), Device::kCpu), p_(p), tail_(tail), epsilon_(epsilon) {
     const ConvDescs d = conv_descs(p, /*with_bias=*/true);
+    const BatchNormFold::Bf16Activations in_bf16 = f.bf16_activations;
+    FASTNN_CHECK(f.bf16 || !in_bf16.any(), name(), ": bfloat16 activations need a bfloat16 convolution");
     const memory::data_type compute = f.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    const auto nhwc = [](const memory::desc& md, bool bf16) {
+      return memory::desc(md.dims(), bf16 ? memory::data_type::bf16 : memory::data_type::f32, memory::format_tag::nhwc);
+    };
     const memory::desc x_in(d.x.dims(), compute, memory::format_tag::nhwc);
     const memory::desc w_any(d.w_any.dims(), compute, memory::format_tag::any);
-    x_md_ = d.x;
-    y_md_ = d.y;
+    x_md_ = nhwc(d.x, in_bf16.input);
+    y_md_ = nhwc(d.y, in_bf16.output);
+    residual_md_ = nhwc(d.y, in_bf16.residual);
     w_user_md_ = d.w_user;
     bias_md_ = d.bias;
     dnnl::post_ops ops;
@@ -106,13 +115,14 @@ class ConvBatchNormFold final : public OpKernel {
     } else if (!winograd) {
       using namespace dnnl;
       const auto desc = convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, x_in, w_any,
-                                                  d.bias, d.y, d.strides, d.dilation, d.pad_l, d.pad_r);
+                                                  d.bias, y_md_, d.strides, d.dilation, d.pad_l, d.pad_r);
       pd_ = convolution_forward::primitive_desc(desc, attr, dnnl_cpu_engine());
       FASTNN_CHECK(pd_->src_desc() == x_in && pd_->dst_desc() == y_md_, name(), ": oneDNN chose other activation layouts than NHWC");
     }
     if (pd_) to_blocked_ = reorder_between(w_user_md_, pd_->weights_desc());
-    if (f.bf16) x_to_bf16_ = Bf16Rounding(d.x.dims(), memory::format_tag::nhwc);
-    x_bf16_bytes_ = f.bf16 ? x_to_bf16_.bytes() : 0;
+    if (f.bf16 && !in_bf16.input) x_to_bf16_ = Bf16Rounding(d.x.dims(), memory::format_tag::nhwc);
+    x_bf16_bytes_ = f.bf16 && !in_bf16.input ? x_to_bf16_.bytes() : 0;
+    if (tail == Tail::kAddRelu && !winograd) residual_to_y_ = reorder_between(residual_md_, y_md_);
     if (winograd) {
       x_to_blocked_ = reorder_between(x_md_, pd_->src_desc());
       y_to_blocked_ = reorder_between(y_md_, pd_->dst_desc());
@@ -136,6 +146,9 @@ class ConvBatchNormFold final : public OpKernel {
     sig_.state = sc.state;
     sig_.state.insert(sig_.state.end(), sb.state.begin(), sb.state.end());
     sig_.outputs = sb.outputs;
+    if (in_bf16.input) sig_.inputs[0].dtype = DType::kBF16;
+    if (in_bf16.residual) sig_.inputs.at(1).dtype = DType::kBF16;
+    if (in_bf16.output) sig_.outputs[0].dtype = DType::kBF16;
     sig_.activation_layout = Layout::kNHWC;
     sig_.has_backward = false;
     sig_.workspace_bytes = x_bf16_bytes_ + x_blocked_bytes_ + y_blocked_bytes_ + scratch_bytes_;
@@ -177,6 +190,8 @@ class ConvBatchNormFold final : public OpKernel {
     if (tail_ == Tail::kAddRelu) {
       if (y_to_blocked_) {
         run_reorder(*y_to_blocked_, user_memory(y_md_, a.inputs[1]), y);
+      } else if (residual_to_y_) {
+        run_reorder(*residual_to_y_, user_memory(residual_md_, a.inputs[1]), y);
       } else if (a.outputs[0].raw() != a.inputs[1].raw()) {
         std::memcpy(a.outputs[0].raw(), a.inputs[1].raw(), a.outputs[0].nbytes());
       }
@@ -251,6 +266,8 @@ class ConvBatchNormFold final : public OpKernel {
   Tail tail_;
   double epsilon_;
   memory::desc x_md_, y_md_, w_user_md_, bias_md_;
+  memory::desc residual_md_;  // batch_norm+add+relu's other addend, NHWC (f32 or bf16)
+  std::optional<dnnl::reorder> residual_to_y_;  // where it and the output differ in type
   std::optional<dnnl::convolution_forward::primitive_desc> pd_;
   std::optional<dnnl::primitive> conv_;  // made at the first forward
   std::optional<dnnl::reorder> to_blocked_;
@@ -279,6 +296,7 @@ std::unique_ptr<OpKernel> make_batch_norm_fold(const BatchNormFold& f) {
   const double epsilon = batch_norm_params(f.batch_norm_attrs, bn_in).epsilon;
   BatchNormFold fold = f;
   fold.bf16 = f.bf16 && bf16_pays_in_inference(*p);  // the others stay f32
+  FASTNN_CHECK(fold.bf16 || !f.bf16_activations.any(), f.conv_op, ": bfloat16 activations asked of a layer that computes in f32");
   return std::make_unique<ConvBatchNormFold>(fold, *p, *tail, epsilon);
 }
 

@@ -273,6 +273,13 @@ struct BatchNormFold {
   bool bf16 = false;
   // PlanOptions::fold_job_images: the images the graph is to run in its life, 0 when unbounded.
   int64_t job_images = 0;
+  // With bf16, activations that stay in bfloat16 between such folds (NetPlan::fold_batch_norms: a tensor a
+  // bf16 fold writes and only bf16 folds read), so they are not rounded again by every layer: the
+  // convolution's input, batch_norm+add+relu's residual, the output. All false: f32, as without bf16.
+  struct Bf16Activations {
+    bool input = false, residual = false, output = false;
+    bool any() const { return input || residual || output; }
+  } bf16_activations;
 };
 // An evaluation-only kernel computing the pair with the batch norm folded into the convolution's weights
 // and bias. Its signature is the composite's (ops/fused.h) but for `saved`, which it has none of, and it

@@ -410,7 +410,65 @@ TEST(GraphLayout, FoldedConvolutionWritesOverItsResidual) {
 TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
   if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
   expect_folded_graph_is_close("resnet_cifar_20", 16, true);
+  expect_folded_graph_is_close("resnet_v1_50", 32, true);
   expect_folded_graph_is_close("mobilenet_v2", 32, true);
+}
+
+// Under fold_in_bf16 an activation that a bf16 fold writes and only bf16 folds read stays bfloat16, so it
+// is rounded once rather than by each reader. ResNet-50 has 53 folds and 16 residual blocks. f32 stay:
+// the stem's output (the max pool reads it), the last block's (the global pool), and the three inputs of
+// the strided units that end blocks 1-3 (TF-slim's `subsample` shortcut, a 1x1 max pool, reads them); so
+// 48 outputs in bf16, 47 convolution inputs (not the stem's, the two after the max pool, nor the three
+// strided units' first convolutions) and 13 residuals (not the three subsampled ones). A layer kept for
+// reading after the forward stays f32 (GraphOptions::keep); its readers then round it, as before.
+TEST(GraphLayout, InferenceGraphKeepsBfloat16ActivationsBetweenBfloat16Folds) {
+  if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
+  const NetDef net = zoo::build_net("resnet_v1_50", {.num_classes = 10, .height = 64, .width = 64});
+  GraphOptions o{.batch_size = 2, .seed = 5, .fuse = true, .layout = Layout::kNHWC, .fold_batch_norms = true,
+                 .fold_in_bf16 = true, .inference = true};
+  struct Counts {
+    int folds = 0, bf16_outputs = 0, bf16_inputs = 0, bf16_residuals = 0;
+  };
+  auto count = [](const Graph& g) {
+    Counts c;
+    for (const PlanNode& n : g.plan().nodes()) {
+      if (n.op.find("conv2d+batch_norm") == std::string::npos) continue;
+      const ops::OpSignature& sig = n.kernel->signature();
+      ++c.folds;
+      c.bf16_outputs += sig.outputs[0].dtype == DType::kBF16;
+      c.bf16_inputs += sig.inputs[0].dtype == DType::kBF16;
+      c.bf16_residuals += sig.inputs.size() > 1 && sig.inputs[1].dtype == DType::kBF16;
+    }
+    return c;
+  };
+  Graph g(net, o);
+  const Counts all = count(g);
+  EXPECT_EQ(all.folds, 53);
+  EXPECT_EQ(all.bf16_outputs, 48);
+  EXPECT_EQ(all.bf16_inputs, 47);
+  EXPECT_EQ(all.bf16_residuals, 13);
+  EXPECT_EQ(g.plan().nodes()[static_cast<size_t>(g.plan().logits_node())].kernel->signature().outputs[0].dtype, DType::kF32);
+
+  // The first block's output kept: f32, and its two readers (the next block's first convolution and its
+  // residual add) take it so.
+  const PlanNode& first_fold = *std::find_if(g.plan().nodes().begin(), g.plan().nodes().end(),
+                                             [](const PlanNode& n) { return n.op.ends_with("+add+relu"); });
+  o.keep = {first_fold.name};
+  Graph kept(net, o);
+  const Counts k = count(kept);
+  EXPECT_EQ(k.bf16_outputs, 47);
+  EXPECT_EQ(k.bf16_inputs, 46);
+  EXPECT_EQ(k.bf16_residuals, 12);
+  const Tensor x = testing_util::random_tensor(kept.input_shape(), DType::kF32, 3);
+  kept.forward(x, false);
+  g.forward(x, false);
+  EXPECT_EQ(kept.layer_output(first_fold.name).dtype(), DType::kF32);
+  // The same values up to where the rounding happens (oneDNN's bf16-output kernel is not bitwise its
+  // f32-output one followed by a rounding).
+  const auto a = kept.output(0).to_vector<double>(), b = g.output(0).to_vector<double>();
+  double scale = 1e-3;
+  for (double v : a) scale = std::max(scale, std::fabs(v));
+  for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(b[j], a[j], 3e-2 * scale) << "logit " << j;
 }
 
 // Under fold_in_bf16 a folded convolution multiplies in bf16 only where it does at least 64 multiply-adds
