@@ -444,9 +444,7 @@ void NetPlan::fold_batch_norms() {
   const auto make = [&](size_t i, size_t j, ops::BatchNormFold::Bf16Activations bf16_activations) {
     const PlanNode& conv = nodes_[i];
     const PlanNode& bn = nodes_[j];
-    ops::TensorSpec x = conv.kernel->signature().inputs[0];
-    if (options_.layout == Layout::kNHWC && x.shape.size() == 4) x.shape = {x.shape[0], x.shape[3], x.shape[1], x.shape[2]};
-    const ops::TensorSpec nchw_inputs[] = {x};
+    const std::vector<ops::TensorSpec> nchw_inputs = nchw_inputs_of(conv);
     return registry.create_batch_norm_fold({conv.op, conv.attrs, nchw_inputs, *conv.kernel, bn.op, bn.attrs, *bn.kernel,
                                             options_.fold_in_bf16, options_.fold_job_images, bf16_activations});
   };
@@ -457,22 +455,26 @@ void NetPlan::fold_batch_norms() {
     if (folded) folds.push_back({*i, j, std::move(folded)});
   }
   if (options_.fold_in_bf16) {
-    const std::vector<bool> stays_bf16 = bf16_outputs(folds);
-    std::vector<int> fold_at(n, -1);  // a batch norm node -> the fold writing its output
-    for (size_t f = 0; f < folds.size(); ++f) fold_at[folds[f].bn] = static_cast<int>(f);
-    const auto written_in_bf16 = [&](int node) {
-      return node != kDataInput && fold_at[static_cast<size_t>(node)] >= 0 && stays_bf16[static_cast<size_t>(fold_at[static_cast<size_t>(node)])];
-    };
-    for (size_t f = 0; f < folds.size(); ++f) {
-      const PlanNode& conv = nodes_[folds[f].conv];
-      const PlanNode& bn = nodes_[folds[f].bn];
+    const std::vector<bool> bf16 = bf16_outputs(folds, registry);
+    const auto written_in_bf16 = [&](int node) { return node != kDataInput && bf16[static_cast<size_t>(node)]; };
+    for (BatchNormFoldPair& f : folds) {
+      const PlanNode& conv = nodes_[f.conv];
+      const PlanNode& bn = nodes_[f.bn];
       const ops::BatchNormFold::Bf16Activations a{
           .input = !conv.inputs.empty() && written_in_bf16(conv.inputs[0]),
           .residual = bn.op == "batch_norm+add+relu" && bn.inputs.size() > 1 && written_in_bf16(bn.inputs[1]),
-          .output = stays_bf16[f]};
+          .output = bf16[f.bn]};
       if (!a.any()) continue;
-      folds[f].kernel = make(folds[f].conv, folds[f].bn, a);
-      FASTNN_CHECK(folds[f].kernel, "graph '", net_name_, "': layer '", bn.name, "' has no fold with bfloat16 activations");
+      f.kernel = make(f.conv, f.bn, a);
+      FASTNN_CHECK(f.kernel, "graph '", net_name_, "': layer '", bn.name, "' has no fold with bfloat16 activations");
+    }
+    // The other readers of bf16 activations (pooling).
+    for (PlanNode& node : nodes_) {
+      if (node.inputs.size() != 1 || !written_in_bf16(node.inputs[0]) || !registry.has_bf16_input_kernel(node.op, options_.device))
+        continue;
+      const bool out_bf16 = bf16[static_cast<size_t>(&node - nodes_.data())];
+      node.kernel = registry.create_bf16_input_kernel(node.op, options_.device, node.attrs, nchw_inputs_of(node), out_bf16);
+      FASTNN_CHECK(node.kernel, "graph '", net_name_, "': layer '", node.name, "' has no kernel for bfloat16 activations");
     }
   }
   std::vector<int> into(n, -1);  // a folded-away convolution -> the batch norm node it joined
@@ -483,10 +485,11 @@ void NetPlan::fold_batch_norms() {
   drop_fused(into);
 }
 
-// Whether each fold's output stays bf16: a bf16 fold writes it, every reader is a bf16 fold reading it as
-// its convolution's input or as its residual, and no one reads it after the forward (PlanOptions::keep).
-// Before any fold has joined its nodes.
-std::vector<bool> NetPlan::bf16_outputs(const std::vector<BatchNormFoldPair>& folds) const {
+// Which nodes write bf16 (by node), before any fold has joined its nodes: a bf16 fold, or a pool reading
+// bf16 that can pass it on (OpRegistry::create_bf16_input_kernel), where every reader is a bf16 fold
+// reading it as its convolution's input or its residual, or a pool, and no one reads it after the forward
+// (PlanOptions::keep).
+std::vector<bool> NetPlan::bf16_outputs(const std::vector<BatchNormFoldPair>& folds, const ops::OpRegistry& registry) const {
   const size_t n = nodes_.size();
   std::vector<const BatchNormFoldPair*> by_conv(n, nullptr), by_bn(n, nullptr);
   for (const BatchNormFoldPair& f : folds) {
@@ -494,35 +497,59 @@ std::vector<bool> NetPlan::bf16_outputs(const std::vector<BatchNormFoldPair>& fo
     by_bn[f.bn] = &f;
   }
   const auto in_bf16 = [](const BatchNormFoldPair* f) { return f && f->kernel->signature().multiplies_in_bf16; };
-  // Every node's output: read, and read by bf16 folds only.
+  const auto pool = [&](size_t i) {
+    return nodes_[i].inputs.size() == 1 && registry.has_bf16_input_kernel(nodes_[i].op, options_.device);
+  };
+  const auto is_add = [&](size_t i) { return nodes_[i].op == "batch_norm+add+relu" && nodes_[i].inputs.size() > 1; };
   std::vector<bool> read(n, false), only_bf16_readers(n, true);
   for (size_t r = 0; r < n; ++r)
     for (size_t s = 0; s < nodes_[r].inputs.size(); ++s) {
       const int p = nodes_[r].inputs[s];
       if (p == kDataInput) continue;
-      const bool as_input = s == 0 && in_bf16(by_conv[r]);
-      const bool as_residual = s == 1 && in_bf16(by_bn[r]) && nodes_[r].op == "batch_norm+add+relu";
+      const bool as_input = s == 0 && (in_bf16(by_conv[r]) || pool(r));
+      const bool as_residual = s == 1 && in_bf16(by_bn[r]) && is_add(r);
       read[static_cast<size_t>(p)] = true;
       if (!as_input && !as_residual) only_bf16_readers[static_cast<size_t>(p)] = false;
     }
   std::vector<bool> kept(n, false);
   for (const std::string& name : options_.keep)
     if (const int k = find(name); k >= 0) kept[static_cast<size_t>(k)] = true;
-  std::vector<bool> out;
   for (const BatchNormFoldPair& f : folds)
-    out.push_back(in_bf16(&f) && read[f.bn] && only_bf16_readers[f.bn] && !kept[f.conv] && !kept[f.bn]);
-  // A batch_norm+add+relu writing f32 keeps its residual in f32 as well, so that its output can take the
-  // residual's buffer (OpSignature::output_may_take_input) rather than need one more of its size: in
-  // ResNet-50 at batch 32 the units before TF-slim's subsample shortcuts (which read f32) otherwise cost
-  // 77 MB more than the f32 graph. Later folds first, as a residual comes before its reader.
-  std::vector<int> fold_at(n, -1);
-  for (size_t f = 0; f < folds.size(); ++f) fold_at[folds[f].bn] = static_cast<int>(f);
-  for (size_t f = folds.size(); f-- > 0;) {
-    const PlanNode& bn = nodes_[folds[f].bn];
-    if (out[f] || bn.op != "batch_norm+add+relu" || bn.inputs.size() < 2 || bn.inputs[1] == kDataInput) continue;
-    if (const int r = fold_at[static_cast<size_t>(bn.inputs[1])]; r >= 0) out[static_cast<size_t>(r)] = false;
+    if (kept[f.conv]) kept[f.bn] = true;  // the convolution's name finds the fold's output
+  const auto input_in = [&](const std::vector<bool>& bf16, size_t i) {
+    return nodes_[i].inputs[0] != kDataInput && bf16[static_cast<size_t>(nodes_[i].inputs[0])];
+  };
+  std::vector<bool> bf16(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (!read[i] || !only_bf16_readers[i] || kept[i]) continue;
+    if (by_bn[i]) {
+      bf16[i] = in_bf16(by_bn[i]);
+    } else if (pool(i) && input_in(bf16, i)) {
+      bf16[i] = registry.create_bf16_input_kernel(nodes_[i].op, options_.device, nodes_[i].attrs, nchw_inputs_of(nodes_[i]), true) != nullptr;
+    }
   }
-  return out;
+  // A batch_norm+add+relu writing f32 keeps its residual in f32 as well, so that its output can take the
+  // residual's buffer (OpSignature::output_may_take_input) rather than need one more of its size (ResNet-50
+  // at batch 32, before its pools read bf16, needed 77 MB more than the f32 graph). A residual chain is
+  // followed from its end; a pool whose input so turns f32 writes f32.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = n; i-- > 0;) {
+      if (!by_bn[i] || bf16[i] || !is_add(i) || nodes_[i].inputs[1] == kDataInput) continue;
+      if (const auto r = static_cast<size_t>(nodes_[i].inputs[1]); bf16[r]) bf16[r] = false, changed = true;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!by_bn[i] && bf16[i] && !input_in(bf16, i)) bf16[i] = false, changed = true;
+  }
+  return bf16;
+}
+
+// A node's input specs as an NCHW factory takes them (its kernel's, from NHWC where the plan is).
+std::vector<ops::TensorSpec> NetPlan::nchw_inputs_of(const PlanNode& node) const {
+  ops::TensorSpec x = node.kernel->signature().inputs[0];
+  x.dtype = options_.dtype;
+  if (options_.layout == Layout::kNHWC && x.shape.size() == 4) x.shape = {x.shape[0], x.shape[3], x.shape[1], x.shape[2]};
+  return {x};
 }
 
 // The convolution (conv2d, depthwise_conv2d) that batch norm node j alone reads as its first input, where

@@ -155,7 +155,8 @@ class NetPlan {
     std::unique_ptr<ops::OpKernel> kernel;
   };
   void fold_batch_norms();
-  std::vector<bool> bf16_outputs(const std::vector<BatchNormFoldPair>& folds) const;
+  std::vector<bool> bf16_outputs(const std::vector<BatchNormFoldPair>& folds, const ops::OpRegistry& registry) const;
+  std::vector<ops::TensorSpec> nchw_inputs_of(const PlanNode& node) const;
   std::optional<size_t> conv_read_only_by(size_t bn_node, const std::vector<int>& readers) const;
   void join_conv_into(size_t conv_node, size_t bn_node, std::unique_ptr<ops::OpKernel> kernel);
   std::vector<int> reader_counts() const;

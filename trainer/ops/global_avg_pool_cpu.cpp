@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/half.h"
 #include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/layout_adapter.h"
 
@@ -107,6 +108,42 @@ class GlobalAvgPoolNhwcCpu final : public OpKernel {
   int64_t n_ = 0, c_ = 0, hw_ = 0;
 };
 
+// An inference plan's global average pool over bfloat16 activations (OpRegistry::add_bf16_input_kernel):
+// NHWC, forward only, f32 output: GlobalAvgPoolNhwcCpu's sums (double, the same order) of the values
+// widened to f32, so bitwise that kernel on the widened input.
+class GlobalAvgPoolNhwcBf16Cpu final : public OpKernel {
+ public:
+  explicit GlobalAvgPoolNhwcBf16Cpu(const TensorSpec& x) : OpKernel("global_avg_pool", Device::kCpu) {
+    n_ = x.shape[0];
+    c_ = x.shape[1];
+    hw_ = x.shape[2] * x.shape[3];
+    sig_.inputs = {TensorSpec{.name = "x", .shape = nhwc_shape(x.shape), .dtype = DType::kBF16}};
+    sig_.input_has_grad = {false};
+    sig_.outputs = {TensorSpec{.name = "y", .shape = {n_, c_}, .dtype = DType::kF32}};
+    sig_.activation_layout = Layout::kNHWC;
+    sig_.has_backward = false;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const auto* x = static_cast<const uint16_t*>(a.inputs[0].raw());
+    float* y = a.outputs[0].data<float>();
+    cpu::parallel_range(n_, 1, [&](int64_t b, int64_t e) {
+      std::vector<double> acc(static_cast<size_t>(c_));
+      for (int64_t n = b; n < e; ++n) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < hw_; ++j)
+          for (int64_t c = 0; c < c_; ++c) acc[c] += bf16_bits_to_f32(x[(n * hw_ + j) * c_ + c]);
+        for (int64_t c = 0; c < c_; ++c) y[n * c_ + c] = static_cast<float>(acc[c] / static_cast<double>(hw_));
+      }
+    });
+  }
+  void run_backward(const BackwardArgs&) override { FASTNN_CHECK(false, name(), ": an inference kernel has no backward"); }
+
+ private:
+  int64_t n_ = 0, c_ = 0, hw_ = 0;
+};
+
 }  // namespace
 
 void register_global_avg_pool(OpRegistry& r) {
@@ -126,6 +163,11 @@ void register_global_avg_pool(OpRegistry& r) {
   r.add_nhwc_kernel("global_avg_pool", Device::kCpu, [](const Attrs&, std::span<const TensorSpec> in) {
     return make_cpu_kernel<GlobalAvgPoolNhwcCpu>("global_avg_pool", compute_dtype("global_avg_pool", in), in[0]);
   });
+  r.add_bf16_input_kernel("global_avg_pool", Device::kCpu,
+                          [](const Attrs&, std::span<const TensorSpec> in, bool output_bf16) -> std::unique_ptr<OpKernel> {
+                            if (output_bf16) return nullptr;  // a mean is not a value that passes through
+                            return std::make_unique<GlobalAvgPoolNhwcBf16Cpu>(in[0]);
+                          });
 #ifdef FASTNN_HAVE_CUDA
   register_global_avg_pool_cuda(r);
 #endif

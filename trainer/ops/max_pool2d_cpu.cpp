@@ -4,7 +4,9 @@
 #include <bit>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
+#include "core/half.h"
 #include "trainer/ops/cpu_kernel.h"
 #include "trainer/ops/layout_adapter.h"
 
@@ -239,6 +241,58 @@ class MaxPool2dNhwcCpu final : public OpKernel {
   Pool2dParams p_;
 };
 
+// An inference plan's max pool over bfloat16 activations (OpRegistry::add_bf16_input_kernel): NHWC,
+// forward only, the output bf16 or f32. Each window's values are compared widened to f32 in
+// MaxPool2dNhwcCpu's order, so the output is that kernel's on the widened input, bitwise (a maximum is
+// one of the values: narrowing it again is exact).
+class MaxPool2dNhwcBf16Cpu final : public OpKernel {
+ public:
+  MaxPool2dNhwcBf16Cpu(const Pool2dParams& p, bool output_bf16) : OpKernel("max_pool2d", Device::kCpu), p_(p), output_bf16_(output_bf16) {
+    sig_ = nhwc_signature(pool2d_signature(p, DType::kF32));
+    sig_.inputs[0].dtype = DType::kBF16;
+    if (output_bf16) sig_.outputs[0].dtype = DType::kBF16;
+    sig_.input_has_grad = {false};
+    sig_.has_backward = false;
+  }
+
+ protected:
+  void run_forward(const ForwardArgs& a) override {
+    const auto* x = static_cast<const uint16_t*>(a.inputs[0].raw());
+    void* y = a.outputs[0].raw();
+    const int64_t c = p_.c;
+    tbb::parallel_for<int64_t>(0, p_.n * p_.win.p, [&](int64_t row) {
+      const int64_t n = row / p_.win.p, op = row % p_.win.p;
+      std::vector<float> best(static_cast<size_t>(c));
+      for (int64_t oq = 0; oq < p_.win.q; ++oq) {
+        const WindowSpan b = window_span(p_.win, p_.h, p_.w, op, oq);
+        std::fill(best.begin(), best.end(), 0.0f);  // an empty window gives 0, as the f32 kernel
+        bool first = true;
+        for (int64_t ih = b.hb; ih < b.he; ++ih)
+          for (int64_t iw = b.wb; iw < b.we; ++iw) {
+            const uint16_t* in = x + ((n * p_.h + ih) * p_.w + iw) * c;
+            for (int64_t ch = 0; ch < c; ++ch) {
+              const float v = bf16_bits_to_f32(in[ch]);
+              best[ch] = first || v > best[ch] ? v : best[ch];
+            }
+            first = false;
+          }
+        const int64_t at = (row * p_.win.q + oq) * c;
+        if (output_bf16_) {
+          auto* out = static_cast<uint16_t*>(y) + at;
+          for (int64_t ch = 0; ch < c; ++ch) out[ch] = f32_to_bf16_bits(best[ch]);
+        } else {
+          std::copy(best.begin(), best.end(), static_cast<float*>(y) + at);
+        }
+      }
+    });
+  }
+  void run_backward(const BackwardArgs&) override { FASTNN_CHECK(false, name(), ": an inference kernel has no backward"); }
+
+ private:
+  Pool2dParams p_;
+  bool output_bf16_;
+};
+
 }  // namespace
 
 void register_max_pool2d(OpRegistry& r) {
@@ -267,6 +321,9 @@ void register_max_pool2d(OpRegistry& r) {
     const Pool2dParams p = pool2d_params("max_pool2d", a, in, false);
     const DType dt = compute_dtype("max_pool2d", in);
     return make_cpu_kernel<MaxPool2dNhwcCpu>("max_pool2d", dt, p, dt);
+  });
+  r.add_bf16_input_kernel("max_pool2d", Device::kCpu, [](const Attrs& a, std::span<const TensorSpec> in, bool output_bf16) {
+    return std::make_unique<MaxPool2dNhwcBf16Cpu>(pool2d_params("max_pool2d", a, in, false), output_bf16);
   });
 #ifdef FASTNN_HAVE_CUDA
   register_max_pool2d_cuda(r);

@@ -160,6 +160,25 @@ std::unique_ptr<OpKernel> OpRegistry::create_batch_norm_fold(const BatchNormFold
   return it == folds_.end() ? nullptr : it->second(fold);
 }
 
+void OpRegistry::add_bf16_input_kernel(std::string_view name, Device device, Bf16InputFactory factory) {
+  bf16_inputs_[str(name, "@", device_name(device))] = std::move(factory);
+}
+
+bool OpRegistry::has_bf16_input_kernel(std::string_view name, Device device) const {
+  return bf16_inputs_.contains(str(name, "@", device_name(device)));
+}
+
+std::unique_ptr<OpKernel> OpRegistry::create_bf16_input_kernel(std::string_view name, Device device, const Attrs& attrs,
+                                                               std::span<const TensorSpec> nchw_inputs, bool output_bf16) const {
+  auto it = bf16_inputs_.find(str(name, "@", device_name(device)));
+  if (it == bf16_inputs_.end()) return nullptr;
+  std::unique_ptr<OpKernel> k = it->second(attrs, nchw_inputs, output_bf16);
+  FASTNN_CHECK(!k || (k->signature().inputs[0].dtype == DType::kBF16 && k->signature().activation_layout == Layout::kNHWC &&
+                      (k->signature().outputs[0].dtype == DType::kBF16) == output_bf16),
+               "op ", name, ": its ", device_name(device), " bf16-input kernel has other activation types or layout");
+  return k;
+}
+
 std::unique_ptr<OpKernel> OpRegistry::create_fusion(const OpKernel& first, const OpKernel& then) const {
   if (first.device() != then.device()) return nullptr;
   auto it = fusions_.find(fusion_key(first.name(), then.name(), first.device()));

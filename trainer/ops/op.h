@@ -285,6 +285,12 @@ struct BatchNormFold {
 // and bias. Its signature is the composite's (ops/fused.h) but for `saved`, which it has none of, and it
 // has no backward. Null where it has none for these kernels (the plan keeps them).
 using BatchNormFoldFactory = std::function<std::unique_ptr<OpKernel>(const BatchNormFold& fold)>;
+// A one-input op's NHWC kernel reading bfloat16 activations in an inference plan (PlanOptions::fold_in_bf16,
+// between bf16 folds): forward only, its output bf16 where `output_bf16` (pooling, whose values pass through
+// exactly) else f32. It gets the NCHW input specs in f32, as an NHWC factory does; null where it has none
+// (then the activation stays f32).
+using Bf16InputFactory =
+    std::function<std::unique_ptr<OpKernel>(const Attrs& attrs, std::span<const TensorSpec> nchw_inputs, bool output_bf16)>;
 
 class OpRegistry {
  public:
@@ -319,10 +325,18 @@ class OpRegistry {
   // The registered fold for the conv kernel's device, or null (none, or the factory declined).
   std::unique_ptr<OpKernel> create_batch_norm_fold(const BatchNormFold& fold) const;
 
+  // A device's kernel of op `name` that reads bf16 activations (Bf16InputFactory).
+  void add_bf16_input_kernel(std::string_view name, Device device, Bf16InputFactory factory);
+  bool has_bf16_input_kernel(std::string_view name, Device device) const;
+  // Null where there is none, or none with that output type.
+  std::unique_ptr<OpKernel> create_bf16_input_kernel(std::string_view name, Device device, const Attrs& attrs,
+                                                     std::span<const TensorSpec> nchw_inputs, bool output_bf16) const;
+
  private:
   std::map<std::string, OpDef, std::less<>> ops_;
   std::map<std::string, FusionFactory, std::less<>> fusions_;  // "first+then@device"
   std::map<std::string, BatchNormFoldFactory, std::less<>> folds_;  // "conv_op@device"
+  std::map<std::string, Bf16InputFactory, std::less<>> bf16_inputs_;  // "op@device"
 };
 
 // Every built-in op with its CPU kernel, listed explicitly in ops/builtin.cpp.

@@ -414,15 +414,12 @@ TEST(GraphLayout, InferenceGraphFoldsInBfloat16WithinItsRounding) {
   expect_folded_graph_is_close("mobilenet_v2", 32, true);
 }
 
-// Under fold_in_bf16 an activation that a bf16 fold writes and only bf16 folds read stays bfloat16, so it
-// is rounded once rather than by each reader, except that a residual add writing f32 keeps its residual
-// f32 too (its output then takes the residual's buffer). ResNet-50 (TF-slim's v1: 53 folds, 16 units, the
-// last of blocks 1-3 strided with a 1x1 max pool as its shortcut): the pools read the stem's output, the
-// units' before the strided ones and the last unit's, so those stay f32, and through their residuals so
-// do all the units of blocks 1-4 but the strided ones. What stays bf16: each unit's first two
-// convolutions' outputs (32) and the three strided units' (35); read as the inputs of each unit's second
-// and third convolutions (32) and of the two first convolutions after each strided unit (38). A layer kept
-// for reading after the forward stays f32 (GraphOptions::keep); its reader then rounds it, as before.
+// Under fold_in_bf16 an activation that a bf16 fold writes and only bf16 folds or pools read stays
+// bfloat16, so it is rounded once rather than by each reader; a max pool passes bf16 on. In ResNet-50
+// (53 folds, 16 residual units; TF-slim's v1, whose strided units take a 1x1 max pool as their shortcut)
+// that is every fold's output, every convolution's input but the stem's (the image) and all 16
+// residuals. A layer kept for reading after the forward stays f32 (GraphOptions::keep); its reader then
+// rounds it, as before.
 TEST(GraphLayout, InferenceGraphKeepsBfloat16ActivationsBetweenBfloat16Folds) {
   if (!ops::cpu_bf16_available()) GTEST_SKIP() << "no bf16 instructions: " << ops::cpu_kernels_description();
   const NetDef net = zoo::build_net("resnet_v1_50", {.num_classes = 10, .height = 64, .width = 64});
@@ -446,23 +443,25 @@ TEST(GraphLayout, InferenceGraphKeepsBfloat16ActivationsBetweenBfloat16Folds) {
   Graph g(net, o);
   const Counts all = count(g);
   EXPECT_EQ(all.folds, 53);
-  EXPECT_EQ(all.bf16_outputs, 35);
-  EXPECT_EQ(all.bf16_inputs, 38);
-  EXPECT_EQ(all.bf16_residuals, 0);
+  EXPECT_EQ(all.bf16_outputs, 53);
+  EXPECT_EQ(all.bf16_inputs, 52);
+  EXPECT_EQ(all.bf16_residuals, 16);
+  int pools_reading_bf16 = 0;
+  for (const PlanNode& n : g.plan().nodes())
+    pools_reading_bf16 += n.op.ends_with("pool2d") || n.op == "global_avg_pool" ? n.kernel->signature().inputs[0].dtype == DType::kBF16 : 0;
+  EXPECT_EQ(pools_reading_bf16, 5) << "the stem's max pool, the three subsample shortcuts and the global pool";
   EXPECT_EQ(g.plan().nodes()[static_cast<size_t>(g.plan().logits_node())].kernel->signature().outputs[0].dtype, DType::kF32);
 
-  // The first bf16 output (the first unit's first convolution) kept: f32, and its reader (the unit's
-  // second convolution) takes it so.
+  // The first unit's first convolution kept: f32, and its reader (the unit's second convolution) takes it so.
   const PlanNode& first_fold = *std::find_if(g.plan().nodes().begin(), g.plan().nodes().end(), [](const PlanNode& n) {
-    return n.kernel->signature().outputs[0].dtype == DType::kBF16;
+    return n.name.ends_with("block1/unit_1/bottleneck_v1/conv1/BatchNorm");
   });
-  EXPECT_TRUE(first_fold.name.ends_with("unit_1/bottleneck_v1/conv1/BatchNorm")) << first_fold.name;
   o.keep = {first_fold.name};
   Graph kept(net, o);
   const Counts k = count(kept);
-  EXPECT_EQ(k.bf16_outputs, 34);
-  EXPECT_EQ(k.bf16_inputs, 37);
-  EXPECT_EQ(k.bf16_residuals, 0);
+  EXPECT_EQ(k.bf16_outputs, 52);
+  EXPECT_EQ(k.bf16_inputs, 51);
+  EXPECT_EQ(k.bf16_residuals, 16);
   const Tensor x = testing_util::random_tensor(kept.input_shape(), DType::kF32, 3);
   kept.forward(x, false);
   g.forward(x, false);
@@ -473,6 +472,17 @@ TEST(GraphLayout, InferenceGraphKeepsBfloat16ActivationsBetweenBfloat16Folds) {
   double scale = 1e-3;
   for (double v : a) scale = std::max(scale, std::fabs(v));
   for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(b[j], a[j], 3e-2 * scale) << "logit " << j;
+
+  // The first unit's add kept: it writes f32, and so does its residual (the projection shortcut) for the
+  // add to write over it; the next unit's first convolution and residual read f32.
+  o.keep = {"resnet_v1_50/block1/unit_1/bottleneck_v1/add"};
+  Graph kept_add(net, o);
+  const Counts ka = count(kept_add);
+  EXPECT_EQ(ka.bf16_outputs, 51);
+  EXPECT_EQ(ka.bf16_inputs, 51);
+  EXPECT_EQ(ka.bf16_residuals, 14);
+  // Every add still writes over its residual but the next unit's, whose residual is the kept output.
+  EXPECT_EQ(kept_add.layers_writing_over_an_input(), g.layers_writing_over_an_input() - 1);
 }
 
 // Under fold_in_bf16 a folded convolution multiplies in bf16 only where it does at least 64 multiply-adds
