@@ -64,6 +64,21 @@ class GlobalAvgPoolCpu final : public OpKernel {
   int64_t planes_ = 0, hw_ = 0;
 };
 
+// y[n, c] = the mean of element(((n * hw) + j) * c_count + c) over the pixels j of [N, HW, C] activations,
+// summed in double in pixel order (the NCHW kernel's order).
+template <typename Out, typename Element>
+void nhwc_channel_means(int64_t n_count, int64_t hw, int64_t c_count, Element element, Out* y) {
+  cpu::parallel_range(n_count, 1, [&](int64_t b, int64_t e) {
+    std::vector<double> acc(static_cast<size_t>(c_count));
+    for (int64_t n = b; n < e; ++n) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j = 0; j < hw; ++j)
+        for (int64_t c = 0; c < c_count; ++c) acc[c] += element((n * hw + j) * c_count + c);
+      for (int64_t c = 0; c < c_count; ++c) y[n * c_count + c] = static_cast<Out>(acc[c] / static_cast<double>(hw));
+    }
+  });
+}
+
 // NHWC: x [N, H, W, C]. Each channel's pixels are added in the same order as the NCHW kernel's, so the
 // two agree bitwise; the inner loop runs along the channels (contiguous).
 template <typename T>
@@ -82,16 +97,7 @@ class GlobalAvgPoolNhwcCpu final : public OpKernel {
  protected:
   void run_forward(const ForwardArgs& a) override {
     const T* x = a.inputs[0].data<T>();
-    T* y = a.outputs[0].data<T>();
-    cpu::parallel_range(n_, 1, [&](int64_t b, int64_t e) {
-      std::vector<double> acc(static_cast<size_t>(c_));
-      for (int64_t n = b; n < e; ++n) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < hw_; ++j)
-          for (int64_t c = 0; c < c_; ++c) acc[c] += x[(n * hw_ + j) * c_ + c];
-        for (int64_t c = 0; c < c_; ++c) y[n * c_ + c] = static_cast<T>(acc[c] / static_cast<double>(hw_));
-      }
-    });
+    nhwc_channel_means(n_, hw_, c_, [x](int64_t i) { return x[i]; }, a.outputs[0].data<T>());
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
@@ -127,16 +133,7 @@ class GlobalAvgPoolNhwcBf16Cpu final : public OpKernel {
  protected:
   void run_forward(const ForwardArgs& a) override {
     const auto* x = static_cast<const uint16_t*>(a.inputs[0].raw());
-    float* y = a.outputs[0].data<float>();
-    cpu::parallel_range(n_, 1, [&](int64_t b, int64_t e) {
-      std::vector<double> acc(static_cast<size_t>(c_));
-      for (int64_t n = b; n < e; ++n) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < hw_; ++j)
-          for (int64_t c = 0; c < c_; ++c) acc[c] += bf16_bits_to_f32(x[(n * hw_ + j) * c_ + c]);
-        for (int64_t c = 0; c < c_; ++c) y[n * c_ + c] = static_cast<float>(acc[c] / static_cast<double>(hw_));
-      }
-    });
+    nhwc_channel_means(n_, hw_, c_, [x](int64_t i) { return bf16_bits_to_f32(x[i]); }, a.outputs[0].data<float>());
   }
   void run_backward(const BackwardArgs&) override { FASTNN_CHECK(false, name(), ": an inference kernel has no backward"); }
 
