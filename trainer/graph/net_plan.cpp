@@ -530,7 +530,7 @@ std::vector<bool> NetPlan::bf16_outputs(const std::vector<BatchNormFoldPair>& fo
   }
   // A batch_norm+add+relu writing f32 keeps its residual in f32 as well, so that its output can take the
   // residual's buffer (OpSignature::output_may_take_input) rather than need one more of its size (ResNet-50
-  // at batch 32, before its pools read bf16, needed 77 MB more than the f32 graph). A residual chain is
+  // at batch 32 with its pools reading f32 needed 77 MB more than the f32 graph). A residual chain is
   // followed from its end; a pool whose input so turns f32 writes f32.
   for (bool changed = true; changed;) {
     changed = false;

@@ -80,8 +80,8 @@ struct PlanOptions {
   // rounded to it; f32 accumulation, bias and post-ops). Only where the device has such a kernel (the
   // CPU's with bf16 instructions: ops::cpu_bf16_available(); the caller refuses elsewhere), and only where
   // it pays (the kernel says so: OpSignature::multiplies_in_bf16). An activation a bf16 fold writes and
-  // only bf16 folds read stays bfloat16 (not `keep`), so it is rounded once, not by every reader; the
-  // others, and every output read by another node, stay in `dtype`.
+  // only bf16 folds or pools read stays bfloat16 (not `keep`; a max pool passes it on), so it is rounded
+  // once, not by every reader; the others, and the residual of an add writing `dtype`, stay in `dtype`.
   bool fold_in_bf16 = false;
   // With fold_batch_norms: how many images the graph is to run in its life (predict knows its inputs),
   // 0 where that is unbounded (serve). A folded kernel whose faster form costs a one-off transform of its

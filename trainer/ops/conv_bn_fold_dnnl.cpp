@@ -15,7 +15,7 @@
 // stay f32): the folded weights are kept in bfloat16 and the input is rounded to it into the workspace,
 // unless it arrives in bfloat16 (BatchNormFold::bf16_activations: a tensor between two such folds is
 // written and read in bf16, as PyTorch's CPU autocast keeps it); accumulation, bias and post-ops are f32,
-// and the output is f32 unless it stays bf16 for the folds that read it. A residual in bf16 is widened
+// and the output is f32 unless it stays bf16 for the layers that read it. A residual in bf16 is widened
 // into an f32 output before the sum post-op adds to it (or copied into a bf16 one, the sum rounding once).
 //
 // Winograd (f32, where winograd_pays_in_inference and oneDNN has it: AVX-512): the convolution runs on
