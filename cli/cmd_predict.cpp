@@ -27,7 +27,7 @@ namespace {
 struct PredictArgs {
   std::string checkpoint, output, format, device = "auto", split, embeddings, precision;
   std::vector<std::string> inputs;
-  int top_k = 5, batch_size = 0;
+  int top_k = 5, batch_size = 0, forward_batch = 0;
   bool skip_bad = false, quiet = false, overwrite = false;
 };
 
@@ -67,7 +67,7 @@ void predict(const PredictArgs& a, Communicator& comm) {
     inputs = inference::resolve_inputs(a.inputs, a.split);
     if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
     predictor_owner = std::make_unique<inference::Predictor>(
-        a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .top_k = a.top_k,
+        a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .forward_batch = a.forward_batch, .top_k = a.top_k,
                                                   .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank(),
                                                   .precision = a.precision, .job_images = job_images(inputs)});
     inference::check_input_classes(inputs, predictor_owner->model());  // shards numbered otherwise are refused
@@ -88,9 +88,10 @@ void predict(const PredictArgs& a, Communicator& comm) {
   inference::Predictor& predictor = *predictor_owner;
   const inference::ModelInfo& m = predictor.model();
   if (!a.quiet && writer)
-    std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d\n",
+    std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d%s\n",
                  m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
-                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), predictor.batch_size());
+                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), predictor.batch_size(),
+                 inference::forward_batch_note(m, predictor.batch_size()).c_str());
   if (!a.quiet && writer && comm.world_size() > 1)
     std::fprintf(stderr, "predict: %d ranks, batch b on rank b %% %d, output written by rank 0 in input order\n",
                  comm.world_size(), comm.world_size());
@@ -138,6 +139,10 @@ void add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "auto"}));
   cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--forward_batch,--forward-batch", a->forward_batch,
+                  "Images per forward, at most --batch_size (default 0: the whole batch, or on the CPU slices that keep a "
+                  "memory-bound network such as MobileNet in the L3 cache)")
+      ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--embeddings", a->embeddings,
                   "Also write each input's embedding (the features feeding the classifier) as a float32 [N, D] array, in "
                   "output order: FILE.npy (NumPy) or FILE.safetensors (tensor \"embeddings\")");

@@ -23,7 +23,7 @@ namespace {
 struct ServeArgs {
   std::string checkpoint, device = "auto", precision;
   serve::ServeOptions options;
-  int top_k = 5;
+  int top_k = 5, forward_batch = 0;
   // 0: a batch is whatever queued while the previous one ran. Waiting for company cost a lone client more
   // than the wait itself on a loaded CPU (wake-up latency) and bought no throughput (docs/PERFORMANCE.md).
   double max_delay_ms = 0;
@@ -69,6 +69,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--grace_s,--grace-s", o.grace_s,
                   "After SIGTERM / SIGINT, seconds the requests in flight get to finish before their connections are closed")
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--forward_batch,--forward-batch", a->forward_batch,
+                  "Images per forward, at most --max_batch (default 0: the whole batch, or on the CPU slices that keep a "
+                  "memory-bound network such as MobileNet in the L3 cache)")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--top_k,--top-k", a->top_k, "Classes per image in `topk`")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--device", a->device, "cpu, cuda or auto");
   cmd->add_option("--precision", a->precision,
@@ -90,12 +94,13 @@ void add_serve_command(CLI::App& app) {
     loop::StopSignalScope signals(
         "fastnn: stop requested; answering the requests in flight (signal again to exit at once)\n");
     inference::Predictor predictor(
-        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .top_k = a->top_k, .embeddings = true,
+        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .forward_batch = a->forward_batch, .top_k = a->top_k, .embeddings = true,
                           .precision = a->precision});
     const inference::ModelInfo& m = predictor.model();
-    std::fprintf(stderr, "serve: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, max batch %d, delay %.3g ms\n",
+    std::fprintf(stderr, "serve: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, max batch %d%s, delay %.3g ms\n",
                  m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
-                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), o.batching.max_batch, a->max_delay_ms);
+                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), o.batching.max_batch,
+                 inference::forward_batch_note(m, o.batching.max_batch).c_str(), a->max_delay_ms);
     std::fprintf(stderr, "serve: limits: %d connections (%d per client address), bodies up to %zu bytes, %zu bytes held in all, "
                  "%d handler threads, %d s per request, %.3g s grace\n", o.max_connections, o.max_connections_per_client,
                  o.max_body_bytes, o.max_buffered_bytes, o.threads, o.timeout_s, o.grace_s);

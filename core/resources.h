@@ -12,6 +12,7 @@ namespace fastnn {
 struct MachineResources {
   unsigned cores = 1;          // std::thread::hardware_concurrency (at least 1)
   uint64_t memory_bytes = 0;   // physical memory (sysconf); 0 if unknown
+  uint64_t l3_cache_bytes = 0; // the L3 cache cpu0 shares (Linux's sysfs); 0 if unknown
   static MachineResources detect();
 };
 

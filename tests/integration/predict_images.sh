@@ -4,7 +4,7 @@
 # predict on the folder (recursive, sorted) answers one valid JSON object per photo, in path order, with a
 # class name from the run's labels.txt; a file that is not an image is fatal naming it, or skipped with
 # --skip-bad and reported; an empty folder is an error; photographs far larger than the model's input
-# are said to be, once.
+# are said to be, once; a batch forwarded in slices (--forward_batch) answers as batches of the slice do.
 FASTNN=$1 SRC=$2 SCRATCH=$3
 PHOTOS=${FASTNN_SAMPLE_IMAGES:-/var/cache/fastnn/sample-images}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -56,6 +56,21 @@ grep -q "photos/sub/broken.jpg" bad.err || { cat bad.err; fail "error does not n
 grep -q "skipping .*photos/sub/broken.jpg" skip.err || { cat skip.err; fail "skip not reported"; }
 [ "$(wc -l < skip.jsonl)" = "$(wc -l < pred.jsonl)" ] || fail "--skip-bad should classify the others"
 grep -q "1 skipped" skip.err || { cat skip.err; fail "skip count"; }
+
+# --forward_batch: a batch of 4 forwarded 2 images at a time answers, embeddings included, exactly as
+# batches of 2 do (the same forwards); said on the first line; above the batch it is refused.
+"$FASTNN" predict --checkpoint run --input folder --device=cpu --batch_size 4 --forward_batch 2 --embeddings fwd2.npy \
+  > fwd2.jsonl 2> fwd2.err || { cat fwd2.err; fail "predict --forward_batch 2"; }
+grep -q "batch 4, forwarded 2 at a time" fwd2.err || { cat fwd2.err; fail "the first line does not say the forward batch"; }
+"$FASTNN" predict --checkpoint run --input folder --device=cpu --batch_size 2 --embeddings b2.npy -q > b2.jsonl ||
+  fail "predict --batch_size 2"
+[ "$(wc -l < b2.jsonl)" -ge 8 ] || fail "predict of the folder: $(wc -l < b2.jsonl) lines"
+cmp fwd2.jsonl b2.jsonl || fail "forwarding 2 at a time changed the predictions"
+cmp fwd2.npy b2.npy || fail "forwarding 2 at a time changed the embeddings"
+if "$FASTNN" predict --checkpoint run --input folder --device=cpu --batch_size 2 --forward_batch 3 -q > /dev/null 2> fwd3.err; then
+  fail "--forward_batch above --batch_size accepted"
+fi
+grep -q "forward_batch 3 must be between 1 and the batch size 2" fwd3.err || { cat fwd3.err; fail "--forward_batch 3 message"; }
 
 mkdir empty
 if "$FASTNN" predict --checkpoint run --input empty --device=cpu -q > /dev/null 2> empty.err; then fail "empty folder accepted"; fi

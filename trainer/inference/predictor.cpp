@@ -11,12 +11,14 @@
 #include <tbb/task_arena.h>
 
 #include "core/check.h"
+#include "core/resources.h"
 #include "core/manifest.h"
 #include "pipeline/preprocess.h"
 #include "trainer/checkpoint/checkpoint_classes.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/checkpoint/row_shards.h"
 #include "trainer/head/head_config.h"
+#include "trainer/inference/forward_batch.h"
 #include "trainer/inference/head_logits.h"
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/loop/run_setup.h"
@@ -44,6 +46,13 @@ int class_count(const JobConfig& c, const checkpoint::LoadedCheckpoint& l) {
   }
   throw ConfigError(str(l.prefix, ": the run set no num_classes, its dataset ", c.dataset_dir(),
                         " has no manifest.json here, and the checkpoint has no logits/biases array to count classes"));
+}
+
+// Rows [at, at + part's rows) of `all`, a [total, columns] f32 tensor made on the first call.
+void copy_rows(const Tensor& part, int64_t at, int64_t total, Tensor& all) {
+  const int64_t columns = part.numel() / part.shape()[0];
+  if (!all.defined()) all = Tensor::empty({total, columns}, DType::kF32);
+  std::memcpy(all.data<float>() + at * columns, part.data<float>(), static_cast<size_t>(part.numel()) * sizeof(float));
 }
 
 Tensor host_logits(const Tensor& t) {
@@ -171,6 +180,9 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   s.labels_offset = m.config.labels_offset();
   s.batch = options.batch_size > 0 ? options.batch_size : std::max(1, m.config.batch_size());
   if (options.top_k < 1) throw ConfigError(str("top_k must be at least 1, not ", options.top_k));
+  if (options.forward_batch < 0 || options.forward_batch > s.batch)
+    throw ConfigError(str("forward_batch ", options.forward_batch, " must be between 1 and the batch size ", s.batch,
+                          " (0: chosen for the model)"));
 
   JobConfig run = m.config;
   run.set_device(options.device);
@@ -207,6 +219,11 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   // when the batch size changes) that keeps the embedding layer's output readable. An embedding
   // model's embedding is its output (PLSC serves the same); otherwise the features feeding the classifier.
   const graph::NetPlan layout = graph::NetPlan::make(net, graph::PlanOptions{1, DType::kF32, Device::kCpu, nullptr, o.fuse});
+  m.forward_batch = options.forward_batch > 0 ? options.forward_batch
+                    : target.device == Device::kCpu
+                        ? static_cast<int>(cpu_forward_batch(layout, s.batch, MachineResources::detect().l3_cache_bytes).images)
+                        : s.batch;
+  o.batch_size = m.forward_batch;  // the graph is sized for one forward, not the whole batch
   m.embedding_layer = embedding_model ? layout.nodes()[static_cast<size_t>(layout.logits_node())].name : embedding_layer_of(layout);
   {
     const Shape& shape = layout.nodes()[static_cast<size_t>(layout.find(m.embedding_layer))].output_shape;
@@ -228,6 +245,10 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   const int workers = tbb::this_task_arena::max_concurrency();
   s.mapper->prepare(workers);
   s.times.resize(static_cast<size_t>(workers));
+}
+
+std::string forward_batch_note(const ModelInfo& model, int batch) {
+  return model.forward_batch < batch ? str(", forwarded ", model.forward_batch, " at a time") : std::string();
 }
 
 Predictor::~Predictor() = default;
@@ -277,16 +298,24 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
   if (good.empty()) return out;
   const auto g = static_cast<int64_t>(good.size());
   const bool nchw = s.spec.layout == Layout::kNCHW;
-  const Shape shape = nchw ? Shape{g, s.spec.channels, s.spec.height, s.spec.width}
-                           : Shape{g, s.spec.height, s.spec.width, s.spec.channels};
-  Tensor images = Tensor::empty(shape, s.spec.dtype, Device::kCpu, nchw ? Layout::kNCHW : Layout::kNHWC);
-  Tensor zero_labels = Tensor::zeros({g}, DType::kI32);
-  auto* dst = static_cast<std::byte*>(images.raw());
-  for (size_t j = 0; j < good.size(); ++j) std::memcpy(dst + j * sample, pixels.data() + good[j] * sample, sample);
   graph::Graph& graph = s.runner->graph();
-  if (graph.batch_size() != g) graph.set_batch_size(g);
-  s.runner->evaluate(images, zero_labels);
-  Tensor logits = host_logits(graph.output(0));
+  // Forwarded in slices of forward_batch images (forward_batch.h); each slice's rows are copied out
+  // before the next forward overwrites the graph's outputs.
+  const int64_t slice = std::min<int64_t>(s.info.forward_batch, g);
+  Tensor logits, features;
+  for (int64_t at = 0; at < g; at += slice) {
+    const int64_t n = std::min(slice, g - at);
+    const Shape shape = nchw ? Shape{n, s.spec.channels, s.spec.height, s.spec.width}
+                             : Shape{n, s.spec.height, s.spec.width, s.spec.channels};
+    Tensor images = Tensor::empty(shape, s.spec.dtype, Device::kCpu, nchw ? Layout::kNCHW : Layout::kNHWC);
+    auto* dst = static_cast<std::byte*>(images.raw());
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(dst + j * sample, pixels.data() + good[static_cast<size_t>(at + j)] * sample, sample);
+    if (graph.batch_size() != n) graph.set_batch_size(n);
+    s.runner->evaluate(images, Tensor::zeros({n}, DType::kI32));
+    copy_rows(host_logits(graph.output(0)), at, g, logits);
+    if (s.options.embeddings) copy_rows(host_logits(graph.layer_output(s.info.embedding_layer)), at, g, features);
+  }
   if (s.head) {  // the net's output is the embedding: the head's logits over its rows
     Tensor z = Tensor::empty({g, s.head->classes()}, DType::kF32);
     s.head->compute(logits.data<float>(), g, z.data<float>());
@@ -294,12 +323,9 @@ std::vector<Prediction> Predictor::classify(std::span<const InputItem> items, co
   }
   const float* z = logits.data<float>();
   const int classes = s.info.num_classes;
-  Tensor features;
-  if (s.options.embeddings) {
-    features = host_logits(graph.layer_output(s.info.embedding_layer));
+  if (s.options.embeddings)
     FASTNN_CHECK(features.numel() == g * s.info.embedding_size, "predict: embedding layer ", s.info.embedding_layer, " has ",
                  features.numel(), " values for ", g, " images of ", s.info.embedding_size);
-  }
   for (size_t j = 0; j < good.size(); ++j) {
     const InputItem& it = items[good[j]];
     Prediction p;

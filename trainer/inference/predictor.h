@@ -45,6 +45,10 @@ namespace fastnn::inference {
 struct PredictorOptions {
   std::string device = "auto";  // cpu, cuda, auto (the config field's values)
   int batch_size = 0;           // 0: the checkpoint run's batch_size
+  // Images per forward, at most batch_size: a batch is forwarded in slices of this many. 0 picks: on the
+  // CPU cpu_forward_batch (forward_batch.h: slices that keep a memory-bound network's layers in the L3
+  // cache), elsewhere the whole batch.
+  int forward_batch = 0;
   int top_k = 5;                // clamped to the class count
   bool embeddings = false;      // fill Prediction::embedding
   int local_rank = 0;           // under mpirun: picks the GPU (local_rank % device count)
@@ -68,6 +72,7 @@ struct ModelInfo {
   std::string class_names_origin;        // where they were read ("runs/x/ckpt-200.meta.pbtxt")
   std::string device;                    // "cpu f32", "cuda:0 f16"
   std::string input_layout;              // the model's input tensor: "NCHW" or "NHWC" (set by Predictor)
+  int forward_batch = 0;                 // images per forward, at most the batch (set by Predictor)
   std::string embedding_layer;           // the layer whose output is the embedding (set by Predictor)
   int64_t embedding_size = 0;
   JobConfig config;
@@ -90,6 +95,9 @@ ModelInfo describe_checkpoint(const checkpoint::LoadedCheckpoint& checkpoint);
 // The network `model` runs: the checkpoint's own layers when its job config has a net {}, else the zoo
 // model `model_name` built with `zoo_options`. Also used by `fastnn export`.
 NetDef model_net(const ModelInfo& model, const zoo::ZooOptions& zoo_options);
+
+// ", forwarded 4 at a time" when model.forward_batch is below `batch`, else "": for the command's first line.
+std::string forward_batch_note(const ModelInfo& model, int batch);
 
 // The k best classes of one row of logits with their softmax probabilities (double precision).
 std::vector<std::pair<int, double>> top_k_softmax(const float* logits, int classes, int k);
