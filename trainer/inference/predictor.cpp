@@ -11,8 +11,8 @@
 #include <tbb/task_arena.h>
 
 #include "core/check.h"
-#include "core/resources.h"
 #include "core/manifest.h"
+#include "core/resources.h"
 #include "pipeline/preprocess.h"
 #include "trainer/checkpoint/checkpoint_classes.h"
 #include "trainer/checkpoint/checkpoint_manager.h"

@@ -11,7 +11,9 @@
 // so a shard record is classified from exactly the values `fastnn eval` feeds the model; the forward is
 // the runner's evaluate() (eval mode: moving BN statistics, no dropout) on an inference graph (no
 // gradient buffers, layers sharing buffers, nothing reallocated when the batch size changes; bitwise
-// the training graph's logits), then a softmax of the logits in double precision.
+// the training graph's logits), in slices of ModelInfo::forward_batch images (forward_batch.h: on the CPU
+// a memory-bound network's batch is sliced to stay in the L3 cache), then a softmax of the logits in double
+// precision.
 // Class names: the checkpoint's class map (trainer/checkpoint/checkpoint_classes.h: the names `fastnn
 // train` recorded, else labels.txt beside the checkpoint or the run's dataset's), when it has exactly
 // num_classes names; else none. A map contradicted beside the checkpoint is a ConfigError.
