@@ -1,5 +1,6 @@
 #include "trainer/serve/answers.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,7 @@ std::string model_json(const inference::ModelInfo& m, const BatcherOptions& b) {
                 {"content_types", {"image/jpeg", "image/png", "application/octet-stream", "application/json"}}};
   j["embedding"] = {{"layer", m.embedding_layer}, {"size", m.embedding_size}};
   j["batching"] = {{"max_batch", b.max_batch},
+                   {"forward_batch", std::min(m.forward_batch, b.max_batch)},
                    {"max_delay_ms", static_cast<double>(b.max_delay.count()) / 1000.0},
                    {"queue", b.queue_capacity}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

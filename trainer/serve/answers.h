@@ -6,7 +6,7 @@
 //             the shortest text that reads back as the same float32 (std::to_chars);
 //   model     {"model_name", "checkpoint", "step", "num_classes", "class_names", "device",
 //              "input": {"height","width","channels","layout","preprocessing","content_types"},
-//              "embedding": {"layer","size"}, "batching": {"max_batch","max_delay_ms","queue"}};
+//              "embedding": {"layer","size"}, "batching": {"max_batch","forward_batch","max_delay_ms","queue"}};
 //   error     {"error": MESSAGE}.
 // Every outcome must be done without error (the server answers an error body otherwise).
 #pragma once

@@ -124,6 +124,7 @@ TEST(ServeAnswers, ModelAndError) {
   m.preset = "lenet";
   m.embedding_layer = "LeNet/fc3/Relu";
   m.embedding_size = 1024;
+  m.forward_batch = 4;
   const nlohmann::json j = nlohmann::json::parse(model_json(m, {.max_batch = 8, .max_delay = std::chrono::microseconds(1500)}));
   EXPECT_EQ(j["model_name"], "lenet");
   EXPECT_EQ(j["num_classes"], 10);
@@ -131,6 +132,7 @@ TEST(ServeAnswers, ModelAndError) {
   EXPECT_EQ(j["input"]["layout"], "NCHW");
   EXPECT_EQ(j["embedding"]["size"], 1024);
   EXPECT_EQ(j["batching"]["max_batch"], 8);
+  EXPECT_EQ(j["batching"]["forward_batch"], 4);
   EXPECT_DOUBLE_EQ(j["batching"]["max_delay_ms"].get<double>(), 1.5);
   EXPECT_EQ(nlohmann::json::parse(error_json("bad \"x\"\n"))["error"], "bad \"x\"\n");
 }
