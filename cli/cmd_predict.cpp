@@ -137,7 +137,7 @@ void add_predict_command(CLI::App& app) {
                   "fp32, fp16, bf16 or auto (default: the run's); on the CPU, bf16 computes the convolutions followed by a "
                   "batch norm in bfloat16 where the CPU has bf16 instructions")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "auto"}));
-  cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images per forward pass (default: the run's batch_size)")
+  cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images decoded and classified together (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--forward_batch,--forward-batch", a->forward_batch,
                   "Images per forward, at most --batch_size (default 0: the whole batch, or on the CPU slices that keep a "

@@ -40,7 +40,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint prefix or file, or a run directory (its latest)")->required();
   cmd->add_option("--host", o.host, "Address to listen on (default loopback only; 0.0.0.0 for every interface)");
   cmd->add_option("--port", o.port, "TCP port; 0 picks a free one (printed)")->check(CLI::Range(0, 65535));
-  cmd->add_option("--max_batch,--max-batch", o.batching.max_batch, "Most images per forward pass")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max_batch,--max-batch", o.batching.max_batch, "Most images per batch")->check(CLI::Range(1, 4096));
   cmd->add_option("--max_delay_ms,--max-delay-ms", a->max_delay_ms,
                   "Longest wait for more images once one is queued, milliseconds")
       ->check(CLI::Range(0.0, 10000.0));
