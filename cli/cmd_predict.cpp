@@ -67,7 +67,8 @@ void predict(const PredictArgs& a, Communicator& comm) {
     inputs = inference::resolve_inputs(a.inputs, a.split);
     if (!a.embeddings.empty()) inference::embedding_format(a.embeddings);  // refuses another extension before any work
     predictor_owner = std::make_unique<inference::Predictor>(
-        a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size, .forward_batch = a.forward_batch, .top_k = a.top_k,
+        a.checkpoint, inference::PredictorOptions{.device = a.device, .batch_size = a.batch_size,
+                                                  .forward_batch = a.forward_batch, .top_k = a.top_k,
                                                   .embeddings = !a.embeddings.empty(), .local_rank = comm.local_rank(),
                                                   .precision = a.precision, .job_images = job_images(inputs)});
     inference::check_input_classes(inputs, predictor_owner->model());  // shards numbered otherwise are refused
@@ -137,7 +138,8 @@ void add_predict_command(CLI::App& app) {
                   "fp32, fp16, bf16 or auto (default: the run's); on the CPU, bf16 computes the convolutions followed by a "
                   "batch norm in bfloat16 where the CPU has bf16 instructions")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "auto"}));
-  cmd->add_option("--batch_size,--batch-size", a->batch_size, "Images decoded and classified together (default: the run's batch_size)")
+  cmd->add_option("--batch_size,--batch-size", a->batch_size,
+                  "Images decoded and classified together (default: the run's batch_size)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--forward_batch,--forward-batch", a->forward_batch,
                   "Images per forward, at most --batch_size (default 0: the whole batch, or on the CPU slices that keep a "

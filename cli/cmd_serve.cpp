@@ -94,8 +94,8 @@ void add_serve_command(CLI::App& app) {
     loop::StopSignalScope signals(
         "fastnn: stop requested; answering the requests in flight (signal again to exit at once)\n");
     inference::Predictor predictor(
-        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .forward_batch = a->forward_batch, .top_k = a->top_k, .embeddings = true,
-                          .precision = a->precision});
+        a->checkpoint, {.device = a->device, .batch_size = o.batching.max_batch, .forward_batch = a->forward_batch,
+                        .top_k = a->top_k, .embeddings = true, .precision = a->precision});
     const inference::ModelInfo& m = predictor.model();
     std::fprintf(stderr, "serve: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, max batch %d%s, delay %.3g ms\n",
                  m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,

@@ -182,7 +182,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   if (options.top_k < 1) throw ConfigError(str("top_k must be at least 1, not ", options.top_k));
   if (options.forward_batch < 0 || options.forward_batch > s.batch)
     throw ConfigError(str("forward_batch ", options.forward_batch, " must be between 1 and the batch size ", s.batch,
-                          " (0: chosen for the model)"));
+                          " (predict's --batch_size, serve's --max_batch); 0 chooses it for the model"));
 
   JobConfig run = m.config;
   run.set_device(options.device);
