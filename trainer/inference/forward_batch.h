@@ -8,8 +8,9 @@
 // as many images as keep its largest layer (input and output) within L3, and any other network's whole.
 // Measured on a 2-vCPU AMD EPYC (Zen 4, 32 MB L3), `fastnn predict` of 320 photos at --batch_size 32:
 // MobileNet v2 forwarded 4 at a time 1.03-1.27x (median 1.11) the whole batch's images/s, 8 at a time
-// no better, 3 at a time (this rule's choice) 1.27-1.49x; NASNet-mobile 8 at a time (the rule's) 1.04-1.16x;
-// ResNet-50 8 at a time 0.90-0.99x, 4 at a time 0.84-0.95x.
+// no better, 3 at a time (this rule's choice) 1.27-1.49x; MobileNet v1 5 at a time (the rule's) 1.07-1.19x;
+// NASNet-mobile 8 at a time (the rule's) 1.04-1.16x; ResNet-50 8 at a time 0.90-0.99x, 4 at a time
+// 0.84-0.95x. The threshold is cautious: Inception v1 (18 per byte, whole batch) ran 1.01-1.24x 5 at a time.
 #pragma once
 
 #include <cstdint>
