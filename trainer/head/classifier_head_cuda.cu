@@ -20,12 +20,12 @@
 namespace fastnn::head {
 namespace {
 
-using ::fastnn::cuda::block_sum;
-using ::fastnn::cuda::from_f;
-using ::fastnn::cuda::grid_for;
-using ::fastnn::cuda::kThreads;
-using ::fastnn::cuda::to_f;
-using ::fastnn::cuda::warp_sum;
+using cuda::block_sum;
+using cuda::from_f;
+using cuda::grid_for;
+using cuda::kThreads;
+using cuda::to_f;
+using cuda::warp_sum;
 
 // As classifier_head.cpp: a row shorter than this counts as this long (no NaN for a zero embedding).
 constexpr double kTinyNorm = 1e-12;

@@ -16,12 +16,12 @@ class AddCuda final : public OpKernel {
  protected:
   void run_forward(const ForwardArgs& a) override {
     const T* xs[kMaxInputs];
-    for (size_t i = 0; i < a.inputs.size(); ++i) xs[i] = cuda::ptr<T>(a.inputs[i]);
-    cuda::add_forward<T>(a.outputs[0].numel(), std::span<const T* const>(xs, a.inputs.size()),
-                         cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+    for (size_t i = 0; i < a.inputs.size(); ++i) xs[i] = gpu::ptr<T>(a.inputs[i]);
+    gpu::add_forward<T>(a.outputs[0].numel(), std::span<const T* const>(xs, a.inputs.size()),
+                         gpu::ptr<T>(a.outputs[0]), gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
+    const cudaStream_t s = gpu::stream_of(a);
     for (Tensor& dx : a.d_inputs)
       if (dx.defined() && dx.nbytes() && dx.raw() != a.d_outputs[0].raw())
         CUDA_CHECK(cudaMemcpyAsync(dx.raw(), a.d_outputs[0].raw(), dx.nbytes(), cudaMemcpyDeviceToDevice, s));
@@ -42,12 +42,12 @@ class AddReluCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::add_relu_forward<T>(a.outputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.inputs[1]),
-                              cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+    gpu::add_relu_forward<T>(a.outputs[0].numel(), gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.inputs[1]),
+                              gpu::ptr<T>(a.outputs[0]), gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
-    cuda::relu_backward_to_two<T>(a.outputs[0].numel(), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                                  cuda::ptr<T>(a.d_inputs[0]), cuda::ptr<T>(a.d_inputs[1]), cuda::stream_of(a));
+    gpu::relu_backward_to_two<T>(a.outputs[0].numel(), gpu::ptr<T>(a.outputs[0]), gpu::ptr<T>(a.d_outputs[0]),
+                                  gpu::ptr<T>(a.d_inputs[0]), gpu::ptr<T>(a.d_inputs[1]), gpu::stream_of(a));
   }
 };
 
@@ -60,9 +60,9 @@ std::unique_ptr<OpKernel> fuse_add_relu(const OpKernel& first, const OpKernel& t
 }  // namespace
 
 void register_add_cuda(OpRegistry& r) {
-  r.add_kernel("add", Device::kCuda, [cpu = cuda::cpu_factory(r, "add")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("add", in);
-    return cuda::make_cuda_kernel<AddCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+  r.add_kernel("add", Device::kCuda, [cpu = gpu::cpu_factory(r, "add")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("add", in);
+    return gpu::make_cuda_kernel<AddCuda>(dt, gpu::cuda_signature(cpu, a, in, dt));
   });
   r.add_fusion("add", "relu", Device::kCuda, [](const OpKernel& first, const OpKernel& then) {
     const OpSignature &a = first.signature(), &b = then.signature();

@@ -27,12 +27,12 @@ void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx);
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/window_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s);
 template <typename T>
 void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (avg_pool2d_cuda.cpp); register_avg_pool2d adds it.
 void register_avg_pool2d_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

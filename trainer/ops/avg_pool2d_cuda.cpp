@@ -17,11 +17,11 @@ class AvgPool2dCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::avg_pool2d_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+    gpu::avg_pool2d_forward<T>(p_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]), gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::avg_pool2d_backward<T>(p_, cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+    gpu::avg_pool2d_backward<T>(p_, gpu::ptr<T>(a.d_outputs[0]), gpu::ptr<T>(a.d_inputs[0]), gpu::stream_of(a));
   }
 
  private:
@@ -32,18 +32,18 @@ class AvgPool2dCuda final : public OpKernel {
 
 void register_avg_pool2d_cuda(OpRegistry& r) {
   r.add_kernel("avg_pool2d", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "avg_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("avg_pool2d", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                 return cuda::make_cuda_kernel<AvgPool2dCuda>(dt, std::move(sig),
+               [cpu = gpu::cpu_factory(r, "avg_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("avg_pool2d", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+                 return gpu::make_cuda_kernel<AvgPool2dCuda>(dt, std::move(sig),
                                                               pool2d_params("avg_pool2d", a, in, true));
                });
   r.add_nhwc_kernel("avg_pool2d", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "avg_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
-                      const DType dt = cuda::cuda_compute_dtype("avg_pool2d", in);
+                    [cpu = gpu::cpu_factory(r, "avg_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = gpu::cuda_compute_dtype("avg_pool2d", in);
                       Pool2dParams p = pool2d_params("avg_pool2d", a, in, true);
                       p.nhwc = true;
-                      return cuda::make_cuda_kernel<AvgPool2dCuda>(dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
+                      return gpu::make_cuda_kernel<AvgPool2dCuda>(dt, nhwc_signature(gpu::cuda_signature(cpu, a, in, dt)), p);
                     });
 }
 

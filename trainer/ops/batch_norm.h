@@ -76,7 +76,7 @@ enum class BnActivation { kNone, kRelu, kRelu6 };
 // float, __half or __nv_bfloat16 for x, y and their gradients, pointers are device pointers; nothing
 // allocates. gamma, beta, the running and the saved statistics and their gradients are f32 whatever T
 // is (as cuDNN and PyTorch's AMP keep them): the CUDA kernel's signature says so.
-namespace cuda {
+namespace gpu {
 // ws: batch_norm_workspace_bytes(p) bytes (the statistics' partial sums).
 template <typename T>
 void batch_norm_forward_training(const BatchNormParams& p, const T* x, const float* gamma, const float* beta,
@@ -125,7 +125,7 @@ template <typename T>
 void batch_norm_forward_from_sums(const BatchNormParams& p, const float* sums, const T* x, const T* r,
                                   const float* gamma, const float* beta, float* running_mean, float* running_var, T* y,
                                   float* save_mean, float* save_invstd, cudaStream_t s, BnActivation act);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (batch_norm_cuda.cpp); register_batch_norm adds it.
 void register_batch_norm_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

@@ -29,10 +29,10 @@ namespace {
 template <typename T>
 void forward_from_sums(const BatchNormParams& p, const ForwardArgs& a, const float* sums, const T* r, BnActivation act) {
   FASTNN_CHECK(a.training && a.replicas == nullptr, "batch_norm: channel sums are for a one-replica training step");
-  cuda::batch_norm_forward_from_sums<T>(p, sums, cuda::ptr<T>(a.inputs[0]), r, cuda::ptr<float>(a.params[0]),
-                                        cuda::ptr<float>(a.params[1]), cuda::ptr<float>(a.state[0]),
-                                        cuda::ptr<float>(a.state[1]), cuda::ptr<T>(a.outputs[0]),
-                                        cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]), cuda::stream_of(a),
+  gpu::batch_norm_forward_from_sums<T>(p, sums, gpu::ptr<T>(a.inputs[0]), r, gpu::ptr<float>(a.params[0]),
+                                        gpu::ptr<float>(a.params[1]), gpu::ptr<float>(a.state[0]),
+                                        gpu::ptr<float>(a.state[1]), gpu::ptr<T>(a.outputs[0]),
+                                        gpu::ptr<float>(a.saved[0]), gpu::ptr<float>(a.saved[1]), gpu::stream_of(a),
                                         act);
 }
 
@@ -43,32 +43,32 @@ class BatchNormCuda final : public OpKernel {
     sig_ = std::move(sig);
     for (auto* group : {&sig_.params, &sig_.state, &sig_.saved})
       for (TensorSpec& t : *group) t.dtype = DType::kF32;
-    sig_.workspace_bytes = cuda::batch_norm_workspace_bytes(p);
+    sig_.workspace_bytes = gpu::batch_norm_workspace_bytes(p);
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
     // The GPU loop refuses sync_batch_norm before training (trainer/loop/capabilities.cpp).
     FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
-    const T* x = cuda::ptr<T>(a.inputs[0]);
-    const float *gamma = cuda::ptr<float>(a.params[0]), *beta = cuda::ptr<float>(a.params[1]);
-    float *rm = cuda::ptr<float>(a.state[0]), *rv = cuda::ptr<float>(a.state[1]);
-    T* y = cuda::ptr<T>(a.outputs[0]);
-    float *mean = cuda::ptr<float>(a.saved[0]), *invstd = cuda::ptr<float>(a.saved[1]);
+    const T* x = gpu::ptr<T>(a.inputs[0]);
+    const float *gamma = gpu::ptr<float>(a.params[0]), *beta = gpu::ptr<float>(a.params[1]);
+    float *rm = gpu::ptr<float>(a.state[0]), *rv = gpu::ptr<float>(a.state[1]);
+    T* y = gpu::ptr<T>(a.outputs[0]);
+    float *mean = gpu::ptr<float>(a.saved[0]), *invstd = gpu::ptr<float>(a.saved[1]);
     if (a.training)
-      cuda::batch_norm_forward_training<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd,
-                                           const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+      gpu::batch_norm_forward_training<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd,
+                                           const_cast<void*>(a.workspace.raw()), gpu::stream_of(a));
     else
-      cuda::batch_norm_forward_inference<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd, cuda::stream_of(a));
+      gpu::batch_norm_forward_inference<T>(p_, x, gamma, beta, rm, rv, y, mean, invstd, gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
-    T* dx = cuda::ptr<T>(a.d_inputs[0]);
-    float *dgamma = cuda::ptr<float>(a.d_params[0]), *dbeta = cuda::ptr<float>(a.d_params[1]);
+    T* dx = gpu::ptr<T>(a.d_inputs[0]);
+    float *dgamma = gpu::ptr<float>(a.d_params[0]), *dbeta = gpu::ptr<float>(a.d_params[1]);
     if (!dx && !dgamma && !dbeta) return;
-    cuda::batch_norm_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
-                                 cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
-                                 cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta, const_cast<void*>(a.workspace.raw()),
-                                 cuda::stream_of(a));
+    gpu::batch_norm_backward<T>(p_, a.training, gpu::ptr<T>(a.inputs[0]), gpu::ptr<float>(a.params[0]),
+                                 gpu::ptr<float>(a.saved[0]), gpu::ptr<float>(a.saved[1]),
+                                 gpu::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta, const_cast<void*>(a.workspace.raw()),
+                                 gpu::stream_of(a));
   }
 
  public:
@@ -99,21 +99,21 @@ class BatchNormReluCuda final : public OpKernel {
  protected:
   void run_forward(const ForwardArgs& a) override {
     FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
-    cuda::batch_norm_relu_forward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
-                                     cuda::ptr<float>(a.params[1]), cuda::ptr<float>(a.state[0]),
-                                     cuda::ptr<float>(a.state[1]), cuda::ptr<T>(a.outputs[0]),
-                                     cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
-                                     const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_);
+    gpu::batch_norm_relu_forward<T>(p_, a.training, gpu::ptr<T>(a.inputs[0]), gpu::ptr<float>(a.params[0]),
+                                     gpu::ptr<float>(a.params[1]), gpu::ptr<float>(a.state[0]),
+                                     gpu::ptr<float>(a.state[1]), gpu::ptr<T>(a.outputs[0]),
+                                     gpu::ptr<float>(a.saved[0]), gpu::ptr<float>(a.saved[1]),
+                                     const_cast<void*>(a.workspace.raw()), gpu::stream_of(a), act_);
   }
   void run_backward(const BackwardArgs& a) override {
-    T* dx = cuda::ptr<T>(a.d_inputs[0]);
-    float *dgamma = cuda::ptr<float>(a.d_params[0]), *dbeta = cuda::ptr<float>(a.d_params[1]);
+    T* dx = gpu::ptr<T>(a.d_inputs[0]);
+    float *dgamma = gpu::ptr<float>(a.d_params[0]), *dbeta = gpu::ptr<float>(a.d_params[1]);
     if (!dx && !dgamma && !dbeta) return;
-    cuda::batch_norm_relu_backward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<float>(a.params[0]),
-                                      cuda::ptr<float>(a.saved[0]), cuda::ptr<float>(a.saved[1]),
-                                      cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
-                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a), act_,
-                                      cuda::ptr<float>(a.params[1]));  // beta: the mask from x, not y
+    gpu::batch_norm_relu_backward<T>(p_, a.training, gpu::ptr<T>(a.inputs[0]), gpu::ptr<float>(a.params[0]),
+                                      gpu::ptr<float>(a.saved[0]), gpu::ptr<float>(a.saved[1]),
+                                      gpu::ptr<T>(a.outputs[0]), gpu::ptr<T>(a.d_outputs[0]), dx, dgamma, dbeta,
+                                      const_cast<void*>(a.workspace.raw()), gpu::stream_of(a), act_,
+                                      gpu::ptr<float>(a.params[1]));  // beta: the mask from x, not y
   }
 
  public:
@@ -145,34 +145,34 @@ class BatchNormAddReluCuda final : public OpKernel {
  protected:
   void run_forward(const ForwardArgs& a) override {
     FASTNN_CHECK(a.replicas == nullptr || !a.training, "batch_norm: synchronised batch norm is CPU-only");
-    cuda::batch_norm_add_relu_forward<T>(p_, a.training, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.inputs[1]),
-                                         cuda::ptr<float>(a.params[0]), cuda::ptr<float>(a.params[1]),
-                                         cuda::ptr<float>(a.state[0]), cuda::ptr<float>(a.state[1]),
-                                         cuda::ptr<T>(a.outputs[0]), cuda::ptr<float>(a.saved[0]),
-                                         cuda::ptr<float>(a.saved[1]), const_cast<void*>(a.workspace.raw()),
-                                         cuda::stream_of(a));
+    gpu::batch_norm_add_relu_forward<T>(p_, a.training, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.inputs[1]),
+                                         gpu::ptr<float>(a.params[0]), gpu::ptr<float>(a.params[1]),
+                                         gpu::ptr<float>(a.state[0]), gpu::ptr<float>(a.state[1]),
+                                         gpu::ptr<T>(a.outputs[0]), gpu::ptr<float>(a.saved[0]),
+                                         gpu::ptr<float>(a.saved[1]), const_cast<void*>(a.workspace.raw()),
+                                         gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    const T *x = cuda::ptr<T>(a.inputs[0]), *y = cuda::ptr<T>(a.outputs[0]), *dy = cuda::ptr<T>(a.d_outputs[0]);
-    T *dx = cuda::ptr<T>(a.d_inputs[0]), *dr = cuda::ptr<T>(a.d_inputs[1]);
-    const float* gamma = cuda::ptr<float>(a.params[0]);
-    const float *mean = cuda::ptr<float>(a.saved[0]), *invstd = cuda::ptr<float>(a.saved[1]);
-    float *dgamma = cuda::ptr<float>(a.d_params[0]), *dbeta = cuda::ptr<float>(a.d_params[1]);
+    const cudaStream_t s = gpu::stream_of(a);
+    const T *x = gpu::ptr<T>(a.inputs[0]), *y = gpu::ptr<T>(a.outputs[0]), *dy = gpu::ptr<T>(a.d_outputs[0]);
+    T *dx = gpu::ptr<T>(a.d_inputs[0]), *dr = gpu::ptr<T>(a.d_inputs[1]);
+    const float* gamma = gpu::ptr<float>(a.params[0]);
+    const float *mean = gpu::ptr<float>(a.saved[0]), *invstd = gpu::ptr<float>(a.saved[1]);
+    float *dgamma = gpu::ptr<float>(a.d_params[0]), *dbeta = gpu::ptr<float>(a.d_params[1]);
     void* ws = const_cast<void*>(a.workspace.raw());
     const bool bn_grads = dx || dgamma || dbeta;
     if (dr) {  // dz = dy where y > 0: r's gradient, and batch norm's incoming one
-      cuda::relu_backward<T>(a.outputs[0].numel(), y, dy, dr, s);
-      if (bn_grads) cuda::batch_norm_backward<T>(p_, a.training, x, gamma, mean, invstd, dr, dx, dgamma, dbeta, ws, s);
+      gpu::relu_backward<T>(a.outputs[0].numel(), y, dy, dr, s);
+      if (bn_grads) gpu::batch_norm_backward<T>(p_, a.training, x, gamma, mean, invstd, dr, dx, dgamma, dbeta, ws, s);
     } else if (bn_grads) {
-      cuda::batch_norm_relu_backward<T>(p_, a.training, x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta, ws, s);
+      gpu::batch_norm_relu_backward<T>(p_, a.training, x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta, ws, s);
     }
   }
 
  public:
   bool takes_channel_sums() const override { return true; }
   void forward_from_channel_sums(const ForwardArgs& a, const float* sums) override {
-    forward_from_sums<T>(p_, a, sums, cuda::ptr<T>(a.inputs[1]), BnActivation::kRelu);
+    forward_from_sums<T>(p_, a, sums, gpu::ptr<T>(a.inputs[1]), BnActivation::kRelu);
   }
 
  private:
@@ -197,19 +197,19 @@ std::unique_ptr<OpKernel> fuse_with_relu(const OpKernel& first, const OpKernel& 
 
 void register_batch_norm_cuda(OpRegistry& r) {
   r.add_kernel("batch_norm", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "batch_norm")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("batch_norm", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                 return cuda::make_cuda_kernel<BatchNormCuda>(dt, std::move(sig), batch_norm_params(a, in));
+               [cpu = gpu::cpu_factory(r, "batch_norm")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("batch_norm", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+                 return gpu::make_cuda_kernel<BatchNormCuda>(dt, std::move(sig), batch_norm_params(a, in));
                });
   r.add_nhwc_kernel("batch_norm", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "batch_norm")](const Attrs& a, std::span<const TensorSpec> in) {
-                      const DType dt = cuda::cuda_compute_dtype("batch_norm", in);
+                    [cpu = gpu::cpu_factory(r, "batch_norm")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = gpu::cuda_compute_dtype("batch_norm", in);
                       BatchNormParams p = batch_norm_params(a, in);
                       p.n *= p.hw;  // rows of channels (a rank-2 input already is)
                       p.hw = 1;
-                      return cuda::make_cuda_kernel<BatchNormCuda>(
-                          dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
+                      return gpu::make_cuda_kernel<BatchNormCuda>(
+                          dt, nhwc_signature(gpu::cuda_signature(cpu, a, in, dt)), p);
                     });
   for (const auto& [then_op, act] : {std::pair{"relu", BnActivation::kRelu}, std::pair{"relu6", BnActivation::kRelu6}}) {
     r.add_fusion("batch_norm", then_op, Device::kCuda, [act](const OpKernel& first, const OpKernel& then) {

@@ -16,9 +16,9 @@
 #include "trainer/ops/channel_sums.cuh"
 #include "trainer/ops/cuda_helpers.h"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 using namespace sums;            // channel_sums.cuh
 
 namespace {
@@ -449,4 +449,4 @@ void batch_norm_forward_from_sums(const BatchNormParams& p, const float* sums, c
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu

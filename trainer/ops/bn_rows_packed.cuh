@@ -21,13 +21,13 @@
 #include "trainer/ops/batch_norm.h"
 #include "trainer/ops/channel_index.h"
 
-namespace fastnn::ops::cuda::packed {
+namespace fastnn::ops::gpu::packed {
 
-using ::fastnn::cuda::load_pack;
-using ::fastnn::cuda::Pack;
-using ::fastnn::cuda::store_pack;
-using ::fastnn::cuda::to_f;
-using ::fastnn::cuda::from_f;
+using cuda::load_pack;
+using cuda::Pack;
+using cuda::store_pack;
+using cuda::to_f;
+using cuda::from_f;
 
 constexpr int kPackedThreads = 256;
 
@@ -271,4 +271,4 @@ __global__ void dx_kernel(int64_t m, int64_t c, const T* x, const float* gamma, 
   }
 }
 
-}  // namespace fastnn::ops::cuda::packed
+}  // namespace fastnn::ops::gpu::packed

@@ -20,17 +20,17 @@ class ChannelPadCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    T* y = cuda::ptr<T>(a.outputs[0]);
+    const cudaStream_t s = gpu::stream_of(a);
+    T* y = gpu::ptr<T>(a.outputs[0]);
     CUDA_CHECK(cudaMemsetAsync(y, 0, a.outputs[0].nbytes(), s));
-    CUDA_CHECK(cudaMemcpy2DAsync(y + before_ * inner_, bytes(out_plane_), cuda::ptr<T>(a.inputs[0]), bytes(in_plane_),
+    CUDA_CHECK(cudaMemcpy2DAsync(y + before_ * inner_, bytes(out_plane_), gpu::ptr<T>(a.inputs[0]), bytes(in_plane_),
                                  bytes(in_plane_), static_cast<size_t>(n_), cudaMemcpyDeviceToDevice, s));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    CUDA_CHECK(cudaMemcpy2DAsync(cuda::ptr<T>(a.d_inputs[0]), bytes(in_plane_),
-                                 cuda::ptr<T>(a.d_outputs[0]) + before_ * inner_, bytes(out_plane_), bytes(in_plane_),
-                                 static_cast<size_t>(n_), cudaMemcpyDeviceToDevice, cuda::stream_of(a)));
+    CUDA_CHECK(cudaMemcpy2DAsync(gpu::ptr<T>(a.d_inputs[0]), bytes(in_plane_),
+                                 gpu::ptr<T>(a.d_outputs[0]) + before_ * inner_, bytes(out_plane_), bytes(in_plane_),
+                                 static_cast<size_t>(n_), cudaMemcpyDeviceToDevice, gpu::stream_of(a)));
   }
 
  private:
@@ -42,10 +42,10 @@ class ChannelPadCuda final : public OpKernel {
 
 void register_channel_pad_cuda(OpRegistry& r) {
   r.add_kernel("channel_pad", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "channel_pad")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("channel_pad", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                 return cuda::make_cuda_kernel<ChannelPadCuda>(dt, std::move(sig), a.get_int("channel_pad", "before", 0),
+               [cpu = gpu::cpu_factory(r, "channel_pad")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("channel_pad", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+                 return gpu::make_cuda_kernel<ChannelPadCuda>(dt, std::move(sig), a.get_int("channel_pad", "before", 0),
                                                                a.get_int("channel_pad", "after", 0));
                });
 }

@@ -15,7 +15,7 @@
 #include "trainer/ops/batch_norm.h"
 #include "trainer/ops/channel_index.h"
 
-namespace fastnn::ops::cuda::sums {
+namespace fastnn::ops::gpu::sums {
 
 inline constexpr int kReduceThreads = 512;
 
@@ -72,4 +72,4 @@ __device__ __forceinline__ int64_t rows_channel() {
   return static_cast<int64_t>(blockIdx.x) * kRowChannels + threadIdx.x;
 }
 
-}  // namespace fastnn::ops::cuda::sums
+}  // namespace fastnn::ops::gpu::sums

@@ -25,24 +25,24 @@ class ConcatCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    T* y = cuda::ptr<T>(a.outputs[0]);
+    const cudaStream_t s = gpu::stream_of(a);
+    T* y = gpu::ptr<T>(a.outputs[0]);
     int64_t off = 0;
     for (size_t i = 0; i < channels_.size(); ++i) {
       const int64_t len = channels_[i] * inner_;
-      CUDA_CHECK(cudaMemcpy2DAsync(y + off, bytes(total_ * inner_), cuda::ptr<T>(a.inputs[i]), bytes(len), bytes(len),
+      CUDA_CHECK(cudaMemcpy2DAsync(y + off, bytes(total_ * inner_), gpu::ptr<T>(a.inputs[i]), bytes(len), bytes(len),
                                    static_cast<size_t>(n_), cudaMemcpyDeviceToDevice, s));
       off += len;
     }
   }
   void run_backward(const BackwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    const T* dy = cuda::ptr<T>(a.d_outputs[0]);
+    const cudaStream_t s = gpu::stream_of(a);
+    const T* dy = gpu::ptr<T>(a.d_outputs[0]);
     int64_t off = 0;
     for (size_t i = 0; i < channels_.size(); ++i) {
       const int64_t len = channels_[i] * inner_;
       if (a.d_inputs[i].defined())
-        CUDA_CHECK(cudaMemcpy2DAsync(cuda::ptr<T>(a.d_inputs[i]), bytes(len), dy + off, bytes(total_ * inner_),
+        CUDA_CHECK(cudaMemcpy2DAsync(gpu::ptr<T>(a.d_inputs[i]), bytes(len), dy + off, bytes(total_ * inner_),
                                      bytes(len), static_cast<size_t>(n_), cudaMemcpyDeviceToDevice, s));
       off += len;
     }
@@ -57,14 +57,14 @@ class ConcatCuda final : public OpKernel {
 }  // namespace
 
 void register_concat_cuda(OpRegistry& r) {
-  r.add_kernel("concat", Device::kCuda, [cpu = cuda::cpu_factory(r, "concat")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("concat", in);
-    return cuda::make_cuda_kernel<ConcatCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+  r.add_kernel("concat", Device::kCuda, [cpu = gpu::cpu_factory(r, "concat")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("concat", in);
+    return gpu::make_cuda_kernel<ConcatCuda>(dt, gpu::cuda_signature(cpu, a, in, dt));
   });
   r.add_nhwc_kernel("concat", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "concat")](const Attrs& a, std::span<const TensorSpec> in) {
-                      const DType dt = cuda::cuda_compute_dtype("concat", in);
-                      return cuda::make_cuda_kernel<ConcatCuda>(dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)));
+                    [cpu = gpu::cpu_factory(r, "concat")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = gpu::cuda_compute_dtype("concat", in);
+                      return gpu::make_cuda_kernel<ConcatCuda>(dt, nhwc_signature(gpu::cuda_signature(cpu, a, in, dt)));
                     });
 }
 

@@ -73,7 +73,7 @@ struct BackwardFilterPass {
 
 // The first acceptable candidate of a perf list (cuDNN sorts them best first).
 template <typename Perf>
-ConvAlgo first_usable(const char* pass, const Perf* perf, int count, bool fp32_no_tf32, const ::fastnn::cuda::Policy& pol) {
+ConvAlgo first_usable(const char* pass, const Perf* perf, int count, bool fp32_no_tf32, const cuda::Policy& pol) {
   std::string seen;
   for (int i = 0; i < count; ++i) {
     const Perf& c = perf[i];
@@ -90,10 +90,10 @@ ConvAlgo first_usable(const char* pass, const Perf* perf, int count, bool fp32_n
 
 // One pass's algorithm, its math type set on the pass's descriptor and its exact workspace asked for.
 template <typename Pass>
-ConvAlgo choose(cudnnHandle_t h, const ConvCallDescs& d, const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
+ConvAlgo choose(cudnnHandle_t h, const ConvCallDescs& d, const cuda::Policy& pol, bool fp32_no_tf32) {
   typename Pass::Perf perf[Pass::kCount];
   int got = 0;
-  if (pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive)
+  if (pol.conv_search == cuda::ConvAlgoSearch::kExhaustive)
     CUDNN_CHECK(Pass::find(h, d, &got, perf));
   else
     CUDNN_CHECK(Pass::get(h, d, &got, perf));
@@ -107,7 +107,7 @@ ConvAlgo choose(cudnnHandle_t h, const ConvCallDescs& d, const ::fastnn::cuda::P
 
 }  // namespace
 
-ConvAlgos choose_conv_algos(ConvCallDescs& d, const std::string& key, const ::fastnn::cuda::Policy& pol,
+ConvAlgos choose_conv_algos(ConvCallDescs& d, const std::string& key, const cuda::Policy& pol,
                             bool fp32_no_tf32) {
   {
     std::lock_guard<std::mutex> lock(g_algos_mu);
@@ -123,7 +123,7 @@ ConvAlgos choose_conv_algos(ConvCallDescs& d, const std::string& key, const ::fa
       return a;
     }
   }
-  const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(::fastnn::cuda::current_stream());
+  const cudnnHandle_t h = cuda::cudnn_handle(cuda::current_stream());
   // All three candidate lists are asked for under the math type the descriptors were created with (the
   // forward's choice changes only the forward's descriptor).
   ConvAlgos out;

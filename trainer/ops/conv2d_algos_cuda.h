@@ -61,7 +61,7 @@ struct ConvAlgos {
 // The three passes' algorithms for `d` under `pol` (the file comment); the math type each pass runs with
 // is left on its descriptor. `key` names the problem and the policy (identical keys: identical choices).
 // Throws ConfigError naming the pass and every candidate when none is usable.
-ConvAlgos choose_conv_algos(ConvCallDescs& d, const std::string& key, const ::fastnn::cuda::Policy& pol,
+ConvAlgos choose_conv_algos(ConvCallDescs& d, const std::string& key, const cuda::Policy& pol,
                             bool fp32_no_tf32);
 
 }  // namespace fastnn::ops

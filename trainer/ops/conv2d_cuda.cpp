@@ -122,7 +122,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     et_ = g.pad_top - sym_h, eb_ = g.pad_bottom - sym_h, el_ = g.pad_left - sym_w, er_ = g.pad_right - sym_w;
     asym_ = et_ || eb_ || el_ || er_;
     hp_ = p.h + et_ + eb_, wp_ = p.w + el_ + er_;
-    const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
+    const cuda::Policy pol = cuda::policy();
     cp_ = conv_channels_for_cudnn(p, dt, nhwc, pol.pad_conv_channels);
     chpad_ = cp_ != p.c;
     staged_ = asym_ || chpad_;
@@ -154,32 +154,32 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
 
     graph_ = pol.conv_graph_api && choose_plans(pol, fp32_no_tf32);
     if (graph_) {
-      conv_ws_ = cuda::align256(std::max({plans_.fwd->workspace_bytes(), plans_.bwd_data->workspace_bytes(),
+      conv_ws_ = gpu::align256(std::max({plans_.fwd->workspace_bytes(), plans_.bwd_data->workspace_bytes(),
                                           plans_.bwd_filter->workspace_bytes(),
                                           plans_.bwd_data_add ? plans_.bwd_data_add->workspace_bytes() : 0}));
     } else {
       algos_ = choose_conv_algos(descs_, cache_key(pol), pol, fp32_no_tf32);  // each pass's math type set too
-      conv_ws_ = cuda::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
+      conv_ws_ = gpu::align256(std::max({algos_.fwd.bytes, algos_.bwd_data.bytes, algos_.bwd_filter.bytes}));
     }
-    stage_bytes_ = staged_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * hp_ * wp_) * sizeof(T)) : 0;
-    mid_bytes_ = asym_ && chpad_ ? cuda::align256(static_cast<size_t>(p.n * cp_ * p.h * p.w) * sizeof(T)) : 0;
+    stage_bytes_ = staged_ ? gpu::align256(static_cast<size_t>(p.n * cp_ * hp_ * wp_) * sizeof(T)) : 0;
+    mid_bytes_ = asym_ && chpad_ ? gpu::align256(static_cast<size_t>(p.n * cp_ * p.h * p.w) * sizeof(T)) : 0;
     // NHWC: the filter gradient in [K, R, S, Cp], and with padded channels the [K, R, S, C] transposition
     // between it (or the weights) and the [K, C, R, S] parameter.
     const size_t krs = static_cast<size_t>(p.k * g.r * g.s);
-    dw_bytes_ = nhwc ? cuda::align256(krs * static_cast<size_t>(cp_ / p.groups) * sizeof(T)) : 0;
-    krsc_bytes_ = nhwc && chpad_ ? cuda::align256(krs * static_cast<size_t>(p.c) * sizeof(T)) : 0;
+    dw_bytes_ = nhwc ? gpu::align256(krs * static_cast<size_t>(cp_ / p.groups) * sizeof(T)) : 0;
+    krsc_bytes_ = nhwc && chpad_ ? gpu::align256(krs * static_cast<size_t>(p.c) * sizeof(T)) : 0;
     // The bias gradient's sums reuse the start of the workspace (after the filter pass, before the data pass).
     sig_.workspace_bytes = std::max(conv_ws_ + stage_bytes_ + mid_bytes_ + dw_bytes_ + krsc_bytes_,
-                                    p_.bias ? cuda::bias_grad_workspace_bytes(bias_rows(), p_.k, bias_inner()) : 0);
+                                    p_.bias ? gpu::bias_grad_workspace_bytes(bias_rows(), p_.k, bias_inner()) : 0);
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
-    char* ws = cuda::ptr<char>(a.workspace);
+    const cudaStream_t s = gpu::stream_of(a);
+    const cudnnHandle_t h = cuda::cudnn_handle(s);
+    char* ws = gpu::ptr<char>(a.workspace);
     const void* x = staged_input(a.inputs[0], ws, s);
-    T* y = cuda::ptr<T>(a.outputs[0]);
+    T* y = gpu::ptr<T>(a.outputs[0]);
     const void* w = a.params[0].raw();
     if (nhwc_) {
       void* krsc = a.saved.back().raw();
@@ -189,7 +189,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     fprop(h, x, w, y, ws);
     if (p_.bias) {
       const PartMark part("conv2d bias");
-      cuda::bias_add<T>(bias_rows(), p_.k, bias_inner(), cuda::ptr<T>(a.params[1]), y, s);
+      gpu::bias_add<T>(bias_rows(), p_.k, bias_inner(), gpu::ptr<T>(a.params[1]), y, s);
     }
   }
 
@@ -204,7 +204,7 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
       return std::nullopt;
     // Looked up again after a refusal: the cache answers null without building or warning twice.
     if (!stats_plan_) {
-      const ::fastnn::cuda::Policy pol = ::fastnn::cuda::policy();
+      const cuda::Policy pol = cuda::policy();
       const std::string key = cache_key(pol) + " conv+stats";
       stats_plan_ = cached_plan(
           g_stats_plan_cache, key,
@@ -227,23 +227,23 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
 
   void forward_with_channel_sums(const ForwardArgs& a, float* sums) override {
     FASTNN_CHECK(stats_plan_, "conv2d: forward_with_channel_sums without a conv+statistics plan");
-    const cudaStream_t s = cuda::stream_of(a);
+    const cudaStream_t s = gpu::stream_of(a);
     void* krsc = a.saved.back().raw();
-    write_krsc_weights(a.params[0].raw(), krsc, cuda::ptr<char>(a.workspace), s);
+    write_krsc_weights(a.params[0].raw(), krsc, gpu::ptr<char>(a.workspace), s);
     const PartMark part("conv2d fprop+stats");
     // Zeroed first: whether the engine overwrites its sums or adds to them is the gpu test's question.
     CUDA_CHECK(cudaMemsetAsync(sums, 0, 2 * static_cast<size_t>(p_.k) * sizeof(float), s));
-    stats_plan_->execute(::fastnn::cuda::cudnn_handle(s),
+    stats_plan_->execute(cuda::cudnn_handle(s),
                          {.x = a.inputs[0].raw(), .w = krsc, .y = a.outputs[0].raw(), .sum = sums, .sqsum = sums + p_.k},
-                         cuda::ptr<char>(a.workspace));
+                         gpu::ptr<char>(a.workspace));
   }
 
  protected:
   void run_backward(const BackwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
-    char* ws = cuda::ptr<char>(a.workspace);
-    const T* dy = cuda::ptr<T>(a.d_outputs[0]);
+    const cudaStream_t s = gpu::stream_of(a);
+    const cudnnHandle_t h = cuda::cudnn_handle(s);
+    char* ws = gpu::ptr<char>(a.workspace);
+    const T* dy = gpu::ptr<T>(a.d_outputs[0]);
     // Filter gradient first: it reads the staged x from the workspace, which the data pass reuses.
     if (a.d_params[0].defined()) {
       const void* x = staged_input(a.inputs[0], ws, s);
@@ -253,10 +253,10 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     }
     if (p_.bias && a.d_params[1].defined()) {
       const PartMark part("conv2d bias");
-      cuda::bias_grad<T>(bias_rows(), p_.k, bias_inner(), dy, cuda::ptr<T>(a.d_params[1]), ws, s);
+      gpu::bias_grad<T>(bias_rows(), p_.k, bias_inner(), dy, gpu::ptr<T>(a.d_params[1]), ws, s);
     }
     if (a.d_inputs[0].defined()) {
-      T* dx = cuda::ptr<T>(a.d_inputs[0]);
+      T* dx = gpu::ptr<T>(a.d_inputs[0]);
       void* dxp = staged_ ? static_cast<void*>(stage_buffer(ws)) : static_cast<void*>(dx);
       const void* w = nhwc_ ? a.saved.back().raw() : a.params[0].raw();
       // accumulate: dx already holds another consumer's gradient of x; cuDNN adds into it (beta = 1).
@@ -314,44 +314,44 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const PartMark part("conv2d layout");
     T* xp = stage_buffer(ws);
     if (!nhwc_) {
-      cuda::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, cuda::ptr<T>(x), xp, s);
+      gpu::pad2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, gpu::ptr<T>(x), xp, s);
       return xp;
     }
-    const T* src = cuda::ptr<T>(x);
+    const T* src = gpu::ptr<T>(x);
     if (chpad_) {
       T* dst = asym_ ? mid_buffer(ws) : xp;
-      cuda::pad2d<T>(1, p_.n * p_.h * p_.w, p_.c, 0, 0, 0, cp_ - p_.c, src, dst, s);
+      gpu::pad2d<T>(1, p_.n * p_.h * p_.w, p_.c, 0, 0, 0, cp_ - p_.c, src, dst, s);
       src = dst;
     }
-    if (asym_) cuda::pad2d<T>(p_.n, p_.h, p_.w * cp_, et_, eb_, el_ * cp_, er_ * cp_, src, xp, s);
+    if (asym_) gpu::pad2d<T>(p_.n, p_.h, p_.w * cp_, et_, eb_, el_ * cp_, er_ * cp_, src, xp, s);
     return xp;
   }
   // The inverse of staged_input for the data gradient: xp (the staged shape) -> x.
   void unstage(const T* xp, T* x, char* ws, cudaStream_t s) const {
     const PartMark part("conv2d layout");
     if (!nhwc_) {
-      cuda::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, xp, x, s);
+      gpu::crop2d<T>(p_.n * p_.c, p_.h, p_.w, et_, eb_, el_, er_, xp, x, s);
       return;
     }
     const T* src = xp;
     if (asym_) {
       T* dst = chpad_ ? mid_buffer(ws) : x;
-      cuda::crop2d<T>(p_.n, p_.h, p_.w * cp_, et_, eb_, el_ * cp_, er_ * cp_, src, dst, s);
+      gpu::crop2d<T>(p_.n, p_.h, p_.w * cp_, et_, eb_, el_ * cp_, er_ * cp_, src, dst, s);
       src = dst;
     }
-    if (chpad_) cuda::crop2d<T>(1, p_.n * p_.h * p_.w, p_.c, 0, 0, 0, cp_ - p_.c, src, x, s);
+    if (chpad_) gpu::crop2d<T>(1, p_.n * p_.h * p_.w, p_.c, 0, 0, 0, cp_ - p_.c, src, x, s);
   }
   // The parameter [K, C/g, R, S] as cuDNN's NHWC filter [K, R, S, Cp/g] (zero channels after C).
   void write_krsc_weights(const void* w, void* krsc, char* ws, cudaStream_t s) const {
     const PartMark part("conv2d layout");
     const int64_t rs = p_.win.r * p_.win.s, cg = p_.c / p_.groups;
     if (!chpad_) {
-      cuda::transpose_last2(p_.k, cg, rs, sizeof(T), w, krsc, s);
+      gpu::transpose_last2(p_.k, cg, rs, sizeof(T), w, krsc, s);
       return;
     }
     T* tmp = krsc_buffer(ws);
-    cuda::transpose_last2(p_.k, cg, rs, sizeof(T), w, tmp, s);
-    cuda::pad2d<T>(1, p_.k * rs, cg, 0, 0, 0, cp_ - cg, tmp, static_cast<T*>(krsc), s);
+    gpu::transpose_last2(p_.k, cg, rs, sizeof(T), w, tmp, s);
+    gpu::pad2d<T>(1, p_.k * rs, cg, 0, 0, 0, cp_ - cg, tmp, static_cast<T*>(krsc), s);
   }
   // cuDNN's NHWC filter gradient [K, R, S, Cp/g] as the parameter's [K, C/g, R, S].
   void write_filter_grad(const T* dw_krsc, void* dw, char* ws, cudaStream_t s) const {
@@ -360,18 +360,18 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     const T* src = dw_krsc;
     if (chpad_) {
       T* tmp = krsc_buffer(ws);
-      cuda::crop2d<T>(1, p_.k * rs, cg, 0, 0, 0, cp_ - cg, dw_krsc, tmp, s);
+      gpu::crop2d<T>(1, p_.k * rs, cg, 0, 0, 0, cp_ - cg, dw_krsc, tmp, s);
       src = tmp;
     }
-    cuda::transpose_last2(p_.k, rs, cg, sizeof(T), src, dw, s);
+    gpu::transpose_last2(p_.k, rs, cg, sizeof(T), src, dw, s);
   }
   // y as bias_add / bias_grad see it: [N, K, P*Q], or [N*P*Q, K, 1] rows in NHWC.
   int64_t bias_rows() const { return nhwc_ ? p_.n * p_.win.p * p_.win.q : p_.n; }
   int64_t bias_inner() const { return nhwc_ ? 1 : p_.win.p * p_.win.q; }
 
-  std::string cache_key(const ::fastnn::cuda::Policy& pol) const {
+  std::string cache_key(const cuda::Policy& pol) const {
     const Window2d& g = p_.win;
-    return str(::fastnn::cuda::current_device(), " ", dtype_name(dt_), nhwc_ ? " nhwc" : " nchw", " n", p_.n, " c", cp_, " ", hp_, "x", wp_,
+    return str(cuda::current_device(), " ", dtype_name(dt_), nhwc_ ? " nhwc" : " nchw", " n", p_.n, " c", cp_, " ", hp_, "x", wp_,
                " k", p_.k, " g", p_.groups, " ", g.to_string(), " tf32 ", pol.allow_tf32, " det ", pol.deterministic,
                " search ", static_cast<int>(pol.conv_search), " max ", pol.max_conv_workspace);
   }
@@ -389,18 +389,18 @@ class Conv2dCuda final : public OpKernel, public GraphApiUser {
     pb.dil_h = g.dil_h, pb.dil_w = g.dil_w;
     return pb;
   }
-  static cudnn_graph::EngineChoice engine_choice(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
+  static cudnn_graph::EngineChoice engine_choice(const cuda::Policy& pol, bool fp32_no_tf32) {
     cudnn_graph::EngineChoice choice;
     choice.allow_tensor_cores_on_f32 = !fp32_no_tf32;
     choice.deterministic = pol.deterministic;
     choice.max_workspace = pol.max_conv_workspace;
-    choice.exhaustive = pol.conv_search == ::fastnn::cuda::ConvAlgoSearch::kExhaustive;
+    choice.exhaustive = pol.conv_search == cuda::ConvAlgoSearch::kExhaustive;
     return choice;
   }
 
   // The graph API's plans for this layer (g_plan_cache: by problem, pass, beta and thread); false, with a
   // warning naming the layer's shape and cuDNN's reasons, when a pass has no usable engine.
-  bool choose_plans(const ::fastnn::cuda::Policy& pol, bool fp32_no_tf32) {
+  bool choose_plans(const cuda::Policy& pol, bool fp32_no_tf32) {
     const cudnn_graph::ConvProblem pb = graph_problem();
     const cudnn_graph::EngineChoice choice = engine_choice(pol, fp32_no_tf32);
     const std::string base = cache_key(pol) + " graph";
@@ -460,17 +460,17 @@ bool conv2d_adds_on_graph_api(const OpKernel& k) {
 }
 
 void register_conv2d_cuda(OpRegistry& r) {
-  r.add_kernel("conv2d", Device::kCuda, [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("conv2d", in);
-    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-    return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, false);
+  r.add_kernel("conv2d", Device::kCuda, [cpu = gpu::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("conv2d", in);
+    OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+    return gpu::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, false);
   });
   r.add_nhwc_kernel("conv2d", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
-                      const DType dt = cuda::cuda_compute_dtype("conv2d", in);
-                      OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates: errors propagate
+                    [cpu = gpu::cpu_factory(r, "conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = gpu::cuda_compute_dtype("conv2d", in);
+                      OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);  // validates: errors propagate
                       try {
-                        return cuda::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, true);
+                        return gpu::make_cuda_kernel<Conv2dCuda>(dt, std::move(sig), conv2d_params(a, in), dt, true);
                       } catch (const Error& e) {  // no usable (or supported) cuDNN algorithm in NHWC for this shape
                         log_warn("conv2d: ", e.what(), "; this layer runs in NCHW behind the layout adapter");
                         return std::unique_ptr<OpKernel>();

@@ -18,7 +18,7 @@
 namespace fastnn::ops::cudnn_graph {
 namespace {
 
-namespace cb = ::fastnn::cuda::cudnn_backend;
+namespace cb = cuda::cudnn_backend;
 using cb::Desc;
 
 constexpr int64_t kUidConvX = 1, kUidConvW = 2, kUidConvY = 3;
@@ -45,7 +45,7 @@ void execute_plan(cudnnHandle_t h, const Desc& plan, const void* x, const void* 
   cb::execute(h, plan, uids, ptrs, ws);
 }
 
-using ::fastnn::cuda::zeroed_bytes;
+using cuda::zeroed_bytes;
 
 // The pass's three tensors, for trial and timed runs (their contents do not matter).
 struct TrialTensors {
@@ -111,8 +111,8 @@ size_t fastest(cudnnHandle_t h, const std::vector<cb::Plan>& plans, const TrialT
 
 std::shared_ptr<const ConvPlan> ConvPlan::build(const ConvProblem& pb, ConvPass pass, float beta,
                                                 const EngineChoice& choice, std::string* why) {
-  const cudaStream_t s = ::fastnn::cuda::current_stream();
-  const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
+  const cudaStream_t s = cuda::current_stream();
+  const cudnnHandle_t h = cuda::cudnn_handle(s);
   auto out = std::shared_ptr<ConvPlan>(new ConvPlan());
   Descriptors& d = *out->d_;
   const int64_t cg = pb.c / pb.groups;

@@ -19,7 +19,7 @@
 namespace fastnn::ops::cudnn_graph {
 namespace {
 
-namespace cb = ::fastnn::cuda::cudnn_backend;
+namespace cb = cuda::cudnn_backend;
 using cb::Desc;
 using cb::DescPtr;
 
@@ -31,7 +31,7 @@ constexpr int64_t kUidMean = 8, kUidInvstd = 9, kUidDrelu = 10, kUidDscale = 11,
 constexpr int64_t kUidScaled = 101, kUidShifted = 102, kUidActivated = 103;
 constexpr int64_t kUidDgrad = 111, kUidCentered = 112, kUidNormalised = 113, kUidBnScaled = 114, kUidBnOut = 115;
 
-using ::fastnn::cuda::zeroed_bytes;
+using cuda::zeroed_bytes;
 
 }  // namespace
 
@@ -243,8 +243,8 @@ std::shared_ptr<const ConvBnPlan> ConvBnPlan::build(const ConvProblem& pb, ConvB
 
 std::shared_ptr<ConvBnPlan> ConvBnPlan::build_form(const ConvProblem& pb, ConvBnGraph graph,
                                                    const EngineChoice& choice, MeanForm form, std::string* why) {
-  const cudaStream_t s = ::fastnn::cuda::current_stream();
-  const cudnnHandle_t h = ::fastnn::cuda::cudnn_handle(s);
+  const cudaStream_t s = cuda::current_stream();
+  const cudnnHandle_t h = cuda::cudnn_handle(s);
   auto out = std::shared_ptr<ConvBnPlan>(new ConvBnPlan());
   out->graph_ = graph;
   Descriptors& d = *out->d_;

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
 // y[n, k, i] += b[k] for y [N, K, inner].
 template <typename T>
@@ -36,4 +36,4 @@ void bias_grad(int64_t n, int64_t k, int64_t inner, const T* dy, T* db, void* ws
 void transpose_last2(int64_t batch, int64_t rows, int64_t cols, size_t elem_bytes, const void* x, void* y,
                      cudaStream_t s);
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu

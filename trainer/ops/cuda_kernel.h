@@ -18,7 +18,7 @@
 #include "trainer/cuda/runtime.h"
 #include "trainer/ops/op.h"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
 // f32, f16 or bf16 (ConfigError otherwise): the compute dtypes of the CUDA kernels.
 DType cuda_compute_dtype(std::string_view op, std::span<const TensorSpec> inputs);
@@ -44,8 +44,8 @@ T* ptr(const Tensor& t) {
   return t.defined() ? static_cast<T*>(const_cast<void*>(t.raw())) : nullptr;
 }
 
-inline cudaStream_t stream_of(const ForwardArgs& a) { return ::fastnn::cuda::stream_or_current(a.stream); }
-inline cudaStream_t stream_of(const BackwardArgs& a) { return ::fastnn::cuda::stream_or_current(a.stream); }
+inline cudaStream_t stream_of(const ForwardArgs& a) { return cuda::stream_or_current(a.stream); }
+inline cudaStream_t stream_of(const BackwardArgs& a) { return cuda::stream_or_current(a.stream); }
 
 // Bytes rounded up so that workspace pieces stay 256-byte aligned.
 inline size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -55,4 +55,4 @@ inline size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 void reset_flag(int* flag, cudaStream_t s);
 void check_label_flag(const char* op, const int* flag, int64_t classes, cudaStream_t s);
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu

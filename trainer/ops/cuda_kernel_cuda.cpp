@@ -2,7 +2,7 @@
 
 #include "trainer/ops/op_spec_checks.h"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
 DType cuda_compute_dtype(std::string_view op, std::span<const TensorSpec> inputs) {
   const DType dt = compute_dtype(op, inputs);
@@ -36,10 +36,10 @@ KernelFactory cpu_factory(const OpRegistry& r, std::string_view op) {
 void reset_flag(int* flag, cudaStream_t s) { CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), s)); }
 
 void check_label_flag(const char* op, const int* flag, int64_t classes, cudaStream_t s) {
-  const ::fastnn::cuda::Policy p = ::fastnn::cuda::policy();
+  const cuda::Policy p = cuda::policy();
   if (!p.check_labels) return;
   if (p.defer_label_checks) {  // the step raises it after its one read-back (cuda/runtime.h)
-    ::fastnn::cuda::defer_label_check(op, flag, classes, s);
+    cuda::defer_label_check(op, flag, classes, s);
     return;
   }
   int host = 0;
@@ -49,4 +49,4 @@ void check_label_flag(const char* op, const int* flag, int64_t classes, cudaStre
     throw Error(str(op, ": the label of sample ", host - 1, " is outside [0, ", classes, ") (CUDA kernel)"));
 }
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu

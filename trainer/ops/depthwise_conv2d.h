@@ -90,7 +90,7 @@ void depthwise_conv2d_backward_filter_reference(const DepthwiseConv2dParams& p, 
 
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers: the CPU functions plus a stream; T is float, __half or __nv_bfloat16.
-namespace cuda {
+namespace gpu {
 // ws: depthwise_conv2d_workspace_bytes(p) bytes for every pass (NHWC: the filter and bias gradients'
 // partial sums, and the weights as [taps, C] floats for the packed kernels; NCHW: none, may be null).
 size_t depthwise_conv2d_workspace_bytes(const DepthwiseConv2dParams& p);
@@ -103,7 +103,7 @@ void depthwise_conv2d_backward_data(const DepthwiseConv2dParams& p, const T* w, 
 template <typename T>
 void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x, const T* dy, T* dw, T* db,
                                       void* ws, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (depthwise_conv2d_cuda.cu); register_depthwise_conv2d adds it.
 void register_depthwise_conv2d_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

@@ -13,9 +13,9 @@
 #include "trainer/ops/layout_adapter.h"
 
 namespace fastnn::ops {
-namespace cuda {
+namespace gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 
 namespace {
 
@@ -302,7 +302,7 @@ void depthwise_conv2d_backward_filter(const DepthwiseConv2dParams& p, const T* x
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace cuda
+}  // namespace gpu
 
 namespace {
 
@@ -312,25 +312,25 @@ class DepthwiseConv2dCuda final : public OpKernel {
   DepthwiseConv2dCuda(OpSignature sig, const DepthwiseConv2dParams& p)
       : OpKernel("depthwise_conv2d", Device::kCuda), p_(p) {
     sig_ = p.nhwc ? nhwc_signature(std::move(sig)) : std::move(sig);
-    sig_.workspace_bytes = cuda::depthwise_conv2d_workspace_bytes(p);
+    sig_.workspace_bytes = gpu::depthwise_conv2d_workspace_bytes(p);
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::depthwise_conv2d_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.params[0]),
-                                      p_.bias ? cuda::ptr<T>(a.params[1]) : nullptr, cuda::ptr<T>(a.outputs[0]),
-                                      const_cast<void*>(a.workspace.raw()), cuda::stream_of(a));
+    gpu::depthwise_conv2d_forward<T>(p_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.params[0]),
+                                      p_.bias ? gpu::ptr<T>(a.params[1]) : nullptr, gpu::ptr<T>(a.outputs[0]),
+                                      const_cast<void*>(a.workspace.raw()), gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    const T* dy = cuda::ptr<T>(a.d_outputs[0]);
+    const cudaStream_t s = gpu::stream_of(a);
+    const T* dy = gpu::ptr<T>(a.d_outputs[0]);
     void* ws = const_cast<void*>(a.workspace.raw());
     if (a.d_inputs[0].defined())
-      cuda::depthwise_conv2d_backward_data<T>(p_, cuda::ptr<T>(a.params[0]), dy, cuda::ptr<T>(a.d_inputs[0]), ws, s);
-    T* dw = cuda::ptr<T>(a.d_params[0]);
-    T* db = p_.bias ? cuda::ptr<T>(a.d_params[1]) : nullptr;
+      gpu::depthwise_conv2d_backward_data<T>(p_, gpu::ptr<T>(a.params[0]), dy, gpu::ptr<T>(a.d_inputs[0]), ws, s);
+    T* dw = gpu::ptr<T>(a.d_params[0]);
+    T* db = p_.bias ? gpu::ptr<T>(a.d_params[1]) : nullptr;
     if (dw || db)
-      cuda::depthwise_conv2d_backward_filter<T>(p_, cuda::ptr<T>(a.inputs[0]), dy, dw, db, ws, s);
+      gpu::depthwise_conv2d_backward_filter<T>(p_, gpu::ptr<T>(a.inputs[0]), dy, dw, db, ws, s);
   }
 
  private:
@@ -354,22 +354,22 @@ Attrs as_grouped_conv2d(const Attrs& a, std::span<const TensorSpec> in) {
 
 void register_depthwise_conv2d_cuda(OpRegistry& r) {
   r.add_kernel("depthwise_conv2d", Device::kCuda,
-               [&r, cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+               [&r, cpu = gpu::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
                  if (cuda::policy().depthwise_cudnn) return r.create("conv2d", Device::kCuda, as_grouped_conv2d(a, in), in);
                  constexpr std::string_view op = "depthwise_conv2d";
-                 const DType dt = cuda::cuda_compute_dtype(op, in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
-                 return cuda::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), depthwise_conv2d_params(a, in));
+                 const DType dt = gpu::cuda_compute_dtype(op, in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
+                 return gpu::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), depthwise_conv2d_params(a, in));
                });
   r.add_nhwc_kernel("depthwise_conv2d", Device::kCuda,
-                    [&r, cpu = cuda::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                    [&r, cpu = gpu::cpu_factory(r, "depthwise_conv2d")](const Attrs& a, std::span<const TensorSpec> in) {
                       if (cuda::policy().depthwise_cudnn)
                         return r.create_nhwc("conv2d", Device::kCuda, as_grouped_conv2d(a, in), in);
-                      const DType dt = cuda::cuda_compute_dtype("depthwise_conv2d", in);
-                      OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                      const DType dt = gpu::cuda_compute_dtype("depthwise_conv2d", in);
+                      OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
                       DepthwiseConv2dParams p = depthwise_conv2d_params(a, in);
                       p.nhwc = true;
-                      return cuda::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), p);
+                      return gpu::make_cuda_kernel<DepthwiseConv2dCuda>(dt, std::move(sig), p);
                     });
 }
 

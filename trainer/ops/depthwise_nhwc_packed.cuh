@@ -22,13 +22,13 @@
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/ops/channel_index.h"
 
-namespace fastnn::ops::cuda::dw_packed {
+namespace fastnn::ops::gpu::dw_packed {
 
-using ::fastnn::cuda::from_f;
-using ::fastnn::cuda::load_pack;
-using ::fastnn::cuda::Pack;
-using ::fastnn::cuda::store_pack;
-using ::fastnn::cuda::to_f;
+using cuda::from_f;
+using cuda::load_pack;
+using cuda::Pack;
+using cuda::store_pack;
+using cuda::to_f;
 
 constexpr int kThreads = 256;
 
@@ -191,4 +191,4 @@ __global__ void filter_partial_kernel(Geom32 g, BnSplit sp, const T* x, const T*
   }
 }
 
-}  // namespace fastnn::ops::cuda::dw_packed
+}  // namespace fastnn::ops::gpu::dw_packed

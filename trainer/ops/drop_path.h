@@ -59,14 +59,14 @@ void drop_path_apply(int64_t n, int64_t inner, const float* scale, const T* x, T
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/drop_path_cuda.cu): the CPU functions' names and arguments plus a stream; T is
 // float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 void drop_path_scales(int64_t n, double keep, uint64_t seed, uint64_t step, float* scale, cudaStream_t s);
 // The step read from device memory (ForwardArgs::device_step), the keep probability computed on the device.
 void drop_path_scales(int64_t n, const DropPathSchedule& schedule, uint64_t seed, const uint64_t* device_step,
                       float* scale, cudaStream_t s);
 template <typename T>
 void drop_path_apply(int64_t n, int64_t inner, const float* scale, const T* x, T* y, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (drop_path_cuda.cu); register_drop_path adds it.
 void register_drop_path_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

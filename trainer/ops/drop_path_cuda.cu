@@ -8,9 +8,9 @@
 #include "trainer/ops/random.h"
 
 namespace fastnn::ops {
-namespace cuda {
+namespace gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 
 namespace {
 
@@ -64,7 +64,7 @@ void drop_path_apply(int64_t n, int64_t inner, const float* scale, const T* x, T
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace cuda
+}  // namespace gpu
 
 namespace {
 
@@ -84,14 +84,14 @@ class DropPathCuda final : public OpKernel {
   void run_forward(const ForwardArgs& a) override {
     const Tensor& x = a.inputs[0];
     Tensor& y = a.outputs[0];
-    const cudaStream_t s = cuda::stream_of(a);
+    const cudaStream_t s = gpu::stream_of(a);
     if (a.training) {
-      float* scale = cuda::ptr<float>(a.saved[0]);
+      float* scale = gpu::ptr<float>(a.saved[0]);
       if (a.device_step)  // a captured CUDA graph: the step (and so the keep probability) from device memory
-        cuda::drop_path_scales(n_, s_, a.seed, a.device_step, scale, s);
+        gpu::drop_path_scales(n_, s_, a.seed, a.device_step, scale, s);
       else
-        cuda::drop_path_scales(n_, drop_path_keep(s_, a.step), a.seed, a.step, scale, s);
-      cuda::drop_path_apply<T>(n_, inner_, scale, cuda::ptr<T>(x), cuda::ptr<T>(y), s);
+        gpu::drop_path_scales(n_, drop_path_keep(s_, a.step), a.seed, a.step, scale, s);
+      gpu::drop_path_apply<T>(n_, inner_, scale, gpu::ptr<T>(x), gpu::ptr<T>(y), s);
     } else if (y.raw() != x.raw() && x.nbytes()) {
       CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), x.nbytes(), cudaMemcpyDeviceToDevice, s));
     }
@@ -100,9 +100,9 @@ class DropPathCuda final : public OpKernel {
     Tensor& dx = a.d_inputs[0];
     if (!dx.defined()) return;
     const Tensor& dy = a.d_outputs[0];
-    const cudaStream_t s = cuda::stream_of(a);
+    const cudaStream_t s = gpu::stream_of(a);
     if (a.training)
-      cuda::drop_path_apply<T>(n_, inner_, cuda::ptr<float>(a.saved[0]), cuda::ptr<T>(dy), cuda::ptr<T>(dx), s);
+      gpu::drop_path_apply<T>(n_, inner_, gpu::ptr<float>(a.saved[0]), gpu::ptr<T>(dy), gpu::ptr<T>(dx), s);
     else if (dx.raw() != dy.raw() && dy.nbytes())
       CUDA_CHECK(cudaMemcpyAsync(dx.raw(), dy.raw(), dy.nbytes(), cudaMemcpyDeviceToDevice, s));
   }
@@ -116,10 +116,10 @@ class DropPathCuda final : public OpKernel {
 
 void register_drop_path_cuda(OpRegistry& r) {
   r.add_kernel("drop_path", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "drop_path")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("drop_path", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                 return cuda::make_cuda_kernel<DropPathCuda>(dt, std::move(sig), drop_path_schedule(a));
+               [cpu = gpu::cpu_factory(r, "drop_path")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("drop_path", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+                 return gpu::make_cuda_kernel<DropPathCuda>(dt, std::move(sig), drop_path_schedule(a));
                });
 }
 

@@ -30,7 +30,7 @@ void dropout_backward(int64_t count, double rate, const uint8_t* mask, const T* 
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/elementwise_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 // The mask bit of element i is philox_word(seed, step, i) >= dropout_threshold(rate): the CPU's.
 template <typename T>
 void dropout_forward(int64_t count, double rate, uint64_t seed, uint64_t step, const T* x, T* y, uint8_t* mask,
@@ -41,7 +41,7 @@ void dropout_forward(int64_t count, double rate, uint64_t seed, const uint64_t* 
                      uint8_t* mask, cudaStream_t s);
 template <typename T>
 void dropout_backward(int64_t count, double rate, const uint8_t* mask, const T* dy, T* dx, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (dropout_cuda.cpp); register_dropout adds it.
 void register_dropout_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

@@ -14,13 +14,13 @@ class DropoutCuda final : public OpKernel {
   void run_forward(const ForwardArgs& a) override {
     const Tensor& x = a.inputs[0];
     Tensor& y = a.outputs[0];
-    const cudaStream_t s = cuda::stream_of(a);
+    const cudaStream_t s = gpu::stream_of(a);
     if (a.training && a.device_step)  // a captured CUDA graph: the step from device memory
-      cuda::dropout_forward<T>(x.numel(), rate_, a.seed, a.device_step, cuda::ptr<T>(x), cuda::ptr<T>(y),
-                               cuda::ptr<uint8_t>(a.saved[0]), s);
+      gpu::dropout_forward<T>(x.numel(), rate_, a.seed, a.device_step, gpu::ptr<T>(x), gpu::ptr<T>(y),
+                               gpu::ptr<uint8_t>(a.saved[0]), s);
     else if (a.training)
-      cuda::dropout_forward<T>(x.numel(), rate_, a.seed, a.step, cuda::ptr<T>(x), cuda::ptr<T>(y),
-                               cuda::ptr<uint8_t>(a.saved[0]), s);
+      gpu::dropout_forward<T>(x.numel(), rate_, a.seed, a.step, gpu::ptr<T>(x), gpu::ptr<T>(y),
+                               gpu::ptr<uint8_t>(a.saved[0]), s);
     else if (y.raw() != x.raw() && x.nbytes())
       CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), x.nbytes(), cudaMemcpyDeviceToDevice, s));
   }
@@ -28,9 +28,9 @@ class DropoutCuda final : public OpKernel {
     Tensor& dx = a.d_inputs[0];
     if (!dx.defined()) return;
     const Tensor& dy = a.d_outputs[0];
-    const cudaStream_t s = cuda::stream_of(a);
+    const cudaStream_t s = gpu::stream_of(a);
     if (a.training)
-      cuda::dropout_backward<T>(dy.numel(), rate_, cuda::ptr<uint8_t>(a.saved[0]), cuda::ptr<T>(dy), cuda::ptr<T>(dx), s);
+      gpu::dropout_backward<T>(dy.numel(), rate_, gpu::ptr<uint8_t>(a.saved[0]), gpu::ptr<T>(dy), gpu::ptr<T>(dx), s);
     else if (dx.raw() != dy.raw() && dy.nbytes())
       CUDA_CHECK(cudaMemcpyAsync(dx.raw(), dy.raw(), dy.nbytes(), cudaMemcpyDeviceToDevice, s));
   }
@@ -42,10 +42,10 @@ class DropoutCuda final : public OpKernel {
 }  // namespace
 
 void register_dropout_cuda(OpRegistry& r) {
-  r.add_kernel("dropout", Device::kCuda, [cpu = cuda::cpu_factory(r, "dropout")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("dropout", in);
-    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-    return cuda::make_cuda_kernel<DropoutCuda>(dt, std::move(sig), a.get_float("dropout", "rate", 0.5));
+  r.add_kernel("dropout", Device::kCuda, [cpu = gpu::cpu_factory(r, "dropout")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("dropout", in);
+    OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+    return gpu::make_cuda_kernel<DropoutCuda>(dt, std::move(sig), a.get_float("dropout", "rate", 0.5));
   });
 }
 

@@ -13,9 +13,9 @@
 #include "trainer/ops/tanh.h"
 #include "trainer/ops/random.h"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 
 namespace {
 
@@ -391,4 +391,4 @@ void transpose_last2(int64_t batch, int64_t rows, int64_t cols, size_t elem_byte
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu

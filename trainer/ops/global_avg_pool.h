@@ -24,7 +24,7 @@ void global_avg_pool_backward(int64_t planes, int64_t hw, const T* dy, T* dx);
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void global_avg_pool_forward(int64_t planes, int64_t hw, const T* x, T* y, cudaStream_t s);
 template <typename T>
@@ -34,7 +34,7 @@ template <typename T>
 void global_avg_pool_forward_nhwc(int64_t n, int64_t hw, int64_t c, const T* x, T* y, cudaStream_t s);
 template <typename T>
 void global_avg_pool_backward_nhwc(int64_t n, int64_t hw, int64_t c, const T* dy, T* dx, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (global_avg_pool_cuda.cpp); register_global_avg_pool adds it.
 void register_global_avg_pool_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

@@ -21,17 +21,17 @@ class GlobalAvgPoolCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    const T* x = cuda::ptr<T>(a.inputs[0]);
-    T* y = cuda::ptr<T>(a.outputs[0]);
-    if (nhwc_) cuda::global_avg_pool_forward_nhwc<T>(n_, hw_, c_, x, y, cuda::stream_of(a));
-    else cuda::global_avg_pool_forward<T>(n_ * c_, hw_, x, y, cuda::stream_of(a));
+    const T* x = gpu::ptr<T>(a.inputs[0]);
+    T* y = gpu::ptr<T>(a.outputs[0]);
+    if (nhwc_) gpu::global_avg_pool_forward_nhwc<T>(n_, hw_, c_, x, y, gpu::stream_of(a));
+    else gpu::global_avg_pool_forward<T>(n_ * c_, hw_, x, y, gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    const T* dy = cuda::ptr<T>(a.d_outputs[0]);
-    T* dx = cuda::ptr<T>(a.d_inputs[0]);
-    if (nhwc_) cuda::global_avg_pool_backward_nhwc<T>(n_, hw_, c_, dy, dx, cuda::stream_of(a));
-    else cuda::global_avg_pool_backward<T>(n_ * c_, hw_, dy, dx, cuda::stream_of(a));
+    const T* dy = gpu::ptr<T>(a.d_outputs[0]);
+    T* dx = gpu::ptr<T>(a.d_inputs[0]);
+    if (nhwc_) gpu::global_avg_pool_backward_nhwc<T>(n_, hw_, c_, dy, dx, gpu::stream_of(a));
+    else gpu::global_avg_pool_backward<T>(n_ * c_, hw_, dy, dx, gpu::stream_of(a));
   }
 
  private:
@@ -43,15 +43,15 @@ class GlobalAvgPoolCuda final : public OpKernel {
 
 void register_global_avg_pool_cuda(OpRegistry& r) {
   r.add_kernel("global_avg_pool", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "global_avg_pool")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("global_avg_pool", in);
-                 return cuda::make_cuda_kernel<GlobalAvgPoolCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+               [cpu = gpu::cpu_factory(r, "global_avg_pool")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("global_avg_pool", in);
+                 return gpu::make_cuda_kernel<GlobalAvgPoolCuda>(dt, gpu::cuda_signature(cpu, a, in, dt));
                });
   r.add_nhwc_kernel("global_avg_pool", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "global_avg_pool")](const Attrs& a, std::span<const TensorSpec> in) {
-                      const DType dt = cuda::cuda_compute_dtype("global_avg_pool", in);
-                      return cuda::make_cuda_kernel<GlobalAvgPoolCuda>(
-                          dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)));
+                    [cpu = gpu::cpu_factory(r, "global_avg_pool")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = gpu::cuda_compute_dtype("global_avg_pool", in);
+                      return gpu::make_cuda_kernel<GlobalAvgPoolCuda>(
+                          dt, nhwc_signature(gpu::cuda_signature(cpu, a, in, dt)));
                     });
 }
 

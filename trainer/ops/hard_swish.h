@@ -42,12 +42,12 @@ void hard_swish_backward(int64_t count, const T* x, const T* dy, T* dx);
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/elementwise_kernels.cu): the CPU functions' names and arguments plus a stream;
 // T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void hard_swish_forward(int64_t count, const T* x, T* y, cudaStream_t s);
 template <typename T>
 void hard_swish_backward(int64_t count, const T* x, const T* dy, T* dx, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (hard_swish_cuda.cpp); register_hard_swish adds it.
 void register_hard_swish_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

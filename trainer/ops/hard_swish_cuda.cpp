@@ -13,13 +13,13 @@ class HardSwishCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::hard_swish_forward<T>(a.inputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]),
-                                cuda::stream_of(a));
+    gpu::hard_swish_forward<T>(a.inputs[0].numel(), gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]),
+                                gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::hard_swish_backward<T>(a.inputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                                 cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+    gpu::hard_swish_backward<T>(a.inputs[0].numel(), gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.d_outputs[0]),
+                                 gpu::ptr<T>(a.d_inputs[0]), gpu::stream_of(a));
   }
 };
 
@@ -27,9 +27,9 @@ class HardSwishCuda final : public OpKernel {
 
 void register_hard_swish_cuda(OpRegistry& r) {
   r.add_kernel("hard_swish", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "hard_swish")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("hard_swish", in);
-                 return cuda::make_cuda_kernel<HardSwishCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+               [cpu = gpu::cpu_factory(r, "hard_swish")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("hard_swish", in);
+                 return gpu::make_cuda_kernel<HardSwishCuda>(dt, gpu::cuda_signature(cpu, a, in, dt));
                });
 }
 

@@ -22,8 +22,8 @@ void transpose(const Tensor& src, Tensor& dst, bool to_nhwc, void* stream) {
   const size_t e = dtype_size(src.dtype());
   if (src.device() != Device::kCpu) {
 #ifdef FASTNN_HAVE_CUDA
-    cuda::transpose_last2(n, to_nhwc ? c : hw, to_nhwc ? hw : c, e, src.raw(), dst.raw(),
-                          ::fastnn::cuda::stream_or_current(stream));
+    gpu::transpose_last2(n, to_nhwc ? c : hw, to_nhwc ? hw : c, e, src.raw(), dst.raw(),
+                          cuda::stream_or_current(stream));
     return;
 #else
     throw Error(str("layout adapter: a ", device_name(src.device()), " tensor in a build without that device"));

@@ -44,13 +44,13 @@ void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/window_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void lrn_forward(const LrnParams& p, const T* x, T* y, T* scale, cudaStream_t s);
 // ws: N*C*H*W floats.
 template <typename T>
 void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T* dx, float* ws, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (lrn_cuda.cpp); register_lrn adds it.
 void register_lrn_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

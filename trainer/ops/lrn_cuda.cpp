@@ -16,13 +16,13 @@ class LrnCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::lrn_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.saved[0]),
-                         cuda::stream_of(a));
+    gpu::lrn_forward<T>(p_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]), gpu::ptr<T>(a.saved[0]),
+                         gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::lrn_backward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.saved[0]), cuda::ptr<T>(a.d_outputs[0]),
-                          cuda::ptr<T>(a.d_inputs[0]), cuda::ptr<float>(a.workspace), cuda::stream_of(a));
+    gpu::lrn_backward<T>(p_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.saved[0]), gpu::ptr<T>(a.d_outputs[0]),
+                          gpu::ptr<T>(a.d_inputs[0]), gpu::ptr<float>(a.workspace), gpu::stream_of(a));
   }
 
  private:
@@ -32,11 +32,11 @@ class LrnCuda final : public OpKernel {
 }  // namespace
 
 void register_lrn_cuda(OpRegistry& r) {
-  r.add_kernel("lrn", Device::kCuda, [cpu = cuda::cpu_factory(r, "lrn")](const Attrs& a, std::span<const TensorSpec> in) {
+  r.add_kernel("lrn", Device::kCuda, [cpu = gpu::cpu_factory(r, "lrn")](const Attrs& a, std::span<const TensorSpec> in) {
     constexpr std::string_view op = "lrn";
-    const DType dt = cuda::cuda_compute_dtype(op, in);
-    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
-    return cuda::make_cuda_kernel<LrnCuda>(dt, std::move(sig), lrn_params(a, in));
+    const DType dt = gpu::cuda_compute_dtype(op, in);
+    OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);  // validates, as the CPU factory does
+    return gpu::make_cuda_kernel<LrnCuda>(dt, std::move(sig), lrn_params(a, in));
   });
 }
 

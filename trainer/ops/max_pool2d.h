@@ -27,7 +27,7 @@ void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx);
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/window_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, cudaStream_t s);
 // ws: max_pool2d_workspace_bytes(p) bytes (each window's argmax, one byte; 0 for 1x1 windows and for
@@ -38,7 +38,7 @@ template <typename T>
 void max_pool2d_backward(const Pool2dParams& p, const T* x, const T* dy, T* dx, void* ws, cudaStream_t s,
                          bool accumulate = false);
 size_t max_pool2d_workspace_bytes(const Pool2dParams& p);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (max_pool2d_cuda.cpp); register_max_pool2d adds it.
 void register_max_pool2d_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

@@ -14,7 +14,7 @@ class MaxPool2dCuda final : public OpKernel {
  public:
   MaxPool2dCuda(OpSignature sig, const Pool2dParams& p) : OpKernel("max_pool2d", Device::kCuda), p_(p) {
     sig_ = std::move(sig);
-    sig_.workspace_bytes = cuda::max_pool2d_workspace_bytes(p_);
+    sig_.workspace_bytes = gpu::max_pool2d_workspace_bytes(p_);
     // The backward can add into x's gradient (BackwardArgs::accumulate): where x has another consumer
     // whose gradient came first, no scratch buffer and no add pass (ResNet's stride-2 shortcut pools).
     sig_.accumulates_input_grads = true;
@@ -22,12 +22,12 @@ class MaxPool2dCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::max_pool2d_forward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+    gpu::max_pool2d_forward<T>(p_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]), gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::max_pool2d_backward<T>(p_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                                 cuda::ptr<T>(a.d_inputs[0]), const_cast<void*>(a.workspace.raw()), cuda::stream_of(a),
+    gpu::max_pool2d_backward<T>(p_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.d_outputs[0]),
+                                 gpu::ptr<T>(a.d_inputs[0]), const_cast<void*>(a.workspace.raw()), gpu::stream_of(a),
                                  (a.accumulate & 1) != 0);
   }
 
@@ -39,18 +39,18 @@ class MaxPool2dCuda final : public OpKernel {
 
 void register_max_pool2d_cuda(OpRegistry& r) {
   r.add_kernel("max_pool2d", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "max_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("max_pool2d", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                 return cuda::make_cuda_kernel<MaxPool2dCuda>(dt, std::move(sig),
+               [cpu = gpu::cpu_factory(r, "max_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("max_pool2d", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+                 return gpu::make_cuda_kernel<MaxPool2dCuda>(dt, std::move(sig),
                                                               pool2d_params("max_pool2d", a, in, false));
                });
   r.add_nhwc_kernel("max_pool2d", Device::kCuda,
-                    [cpu = cuda::cpu_factory(r, "max_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
-                      const DType dt = cuda::cuda_compute_dtype("max_pool2d", in);
+                    [cpu = gpu::cpu_factory(r, "max_pool2d")](const Attrs& a, std::span<const TensorSpec> in) {
+                      const DType dt = gpu::cuda_compute_dtype("max_pool2d", in);
                       Pool2dParams p = pool2d_params("max_pool2d", a, in, false);
                       p.nhwc = true;
-                      return cuda::make_cuda_kernel<MaxPool2dCuda>(dt, nhwc_signature(cuda::cuda_signature(cpu, a, in, dt)), p);
+                      return gpu::make_cuda_kernel<MaxPool2dCuda>(dt, nhwc_signature(gpu::cuda_signature(cpu, a, in, dt)), p);
                     });
 }
 

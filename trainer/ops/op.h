@@ -7,7 +7,7 @@
 //        namespace fastnn::ops::cpu  { template <class T> void conv2d_forward(const Conv2dParams&,
 //                                          const T* x, const T* w, const T* b, T* y, std::span<T> ws); }
 //    In CUDA builds (FASTNN_HAVE_CUDA) the same header declares the CUDA launchers with the same names
-//    and argument order in namespace fastnn::ops::cuda plus a trailing cudaStream_t (defined in one of
+//    and argument order in namespace fastnn::ops::gpu plus a trailing cudaStream_t (defined in one of
 //    ops/{elementwise,reduce,window}_kernels.cu, or host code in ops/<op>_cuda.cpp for cuDNN/cuBLAS).
 //    The CPU ones are instantiated for float and double (double is what the gradient checks run in).
 //

@@ -10,9 +10,9 @@
 #include "trainer/ops/avg_pool2d.h"
 #include "trainer/ops/max_pool2d.h"
 
-namespace fastnn::ops::cuda::pool32 {
+namespace fastnn::ops::gpu::pool32 {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 
 
 
@@ -335,4 +335,4 @@ inline bool max_pool32(const Pool2dParams& p, MaxPool32& m) {
   return true;
 }
 
-}  // namespace fastnn::ops::cuda::pool32
+}  // namespace fastnn::ops::gpu::pool32

@@ -17,9 +17,9 @@
 #include "trainer/ops/softmax_xent.h"
 #include "trainer/ops/top_k.h"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 using namespace sums;            // channel_sums.cuh
 
 namespace {
@@ -299,5 +299,5 @@ FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 #undef FASTNN_INSTANTIATE_L
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu
 

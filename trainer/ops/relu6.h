@@ -36,12 +36,12 @@ void relu6_backward(int64_t count, const T* y, const T* dy, T* dx);
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/relu6_cuda.cu): the CPU functions' names and arguments plus a stream; T is
 // float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void relu6_forward(int64_t count, const T* x, T* y, cudaStream_t s);
 template <typename T>
 void relu6_backward(int64_t count, const T* y, const T* dy, T* dx, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (relu6_cuda.cu); register_relu6 adds it.
 void register_relu6_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

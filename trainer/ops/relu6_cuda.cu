@@ -5,9 +5,9 @@
 #include "trainer/ops/relu6.h"
 
 namespace fastnn::ops {
-namespace cuda {
+namespace gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 
 namespace {
 
@@ -49,7 +49,7 @@ void relu6_backward(int64_t count, const T* y, const T* dy, T* dx, cudaStream_t 
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace cuda
+}  // namespace gpu
 
 namespace {
 
@@ -60,13 +60,13 @@ class Relu6Cuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::relu6_forward<T>(a.inputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]),
-                           cuda::stream_of(a));
+    gpu::relu6_forward<T>(a.inputs[0].numel(), gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]),
+                           gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::relu6_backward<T>(a.outputs[0].numel(), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                            cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+    gpu::relu6_backward<T>(a.outputs[0].numel(), gpu::ptr<T>(a.outputs[0]), gpu::ptr<T>(a.d_outputs[0]),
+                            gpu::ptr<T>(a.d_inputs[0]), gpu::stream_of(a));
   }
 };
 
@@ -74,9 +74,9 @@ class Relu6Cuda final : public OpKernel {
 
 void register_relu6_cuda(OpRegistry& r) {
   r.add_kernel("relu6", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "relu6")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("relu6", in);
-                 return cuda::make_cuda_kernel<Relu6Cuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+               [cpu = gpu::cpu_factory(r, "relu6")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("relu6", in);
+                 return gpu::make_cuda_kernel<Relu6Cuda>(dt, gpu::cuda_signature(cpu, a, in, dt));
                });
 }
 

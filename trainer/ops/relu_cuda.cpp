@@ -12,21 +12,21 @@ class ReluCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::relu_forward<T>(a.inputs[0].numel(), cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]), cuda::stream_of(a));
+    gpu::relu_forward<T>(a.inputs[0].numel(), gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]), gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::relu_backward<T>(a.outputs[0].numel(), cuda::ptr<T>(a.outputs[0]), cuda::ptr<T>(a.d_outputs[0]),
-                           cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+    gpu::relu_backward<T>(a.outputs[0].numel(), gpu::ptr<T>(a.outputs[0]), gpu::ptr<T>(a.d_outputs[0]),
+                           gpu::ptr<T>(a.d_inputs[0]), gpu::stream_of(a));
   }
 };
 
 }  // namespace
 
 void register_relu_cuda(OpRegistry& r) {
-  r.add_kernel("relu", Device::kCuda, [cpu = cuda::cpu_factory(r, "relu")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("relu", in);
-    return cuda::make_cuda_kernel<ReluCuda>(dt, cuda::cuda_signature(cpu, a, in, dt));
+  r.add_kernel("relu", Device::kCuda, [cpu = gpu::cpu_factory(r, "relu")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("relu", in);
+    return gpu::make_cuda_kernel<ReluCuda>(dt, gpu::cuda_signature(cpu, a, in, dt));
   });
 }
 

@@ -22,10 +22,10 @@ void scale_forward(int64_t count, T scale, const T* x, T* y);
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/elementwise_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void scale_forward(int64_t count, float scale, const T* x, T* y, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (scale_cuda.cpp); register_scale adds it.
 void register_scale_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

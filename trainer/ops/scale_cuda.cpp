@@ -12,13 +12,13 @@ class ScaleCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::scale_forward<T>(a.inputs[0].numel(), scale_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]),
-                           cuda::stream_of(a));
+    gpu::scale_forward<T>(a.inputs[0].numel(), scale_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]),
+                           gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::scale_forward<T>(a.d_outputs[0].numel(), scale_, cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_inputs[0]),
-                           cuda::stream_of(a));
+    gpu::scale_forward<T>(a.d_outputs[0].numel(), scale_, gpu::ptr<T>(a.d_outputs[0]), gpu::ptr<T>(a.d_inputs[0]),
+                           gpu::stream_of(a));
   }
 
  private:
@@ -28,10 +28,10 @@ class ScaleCuda final : public OpKernel {
 }  // namespace
 
 void register_scale_cuda(OpRegistry& r) {
-  r.add_kernel("scale", Device::kCuda, [cpu = cuda::cpu_factory(r, "scale")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("scale", in);
-    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-    return cuda::make_cuda_kernel<ScaleCuda>(dt, std::move(sig), static_cast<float>(a.get_float("scale", "scale", 1.0)));
+  r.add_kernel("scale", Device::kCuda, [cpu = gpu::cpu_factory(r, "scale")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("scale", in);
+    OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+    return gpu::make_cuda_kernel<ScaleCuda>(dt, std::move(sig), static_cast<float>(a.get_float("scale", "scale", 1.0)));
   });
 }
 

@@ -58,7 +58,7 @@ void softmax_xent_backward(const SoftmaxXentParams& p, const T* probs, const L* 
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 // ws: softmax_xent_workspace_bytes(p). bad_label: device int, set to 1 + the first sample whose label
 // is outside [0, K) (the caller zeroes it and checks it); such a row's loss is NaN.
 size_t softmax_xent_workspace_bytes(const SoftmaxXentParams& p);
@@ -69,7 +69,7 @@ void softmax_xent_forward(const SoftmaxXentParams& p, const T* logits, const L* 
 template <typename T, typename L>
 void softmax_xent_backward(const SoftmaxXentParams& p, const T* probs, const L* labels, const T* dloss, T* dlogits,
                            cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (softmax_xent_cuda.cpp); register_softmax_xent adds it.
 void register_softmax_xent_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

@@ -14,33 +14,33 @@ class SoftmaxXentCuda final : public OpKernel {
  public:
   SoftmaxXentCuda(OpSignature sig, const SoftmaxXentParams& p) : OpKernel("softmax_xent", Device::kCuda), p_(p) {
     sig_ = std::move(sig);
-    rows_bytes_ = cuda::align256(cuda::softmax_xent_workspace_bytes(p));
+    rows_bytes_ = gpu::align256(gpu::softmax_xent_workspace_bytes(p));
     sig_.workspace_bytes = rows_bytes_ + 256;
   }
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    char* ws = cuda::ptr<char>(a.workspace);
+    const cudaStream_t s = gpu::stream_of(a);
+    char* ws = gpu::ptr<char>(a.workspace);
     int* flag = reinterpret_cast<int*>(ws + rows_bytes_);
-    cuda::reset_flag(flag, s);
-    const T* z = cuda::ptr<T>(a.inputs[0]);
-    T *loss = cuda::ptr<T>(a.outputs[0]), *probs = cuda::ptr<T>(a.saved[0]);
+    gpu::reset_flag(flag, s);
+    const T* z = gpu::ptr<T>(a.inputs[0]);
+    T *loss = gpu::ptr<T>(a.outputs[0]), *probs = gpu::ptr<T>(a.saved[0]);
     if (a.inputs[1].dtype() == DType::kI32)
-      cuda::softmax_xent_forward<T, int32_t>(p_, z, cuda::ptr<int32_t>(a.inputs[1]), loss, probs, ws, flag, s);
+      gpu::softmax_xent_forward<T, int32_t>(p_, z, gpu::ptr<int32_t>(a.inputs[1]), loss, probs, ws, flag, s);
     else
-      cuda::softmax_xent_forward<T, int64_t>(p_, z, cuda::ptr<int64_t>(a.inputs[1]), loss, probs, ws, flag, s);
-    cuda::check_label_flag("softmax_xent", flag, p_.k, s);
+      gpu::softmax_xent_forward<T, int64_t>(p_, z, gpu::ptr<int64_t>(a.inputs[1]), loss, probs, ws, flag, s);
+    gpu::check_label_flag("softmax_xent", flag, p_.k, s);
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    const cudaStream_t s = cuda::stream_of(a);
-    const T *probs = cuda::ptr<T>(a.saved[0]), *dloss = cuda::ptr<T>(a.d_outputs[0]);
-    T* dz = cuda::ptr<T>(a.d_inputs[0]);
+    const cudaStream_t s = gpu::stream_of(a);
+    const T *probs = gpu::ptr<T>(a.saved[0]), *dloss = gpu::ptr<T>(a.d_outputs[0]);
+    T* dz = gpu::ptr<T>(a.d_inputs[0]);
     if (a.inputs[1].dtype() == DType::kI32)
-      cuda::softmax_xent_backward<T, int32_t>(p_, probs, cuda::ptr<int32_t>(a.inputs[1]), dloss, dz, s);
+      gpu::softmax_xent_backward<T, int32_t>(p_, probs, gpu::ptr<int32_t>(a.inputs[1]), dloss, dz, s);
     else
-      cuda::softmax_xent_backward<T, int64_t>(p_, probs, cuda::ptr<int64_t>(a.inputs[1]), dloss, dz, s);
+      gpu::softmax_xent_backward<T, int64_t>(p_, probs, gpu::ptr<int64_t>(a.inputs[1]), dloss, dz, s);
   }
 
  private:
@@ -52,15 +52,15 @@ class SoftmaxXentCuda final : public OpKernel {
 
 void register_softmax_xent_cuda(OpRegistry& r) {
   r.add_kernel("softmax_xent", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "softmax_xent")](const Attrs& a, std::span<const TensorSpec> in) {
+               [cpu = gpu::cpu_factory(r, "softmax_xent")](const Attrs& a, std::span<const TensorSpec> in) {
                  // The kernels have no class weights yet: refused rather than silently unweighted.
                  if (a.has("class_weights"))
                    throw ConfigError("softmax_xent: class_weights are supported on the CPU only");
-                 const DType dt = cuda::cuda_compute_dtype("softmax_xent", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
+                 const DType dt = gpu::cuda_compute_dtype("softmax_xent", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
                  const SoftmaxXentParams p{in[0].shape[0], in[0].shape[1],
                                            a.get_float("softmax_xent", "label_smoothing", 0.0)};
-                 return cuda::make_cuda_kernel<SoftmaxXentCuda>(dt, std::move(sig), p);
+                 return gpu::make_cuda_kernel<SoftmaxXentCuda>(dt, std::move(sig), p);
                });
 }
 

@@ -28,10 +28,10 @@ void spatial_shift(int64_t planes, int64_t h, int64_t w, int64_t sy, int64_t sx,
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launcher (ops/spatial_shift_cuda.cu): the CPU function's name and arguments plus a stream; T is
 // float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void spatial_shift(int64_t planes, int64_t h, int64_t w, int64_t sy, int64_t sx, const T* x, T* y, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (spatial_shift_cuda.cu); register_spatial_shift adds it.
 void register_spatial_shift_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

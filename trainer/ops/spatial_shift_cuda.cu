@@ -4,9 +4,9 @@
 #include "trainer/ops/spatial_shift.h"
 
 namespace fastnn::ops {
-namespace cuda {
+namespace gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 
 namespace {
 
@@ -34,7 +34,7 @@ void spatial_shift(int64_t planes, int64_t h, int64_t w, int64_t sy, int64_t sx,
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace cuda
+}  // namespace gpu
 
 namespace {
 
@@ -51,13 +51,13 @@ class SpatialShiftCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::spatial_shift<T>(planes_, h_, w_, sy_, sx_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]),
-                           cuda::stream_of(a));
+    gpu::spatial_shift<T>(planes_, h_, w_, sy_, sx_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]),
+                           gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::spatial_shift<T>(planes_, h_, w_, -sy_, -sx_, cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_inputs[0]),
-                           cuda::stream_of(a));
+    gpu::spatial_shift<T>(planes_, h_, w_, -sy_, -sx_, gpu::ptr<T>(a.d_outputs[0]), gpu::ptr<T>(a.d_inputs[0]),
+                           gpu::stream_of(a));
   }
 
  private:
@@ -68,10 +68,10 @@ class SpatialShiftCuda final : public OpKernel {
 
 void register_spatial_shift_cuda(OpRegistry& r) {
   r.add_kernel("spatial_shift", Device::kCuda,
-               [cpu = cuda::cpu_factory(r, "spatial_shift")](const Attrs& a, std::span<const TensorSpec> in) {
-                 const DType dt = cuda::cuda_compute_dtype("spatial_shift", in);
-                 OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-                 return cuda::make_cuda_kernel<SpatialShiftCuda>(dt, std::move(sig), a.get_int("spatial_shift", "dy", 1),
+               [cpu = gpu::cpu_factory(r, "spatial_shift")](const Attrs& a, std::span<const TensorSpec> in) {
+                 const DType dt = gpu::cuda_compute_dtype("spatial_shift", in);
+                 OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+                 return gpu::make_cuda_kernel<SpatialShiftCuda>(dt, std::move(sig), a.get_int("spatial_shift", "dy", 1),
                                                                  a.get_int("spatial_shift", "dx", 1));
                });
 }

@@ -25,12 +25,12 @@ void tanh_backward(int64_t count, T outer, T inner, const T* y, const T* dy, T* 
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/elementwise_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 template <typename T>
 void tanh_forward(int64_t count, float outer, float inner, const T* x, T* y, cudaStream_t s);
 template <typename T>
 void tanh_backward(int64_t count, float outer, float inner, const T* y, const T* dy, T* dx, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (tanh_cuda.cpp); register_tanh adds it.
 void register_tanh_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

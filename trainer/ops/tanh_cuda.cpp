@@ -14,13 +14,13 @@ class TanhCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    cuda::tanh_forward<T>(a.inputs[0].numel(), outer_, inner_, cuda::ptr<T>(a.inputs[0]), cuda::ptr<T>(a.outputs[0]),
-                          cuda::stream_of(a));
+    gpu::tanh_forward<T>(a.inputs[0].numel(), outer_, inner_, gpu::ptr<T>(a.inputs[0]), gpu::ptr<T>(a.outputs[0]),
+                          gpu::stream_of(a));
   }
   void run_backward(const BackwardArgs& a) override {
     if (!a.d_inputs[0].defined()) return;
-    cuda::tanh_backward<T>(a.outputs[0].numel(), outer_, inner_, cuda::ptr<T>(a.outputs[0]),
-                           cuda::ptr<T>(a.d_outputs[0]), cuda::ptr<T>(a.d_inputs[0]), cuda::stream_of(a));
+    gpu::tanh_backward<T>(a.outputs[0].numel(), outer_, inner_, gpu::ptr<T>(a.outputs[0]),
+                           gpu::ptr<T>(a.d_outputs[0]), gpu::ptr<T>(a.d_inputs[0]), gpu::stream_of(a));
   }
 
  private:
@@ -30,10 +30,10 @@ class TanhCuda final : public OpKernel {
 }  // namespace
 
 void register_tanh_cuda(OpRegistry& r) {
-  r.add_kernel("tanh", Device::kCuda, [cpu = cuda::cpu_factory(r, "tanh")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("tanh", in);
-    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);  // validates the attributes first
-    return cuda::make_cuda_kernel<TanhCuda>(dt, std::move(sig), static_cast<float>(a.get_float("tanh", "outer", 1.0)),
+  r.add_kernel("tanh", Device::kCuda, [cpu = gpu::cpu_factory(r, "tanh")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("tanh", in);
+    OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);  // validates the attributes first
+    return gpu::make_cuda_kernel<TanhCuda>(dt, std::move(sig), static_cast<float>(a.get_float("tanh", "outer", 1.0)),
                                             static_cast<float>(a.get_float("tanh", "inner", 1.0)));
   });
 }

@@ -27,12 +27,12 @@ int64_t top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, cons
 #ifdef FASTNN_HAVE_CUDA
 // CUDA launchers (ops/reduce_kernels.cu): the CPU functions' names and arguments plus a
 // stream; T is float, __half or __nv_bfloat16, pointers are device pointers; nothing allocates.
-namespace cuda {
+namespace gpu {
 // *correct (device int64) = the count; bad labels set *bad_label as above and count as wrong.
 template <typename T, typename L>
 void top_k_count(int64_t n, int64_t classes, int64_t k, const T* logits, const L* labels, int64_t* correct,
                  int* bad_label, cudaStream_t s);
-}  // namespace cuda
+}  // namespace gpu
 // The kCuda kernel (top_k_cuda.cpp); register_top_k adds it.
 void register_top_k_cuda(OpRegistry& registry);
 #endif  // FASTNN_HAVE_CUDA

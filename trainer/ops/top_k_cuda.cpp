@@ -17,17 +17,17 @@ class TopKCuda final : public OpKernel {
 
  protected:
   void run_forward(const ForwardArgs& a) override {
-    const cudaStream_t s = cuda::stream_of(a);
-    int* flag = cuda::ptr<int>(a.workspace);
-    cuda::reset_flag(flag, s);
+    const cudaStream_t s = gpu::stream_of(a);
+    int* flag = gpu::ptr<int>(a.workspace);
+    gpu::reset_flag(flag, s);
     const Tensor& z = a.inputs[0];
     const Tensor& l = a.inputs[1];
-    int64_t* out = cuda::ptr<int64_t>(a.outputs[0]);
+    int64_t* out = gpu::ptr<int64_t>(a.outputs[0]);
     if (l.dtype() == DType::kI32)
-      cuda::top_k_count<T, int32_t>(z.dim(0), z.dim(1), k_, cuda::ptr<T>(z), cuda::ptr<int32_t>(l), out, flag, s);
+      gpu::top_k_count<T, int32_t>(z.dim(0), z.dim(1), k_, gpu::ptr<T>(z), gpu::ptr<int32_t>(l), out, flag, s);
     else
-      cuda::top_k_count<T, int64_t>(z.dim(0), z.dim(1), k_, cuda::ptr<T>(z), cuda::ptr<int64_t>(l), out, flag, s);
-    cuda::check_label_flag("top_k", flag, z.dim(1), s);
+      gpu::top_k_count<T, int64_t>(z.dim(0), z.dim(1), k_, gpu::ptr<T>(z), gpu::ptr<int64_t>(l), out, flag, s);
+    gpu::check_label_flag("top_k", flag, z.dim(1), s);
   }
 
  private:
@@ -37,10 +37,10 @@ class TopKCuda final : public OpKernel {
 }  // namespace
 
 void register_top_k_cuda(OpRegistry& r) {
-  r.add_kernel("top_k", Device::kCuda, [cpu = cuda::cpu_factory(r, "top_k")](const Attrs& a, std::span<const TensorSpec> in) {
-    const DType dt = cuda::cuda_compute_dtype("top_k", in);
-    OpSignature sig = cuda::cuda_signature(cpu, a, in, dt);
-    return cuda::make_cuda_kernel<TopKCuda>(dt, std::move(sig), a.get_int("top_k", "k", 1));
+  r.add_kernel("top_k", Device::kCuda, [cpu = gpu::cpu_factory(r, "top_k")](const Attrs& a, std::span<const TensorSpec> in) {
+    const DType dt = gpu::cuda_compute_dtype("top_k", in);
+    OpSignature sig = gpu::cuda_signature(cpu, a, in, dt);
+    return gpu::make_cuda_kernel<TopKCuda>(dt, std::move(sig), a.get_int("top_k", "k", 1));
   });
 }
 

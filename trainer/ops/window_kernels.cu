@@ -17,9 +17,9 @@
 #include "trainer/ops/max_pool2d.h"
 #include "trainer/ops/pool32_kernels.cuh"
 
-namespace fastnn::ops::cuda {
+namespace fastnn::ops::gpu {
 
-using namespace ::fastnn::cuda;  // device_util.cuh
+using namespace cuda;  // device_util.cuh
 using namespace pool32;          // pool32_kernels.cuh
 
 namespace {
@@ -322,4 +322,4 @@ void lrn_backward(const LrnParams& p, const T* x, const T* scale, const T* dy, T
 FASTNN_CUDA_FOR_TYPES(FASTNN_INSTANTIATE)
 #undef FASTNN_INSTANTIATE
 
-}  // namespace fastnn::ops::cuda
+}  // namespace fastnn::ops::gpu

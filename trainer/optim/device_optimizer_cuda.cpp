@@ -16,7 +16,7 @@
 
 namespace fastnn {
 
-using optim::cuda::StepControl;
+using optim::gpu::StepControl;
 
 namespace {
 
@@ -116,7 +116,7 @@ DeviceOptimizer::DeviceOptimizer(const OptimizerOptions& o, std::vector<DevicePa
   if (!table.empty()) std::memcpy(host_table.raw(), table.data(), table.size() * sizeof(optim::TensorChunk));
   impl_->table = cuda::to_device(host_table);
   impl_->stats = so.max_gradient_norm > 0 || so.loss_scaling;
-  impl_->partials = Tensor::empty({static_cast<int64_t>(optim::cuda::chunk_partials_bytes(impl_->chunks))}, DType::kU8,
+  impl_->partials = Tensor::empty({static_cast<int64_t>(optim::gpu::chunk_partials_bytes(impl_->chunks))}, DType::kU8,
                                   Device::kCuda);
   StepControl c;
   c.scaler = so.loss_scaling ? so.scaler_state : optim::rule::ScalerState{};
@@ -135,7 +135,7 @@ void DeviceOptimizer::prepare(void* stream) {
   cudaStream_t s = cuda::stream_or_current(stream);
   with_storage_type(step_options_.compute, [&](auto t) {
     using G = decltype(t);
-    optim::cuda::prepare_chunks<G>(static_cast<const optim::TensorChunk*>(impl_->table.raw()), impl_->chunks,
+    optim::gpu::prepare_chunks<G>(static_cast<const optim::TensorChunk*>(impl_->table.raw()), impl_->chunks,
                                    static_cast<const StepControl*>(impl_->control.raw()), impl_->any_prepare,
                                    impl_->stats, static_cast<double*>(impl_->partials.raw()), s);
   });
@@ -154,7 +154,7 @@ void DeviceOptimizer::decide(float lr, void* stream) {
 void DeviceOptimizer::decide(const float* lr_on_device, void* stream) { launch_decide(0, lr_on_device, stream); }
 
 void DeviceOptimizer::launch_decide(float lr, const float* lr_on_device, void* stream) {
-  optim::cuda::DecideArgs a;
+  optim::gpu::DecideArgs a;
   a.lr = lr;
   a.lr_on_device = lr_on_device;
   a.stats = impl_->stats;
@@ -165,7 +165,7 @@ void DeviceOptimizer::launch_decide(float lr, const float* lr_on_device, void* s
   a.adam = name_ == "adam";
   a.beta1 = static_cast<float>(o_.adam_beta1);
   a.beta2 = static_cast<float>(o_.adam_beta2);
-  optim::cuda::decide_step(static_cast<const double*>(impl_->partials.raw()), impl_->chunks, a,
+  optim::gpu::decide_step(static_cast<const double*>(impl_->partials.raw()), impl_->chunks, a,
                            static_cast<StepControl*>(impl_->control.raw()), cuda::stream_or_current(stream));
 }
 
@@ -185,14 +185,14 @@ void DeviceOptimizer::set_scaler_state(const optim::rule::ScalerState& state) {
 
 void DeviceOptimizer::step(float lr, float grad_scale, void* stream) {
   if (name_ == "ftrl" && !(lr > 0.0f)) throw Error(str("ftrl needs a learning rate > 0, got ", lr));
-  optim::cuda::DecideArgs a;
+  optim::gpu::DecideArgs a;
   a.lr = lr;
   a.fixed = true;
   a.fixed_factor = grad_scale;
   a.adam = name_ == "adam";
   a.beta1 = static_cast<float>(o_.adam_beta1);
   a.beta2 = static_cast<float>(o_.adam_beta2);
-  optim::cuda::decide_step(static_cast<const double*>(impl_->partials.raw()), impl_->chunks, a,
+  optim::gpu::decide_step(static_cast<const double*>(impl_->partials.raw()), impl_->chunks, a,
                            static_cast<StepControl*>(impl_->control.raw()), cuda::stream_or_current(stream));
   launch_update(stream);
 }
@@ -205,7 +205,7 @@ void DeviceOptimizer::launch_update(void* stream) {
   const int64_t n = impl_->chunks;
   with_storage_type(step_options_.compute, [&](auto t) {
     using T = decltype(t);
-    optim::with_rule(o_, [&](auto rule) { optim::cuda::update_chunks<decltype(rule), T>(rule, table, n, control, s); });
+    optim::with_rule(o_, [&](auto rule) { optim::gpu::update_chunks<decltype(rule), T>(rule, table, n, control, s); });
   });
 }
 

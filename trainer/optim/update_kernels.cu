@@ -5,15 +5,15 @@
 #include "trainer/cuda/device_util.cuh"
 #include "trainer/optim/update_kernels.h"
 
-namespace fastnn::optim::cuda {
+namespace fastnn::optim::gpu {
 
 namespace {
 
-using ::fastnn::cuda::block_sum;
-using ::fastnn::cuda::from_f;
-using ::fastnn::cuda::grid_for;
-using ::fastnn::cuda::kThreads;
-using ::fastnn::cuda::to_f;
+using cuda::block_sum;
+using cuda::from_f;
+using cuda::grid_for;
+using cuda::kThreads;
+using cuda::to_f;
 
 // One parameter, one rule: the per-tensor launchers.
 template <typename Rule, typename G>
@@ -322,4 +322,4 @@ FASTNN_INSTANTIATE_ROW_RULE(Adadelta) FASTNN_INSTANTIATE_ROW_RULE(Ftrl)
 #undef FASTNN_INSTANTIATE_RULES
 #undef FASTNN_INSTANTIATE_RULE
 
-}  // namespace fastnn::optim::cuda
+}  // namespace fastnn::optim::gpu

@@ -20,7 +20,7 @@
 #include "trainer/optim/tensor_chunks.h"
 #include "trainer/optim/update_rules.h"
 
-namespace fastnn::optim::cuda {
+namespace fastnn::optim::gpu {
 
 // w -= lr * g
 template <typename G>
@@ -154,4 +154,4 @@ void fill_values(float* data, int64_t count, float value, cudaStream_t s);
 template <typename T>
 void write_loss_scale(const StepControl* control, double weight, T* out, cudaStream_t s);
 
-}  // namespace fastnn::optim::cuda
+}  // namespace fastnn::optim::gpu

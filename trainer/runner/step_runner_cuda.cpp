@@ -386,7 +386,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
   StepResult head_train(const Tensor& x, const Tensor& y, uint64_t step) {
     graph_.forward(x, true, step);
     head_->queue_train(graph_, y, step,
-                       optim::cuda::loss_scale_of(static_cast<const optim::cuda::StepControl*>(optimizer_->control())));
+                       optim::gpu::loss_scale_of(static_cast<const optim::gpu::StepControl*>(optimizer_->control())));
     if (buckets_) buckets_->launch_head();
     graph_.backward();
     return head_->read_results();
@@ -508,7 +508,7 @@ class CudaStepRunner final : public StepRunner, private graph::LayerObserver {
     if (o_.target.dtype != DType::kF16 || head_) return;
     std::vector<std::pair<Tensor, double>> seeds = step_.loss_gradient_seeds(labels);
     for (auto& [dloss, weight] : seeds)
-      optim::cuda::write_loss_scale<__half>(static_cast<const optim::cuda::StepControl*>(optimizer_->control()), weight,
+      optim::gpu::write_loss_scale<__half>(static_cast<const optim::gpu::StepControl*>(optimizer_->control()), weight,
                                             static_cast<__half*>(dloss.raw()), cuda::current_stream());
   }
 

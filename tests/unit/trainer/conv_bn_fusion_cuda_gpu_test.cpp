@@ -59,7 +59,7 @@ std::unique_ptr<OpKernel> make_then(const OpKernel& conv, Then then) {
   return add_relu ? registry().create_fusion(*bn, *add_relu) : nullptr;
 }
 
-Tensor host_of(const Tensor& device) { return ::fastnn::cuda::to_host(device); }
+Tensor host_of(const Tensor& device) { return cuda::to_host(device); }
 
 TEST(CudaConvBnFusion, StatisticsFromTheConvolutionMatchTheTwoKernels) {
   REQUIRE_GPU();

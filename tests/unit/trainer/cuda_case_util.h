@@ -26,7 +26,7 @@ inline Tensor device_garbage(const TensorSpec& spec) {
   Tensor h = Tensor::empty(spec.shape, spec.dtype);
   if (is_floating(spec.dtype)) h.fill(std::numeric_limits<double>::quiet_NaN());
   else if (h.nbytes()) std::memset(h.raw(), 0xAB, h.nbytes());
-  return ::fastnn::cuda::to_device(h);
+  return cuda::to_device(h);
 }
 
 inline Tensor as_dtype(const Tensor& t, DType dt) { return is_floating(t.dtype()) ? t.to(dt) : t; }
@@ -52,7 +52,7 @@ inline Tolerance tolerance(DType dt) {
 inline void expect_close(const Tensor& dev, const Tensor& ref, DType dt, const std::string& what) {
   ASSERT_EQ(dev.defined(), ref.defined()) << what;
   if (!dev.defined()) return;
-  const Tensor got = ::fastnn::cuda::to_host(dev);
+  const Tensor got = cuda::to_host(dev);
   ASSERT_EQ(got.shape(), ref.shape()) << what;
   if (!is_floating(ref.dtype())) {
     ASSERT_EQ(got.dtype(), ref.dtype()) << what;
@@ -81,9 +81,9 @@ inline void expect_close(const Tensor& dev, const Tensor& ref, DType dt, const s
 // (batch norm keeps f32 parameters and statistics under f16/bf16); outputs and saved full of garbage.
 inline KernelTensors forward_tensors_on_device(const KernelTensors& host, const OpSignature& sig) {
   KernelTensors d;
-  for (size_t i = 0; i < host.inputs.size(); ++i) d.inputs.push_back(::fastnn::cuda::to_device(as_dtype(host.inputs[i], sig.inputs[i].dtype)));
-  for (size_t i = 0; i < host.params.size(); ++i) d.params.push_back(::fastnn::cuda::to_device(as_dtype(host.params[i], sig.params[i].dtype)));
-  for (size_t i = 0; i < host.state.size(); ++i) d.state.push_back(::fastnn::cuda::to_device(as_dtype(host.state[i], sig.state[i].dtype)));
+  for (size_t i = 0; i < host.inputs.size(); ++i) d.inputs.push_back(cuda::to_device(as_dtype(host.inputs[i], sig.inputs[i].dtype)));
+  for (size_t i = 0; i < host.params.size(); ++i) d.params.push_back(cuda::to_device(as_dtype(host.params[i], sig.params[i].dtype)));
+  for (size_t i = 0; i < host.state.size(); ++i) d.state.push_back(cuda::to_device(as_dtype(host.state[i], sig.state[i].dtype)));
   for (const TensorSpec& s : sig.outputs) d.outputs.push_back(device_garbage(s));
   for (const TensorSpec& s : sig.saved) d.saved.push_back(device_garbage(s));
   if (sig.workspace_bytes) d.workspace = Tensor::empty({static_cast<int64_t>(sig.workspace_bytes)}, DType::kU8, Device::kCuda);
@@ -93,7 +93,7 @@ inline KernelTensors forward_tensors_on_device(const KernelTensors& host, const 
 // And the backward's: host's d_outputs in the outputs' dtypes, garbage input and parameter gradients.
 inline void add_backward_tensors_on_device(KernelTensors& d, const KernelTensors& host, const OpSignature& sig) {
   for (size_t i = 0; i < host.d_outputs.size(); ++i)
-    d.d_outputs.push_back(::fastnn::cuda::to_device(as_dtype(host.d_outputs[i], sig.outputs[i].dtype)));
+    d.d_outputs.push_back(cuda::to_device(as_dtype(host.d_outputs[i], sig.outputs[i].dtype)));
   for (size_t i = 0; i < sig.inputs.size(); ++i)
     d.d_inputs.push_back(sig.input_has_grad[i] ? device_garbage(sig.inputs[i]) : Tensor());
   for (const TensorSpec& s : sig.params) d.d_params.push_back(device_garbage(s));
@@ -128,23 +128,23 @@ inline const char* variant_suffix(CudnnVariant v) {
 // The variant's cuda::Policy set for a scope: kernels created inside it run that way.
 class CudnnVariantScope {
  public:
-  explicit CudnnVariantScope(CudnnVariant v) : before_(::fastnn::cuda::policy()) {
-    ::fastnn::cuda::Policy p = before_;
+  explicit CudnnVariantScope(CudnnVariant v) : before_(cuda::policy()) {
+    cuda::Policy p = before_;
     p.depthwise_cudnn = v == CudnnVariant::kDepthwiseCudnn;
     p.conv_graph_api = v == CudnnVariant::kConvGraphApi;
-    ::fastnn::cuda::set_policy(p);
+    cuda::set_policy(p);
   }
-  ~CudnnVariantScope() { ::fastnn::cuda::set_policy(before_); }
+  ~CudnnVariantScope() { cuda::set_policy(before_); }
   CudnnVariantScope(const CudnnVariantScope&) = delete;
   CudnnVariantScope& operator=(const CudnnVariantScope&) = delete;
 
  private:
-  ::fastnn::cuda::Policy before_;
+  cuda::Policy before_;
 };
 
 // Two device tensors hold the same bytes (a one-pass kernel against its composite).
 inline void expect_same_device_bits(const Tensor& x, const Tensor& y, const std::string& what) {
-  const Tensor hx = ::fastnn::cuda::to_host(x), hy = ::fastnn::cuda::to_host(y);
+  const Tensor hx = cuda::to_host(x), hy = cuda::to_host(y);
   ASSERT_EQ(hx.nbytes(), hy.nbytes()) << what;
   EXPECT_EQ(0, std::memcmp(hx.raw(), hy.raw(), hx.nbytes())) << what << " differs";
 }

@@ -114,23 +114,23 @@ TEST_P(CudaOptimTest, BitwiseEqualToTheCpuOptimizer) {
     float* V = static_cast<float*>(dv.raw());
     auto run = [&](auto* gp) {
       switch (kind) {
-        case Kind::kSgd: optim::cuda::sgd_update(kCount, lr, 1.f, W, gp, s); break;
-        case Kind::kMomentum: optim::cuda::momentum_update(kCount, lr, mom, false, 1.f, W, gp, M, s); break;
-        case Kind::kNesterov: optim::cuda::momentum_update(kCount, lr, mom, true, 1.f, W, gp, M, s); break;
+        case Kind::kSgd: optim::gpu::sgd_update(kCount, lr, 1.f, W, gp, s); break;
+        case Kind::kMomentum: optim::gpu::momentum_update(kCount, lr, mom, false, 1.f, W, gp, M, s); break;
+        case Kind::kNesterov: optim::gpu::momentum_update(kCount, lr, mom, true, 1.f, W, gp, M, s); break;
         case Kind::kAdam: {
           const float lr_t = static_cast<float>(lr * std::sqrt(1.0 - static_cast<double>(b2p)) /
                                                 (1.0 - static_cast<double>(b1p)));
-          optim::cuda::adam_update(kCount, lr_t, b1, b2, eps, 1.f, W, gp, M, V, s);
+          optim::gpu::adam_update(kCount, lr_t, b1, b2, eps, 1.f, W, gp, M, V, s);
           b1p *= b1;
           b2p *= b2;
           break;
         }
-        case Kind::kAdamW: optim::cuda::adam_weight_decay_update(kCount, lr, b1, b2, eps, rate, 1.f, W, gp, M, V, s); break;
-        case Kind::kRmsProp: optim::cuda::rmsprop_update(kCount, lr, decay, mom, eps, 1.f, W, gp, M, V, s); break;
-        case Kind::kAdagrad: optim::cuda::adagrad_update(kCount, lr, 1.f, W, gp, M, s); break;
-        case Kind::kAdadelta: optim::cuda::adadelta_update(kCount, lr, rho, eps, 1.f, W, gp, M, V, s); break;
+        case Kind::kAdamW: optim::gpu::adam_weight_decay_update(kCount, lr, b1, b2, eps, rate, 1.f, W, gp, M, V, s); break;
+        case Kind::kRmsProp: optim::gpu::rmsprop_update(kCount, lr, decay, mom, eps, 1.f, W, gp, M, V, s); break;
+        case Kind::kAdagrad: optim::gpu::adagrad_update(kCount, lr, 1.f, W, gp, M, s); break;
+        case Kind::kAdadelta: optim::gpu::adadelta_update(kCount, lr, rho, eps, 1.f, W, gp, M, V, s); break;
         case Kind::kFtrl:
-        case Kind::kFtrlPow: optim::cuda::ftrl_update(kCount, lr, pow_, l1, l2, 1.f, W, gp, M, V, s); break;
+        case Kind::kFtrlPow: optim::gpu::ftrl_update(kCount, lr, pow_, l1, l2, 1.f, W, gp, M, V, s); break;
       }
     };
     if (grads_f16) run(static_cast<const __half*>(dg.raw()));
