@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/unit/trainer/config_test_util.h"
+#include "tests/unit/trainer/runner_test_options.h"
 #include "tests/unit/trainer/tensor_compare.h"
 #include "trainer/config/job_config.h"
 #include "trainer/runner/device_setup.h"
@@ -30,13 +31,7 @@ TEST(CpuBf16Training, ThePrecisionFieldSetsIt) {
 }
 
 StepRunnerOptions resnet_options(bool bf16) {
-  StepRunnerOptions o;
-  o.batch_size = 8;
-  o.seed = 5;
-  o.layout = Layout::kNHWC;
-  o.fuse = true;
-  o.weight_decay = 1e-4;
-  o.optimizer = optimizer_options(config_of({"--optimizer=momentum"}));
+  StepRunnerOptions o = nhwc_momentum_options();
   o.cpu_bf16 = bf16;
   return o;
 }

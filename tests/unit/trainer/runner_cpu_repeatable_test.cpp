@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/trainer/config_test_util.h"
+#include "tests/unit/trainer/runner_test_options.h"
 #include "trainer/ops/cpu_kernel_choice.h"
 #include "trainer/runner/step_runner.h"
 #include "trainer/zoo/zoo.h"
@@ -17,20 +17,9 @@
 namespace fastnn::runner {
 namespace {
 
-StepRunnerOptions fast_kernel_options() {
-  StepRunnerOptions o;
-  o.batch_size = 8;
-  o.seed = 5;
-  o.layout = Layout::kNHWC;
-  o.fuse = true;
-  o.weight_decay = 1e-4;
-  o.optimizer = optimizer_options(config_of({"--optimizer=momentum"}));
-  return o;
-}
-
 void expect_repeatable(const std::string& model) {
   const NetDef net = zoo::build_net(model, {.num_classes = 10, .height = 32, .width = 32});
-  auto first = make_step_runner(net, fast_kernel_options()), again = make_step_runner(net, fast_kernel_options());
+  auto first = make_step_runner(net, nhwc_momentum_options()), again = make_step_runner(net, nhwc_momentum_options());
   for (uint64_t step = 0; step < 3; ++step) {
     auto [x, y] = first->synthetic_batch(40 + step);
     const StepResult a = first->train(x, y, step, 0.05f), b = again->train(x, y, step, 0.05f);
