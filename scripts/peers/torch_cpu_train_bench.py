@@ -58,13 +58,15 @@ class ConvBN(nn.Module):
     def __init__(self, cin, cout, k, stride=1, groups=1, relu=True):
         super().__init__()
         self.stride, self.k, self.relu = stride, k, relu
-        self.conv = nn.Conv2d(cin, cout, k, stride, padding=0, groups=groups, bias=False)
+        # Stride 1: TF's SAME is the symmetric (k - 1) / 2 the convolution pads itself, no copy.
+        self.conv = nn.Conv2d(cin, cout, k, stride, padding=(k - 1) // 2 if stride == 1 else 0, groups=groups,
+                              bias=False)
         self.bn = nn.BatchNorm2d(cout, eps=1e-3, momentum=0.003)
 
     def forward(self, x):
-        if self.k > 1:
+        if self.k > 1 and self.stride > 1:
             # TF SAME: total pad max(k - stride, 0) when the size divides the stride (all MobileNet maps),
-            # the extra pixel at the bottom/right.
+            # the extra pixel at the bottom/right, which the convolution's own padding cannot express.
             total = max(self.k - self.stride, 0) if x.shape[-1] % self.stride == 0 else max(self.k - x.shape[-1] % self.stride, 0)
             lo = total // 2
             x = F.pad(x, (lo, total - lo, lo, total - lo))

@@ -12,6 +12,16 @@ after --warmup steps; prints one JSON object with images_per_sec.
 --precision fp32 (TF32 off, as fastnn's f32 default), tf32, amp (float16 autocast + GradScaler),
 bf16 (bfloat16 autocast). Exit 77 when PyTorch or a GPU is missing.
 
+--compile MODE runs the model through torch.compile (Inductor; the optimizer step stays eager, as timm's
+--torchcompile does): default and max-autotune-no-cudagraphs launch every kernel from the host each step
+(fastnn's eager policy); reduce-overhead and max-autotune replay CUDA graphs (fastnn's cuda_graph). The
+compilation happens inside the warm-up steps; "first_step_seconds" says how long the first one took.
+TORCHINDUCTOR_CACHE_DIR keeps compiled kernels between runs (scripts/gpu/compare.py sets it).
+
+--device cpu runs the same step on the CPU (wall clock instead of CUDA events, bf16 autocast only): how
+scripts/gpu/compare.py is tried without a GPU. The JSON's "environment" has the versions behind the
+figure: PyTorch, CUDA, cuDNN, the GPU, and its driver and clocks from nvidia-smi when it is there.
+
 Models: torchvision's resnet50 (v1.5: stride in the first unit's 3x3, 4.09 GMAC), inception_v3, vgg16;
 and the same networks as fastnn's zoo, written out here (no torchvision):
   tfslim_resnet_v1_50  TF-slim's resnet_v1_50 (trainer/zoo/resnet_v1.cpp): conv1 7x7/2 pad 3 + BN + ReLU,
@@ -22,9 +32,13 @@ and the same networks as fastnn's zoo, written out here (no torchvision):
                        at 1000 classes, 3.48 GMAC — `fastnn models` gives the same count (the JSON's
                        "parameters" lets a run check it).
   tfslim_mobilenet_v2  TF-slim's mobilenet_v2 as scripts/peers/torch_cpu_train_bench.py builds it.
+  resnet_cifar_20      ResNet-20 as scripts/peers/torch_fashion_resnet.py builds it (10 classes; a small
+                       net for trying the scripts on the CPU).
 """
 import argparse
 import json
+import shutil
+import subprocess
 import sys
 import time
 
@@ -73,6 +87,11 @@ def tfslim_resnet_v1(torch, units, classes):
     return ResNetV1()
 
 
+# torch.compile modes: whether each replays CUDA graphs (the graph-capture policy a fastnn row must match).
+COMPILE_MODES = {"none": False, "default": False, "max-autotune-no-cudagraphs": False, "reduce-overhead": True,
+                 "max-autotune": True}
+
+
 # Kernel-name patterns of each kind, tried in order (cuDNN's and cuBLAS's convolution kernels carry
 # no op name: xmma / implicit-GEMM / wgrad / dgrad names, and cuBLAS's gemm for the classifier).
 KERNEL_KINDS = [
@@ -116,14 +135,38 @@ def kernel_profile(torch, step, steps):
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+def environment(torch, dev):
+    """What the figure depends on: library versions, and the GPU's name, driver and clocks now."""
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None}
+    if dev.type == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(0)
+        if shutil.which("nvidia-smi"):
+            fields = "driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit"
+            try:
+                line = subprocess.run(["nvidia-smi", "-i", "0", f"--query-gpu={fields}", "--format=csv,noheader"],
+                                      capture_output=True, text=True, timeout=20).stdout.strip()
+                env.update(zip(fields.split(","), (v.strip() for v in line.split(","))))
+            except (OSError, subprocess.TimeoutExpired) as e:
+                env["nvidia_smi_error"] = str(e)
+    else:
+        env["threads"] = torch.get_num_threads()
+    return env
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="resnet50",
-                   choices=["resnet50", "inception_v3", "vgg16", "tfslim_resnet_v1_50", "tfslim_mobilenet_v2"])
+                   choices=["resnet50", "inception_v3", "vgg16", "tfslim_resnet_v1_50", "tfslim_mobilenet_v2",
+                            "resnet_cifar_20"])
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "amp", "bf16"])
     p.add_argument("--channels-last", action="store_true")
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--compile", default="none", choices=list(COMPILE_MODES),
+                   help="torch.compile mode of the model (none: eager)")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--image-size", type=int, default=0, help="input height and width (0: the model's own)")
+    p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--profile", type=int, default=0, metavar="N",
@@ -137,39 +180,52 @@ def main():
     except ImportError as e:
         print(f"skipped: {e}", file=sys.stderr)
         return 77
-    if not torch.cuda.is_available():
+    on_gpu = a.device == "cuda"
+    if on_gpu and not torch.cuda.is_available():
         print("skipped: no CUDA device", file=sys.stderr)
         return 77
+    if not on_gpu and a.precision in ("amp", "tf32"):
+        print(f"--precision {a.precision} needs --device cuda", file=sys.stderr)
+        return 2
+    if a.steps < 1 or a.warmup < (2 if COMPILE_MODES[a.compile] else 0):
+        print("--steps must be at least 1, --warmup at least 2 with a CUDA-graph compile mode "
+              "(its graphs are recorded in the warm-up)", file=sys.stderr)
+        return 2
+    torch.manual_seed(1)
     torch.backends.cudnn.benchmark = True
     tf32 = a.precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
-    dev = torch.device("cuda")
-    size = 299 if a.model == "inception_v3" else 224
+    dev = torch.device(a.device)
+    size = a.image_size or (299 if a.model == "inception_v3" else 28 if a.model == "resnet_cifar_20" else 224)
     if a.model == "inception_v3":
         model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False,
                                                 num_classes=a.num_classes)
     elif a.model == "tfslim_resnet_v1_50":
         model = tfslim_resnet_v1(torch, [3, 4, 6, 3], a.num_classes)
-    elif a.model == "tfslim_mobilenet_v2":
+    elif a.model in ("tfslim_mobilenet_v2", "resnet_cifar_20"):
         sys.path.insert(0, __file__.rsplit("/", 1)[0])
-        from torch_cpu_train_bench import MobileNetV2
-        model = MobileNetV2(a.num_classes)
+        from torch_cpu_train_bench import build_net
+        model = build_net(a.model.replace("tfslim_", ""), a.num_classes)
     else:
         model = getattr(torchvision.models, a.model)(weights=None, num_classes=a.num_classes)
     fmt = torch.channels_last if a.channels_last else torch.contiguous_format
     model = model.to(dev, memory_format=fmt).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    run = model if a.compile == "none" else torch.compile(model, mode=None if a.compile == "default" else a.compile)
     x = torch.randn(a.batch_size, 3, size, size, device=dev).to(memory_format=fmt)
     y = torch.randint(0, a.num_classes, (a.batch_size,), device=dev)
     loss_fn = torch.nn.CrossEntropyLoss()
     autocast_dtype = {"amp": torch.float16, "bf16": torch.bfloat16}.get(a.precision)
-    scaler = torch.cuda.amp.GradScaler(enabled=a.precision == "amp")
+    scaler = torch.amp.GradScaler(a.device, enabled=a.precision == "amp")
+    mark_step = COMPILE_MODES[a.compile] and getattr(torch.compiler, "cudagraph_mark_step_begin", None)
 
     def step():
+        if mark_step:  # a new iteration: the CUDA-graph trees may reuse the last one's output memory
+            mark_step()
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-            out = model(x)
+        with torch.autocast(a.device, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+            out = run(x)
             if isinstance(out, tuple):  # inception_v3 in training mode: (logits, aux_logits)
                 loss = loss_fn(out[0], y) + 0.4 * loss_fn(out[1], y)
             else:
@@ -179,25 +235,40 @@ def main():
         scaler.update()
         return loss
 
-    for _ in range(a.warmup):
-        step()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     t0 = time.perf_counter()
-    start.record()
+    first_step = None
+    for i in range(a.warmup):
+        step()
+        if i == 0:
+            sync()
+            first_step = time.perf_counter() - t0
+    sync()
+    warmup_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    if on_gpu:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
     for _ in range(a.steps):
         loss = step()
-    end.record()
-    torch.cuda.synchronize()
-    ms = start.elapsed_time(end)
-    profile = kernel_profile(torch, step, a.profile) if a.profile > 0 else None
+    if on_gpu:
+        end.record()
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(end)
+    else:
+        loss.item()  # waits for the last step
+        ms = (time.perf_counter() - t1) * 1000.0
+    profile = kernel_profile(torch, step, a.profile) if a.profile > 0 and on_gpu else None
     print(json.dumps({
         "peer": "pytorch", "torch": torch.__version__, "model": a.model, "batch_size": a.batch_size,
-        "precision": a.precision, "channels_last": a.channels_last, "steps": a.steps,
+        "image_size": size, "precision": a.precision, "channels_last": a.channels_last, "compile": a.compile,
+        "cuda_graphs": COMPILE_MODES[a.compile], "device": a.device, "steps": a.steps, "warmup": a.warmup,
         "images_per_sec": a.batch_size * a.steps / (ms / 1000.0),
-        "ms_per_step": ms / a.steps, "wall_seconds": time.perf_counter() - t0,
-        "final_loss": float(loss), "gpu": torch.cuda.get_device_name(0),
+        "ms_per_step": ms / a.steps, "first_step_seconds": first_step, "warmup_seconds": warmup_seconds,
+        "wall_seconds": time.perf_counter() - t0, "final_loss": loss.item(),
+        "gpu": torch.cuda.get_device_name(0) if on_gpu else None,
         "parameters": sum(p.numel() for p in model.parameters()),
+        "environment": environment(torch, dev),
         **({"profile": profile} if profile is not None else {}),
     }))
     return 0
