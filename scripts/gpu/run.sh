@@ -9,9 +9,13 @@
 #                                  bench  our GPU benchmarks (scripts/gpu/benchmarks.sh)
 #                                  peer   PyTorch doing the same work on the same GPU
 #                                  smoke  fastnn train/eval --device=cuda on Fashion-MNIST, CPU beside it
-#                                  sanitize  compute-sanitizer memcheck of the op, fusion, optimizer,
-#                                         step and classifier-head tests (f32 cases: every kernel once; not
-#                                         in the default set)
+#                                  sanitize  compute-sanitizer memcheck and racecheck of the op, fusion,
+#                                         optimizer, step and classifier-head tests (f32 cases: every kernel
+#                                         once; FASTNN_SANITIZE_TOOLS picks the tools; not in the default set)
+#                                  compare  fastnn against PyTorch eager and torch.compile, interleaved
+#                                         rounds, same capture policy (scripts/gpu/compare.py; its raw
+#                                         files under logs/results/; FASTNN_COMPARE_PLANS, _CONTENDERS,
+#                                         _ROUNDS, _DEADLINE; not in the default set)
 # Full logs go to /tmp/fastnn-gpu/logs and, packed as logs.tar.xz with table.txt, to $OUT when set (the
 # device tool brings back at most 8 files). The last thing printed is a short table.
 set -uo pipefail
@@ -109,20 +113,45 @@ if want sanitize; then
   # One run (its log and row) per group of suites: the op tests, the NHWC op tests, the optimizers, the
   # runner, the classifier head (test_trainer_gpu holds every tests/unit/trainer/*_gpu_test.cpp).
   exe=$work/bundle/bin/test_trainer_gpu
-  [[ -n $san && -x $exe ]] && for spec in "ops:AllOps/CudaOpCase.*f32*:CudaOps.*f32*:CudaFusion.*" \
+  [[ -n $san && -x $exe ]] && for tool in ${FASTNN_SANITIZE_TOOLS:-memcheck racecheck}; do for spec in "ops:AllOps/CudaOpCase.*f32*:CudaOps.*f32*:CudaFusion.*" \
               "ops_nhwc:AllOps/CudaNhwcOpCase.*f32*:CudaNhwcOps.*f32*:CudaNhwcFusion.*" \
               "optim:CudaOptim.*:All/CudaOptimTest.*:DeviceOptimizer.*:Eight/*" "train_device:TrainDeviceGpu.*F32*" \
               "head:HeadCudaGpu.*-HeadCudaGpu.Runner*"; do
-    name=${spec%%:*} filter=${spec#*:}
-    timeout "${FASTNN_SANITIZE_TIMEOUT:-420}" "$san" --tool memcheck --error-exitcode 3 --print-limit 20 \
-      "$exe" --gtest_filter="$filter" >"$out/sanitize_$name.log" 2>&1
+    name=${spec%%:*} filter=${spec#*:} log=$out/sanitize_${tool}_${spec%%:*}.log
+    timeout "${FASTNN_SANITIZE_TIMEOUT:-420}" "$san" --tool "$tool" --error-exitcode 3 --print-limit 20 \
+      "$exe" --gtest_filter="$filter" >"$log" 2>&1
     rc=$?
-    errors=$(grep -c '^========= Invalid\|^========= Program hit' "$out/sanitize_$name.log")
-    row "memcheck $name" "rc $rc, $errors error reports ($(grep -E '^\[  (PASSED|FAILED)' "$out/sanitize_$name.log" | head -2 | tr '\n' ' '))"
-  done
+    # memcheck: one "Invalid ..." / "Program hit ..." block per error; racecheck: "Error: Race reported ..."
+    # per hazard, and a summary line.
+    errors=$(grep -c '^========= Invalid\|^========= Program hit\|^========= Error: Race' "$log")
+    row "$tool $name" "rc $rc, $errors error reports ($(grep -E '^\[  (PASSED|FAILED)|RACECHECK SUMMARY' "$log" | head -3 | tr '\n' ' '))"
+  done; done
 fi
 if want bench && [[ -f $root/scripts/gpu/benchmarks.sh ]]; then
   while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/benchmarks.sh" 2>>"$out/bench.err")
+fi
+if want compare && [[ -n $py ]]; then
+  # Interleaved like-for-like rounds (scripts/gpu/compare.py): its folder (runs/*.json, summary.json,
+  # table.md, environment.json) comes back inside logs.tar.xz under logs/results/, to be committed whole.
+  compare_args=(--plan "${FASTNN_COMPARE_PLANS:-resnet50_fp16}" --rounds "${FASTNN_COMPARE_ROUNDS:-3}"
+                --deadline "${FASTNN_COMPARE_DEADLINE:-0}" --results-dir "$out/results")
+  [[ -n ${FASTNN_COMPARE_CONTENDERS:-} ]] && compare_args+=(--contenders "$FASTNN_COMPARE_CONTENDERS")
+  "$py" "$root/scripts/gpu/compare.py" --fastnn "$work/bundle/bin/fastnn" --python "$py" "${compare_args[@]}" \
+    >"$out/compare.log" 2>&1 || row "compare" "failed (see compare.log)"
+  for s in "$out"/results/*/summary.json; do
+    [[ -f $s ]] || continue
+    while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <("$py" - "$s" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1]))["plans"]:
+    for n, c in p["contenders"].items():
+        print(f"compare {p['plan']} {n}\t" + (f"{c['median']:.1f} img/s median of {c['runs']}, spread {100 * c['spread']:.1f}%"
+                                               if c["runs"] else "not measured"))
+    for r in p["ratios"]:
+        print(f"compare {p['plan']} {r['fastnn']}/{r['peer']}\t{r['median_of_round_ratios']:.3f} "
+              f"({r['min_round_ratio']:.3f}-{r['max_round_ratio']:.3f}, {r['rounds']} rounds)")
+PY
+)
+  done
 fi
 if want peer && [[ -n $py ]]; then
   while IFS=$'\t' read -r name value; do row "$name" "$value"; done < <(bash "$root/scripts/gpu/peers.sh" 2>>"$out/peer.err")
