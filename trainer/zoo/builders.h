@@ -10,6 +10,7 @@ NetDef build_mlp(const ZooOptions& o);
 NetDef build_cifarnet(const ZooOptions& o);
 NetDef build_resnet_cifar(const ZooOptions& o, int depth);
 NetDef build_resnet_v1(const ZooOptions& o, int depth);
+NetDef build_resnet_v1_5(const ZooOptions& o, int depth);  // ResNet-50 v1.5 (torchvision, MLPerf)
 NetDef build_resnet_v2(const ZooOptions& o, int depth);
 NetDef build_vgg(const ZooOptions& o, int depth);
 NetDef build_inception_v3(const ZooOptions& o);

@@ -203,26 +203,27 @@ std::string NetBuilder::tanh(const std::string& in, const std::string& name, flo
 }
 
 std::string NetBuilder::pool(const std::string& in, const std::string& name, bool avg, std::vector<int> kernel,
-                             std::vector<int> stride, std::optional<std::string> padding) {
+                             std::vector<int> stride, std::optional<std::string> padding, const std::vector<int>& pad) {
   const std::string full = full_name(name);
   PoolLayer* p = add_layer(full, {in}).mutable_pool();
   p->set_kind(avg ? PoolLayer::AVG : PoolLayer::MAX);
   set_ints(p->mutable_kernel(), kernel);
   set_ints(p->mutable_stride(), stride);
-  const std::string pad = padding.value_or(pool_padding);
-  p->set_padding(pad);
-  dims_[full] = window_dims(dims(in), dims(in)[0], kernel, stride, pad, {});
+  const std::string mode = pad.empty() ? padding.value_or(pool_padding) : "valid";
+  p->set_padding(mode);
+  set_ints(p->mutable_pad(), pad);
+  dims_[full] = window_dims(dims(in), dims(in)[0], kernel, stride, mode, pad);
   return full;
 }
 
 std::string NetBuilder::max_pool2d(const std::string& in, const std::string& name, std::vector<int> kernel,
-                                   std::vector<int> stride, std::optional<std::string> padding) {
-  return pool(in, name, false, std::move(kernel), std::move(stride), std::move(padding));
+                                   std::vector<int> stride, std::optional<std::string> padding, std::vector<int> pad) {
+  return pool(in, name, false, std::move(kernel), std::move(stride), std::move(padding), pad);
 }
 
 std::string NetBuilder::avg_pool2d(const std::string& in, const std::string& name, std::vector<int> kernel,
                                    std::vector<int> stride, std::optional<std::string> padding) {
-  return pool(in, name, true, std::move(kernel), std::move(stride), std::move(padding));
+  return pool(in, name, true, std::move(kernel), std::move(stride), std::move(padding), {});
 }
 
 std::string NetBuilder::global_avg_pool(const std::string& in, const std::string& name) {

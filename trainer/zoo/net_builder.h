@@ -120,8 +120,9 @@ class NetBuilder {
   std::string batch_norm(const std::string& in, const std::string& name, const BatchNormLayer& bn);
   std::string relu(const std::string& in, const std::string& name);
   std::string tanh(const std::string& in, const std::string& name, float outer, float inner);
+  // `pad`: explicit pads as ConvArgs::pad (PyTorch's symmetric padding; then padding "valid").
   std::string max_pool2d(const std::string& in, const std::string& name, std::vector<int> kernel,
-                         std::vector<int> stride, std::optional<std::string> padding = {});
+                         std::vector<int> stride, std::optional<std::string> padding = {}, std::vector<int> pad = {});
   std::string avg_pool2d(const std::string& in, const std::string& name, std::vector<int> kernel,
                          std::vector<int> stride, std::optional<std::string> padding = {});
   std::string global_avg_pool(const std::string& in, const std::string& name);
@@ -143,7 +144,7 @@ class NetBuilder {
   LayerDef& add_layer(const std::string& name, std::initializer_list<std::string> inputs);
   LayerDef& add_layer(const std::string& name, const std::vector<std::string>& inputs);
   std::string pool(const std::string& in, const std::string& name, bool avg, std::vector<int> kernel,
-                   std::vector<int> stride, std::optional<std::string> padding);
+                   std::vector<int> stride, std::optional<std::string> padding, const std::vector<int>& pad);
   std::string normalized_and_activated(const std::string& conv, const std::string& name, bool normalize, bool activate);
 
   NetDef net_;

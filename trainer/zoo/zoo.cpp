@@ -22,6 +22,8 @@ const std::vector<ZooModel>& zoo_models() {
         {"resnet_v1_18", "ResNet-18 (basic blocks) in TF-slim's resnet_v1 layout", 224, 1, 3, 1000,
          [](const ZooOptions& o) { return build_resnet_v1(o, 18); }},
         {"resnet_v1_50", "TF-slim resnet_v1_50", 224, 1, 3, 1000, [](const ZooOptions& o) { return build_resnet_v1(o, 50); }},
+        {"resnet_v1_5_50", "ResNet-50 v1.5 (torchvision's and timm's resnet50, MLPerf's): the stride in the first unit", 224,
+         1, 3, 1000, [](const ZooOptions& o) { return build_resnet_v1_5(o, 50); }},
         {"resnet_v1_101", "TF-slim resnet_v1_101", 224, 1, 3, 1000,
          [](const ZooOptions& o) { return build_resnet_v1(o, 101); }},
         {"resnet_v1_152", "TF-slim resnet_v1_152", 224, 1, 3, 1000,
@@ -83,6 +85,8 @@ const std::vector<ZooModel>& zoo_models() {
       if (n == "lenet" || n == "mlp") z.preset = "lenet";
       else if (n == "cifarnet" || n.starts_with("resnet_cifar") || n == "nasnet_cifar") z.preset = "cifarnet";
       else if (n.starts_with("vgg") || n == "alexnet_v2" || n == "overfeat") z.preset = "vgg";
+      // ResNet v1.5 trains as torchvision and MLPerf do: random resized crops, the inception preset's draw.
+      else if (n.starts_with("resnet_v1_5_")) z.preset = "inception";
       else if (n.starts_with("resnet_v")) z.preset = "resnet";
       z.has_aux_logits = n == "inception_v3" || n == "inception_v4" || n == "inception_resnet_v2" ||
                          n.find("nasnet_") != std::string::npos;

@@ -5,6 +5,7 @@
 //                             60,192,808 (TF-slim's resnet_v1 has the same variables: BN with scale,
 //                             1x1-conv logits with bias). Moving statistics: Keras ResNet50/101
 //                             non-trainable 53,120 / 105,344.
+//   resnet_v1_5_50            torchvision resnet50 (v1.5: the same variables as v1, the stride moved).
 //   resnet_v2_50              Keras ResNet50V2: 25,568,360 trainable, 45,440 non-trainable.
 //   vgg_11/16/19              torchvision vgg11/16/19 and Keras VGG16/19: 132,863,336 / 138,357,544 /
 //                             143,667,240.
@@ -87,6 +88,7 @@ TEST_P(ZooParams, MatchPublishedCounts) {
 INSTANTIATE_TEST_SUITE_P(
     Published, ZooParams,
     testing::Values(Expected{"resnet_v1_18", {}, 11'689'512, 9'600}, Expected{"resnet_v1_50", {}, 25'557'032, 53'120},
+                    Expected{"resnet_v1_5_50", {}, 25'557'032, 53'120},
                     Expected{"resnet_v1_101", {}, 44'549'160, 105'344},
                     Expected{"resnet_v1_152", {}, 60'192'808, -1},
                     Expected{"resnet_v2_50", {}, 25'568'360, 45'440}, Expected{"vgg_11", {}, 132'863'336, 0},
@@ -127,8 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ZooParams, EveryModelIsCovered) {
   std::set<std::string> tested;
-  for (const char* m : {"resnet_v1_18", "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v2_50", "vgg_11",
-                        "vgg_16", "vgg_19", "inception_v3", "inception_resnet_v2", "resnet_cifar_20",
+  for (const char* m : {"resnet_v1_18", "resnet_v1_50", "resnet_v1_5_50", "resnet_v1_101", "resnet_v1_152",
+                        "resnet_v2_50", "vgg_11", "vgg_16", "vgg_19", "inception_v3", "inception_resnet_v2", "resnet_cifar_20",
                         "resnet_cifar_56", "lenet", "mlp", "cifarnet", "mobilenet_v1", "mobilenet_v1_075",
                         "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035",
                         "vgg_a", "alexnet_v2", "overfeat", "inception_v1", "inception_v2", "inception_v4",
@@ -155,7 +157,8 @@ TEST(ZooFlops, LeNetByHandOthersAsPublished) {
   const int64_t macs = 28 * 28 * 32 * 25 + 14 * 14 * 64 * 25 * 32 + 7 * 7 * 64 * 1024 + 1024 * 10;
   EXPECT_EQ(lenet.flops, 2 * macs);
   // torchvision's model table ("GFLOPS", i.e. multiply-adds): vgg11 7.61, vgg16 15.47, vgg19 19.63 at
-  // 224; resnet18 1.81 at 224; inception_v3 5.71 at 299 (without the aux head, which eval skips).
+  // 224; resnet18 1.81 and resnet50 (v1.5) 4.09 at 224; inception_v3 5.71 at 299 (without the aux head,
+  // which eval skips).
   const auto gmacs = [](const std::string& m, zoo::ZooOptions o = {}) {
     return static_cast<double>(graph::model_statistics(zoo::build_net(m, o)).flops) / 2e9;
   };
@@ -163,6 +166,7 @@ TEST(ZooFlops, LeNetByHandOthersAsPublished) {
   EXPECT_NEAR(gmacs("vgg_16"), 15.47, 0.01);
   EXPECT_NEAR(gmacs("vgg_19"), 19.63, 0.01);
   EXPECT_NEAR(gmacs("resnet_v1_18"), 1.81, 0.01);
+  EXPECT_NEAR(gmacs("resnet_v1_5_50"), 4.09, 0.01);  // v1's 3.48 (below): the stride is where v1.5 puts it
   EXPECT_NEAR(gmacs("inception_v3", {.aux_logits = false}), 5.71, 0.02);
   // He et al. (Table 1): ResNet-50 3.8 G multiply-adds; TF-slim's layout (stride in each block's last
   // unit) lands near it.

@@ -68,7 +68,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllModels, ZooStep,
     testing::Values(StepCase{"lenet", 28, 4}, StepCase{"mlp", 28, 4}, StepCase{"cifarnet", 32, 4},
                     StepCase{"resnet_cifar_20", 32, 2}, StepCase{"resnet_cifar_56", 32, 2},
-                    StepCase{"resnet_v1_18", 32, 2}, StepCase{"resnet_v1_50", 32, 2}, StepCase{"resnet_v1_101", 32, 2},
+                    StepCase{"resnet_v1_18", 32, 2}, StepCase{"resnet_v1_50", 32, 2}, StepCase{"resnet_v1_5_50", 32, 2},
+                    StepCase{"resnet_v1_101", 32, 2},
                     StepCase{"resnet_v1_152", 32, 2}, StepCase{"resnet_v2_50", 32, 2}, StepCase{"vgg_11", 32, 2},
                     StepCase{"vgg_16", 32, 2}, StepCase{"vgg_19", 32, 2}, StepCase{"inception_v3", 107, 2},
                     StepCase{"inception_resnet_v2", 107, 2}, StepCase{"mobilenet_v1", 32, 2},
@@ -86,7 +87,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ZooStep, EveryModelIsCovered) {
   std::set<std::string> covered{"lenet", "mlp", "cifarnet", "resnet_cifar_20", "resnet_cifar_56", "resnet_v1_18",
-                                "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v2_50", "vgg_11", "vgg_16",
+                                "resnet_v1_50", "resnet_v1_5_50", "resnet_v1_101", "resnet_v1_152", "resnet_v2_50",
+                                "vgg_11", "vgg_16",
                                 "vgg_19", "inception_v3", "inception_resnet_v2", "mobilenet_v1", "mobilenet_v1_075",
                                 "mobilenet_v1_050", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140",
                                 "mobilenet_v2_035", "vgg_a", "alexnet_v2", "overfeat", "inception_v1",
