@@ -132,9 +132,12 @@ std::string eval_collapse_report(const EvalShape& e) {
   std::snprintf(buf, sizeof buf,
                 "Likely cause: batch norm's moving averages, which evaluation uses, have had %lld updates at decay %g "
                 "and still hold %.0f%% of their starting values (%g^%lld); they need about %.0f steps to settle. Train "
-                "longer, or set batch_norm_decay=%g (timm: bn_momentum=%g), which settles in about %.0f steps.",
-                static_cast<long long>(e.steps), d, 100 * kept, d, static_cast<long long>(e.steps), settle, advised,
-                1.0 - advised, 3.0 / (1.0 - advised));
+                "longer",
+                static_cast<long long>(e.steps), d, 100 * kept, d, static_cast<long long>(e.steps), settle);
+  line += buf;
+  if (advised >= d) return line + ".";  // already as fast as the advice: only more steps help
+  std::snprintf(buf, sizeof buf, ", or set batch_norm_decay=%g (timm: bn_momentum=%g), which settles in about %.0f steps.",
+                advised, 1.0 - advised, 3.0 / (1.0 - advised));
   return line + buf;
 }
 

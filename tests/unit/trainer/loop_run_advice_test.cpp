@@ -37,6 +37,16 @@ TEST(EvalCollapse, OneClassEverywhereNamesTheMovingAverages) {
   EXPECT_NE(l.find("batch_norm_decay=0.99 (timm: bn_momentum=0.01), which settles in about 300 steps"), std::string::npos) << l;
 }
 
+TEST(EvalCollapse, ADecayAlreadyAtTheAdviceIsNotAdvisedAgain) {
+  // resnet_v1_5_50 keeps its moving averages at decay 0.9 already: 12 steps leave 0.9^12 = 28%.
+  EvalShape e = collapsed(0.9);
+  e.steps = 12;
+  const std::string r = eval_collapse_report(e);
+  EXPECT_NE(r.find("12 updates at decay 0.9 and still hold 28%"), std::string::npos) << r;
+  EXPECT_NE(r.find("about 30 steps to settle. Train longer."), std::string::npos) << r;
+  EXPECT_EQ(r.find("batch_norm_decay="), std::string::npos) << r;
+}
+
 TEST(EvalCollapse, WithoutBatchNormItNamesOverFitting) {
   const std::string r = eval_collapse_report(collapsed(-1));
   EXPECT_NE(r.find("over-fitting"), std::string::npos) << r;
