@@ -142,7 +142,7 @@ std::vector<std::string> inert_field_warnings(const JobConfig& c) {
   const bool by_scheme = type == "exponential" || type == "polynomial";
   const std::string no_scheme =
       "decay_scheme is \"\", and without one exponential and polynomial never decay (FastNN's semantics); set "
-      "decay_scheme=epochs (TF-slim: every num_epochs_per_decay epochs) or luong234 / luong5 / luong10";
+      "decay_scheme=epochs (TF-slim: every num_epochs_per_decay epochs), after_warmup or luong234 / luong5 / luong10";
   if (by_scheme && scheme.empty() && is_set(c, "learning_rate_decay_type"))
     w.out.push_back(str("learning_rate_decay_type=", type, " keeps the rate constant: ", no_scheme));
   w.when("learning_rate_decay_factor", type != "exponential",
@@ -157,6 +157,9 @@ std::vector<std::string> inert_field_warnings(const JobConfig& c) {
   w.when("end_learning_rate", type != "polynomial", "it is the final rate of learning_rate_decay_type polynomial, "
          "which is ", type);
   w.when("end_learning_rate", type == "polynomial" && scheme.empty(), no_scheme);
+  w.when("polynomial_decay_power", type != "polynomial",
+         "it is the power of learning_rate_decay_type polynomial, which is ", type);
+  w.when("polynomial_decay_power", type == "polynomial" && scheme.empty(), no_scheme);
   w.when("decay_scheme", !scheme.empty() && (type == "fixed" || type == "piecewise"),
          "learning_rate_decay_type ", type, " does not read it (exponential and polynomial do)");
   w.when("min_lr_ratio", type != "cosine", "it is the final fraction of learning_rate_decay_type cosine, which is ",

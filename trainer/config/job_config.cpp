@@ -163,6 +163,7 @@ void validate_job_config(const JobConfig& c) {
           c.learning_rate_decay_factor());
   p.check(c.num_epochs_per_decay() > 0, "num_epochs_per_decay must be > 0, got ", c.num_epochs_per_decay());
   p.check(c.end_learning_rate() >= 0, "end_learning_rate must be >= 0, got ", c.end_learning_rate());
+  p.check(c.polynomial_decay_power() > 0, "polynomial_decay_power must be > 0, got ", c.polynomial_decay_power());
   p.check(c.warmup_steps() >= 0, "warmup_steps must be >= 0, got ", c.warmup_steps());
   p.check(c.min_lr_ratio() >= 0 && c.min_lr_ratio() <= 1, "min_lr_ratio must be in [0, 1], got ", c.min_lr_ratio());
   if (c.learning_rate_decay_type() == "cosine") {

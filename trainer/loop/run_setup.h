@@ -15,7 +15,8 @@
 //   samples/epoch   the manifest's train record count unless num_sample_per_epoch is set explicitly
 //   preset          preprocessing_name, else the zoo entry's preset (zoo::ZooModel::preset: lenet/mlp
 //                   -> lenet, cifarnet and resnet_cifar_* -> cifarnet, vgg_*, alexnet_v2, overfeat ->
-//                   vgg, resnet_v* -> resnet, else inception; inception for names not in the zoo)
+//                   vgg, resnet_v* -> resnet (but resnet_v1_5_*: inception), else inception; inception for
+//                   names not in the zoo)
 //   held-out split  "validation" if the manifest has it, else "test"
 //   class map       dataset_dir's (manifest.json, checked against labels.txt; else labels.txt), less
 //                   labels_offset; every other folder holding train_files or eval_files must carry the

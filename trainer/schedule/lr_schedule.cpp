@@ -34,7 +34,7 @@ double LrSchedule::lr_at(int64_t step) const {
       if (!decays || step < start_decay_step) return r;
       const double p = static_cast<double>(std::min(step - start_decay_step, decay_steps)) /
                        static_cast<double>(decay_steps);
-      return (r - end_learning_rate) * (1.0 - p) + end_learning_rate;
+      return (r - end_learning_rate) * std::pow(1.0 - p, polynomial_power) + end_learning_rate;
     }
     case LrDecayType::kCosine: {
       const double span = static_cast<double>(stop_at_step - warmup_steps);
@@ -65,8 +65,8 @@ std::string LrSchedule::describe() const {
                   : std::string(", no decay");
       break;
     case LrDecayType::kPolynomial:
-      s += decays ? str(", linear decay to ", end_learning_rate, " over ", decay_steps, " steps from step ",
-                        start_decay_step)
+      s += decays ? str(", ", polynomial_power == 1.0 ? std::string("linear") : str("power-", polynomial_power),
+                        " decay to ", end_learning_rate, " over ", decay_steps, " steps from step ", start_decay_step)
                   : std::string(", no decay");
       break;
     case LrDecayType::kCosine:
@@ -109,6 +109,7 @@ LrSchedule make_lr_schedule(const JobConfig& c, int64_t num_samples_per_epoch, i
   s.warmup_steps = c.warmup_steps();
   s.decay_factor = c.learning_rate_decay_factor();
   s.end_learning_rate = c.end_learning_rate();
+  s.polynomial_power = c.polynomial_decay_power();
   s.stop_at_step = c.stop_at_step();
   s.min_lr_ratio = c.min_lr_ratio();
   if (s.warmup_steps < 0) throw ConfigError(str("warmup_steps must be >= 0, got ", s.warmup_steps));
@@ -131,16 +132,23 @@ LrSchedule make_lr_schedule(const JobConfig& c, int64_t num_samples_per_epoch, i
     s.start_decay_step = 0;
     s.decay_steps = static_cast<int64_t>(static_cast<double>(num_samples_per_epoch) *
                                          c.num_epochs_per_decay() / static_cast<double>(global_batch_size));
+  } else if (scheme == "after_warmup") {
+    s.start_decay_step = s.warmup_steps;
+    s.decay_steps = S - s.warmup_steps;
   } else if (scheme.empty()) {
     s.start_decay_step = S;
   } else {
-    throw ConfigError(str("decay_scheme \"", scheme, "\" is not one of: \"\", luong234, luong5, luong10, epochs"));
+    throw ConfigError(
+        str("decay_scheme \"", scheme, "\" is not one of: \"\", luong234, luong5, luong10, epochs, after_warmup"));
   }
   if (times > 0) s.decay_steps = (S - s.start_decay_step) / times;
   s.decays = !scheme.empty();
 
   const bool uses_scheme = s.decay_type == LrDecayType::kExponential || s.decay_type == LrDecayType::kPolynomial;
   if (uses_scheme && s.decays && s.decay_steps <= 0) {
+    if (scheme == "after_warmup")
+      throw ConfigError(str("decay_scheme after_warmup needs stop_at_step (", S, ") > warmup_steps (", s.warmup_steps,
+                            "): it decays from the end of warmup to stop_at_step"));
     throw ConfigError(str("decay_scheme ", scheme, " gives a decay interval of 0 steps (stop_at_step ", S,
                           scheme == "epochs" ? ", num_epochs_per_decay too small for the epoch" : "",
                           "); raise stop_at_step or num_epochs_per_decay"));

@@ -13,11 +13,13 @@
 //             decay_steps = floor((S - start)/decays)
 //   epochs    (fastnn, TF-slim) start = 0, decay_steps = floor(num_samples_per_epoch
 //             * num_epochs_per_decay / global_batch_size)
+//   after_warmup  (fastnn, MLPerf's LARS schedule) start = W, decay_steps = S - W: one decay
 //   ""        no decay ever
 // Decay types, with r(step) the warmed-up rate:
 //   fixed        lr, always (FastNN: no warmup either)
 //   exponential  step < start: r;  else r * factor^floor((step - start)/decay_steps)
-//   polynomial   step < start: r;  else (r - end)*(1 - min(step - start, decay_steps)/decay_steps) + end
+//   polynomial   step < start: r;  else (r - end)*(1 - min(step - start, decay_steps)/decay_steps)^power + end
+//                (tf.train.polynomial_decay without cycle; power = polynomial_decay_power, 1 by default)
 //   cosine       (FastNN's tutorial trainer: tf.train.cosine_decay, ignores decay_scheme)
 //                r * ((1 - a)*0.5*(1 + cos(pi*min(step - W, S - W)/(S - W))) + a), a = min_lr_ratio.
 //                As in FastNN, step - W is not clamped at 0, so warmup steps are also slightly scaled.
@@ -47,6 +49,7 @@ struct LrSchedule {
   int64_t decay_steps = 0;
   double decay_factor = 1.0;
   double end_learning_rate = 0.0;
+  double polynomial_power = 1.0;
   // cosine
   int64_t stop_at_step = 0;
   double min_lr_ratio = 0.0;

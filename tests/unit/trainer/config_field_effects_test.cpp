@@ -66,6 +66,12 @@ TEST(FieldEffects, LearningRateFieldsTheDecayTypeIgnores) {
   EXPECT_NE(warning_for(c, "decay_scheme").find("does not read it"), std::string::npos);
   c = validated({"--num_sample_per_epoch=500"});
   EXPECT_NE(warning_for(c, "num_sample_per_epoch").find("decay_scheme epochs"), std::string::npos);
+  c = validated({"--polynomial_decay_power=2"});
+  EXPECT_NE(warning_for(c, "polynomial_decay_power").find("polynomial, which is exponential"), std::string::npos);
+  c = validated({"--learning_rate_decay_type=polynomial", "--polynomial_decay_power=2", "--decay_scheme=after_warmup",
+                 "--warmup_steps=10", "--warmup_scheme=linear"});
+  EXPECT_EQ(warning_for(c, "polynomial_decay_power"), "");
+  EXPECT_THROW(validated({"--polynomial_decay_power=0"}), ConfigError);
 }
 
 TEST(FieldEffects, HookReadersAndStartCheckpoints) {

@@ -145,6 +145,41 @@ TEST(LrSchedule, PolynomialReachesEndAndStays) {
   EXPECT_DOUBLE_EQ(make_lr_schedule(c, 0, 0).lr_at(299), 0.8);
 }
 
+// MLPerf's ResNet-50 LARS schedule (NVIDIA's 8-GPU MLPerf Training configuration: 408 images per GPU,
+// base rate 10.5, 2 warmup epochs of 1,281,167 / 3,264 = 393 steps, 37 epochs): after the warmup,
+// (base - end) * (1 - (step - W) / (S - W))^2 + end with end 1e-4, the reference's tf.train.polynomial_decay
+// with power 2 from the end of warmup.
+TEST(LrSchedule, PolynomialPowerTwoAfterWarmupAsMLPerf) {
+  const int64_t W = 2 * 393, S = 37 * 393;
+  JobConfig c = base("polynomial", 10.5, S);
+  c.set_warmup_steps(W);
+  c.set_warmup_scheme("linear");
+  c.set_decay_scheme("after_warmup");
+  c.set_end_learning_rate(1e-4);
+  c.set_polynomial_decay_power(2);
+  const LrSchedule s = make_lr_schedule(c, 0, 0);
+  EXPECT_EQ(s.start_decay_step, W);
+  EXPECT_EQ(s.decay_steps, S - W);
+  EXPECT_NEAR(s.lr_at(0), 10.5 / W, kTol);           // fastnn's linear warmup: lr * (step + 1) / W
+  EXPECT_NEAR(s.lr_at(W - 1), 10.5, kTol);
+  EXPECT_NEAR(s.lr_at(W), 10.5, kTol);
+  const auto mlperf = [&](int64_t step) {
+    const double left = 1.0 - static_cast<double>(step - W) / static_cast<double>(S - W);
+    return (10.5 - 1e-4) * left * left + 1e-4;
+  };
+  for (int64_t step : {W + 1, W + 1000, (W + S) / 2, S - 1}) EXPECT_NEAR(s.lr_at(step), mlperf(step), 1e-12) << step;
+  EXPECT_NEAR(s.lr_at((W + S) / 2), (10.5 - 1e-4) * 0.25 + 1e-4, 1e-3);  // half way: a quarter of the rate
+  EXPECT_NEAR(s.lr_at(S), 1e-4, kTol);
+  EXPECT_NEAR(s.lr_at(S + 50), 1e-4, kTol);
+  EXPECT_NE(s.describe().find("power-2 decay to 0.0001 over 13755 steps from step 786"), std::string::npos)
+      << s.describe();
+  // Power 1 is the linear decay the other schemes had; the warmup must end before stop_at_step.
+  c.set_polynomial_decay_power(1);
+  EXPECT_NEAR(make_lr_schedule(c, 0, 0).lr_at((W + S) / 2), (10.5 - 1e-4) * 0.5 + 1e-4, 1e-3);
+  c.set_stop_at_step(W);
+  EXPECT_THROW(make_lr_schedule(c, 0, 0), ConfigError);
+}
+
 TEST(LrSchedule, CosineAsFastNNWithMinRatio) {
   // W = 100, S = 1100: span 1000, halfway at step 600.
   JobConfig c = base("cosine", 0.1, 1100);
