@@ -53,6 +53,10 @@ PLANS = {
     "resnet50_fp16": ("cuda", ["--model_name=resnet_v1_50", "--batch_size=256", *FP16],
                       ["--model", "tfslim_resnet_v1_50", "--batch-size", "256", "--precision", "amp", "--channels-last"],
                       "the same TF-slim network on both sides; fastnn NHWC (its cuda default), PyTorch channels_last"),
+    "resnet50_v15_fp16": ("cuda", ["--model_name=resnet_v1_5_50", "--batch_size=256", *FP16],
+                          ["--model", "resnet50", "--batch-size", "256", "--precision", "amp", "--channels-last"],
+                          "ResNet-50 v1.5, MLPerf's network: torchvision's resnet50 against fastnn's resnet_v1_5_50 "
+                          "(the same logits from the same weights, tests/python/test_resnet_v1_5_torchvision.py)"),
     "resnet50_bf16": ("cuda", ["--model_name=resnet_v1_50", "--batch_size=256", "--precision=bf16"],
                       ["--model", "tfslim_resnet_v1_50", "--batch-size", "256", "--precision", "bf16", "--channels-last"],
                       "bf16 autocast against fastnn's bf16 graph"),

@@ -5,6 +5,7 @@ Training step on the same nets as fastnn's zoo, written out in PyTorch (no torch
   lenet            scripts/peers/torch_lenet_epoch.py's LeNet (TF-slim's);
   resnet_cifar_20  scripts/peers/torch_fashion_resnet.py's ResNet-20 (option-A shortcuts);
   resnet_v1_50     scripts/peers/torch_gpu_train_bench.py's TF-slim resnet_v1_50;
+  resnet_v1_5_50   torchvision's resnet50 (ResNet-50 v1.5);
   mobilenet_v1/v2  defined here: every conv without bias + batch norm (eps 0.001, with scale) + ReLU6,
                    depthwise 3x3 as groups=C convs, SAME padding (TF pads stride-2 convs (0, 1): F.pad
                    before them so the maps are TF's), global average pool, dropout (keep 0.999 / 0.8),
@@ -152,6 +153,9 @@ def build_net(model, classes):
     if model == "resnet_v1_50":
         from torch_gpu_train_bench import tfslim_resnet_v1
         return tfslim_resnet_v1(torch, [3, 4, 6, 3], classes)
+    if model == "resnet_v1_5_50":  # the same network (tests/python/test_resnet_v1_5_torchvision.py)
+        import torchvision
+        return torchvision.models.resnet50(weights=None, num_classes=classes)
     raise SystemExit(f"no PyTorch twin of {model}")
 
 
