@@ -26,7 +26,7 @@ if [[ ${FASTNN_GPU_SKIP_BUILD:-0} != 1 ]]; then
     -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
 fi
 # Only what is packed: the CLI, the gpu test programs and the benchmarks (a whole build is twice as long).
-targets=(fastnn $(ninja -C "$build" -t targets all | sed -n 's/^\(\(test_[a-z0-9_]*gpu[a-z0-9_]*\)\|\(bench_[a-z0-9_]*\)\): phony$/\1/p'))
+targets=(fastnn $(ninja -C "$build" -t targets all | sed -n 's/^\(\(test_[a-z0-9_]*gpu[a-z0-9_]*\)\|\(bench_[a-z0-9_]*\)\|\(fastnn_kernel_records\)\): phony$/\1/p'))
 if [[ ${FASTNN_GPU_SKIP_BUILD:-0} != 1 ]]; then
   cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 fi
@@ -40,11 +40,15 @@ mkdir -p "$stage/bin" "$stage/lib"
 for t in "${targets[@]}"; do
   [[ -x $build/bin/$t ]] && cp "$build/bin/$t" "$stage/bin/"
 done
+# The kernel recorder (scripts/gpu/kernel_records.cpp), a library the CUDA driver loads into a process.
+[[ -f $build/bin/libfastnn_kernel_records.so ]] && cp "$build/bin/libfastnn_kernel_records.so" "$stage/lib/"
 # Symbol tables are of no use there and a fifth of each executable: more room under the 64 MiB.
 strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
 # Shared libraries to carry: everything ldd resolves except the C/C++ runtime and CUDA's own.
-skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcudnn|libnccl|libnvrtc|libnvJitLink|libcufft|libcurand)'
-for f in "$stage"/bin/*; do
+# CUPTI (the kernel recorder's) comes with PyTorch's wheels there, as cuDNN and NCCL do.
+skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcudnn|libnccl|libnvrtc|libnvJitLink|libcufft|libcurand|libcupti|libnvperf)'
+for f in "$stage"/bin/* "$stage"/lib/libfastnn_kernel_records.so; do
+  [[ -f $f ]] || continue
   ldd "$f" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
   [[ $name =~ $skip ]] && continue

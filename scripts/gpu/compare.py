@@ -29,7 +29,14 @@ stopped; what was measured is still summarised. Results in --out (default: under
 docs/results/gpu/ in the repository, a folder DATE_COMMIT_CARD): runs/ with each run's JSON and log,
 environment.json (nvidia-smi, `fastnn --version`, the commit), summary.json and table.md (per
 contender: runs, median images/s, min-max, spread; per fastnn contender and peer of its policy: the
-median of the per-round ratios and the ratio of the medians). The plan resnet20_cpu runs on the CPU,
+median of the per-round ratios and the ratio of the medians).
+
+--kernel-profile SHORT,LONG measures where the GPU's time goes, the same way on both sides: after the
+rounds, each contender runs SHORT and then LONG timed steps with the kernel recorder
+(scripts/gpu/kernel_records.cpp, a CUDA injection library over CUPTI) loaded into it; the difference
+of the two runs' kernel times over LONG - SHORT is the time a step spends in each kernel, summed by
+kind (convolution, batch norm, elementwise, ...: the peer script's KERNEL_KINDS) into the summary and
+the table, with fastnn's convolution time over each same-policy peer's. The plan resnet20_cpu runs on the CPU,
 where only the eager policy exists: how the driver is tried on a machine without a GPU.
 """
 import argparse
@@ -46,6 +53,12 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER = os.path.join(ROOT, "scripts", "peers", "torch_gpu_train_bench.py")
+sys.path.insert(0, os.path.dirname(PEER))
+from torch_gpu_train_bench import KERNEL_KINDS  # noqa: E402 (imports no torch)
+# The kernel recorder: in run.sh's unpacked bundle, else a CUDA build's.
+KERNEL_RECORDS = next((p for p in ("/tmp/fastnn-gpu/bundle/lib/libfastnn_kernel_records.so",
+                                   os.path.join(ROOT, "build", "bin", "libfastnn_kernel_records.so"))
+                       if os.path.isfile(p)), os.path.join(ROOT, "build", "bin", "libfastnn_kernel_records.so"))
 
 # plan: (device, fastnn bench train flags, torch_gpu_train_bench.py flags, what differs)
 FP16 = ["--precision=fp16", "--loss_scale=1024", "--dynamic_loss_scale"]
@@ -91,13 +104,13 @@ CONTENDERS = {
 DEFAULT_CONTENDERS = "fastnn,fastnn_graphs,torch_eager,torch_compile,torch_graphs"
 
 
-def command_of(name, plan, a):
+def command_of(name, plan, a, steps):
     side, _, extra = CONTENDERS[name]
     device, fastnn_flags, torch_flags, _ = PLANS[plan]
     if side == "fastnn":
-        return [a.fastnn, "bench", "train", "--json", "--steps", str(a.steps), "--warmup", str(a.warmup), "--seed=1",
+        return [a.fastnn, "bench", "train", "--json", "--steps", str(steps), "--warmup", str(a.warmup), "--seed=1",
                 f"--device={device}", *RECIPE, *fastnn_flags, *extra]
-    return [a.python, a.peer, "--device", device, "--steps", str(a.steps), "--warmup", str(a.warmup), *torch_flags,
+    return [a.python, a.peer, "--device", device, "--steps", str(steps), "--warmup", str(a.warmup), *torch_flags,
             *extra]
 
 
@@ -112,13 +125,13 @@ def nvidia_smi(fields):
         return None
 
 
-def run_once(name, plan, rnd, a, out, deadline):
-    cmd = command_of(name, plan, a)
-    stem = f"r{rnd}_{name}"
+def run_once(name, plan, rnd, a, out, deadline, steps=None, stem=None, env_extra=None):
+    cmd = command_of(name, plan, a, steps or a.steps)
+    stem = stem or f"r{rnd}_{name}"
     record = {"contender": name, "round": rnd, "command": cmd}
     left = deadline - time.monotonic()
     record["clocks_before"] = nvidia_smi("clocks.sm,temperature.gpu,power.draw")
-    env = dict(os.environ)
+    env = dict(os.environ, **(env_extra or {}))
     env.pop("OMP_WAIT_POLICY", None)  # each side's own default (scripts/peers/torch_cpu_train_bench.py says why)
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "fastnn-compare-inductor"))
     start = time.monotonic()
@@ -155,6 +168,42 @@ def run_once(name, plan, rnd, a, out, deadline):
         tail = (stderr.strip().splitlines() or ["(no output)"])[-1]
         record["why"] = tail[:300]
     return record
+
+
+def kind_of(kernel):
+    """The peer's kernel kinds (torch_gpu_train_bench.KERNEL_KINDS), for both sides' kernels alike."""
+    return next((k for k, pat in KERNEL_KINDS if re.search(pat, kernel, re.IGNORECASE)), "other")
+
+
+def kernel_profile(name, plan, a, out, deadline):
+    """GPU time per step by kernel kind, from the kernel recorder's files of two runs that differ only in
+    their timed steps: the difference holds the steps alone (no warm-up, algorithm search or compilation)."""
+    short, long_ = a.kernel_profile
+    totals = {}
+    for steps in (short, long_):
+        path = os.path.join(out, "runs", f"kernels_{name}_{steps}.json")
+        if deadline - time.monotonic() < 30:
+            return {"status": "deadline"}
+        r = run_once(name, plan, "kernels", a, out, deadline, steps=steps, stem=f"kernels_{name}_{steps}_run",
+                     env_extra={"CUDA_INJECTION64_PATH": a.kernel_records, "FASTNN_KERNEL_RECORDS": path})
+        if r["status"] != "ok":
+            return {"status": r["status"], "why": r.get("why", "")}
+        try:
+            records = json.load(open(path))
+        except (OSError, ValueError):
+            return {"status": "no records", "why": f"{path} was not written (the recorder did not load: no GPU?)"}
+        totals[steps] = {k["name"]: k["ns"] for k in records["kernels"]}
+        if records.get("dropped_records"):
+            return {"status": "dropped records", "why": f"CUPTI dropped {records['dropped_records']} records"}
+    per_step = {n: (totals[long_].get(n, 0) - totals[short].get(n, 0)) / (long_ - short) / 1e6
+                for n in set(totals[short]) | set(totals[long_])}
+    kinds = {}
+    for n, ms in per_step.items():
+        kinds[kind_of(n)] = kinds.get(kind_of(n), 0.0) + ms
+    top = sorted(per_step.items(), key=lambda kv: -kv[1])[:12]
+    return {"status": "ok", "steps": [short, long_], "kernel_ms_per_step": sum(per_step.values()),
+            "kinds_ms_per_step": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+            "top_kernels": [{"ms": ms, "kind": kind_of(n), "name": n[:160]} for n, ms in top]}
 
 
 def spread(values):
@@ -206,6 +255,21 @@ def table(summary, a, plan):
     for r in summary["ratios"]:
         lines.append(f"| {r['fastnn']} | {r['peer']} | {r['policy']} | {r['rounds']} | **{r['median_of_round_ratios']:.3f}** "
                      f"({r['min_round_ratio']:.3f}-{r['max_round_ratio']:.3f}) | {r['ratio_of_medians']:.3f} |")
+    prof = summary.get("kernel_profile")
+    if prof:
+        kinds = sorted({k for p in prof.values() if p["status"] == "ok" for k in p["kinds_ms_per_step"]})
+        lines += ["", f"GPU kernel time per step (ms), from kernel records: runs of {a.kernel_profile[1]} less runs of "
+                  f"{a.kernel_profile[0]} steps.", "",
+                  "| contender | all kernels | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
+        for n, p in prof.items():
+            if p["status"] == "ok":
+                lines.append(f"| {n} | {p['kernel_ms_per_step']:.2f} | " +
+                             " | ".join(f"{p['kinds_ms_per_step'].get(k, 0.0):.2f}" for k in kinds) + " |")
+            else:
+                lines.append(f"| {n} | {p['status']}: {p.get('why', '')} |" + " |" * len(kinds))
+        for r in summary.get("convolution_ratios", []):
+            lines.append(f"\nConvolution time, {r['fastnn']} over {r['peer']}: **{r['ratio']:.3f}** "
+                         f"({r['fastnn_ms']:.2f} against {r['peer_ms']:.2f} ms a step)")
     missing = [f"{n}: {'; '.join(c['not_measured'])}" for n, c in summary["contenders"].items() if c.get("not_measured")]
     if missing:
         lines += ["", "Not measured: " + " | ".join(missing)]
@@ -251,6 +315,11 @@ def main():
     ap.add_argument("--peer", default=PEER, help=argparse.SUPPRESS)  # tests put a stand-in here
     ap.add_argument("--out", default="", help="the results folder (default: --results-dir/DATE_COMMIT_CARD)")
     ap.add_argument("--results-dir", default=os.path.join(ROOT, "docs", "results", "gpu"))
+    ap.add_argument("--kernel-profile", default="", metavar="SHORT,LONG",
+                    help="after the rounds, each contender twice more under the kernel recorder, SHORT and LONG "
+                         "timed steps (e.g. 10,30): GPU time per step by kernel kind from their difference")
+    ap.add_argument("--kernel-records", default=KERNEL_RECORDS,
+                    help="the recorder library (scripts/gpu/kernel_records.cpp)")
     ap.add_argument("--list", action="store_true", help="print the plans and contenders, run nothing")
     a = ap.parse_args()
     if a.list:
@@ -266,6 +335,17 @@ def main():
         print(f"compare.py: unknown plan or contender {', '.join(unknown)} (--list), or --rounds/--steps below 1"
               if unknown else "compare.py: --rounds and --steps must be at least 1", file=sys.stderr)
         return 2
+    if a.kernel_profile:
+        try:
+            a.kernel_profile = [int(x) for x in a.kernel_profile.split(",")]
+            assert len(a.kernel_profile) == 2 and 0 < a.kernel_profile[0] < a.kernel_profile[1]
+        except (ValueError, AssertionError):
+            print("compare.py: --kernel-profile is SHORT,LONG with 0 < SHORT < LONG", file=sys.stderr)
+            return 2
+        if not os.path.isfile(a.kernel_records):
+            print(f"compare.py: no kernel recorder at {a.kernel_records} (a CUDA build's "
+                  "bin/libfastnn_kernel_records.so; --kernel-records)", file=sys.stderr)
+            return 2
     commit = commit_of()
     env = environment(a, commit)
     card = re.sub(r"[^A-Za-z0-9]+", "-", (env["gpu"] or {}).get("name", "cpu")).strip("-").lower()
@@ -298,6 +378,15 @@ def main():
                 print(f"compare {plan} round {rnd} {name}: {shown} ({r['seconds']:.0f} s)", flush=True)
         s = summarise(plan, plan_names, records)
         s["runs"] = records
+        if a.kernel_profile:
+            s["kernel_profile"] = {n: kernel_profile(n, plan, a, out, deadline) for n in plan_names}
+            conv = {n: p["kinds_ms_per_step"].get("convolution") for n, p in s["kernel_profile"].items()
+                    if p["status"] == "ok"}
+            s["convolution_ratios"] = [
+                {"fastnn": f, "peer": t, "fastnn_ms": conv[f], "peer_ms": conv[t], "ratio": conv[f] / conv[t]}
+                for f in conv for t in conv
+                if CONTENDERS[f][0] == "fastnn" and CONTENDERS[t][0] == "torch" and CONTENDERS[f][1] == CONTENDERS[t][1]
+                and conv[f] is not None and conv[t]]
         summaries.append(s)
         text.append(table(s, a, plan))
         with open(os.path.join(out, "summary.json"), "w") as f:  # after each plan: a stopped call keeps the rest

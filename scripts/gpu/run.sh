@@ -15,7 +15,7 @@
 #                                  compare  fastnn against PyTorch eager and torch.compile, interleaved
 #                                         rounds, same capture policy (scripts/gpu/compare.py; its raw
 #                                         files under logs/results/; FASTNN_COMPARE_PLANS, _CONTENDERS,
-#                                         _ROUNDS, _DEADLINE; not in the default set)
+#                                         _ROUNDS, _DEADLINE, _KERNEL_PROFILE; not in the default set)
 # Full logs go to /tmp/fastnn-gpu/logs and, packed as logs.tar.xz with table.txt, to $OUT when set (the
 # device tool brings back at most 8 files). The last thing printed is a short table.
 set -uo pipefail
@@ -136,6 +136,9 @@ if want compare && [[ -n $py ]]; then
   compare_args=(--plan "${FASTNN_COMPARE_PLANS:-resnet50_fp16}" --rounds "${FASTNN_COMPARE_ROUNDS:-3}"
                 --deadline "${FASTNN_COMPARE_DEADLINE:-0}" --results-dir "$out/results")
   [[ -n ${FASTNN_COMPARE_CONTENDERS:-} ]] && compare_args+=(--contenders "$FASTNN_COMPARE_CONTENDERS")
+  # FASTNN_COMPARE_KERNEL_PROFILE=10,30: kernel time per step by kind from CUPTI records, both sides.
+  [[ -n ${FASTNN_COMPARE_KERNEL_PROFILE:-} ]] &&
+    compare_args+=(--kernel-profile "$FASTNN_COMPARE_KERNEL_PROFILE" --kernel-records "$work/bundle/lib/libfastnn_kernel_records.so")
   "$py" "$root/scripts/gpu/compare.py" --fastnn "$work/bundle/bin/fastnn" --python "$py" "${compare_args[@]}" \
     >"$out/compare.log" 2>&1 || row "compare" "failed (see compare.log)"
   for s in "$out"/results/*/summary.json; do
@@ -149,6 +152,13 @@ for p in json.load(open(sys.argv[1]))["plans"]:
     for r in p["ratios"]:
         print(f"compare {p['plan']} {r['fastnn']}/{r['peer']}\t{r['median_of_round_ratios']:.3f} "
               f"({r['min_round_ratio']:.3f}-{r['max_round_ratio']:.3f}, {r['rounds']} rounds)")
+    for n, k in p.get("kernel_profile", {}).items():
+        kinds = ", ".join(f"{kind} {ms:.1f}" for kind, ms in k.get("kinds_ms_per_step", {}).items())
+        print(f"compare {p['plan']} {n} kernels\t" + (f"{k['kernel_ms_per_step']:.1f} ms/step: {kinds}"
+                                                      if k["status"] == "ok" else f"{k['status']} {k.get('why', '')}"))
+    for r in p.get("convolution_ratios", []):
+        print(f"compare {p['plan']} convolution {r['fastnn']}/{r['peer']}\t{r['ratio']:.3f} "
+              f"({r['fastnn_ms']:.2f} against {r['peer_ms']:.2f} ms/step)")
 PY
 )
   done

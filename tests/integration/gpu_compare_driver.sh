@@ -19,6 +19,13 @@ if args[args.index("--device") + 1] != "cpu" or "--steps" not in args:
 if mode == "default":
     print("torch._dynamo.exc.BackendCompilerFailed: boom", file=sys.stderr)
     sys.exit(1)
+steps = int(args[args.index("--steps") + 1])
+records = os.environ.get("FASTNN_KERNEL_RECORDS")
+if records:  # as the kernel recorder would: 2 ms of convolution and 1 of batch norm a step, and set-up once
+    json.dump({"kernels": [{"name": "sm90_xmma_fprop_implicit_gemm_f16f16", "count": steps, "ns": steps * 2000000 + 7000000},
+                           {"name": "cudnn::bn_fw_tr_1C11_kernel_NCHW", "count": steps, "ns": steps * 1000000},
+                           {"name": "one_time_setup", "count": 1, "ns": 123456}], "dropped_records": 0},
+              open(records, "w"))
 counter = os.path.join(os.path.dirname(__file__), "count_" + mode)
 n = int(open(counter).read()) if os.path.exists(counter) else 0
 open(counter, "w").write(str(n + 1))
@@ -65,6 +72,26 @@ env = json.load(open(os.path.join(out, "environment.json")))
 check(any("fastnn" in line for line in env["fastnn_version"]) and env["commit"], "environment.json names fastnn and the commit")
 print("driver: ok", per_round)
 PY
+
+# The kernel profile: two recorded runs a contender, their difference per step, classified by kind.
+# fastnn on the CPU loads no recorder (no GPU), which is said; the stand-in writes what CUPTI would.
+touch "$scratch/recorder.so"
+drive --rounds 1 --contenders fastnn,torch_eager --kernel-profile 10,30 --kernel-records "$scratch/recorder.so" \
+  --out "$scratch/kernels" >"$scratch/kernels.log" 2>&1 || { cat "$scratch/kernels.log"; echo "FAIL: kernel profile run"; exit 1; }
+python3 - "$scratch/kernels/summary.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))["plans"][0]
+k = plan["kernel_profile"]
+t = k["torch_eager"]
+ok = (t["status"] == "ok" and abs(t["kinds_ms_per_step"]["convolution"] - 2.0) < 1e-9
+      and abs(t["kinds_ms_per_step"]["batch_norm"] - 1.0) < 1e-9 and abs(t["kernel_ms_per_step"] - 3.0) < 1e-9
+      and k["fastnn"]["status"] == "no records" and plan["convolution_ratios"] == [])
+if not ok:
+    print("FAIL: kernel profile", json.dumps(k, indent=1)); sys.exit(1)
+PY
+if drive --kernel-profile 30,10 --out "$scratch/badk" >"$scratch/badk.log" 2>&1; then
+  echo "FAIL: --kernel-profile 30,10 accepted"; exit 1
+fi
 
 # Results are never written over.
 if drive --rounds 1 --contenders fastnn --out "$scratch/out" >"$scratch/again.log" 2>&1; then
