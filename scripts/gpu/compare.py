@@ -312,7 +312,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=480, help="seconds one run may take")
     ap.add_argument("--autotune-timeout", type=float, default=360,
                     help="seconds a max-autotune run may take, compilation included (one that does not compile in "
-                         "time is recorded as a timeout, the issue's 'if it compiles within its own timeout')")
+                         "time is recorded as a timeout, not waited for)")
     ap.add_argument("--deadline", type=float, default=0, help="seconds the whole comparison may take (0: no bound)")
     ap.add_argument("--fastnn", default=os.path.join(ROOT, "build", "bin", "fastnn"))
     ap.add_argument("--python", default=sys.executable, help="the Python with PyTorch")
