@@ -77,6 +77,6 @@ expect 2 "2 key\(s\) that are not job config fields: aa, jsd_loss" "$FASTNN" tra
 expect 2 "did you mean --learning_rate" "$FASTNN" train --learnig_rate=0.1 --dataset_dir=data
 expect 2 "batch_size is an int" "$FASTNN" train --batch_size=lots --dataset_dir=data
 expect 2 "did you mean train" "$FASTNN" trian --model_name=mlp
-expect 1 "did you mean resnet_v1_50" "$FASTNN" train --model_name=resnet50 --dataset_dir=data --device=cpu
+expect 1 "did you mean resnet_v1_5_50 \(torchvision's and timm's resnet50\), resnet_v1_50" "$FASTNN" train --model_name=resnet50 --dataset_dir=data --device=cpu
 expect 0 "aux_logits" "$FASTNN" train --help
 echo "habits accepted"

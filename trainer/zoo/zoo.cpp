@@ -116,7 +116,9 @@ const ZooModel& zoo_model(const std::string& name) {
   };
   std::vector<std::string> bare_names;
   for (const ZooModel& m : zoo_models()) bare_names.push_back(bare(m.name));
-  std::string near;
+  // PyTorch's name of a zoo network that is the same network (tests/python/test_resnet_v1_5_torchvision.py)
+  // comes first: a timm user's --model resnet50 is not TF-slim's resnet_v1_50, the nearest spelling.
+  std::string near = name == "resnet50" ? "resnet_v1_5_50 (torchvision's and timm's resnet50), " : "";
   const std::vector<std::string> close = closest_names(bare_names, bare(name), 3);
   for (size_t i = 0; i < close.size(); ++i) {
     const auto at = std::find(bare_names.begin(), bare_names.end(), close[i]) - bare_names.begin();

@@ -133,7 +133,10 @@ TEST_F(ConfigFiles, TextFormatFirstThenYamlLookingFiles) {
 
 TEST(ZooNames, UnknownModelSuggestsNearNames) {
   const std::string e = error_of([] { zoo::zoo_model("resnet50"); });
-  EXPECT_NE(e.find("did you mean resnet_v1_50"), std::string::npos) << e;
+  // torchvision's resnet50 is ResNet-50 v1.5, named first; TF-slim's v1 is the nearest spelling.
+  EXPECT_NE(e.find("did you mean resnet_v1_5_50 (torchvision's and timm's resnet50), resnet_v1_50"), std::string::npos)
+      << e;
+  EXPECT_NE(error_of([] { zoo::zoo_model("resnet_v150"); }).find("did you mean resnet_v1_50"), std::string::npos);
   EXPECT_EQ(e.find("the zoo has"), std::string::npos) << e;  // not the whole list
   EXPECT_NE(error_of([] { zoo::zoo_model("?"); }).find("the zoo has: "), std::string::npos);
 }
