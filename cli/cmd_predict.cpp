@@ -20,6 +20,7 @@
 #include "trainer/inference/embedding_writer.h"
 #include "trainer/inference/input_classes.h"
 #include "trainer/inference/predict.h"
+#include "trainer/loop/preset_fields.h"
 
 namespace fastnn::cli {
 namespace {
@@ -30,6 +31,12 @@ struct PredictArgs {
   int top_k = 5, batch_size = 0, forward_batch = 0;
   bool skip_bad = false, quiet = false, overwrite = false;
 };
+
+// The run's own mean, std and crop_pct, which predict applies as training did: " (mean 0.5, std 0.25)".
+std::string own_values_note(const JobConfig& run) {
+  const std::string own = loop::evaluation_fields_text(loop::preset_fields(run));
+  return own.empty() ? "" : " (" + own + ")";
+}
 
 // Under mpirun every rank learns whether any rank failed to set up (bad flags, an unreadable input or
 // checkpoint, an output that cannot be created): the lowest failing rank reports its error, and every
@@ -89,9 +96,10 @@ void predict(const PredictArgs& a, Communicator& comm) {
   inference::Predictor& predictor = *predictor_owner;
   const inference::ModelInfo& m = predictor.model();
   if (!a.quiet && writer)
-    std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing, %s, batch %d%s\n",
+    std::fprintf(stderr, "predict: %s (step %lld): %s, %d classes, %dx%dx%d %s preprocessing%s, %s, batch %d%s\n",
                  m.checkpoint.c_str(), static_cast<long long>(m.step), m.model_name.c_str(), m.num_classes, m.height,
-                 m.width, m.channels, m.preset.c_str(), m.device.c_str(), predictor.batch_size(),
+                 m.width, m.channels, m.preset.c_str(), own_values_note(m.config).c_str(), m.device.c_str(),
+                 predictor.batch_size(),
                  inference::forward_batch_note(m, predictor.batch_size()).c_str());
   if (!a.quiet && writer && comm.world_size() > 1)
     std::fprintf(stderr, "predict: %d ranks, batch b on rank b %% %d, output written by rank 0 in input order\n",

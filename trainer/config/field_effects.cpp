@@ -99,7 +99,7 @@ void validate_hooks(const JobConfig& c) {
 std::vector<std::string> eval_ignored_flags(std::span<const std::string> args) {
   static const std::vector<std::string_view> read = {
       "dataset_name", "dataset_dir", "file_pattern", "train_files", "eval_files", "num_classes", "labels_offset",
-      "train_image_size", "preprocessing_name", "num_parallel_batches", "prefetch_buffer_size", "num_preprocessing_threads",
+      "train_image_size", "preprocessing_name", "input_mean", "input_std", "crop_pct", "num_parallel_batches", "prefetch_buffer_size", "num_preprocessing_threads",
       "task_type", "model_name", "batch_size", "model_dir", "output_dir", "device", "precision", "use_fp16",
       "input_dtype", "conv_search", "conv_pad_channels", "depthwise_conv", "conv_api", "fuse_conv_bn", "fuse_ops", "cuda_graph", "data_format", "deterministic", "net", "enable_paisoar", "protocol",
       "dataset_split_name", "aux_logits", "batch_norm_epsilon"};

@@ -10,6 +10,7 @@
 #include "pipeline/preset.h"
 #include "trainer/checkpoint/checkpoint_manager.h"
 #include "trainer/head/head_config.h"
+#include "trainer/loop/preset_fields.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/zoo/zoo.h"
 
@@ -36,9 +37,13 @@ std::string eval_geometry(const pipeline::PreprocessConfig& c) {
     case pipeline::PresetKind::kCifarnet:
       return str("centre crop or zero-pad to ", out, " (no resampling)");
     case pipeline::PresetKind::kInception:
-      return str("central crop of ", c.central_fraction * 100, "% of each side, bilinear resize to ", out);
+      return str("central crop of ", c.crop_pct * 100, "% of each side, bilinear resize to ", out);
     case pipeline::PresetKind::kVgg:
       return str("bilinear resize of the shorter side to ", c.eval_resize, ", centre crop ", out);
+    case pipeline::PresetKind::kTorchvision:
+      return str("bilinear resize of the shorter side to ", c.eval_resize,
+                 " (the longer side truncated, torchvision's Resize), centre crop ", out,
+                 " (offsets rounded half to even, torchvision's CenterCrop)");
   }
   return "";
 }
@@ -88,6 +93,7 @@ ModelSource::ModelSource(const SourceOptions& o) : impl_(std::make_unique<Impl>(
   }
   pipeline::PreprocessConfig p;
   p.preset = m.preset;
+  loop::apply_preset_fields(loop::preset_fields(m.config), p);  // a checkpoint run's mean, std and crop_pct
   p.train = false;
   p.height = m.height;
   p.width = m.width;

@@ -30,8 +30,7 @@ std::string input_mismatch_warning(const InputItem& item, const ModelInfo& m, co
     parser.parse(item.bytes, v);
     if (v[0].kind() == FeatureView::Kind::kMissing) return "";
     image = read_image_info(v[0].single_bytes(keys::kImageEncoded));
-    const pipeline::PresetKind kind = pipeline::parse_preset(m.preset);
-    resizes = kind == pipeline::PresetKind::kInception || kind == pipeline::PresetKind::kVgg;
+    resizes = pipeline::preset_resizes(pipeline::parse_preset(m.preset));
   } catch (const Error&) {
     return "";
   }

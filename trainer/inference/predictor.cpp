@@ -21,6 +21,7 @@
 #include "trainer/inference/forward_batch.h"
 #include "trainer/inference/head_logits.h"
 #include "trainer/loop/checkpoint_io.h"
+#include "trainer/loop/preset_fields.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/runner/step_runner.h"
 #include "trainer/ops/cpu_kernel_choice.h"
@@ -196,6 +197,7 @@ Predictor::Predictor(const std::string& checkpoint, const PredictorOptions& opti
   o.label_smoothing = 0;
   pipeline::PreprocessConfig p;
   p.preset = m.preset;
+  loop::apply_preset_fields(loop::preset_fields(m.config), p);  // the run's mean, std and crop_pct
   p.train = false;
   p.height = m.height;
   p.width = m.width;

@@ -15,6 +15,7 @@
 #include "trainer/loop/checkpoint_io.h"
 #include "trainer/runner/device_setup.h"
 #include "trainer/loop/evaluate.h"
+#include "trainer/loop/preset_fields.h"
 #include "trainer/loop/run_setup.h"
 #include "trainer/runner/step_runner.h"
 #include "trainer/loop/trainer.h"
@@ -30,6 +31,10 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
     if (!given.has_num_classes() && saved->has_num_classes()) c.set_num_classes(saved->num_classes());
     if (!given.has_preprocessing_name() && saved->has_preprocessing_name())
       c.set_preprocessing_name(saved->preprocessing_name());
+    // The evaluation images' crop and values, as trained (the training crop's ranges are not read).
+    if (!given.has_input_mean() && saved->has_input_mean()) c.set_input_mean(saved->input_mean());
+    if (!given.has_input_std() && saved->has_input_std()) c.set_input_std(saved->input_std());
+    if (!given.has_crop_pct() && saved->has_crop_pct()) c.set_crop_pct(saved->crop_pct());
     if (!given.has_labels_offset() && saved->has_labels_offset()) c.set_labels_offset(saved->labels_offset());
     if (!given.has_train_image_size() && saved->has_train_image_size() &&
         (!given.has_model_name() || given.model_name() == saved->model_name()))
@@ -60,6 +65,9 @@ JobConfig with_checkpoint_model(const JobConfig& given, const CheckpointMeta& me
   }
   if (!given.has_model_name() && c.model_name() != given.model_name())
     log_info("evaluating ", c.model_name(), ", the model the checkpoint holds (set model_name to choose another)");
+  if (const std::string own = evaluation_fields_text(preset_fields(c)); !own.empty())
+    log_info("evaluation images: ", c.preprocessing_name().empty() ? preset_for_model(c.model_name()) : c.preprocessing_name(),
+             " preprocessing, ", own);
   return c;
 }
 

@@ -55,28 +55,35 @@ std::string range_text(int64_t lo, int64_t hi) { return lo == hi ? str(lo) : str
 InputGeometry describe_input_geometry(const RunSetup& s) {
   InputGeometry g;
   const std::string in = str(s.height, "x", s.width);
+  const pipeline::PreprocessConfig p = pipeline::resolve_preset(preprocess_config(s, true));
   const pipeline::PresetKind kind = pipeline::parse_preset(s.preset);
-  bool resamples = true;
+  const bool resamples = pipeline::preset_resizes(kind);
+  const std::string crop_area = str(p.area_min * 100, "-", p.area_max * 100, "%");
   switch (kind) {
     case pipeline::PresetKind::kLenet:
       g.line = str("preprocessing ", s.preset, ": centre crop or zero-pad to ", in, ", no resizing");
-      resamples = false;
       break;
     case pipeline::PresetKind::kCifarnet:
       g.line = str("preprocessing ", s.preset, ": random ", in, " crop of the image padded by 4, random mirror (eval: centre crop), no resizing");
-      resamples = false;
       break;
     case pipeline::PresetKind::kInception:
-      g.line = str("preprocessing ", s.preset, ": random resized crop to ", in, ", random mirror",
+      g.line = str("preprocessing ", s.preset, ": random resized crop (", crop_area, " of the area) to ", in,
+                   ", random mirror",
                    !s.color_distortion ? ""
                    : s.channels == 3   ? ", colour distortion (brightness, saturation)"
                                        : ", colour distortion (brightness; saturation needs colour)",
-                   " (eval: central 87.5% resized to ", in, ")");
+                   " (eval: central ", p.crop_pct * 100, "% resized to ", in, ")");
       break;
     case pipeline::PresetKind::kVgg:
-      g.line = str("preprocessing ", s.preset, ": shorter side resized to 256-512, random ", in, " crop, random mirror (eval: shorter side 256, centre crop)");
+      g.line = str("preprocessing ", s.preset, ": shorter side resized to ", p.resize_min, "-", p.resize_max, ", random ",
+                   in, " crop, random mirror (eval: shorter side ", p.eval_resize, ", centre crop)");
+      break;
+    case pipeline::PresetKind::kTorchvision:
+      g.line = str("preprocessing ", s.preset, ": RandomResizedCrop (", crop_area, " of the area) to ", in,
+                   ", random mirror (eval: shorter side ", p.eval_resize, ", centre crop ", in, ")");
       break;
   }
+  if (const std::string own = evaluation_fields_text(s.preset_fields); !own.empty()) g.line += "; the job's " + own;
   if (s.auto_augment.policy == pipeline::AutoAugmentPolicy::kRandAugment)
     g.line += str("; RandAugment of training images (", s.auto_augment.num_ops, " ops at magnitude ",
                   s.auto_augment.magnitude, " of 0-", s.auto_augment.magnitude_bins - 1, ")");

@@ -122,6 +122,7 @@ pipeline::MixOptions mix_options(const JobConfig& c) {
 pipeline::PreprocessConfig preprocess_config(const RunSetup& s, bool train) {
   pipeline::PreprocessConfig p;
   p.preset = s.preset;
+  apply_preset_fields(s.preset_fields, p);
   p.label_offset = s.labels_offset;
   p.train = train;
   p.color_distortion = train && s.color_distortion;
@@ -313,6 +314,7 @@ RunSetup make_run_setup(const JobConfig& c, bool for_training) {
     s.channels = model.default_channels;
   }
   s.preset = c.preprocessing_name().empty() ? preset_for_model(s.model_name) : c.preprocessing_name();
+  s.preset_fields = preset_fields(c);
   s.color_distortion = c.color_distortion();
   s.erase.prob = static_cast<float>(c.random_erase_prob());
   s.erase.mode = pipeline::parse_erase_mode(c.random_erase_mode());

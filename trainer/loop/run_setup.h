@@ -16,7 +16,7 @@
 //   preset          preprocessing_name, else the zoo entry's preset (zoo::ZooModel::preset: lenet/mlp
 //                   -> lenet, cifarnet and resnet_cifar_* -> cifarnet, vgg_*, alexnet_v2, overfeat ->
 //                   vgg, resnet_v* -> resnet (but resnet_v1_5_*: inception), else inception; inception for
-//                   names not in the zoo)
+//                   names not in the zoo), with the job's preset fields (preset_fields.h) over its values
 //   held-out split  "validation" if the manifest has it, else "test"
 //   class map       dataset_dir's (manifest.json, checked against labels.txt; else labels.txt), less
 //                   labels_offset; every other folder holding train_files or eval_files must carry the
@@ -39,6 +39,7 @@
 #include "schemas/job_config.pb.h"
 #include "schemas/net.pb.h"
 #include "trainer/head/classifier_head.h"
+#include "trainer/loop/preset_fields.h"
 #include "trainer/runner/input_format.h"
 #include "trainer/zoo/zoo.h"
 
@@ -54,6 +55,7 @@ struct RunSetup {
   int64_t num_classes = 0;  // above 2^31 - 1 only with a dist_ head (job_config.cpp checks)
   int height = 0, width = 0, channels = 0;
   std::string preset;
+  PresetFields preset_fields;     // the job's own mean, std, crop ranges and crop_pct for the preset
   bool color_distortion = false;  // on training images (the inception preset's)
   pipeline::EraseOptions erase;    // random erasing of training images
   pipeline::AutoAugmentOptions auto_augment;  // RandAugment / TrivialAugmentWide on training images
@@ -98,8 +100,8 @@ inline constexpr const char* kClassMapAdvice =
 // empty), so that a validation split converted on its own can be evaluated.
 RunSetup make_run_setup(const JobConfig& config, bool for_training = true);
 
-// The preprocessing of the run's training (train) or evaluation images: its preset, size, dtype, layout,
-// label offset, and colour distortion on training images when the config asks for it.
+// The preprocessing of the run's training (train) or evaluation images: its preset and the job's values
+// for it, size, dtype, layout, label offset, and the training images' augmentations the config asks for.
 pipeline::PreprocessConfig preprocess_config(const RunSetup& setup, bool train);
 // The config's mixup / CutMix fields; ConfigError naming the one out of range.
 pipeline::MixOptions mix_options(const JobConfig& config);
