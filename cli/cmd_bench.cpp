@@ -76,7 +76,7 @@ void add_bench_command(CLI::App& app) {
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--data", a->o.data, "Shard folder (manifest.json, or <split>-*.tfrecord files)")->required();
   cmd->add_option("--split", a->o.split, "Split to read");
-  cmd->add_option("--preset", a->o.preprocess.preset, "preprocessing_name: lenet, cifarnet, inception, vgg, resnet");
+  cmd->add_option("--preset", a->o.preprocess.preset, "preprocessing_name: lenet, cifarnet, inception, vgg, resnet, torchvision");
   cmd->add_option("--batch-size", a->o.batch_size, "Samples per batch")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--threads", a->o.threads, "num_preprocessing_threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--steps", a->o.steps, "Batches' worth of samples the workers produce while the clock runs")->check(CLI::Range(2, 1 << 30));
