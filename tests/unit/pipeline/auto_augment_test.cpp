@@ -40,13 +40,7 @@ namespace {
 
 const std::string kDir = std::string(FASTNN_SOURCE_DIR) + "/tests/data/auto_augment/";
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  FASTNN_CHECK(f.good(), "cannot open ", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return testing::read_bytes(path); }
 
 const nlohmann::json& torchvision_fixtures() {
   static const nlohmann::json j = nlohmann::json::parse(read_file(kDir + "fixtures.json"));

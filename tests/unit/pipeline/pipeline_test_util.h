@@ -3,14 +3,18 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "core/check.h"
 #include "core/example.h"
 #include "core/tfrecord.h"
+#include "pipeline/resample.h"
 
 namespace fastnn::pipeline::testing {
 
@@ -69,6 +73,21 @@ inline std::string image_example(std::string_view encoded, const char* format, i
   if (width > 0) b.add_int64(keys::kWidth, width);
   if (channels > 0) b.add_int64(keys::kChannels, channels);
   return b.serialize();
+}
+
+// A file's bytes (the fixtures under tests/data); FASTNN_CHECK when it cannot be opened.
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  FASTNN_CHECK(f.good(), "cannot open ", path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// A random crop's window: inside the width x height image, at a whole-pixel offset.
+inline ::testing::AssertionResult crop_inside(const Window& w, int width, int height) {
+  if (w.x0 < 0 || w.y0 < 0 || w.x0 + w.w > width || w.y0 + w.h > height || w.x0 != std::floor(w.x0))
+    return ::testing::AssertionFailure() << "window (" << w.x0 << ", " << w.y0 << ") " << w.w << "x" << w.h
+                                         << " is not a whole-pixel crop of " << width << "x" << height;
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace fastnn::pipeline::testing

@@ -4,8 +4,6 @@
 // tests/data/torchvision_preset/make_fixtures.py with torchvision's transforms; plus the draw's ranges
 // and the refusals of settings a preset cannot honour.
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,21 +18,13 @@ namespace {
 
 const std::string kTorchvisionDir = std::string(FASTNN_SOURCE_DIR) + "/tests/data/torchvision_preset/";
 
-std::string read_fixture_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  FASTNN_CHECK(f.good(), "cannot open ", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 const nlohmann::json& fixtures() {
-  static const nlohmann::json j = nlohmann::json::parse(read_fixture_file(kTorchvisionDir + "fixtures.json"));
+  static const nlohmann::json j = nlohmann::json::parse(testing::read_bytes(kTorchvisionDir + "fixtures.json"));
   return j;
 }
 
 std::vector<float> read_f32(const std::string& name) {
-  const std::string bytes = read_fixture_file(kTorchvisionDir + name);
+  const std::string bytes = testing::read_bytes(kTorchvisionDir + name);
   std::vector<float> v(bytes.size() / sizeof(float));
   std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
   return v;
@@ -114,11 +104,7 @@ TEST(TorchvisionPreset, TrainCropsStayInTheirRanges) {
   for (uint64_t i = 0; i < 3000; ++i) {
     const SamplePlan p = plan_sample(c, 500, 375, 42, 1, i);
     const Window& w = p.window;
-    ASSERT_GE(w.x0, 0);
-    ASSERT_GE(w.y0, 0);
-    ASSERT_LE(w.x0 + w.w, 500);
-    ASSERT_LE(w.y0 + w.h, 375);
-    ASSERT_EQ(w.x0, std::floor(w.x0));
+    ASSERT_TRUE(testing::crop_inside(w, 500, 375));
     ASSERT_EQ(w.w, std::floor(w.w));
     const double area = w.w * w.h / (500.0 * 375);
     const double ratio = w.w / w.h;
@@ -157,7 +143,7 @@ void expect_close_to_torchvision(const std::vector<float>& got, const std::vecto
 }
 
 std::vector<float> map_crop_png(const PreprocessConfig& c, uint64_t index, bool* flip) {
-  const std::string record = testing::image_example(read_fixture_file(kTorchvisionDir + "crop.png"), "png", 3);
+  const std::string record = testing::image_example(testing::read_bytes(kTorchvisionDir + "crop.png"), "png", 3);
   auto m = make_preprocessor(c);
   m->prepare(1);
   std::vector<float> out(m->spec().sample_elements());
