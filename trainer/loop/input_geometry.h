@@ -3,8 +3,9 @@
 //   lenet     centre crop or zero-pad to the input size (no resampling): a 256-px photo becomes its
 //             central 28x28 pixels;
 //   cifarnet  a random crop of the input size out of the image padded by 4 (no resampling);
-//   inception resamples (random resized crop), vgg/resnet resize the shorter side: any size works, but
-//             an image much smaller than the input is blown up (warned below a half).
+//   inception and torchvision resample (random resized crop), vgg/resnet resize the shorter side: any
+//             size works, but an image much smaller than the input is blown up (warned below a half).
+// The line also names the job's own mean, std and crop_pct (preset_fields.h) when it set them.
 // The images' size is the manifest's when all records share it, else the range over the first records
 // of the first training file (their image/height and image/width features).
 // The warning names the numbers and what to do (resize at conversion, another preprocessing_name, or
